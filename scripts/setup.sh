@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package kiln's build, tests and benchmarks use.
+# Idempotent: packages already present are skipped, so a second run is quick.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev
+  clang-format ccache
+  # libraries the engine links
+  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
+  libsentencepiece-dev libcpp-httplib-dev libxxhash-dev libdnnl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece
+  python3-pytest curl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+# Node.js and npm run the OpenAI client tests; Debian's nodejs only where the
+# machine has no node of its own (some images ship NodeSource's, which
+# includes npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

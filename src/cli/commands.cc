@@ -1,0 +1,17 @@
+// The subcommand list.
+#include "cli/commands.h"
+
+namespace kiln::cli {
+namespace {
+int g_exit_code = 0;
+}  // namespace
+
+void SetExitCode(int code) { g_exit_code = code; }
+int ExitCode() { return g_exit_code; }
+
+void RegisterAll(CLI::App& app) {
+  RegisterInspect(app);
+  RegisterTokenize(app);
+}
+
+}  // namespace kiln::cli

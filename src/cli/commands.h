@@ -1,0 +1,20 @@
+// Registration of kiln's subcommands. Each subcommand lives in its own file
+// and adds itself to the app in Register<Name>(); its callback runs the
+// command and records the exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+void RegisterAll(CLI::App& app);
+
+// Called by a subcommand's callback with its result.
+void SetExitCode(int code);
+int ExitCode();
+
+// Subcommands.
+void RegisterInspect(CLI::App& app);
+void RegisterTokenize(CLI::App& app);
+
+}  // namespace kiln::cli

@@ -1,0 +1,36 @@
+// What the CPU we run on can do, read once at start-up, for run-time kernel
+// dispatch and for default thread counts.
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+struct CpuInfo {
+  std::string vendor;
+  std::string model_name;
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512_vnni = false;
+  bool avx512_bf16 = false;
+  bool avx_vnni = false;  // VEX-encoded vpdpbusd (Alder Lake, Zen 5)
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
+  int logical_cpus = 1;
+  int physical_cores = 1;
+
+  // The vector ISA kernels dispatch to: "avx512", "avx2" or "scalar".
+  std::string BestIsa() const;
+  // A one-line summary such as "AMD EPYC, 2 cores, avx2 fma f16c".
+  std::string Summary() const;
+};
+
+// The process-wide CpuInfo. Honours KILN_ISA=scalar|avx2|avx512 to force a
+// lower ISA (for testing the fallbacks).
+const CpuInfo& GetCpuInfo();
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// UTF-8 validation edge cases.
+#include "core/utf8.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+TEST(Utf8, Validates) {
+  EXPECT_TRUE(IsValidUtf8("plain"));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xe6\x97"));          // truncated
+  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);
+}
+
+TEST(Utf8, CompletePrefixHoldsBackPartialCharacters) {
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xe6\x97"), 2u);
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xe6\x97\xa5"), 5u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xff" "a"), 2u);  // garbage is not held back
+}
+
+TEST(Utf8, Appends) {
+  std::string s;
+  AppendUtf8(s, U'é');
+  AppendUtf8(s, 0x1F600);
+  EXPECT_EQ(s, "\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+}  // namespace
+}  // namespace kiln
