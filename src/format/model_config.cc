@@ -1,0 +1,503 @@
+// ModelConfig from Hugging Face config.json and from GGUF metadata, and the
+// sizes derived from it.
+#include "format/model_config.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "format/gguf.h"
+
+namespace kiln {
+namespace {
+
+using nlohmann::json;
+
+struct ArchitectureName {
+  Architecture arch;
+  const char* hf_name;
+  const char* model_type;
+};
+constexpr ArchitectureName kArchitectures[] = {
+    {Architecture::kLlama, "LlamaForCausalLM", "llama"},
+    {Architecture::kMistral, "MistralForCausalLM", "mistral"},
+    {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2"},
+    {Architecture::kQwen3, "Qwen3ForCausalLM", "qwen3"},
+};
+
+// Upper bounds that keep every size derived from a config within int64
+// (far above any real model's).
+constexpr int64_t kMaxHidden = int64_t{1} << 20;
+constexpr int64_t kMaxIntermediate = int64_t{1} << 22;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxLayers = int64_t{1} << 12;
+constexpr int64_t kMaxHeads = int64_t{1} << 12;
+constexpr int64_t kMaxHeadDim = int64_t{1} << 14;
+
+// ---- config.json field access: absent and null read as "not given" ----
+
+const json* Field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Expected<std::optional<int64_t>> OptionalInt(const json& j, const char* key, const std::string& source) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return std::optional<int64_t>();
+  if (v->is_number_integer()) return std::optional<int64_t>(v->get<int64_t>());
+  // Some writers emit whole numbers as floats ("rope_theta": 10000 vs 1e4).
+  if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
+      std::fabs(v->get<double>()) < 9.0e15) {
+    return std::optional<int64_t>(static_cast<int64_t>(v->get<double>()));
+  }
+  return InvalidArgument("{}: {}: expected an integer, got {}", source, key, v->dump());
+}
+
+Expected<int64_t> RequiredInt(const json& j, const char* key, const std::string& source) {
+  KILN_ASSIGN_OR_RETURN(auto v, OptionalInt(j, key, source));
+  if (!v) return InvalidArgument("{}: missing required field '{}'", source, key);
+  return *v;
+}
+
+Expected<int64_t> IntOr(const json& j, const char* key, int64_t fallback, const std::string& source) {
+  KILN_ASSIGN_OR_RETURN(auto v, OptionalInt(j, key, source));
+  return v ? *v : fallback;
+}
+
+Expected<double> FloatOr(const json& j, const char* key, double fallback, const std::string& source) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) return InvalidArgument("{}: {}: expected a number, got {}", source, key, v->dump());
+  return v->get<double>();
+}
+
+Expected<bool> BoolOr(const json& j, const char* key, bool fallback, const std::string& source) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) {
+    return InvalidArgument("{}: {}: expected true or false, got {}", source, key, v->dump());
+  }
+  return v->get<bool>();
+}
+
+Expected<std::string> StringOr(const json& j, const char* key, std::string fallback,
+                               const std::string& source) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) return InvalidArgument("{}: {}: expected a string, got {}", source, key, v->dump());
+  return v->get<std::string>();
+}
+
+// bos_token_id / eos_token_id: an integer, a list of integers, or absent.
+Expected<std::vector<int64_t>> TokenIds(const json& j, const char* key, const std::string& source) {
+  const json* v = Field(j, key);
+  std::vector<int64_t> ids;
+  if (v == nullptr) return ids;
+  if (v->is_number_integer()) {
+    ids.push_back(v->get<int64_t>());
+    return ids;
+  }
+  if (v->is_array()) {
+    for (const json& id : *v) {
+      if (!id.is_number_integer()) {
+        return InvalidArgument("{}: {}: expected integers, got {}", source, key, v->dump());
+      }
+      ids.push_back(id.get<int64_t>());
+    }
+    return ids;
+  }
+  return InvalidArgument("{}: {}: expected an integer or a list of integers, got {}", source, key, v->dump());
+}
+
+Expected<Architecture> ArchitectureFromHf(const json& j, const std::string& source, std::string* hf_name) {
+  const json* archs = Field(j, "architectures");
+  if (archs != nullptr) {
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+      return InvalidArgument("{}: architectures: expected a list of names, got {}", source, archs->dump());
+    }
+    std::string name = (*archs)[0].get<std::string>();
+    for (const auto& a : kArchitectures) {
+      if (name == a.hf_name) {
+        *hf_name = name;
+        return a.arch;
+      }
+    }
+    return Unsupported("{}: architecture '{}' is not supported; supported: {}", source, name,
+                       SupportedArchitectureList());
+  }
+  KILN_ASSIGN_OR_RETURN(std::string model_type, StringOr(j, "model_type", "", source));
+  for (const auto& a : kArchitectures) {
+    if (model_type == a.model_type) {
+      *hf_name = a.hf_name;
+      return a.arch;
+    }
+  }
+  return Unsupported("{}: no 'architectures' and model_type '{}' is not supported; supported: {}", source,
+                     model_type, SupportedArchitectureList());
+}
+
+Expected<RopeScaling> RopeScalingFromHf(const json& j, int64_t max_position, const std::string& source) {
+  RopeScaling rs;
+  const json* v = Field(j, "rope_scaling");
+  if (v == nullptr) return rs;
+  if (!v->is_object()) {
+    return InvalidArgument("{}: rope_scaling: expected an object, got {}", source, v->dump());
+  }
+  std::string where = source + ": rope_scaling";
+  // Newer configs say "rope_type", older ones "type".
+  KILN_ASSIGN_OR_RETURN(std::string type, StringOr(*v, "rope_type", "", where));
+  if (type.empty()) {
+    KILN_ASSIGN_OR_RETURN(type, StringOr(*v, "type", "", where));
+  }
+  if (type.empty() || type == "default") return rs;
+  if (type != "linear" && type != "llama3" && type != "yarn") {
+    return Unsupported("{}: type '{}' is not supported (linear, llama3 and yarn are)", where, type);
+  }
+  KILN_ASSIGN_OR_RETURN(auto factor, FloatOr(*v, "factor", 0.0, where));
+  if (!(factor > 0)) return InvalidArgument("{}: {} scaling needs a positive 'factor'", where, type);
+  rs.factor = factor;
+  if (type == "linear") {
+    rs.type = RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    rs.type = RopeScalingType::kLlama3;
+    KILN_ASSIGN_OR_RETURN(rs.low_freq_factor, FloatOr(*v, "low_freq_factor", 1.0, where));
+    KILN_ASSIGN_OR_RETURN(rs.high_freq_factor, FloatOr(*v, "high_freq_factor", 4.0, where));
+    KILN_ASSIGN_OR_RETURN(rs.original_max_position_embeddings,
+                          RequiredInt(*v, "original_max_position_embeddings", where));
+  } else {
+    rs.type = RopeScalingType::kYarn;
+    KILN_ASSIGN_OR_RETURN(rs.original_max_position_embeddings,
+                          IntOr(*v, "original_max_position_embeddings", max_position, where));
+    KILN_ASSIGN_OR_RETURN(rs.beta_fast, FloatOr(*v, "beta_fast", 32.0, where));
+    KILN_ASSIGN_OR_RETURN(rs.beta_slow, FloatOr(*v, "beta_slow", 1.0, where));
+    KILN_ASSIGN_OR_RETURN(rs.attention_factor, FloatOr(*v, "attention_factor", 0.0, where));
+  }
+  return rs;
+}
+
+Expected<Activation> ActivationFromName(const std::string& name, const std::string& source) {
+  if (name == "silu" || name == "swish") return Activation::kSilu;
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new") return Activation::kGeluTanh;
+  return Unsupported("{}: hidden_act '{}' is not supported (silu, gelu, gelu_pytorch_tanh are)", source,
+                     name);
+}
+
+// ---- GGUF metadata access ----
+
+class GgufKeys {
+ public:
+  GgufKeys(const GgufFile& gguf, std::string arch) : gguf_(gguf), arch_(std::move(arch)) {}
+
+  std::string Key(std::string_view suffix) const { return fmt::format("{}.{}", arch_, suffix); }
+
+  Expected<std::optional<int64_t>> OptionalInt(std::string_view suffix) const { return IntAt(Key(suffix)); }
+
+  Expected<std::optional<int64_t>> IntAt(const std::string& key) const {
+    const GgufValue* v = gguf_.Find(key);
+    if (v == nullptr) return std::optional<int64_t>();
+    if (v->is_array()) {
+      return Unsupported("{}: {}: per-layer values (an array) are not supported", gguf_.path(), key);
+    }
+    auto i = v->AsInt();
+    if (!i || v->type() == GgufType::kBool) {
+      return Corrupt("{}: {}: expected an integer, got {}", gguf_.path(), key, GgufTypeName(v->type()));
+    }
+    return std::optional<int64_t>(*i);
+  }
+
+  Expected<int64_t> RequiredInt(std::string_view suffix) const {
+    KILN_ASSIGN_OR_RETURN(auto v, OptionalInt(suffix));
+    if (!v) return NotFound("{}: missing metadata key '{}'", gguf_.path(), Key(suffix));
+    return *v;
+  }
+
+  Expected<double> FloatOr(std::string_view suffix, double fallback) const {
+    std::string key = Key(suffix);
+    const GgufValue* v = gguf_.Find(key);
+    if (v == nullptr) return fallback;
+    auto f = v->AsFloat();
+    if (!f) return Corrupt("{}: {}: expected a number, got {}", gguf_.path(), key, GgufTypeName(v->type()));
+    return *f;
+  }
+
+ private:
+  const GgufFile& gguf_;
+  std::string arch_;
+};
+
+}  // namespace
+
+const char* ArchitectureName(Architecture a) {
+  for (const auto& entry : kArchitectures) {
+    if (entry.arch == a) return entry.model_type;
+  }
+  return "unknown";
+}
+
+std::string SupportedArchitectureList() {
+  std::string out;
+  for (const auto& a : kArchitectures) {
+    if (!out.empty()) out += ", ";
+    out += a.hf_name;
+  }
+  return out;
+}
+
+int64_t ModelConfig::ParameterCount() const {
+  int64_t q_dim = num_heads * head_dim;
+  int64_t kv_dim = num_kv_heads * head_dim;
+  int64_t attention = hidden_size * q_dim + 2 * hidden_size * kv_dim + q_dim * hidden_size;
+  if (attention_bias) attention += q_dim + 2 * kv_dim;
+  if (attention_output_bias) attention += hidden_size;
+  if (qk_norm) attention += 2 * head_dim;
+  int64_t mlp = 3 * hidden_size * intermediate_size;
+  int64_t norms = 2 * hidden_size;
+  int64_t layer = attention + mlp + norms;
+  int64_t embedding = vocab_size * hidden_size;
+  return embedding + num_layers * layer + hidden_size + (tie_word_embeddings ? 0 : embedding);
+}
+
+int64_t ModelConfig::KvBytesPerToken(double bytes_per_element) const {
+  double elements = 2.0 * static_cast<double>(num_layers) * static_cast<double>(num_kv_heads) *
+                    static_cast<double>(head_dim);
+  return static_cast<int64_t>(std::llround(elements * bytes_per_element));
+}
+
+Status ModelConfig::Validate() const {
+  struct Limit {
+    const char* name;
+    int64_t value;
+    int64_t max;
+  };
+  const Limit limits[] = {
+      {"vocab_size", vocab_size, kMaxVocab},
+      {"hidden_size", hidden_size, kMaxHidden},
+      {"intermediate_size", intermediate_size, kMaxIntermediate},
+      {"num_layers", num_layers, kMaxLayers},
+      {"num_heads", num_heads, kMaxHeads},
+      {"num_kv_heads", num_kv_heads, kMaxHeads},
+      {"head_dim", head_dim, kMaxHeadDim},
+  };
+  for (const auto& l : limits) {
+    if (l.value <= 0 || l.value > l.max) {
+      return InvalidArgument("{} {} is outside [1, {}]", l.name, l.value, l.max);
+    }
+  }
+  if (num_heads % num_kv_heads != 0) {
+    return InvalidArgument("num_heads {} is not a multiple of num_kv_heads {}", num_heads, num_kv_heads);
+  }
+  if (head_dim % 2 != 0) return InvalidArgument("head_dim {} is odd; RoPE rotates pairs", head_dim);
+  if (max_position_embeddings <= 0) {
+    return InvalidArgument("max_position_embeddings {} is not positive", max_position_embeddings);
+  }
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) {
+    return InvalidArgument("rms_norm_eps {} is not a positive number", rms_norm_eps);
+  }
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) {
+    return InvalidArgument("rope_theta {} is not a positive number", rope_theta);
+  }
+  if (rope_scaling.type != RopeScalingType::kNone &&
+      (!(rope_scaling.factor > 0) || !std::isfinite(rope_scaling.factor))) {
+    return InvalidArgument("rope scaling factor {} is not a positive number", rope_scaling.factor);
+  }
+  if (rope_scaling.type == RopeScalingType::kLlama3) {
+    if (rope_scaling.original_max_position_embeddings <= 0) {
+      return InvalidArgument("llama3 rope scaling needs a positive original_max_position_embeddings");
+    }
+    if (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) ||
+        !(rope_scaling.low_freq_factor > 0)) {
+      return InvalidArgument("llama3 rope scaling needs 0 < low_freq_factor ({}) < high_freq_factor ({})",
+                             rope_scaling.low_freq_factor, rope_scaling.high_freq_factor);
+    }
+  }
+  if (sliding_window < 0) return InvalidArgument("sliding_window {} is negative", sliding_window);
+  for (const auto* ids : {&bos_token_ids, &eos_token_ids}) {
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= vocab_size) {
+        return InvalidArgument("{} token id {} is outside the vocabulary [0, {})",
+                               ids == &bos_token_ids ? "bos" : "eos", id, vocab_size);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& source) {
+  if (!j.is_object()) return InvalidArgument("{}: expected a JSON object", source);
+  ModelConfig c;
+  KILN_ASSIGN_OR_RETURN(c.arch, ArchitectureFromHf(j, source, &c.hf_architecture));
+  KILN_ASSIGN_OR_RETURN(c.vocab_size, RequiredInt(j, "vocab_size", source));
+  KILN_ASSIGN_OR_RETURN(c.hidden_size, RequiredInt(j, "hidden_size", source));
+  KILN_ASSIGN_OR_RETURN(c.intermediate_size, RequiredInt(j, "intermediate_size", source));
+  KILN_ASSIGN_OR_RETURN(c.num_layers, RequiredInt(j, "num_hidden_layers", source));
+  KILN_ASSIGN_OR_RETURN(c.num_heads, RequiredInt(j, "num_attention_heads", source));
+  KILN_ASSIGN_OR_RETURN(c.num_kv_heads, IntOr(j, "num_key_value_heads", c.num_heads, source));
+  KILN_ASSIGN_OR_RETURN(auto head_dim, OptionalInt(j, "head_dim", source));
+  if (head_dim) {
+    c.head_dim = *head_dim;
+  } else {
+    if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0) {
+      return InvalidArgument("{}: no head_dim, and hidden_size {} is not divisible by num_attention_heads {}",
+                             source, c.hidden_size, c.num_heads);
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, RequiredInt(j, "max_position_embeddings", source));
+  KILN_ASSIGN_OR_RETURN(c.rms_norm_eps, FloatOr(j, "rms_norm_eps", 1e-6, source));
+  KILN_ASSIGN_OR_RETURN(c.rope_theta, FloatOr(j, "rope_theta", 10000.0, source));
+  KILN_ASSIGN_OR_RETURN(c.rope_scaling, RopeScalingFromHf(j, c.max_position_embeddings, source));
+  KILN_ASSIGN_OR_RETURN(std::string act, StringOr(j, "hidden_act", "silu", source));
+  KILN_ASSIGN_OR_RETURN(c.activation, ActivationFromName(act, source));
+  KILN_ASSIGN_OR_RETURN(c.tie_word_embeddings, BoolOr(j, "tie_word_embeddings", false, source));
+
+  KILN_ASSIGN_OR_RETURN(bool mlp_bias, BoolOr(j, "mlp_bias", false, source));
+  if (mlp_bias) return Unsupported("{}: mlp_bias: MLP biases are not supported", source);
+  switch (c.arch) {
+    case Architecture::kQwen2:
+      c.attention_bias = true;  // Qwen2 always has q/k/v biases and never an o_proj bias
+      break;
+    case Architecture::kLlama:
+    case Architecture::kQwen3: {
+      KILN_ASSIGN_OR_RETURN(bool bias, BoolOr(j, "attention_bias", false, source));
+      c.attention_bias = bias;
+      c.attention_output_bias = bias;
+      break;
+    }
+    case Architecture::kMistral: break;
+  }
+  c.qk_norm = c.arch == Architecture::kQwen3;
+
+  // Mistral always honours sliding_window; Qwen2/Qwen3 only when
+  // use_sliding_window is set (their configs carry a window either way).
+  if (c.arch == Architecture::kMistral) {
+    KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
+  } else if (c.arch == Architecture::kQwen2 || c.arch == Architecture::kQwen3) {
+    KILN_ASSIGN_OR_RETURN(bool use, BoolOr(j, "use_sliding_window", false, source));
+    if (use) {
+      KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
+    }
+  }
+
+  KILN_ASSIGN_OR_RETURN(c.bos_token_ids, TokenIds(j, "bos_token_id", source));
+  KILN_ASSIGN_OR_RETURN(c.eos_token_ids, TokenIds(j, "eos_token_id", source));
+  KILN_ASSIGN_OR_RETURN(c.torch_dtype, StringOr(j, "torch_dtype", "", source));
+  if (c.torch_dtype.empty()) {
+    KILN_ASSIGN_OR_RETURN(c.torch_dtype, StringOr(j, "dtype", "", source));
+  }
+  Status valid = c.Validate();
+  if (!valid.ok()) return valid.WithContext(source);
+  return c;
+}
+
+Expected<ModelConfig> ModelConfigFromHfFile(const std::string& config_json_path) {
+  KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_json_path));
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return InvalidArgument("{}: invalid JSON: {}", config_json_path, e.what());
+  }
+  return ModelConfigFromHfJson(j, config_json_path);
+}
+
+Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
+  const std::string& source = gguf.path();
+  auto arch_name = gguf.GetString("general.architecture");
+  if (!arch_name) return NotFound("{}: missing metadata key 'general.architecture'", source);
+  ModelConfig c;
+  if (*arch_name == "llama") {
+    // Mistral models are written as llama too.
+    c.arch = Architecture::kLlama;
+    c.hf_architecture = "LlamaForCausalLM";
+    // llama.cpp's converter permutes q/k rows so that adjacent pairs rotate.
+    c.rope_style = RopeStyle::kInterleaved;
+  } else if (*arch_name == "qwen2") {
+    c.arch = Architecture::kQwen2;
+    c.hf_architecture = "Qwen2ForCausalLM";
+  } else if (*arch_name == "qwen3") {
+    c.arch = Architecture::kQwen3;
+    c.hf_architecture = "Qwen3ForCausalLM";
+  } else {
+    return Unsupported("{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3",
+                       source, *arch_name);
+  }
+  GgufKeys keys(gguf, *arch_name);
+  KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.RequiredInt("context_length"));
+  KILN_ASSIGN_OR_RETURN(c.hidden_size, keys.RequiredInt("embedding_length"));
+  KILN_ASSIGN_OR_RETURN(c.num_layers, keys.RequiredInt("block_count"));
+  KILN_ASSIGN_OR_RETURN(c.intermediate_size, keys.RequiredInt("feed_forward_length"));
+  KILN_ASSIGN_OR_RETURN(c.num_heads, keys.RequiredInt("attention.head_count"));
+  KILN_ASSIGN_OR_RETURN(auto kv_heads, keys.OptionalInt("attention.head_count_kv"));
+  c.num_kv_heads = kv_heads.value_or(c.num_heads);
+  KILN_ASSIGN_OR_RETURN(auto key_length, keys.OptionalInt("attention.key_length"));
+  if (key_length) {
+    c.head_dim = *key_length;
+  } else {
+    if (c.num_heads <= 0 || c.hidden_size % c.num_heads != 0) {
+      return Corrupt("{}: no {}, and the embedding length {} is not divisible by the head count {}", source,
+                     keys.Key("attention.key_length"), c.hidden_size, c.num_heads);
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  KILN_ASSIGN_OR_RETURN(auto rope_dims, keys.OptionalInt("rope.dimension_count"));
+  if (rope_dims && *rope_dims != c.head_dim) {
+    return Unsupported("{}: {} = {}: partial rotary embeddings (head_dim {}) are not supported", source,
+                       keys.Key("rope.dimension_count"), *rope_dims, c.head_dim);
+  }
+  KILN_ASSIGN_OR_RETURN(c.rms_norm_eps, keys.FloatOr("attention.layer_norm_rms_epsilon", 1e-5));
+  KILN_ASSIGN_OR_RETURN(c.rope_theta, keys.FloatOr("rope.freq_base", 10000.0));
+
+  // Vocabulary: the explicit key, else the token list, else the embedding rows.
+  KILN_ASSIGN_OR_RETURN(auto vocab, keys.OptionalInt("vocab_size"));
+  if (vocab) {
+    c.vocab_size = *vocab;
+  } else if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens");
+             tokens != nullptr && tokens->is_array()) {
+    c.vocab_size = static_cast<int64_t>(tokens->items().size());
+  } else if (const GgufTensorInfo* embd = gguf.FindTensor("token_embd.weight");
+             embd != nullptr && embd->dims.size() == 2) {
+    c.vocab_size = embd->dims[1];
+  } else {
+    return NotFound("{}: cannot tell the vocabulary size: no {}, tokenizer.ggml.tokens or token_embd.weight",
+                    source, keys.Key("vocab_size"));
+  }
+
+  if (const GgufValue* type = gguf.Find(keys.Key("rope.scaling.type")); type != nullptr) {
+    const std::string* name = type->AsString();
+    if (name == nullptr) return Corrupt("{}: {}: expected a string", source, keys.Key("rope.scaling.type"));
+    if (*name == "linear" || *name == "yarn") {
+      c.rope_scaling.type = *name == "linear" ? RopeScalingType::kLinear : RopeScalingType::kYarn;
+      KILN_ASSIGN_OR_RETURN(c.rope_scaling.factor, keys.FloatOr("rope.scaling.factor", 1.0));
+      KILN_ASSIGN_OR_RETURN(auto original, keys.OptionalInt("rope.scaling.original_context_length"));
+      c.rope_scaling.original_max_position_embeddings = original.value_or(c.max_position_embeddings);
+      KILN_ASSIGN_OR_RETURN(c.rope_scaling.beta_fast, keys.FloatOr("rope.scaling.yarn_beta_fast", 32.0));
+      KILN_ASSIGN_OR_RETURN(c.rope_scaling.beta_slow, keys.FloatOr("rope.scaling.yarn_beta_slow", 1.0));
+      KILN_ASSIGN_OR_RETURN(c.rope_scaling.attention_factor, keys.FloatOr("rope.scaling.attn_factor", 0.0));
+    } else if (*name != "none") {
+      return Unsupported("{}: {} '{}' is not supported (none, linear and yarn are)", source,
+                         keys.Key("rope.scaling.type"), *name);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(auto window, keys.OptionalInt("attention.sliding_window"));
+  c.sliding_window = window.value_or(0);
+
+  c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
+  c.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
+  c.attention_output_bias = gguf.FindTensor("blk.0.attn_output.bias") != nullptr;
+  c.qk_norm = c.arch == Architecture::kQwen3;
+
+  GgufKeys global(gguf, "tokenizer.ggml");
+  KILN_ASSIGN_OR_RETURN(auto bos, global.OptionalInt("bos_token_id"));
+  KILN_ASSIGN_OR_RETURN(auto eos, global.OptionalInt("eos_token_id"));
+  if (bos) c.bos_token_ids.push_back(*bos);
+  if (eos) c.eos_token_ids.push_back(*eos);
+
+  Status valid = c.Validate();
+  if (!valid.ok()) return valid.WithContext(source);
+  return c;
+}
+
+}  // namespace kiln

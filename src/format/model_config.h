@@ -1,0 +1,87 @@
+// One description of a decoder-only transformer, whether it came from a
+// Hugging Face config.json or from GGUF metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace kiln {
+
+class GgufFile;
+
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
+
+const char* ArchitectureName(Architecture a);  // "llama", "mistral", "qwen2", "qwen3"
+// "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"
+std::string SupportedArchitectureList();
+
+// How RoPE pairs the elements of a head: Hugging Face's rotate_half pairs
+// (i, i + d/2) ("neox" in ggml); the interleaved convention pairs (2i, 2i+1)
+// (ggml's "norm" mode, used for llama-architecture GGUF files, whose q/k
+// weights llama.cpp's converter permutes accordingly).
+enum class RopeStyle { kHalf, kInterleaved };
+
+enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  double factor = 1.0;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+  // yarn
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double attention_factor = 0.0;  // 0: derive as 0.1 * ln(factor) + 1
+};
+
+enum class Activation { kSilu, kGelu, kGeluTanh };
+
+struct ModelConfig {
+  Architecture arch = Architecture::kLlama;
+  std::string hf_architecture;  // e.g. "Qwen2ForCausalLM"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeStyle rope_style = RopeStyle::kHalf;
+  RopeScaling rope_scaling;
+  Activation activation = Activation::kSilu;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections have biases (Qwen2)
+  // o_proj has a bias too (Llama's and Qwen3's attention_bias: true).
+  bool attention_output_bias = false;
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  int64_t sliding_window = 0;   // 0: full attention
+  std::vector<int64_t> bos_token_ids;  // usually one
+  std::vector<int64_t> eos_token_ids;  // config.json may list several
+  std::string torch_dtype;             // as written in config.json, or ""
+
+  // Parameters implied by the shapes (embedding counted once when tied).
+  int64_t ParameterCount() const;
+  // Bytes of K and V for one token across all layers at `bytes_per_element`.
+  int64_t KvBytesPerToken(double bytes_per_element) const;
+
+  // Checks shapes are positive and consistent (heads divisible by KV heads, ...).
+  Status Validate() const;
+};
+
+// From a parsed config.json; `source` names the file in errors.
+Expected<ModelConfig> ModelConfigFromHfJson(const nlohmann::json& j, const std::string& source);
+Expected<ModelConfig> ModelConfigFromHfFile(const std::string& config_json_path);
+// From GGUF metadata (general.architecture, <arch>.* keys).
+Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf);
+
+}  // namespace kiln

@@ -1,0 +1,121 @@
+// Published configurations of the models kiln is benchmarked on, as their
+// config.json files state them.
+#include "format/presets.h"
+
+namespace kiln {
+namespace {
+
+ModelConfig Qwen2Base() {
+  ModelConfig c;
+  c.arch = Architecture::kQwen2;
+  c.hf_architecture = "Qwen2ForCausalLM";
+  c.vocab_size = 151936;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.tie_word_embeddings = true;
+  c.attention_bias = true;
+  c.bos_token_ids = {151643};
+  c.eos_token_ids = {151643};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
+ModelConfig Qwen25_05B() {
+  ModelConfig c = Qwen2Base();
+  c.hidden_size = 896;
+  c.intermediate_size = 4864;
+  c.num_layers = 24;
+  c.num_heads = 14;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.max_position_embeddings = 32768;
+  return c;
+}
+
+ModelConfig Qwen25_15B() {
+  ModelConfig c = Qwen2Base();
+  c.hidden_size = 1536;
+  c.intermediate_size = 8960;
+  c.num_layers = 28;
+  c.num_heads = 12;
+  c.num_kv_heads = 2;
+  c.head_dim = 128;
+  c.max_position_embeddings = 131072;
+  return c;
+}
+
+ModelConfig Qwen3_06B() {
+  ModelConfig c;
+  c.arch = Architecture::kQwen3;
+  c.hf_architecture = "Qwen3ForCausalLM";
+  c.vocab_size = 151936;
+  c.hidden_size = 1024;
+  c.intermediate_size = 3072;
+  c.num_layers = 28;
+  c.num_heads = 16;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;  // explicit in config.json: not hidden_size / num_heads
+  c.max_position_embeddings = 40960;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.tie_word_embeddings = true;
+  c.qk_norm = true;
+  c.bos_token_ids = {151643};
+  c.eos_token_ids = {151645};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
+ModelConfig Llama32_1B() {
+  ModelConfig c;
+  c.arch = Architecture::kLlama;
+  c.hf_architecture = "LlamaForCausalLM";
+  c.vocab_size = 128256;
+  c.hidden_size = 2048;
+  c.intermediate_size = 8192;
+  c.num_layers = 16;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 64;
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.rope_scaling.type = RopeScalingType::kLlama3;
+  c.rope_scaling.factor = 32.0;
+  c.rope_scaling.low_freq_factor = 1.0;
+  c.rope_scaling.high_freq_factor = 4.0;
+  c.rope_scaling.original_max_position_embeddings = 8192;
+  c.tie_word_embeddings = true;
+  c.bos_token_ids = {128000};
+  c.eos_token_ids = {128001};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
+struct Preset {
+  const char* name;
+  ModelConfig (*make)();
+};
+constexpr Preset kPresets[] = {
+    {"qwen2.5-0.5b", Qwen25_05B},
+    {"qwen2.5-1.5b", Qwen25_15B},
+    {"qwen3-0.6b", Qwen3_06B},
+    {"llama-3.2-1b", Llama32_1B},
+};
+
+}  // namespace
+
+Expected<ModelConfig> PresetConfig(std::string_view name) {
+  for (const auto& p : kPresets) {
+    if (name == p.name) return p.make();
+  }
+  return NotFound("no model preset '{}'; presets: {}", name, fmt::join(PresetNames(), ", "));
+}
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const auto& p : kPresets) names.emplace_back(p.name);
+  return names;
+}
+
+}  // namespace kiln

@@ -1,0 +1,107 @@
+// The model's weights under one naming, whatever file they came from: Hugging
+// Face names ("model.layers.3.mlp.up_proj.weight") for safetensors folders
+// and for GGUF files alike. Data stays memory-mapped where the file's dtype
+// is one the engine computes in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "format/model_config.h"
+
+namespace kiln {
+
+class GgufFile;
+
+struct Weight {
+  std::string name;         // canonical (Hugging Face) name
+  std::string source_name;  // name in the file ("blk.3.ffn_up.weight" for GGUF)
+  std::string file;         // the file it came from
+  DType dtype = DType::kF32;
+  DType file_dtype = DType::kF32;  // as stored in the file, before any conversion
+  std::vector<int64_t> shape;  // row-major, outermost first: [out, in] for linear
+  const uint8_t* data = nullptr;
+  uint64_t nbytes = 0;
+
+  int64_t num_elements() const;
+};
+
+enum class ModelFormat { kHuggingFace, kGguf, kDummy };
+
+const char* ModelFormatName(ModelFormat f);  // "Hugging Face", "GGUF", "dummy"
+
+// A tensor the architecture needs, with the shape the config implies.
+struct WeightSpec {
+  std::string name;            // canonical name
+  std::vector<int64_t> shape;  // row-major, outermost first
+};
+
+// Every tensor a model of `config` needs (lm_head only when untied), in
+// file order: embedding, then layer by layer, then the final norm and head.
+std::vector<WeightSpec> RequiredWeights(const ModelConfig& config);
+
+class WeightStore {
+ public:
+  // A Hugging Face folder (config.json + model.safetensors or a sharded
+  // model.safetensors.index.json) or a .gguf file. Checks that every tensor
+  // the architecture needs is present with the right shape.
+  static Expected<std::unique_ptr<WeightStore>> Open(const std::string& path);
+
+  // Generated weights of the shapes `config` implies (for benchmarks of
+  // real model shapes without downloads): deterministic from `seed`, scaled
+  // like a trained model's so activations stay finite.
+  static Expected<std::unique_ptr<WeightStore>> Dummy(const ModelConfig& config, DType dtype, uint64_t seed = 0);
+
+  virtual ~WeightStore();
+
+  const std::string& path() const { return path_; }
+  ModelFormat format() const { return format_; }
+  const ModelConfig& config() const { return config_; }
+  const std::vector<Weight>& weights() const { return weights_; }
+
+  // nullptr when absent.
+  const Weight* Find(std::string_view name) const;
+  // An error naming the tensor and the file when absent.
+  Expected<const Weight*> Require(std::string_view name) const;
+
+  // The weight converted to float32 (any dtype, including block-quantized).
+  Expected<std::vector<float>> ReadF32(std::string_view name) const;
+
+  // The GGUF file, when the weights came from one (for tokenizer metadata).
+  const GgufFile* gguf() const { return gguf_.get(); }
+
+  int64_t TotalBytes() const;
+
+ protected:
+  WeightStore() = default;
+
+  std::string path_;
+  ModelFormat format_ = ModelFormat::kHuggingFace;
+  ModelConfig config_;
+  std::vector<Weight> weights_;
+  std::unordered_map<std::string, size_t> index_;  // name -> position in weights_
+  std::unique_ptr<GgufFile> gguf_;
+  std::vector<std::shared_ptr<void>> owned_;  // mapped files, converted buffers
+};
+
+// Canonical tensor names, so builders never spell them by hand.
+namespace weight_names {
+std::string Embedding();                 // model.embed_tokens.weight
+std::string FinalNorm();                 // model.norm.weight
+std::string LmHead();                    // lm_head.weight
+std::string Layer(int64_t layer, std::string_view suffix);  // model.layers.{i}.{suffix}
+
+// GGUF tensor names <-> canonical names ("blk.3.ffn_up.weight" <->
+// "model.layers.3.mlp.up_proj.weight"). Names without a counterpart come
+// back unchanged.
+std::string FromGguf(std::string_view gguf_name);
+std::string ToGguf(std::string_view canonical_name);
+}  // namespace weight_names
+
+}  // namespace kiln

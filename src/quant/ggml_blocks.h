@@ -1,0 +1,128 @@
+// ggml's quantized block layouts, byte for byte, as kiln structs: what one
+// block of a GGUF tensor of each block type holds.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln {
+
+// Elements per block of the simple formats and per super-block of the k-quants.
+inline constexpr int kQK = 32;
+inline constexpr int kQK_K = 256;
+// Bytes of the packed 6-bit scales and mins of Q4_K/Q5_K (and Q3_K's scales).
+inline constexpr int kKScaleBytes = 12;
+
+// Halves are IEEE binary16 bit patterns (core/half.h converts them).
+using HalfBits = uint16_t;
+
+// 32 values: value = d * (q - 8), q a 4-bit nibble. Byte j holds element j in
+// its low nibble and element j + 16 in its high nibble.
+struct BlockQ4_0 {
+  HalfBits d;
+  uint8_t qs[kQK / 2];
+};
+
+// 32 values: value = d * q + m, q a 4-bit nibble (same packing as Q4_0).
+struct BlockQ4_1 {
+  HalfBits d;
+  HalfBits m;
+  uint8_t qs[kQK / 2];
+};
+
+// 32 values: value = d * (q - 16), q = 4 low bits from qs (packed as Q4_0)
+// plus the 5th bit of element i at bit i of qh (a little-endian uint32).
+struct BlockQ5_0 {
+  HalfBits d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+
+// 32 values: value = d * q + m, q packed as in Q5_0.
+struct BlockQ5_1 {
+  HalfBits d;
+  HalfBits m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+
+// 32 values: value = d * q.
+struct BlockQ8_0 {
+  HalfBits d;
+  int8_t qs[kQK];
+};
+
+// 32 values: value = d * q; s = d * sum(q) is kept for dot products.
+struct BlockQ8_1 {
+  HalfBits d;
+  HalfBits s;
+  int8_t qs[kQK];
+};
+
+// 256 values in 16 sub-blocks of 16: value = d * sc * q - dmin * m, where
+// scales[i] holds sub-block i's 4-bit sc (low nibble) and m (high nibble) and
+// q is a 2-bit field of qs (see dequantize.cc for the exact bit positions).
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  HalfBits d;
+  HalfBits dmin;
+};
+
+// 256 values in 16 sub-blocks of 16: value = d * (sc - 32) * (q - 4 * !h),
+// with 6-bit scales packed into 12 bytes, q a 2-bit field of qs and h one bit
+// of hmask.
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[kKScaleBytes];
+  HalfBits d;
+};
+
+// 256 values in 8 sub-blocks of 32: value = d * sc * q - dmin * m, with the
+// 6-bit sc and m of each sub-block packed into 12 bytes, q a 4-bit nibble.
+struct BlockQ4_K {
+  HalfBits d;
+  HalfBits dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qs[kQK_K / 2];
+};
+
+// As Q4_K, with a 5th bit of q in qh.
+struct BlockQ5_K {
+  HalfBits d;
+  HalfBits dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+
+// 256 values in 16 sub-blocks of 16: value = d * scales[i] * (q - 32), q
+// 6 bits: 4 from ql, 2 from qh.
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  HalfBits d;
+};
+
+// 256 values: value = d * q; bsums (sums of 16 q each) serve dot products.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace kiln

@@ -1,0 +1,413 @@
+// ModelConfig from config.json and from GGUF metadata: the tiny models' real
+// files, every config variant the loader handles, presets, and the errors.
+#include "format/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "format/presets.h"
+#include "testing/test_paths.h"
+#include "unit/format/byte_image.h"
+
+namespace kiln {
+namespace {
+
+using nlohmann::json;
+
+// A minimal valid Llama config.json, to be varied by each test.
+json LlamaJson() {
+  return json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+    "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"})");
+}
+
+Expected<ModelConfig> FromJson(const json& j) {
+  return ModelConfigFromHfJson(j, "config.json");
+}
+
+TEST(ModelConfig, TinyModelsFromConfigJson) {
+  auto llama = ModelConfigFromHfFile(testing::ModelDir("tiny-llama") + "/config.json");
+  ASSERT_TRUE(llama.ok()) << llama.status().ToString();
+  EXPECT_EQ(llama->arch, Architecture::kLlama);
+  EXPECT_EQ(llama->hf_architecture, "LlamaForCausalLM");
+  EXPECT_EQ(llama->ParameterCount(), 1262720);
+  EXPECT_EQ(llama->head_dim, 16);
+  EXPECT_EQ(llama->num_kv_heads, 4);
+  EXPECT_EQ(llama->rms_norm_eps, 1e-5);
+  EXPECT_FALSE(llama->tie_word_embeddings);
+  EXPECT_EQ(llama->rope_style, RopeStyle::kHalf);
+  EXPECT_EQ(llama->bos_token_ids, std::vector<int64_t>{1});
+  EXPECT_EQ(llama->eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(llama->torch_dtype, "bfloat16");
+
+  auto qwen2 = ModelConfigFromHfFile(testing::ModelDir("tiny-qwen2") + "/config.json");
+  ASSERT_TRUE(qwen2.ok()) << qwen2.status().ToString();
+  EXPECT_EQ(qwen2->arch, Architecture::kQwen2);
+  EXPECT_EQ(qwen2->ParameterCount(), 1050752);
+  EXPECT_EQ(qwen2->head_dim, 32);  // no head_dim in the file: 128 / 4
+  EXPECT_TRUE(qwen2->attention_bias);
+  EXPECT_FALSE(qwen2->attention_output_bias);
+  EXPECT_TRUE(qwen2->tie_word_embeddings);
+  EXPECT_EQ(qwen2->sliding_window, 0);  // sliding_window 1024 but use_sliding_window false
+  EXPECT_EQ(qwen2->rope_theta, 1e6);
+
+  auto qwen3 = ModelConfigFromHfFile(testing::ModelDir("tiny-qwen3") + "/config.json");
+  ASSERT_TRUE(qwen3.ok()) << qwen3.status().ToString();
+  EXPECT_EQ(qwen3->arch, Architecture::kQwen3);
+  EXPECT_EQ(qwen3->ParameterCount(), 3672832);
+  EXPECT_EQ(qwen3->head_dim, 64);
+  EXPECT_TRUE(qwen3->qk_norm);
+  EXPECT_FALSE(qwen3->attention_bias);
+  EXPECT_EQ(qwen3->intermediate_size, 768);
+}
+
+TEST(ModelConfig, TinyModelsFromGguf) {
+  struct Case {
+    const char* file;
+    int64_t params;
+    RopeStyle style;
+    int64_t head_dim;
+    bool tied;
+  };
+  const Case cases[] = {{"tiny-llama-F32.gguf", 1262720, RopeStyle::kInterleaved, 16, false},
+                        {"tiny-llama-Q4_K_M.gguf", 1262720, RopeStyle::kInterleaved, 16, false},
+                        {"tiny-qwen2-F32.gguf", 1050752, RopeStyle::kHalf, 32, true},
+                        {"tiny-qwen2-Q8_0.gguf", 1050752, RopeStyle::kHalf, 32, true},
+                        {"tiny-qwen3-F16.gguf", 3672832, RopeStyle::kHalf, 64, true},
+                        {"tiny-qwen3-Q2_K.gguf", 3672832, RopeStyle::kHalf, 64, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    auto gguf = GgufFile::Open(testing::ModelDir("gguf") + "/" + c.file);
+    ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+    auto config = ModelConfigFromGguf(**gguf);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_EQ(config->ParameterCount(), c.params);
+    EXPECT_EQ(config->rope_style, c.style);
+    EXPECT_EQ(config->head_dim, c.head_dim);
+    EXPECT_EQ(config->tie_word_embeddings, c.tied);
+    EXPECT_EQ(config->vocab_size, 2048);
+    EXPECT_EQ(config->max_position_embeddings, 1024);
+    EXPECT_EQ(config->num_layers, 4);
+  }
+  // The HF and GGUF configs of one model agree on everything but the RoPE layout.
+  auto gguf = GgufFile::Open(testing::ModelDir("gguf") + "/tiny-qwen2-F32.gguf");
+  auto from_gguf = ModelConfigFromGguf(**gguf);
+  auto from_hf = ModelConfigFromHfFile(testing::ModelDir("tiny-qwen2") + "/config.json");
+  EXPECT_EQ(from_gguf->attention_bias, from_hf->attention_bias);
+  EXPECT_EQ(from_gguf->bos_token_ids, from_hf->bos_token_ids);
+  EXPECT_EQ(from_gguf->eos_token_ids, from_hf->eos_token_ids);
+  EXPECT_FLOAT_EQ(from_gguf->rms_norm_eps, from_hf->rms_norm_eps);
+  EXPECT_EQ(from_gguf->rope_theta, from_hf->rope_theta);
+  EXPECT_EQ(from_gguf->num_kv_heads, from_hf->num_kv_heads);
+}
+
+TEST(ModelConfig, GqaAndHeadDim) {
+  json j = LlamaJson();
+  auto c = FromJson(j);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->head_dim, 16);  // 64 / 4
+  EXPECT_EQ(c->num_kv_heads, 2);
+  EXPECT_EQ(c->KvBytesPerToken(4), 2 * 2 * 2 * 16 * 4);  // K and V, 2 layers, 2 KV heads, 16 dims, f32
+
+  j["head_dim"] = 32;  // explicit, not hidden / heads
+  EXPECT_EQ(FromJson(j)->head_dim, 32);
+  j["head_dim"] = nullptr;  // null means absent
+  EXPECT_EQ(FromJson(j)->head_dim, 16);
+
+  j.erase("num_key_value_heads");  // absent: multi-head attention
+  EXPECT_EQ(FromJson(j)->num_kv_heads, 4);
+
+  j["num_key_value_heads"] = 3;
+  auto bad = FromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("num_heads 4 is not a multiple of num_kv_heads 3"), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(bad.status().message().rfind("config.json: ", 0), 0u);
+}
+
+TEST(ModelConfig, RopeScalingVariants) {
+  json j = LlamaJson();
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  auto linear = FromJson(j);
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ(linear->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(linear->rope_scaling.factor, 4.0);
+
+  j["rope_scaling"] = json::parse(R"({"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})");
+  auto llama3 = FromJson(j);
+  ASSERT_TRUE(llama3.ok()) << llama3.status().ToString();
+  EXPECT_EQ(llama3->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(llama3->rope_scaling.factor, 32.0);
+  EXPECT_EQ(llama3->rope_scaling.original_max_position_embeddings, 8192);
+
+  // Older configs say "type" instead of "rope_type" (Qwen2.5's yarn example).
+  j["rope_scaling"] =
+      json::parse(R"({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})");
+  auto yarn = FromJson(j);
+  ASSERT_TRUE(yarn.ok()) << yarn.status().ToString();
+  EXPECT_EQ(yarn->rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(yarn->rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(yarn->rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(yarn->rope_scaling.beta_slow, 1.0);
+
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(FromJson(j)->rope_scaling.type, RopeScalingType::kNone);
+
+  j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  auto dynamic = FromJson(j);
+  ASSERT_FALSE(dynamic.ok());
+  EXPECT_EQ(dynamic.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(dynamic.status().message().find("rope_scaling: type 'dynamic'"), std::string::npos);
+
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+  auto incomplete = FromJson(j);
+  ASSERT_FALSE(incomplete.ok());
+  EXPECT_NE(incomplete.status().message().find("original_max_position_embeddings"), std::string::npos);
+
+  j["rope_scaling"] = {{"rope_type", "linear"}};
+  EXPECT_FALSE(FromJson(j).ok());  // no factor
+}
+
+TEST(ModelConfig, SlidingWindowBiasTiesAndTokenIds) {
+  json mistral = LlamaJson();
+  mistral["architectures"] = {"MistralForCausalLM"};
+  mistral["sliding_window"] = 4096;
+  auto m = FromJson(mistral);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->arch, Architecture::kMistral);
+  EXPECT_EQ(m->sliding_window, 4096);
+  mistral["sliding_window"] = nullptr;
+  EXPECT_EQ(FromJson(mistral)->sliding_window, 0);
+
+  json qwen2 = LlamaJson();
+  qwen2["architectures"] = {"Qwen2ForCausalLM"};
+  qwen2["sliding_window"] = 128;
+  EXPECT_EQ(FromJson(qwen2)->sliding_window, 0);
+  qwen2["use_sliding_window"] = true;
+  EXPECT_EQ(FromJson(qwen2)->sliding_window, 128);
+  EXPECT_TRUE(FromJson(qwen2)->attention_bias);
+
+  json llama = LlamaJson();
+  llama["attention_bias"] = true;
+  auto biased = FromJson(llama);
+  EXPECT_TRUE(biased->attention_bias);
+  EXPECT_TRUE(biased->attention_output_bias);
+  EXPECT_EQ(biased->ParameterCount() - FromJson(LlamaJson())->ParameterCount(),
+            2 * (64 + 2 * 32 + 64));  // q, k, v and o biases in 2 layers
+
+  llama["tie_word_embeddings"] = true;
+  EXPECT_EQ(FromJson(LlamaJson())->ParameterCount() - FromJson(llama)->ParameterCount(),
+            100 * 64 - 2 * (64 + 2 * 32 + 64));
+
+  json ids = LlamaJson();
+  ids["eos_token_id"] = {2, 7, 9};
+  EXPECT_EQ(FromJson(ids)->eos_token_ids, (std::vector<int64_t>{2, 7, 9}));
+  ids["bos_token_id"] = nullptr;
+  EXPECT_TRUE(FromJson(ids)->bos_token_ids.empty());
+  ids["eos_token_id"] = 100;  // outside the vocabulary
+  EXPECT_FALSE(FromJson(ids).ok());
+}
+
+TEST(ModelConfig, Errors) {
+  json j = LlamaJson();
+  j["architectures"] = {"GPT2LMHeadModel"};
+  auto arch = FromJson(j);
+  ASSERT_FALSE(arch.ok());
+  EXPECT_EQ(arch.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(arch.status().message().find("'GPT2LMHeadModel' is not supported"), std::string::npos);
+  EXPECT_NE(arch.status().message().find(SupportedArchitectureList()), std::string::npos);
+  EXPECT_EQ(SupportedArchitectureList(),
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+
+  json no_arch = LlamaJson();
+  no_arch.erase("architectures");
+  EXPECT_EQ(FromJson(no_arch)->arch, Architecture::kLlama);  // model_type decides
+
+  json missing = LlamaJson();
+  missing.erase("hidden_size");
+  EXPECT_NE(FromJson(missing).status().message().find("missing required field 'hidden_size'"),
+            std::string::npos);
+
+  json wrong = LlamaJson();
+  wrong["num_hidden_layers"] = "two";
+  EXPECT_NE(FromJson(wrong).status().message().find("num_hidden_layers: expected an integer, got \"two\""),
+            std::string::npos);
+
+  json negative = LlamaJson();
+  negative["intermediate_size"] = -5;
+  EXPECT_NE(FromJson(negative).status().message().find("intermediate_size -5"), std::string::npos);
+
+  json act = LlamaJson();
+  act["hidden_act"] = "relu2";
+  EXPECT_EQ(FromJson(act).status().code(), StatusCode::kUnsupported);
+
+  EXPECT_FALSE(FromJson(json::array()).ok());
+
+  std::string dir = testing::MakeTempDir();
+  testing::WriteFile(dir + "/config.json", std::string("{\"hidden_size\": "));
+  auto broken = ModelConfigFromHfFile(dir + "/config.json");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("config.json: invalid JSON"), std::string::npos)
+      << broken.status().message();
+  EXPECT_EQ(ModelConfigFromHfFile(dir + "/absent.json").status().code(), StatusCode::kIoError);
+}
+
+// GGUF metadata, written with the writer.
+Expected<ModelConfig> FromGgufMetadata(const std::vector<std::pair<std::string, GgufValue>>& kv,
+                                       bool with_output = false) {
+  GgufWriter w;
+  for (const auto& [k, v] : kv) KILN_RETURN_IF_ERROR(w.Set(k, v));
+  if (with_output) {
+    KILN_RETURN_IF_ERROR(
+        w.AddTensor("output.weight", DType::kF32, {100, 64}, std::vector<uint8_t>(100 * 64 * 4)));
+  }
+  std::vector<uint8_t> image = w.Serialize();
+  KILN_ASSIGN_OR_RETURN(auto f, GgufFile::Parse(image.data(), image.size(), "meta.gguf"));
+  return ModelConfigFromGguf(*f);
+}
+
+std::vector<std::pair<std::string, GgufValue>> QwenMetadata() {
+  auto u32 = [](uint32_t v) { return GgufValue::UInt(GgufType::kU32, v); };
+  return {{"general.architecture", GgufValue::String("qwen2")},
+          {"qwen2.context_length", u32(4096)},
+          {"qwen2.embedding_length", u32(64)},
+          {"qwen2.block_count", u32(2)},
+          {"qwen2.feed_forward_length", u32(128)},
+          {"qwen2.attention.head_count", u32(4)},
+          {"qwen2.attention.head_count_kv", u32(2)},
+          {"qwen2.attention.layer_norm_rms_epsilon", GgufValue::Float(GgufType::kF32, 1e-6)},
+          {"qwen2.rope.freq_base", GgufValue::Float(GgufType::kF32, 1e6)},
+          {"qwen2.vocab_size", u32(100)},
+          {"tokenizer.ggml.bos_token_id", u32(5)},
+          {"tokenizer.ggml.eos_token_id", u32(6)}};
+}
+
+TEST(ModelConfig, GgufMetadataVariants) {
+  auto base = FromGgufMetadata(QwenMetadata());
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  EXPECT_EQ(base->arch, Architecture::kQwen2);
+  EXPECT_EQ(base->head_dim, 16);
+  EXPECT_TRUE(base->tie_word_embeddings);  // no output.weight
+  EXPECT_EQ(base->bos_token_ids, std::vector<int64_t>{5});
+  EXPECT_EQ(base->eos_token_ids, std::vector<int64_t>{6});
+  EXPECT_EQ(base->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_FALSE(FromGgufMetadata(QwenMetadata(), true)->tie_word_embeddings);
+
+  auto kv = QwenMetadata();
+  kv.emplace_back("qwen2.rope.scaling.type", GgufValue::String("yarn"));
+  kv.emplace_back("qwen2.rope.scaling.factor", GgufValue::Float(GgufType::kF32, 4.0));
+  kv.emplace_back("qwen2.rope.scaling.original_context_length", GgufValue::UInt(GgufType::kU32, 32768));
+  kv.emplace_back("qwen2.attention.key_length", GgufValue::UInt(GgufType::kU32, 32));
+  kv.emplace_back("qwen2.attention.sliding_window", GgufValue::UInt(GgufType::kU32, 512));
+  auto yarn = FromGgufMetadata(kv);
+  ASSERT_TRUE(yarn.ok()) << yarn.status().ToString();
+  EXPECT_EQ(yarn->rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(yarn->rope_scaling.factor, 4.0);
+  EXPECT_EQ(yarn->rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(yarn->head_dim, 32);
+  EXPECT_EQ(yarn->sliding_window, 512);
+
+  kv = QwenMetadata();
+  kv[0].second = GgufValue::String("llama");
+  for (auto& [k, v] : kv) {
+    if (k.rfind("qwen2.", 0) == 0) k = "llama." + k.substr(6);
+  }
+  kv.emplace_back("llama.rope.scaling.type", GgufValue::String("linear"));
+  kv.emplace_back("llama.rope.scaling.factor", GgufValue::Float(GgufType::kF32, 2.0));
+  auto llama = FromGgufMetadata(kv);
+  ASSERT_TRUE(llama.ok()) << llama.status().ToString();
+  EXPECT_EQ(llama->arch, Architecture::kLlama);
+  EXPECT_EQ(llama->rope_style, RopeStyle::kInterleaved);
+  EXPECT_EQ(llama->rope_scaling.type, RopeScalingType::kLinear);
+
+  // Vocabulary from the token list when there is no vocab_size key.
+  kv = QwenMetadata();
+  kv.erase(kv.begin() + 9);
+  std::vector<GgufValue> tokens(77, GgufValue::String("t"));
+  kv.emplace_back("tokenizer.ggml.tokens", GgufValue::Array(GgufType::kString, tokens));
+  EXPECT_EQ(FromGgufMetadata(kv)->vocab_size, 77);
+}
+
+TEST(ModelConfig, GgufMetadataErrors) {
+  auto kv = QwenMetadata();
+  kv[0].second = GgufValue::String("gpt2");
+  auto arch = FromGgufMetadata(kv);
+  ASSERT_FALSE(arch.ok());
+  EXPECT_NE(arch.status().message().find(
+                "meta.gguf: general.architecture 'gpt2' is not supported; supported: llama, "
+                "qwen2, qwen3"),
+            std::string::npos)
+      << arch.status().message();
+
+  kv = QwenMetadata();
+  kv.erase(kv.begin() + 3);  // block_count
+  auto missing = FromGgufMetadata(kv);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing metadata key 'qwen2.block_count'"), std::string::npos);
+
+  kv = QwenMetadata();
+  kv[5].second = GgufValue::Array(GgufType::kU32, {GgufValue::UInt(GgufType::kU32, 4)});
+  EXPECT_EQ(FromGgufMetadata(kv).status().code(), StatusCode::kUnsupported);  // per-layer head counts
+
+  kv = QwenMetadata();
+  kv[3].second = GgufValue::String("4");
+  auto typed = FromGgufMetadata(kv);
+  EXPECT_NE(typed.status().message().find("qwen2.block_count: expected an integer, got string"),
+            std::string::npos);
+
+  kv = QwenMetadata();
+  kv.emplace_back("qwen2.rope.scaling.type", GgufValue::String("longrope"));
+  EXPECT_EQ(FromGgufMetadata(kv).status().code(), StatusCode::kUnsupported);
+
+  EXPECT_FALSE(FromGgufMetadata({}).ok());
+}
+
+TEST(Presets, PublishedShapes) {
+  struct Case {
+    const char* name;
+    int64_t params;  // the published parameter counts
+    int64_t hidden;
+    int64_t layers;
+  };
+  for (const Case& c :
+       {Case{"qwen2.5-0.5b", 494032768, 896, 24}, Case{"qwen2.5-1.5b", 1543714304, 1536, 28},
+        Case{"qwen3-0.6b", 596049920, 1024, 28}, Case{"llama-3.2-1b", 1235814400, 2048, 16}}) {
+    auto config = PresetConfig(c.name);
+    ASSERT_TRUE(config.ok()) << c.name;
+    EXPECT_TRUE(config->Validate().ok()) << c.name;
+    EXPECT_EQ(config->ParameterCount(), c.params) << c.name;
+    EXPECT_EQ(config->hidden_size, c.hidden) << c.name;
+    EXPECT_EQ(config->num_layers, c.layers) << c.name;
+  }
+  auto qwen = *PresetConfig("qwen2.5-0.5b");
+  EXPECT_EQ(qwen.num_heads, 14);
+  EXPECT_EQ(qwen.num_kv_heads, 2);
+  EXPECT_EQ(qwen.intermediate_size, 4864);
+  EXPECT_EQ(qwen.vocab_size, 151936);
+  EXPECT_TRUE(qwen.tie_word_embeddings);
+  EXPECT_TRUE(qwen.attention_bias);
+  EXPECT_EQ(qwen.rope_theta, 1e6);
+  auto llama = *PresetConfig("llama-3.2-1b");
+  EXPECT_EQ(llama.rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(llama.rope_scaling.factor, 32.0);
+  EXPECT_EQ(llama.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(llama.rope_theta, 500000.0);
+  EXPECT_EQ(PresetConfig("qwen3-0.6b")->head_dim, 128);
+
+  auto unknown = PresetConfig("gpt-5");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, llama-3.2-1b"),
+            std::string::npos);
+  EXPECT_EQ(PresetNames().size(), 4u);
+}
+
+}  // namespace
+}  // namespace kiln
