@@ -1,0 +1,60 @@
+// Paged attention at Qwen2.5-0.5B's shape (14 query heads over 2 KV heads of
+// 64, BF16 cache in blocks of 16): one decode token at context 512, and a
+// 512-token prefill, on 1 and 2 threads.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/kernels/paged_attention.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+
+namespace kiln::cpu {
+namespace {
+
+constexpr int32_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kBlockSize = 16, kContext = 512;
+
+// Args: query tokens (1: decode at position 511; 512: prefill 0..511), threads.
+void BM_PagedAttention(benchmark::State& state) {
+  const int32_t tokens = static_cast<int32_t>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const int32_t blocks = kContext / kBlockSize;
+  const size_t pool_elements = static_cast<size_t>(blocks) * kBlockSize * kKvHeads * kHeadDim;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> k_pool(pool_elements), v_pool(pool_elements);
+  for (auto& v : k_pool) v = F32ToBf16(dist(rng));
+  for (auto& v : v_pool) v = F32ToBf16(dist(rng));
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  const int32_t* tables[] = {table.data()};
+  const int32_t lens[] = {blocks};
+  std::vector<int32_t> seq(static_cast<size_t>(tokens), 0), pos(static_cast<size_t>(tokens));
+  std::iota(pos.begin(), pos.end(), kContext - tokens);
+  std::vector<float> q(static_cast<size_t>(tokens) * kHeads * kHeadDim, 0.1f), out(q.size());
+
+  KvCacheView cache{DType::kBF16, k_pool.data(), v_pool.data(), blocks, kBlockSize, kKvHeads, kHeadDim};
+  AttentionBatch batch{tokens, seq.data(), pos.data(), 1, tables, lens};
+  AttentionParams params{kHeads, 0.125f, 0};
+  KernelContext ctx;
+  ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+  for (auto _ : state) {
+    PagedAttention(ctx, batch, cache, params, q.data(), kHeads * kHeadDim, out.data(), kHeads * kHeadDim);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Keys attended, summed over tokens: each costs a dot and an FMA row per head.
+  double keys = 0;
+  for (int32_t p : pos) keys += p + 1;
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flop/s"] =
+      benchmark::Counter(keys * kHeads * kHeadDim * 4, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PagedAttention)->ArgsProduct({{1, 512}, {1, 2}})->ArgNames({"tokens", "threads"})->UseRealTime();
+
+}  // namespace
+}  // namespace kiln::cpu
+
+BENCHMARK_MAIN();

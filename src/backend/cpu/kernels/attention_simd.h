@@ -1,0 +1,186 @@
+// Paged attention for one query token and a group of query heads sharing a
+// KV head, for any Simd traits S.
+//
+// Online softmax in fp32 over the keys in increasing position, one KV block
+// at a time: the scores of the block's keys, then the running maximum, the
+// rescaling of the running sum and output, and the block's keys added in
+// order. Blocks are aligned to absolute positions, so the arithmetic for a
+// (token, head) depends only on its position and the cache contents: never
+// on the other tokens of the batch, on prefill chunking or on threads.
+// Everything here is a template on S (see linear_simd.h for why).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "backend/cpu/kernels/kernel_table.h"
+#include "backend/cpu/kernels/simd_math.h"
+
+namespace kiln::cpu {
+namespace attention_detail {
+
+template <class S, ElemType KV>
+struct KvRow;
+template <class S>
+struct KvRow<S, ElemType::kF32> {
+  using T = float;
+  static typename S::V Load(const T* p) { return S::Load(p); }
+  static typename S::V LoadPart(const T* p, int n) { return S::LoadPart(p, n); }
+};
+template <class S>
+struct KvRow<S, ElemType::kF16> {
+  using T = uint16_t;
+  static typename S::V Load(const T* p) { return S::LoadF16(p); }
+  static typename S::V LoadPart(const T* p, int n) { return S::LoadF16Part(p, n); }
+};
+template <class S>
+struct KvRow<S, ElemType::kBF16> {
+  using T = uint16_t;
+  static typename S::V Load(const T* p) { return S::LoadBf16(p); }
+  static typename S::V LoadPart(const T* p, int n) { return S::LoadBf16Part(p, n); }
+};
+
+// q . k over d elements: vector lanes, then the fixed reduction tree.
+template <class S, ElemType KV>
+float Dot(const float* q, const typename KvRow<S, KV>::T* k, int d) {
+  constexpr int L = S::kLanes;
+  auto acc = S::Zero();
+  int i = 0;
+  for (; i + L <= d; i += L) acc = S::Fma(S::Load(q + i), KvRow<S, KV>::Load(k + i), acc);
+  if (i < d) acc = S::Fma(S::LoadPart(q + i, d - i), KvRow<S, KV>::LoadPart(k + i, d - i), acc);
+  return S::ReduceAdd(acc);
+}
+
+// Four keys' Dot at once (k_j = k + j * stride): the same arithmetic per key,
+// four independent FMA chains instead of one to hide the FMA latency.
+template <class S, ElemType KV>
+void Dot4(const float* q, const typename KvRow<S, KV>::T* k, int64_t stride, int d, float* out) {
+  constexpr int L = S::kLanes;
+  typename S::V acc[4] = {S::Zero(), S::Zero(), S::Zero(), S::Zero()};
+  int i = 0;
+  for (; i + L <= d; i += L) {
+    const auto qv = S::Load(q + i);
+    for (int j = 0; j < 4; ++j) acc[j] = S::Fma(qv, KvRow<S, KV>::Load(k + j * stride + i), acc[j]);
+  }
+  if (i < d) {
+    const auto qv = S::LoadPart(q + i, d - i);
+    for (int j = 0; j < 4; ++j)
+      acc[j] = S::Fma(qv, KvRow<S, KV>::LoadPart(k + j * stride + i, d - i), acc[j]);
+  }
+  for (int j = 0; j < 4; ++j) out[j] = S::ReduceAdd(acc[j]);
+}
+
+// acc[0, d) = acc * correction + sum over j in [j0, j1] of p[j] * v_j, the
+// keys added in increasing j. Up to 4 vectors of the row stay in registers
+// while the block's keys stream past.
+template <class S, ElemType KV>
+void AccumulateValues(float* acc, float correction, const float* p, const typename KvRow<S, KV>::T* v0,
+                      int64_t v_stride, int j0, int j1, int d) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  constexpr int kChunk = 4 * L;
+  const V corr = S::Set1(correction);
+  for (int c0 = 0; c0 < d; c0 += kChunk) {
+    int lanes[4];
+    V sum[4];
+    for (int u = 0; u < 4; ++u) {
+      int left = d - c0 - u * L;
+      lanes[u] = left <= 0 ? 0 : left > L ? L : left;
+      sum[u] = lanes[u] == 0 ? S::Zero() : S::Mul(S::LoadPart(acc + c0 + u * L, lanes[u]), corr);
+    }
+    for (int j = j0; j <= j1; ++j) {
+      const V pj = S::Set1(p[j]);
+      const auto* v = v0 + j * v_stride + c0;
+      for (int u = 0; u < 4; ++u) {
+        if (lanes[u] == L) {
+          sum[u] = S::Fma(pj, KvRow<S, KV>::Load(v + u * L), sum[u]);
+        } else if (lanes[u] > 0) {
+          sum[u] = S::Fma(pj, KvRow<S, KV>::LoadPart(v + u * L, lanes[u]), sum[u]);
+        }
+      }
+    }
+    for (int u = 0; u < 4; ++u) {
+      if (lanes[u] > 0) S::StorePart(acc + c0 + u * L, sum[u], lanes[u]);
+    }
+  }
+}
+
+template <class S, ElemType KV>
+void AttentionTyped(const AttentionArgs& a) {
+  using T = typename KvRow<S, KV>::T;
+  constexpr int L = S::kLanes;
+  const int heads = a.h_end - a.h_begin;
+  const int d = a.head_dim;
+  const int bs = a.block_size;
+  float* scores = a.scratch;                                   // [heads][bs]
+  float* acc = scores + static_cast<int64_t>(heads) * bs;      // [heads][d]
+  float* running_max = acc + static_cast<int64_t>(heads) * d;  // [heads]
+  float* running_sum = running_max + heads;                    // [heads]
+  for (int i = 0; i < heads; ++i) {
+    running_max[i] = -std::numeric_limits<float>::infinity();
+    running_sum[i] = 0.0f;
+    for (int c = 0; c < d; ++c) acc[static_cast<int64_t>(i) * d + c] = 0.0f;
+  }
+
+  const int64_t row_stride = static_cast<int64_t>(a.kv_heads) * d;  // between positions in a block
+  const int64_t block_elems = static_cast<int64_t>(bs) * row_stride;
+  const T* k_pool = static_cast<const T*>(a.k_pool);
+  const T* v_pool = static_cast<const T*>(a.v_pool);
+  for (int b = a.first_pos / bs; b <= a.last_pos / bs; ++b) {
+    const int block_start = b * bs;
+    const int j0 = (a.first_pos > block_start ? a.first_pos : block_start) - block_start;
+    const int j1 = (a.last_pos < block_start + bs - 1 ? a.last_pos : block_start + bs - 1) - block_start;
+    const int64_t block_offset = static_cast<int64_t>(a.block_table[b]) * block_elems + a.kv_head * d;
+    const T* k = k_pool + block_offset;
+    const T* v = v_pool + block_offset;
+    for (int i = 0; i < heads; ++i) {
+      const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
+      float* s = scores + static_cast<int64_t>(i) * bs;
+      int j = j0;
+      for (; j + 3 <= j1; j += 4) {
+        Dot4<S, KV>(q, k + j * row_stride, row_stride, d, s + j);
+        for (int u = 0; u < 4; ++u) s[j + u] *= a.scale;
+      }
+      for (; j <= j1; ++j) s[j] = Dot<S, KV>(q, k + j * row_stride, d) * a.scale;
+
+      float block_max = s[j0];
+      for (int j = j0 + 1; j <= j1; ++j) block_max = s[j] > block_max ? s[j] : block_max;
+      const float new_max = block_max > running_max[i] ? block_max : running_max[i];
+      const float correction = std::exp(running_max[i] - new_max);  // 0 for the first block
+      const auto shift = S::Set1(new_max);
+      for (int j = j0; j <= j1; j += L) {
+        const int n = j1 + 1 - j < L ? j1 + 1 - j : L;
+        S::StorePart(s + j, VecExp<S>(S::Sub(S::LoadPart(s + j, n), shift)), n);
+      }
+      float sum = running_sum[i] * correction;
+      for (int j = j0; j <= j1; ++j) sum += s[j];
+      running_sum[i] = sum;
+      running_max[i] = new_max;
+      AccumulateValues<S, KV>(acc + static_cast<int64_t>(i) * d, correction, s, v, row_stride, j0, j1, d);
+    }
+  }
+
+  for (int i = 0; i < heads; ++i) {
+    const auto inv = S::Set1(running_sum[i]);
+    const float* src = acc + static_cast<int64_t>(i) * d;
+    float* out = a.out + static_cast<int64_t>(a.h_begin + i) * d;
+    for (int c = 0; c < d; c += L) {
+      const int n = d - c < L ? d - c : L;
+      S::StorePart(out + c, S::Div(S::LoadPart(src + c, n), inv), n);
+    }
+  }
+}
+
+}  // namespace attention_detail
+
+template <class S>
+void VecAttention(const AttentionArgs& a) {
+  switch (a.kv_type) {
+    case ElemType::kF32: return attention_detail::AttentionTyped<S, ElemType::kF32>(a);
+    case ElemType::kF16: return attention_detail::AttentionTyped<S, ElemType::kF16>(a);
+    case ElemType::kBF16: return attention_detail::AttentionTyped<S, ElemType::kBF16>(a);
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,195 @@
+// The per-ISA kernel entry points behind the public kernel functions: one
+// table of function pointers per instruction set, chosen at run time. Each
+// entry computes one piece of an op on the calling thread; the public
+// functions (linear.h, rms_norm.h, ...) split the work over threads.
+//
+// This header is included by the ISA-specific translation units, so it holds
+// plain data, and the one helper here is called only from baseline code: an
+// inline function compiled for a wider ISA could otherwise be the copy the
+// linker keeps.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels/isa.h"
+
+namespace kiln::cpu {
+
+// Element types the float kernels read and write.
+enum class ElemType : uint8_t { kF32, kF16, kBF16 };
+
+// Packed linear weights are panels of kPanelWidth output rows (see packed_weight.h).
+inline constexpr int kPanelWidth = 16;
+// Scratch the linear kernel may use for converted weight blocks, in floats.
+inline constexpr int64_t kLinearScratchFloats = 256 * 8 * kPanelWidth;
+
+// y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for m in [m_begin, m_end) and
+// n in panels [panel_begin, panel_end) (n < n_total).
+struct LinearArgs {
+  const float* x;
+  int64_t ldx;
+  ElemType w_type;
+  const void* w_panels;  // ceil(n_total / 16) panels of [k_total][16]
+  int64_t n_total;
+  int64_t k_total;
+  const float* bias;  // null: none
+  float* y;
+  int64_t ldy;
+  int64_t m_begin, m_end;
+  int64_t panel_begin, panel_end;
+  float* scratch;  // kLinearScratchFloats, 64-byte aligned
+};
+
+// For tokens t in [t_begin, t_end) and heads h < heads, the row
+// r = x + t * ldx + h * dim: if residual is set, residual_row += r first and
+// the sum is normalized; y_row = weight * row / sqrt(mean(row^2) + eps).
+struct RmsNormArgs {
+  const float* x;
+  int64_t ldx;
+  float* residual;  // null: plain RMSNorm
+  int64_t ld_residual;
+  float* y;
+  int64_t ldy;
+  const float* weight;
+  int64_t dim;
+  int64_t heads;
+  int64_t t_begin, t_end;
+  float eps;
+};
+
+// Rotates pairs of each head of tokens [t_begin, t_end) in place by the
+// angles of the token's position.
+struct RopeArgs {
+  float* x;
+  int64_t ldx;
+  int64_t heads;
+  int64_t head_dim;
+  int64_t rotary_dim;
+  bool interleaved;  // pairs (2i, 2i+1); else (i, i + rotary_dim/2)
+  const int32_t* positions;
+  const float* cos;  // [position][rotary_dim / 2]
+  const float* sin;
+  int64_t t_begin, t_end;
+};
+
+// An elementwise op over `rows` x `cols`: out = f(a, b, scalar).
+struct ElementwiseArgs {
+  const float* a;
+  int64_t lda;
+  const float* b;  // null for unary ops
+  int64_t ldb;
+  float* out;
+  int64_t ldo;
+  int64_t rows, cols;
+  float scalar;
+};
+
+// Converts `rows` x `cols` elements between types (lengths in elements).
+struct ConvertArgs {
+  const void* src;
+  int64_t lds;
+  void* dst;
+  int64_t ldd;
+  int64_t rows, cols;
+};
+
+// out[r, c] = softmax over c in [begin_r, end_r) of scale * x[r, c]; 0 for
+// c outside. begin/end null: the whole row.
+struct SoftmaxArgs {
+  const float* x;
+  int64_t ldx;
+  float* out;
+  int64_t ldo;
+  int64_t rows, cols;
+  float scale;
+  const int32_t* valid_begin;
+  const int32_t* valid_end;
+};
+
+// Rows [m_begin, m_end) of C = A * B (or A * B^T), f32.
+struct MatMulArgs {
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+  bool transpose_b;
+  float* c;
+  int64_t ldc;
+  int64_t m_begin, m_end;
+  int64_t n, k;
+};
+
+// Attention of one query token over its sequence's paged keys and values,
+// for query heads [h_begin, h_end), which share KV head h_begin / group.
+struct AttentionArgs {
+  const float* q;  // the token's row: head h at q + h * head_dim
+  float* out;      // likewise
+  int32_t h_begin, h_end;
+  int32_t group;  // query heads per KV head
+  int32_t kv_head;
+  int32_t head_dim;
+  float scale;
+  int32_t first_pos, last_pos;  // keys at positions [first_pos, last_pos]
+  const int32_t* block_table;
+  ElemType kv_type;
+  const void* k_pool;  // [num_blocks][block_size][kv_heads][head_dim]
+  const void* v_pool;
+  int32_t block_size;
+  int32_t kv_heads;
+  float* scratch;  // AttentionScratchFloats(h_end - h_begin, block_size, head_dim)
+};
+
+inline int64_t AttentionScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
+  return heads * (block_size + head_dim + 16) + 64;
+}
+
+// y[i] = f(x[i]) for i < n; the vector math functions, exposed for testing.
+struct MathArgs {
+  const float* x;
+  float* y;
+  int64_t n;
+};
+
+struct KernelTable {
+  Isa isa;
+  void (*linear)(const LinearArgs&);
+  void (*rms_norm)(const RmsNormArgs&);
+  void (*rope)(const RopeArgs&);
+  // Elementwise.
+  void (*add)(const ElementwiseArgs&);        // a + b
+  void (*mul)(const ElementwiseArgs&);        // a * b
+  void (*scale)(const ElementwiseArgs&);      // a * scalar
+  void (*silu_mul)(const ElementwiseArgs&);   // silu(a) * b
+  void (*gelu)(const ElementwiseArgs&);       // gelu_erf(a)
+  void (*gelu_tanh)(const ElementwiseArgs&);  // gelu_tanh(a)
+  void (*gelu_mul)(const ElementwiseArgs&);   // gelu_erf(a) * b
+  void (*gelu_tanh_mul)(const ElementwiseArgs&);
+  // Conversions.
+  void (*f32_to_bf16)(const ConvertArgs&);
+  void (*bf16_to_f32)(const ConvertArgs&);
+  void (*f32_to_f16)(const ConvertArgs&);
+  void (*f16_to_f32)(const ConvertArgs&);
+  void (*softmax)(const SoftmaxArgs&);
+  void (*matmul)(const MatMulArgs&);
+  void (*attention)(const AttentionArgs&);
+  // Vector math.
+  void (*exp)(const MathArgs&);
+  void (*tanh)(const MathArgs&);
+  void (*erf)(const MathArgs&);
+};
+
+// The table for `isa`. REQUIRES: IsaAvailable(isa) for running its kernels
+// (the table itself can be fetched on any CPU).
+const KernelTable& KernelsFor(Isa isa);
+
+namespace ref {
+const KernelTable& Table();
+}
+namespace avx2 {
+const KernelTable& Table();
+}
+namespace avx512 {
+const KernelTable& Table();
+}
+
+}  // namespace kiln::cpu

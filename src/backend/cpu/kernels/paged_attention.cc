@@ -1,0 +1,97 @@
+// Paged attention: validation, and (token, KV head, head piece) work items
+// split over threads.
+#include "backend/cpu/kernels/paged_attention.h"
+
+#include <algorithm>
+
+#include "backend/cpu/kernels/kernel_table.h"
+#include "backend/cpu/kernels/packed_weight.h"
+#include "backend/cpu/kernels/parallel.h"
+
+namespace kiln::cpu {
+
+Status CheckAttentionBatch(const AttentionBatch& batch, const KvCacheView& cache,
+                           const AttentionParams& params) {
+  KILN_RETURN_IF_ERROR(CheckKvCache(cache));
+  if (params.num_heads <= 0 || params.num_heads % cache.kv_heads != 0) {
+    return InvalidArgument("attention: {} query heads is not a positive multiple of {} kv heads",
+                           params.num_heads, cache.kv_heads);
+  }
+  if (params.window < 0) return InvalidArgument("attention: negative window {}", params.window);
+  if (batch.num_tokens < 0 || batch.num_seqs < 0) {
+    return InvalidArgument("attention batch: {} tokens, {} sequences", batch.num_tokens, batch.num_seqs);
+  }
+  for (int32_t s = 0; s < batch.num_seqs; ++s) {
+    const int32_t len = batch.block_table_lens[s];
+    if (len < 0 || (len > 0 && batch.block_tables[s] == nullptr)) {
+      return InvalidArgument("attention batch: sequence {}: block table of {} entries missing", s, len);
+    }
+    for (int32_t i = 0; i < len; ++i) {
+      const int32_t block = batch.block_tables[s][i];
+      if (block < 0 || block >= cache.num_blocks) {
+        return OutOfRange("attention batch: sequence {}: block table entry {} is block {}, outside [0, {})",
+                          s, i, block, cache.num_blocks);
+      }
+    }
+  }
+  for (int32_t t = 0; t < batch.num_tokens; ++t) {
+    const int32_t s = batch.token_seq[t];
+    const int32_t pos = batch.token_pos[t];
+    if (s < 0 || s >= batch.num_seqs) {
+      return OutOfRange("attention batch: token {}: sequence {} outside [0, {})", t, s, batch.num_seqs);
+    }
+    if (pos < 0) return OutOfRange("attention batch: token {}: negative position {}", t, pos);
+    if (pos / cache.block_size >= batch.block_table_lens[s]) {
+      return OutOfRange(
+          "attention batch: token {}: position {} needs block {} of sequence {}, whose table has {}", t, pos,
+          pos / cache.block_size, s, batch.block_table_lens[s]);
+    }
+  }
+  return Status::Ok();
+}
+
+void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const KvCacheView& cache,
+                    const AttentionParams& params, const float* q, int64_t ldq, float* out, int64_t ldo) {
+  if (batch.num_tokens <= 0) return;
+  const KernelTable& kernels = KernelsFor(ctx.isa);
+  const int32_t group = params.num_heads / cache.kv_heads;
+  const int64_t groups = static_cast<int64_t>(batch.num_tokens) * cache.kv_heads;
+  // Few tokens (decoding) leave threads idle: split each KV group's query
+  // heads too. Heads are computed independently, so the split changes nothing.
+  const int64_t threads = ctx.num_threads();
+  const int64_t pieces = groups >= threads ? 1 : std::min<int64_t>(group, (threads + groups - 1) / groups);
+  const int64_t scratch_floats = AttentionScratchFloats(group, cache.block_size, cache.head_dim);
+
+  ParallelRanges(ctx, groups * pieces, 1, [&](int64_t begin, int64_t end, int) {
+    float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t t = item / (cache.kv_heads * pieces);
+      const int32_t kv_head = static_cast<int32_t>(item / pieces % cache.kv_heads);
+      const IndexRange heads =
+          ThreadPool::StaticRange(group, static_cast<int>(pieces), static_cast<int>(item % pieces));
+      if (heads.begin == heads.end) continue;
+      const int32_t pos = batch.token_pos[t];
+      AttentionArgs args{};
+      args.q = q + t * ldq;
+      args.out = out + t * ldo;
+      args.h_begin = kv_head * group + static_cast<int32_t>(heads.begin);
+      args.h_end = kv_head * group + static_cast<int32_t>(heads.end);
+      args.group = group;
+      args.kv_head = kv_head;
+      args.head_dim = cache.head_dim;
+      args.scale = params.scale;
+      args.first_pos = params.window > 0 ? std::max(0, pos - params.window + 1) : 0;
+      args.last_pos = pos;
+      args.block_table = batch.block_tables[batch.token_seq[t]];
+      args.kv_type = ElemTypeOf(cache.dtype);
+      args.k_pool = cache.k;
+      args.v_pool = cache.v;
+      args.block_size = cache.block_size;
+      args.kv_heads = cache.kv_heads;
+      args.scratch = scratch;
+      kernels.attention(args);
+    }
+  });
+}
+
+}  // namespace kiln::cpu

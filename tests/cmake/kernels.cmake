@@ -1,0 +1,12 @@
+# The CPU kernel tests again with the instruction set forced down by
+# KILN_ISA, so that dispatch to the lower kernel tables is tested on any CPU
+# (the vector tests of a forced-out ISA skip; the scalar ones still run).
+if(TARGET test_kernels)
+  foreach(isa scalar avx2)
+    add_test(NAME kernels_with_KILN_ISA_${isa}
+             COMMAND test_kernels --gtest_filter=Isa.*:Isas/LinearTest.*:Isas/AttentionTest.*:ThreadPool.Default*)
+    set_tests_properties(kernels_with_KILN_ISA_${isa} PROPERTIES
+                         ENVIRONMENT "KILN_ISA=${isa};OMP_WAIT_POLICY=PASSIVE"
+                         LABELS "unit;kernels")
+  endforeach()
+endif()

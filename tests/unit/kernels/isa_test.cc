@@ -1,0 +1,47 @@
+// ISA selection: availability follows the CPU and KILN_ISA, and the tables
+// dispatch to the ISA asked for.
+#include "backend/cpu/kernels/isa.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "backend/cpu/kernels/kernel_context.h"
+#include "backend/cpu/kernels/kernel_table.h"
+#include "core/cpu_info.h"
+
+namespace kiln::cpu {
+namespace {
+
+TEST(Isa, NamesAndTables) {
+  EXPECT_STREQ(IsaName(Isa::kScalar), "scalar");
+  EXPECT_STREQ(IsaName(Isa::kAvx2), "avx2");
+  EXPECT_STREQ(IsaName(Isa::kAvx512), "avx512");
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (IsaAvailable(isa)) {
+      EXPECT_EQ(KernelsFor(isa).isa, isa);
+    }
+  }
+}
+
+TEST(Isa, BestFollowsTheCpuAndTheEnvironment) {
+  EXPECT_TRUE(IsaAvailable(Isa::kScalar));
+  EXPECT_EQ(IsaName(BestIsa()), GetCpuInfo().BestIsa());
+  EXPECT_TRUE(IsaAvailable(BestIsa()));
+  EXPECT_EQ(KernelContext{}.isa, BestIsa());
+  const char* forced = std::getenv("KILN_ISA");
+  if (forced != nullptr && std::string(forced) == "scalar") {
+    EXPECT_EQ(BestIsa(), Isa::kScalar);
+    EXPECT_FALSE(IsaAvailable(Isa::kAvx2));
+  }
+  if (forced != nullptr && std::string(forced) == "avx2") {
+    EXPECT_FALSE(IsaAvailable(Isa::kAvx512));
+  }
+  if (IsaAvailable(Isa::kAvx512)) {
+    EXPECT_TRUE(IsaAvailable(Isa::kAvx2));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cpu
