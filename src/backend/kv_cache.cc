@@ -1,0 +1,37 @@
+// KV pool allocation.
+#include "backend/kv_cache.h"
+
+namespace kiln {
+
+int64_t KvCacheLayout::TokenBytes() const {
+  auto bytes = DTypeBytes(dtype, static_cast<uint64_t>(num_kv_heads * head_dim));
+  return bytes ? static_cast<int64_t>(*bytes) : 0;
+}
+
+int64_t KvCacheLayout::BlockBytes() const { return 2 * num_layers * block_size * TokenBytes(); }
+
+Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout, MemoryDomain& domain) {
+  if (layout.num_layers <= 0 || layout.num_blocks <= 0 || layout.block_size <= 0 || layout.TokenBytes() <= 0) {
+    return InvalidArgument("KV cache: invalid layout ({} layers, {} blocks of {} tokens)", layout.num_layers,
+                           layout.num_blocks, layout.block_size);
+  }
+  auto cache = std::unique_ptr<KvCache>(new KvCache());
+  cache->layout_ = layout;
+  size_t pool = static_cast<size_t>(layout.num_blocks * layout.block_size * layout.TokenBytes());
+  for (int64_t l = 0; l < layout.num_layers; ++l) {
+    KILN_ASSIGN_OR_RETURN(DomainBuffer k, DomainBuffer::Allocate(domain, pool));
+    KILN_ASSIGN_OR_RETURN(DomainBuffer v, DomainBuffer::Allocate(domain, pool));
+    cache->keys_.push_back(std::move(k));
+    cache->values_.push_back(std::move(v));
+  }
+  return cache;
+}
+
+int64_t KvCache::TotalBytes() const { return layout_.num_blocks * layout_.BlockBytes(); }
+
+int64_t KvBlocksForBytes(const KvCacheLayout& layout, int64_t bytes) {
+  int64_t per = layout.BlockBytes();
+  return per > 0 ? bytes / per : 0;
+}
+
+}  // namespace kiln

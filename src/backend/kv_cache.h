@@ -1,0 +1,51 @@
+// The paged KV cache: per layer, one pool of fixed-size blocks for keys and
+// one for values, allocated once at start-up in the memory domain of the
+// backend that runs attention. Sequences own blocks through block tables;
+// which blocks belong to whom is the engine's BlockManager's business.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/memory_domain.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace kiln {
+
+struct KvCacheLayout {
+  int64_t num_layers = 0;
+  int64_t num_blocks = 0;
+  int64_t block_size = 16;  // tokens per block
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  DType dtype = DType::kF32;  // f32, f16 or bf16
+
+  // Bytes of keys (or of values) of one token in one layer.
+  int64_t TokenBytes() const;
+  // Bytes of one block across all layers, keys and values.
+  int64_t BlockBytes() const;
+};
+
+class KvCache {
+ public:
+  // REQUIRES: layout fields positive.
+  static Expected<std::unique_ptr<KvCache>> Allocate(const KvCacheLayout& layout, MemoryDomain& domain);
+
+  const KvCacheLayout& layout() const { return layout_; }
+  // Pools laid out [num_blocks][block_size][num_kv_heads][head_dim].
+  void* keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].data(); }
+  void* values(int64_t layer) const { return values_[static_cast<size_t>(layer)].data(); }
+  int64_t TotalBytes() const;
+
+ private:
+  KvCacheLayout layout_;
+  std::vector<DomainBuffer> keys_;
+  std::vector<DomainBuffer> values_;
+};
+
+// How many blocks fit in `bytes`.
+int64_t KvBlocksForBytes(const KvCacheLayout& layout, int64_t bytes);
+
+}  // namespace kiln

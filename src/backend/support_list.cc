@@ -1,0 +1,83 @@
+// Matching nodes against support entries.
+#include "backend/support_list.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "format/weight_store.h"
+
+namespace kiln {
+namespace {
+
+std::string DTypeList(const std::vector<DType>& ds) {
+  std::string s;
+  for (DType d : ds) s += (s.empty() ? "" : ",") + std::string(DTypeName(d));
+  return s.empty() ? "-" : s;
+}
+
+bool Contains(const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); }
+
+// Why `e` does not support `node`, or "" when it does.
+std::string Mismatch(const SupportEntry& e, const Graph& g, const Node& node) {
+  for (ValueId in : node.inputs) {
+    const Value& v = g.value(in);
+    if (v.is_marker()) continue;
+    if (!Contains(e.activation_dtypes, v.dtype)) {
+      return fmt::format("input dtype {} not in [{}]", DTypeName(v.dtype), DTypeList(e.activation_dtypes));
+    }
+  }
+  for (const Weight* w : node.weights) {
+    if (w == nullptr || w->shape.size() != 2) continue;  // vectors (norms, biases) go with the op
+    if (!Contains(e.weight_dtypes, w->dtype)) {
+      return fmt::format("weight {} dtype {} not in [{}]", w->name, DTypeName(w->dtype), DTypeList(e.weight_dtypes));
+    }
+  }
+  if (e.max_cols > 0) {
+    for (ValueId out : node.outputs) {
+      if (g.value(out).cols > e.max_cols) {
+        return fmt::format("output width {} beyond limit {}", g.value(out).cols, e.max_cols);
+      }
+    }
+  }
+  if (e.max_head_dim > 0 && node.attrs.head_dim > e.max_head_dim) {
+    return fmt::format("head_dim {} beyond limit {}", node.attrs.head_dim, e.max_head_dim);
+  }
+  if (!e.sliding_window && node.attrs.sliding_window > 0) return "sliding-window attention not supported";
+  return "";
+}
+
+}  // namespace
+
+const SupportEntry* SupportList::Match(const Graph& g, const Node& node, std::string* why_not) const {
+  std::string first_reason;
+  for (const SupportEntry& e : entries_) {
+    if (e.op != node.op) continue;
+    std::string reason = Mismatch(e, g, node);
+    if (reason.empty()) return &e;
+    if (first_reason.empty()) first_reason = reason;
+  }
+  if (why_not != nullptr) *why_not = first_reason.empty() ? "op not in the support list" : first_reason;
+  return nullptr;
+}
+
+bool SupportList::Supports(OpKind op) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const SupportEntry& e) { return e.op == op; });
+}
+
+std::string SupportList::ToString() const {
+  std::string s = fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", "op", "activations", "weights", "layout", "limits");
+  for (const SupportEntry& e : entries_) {
+    std::string limits;
+    if (e.max_cols > 0) limits += fmt::format("cols<={} ", e.max_cols);
+    if (e.max_head_dim > 0) limits += fmt::format("head_dim<={} ", e.max_head_dim);
+    if (!e.sliding_window) limits += "no-window ";
+    if (!e.note.empty()) limits += e.note;
+    s += fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", OpName(e.op), DTypeList(e.activation_dtypes),
+                     e.weight_dtypes.empty() ? "-" : DTypeList(e.weight_dtypes),
+                     e.weight_layout.empty() ? "-" : e.weight_layout, limits.empty() ? "-" : limits);
+  }
+  return s;
+}
+
+}  // namespace kiln

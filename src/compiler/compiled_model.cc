@@ -1,0 +1,234 @@
+// Compiling a model: the four stages in order, then the Programs.
+#include "compiler/compiled_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "compiler/bind.h"
+#include "core/cpu_info.h"
+#include "core/thread_pool.h"
+#include "format/weight_store.h"
+#include "models/decoder_builder.h"
+
+namespace kiln {
+
+CompiledModel::~CompiledModel() = default;
+
+const ModelConfig& CompiledModel::config() const { return weights_->config(); }
+
+KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks) const {
+  KvCacheLayout l;
+  l.num_layers = config().num_layers;
+  l.num_blocks = num_blocks;
+  l.block_size = options_.block_size;
+  l.num_kv_heads = config().num_kv_heads;
+  l.head_dim = config().head_dim;
+  l.dtype = options_.kv_dtype;
+  return l;
+}
+
+Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStore& weights,
+                                                                  const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto m = std::unique_ptr<CompiledModel>(new CompiledModel());
+  m->weights_ = &weights;
+  m->options_ = options;
+  const ModelConfig& config = weights.config();
+  m->max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
+  if (m->max_model_len_ <= 0) return InvalidArgument("model has no max_position_embeddings; pass a max model length");
+  if (options.max_batch_tokens <= 0) return InvalidArgument("max batch tokens must be positive");
+  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kBF16) {
+    return Unsupported("KV cache dtype {}: expected f32, f16 or bf16", DTypeName(options.kv_dtype));
+  }
+
+  BackendRegistry& backends = BackendRegistry::Get();
+  Backend* target = backends.Find(options.backend);
+  if (target == nullptr) {
+    return NotFound("backend '{}': available backends are {}", options.backend, backends.Names());
+  }
+  CompileReport& report = m->report_;
+  report.backend = target->name();
+  report.precision = options.precision;
+  for (Backend* b : backends.All()) report.domain_names[b->domain().id()] = b->domain().name();
+
+  // The graph.
+  KILN_ASSIGN_OR_RETURN(m->graph_, BuildDecoderGraph(weights));
+  Graph& g = m->graph_;
+
+  // Stage 1: legalize, pricing fallbacks per decoded token.
+  ShapeEnv cost_env{1, 1, m->max_model_len_, m->max_model_len_};
+  KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), cost_env, &report.legalize));
+  // Stage 3 (before memory planning, which must see the fused graph): fuse
+  // and precision.
+  FuseOptions fuse = options.fuse;
+  fuse.precision = options.precision;
+  KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
+  // Stage 2: domains, transfers, packing; the arena per bucket below.
+  KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, &m->packed_, &report.layout));
+
+  // Buckets: powers of two up to the largest batch.
+  std::vector<int64_t> sizes;
+  for (int64_t t = 1; t < options.max_batch_tokens; t *= 2) sizes.push_back(t);
+  sizes.push_back(options.max_batch_tokens);
+  std::vector<MemoryPlan> plans;
+  for (int64_t t : sizes) {
+    ShapeEnv env;
+    env.tokens = t;
+    env.output_rows = t;
+    env.context_rows = std::min(t, options.max_seqs) * m->max_model_len_;
+    env.score_rows = t * m->max_model_len_;
+    KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
+    for (auto& [d, bytes] : plan.arena_bytes) report.arena_bytes[d] = std::max(report.arena_bytes[d], bytes);
+    plans.push_back(std::move(plan));
+  }
+
+  // One arena per domain, shared by all buckets: one pass runs at a time.
+  std::map<int32_t, uint8_t*> bases;
+  for (auto& [d, bytes] : report.arena_bytes) {
+    MemoryDomain* domain = nullptr;
+    for (Backend* b : backends.All()) {
+      if (b->domain().id() == d) domain = &b->domain();
+    }
+    if (domain == nullptr) return Internal("no backend owns memory domain {}", d);
+    KILN_ASSIGN_OR_RETURN(DomainBuffer buf, DomainBuffer::Allocate(*domain, bytes));
+    bases[d] = buf.data();
+    m->arenas_.push_back(std::move(buf));
+  }
+
+  // Stage 4: bind.
+  for (const MemoryPlan& plan : plans) {
+    BindInputs in;
+    in.graph = &g;
+    in.plan = &plan;
+    in.arena_base = bases;
+    in.packed = &m->packed_;
+    in.backends = &backends;
+    in.config = &config;
+    in.kv_layout = m->MakeKvLayout(1);
+    in.max_positions = m->max_model_len_;
+    KILN_ASSIGN_OR_RETURN(auto program, BindProgram(in));
+    report.buckets.push_back({plan.env, plan.arena_bytes, plan.naive_bytes, program->steps().size()});
+    m->programs_.push_back(std::move(program));
+  }
+
+  m->pool_ = std::make_unique<ThreadPool>(options.threads);
+  // Per-pass metadata, sized once so that Forward allocates nothing.
+  m->slots_.resize(static_cast<size_t>(options.max_batch_tokens));
+  m->block_table_lens_.resize(static_cast<size_t>(options.max_batch_tokens));
+  m->context_offsets_.resize(static_cast<size_t>(options.max_batch_tokens) + 1);
+  m->score_offsets_.resize(static_cast<size_t>(options.max_batch_tokens) + 1);
+  report.threads = m->pool_->num_threads();
+  report.isa = GetCpuInfo().BestIsa();
+  report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t* context_rows,
+                               int64_t* score_rows) const {
+  const ModelConfig& c = config();
+  if (b.num_tokens <= 0) return InvalidArgument("forward: empty batch");
+  if (b.num_tokens > options_.max_batch_tokens) {
+    return OutOfRange("forward: {} tokens beyond the largest batch of {}", b.num_tokens, options_.max_batch_tokens);
+  }
+  if (b.num_seqs <= 0 || b.num_seqs > b.num_tokens) {
+    return InvalidArgument("forward: {} sequences for {} tokens", b.num_seqs, b.num_tokens);
+  }
+  if (b.num_output_rows < 0 || b.num_output_rows > b.num_tokens) {
+    return InvalidArgument("forward: {} output rows for {} tokens", b.num_output_rows, b.num_tokens);
+  }
+  const KvCacheLayout& kl = kv.layout();
+  if (kl.num_layers != c.num_layers || kl.num_kv_heads != c.num_kv_heads || kl.head_dim != c.head_dim ||
+      kl.block_size != options_.block_size || kl.dtype != options_.kv_dtype) {
+    return InvalidArgument("forward: KV cache layout does not match the compiled model");
+  }
+  if (b.query_start[0] != 0 || b.query_start[b.num_seqs] != b.num_tokens) {
+    return InvalidArgument("forward: query_start must run from 0 to num_tokens");
+  }
+  *context_rows = 0;
+  *score_rows = 0;
+  for (int32_t s = 0; s < b.num_seqs; ++s) {
+    int32_t begin = b.query_start[s], end = b.query_start[s + 1];
+    if (end <= begin) return InvalidArgument("forward: sequence {} has no tokens", s);
+    int64_t len = b.seq_lens[s];
+    if (len <= 0 || len > max_model_len_) {
+      return OutOfRange("forward: sequence {} length {} beyond the context of {}", s, len, max_model_len_);
+    }
+    int64_t blocks = (len + kl.block_size - 1) / kl.block_size;
+    for (int64_t i = 0; i < blocks; ++i) {
+      int32_t id = b.block_tables[s][i];
+      if (id < 0 || id >= kl.num_blocks) {
+        return OutOfRange("forward: sequence {} block {} is {}, outside the pool of {}", s, i, id, kl.num_blocks);
+      }
+    }
+    int32_t prev = -1;
+    for (int32_t t = begin; t < end; ++t) {
+      if (b.token_seq[t] != s) return InvalidArgument("forward: token {} is not in sequence {}", t, s);
+      int32_t p = b.positions[t];
+      if (p < 0 || p >= len || p <= prev) {
+        return InvalidArgument("forward: token {} position {} not increasing within [0, {})", t, p, len);
+      }
+      prev = p;
+      if (b.token_ids[t] < 0 || b.token_ids[t] >= c.vocab_size) {
+        return OutOfRange("forward: token id {} outside the vocabulary of {}", b.token_ids[t], c.vocab_size);
+      }
+    }
+    *context_rows += len;
+    *score_rows += static_cast<int64_t>(end - begin) * len;
+  }
+  for (int32_t r = 0; r < b.num_output_rows; ++r) {
+    if (b.output_rows[r] < 0 || b.output_rows[r] >= b.num_tokens) {
+      return OutOfRange("forward: output row {} is token {}, outside the batch", r, b.output_rows[r]);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* logits, int64_t logits_stride,
+                              const DumpFn* dump) {
+  int64_t context_rows = 0, score_rows = 0;
+  KILN_RETURN_IF_ERROR(Validate(batch, kv, &context_rows, &score_rows));
+  if (batch.num_output_rows > 0 && (logits == nullptr || logits_stride < config().vocab_size)) {
+    return InvalidArgument("forward: logits buffer missing or rows narrower than the vocabulary");
+  }
+  const Program* program = nullptr;
+  for (const auto& p : programs_) {
+    const ShapeEnv& cap = p->capacity();
+    if (cap.tokens >= batch.num_tokens && cap.context_rows >= context_rows && cap.score_rows >= score_rows) {
+      program = p.get();
+      break;
+    }
+  }
+  if (program == nullptr) return OutOfRange("forward: the batch fits no compiled bucket");
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t bs = kv.layout().block_size;
+  for (int32_t s = 0; s < batch.num_seqs; ++s) {
+    block_table_lens_[static_cast<size_t>(s)] = static_cast<int32_t>((batch.seq_lens[s] + bs - 1) / bs);
+    context_offsets_[static_cast<size_t>(s) + 1] = context_offsets_[static_cast<size_t>(s)] + batch.seq_lens[s];
+    score_offsets_[static_cast<size_t>(s) + 1] =
+        score_offsets_[static_cast<size_t>(s)] +
+        static_cast<int64_t>(batch.query_start[s + 1] - batch.query_start[s]) * batch.seq_lens[s];
+    for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
+      int32_t p = batch.positions[t];
+      slots_[static_cast<size_t>(t)] = static_cast<int32_t>(batch.block_tables[s][p / bs] * bs + p % bs);
+    }
+  }
+  RunState state;
+  state.slots = slots_.data();
+  state.block_table_lens = block_table_lens_.data();
+  state.context_offsets = context_offsets_.data();
+  state.score_offsets = score_offsets_.data();
+  state.batch = &batch;
+  state.kv_cache = &kv;
+  state.logits = logits;
+  state.logits_stride = logits_stride;
+  state.pool = pool_.get();
+  state.context_rows = context_rows;
+  state.score_rows = score_rows;
+  program->Run(state, dump);
+  return Status::Ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,106 @@
+// A model compiled for this machine: the four stages run once at load, then
+// Forward() runs the Program of the smallest bucket that holds the batch.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "compiler/fuse.h"
+#include "compiler/layout.h"
+#include "compiler/legalize.h"
+#include "compiler/program.h"
+#include "core/status.h"
+
+namespace kiln {
+
+class ThreadPool;
+class WeightStore;
+
+struct CompileOptions {
+  std::string backend = "cpu";  // the target; what it cannot run falls back to cpu
+  Precision precision = Precision::kMixed;
+  int64_t max_batch_tokens = 512;  // the largest bucket
+  int64_t max_model_len = 0;       // 0: the model's max_position_embeddings
+  int64_t max_seqs = 64;           // sequences per pass (sizes decomposed attention)
+  int64_t block_size = 16;         // KV cache block size in tokens
+  DType kv_dtype = DType::kF32;
+  FuseOptions fuse;
+  int threads = 0;  // 0: physical cores
+};
+
+struct BucketPlan {
+  ShapeEnv env;
+  std::map<int32_t, size_t> arena_bytes;
+  std::map<int32_t, size_t> naive_bytes;
+  size_t steps = 0;
+};
+
+struct CompileReport {
+  std::string backend;
+  Precision precision = Precision::kMixed;
+  int threads = 0;
+  std::string isa;
+  LegalizeReport legalize;
+  FuseReport fuse;
+  LayoutReport layout;
+  std::vector<BucketPlan> buckets;
+  std::map<int32_t, size_t> arena_bytes;  // allocated: max over buckets
+  std::map<int32_t, std::string> domain_names;
+  double compile_seconds = 0;
+
+  // The --plan text: placement per op, fallbacks with cost, fusions,
+  // packing and the memory plan.
+  std::string ToString(const Graph& g, bool per_node) const;
+};
+
+class CompiledModel {
+ public:
+  // Runs legalize, fuse, layout and bind. `weights` must outlive the model.
+  static Expected<std::unique_ptr<CompiledModel>> Compile(const WeightStore& weights, const CompileOptions& options);
+
+  ~CompiledModel();
+
+  const ModelConfig& config() const;
+  const WeightStore& weights() const { return *weights_; }
+  const Graph& graph() const { return graph_; }
+  const CompileReport& report() const { return report_; }
+  const CompileOptions& options() const { return options_; }
+  int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
+  int64_t max_model_len() const { return max_model_len_; }
+  ThreadPool& pool() const { return *pool_; }
+
+  // The KV cache layout this model's Programs expect, for `num_blocks`.
+  KvCacheLayout MakeKvLayout(int64_t num_blocks) const;
+
+  // One forward pass: writes K/V of the batch's tokens into `kv` and the
+  // logits of batch.output_rows into logits (num_output_rows rows of
+  // vocab_size floats, logits_stride apart). Validates the batch first;
+  // errors (a position beyond the context, a block id outside the pool, too
+  // many tokens) change nothing. Not reentrant: one pass at a time.
+  Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits, int64_t logits_stride,
+                 const DumpFn* dump = nullptr);
+
+ private:
+  CompiledModel() = default;
+  Status Validate(const ForwardBatch& batch, const KvCache& kv, int64_t* context_rows, int64_t* score_rows) const;
+
+  const WeightStore* weights_ = nullptr;
+  CompileOptions options_;
+  int64_t max_model_len_ = 0;
+  Graph graph_;
+  CompileReport report_;
+  PackedWeights packed_;
+  std::vector<DomainBuffer> arenas_;
+  std::vector<std::unique_ptr<Program>> programs_;  // ascending capacity
+  std::unique_ptr<ThreadPool> pool_;
+  std::mutex mu_;  // one pass at a time; guards the per-pass metadata below
+  std::vector<int32_t> slots_;
+  std::vector<int32_t> block_table_lens_;
+  std::vector<int64_t> context_offsets_;  // [0] stays 0
+  std::vector<int64_t> score_offsets_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,228 @@
+// The layout stage.
+#include "compiler/layout.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "format/weight_store.h"
+#include "quant/dequantize.h"
+
+namespace kiln {
+
+struct PackedWeights::Vector {
+  Weight weight;
+  std::vector<float> values;
+};
+
+PackedWeights::PackedWeights() = default;
+PackedWeights::~PackedWeights() = default;
+
+Expected<const Weight*> PackedWeights::F32Vector(const Weight& w) {
+  auto it = vectors_.find(w.name);
+  if (it != vectors_.end()) return &it->second->weight;
+  auto v = std::make_unique<Vector>();
+  v->values.resize(static_cast<size_t>(w.num_elements()));
+  KILN_RETURN_IF_ERROR(DequantizeRow(w.dtype, w.data, v->values.data(), w.num_elements()).WithContext(w.name));
+  v->weight = w;
+  v->weight.dtype = DType::kF32;
+  v->weight.data = reinterpret_cast<const uint8_t*>(v->values.data());
+  v->weight.nbytes = v->values.size() * sizeof(float);
+  const Weight* result = &v->weight;
+  vectors_.emplace(w.name, std::move(v));
+  return result;
+}
+
+const PackedMatrix* PackedWeights::Find(const std::string& backend, const std::string& weight) const {
+  auto it = packed_.find({backend, weight});
+  return it == packed_.end() ? nullptr : it->second.get();
+}
+
+void PackedWeights::Add(const std::string& backend, const std::string& weight,
+                        std::shared_ptr<const PackedMatrix> m) {
+  packed_[{backend, weight}] = std::move(m);
+}
+
+size_t PackedWeights::TotalBytes() const {
+  size_t total = 0;
+  for (const auto& [key, m] : packed_) total += m->in_place() ? 0 : m->bytes();
+  return total;
+}
+
+Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, LayoutReport* report) {
+  auto domain_of_node = [&](const Node& n) -> Expected<int32_t> {
+    Backend* b = backends.Find(n.backend);
+    if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
+    return b->domain().id();
+  };
+  std::map<int32_t, std::string> domain_names;
+  for (Backend* b : backends.All()) domain_names[b->domain().id()] = b->domain().name();
+
+  // Domains of produced values (views share their storage's).
+  for (const Node& n : g.nodes()) {
+    KILN_ASSIGN_OR_RETURN(int32_t d, domain_of_node(n));
+    for (ValueId out : n.outputs) g.value(out).domain = d;
+  }
+  for (Value& v : g.values()) {
+    if (v.view_of != kNoValue) v.domain = g.value(g.StorageOf(v.view_of)).domain;
+  }
+
+  std::vector<Node> out;
+  std::map<std::pair<ValueId, int32_t>, ValueId> copies;
+  const int32_t host = HostMemory().id();
+  for (Node& n : g.nodes()) {
+    KILN_ASSIGN_OR_RETURN(int32_t d, domain_of_node(n));
+    for (ValueId& in : n.inputs) {
+      const Value& v = g.value(in);
+      if (v.is_marker() || v.domain == d) continue;
+      auto key = std::make_pair(in, d);
+      auto it = copies.find(key);
+      if (it == copies.end()) {
+        ValueId c = g.AddValue(fmt::format("{}@{}", v.name, domain_names[d]), v.dtype, v.rows, v.cols);
+        g.value(c).domain = d;
+        Node t;
+        t.op = OpKind::kTransfer;
+        t.name = fmt::format("transfer.{}", v.name);
+        t.inputs = {in};
+        t.outputs = {c};
+        t.attrs.transfer_from = v.domain;
+        t.backend = n.backend;  // the receiving side performs the copy
+        report->transfers.push_back(fmt::format("{}: {} -> {} (for {})", v.name, domain_names[v.domain],
+                                                domain_names[d], n.name));
+        out.push_back(std::move(t));
+        it = copies.emplace(key, c).first;
+      }
+      in = it->second;
+    }
+    // The graph output is the caller's host memory: a node elsewhere writes
+    // a copy in its own domain, transferred after it.
+    std::vector<Node> after;
+    for (ValueId& o : n.outputs) {
+      Value& v = g.value(o);
+      if (!v.is_output || d == host) continue;
+      ValueId final_out = o;
+      ValueId tmp = g.AddValue(v.name + "@" + domain_names[d], v.dtype, v.rows, v.cols);
+      g.value(tmp).domain = d;
+      g.value(final_out).domain = host;
+      o = tmp;
+      Node t;
+      t.op = OpKind::kTransfer;
+      t.name = fmt::format("transfer.{}", g.value(final_out).name);
+      t.inputs = {tmp};
+      t.outputs = {final_out};
+      t.attrs.transfer_from = d;
+      t.backend = backends.cpu().name();
+      report->transfers.push_back(fmt::format("{}: {} -> {} (graph output)", g.value(final_out).name,
+                                              domain_names[d], domain_names[host]));
+      after.push_back(std::move(t));
+    }
+    out.push_back(std::move(n));
+    for (Node& t : after) out.push_back(std::move(t));
+  }
+  g.nodes() = std::move(out);
+  return g.Compact();
+}
+
+Status PackWeights(Graph& g, const BackendRegistry& backends, PackedWeights* packed, LayoutReport* report) {
+  for (Node& n : g.nodes()) {
+    Backend* b = backends.Find(n.backend);
+    if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
+    for (const Weight*& w : n.weights) {
+      if (w != nullptr && w->shape.size() == 1 && w->dtype != DType::kF32) {
+        KILN_ASSIGN_OR_RETURN(w, packed->F32Vector(*w));
+      }
+    }
+    bool matmul = n.op == OpKind::kLinear || n.op == OpKind::kGateUpSiluMul;
+    if (!matmul) continue;
+    for (const Weight* w : n.weights) {
+      if (w == nullptr || w->shape.size() != 2) continue;
+      if (packed->Find(b->name(), w->name) != nullptr) continue;
+      auto m = b->PackWeight(*w);
+      if (!m.ok()) return m.status().WithContext(fmt::format("packing {} for {}", w->name, b->name()));
+      PackedWeightInfo info{w->name, b->name(), (*m)->layout(), (*m)->bytes(), (*m)->in_place()};
+      report->packed.push_back(info);
+      if (!info.in_place) report->packed_bytes += info.bytes;
+      packed->Add(b->name(), w->name, std::move(*m));
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::vector<size_t>& scratch_bytes) {
+  MemoryPlan plan;
+  plan.env = env;
+  struct Request {
+    ValueId value;  // or -1 for scratch
+    int32_t node;   // for scratch
+    int32_t domain;
+    size_t bytes;
+    int32_t first, last;
+  };
+  std::vector<Request> requests;
+
+  // Lifetimes of storage values: from the producer to the last reader of the
+  // value or of any view of it.
+  std::map<ValueId, std::pair<int32_t, int32_t>> life;
+  const auto& nodes = g.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto idx = static_cast<int32_t>(i);
+    for (ValueId o : nodes[i].outputs) {
+      ValueId s = g.StorageOf(o);
+      auto [it, inserted] = life.emplace(s, std::make_pair(idx, idx));
+      if (!inserted) it->second.first = std::min(it->second.first, idx);
+    }
+    for (ValueId in : nodes[i].inputs) {
+      ValueId s = g.StorageOf(in);
+      auto it = life.find(s);
+      if (it == life.end()) return Internal("plan: {} read before it is produced", g.value(in).name);
+      it->second.second = std::max(it->second.second, idx);
+    }
+  }
+  for (const auto& [v, span] : life) {
+    const Value& val = g.value(v);
+    if (val.is_marker() || val.is_output) continue;
+    size_t bytes = AlignUp64(static_cast<size_t>(env.Rows(val.rows)) * static_cast<size_t>(val.RowBytes()));
+    if (bytes == 0) continue;
+    requests.push_back({v, -1, val.domain, bytes, span.first, span.second});
+  }
+  for (size_t i = 0; i < scratch_bytes.size() && i < nodes.size(); ++i) {
+    if (scratch_bytes[i] == 0) continue;
+    const Node& n = nodes[i];
+    int32_t domain = n.outputs.empty() ? 0 : g.value(g.StorageOf(n.outputs[0])).domain;
+    auto idx = static_cast<int32_t>(i);
+    requests.push_back({kNoValue, idx, domain, AlignUp64(scratch_bytes[i]), idx, idx});
+  }
+
+  // Greedy by size, largest first: each buffer goes to the lowest offset
+  // where it overlaps no placed buffer that is alive at the same time.
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const Request& a, const Request& b) { return a.bytes > b.bytes; });
+  std::map<int32_t, std::vector<BufferSlot>> placed;
+  for (const Request& r : requests) {
+    std::vector<BufferSlot>& slots = placed[r.domain];
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (const BufferSlot& s : slots) {
+      if (s.last_node < r.first || s.first_node > r.last) continue;
+      busy.emplace_back(s.offset, s.offset + s.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + r.bytes <= begin) break;
+      offset = std::max(offset, end);
+    }
+    BufferSlot slot{r.domain, offset, r.bytes, r.first, r.last};
+    slots.push_back(slot);
+    plan.arena_bytes[r.domain] = std::max(plan.arena_bytes[r.domain], offset + r.bytes);
+    plan.naive_bytes[r.domain] += r.bytes;
+    if (r.value != kNoValue) {
+      plan.values[r.value] = slot;
+    } else {
+      plan.scratch[r.node] = slot;
+    }
+  }
+  return plan;
+}
+
+}  // namespace kiln

@@ -1,0 +1,90 @@
+// Stage 2, layout: everything about where bytes live.
+//   - each value gets the memory domain of the backend that produces it, and
+//     a transfer node is inserted wherever a reader sits in another domain;
+//   - every weight matrix is packed once into its backend's layout (at load;
+//     every Program shares the packed copies);
+//   - the activation arena of each domain is planned from value lifetimes
+//     (PlanMemory), so buffers are reused and nothing is allocated while a
+//     Program runs. Every buffer is 64-byte aligned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+class Backend;
+class BackendRegistry;
+class PackedMatrix;
+struct Weight;
+
+struct PackedWeightInfo {
+  std::string weight;
+  std::string backend;
+  std::string layout;
+  size_t bytes = 0;
+  bool in_place = false;
+};
+
+struct LayoutReport {
+  std::vector<std::string> transfers;  // "%12 layers.0.q: testaccel-mem -> host (before ...)"
+  std::vector<PackedWeightInfo> packed;
+  size_t packed_bytes = 0;
+};
+
+// Packed weights keyed by (backend, weight name), shared across Programs;
+// and fp32 copies of the 16-bit vector weights (norms, biases).
+class PackedWeights {
+ public:
+  PackedWeights();
+  ~PackedWeights();
+  const PackedMatrix* Find(const std::string& backend, const std::string& weight) const;
+  void Add(const std::string& backend, const std::string& weight, std::shared_ptr<const PackedMatrix> m);
+  size_t TotalBytes() const;
+
+  // An fp32 copy of vector weight `w` (made on first request).
+  Expected<const Weight*> F32Vector(const Weight& w);
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const PackedMatrix>> packed_;
+  struct Vector;
+  std::map<std::string, std::unique_ptr<Vector>> vectors_;
+};
+
+// Assigns domains and inserts transfers. The graph output stays in host
+// memory (the caller's).
+Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, LayoutReport* report);
+
+// Packs every weight matrix of every node for the node's backend (once per
+// (backend, weight)), and points nodes at fp32 copies of vector weights
+// stored in another dtype: kernels read norms and biases as fp32.
+Status PackWeights(Graph& g, const BackendRegistry& backends, PackedWeights* packed, LayoutReport* report);
+
+// Where each buffer lives in its domain's arena for one bucket.
+struct BufferSlot {
+  int32_t domain = 0;
+  size_t offset = 0;
+  size_t bytes = 0;
+  int32_t first_node = 0;  // lifetime, inclusive
+  int32_t last_node = 0;
+};
+
+struct MemoryPlan {
+  ShapeEnv env;
+  std::map<ValueId, BufferSlot> values;   // storage values only (not views, markers, outputs)
+  std::map<int32_t, BufferSlot> scratch;  // per node
+  std::map<int32_t, size_t> arena_bytes;  // per domain: planned peak
+  std::map<int32_t, size_t> naive_bytes;  // per domain: sum of all buffers
+};
+
+// Plans the arenas. `scratch_bytes[i]` is node i's scratch need.
+Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::vector<size_t>& scratch_bytes);
+
+inline size_t AlignUp64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
+
+}  // namespace kiln

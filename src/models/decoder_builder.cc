@@ -1,0 +1,175 @@
+// The Llama-family decoder, in the order the math happens:
+//   h = embed(ids)
+//   per layer: h += o_proj(attention(rope(q), rope(k), v))   over norm(h)
+//              h += down(silu(gate(x)) * up(x))              over norm(h)
+//   logits = lm_head(norm(h[selected rows]))
+#include "models/decoder_builder.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "format/weight_store.h"
+
+namespace kiln {
+
+namespace value_names {
+std::string Layer(int64_t layer, const char* what) { return fmt::format("layers.{}.{}", layer, what); }
+}  // namespace value_names
+
+namespace {
+
+class Builder {
+ public:
+  Builder(const WeightStore& weights) : store_(weights), c_(weights.config()) {}
+
+  Expected<Graph> Build() {
+    KILN_ASSIGN_OR_RETURN(const Weight* embed, store_.Require(weight_names::Embedding()));
+    ValueId h = Op(OpKind::kEmbedding, "model.embed_tokens", {}, {embed}, {}, "embed", c_.hidden_size);
+    for (int64_t l = 0; l < c_.num_layers; ++l) {
+      KILN_ASSIGN_OR_RETURN(h, Layer(l, h));
+    }
+    ValueId rows = g_.AddValue("final_rows", DType::kF32, RowSpace::kOutputRows, c_.hidden_size);
+    Node select;
+    select.op = OpKind::kSelectRows;
+    select.name = "select_rows";
+    select.inputs = {h};
+    select.outputs = {rows};
+    g_.AddNode(std::move(select));
+
+    KILN_ASSIGN_OR_RETURN(const Weight* norm_w, store_.Require(weight_names::FinalNorm()));
+    ValueId x = Norm("model.norm", rows, norm_w, 0, "final_norm");
+    const Weight* head = store_.Find(weight_names::LmHead());
+    if (head == nullptr || c_.tie_word_embeddings) head = embed;
+    ValueId logits = LinearOp("lm_head", x, head, nullptr, "logits");
+    g_.value(logits).is_output = true;
+    KILN_RETURN_IF_ERROR(g_.Validate());
+    return std::move(g_);
+  }
+
+ private:
+  Expected<ValueId> Layer(int64_t l, ValueId h) {
+    auto w = [&](const char* suffix) { return store_.Require(weight_names::Layer(l, suffix)); };
+    auto maybe = [&](const char* suffix) { return store_.Find(weight_names::Layer(l, suffix)); };
+    std::string prefix = fmt::format("model.layers.{}.", l);
+    auto vname = [&](const char* what) { return value_names::Layer(l, what); };
+
+    // Attention block.
+    KILN_ASSIGN_OR_RETURN(const Weight* in_norm, w("input_layernorm.weight"));
+    ValueId x = Norm(prefix + "input_layernorm", h, in_norm, 0, vname("attn_norm"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wq, w("self_attn.q_proj.weight"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wk, w("self_attn.k_proj.weight"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wv, w("self_attn.v_proj.weight"));
+    const Weight* bq = c_.attention_bias ? maybe("self_attn.q_proj.bias") : nullptr;
+    const Weight* bk = c_.attention_bias ? maybe("self_attn.k_proj.bias") : nullptr;
+    const Weight* bv = c_.attention_bias ? maybe("self_attn.v_proj.bias") : nullptr;
+    ValueId q = LinearOp(prefix + "self_attn.q_proj", x, wq, bq, vname("q"));
+    ValueId k = LinearOp(prefix + "self_attn.k_proj", x, wk, bk, vname("k"));
+    ValueId v = LinearOp(prefix + "self_attn.v_proj", x, wv, bv, vname("v"));
+    if (c_.qk_norm) {
+      KILN_ASSIGN_OR_RETURN(const Weight* qn, w("self_attn.q_norm.weight"));
+      KILN_ASSIGN_OR_RETURN(const Weight* kn, w("self_attn.k_norm.weight"));
+      q = Norm(prefix + "self_attn.q_norm", q, qn, c_.head_dim, vname("q_norm"));
+      k = Norm(prefix + "self_attn.k_norm", k, kn, c_.head_dim, vname("k_norm"));
+    }
+    q = Rope(prefix + "self_attn.rope_q", q, c_.num_heads, vname("q_rope"));
+    k = Rope(prefix + "self_attn.rope_k", k, c_.num_kv_heads, vname("k_rope"));
+
+    ValueId written = g_.AddValue(vname("kv_written"), DType::kF32, RowSpace::kNone, 0);
+    Node kv;
+    kv.op = OpKind::kKvWrite;
+    kv.name = prefix + "self_attn.kv_cache";
+    kv.inputs = {k, v};
+    kv.outputs = {written};
+    kv.attrs.layer = l;
+    kv.attrs.n_kv_heads = c_.num_kv_heads;
+    kv.attrs.head_dim = c_.head_dim;
+    g_.AddNode(std::move(kv));
+
+    ValueId attn = g_.AddValue(vname("attn"), DType::kF32, RowSpace::kTokens, c_.num_heads * c_.head_dim);
+    Node at;
+    at.op = OpKind::kAttention;
+    at.name = prefix + "self_attn.attention";
+    at.inputs = {q, written};
+    at.outputs = {attn};
+    at.attrs.layer = l;
+    at.attrs.n_heads = c_.num_heads;
+    at.attrs.n_kv_heads = c_.num_kv_heads;
+    at.attrs.head_dim = c_.head_dim;
+    at.attrs.sliding_window = c_.sliding_window;
+    at.attrs.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    g_.AddNode(std::move(at));
+
+    KILN_ASSIGN_OR_RETURN(const Weight* wo, w("self_attn.o_proj.weight"));
+    const Weight* bo = c_.attention_output_bias ? maybe("self_attn.o_proj.bias") : nullptr;
+    ValueId o = LinearOp(prefix + "self_attn.o_proj", attn, wo, bo, vname("attn_out"));
+    h = Binary(OpKind::kAdd, prefix + "attn_residual", h, o, vname("attn_residual"));
+
+    // MLP block.
+    KILN_ASSIGN_OR_RETURN(const Weight* post_norm, w("post_attention_layernorm.weight"));
+    x = Norm(prefix + "post_attention_layernorm", h, post_norm, 0, vname("mlp_norm"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wg, w("mlp.gate_proj.weight"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wu, w("mlp.up_proj.weight"));
+    KILN_ASSIGN_OR_RETURN(const Weight* wd, w("mlp.down_proj.weight"));
+    ValueId gate = LinearOp(prefix + "mlp.gate_proj", x, wg, nullptr, vname("gate"));
+    ValueId up = LinearOp(prefix + "mlp.up_proj", x, wu, nullptr, vname("up"));
+    OpKind act = c_.activation == Activation::kSilu ? OpKind::kSiluMul : OpKind::kGeluMul;
+    ValueId m = Binary(act, prefix + "mlp.act", gate, up, vname("mlp_act"));
+    if (act == OpKind::kGeluMul) g_.nodes().back().attrs.gelu_tanh = c_.activation == Activation::kGeluTanh;
+    ValueId d = LinearOp(prefix + "mlp.down_proj", m, wd, nullptr, vname("mlp_out"));
+    return Binary(OpKind::kAdd, prefix + "output", h, d, vname("output"));
+  }
+
+  ValueId Op(OpKind op, std::string name, std::vector<ValueId> inputs, std::vector<const Weight*> weights,
+             NodeAttrs attrs, std::string out_name, int64_t cols, RowSpace rows = RowSpace::kTokens) {
+    ValueId out = g_.AddValue(std::move(out_name), DType::kF32, rows, cols);
+    Node n;
+    n.op = op;
+    n.name = std::move(name);
+    n.inputs = std::move(inputs);
+    n.outputs = {out};
+    n.weights = std::move(weights);
+    n.attrs = attrs;
+    g_.AddNode(std::move(n));
+    return out;
+  }
+
+  ValueId Norm(std::string name, ValueId x, const Weight* w, int64_t group, std::string out_name) {
+    NodeAttrs a;
+    a.eps = c_.rms_norm_eps;
+    a.group = group;
+    const Value& in = g_.value(x);
+    return Op(OpKind::kRmsNorm, std::move(name), {x}, {w}, a, std::move(out_name), in.cols, in.rows);
+  }
+
+  ValueId LinearOp(std::string name, ValueId x, const Weight* w, const Weight* bias, std::string out_name) {
+    RowSpace rows = g_.value(x).rows;
+    return Op(OpKind::kLinear, std::move(name), {x}, {w, bias}, {}, std::move(out_name), w->shape[0], rows);
+  }
+
+  ValueId Rope(std::string name, ValueId x, int64_t heads, std::string out_name) {
+    NodeAttrs a;
+    a.n_heads = heads;
+    a.head_dim = c_.head_dim;
+    a.rope_style = c_.rope_style;
+    return Op(OpKind::kRope, std::move(name), {x}, {}, a, std::move(out_name), g_.value(x).cols);
+  }
+
+  ValueId Binary(OpKind op, std::string name, ValueId a, ValueId b, std::string out_name) {
+    const Value& va = g_.value(a);
+    return Op(op, std::move(name), {a, b}, {}, {}, std::move(out_name), va.cols, va.rows);
+  }
+
+  const WeightStore& store_;
+  const ModelConfig& c_;
+  Graph g_;
+};
+
+}  // namespace
+
+Expected<Graph> BuildDecoderGraph(const WeightStore& weights) {
+  KILN_RETURN_IF_ERROR(weights.config().Validate());
+  return Builder(weights).Build();
+}
+
+}  // namespace kiln
