@@ -1,0 +1,78 @@
+// Engine flags shared by the serving commands.
+#include "cli/engine_flags.h"
+
+#include "core/dtype.h"
+
+namespace kiln::cli {
+
+void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
+  EngineOptions& o = flags->options;
+  const std::string group = "Engine";
+  cmd->add_option("-m,--model", o.model, "A Hugging Face folder or a .gguf file")->group(group);
+  cmd->add_option("--load-format", o.load_format,
+                  "auto: read the model's weights; dummy: generate weights of its (or --preset's) shapes")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->group(group);
+  cmd->add_option("--preset", o.preset,
+                  "With --load-format dummy: a published model's shapes, e.g. qwen2.5-0.5b")
+      ->group(group);
+  cmd->add_option("--dtype", flags->dummy_dtype, "With --load-format dummy: the generated weights' dtype")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "A tokenizer other than the model's (a folder, tokenizer.json or .gguf)")
+      ->group(group);
+  cmd->add_option("--backend", o.backend, "The backend to compile for")->capture_default_str()->group(group);
+  cmd->add_option("--precision", flags->precision, "fp32, mixed or bf16 activations")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--threads", o.threads, "Compute threads (0: one per physical core)")->group(group);
+  cmd->add_option(
+         "--kv-cache-memory", flags->kv_cache_memory,
+         "KV cache size: bytes (512MiB, 2G) or a fraction of available memory (0.2); default: enough "
+         "for max-num-seqs full-length sequences, at most a fifth of available memory")
+      ->group(group);
+  cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype, "f32, f16 or bf16")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--block-size", o.block_size, "Tokens per KV cache block")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--max-num-seqs", o.max_num_seqs, "Sequences batched together at most")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "Tokens in one forward pass at most")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--max-prefill-chunk", o.max_prefill_chunk,
+                  "Prompt tokens of one sequence per pass at most (0: max-num-batched-tokens)")
+      ->group(group);
+  cmd->add_option("--max-model-len", o.max_model_len, "Context length (0: the model's)")->group(group);
+  cmd->add_flag("--enable-prefix-caching,!--no-prefix-caching", o.enable_prefix_caching,
+                "Reuse the KV cache of shared prompt prefixes (on by default)")
+      ->group(group);
+}
+
+Expected<EngineOptions> EngineFlags::Resolve() const {
+  EngineOptions o = options;
+  auto dummy = DTypeFromName(dummy_dtype);
+  if (!dummy || (*dummy != DType::kF32 && *dummy != DType::kF16 && *dummy != DType::kBF16)) {
+    return InvalidArgument("--dtype {}: expected f32, f16 or bf16", dummy_dtype);
+  }
+  o.dummy_dtype = *dummy;
+  auto precision_value = ParsePrecision(precision);
+  if (!precision_value.ok()) return precision_value.status().WithContext("--precision");
+  o.precision = *precision_value;
+  auto kv_dtype = DTypeFromName(kv_cache_dtype);
+  if (!kv_dtype) return InvalidArgument("--kv-cache-dtype {}: expected f32, f16 or bf16", kv_cache_dtype);
+  o.kv_cache_dtype = *kv_dtype;
+  if (!kv_cache_memory.empty()) {
+    auto memory = ParseKvCacheMemory(kv_cache_memory);
+    if (!memory.ok()) return memory.status().WithContext("--kv-cache-memory");
+    o.kv_cache_memory = *memory;
+  }
+  KILN_RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+}  // namespace kiln::cli

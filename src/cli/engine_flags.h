@@ -1,0 +1,33 @@
+// The engine options shared by every command that runs a model (generate,
+// serve, bench, eval), declared once as command-line flags.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+#include "engine/engine_options.h"
+
+namespace kiln::cli {
+
+// Flag values as typed; Resolve() turns them into EngineOptions.
+struct EngineFlags {
+  EngineOptions options;
+  std::string dummy_dtype = "bf16";
+  std::string precision = "mixed";
+  std::string kv_cache_memory;
+  std::string kv_cache_dtype = "f32";
+
+  // Checks and converts the typed values; errors name the flag.
+  Expected<EngineOptions> Resolve() const;
+};
+
+// Adds -m/--model, --load-format, --preset, --dtype, --tokenizer, --backend,
+// --precision, --threads, --kv-cache-memory, --kv-cache-dtype, --block-size,
+// --max-num-seqs, --max-num-batched-tokens, --max-prefill-chunk,
+// --max-model-len and --enable-prefix-caching/--no-prefix-caching to `cmd`,
+// writing into `flags` (which must outlive parsing).
+void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
+
+}  // namespace kiln::cli

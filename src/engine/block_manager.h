@@ -1,0 +1,108 @@
+// The paged KV cache's bookkeeping: fixed-size blocks shared by reference
+// count, and a prefix cache of full blocks found by a chained hash of their
+// tokens. Freed blocks that carry a hash stay findable until evicted, least
+// recently freed first.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sequence.h"
+
+namespace kiln {
+
+// Full blocks at the start of a sequence's tokens that are already in the
+// cache, found by BlockManager::FindCachedPrefix.
+struct CachedPrefix {
+  std::vector<int32_t> blocks;
+  int32_t num_tokens = 0;
+};
+
+struct PrefixCacheStats {
+  int64_t queries = 0;  // tokens looked up when sequences were admitted
+  int64_t hits = 0;     // of those, tokens found in the cache
+};
+
+class BlockManager {
+ public:
+  // REQUIRES: num_blocks > 0, block_size > 0.
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  int32_t block_size() const { return block_size_; }
+  bool prefix_caching() const { return prefix_caching_; }
+  // Blocks no sequence holds (some may still carry cached prefixes).
+  int32_t num_free_blocks() const { return num_free_; }
+  int32_t num_used_blocks() const { return num_blocks() - num_free_; }
+  const PrefixCacheStats& prefix_stats() const { return stats_; }
+
+  // Blocks needed to hold `num_tokens` tokens.
+  int32_t BlocksForTokens(int64_t num_tokens) const;
+
+  // The longest run of full blocks at the start of seq.tokens whose hash is
+  // in the cache and whose stored tokens equal the sequence's, leaving at
+  // least one token to compute (a fully cached prompt backs off one whole
+  // block, so no shared block is ever written). Empty when prefix caching is
+  // off. Takes no references: pass the result to AllocateSlots.
+  // REQUIRES: seq holds no blocks.
+  CachedPrefix FindCachedPrefix(Sequence& seq);
+
+  // Makes seq.block_table cover its computed tokens plus `num_new_tokens`.
+  // For a sequence without blocks, `prefix` (from FindCachedPrefix) is
+  // adopted first and its tokens counted as computed and cached. Returns
+  // false, changing nothing, when too few blocks are free.
+  // REQUIRES: num_new_tokens >= 1; prefix is empty unless seq holds no blocks.
+  bool AllocateSlots(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix = {});
+
+  // Offers the sequence's newly full, computed blocks to the prefix cache.
+  // Call after a pass that advanced seq.num_computed_tokens.
+  void CacheComputedBlocks(Sequence& seq);
+
+  // Drops the sequence's references to its blocks and empties its block
+  // table; blocks nobody holds go back to the free queue.
+  void Free(Sequence& seq);
+
+  // Checks the bookkeeping against the sequences that hold blocks: each
+  // block's reference count equals the number of block tables naming it, a
+  // block is in the free queue exactly when no one holds it, the free queue
+  // has no repeats, and every cached hash names a full block with that hash.
+  // An Internal error describes the first inconsistency.
+  Status CheckInvariants(std::span<const Sequence* const> holders) const;
+
+ private:
+  static constexpr int32_t kNil = -1;
+
+  struct Block {
+    int32_t ref_count = 0;
+    bool has_hash = false;
+    uint64_t hash = 0;
+    std::vector<int32_t> tokens;  // the block's tokens, kept to confirm hash hits
+    // Free-queue links (kNil at the ends); valid while in_free_queue.
+    int32_t prev = kNil;
+    int32_t next = kNil;
+    bool in_free_queue = false;
+  };
+
+  // Fills seq.block_hashes for its first `num_full_blocks` full blocks.
+  void HashBlocks(Sequence& seq, int32_t num_full_blocks) const;
+  // Takes the least recently freed block, evicting its cached prefix.
+  int32_t PopFreeBlock();
+  void PushFree(int32_t id, bool to_front);
+  void RemoveFromFreeQueue(int32_t id);
+  // Holds one more reference to a block (a cache hit may revive a free one).
+  void Acquire(int32_t id);
+
+  int32_t block_size_;
+  bool prefix_caching_;
+  std::vector<Block> blocks_;
+  int32_t free_head_ = kNil;  // next to evict
+  int32_t free_tail_ = kNil;  // most recently freed
+  int32_t num_free_ = 0;
+  std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
+  PrefixCacheStats stats_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,105 @@
+// Engine option checks and the --kv-cache-memory syntax.
+#include "engine/engine_options.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace kiln {
+namespace {
+
+// The multiplier of a unit suffix, or 0 when it is not one.
+double UnitScale(std::string_view unit) {
+  std::string u;
+  for (char c : unit) u.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (u.empty() || u == "b") return 1;
+  if (u.size() > 1 && u.back() == 'b') u.pop_back();
+  if (u.size() > 1 && u.back() == 'i') u.pop_back();
+  if (u == "k") return 1024.0;
+  if (u == "m") return 1024.0 * 1024;
+  if (u == "g") return 1024.0 * 1024 * 1024;
+  if (u == "t") return 1024.0 * 1024 * 1024 * 1024;
+  return 0;
+}
+
+}  // namespace
+
+Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text) {
+  std::string s(text);
+  size_t end_of_number = 0;
+  while (end_of_number < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[end_of_number])) || s[end_of_number] == '.')) {
+    ++end_of_number;
+  }
+  std::string number = s.substr(0, end_of_number);
+  std::string unit = s.substr(end_of_number);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  char* parse_end = nullptr;
+  double value = number.empty() ? NAN : std::strtod(number.c_str(), &parse_end);
+  if (number.empty() || parse_end != number.c_str() + number.size() || !std::isfinite(value) || value <= 0) {
+    return InvalidArgument(
+        "KV cache memory '{}': expected a size such as 512MiB or 2G, or a fraction such as 0.2", text);
+  }
+  double scale = UnitScale(unit);
+  if (scale == 0) {
+    return InvalidArgument("KV cache memory '{}': unknown unit '{}' (use k, M, G or T)", text, unit);
+  }
+  KvCacheMemory m;
+  if (unit.empty() && value <= 1) {
+    m.fraction = value;
+    return m;
+  }
+  double bytes = value * scale;
+  if (bytes < 1 || bytes > 9.0e18) return InvalidArgument("KV cache memory '{}': size out of range", text);
+  m.bytes = static_cast<int64_t>(bytes);
+  return m;
+}
+
+Status EngineOptions::Validate() const {
+  if (load_format != "auto" && load_format != "dummy") {
+    return InvalidArgument("load format '{}': expected auto or dummy", load_format);
+  }
+  if (load_format == "dummy" && model.empty() && preset.empty()) {
+    return InvalidArgument("load format dummy needs a preset (--preset) or a model folder with config.json");
+  }
+  if (load_format != "dummy" && model.empty()) return InvalidArgument("no model given");
+  if (block_size < 1 || block_size > 1024) {
+    return InvalidArgument("block size must be in [1, 1024], got {}", block_size);
+  }
+  if (max_num_seqs < 1) return InvalidArgument("max-num-seqs must be >= 1, got {}", max_num_seqs);
+  if (max_num_batched_tokens < 1) {
+    return InvalidArgument("max-num-batched-tokens must be >= 1, got {}", max_num_batched_tokens);
+  }
+  // Every running sequence must be able to decode in every step.
+  if (max_num_batched_tokens < max_num_seqs) {
+    return InvalidArgument("max-num-batched-tokens ({}) must be at least max-num-seqs ({})",
+                           max_num_batched_tokens, max_num_seqs);
+  }
+  if (max_prefill_chunk < 0) {
+    return InvalidArgument("max-prefill-chunk must be >= 0, got {}", max_prefill_chunk);
+  }
+  if (max_model_len < 0) return InvalidArgument("max-model-len must be >= 0, got {}", max_model_len);
+  if (kv_cache_memory.bytes < 0 || kv_cache_memory.fraction < 0 || kv_cache_memory.fraction > 1) {
+    return InvalidArgument("KV cache memory must be a positive size or a fraction in (0, 1]");
+  }
+  if (kv_cache_dtype != DType::kF32 && kv_cache_dtype != DType::kF16 && kv_cache_dtype != DType::kBF16) {
+    return InvalidArgument("KV cache dtype {}: expected f32, f16 or bf16", DTypeName(kv_cache_dtype));
+  }
+  return Status::Ok();
+}
+
+int64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace kiln

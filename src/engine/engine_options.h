@@ -1,0 +1,71 @@
+// Everything that shapes an engine at start-up: which model, how it is
+// compiled, how big the KV cache is and how the scheduler batches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "compiler/fuse.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace kiln {
+
+// The KV cache's size: a number of bytes, or a fraction of the memory
+// available when the engine starts, or (neither set) enough for
+// max_num_seqs sequences of max_model_len tokens within a fifth of
+// available memory.
+struct KvCacheMemory {
+  int64_t bytes = 0;
+  double fraction = 0;
+};
+
+// Parses "512MiB", "2G", "1.5GB", "1073741824" (bytes) or "0.2" (a
+// fraction, any plain number in (0, 1]). Units k, M, G, T, optionally
+// followed by "i" and/or "B", are powers of 1024.
+Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text);
+
+struct EngineOptions {
+  // The model: a Hugging Face folder or a .gguf file; with load_format
+  // "dummy", generated weights of `preset`'s shapes (or of the folder's
+  // config.json) in `dummy_dtype`.
+  std::string model;
+  std::string load_format = "auto";  // "auto" or "dummy"
+  std::string preset;
+  DType dummy_dtype = DType::kBF16;
+  uint64_t dummy_seed = 0;
+  std::string tokenizer;  // a tokenizer path other than the model's
+
+  // Compilation.
+  std::string backend = "cpu";
+  Precision precision = Precision::kMixed;
+  int threads = 0;  // 0: one per physical core
+
+  // KV cache.
+  KvCacheMemory kv_cache_memory;
+  DType kv_cache_dtype = DType::kF32;
+  int32_t block_size = 16;
+  bool enable_prefix_caching = true;
+
+  // Scheduling.
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 512;
+  int32_t max_prefill_chunk = 0;  // 0: max_num_batched_tokens
+  int32_t max_model_len = 0;      // 0: the model's own limit
+
+  // Seeds requests that set none; 0 draws one from the system at start-up.
+  uint64_t seed = 0;
+  // When set, every forward pass writes its named values here (see
+  // tensor_dump.h).
+  std::string dump_dir;
+
+  // Checks ranges and combinations; the message names the option.
+  Status Validate() const;
+};
+
+// Bytes of memory available to this process now (MemAvailable), or 0 when
+// unknown.
+int64_t AvailableMemoryBytes();
+
+}  // namespace kiln

@@ -1,0 +1,418 @@
+// The engine loop: admit, schedule, run one pass, hand out tokens.
+#include "engine/llm_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "backend/kv_cache.h"
+#include "compiler/compiled_model.h"
+#include "core/log.h"
+#include "core/utf8.h"
+#include "engine/block_manager.h"
+#include "engine/model_runner.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "engine/stop_string_filter.h"
+#include "engine/tensor_dump.h"
+#include "format/weight_store.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kiln {
+
+// Everything the engine keeps about one request besides what the
+// scheduler sees.
+struct LLMEngine::Request {
+  Request(RequestId id, std::vector<int32_t> prompt, SamplingParams params)
+      : seq(id, std::move(prompt), std::move(params)), stop_filter(seq.params.stop) {}
+
+  Sequence seq;
+  TokenCallback on_token;
+  std::optional<StreamingDecoder> decoder;  // absent without a tokenizer
+  StopStringFilter stop_filter;
+};
+
+namespace {
+
+// Bytes for the KV cache: as given, as a fraction of available memory, or
+// by default enough for max_num_seqs sequences of the full context, within
+// a fifth of available memory.
+Expected<int64_t> KvCacheBytes(const EngineOptions& options, int64_t max_model_len, int64_t block_bytes) {
+  if (options.kv_cache_memory.bytes > 0) return options.kv_cache_memory.bytes;
+  const int64_t available = AvailableMemoryBytes();
+  if (options.kv_cache_memory.fraction > 0) {
+    if (available <= 0) return Unsupported("KV cache memory as a fraction: available memory is unknown here");
+    return static_cast<int64_t>(options.kv_cache_memory.fraction * static_cast<double>(available));
+  }
+  int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
+  int64_t bytes = options.max_num_seqs * blocks_per_seq * block_bytes;
+  return available > 0 ? std::min(bytes, available / 5) : bytes;
+}
+
+}  // namespace
+
+double EngineClock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+LLMEngine::LLMEngine(LoadedModel model, const EngineOptions& options)
+    : model_(std::move(model)), options_(options) {}
+
+LLMEngine::~LLMEngine() = default;
+
+Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineOptions& options) {
+  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options));
+  return Create(std::move(model), options);
+}
+
+Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(LoadedModel model, const EngineOptions& options) {
+  KILN_RETURN_IF_ERROR(options.Validate());
+  if (model.weights == nullptr) return InvalidArgument("engine: no weights");
+  auto engine = std::unique_ptr<LLMEngine>(new LLMEngine(std::move(model), options));
+  KILN_RETURN_IF_ERROR(engine->Init());
+  return engine;
+}
+
+Status LLMEngine::Init() {
+  const ModelConfig& config = model_.weights->config();
+  CompileOptions co;
+  co.backend = options_.backend;
+  co.precision = options_.precision;
+  co.fuse.precision = options_.precision;
+  co.max_batch_tokens = options_.max_num_batched_tokens;
+  co.max_model_len = options_.max_model_len;
+  co.max_seqs = options_.max_num_seqs;
+  co.block_size = options_.block_size;
+  co.kv_dtype = options_.kv_cache_dtype;
+  co.threads = options_.threads;
+  KILN_ASSIGN_OR_RETURN(compiled_, CompiledModel::Compile(*model_.weights, co));
+
+  // The KV pool, sized once.
+  const int64_t block_bytes = compiled_->MakeKvLayout(1).BlockBytes();
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBytes(options_, compiled_->max_model_len(), block_bytes));
+  const int64_t num_blocks =
+      std::min<int64_t>(KvBlocksForBytes(compiled_->MakeKvLayout(1), bytes), INT32_MAX);
+  if (num_blocks < 1) {
+    return ResourceExhausted(
+        "KV cache memory of {} bytes holds no block ({} bytes for {} tokens); raise --kv-cache-memory", bytes,
+        block_bytes, options_.block_size);
+  }
+  KILN_ASSIGN_OR_RETURN(kv_cache_, KvCache::Allocate(compiled_->MakeKvLayout(num_blocks), HostMemory()));
+  blocks_ = std::make_unique<BlockManager>(static_cast<int32_t>(num_blocks), options_.block_size,
+                                           options_.enable_prefix_caching);
+  SchedulerConfig sc;
+  sc.max_num_seqs = options_.max_num_seqs;
+  sc.max_num_batched_tokens = options_.max_num_batched_tokens;
+  sc.max_prefill_chunk = options_.max_prefill_chunk;
+  scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
+  runner_ = std::make_unique<ModelRunner>(*compiled_, *kv_cache_);
+  if (!options_.dump_dir.empty()) {
+    KILN_ASSIGN_OR_RETURN(dumper_, TensorDumper::Create(options_.dump_dir));
+  }
+
+  // End-of-generation ids from every source that names them.
+  if (model_.tokenizer) eos_ids_ = model_.tokenizer->end_of_generation_ids();
+  for (int32_t id : model_.generation.eos_token_ids) eos_ids_.push_back(id);
+  for (int64_t id : config.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
+  std::sort(eos_ids_.begin(), eos_ids_.end());
+  eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+  eos_set_.insert(eos_ids_.begin(), eos_ids_.end());
+
+  seed_base_ =
+      options_.seed != 0 ? options_.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  counters_.kv_blocks_total = num_blocks;
+  KILN_LOG_INFO(
+      "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step",
+      num_blocks, options_.block_size, num_blocks * block_bytes >> 20, compiled_->max_model_len(),
+      options_.max_num_seqs, options_.max_num_batched_tokens);
+  return Status::Ok();
+}
+
+const ModelConfig& LLMEngine::model_config() const {
+  return model_.weights->config();
+}
+int64_t LLMEngine::max_model_len() const {
+  return compiled_->max_model_len();
+}
+int32_t LLMEngine::num_kv_blocks() const {
+  return blocks_->num_blocks();
+}
+
+Expected<std::vector<int32_t>> LLMEngine::PromptIds(const GenerationRequest& request) const {
+  if (!request.prompt_ids.empty()) return request.prompt_ids;
+  if (request.prompt.empty()) return InvalidArgument("the prompt is empty");
+  if (!model_.tokenizer) {
+    return InvalidArgument(
+        "a text prompt needs a tokenizer; this model has none (give --tokenizer, or token ids)");
+  }
+  std::vector<int32_t> ids = model_.tokenizer->Encode(request.prompt, request.add_special_tokens);
+  if (ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
+  return ids;
+}
+
+Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
+  const SamplingParams& params = request.params;
+  KILN_RETURN_IF_ERROR(params.Validate());
+  for (const std::string& stop : params.stop) {
+    if (!IsValidUtf8(stop)) return InvalidArgument("stop string is not valid UTF-8");
+  }
+  if (!params.stop.empty() && !model_.tokenizer) return InvalidArgument("stop strings need a tokenizer");
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, PromptIds(request));
+  const int64_t vocab = model_config().vocab_size;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab) {
+      return OutOfRange("prompt token {} is id {}, outside the vocabulary of {}", i, prompt[i], vocab);
+    }
+  }
+  const int64_t total = static_cast<int64_t>(prompt.size()) + params.max_tokens;
+  if (static_cast<int64_t>(prompt.size()) >= max_model_len()) {
+    return OutOfRange(
+        "prompt of {} tokens does not fit the context of {} tokens (room is needed for at least one "
+        "new token)",
+        prompt.size(), max_model_len());
+  }
+  if (total > max_model_len()) {
+    return OutOfRange("prompt of {} tokens plus max_tokens {} exceeds the context of {} tokens",
+                      prompt.size(), params.max_tokens, max_model_len());
+  }
+  if (blocks_->BlocksForTokens(total) > blocks_->num_blocks()) {
+    return ResourceExhausted(
+        "prompt of {} tokens plus max_tokens {} needs {} KV blocks, more than the whole cache of {}; raise "
+        "--kv-cache-memory",
+        prompt.size(), params.max_tokens, blocks_->BlocksForTokens(total), blocks_->num_blocks());
+  }
+
+  RequestId id = next_id_.fetch_add(1);
+  auto r = std::make_unique<Request>(id, std::move(prompt), params);
+  r->on_token = std::move(request.on_token);
+  r->seq.sampler = MakeSamplerState(params, r->seq.tokens, vocab,
+                                    seed_base_ ^ (static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ull));
+  r->seq.stats.arrival_time = EngineClock();
+  if (model_.tokenizer) {
+    r->decoder.emplace(*model_.tokenizer, params.skip_special_tokens, /*at_text_start=*/false);
+  }
+  num_unfinished_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  pending_adds_.push_back(std::move(r));
+  return id;
+}
+
+void LLMEngine::Abort(RequestId id) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  pending_aborts_.push_back(id);
+}
+
+void LLMEngine::DrainPending() {
+  std::vector<std::unique_ptr<Request>> adds;
+  std::vector<RequestId> aborts;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    adds.swap(pending_adds_);
+    aborts.swap(pending_aborts_);
+  }
+  for (auto& r : adds) {
+    Sequence* seq = &r->seq;
+    requests_.emplace(seq->id, std::move(r));
+    scheduler_->Add(seq);
+  }
+  double now = EngineClock();
+  for (RequestId id : aborts) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    TokenEvent event;
+    event.text = it->second->stop_filter.Finish();
+    FinishRequest(*it->second, FinishReason::kAbort, std::move(event), now);
+  }
+}
+
+Status LLMEngine::Step() {
+  DrainPending();
+  if (!scheduler_->HasUnfinished()) {
+    UpdateCounters(nullptr);  // aborts may have freed blocks
+    return Status::Ok();
+  }
+  const double start = EngineClock();
+  ScheduledBatch batch = scheduler_->Schedule();
+  if (batch.empty()) {
+    return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());
+  }
+  StepTally tally;
+  for (const ScheduledSequence& s : batch.seqs) {
+    if (s.seq->stats.first_scheduled_time < 0) s.seq->stats.first_scheduled_time = start;
+    bool decoding = s.num_tokens == 1 && s.start >= s.seq->num_prompt_tokens;
+    (decoding ? tally.decode_tokens : tally.prefill_tokens) += s.num_tokens;
+  }
+
+  auto samples = runner_->Run(batch, dumper_.get());
+  if (!samples.ok()) {
+    double now = EngineClock();
+    for (const ScheduledSequence& s : batch.seqs) {
+      TokenEvent event;
+      FinishRequest(*requests_.at(s.seq->id), FinishReason::kError, std::move(event), now);
+    }
+    StepTally failed;  // nothing was computed
+    failed.seconds = now - start;
+    UpdateCounters(&failed);
+    return samples.status().WithContext("engine step");
+  }
+  scheduler_->OnBatchComputed(batch);
+  const double now = EngineClock();
+  for (size_t i = 0; i < batch.seqs.size(); ++i) {
+    if (!batch.seqs[i].samples) continue;
+    HandleSample(*requests_.at(batch.seqs[i].seq->id), (*samples)[i], now);
+    ++tally.sampled;
+  }
+  tally.seconds = EngineClock() - start;
+  UpdateCounters(&tally);
+  return Status::Ok();
+}
+
+void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now) {
+  Sequence& seq = r.seq;
+  const SamplingParams& params = seq.params;
+  const int32_t token = sample.token;
+  seq.tokens.push_back(token);
+  AcceptToken(seq.sampler, token);
+  seq.stats.completion_tokens = seq.num_completion_tokens();
+  if (seq.stats.first_token_time < 0) seq.stats.first_token_time = now;
+  seq.stats.last_token_time = now;
+
+  TokenEvent event;
+  event.request_id = seq.id;
+  event.token = token;
+  if (params.logprobs || params.top_logprobs > 0) {
+    event.logprob = sample.logprob;
+    event.top_logprobs = sample.top;
+  }
+  const bool may_stop = seq.num_completion_tokens() >= params.min_tokens;
+  const bool stop_id = (!params.ignore_eos && eos_set_.count(token) > 0) ||
+                       std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), token) !=
+                           params.stop_token_ids.end();
+  FinishReason reason = FinishReason::kNone;
+  if (may_stop && stop_id) {
+    reason = FinishReason::kStop;  // the stop id's own text is not output
+  } else if (r.decoder) {
+    event.text = r.stop_filter.Push(r.decoder->Add(token), may_stop);
+    if (r.stop_filter.stopped()) reason = FinishReason::kStop;
+  }
+  if (reason == FinishReason::kNone &&
+      (seq.num_completion_tokens() >= params.max_tokens || seq.num_tokens() >= max_model_len())) {
+    reason = FinishReason::kLength;
+  }
+  if (reason == FinishReason::kNone) {
+    if (r.on_token) r.on_token(event);
+    return;
+  }
+  // The end: release what the decoder and the stop filter still hold.
+  if (r.decoder && !r.stop_filter.stopped()) {
+    event.text += r.stop_filter.Push(r.decoder->Flush(), may_stop);
+    if (r.stop_filter.stopped()) reason = FinishReason::kStop;
+    event.text += r.stop_filter.Finish();
+  }
+  FinishRequest(r, reason, std::move(event), now);
+}
+
+void LLMEngine::FinishRequest(Request& r, FinishReason reason, TokenEvent event, double now) {
+  Sequence& seq = r.seq;
+  scheduler_->Finish(&seq);
+  seq.stats.finish_reason = reason;
+  seq.stats.finish_time = now;
+  event.request_id = seq.id;
+  event.finished = true;
+  event.stats = &seq.stats;
+  TokenCallback callback = std::move(r.on_token);
+  RequestId id = seq.id;
+  if (callback) callback(event);
+  requests_.erase(id);
+  num_unfinished_.fetch_sub(1);
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_.requests_finished += 1;
+}
+
+void LLMEngine::UpdateCounters(const StepTally* step) {
+  size_t pending = 0;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending = pending_adds_.size();
+  }
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  EngineCounters& c = counters_;
+  c.num_running = static_cast<int64_t>(scheduler_->running().size());
+  c.num_waiting = static_cast<int64_t>(scheduler_->waiting().size() + pending);
+  c.kv_blocks_used = blocks_->num_used_blocks();
+  c.prefix_cache_queries = blocks_->prefix_stats().queries;
+  c.prefix_cache_hits = blocks_->prefix_stats().hits;
+  c.num_preemptions = scheduler_->num_preemptions();
+  if (step == nullptr) return;
+  c.steps += 1;
+  c.prompt_tokens_computed += step->prefill_tokens;
+  c.decode_tokens_computed += step->decode_tokens;
+  c.generation_tokens += step->sampled;
+  int64_t tokens = step->prefill_tokens + step->decode_tokens;
+  if (tokens > 0) {
+    c.prefill_seconds +=
+        step->seconds * static_cast<double>(step->prefill_tokens) / static_cast<double>(tokens);
+    c.decode_seconds +=
+        step->seconds * static_cast<double>(step->decode_tokens) / static_cast<double>(tokens);
+  }
+}
+
+EngineCounters LLMEngine::Counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+Expected<std::vector<GenerationResult>> LLMEngine::Generate(std::vector<GenerationRequest> requests) {
+  // Shared with the callbacks, so that a request left behind by an error
+  // never writes into a dead frame.
+  struct State {
+    std::vector<GenerationResult> results;
+    size_t remaining = 0;
+  };
+  auto state = std::make_shared<State>();
+  state->results.resize(requests.size());
+  state->remaining = requests.size();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto ids = PromptIds(requests[i]);
+    if (!ids.ok()) return ids.status().WithContext(fmt::format("request {}", i));
+    state->results[i].prompt_ids = *ids;
+  }
+  std::vector<RequestId> added;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GenerationRequest& request = requests[i];
+    request.prompt_ids = state->results[i].prompt_ids;
+    TokenCallback user = std::move(request.on_token);
+    const bool want_logprobs = request.params.logprobs || request.params.top_logprobs > 0;
+    request.on_token = [state, i, user, want_logprobs](const TokenEvent& event) {
+      GenerationResult& result = state->results[i];
+      if (event.token >= 0) {
+        result.output_ids.push_back(event.token);
+        if (want_logprobs) result.logprobs.push_back(event.logprob);
+      }
+      result.text += event.text;
+      if (event.finished) {
+        result.stats = *event.stats;
+        state->remaining -= 1;
+      }
+      if (user) user(event);
+    };
+    auto id = AddRequest(std::move(request));
+    if (!id.ok()) {
+      for (RequestId a : added) Abort(a);
+      return id.status().WithContext(fmt::format("request {}", i));
+    }
+    state->results[i].id = *id;
+    added.push_back(*id);
+  }
+  while (state->remaining > 0) {
+    Status s = Step();
+    if (!s.ok()) {
+      for (RequestId a : added) Abort(a);
+      return s;
+    }
+  }
+  return std::move(state->results);
+}
+
+}  // namespace kiln

@@ -1,0 +1,162 @@
+// The serving engine: owns the compiled model, the paged KV cache, the block
+// manager and the scheduler, and runs requests together in continuous
+// batches, one forward pass per Step().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine_options.h"
+#include "engine/generation_config.h"
+#include "engine/model_loader.h"
+#include "engine/request.h"
+
+namespace kiln {
+
+class BlockManager;
+class CompiledModel;
+class KvCache;
+class ModelRunner;
+class Scheduler;
+class TensorDumper;
+class Tokenizer;
+class WeightStore;
+struct ModelConfig;
+
+// Engine-wide figures for metrics, as of the end of the last step.
+struct EngineCounters {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;  // including requests added since the last step
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t prefix_cache_queries = 0;    // tokens looked up in the prefix cache
+  int64_t prefix_cache_hits = 0;       // tokens found there
+  int64_t prompt_tokens_computed = 0;  // prefill tokens run (recomputation included)
+  int64_t decode_tokens_computed = 0;  // generated tokens fed back, one per sequence per step
+  int64_t generation_tokens = 0;       // tokens sampled
+  int64_t num_preemptions = 0;
+  int64_t steps = 0;
+  int64_t requests_finished = 0;
+  // Time in steps, each step's time split between prefill and decode in
+  // proportion to its tokens of each kind.
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+// Seconds on the steady clock, the time base of RequestStats.
+double EngineClock();
+
+class LLMEngine {
+ public:
+  // Loads the model named by `options` and builds the engine.
+  static Expected<std::unique_ptr<LLMEngine>> Create(const EngineOptions& options);
+  // Builds an engine over an already loaded model (several engines may
+  // share one). Compiles the model, sizes and allocates the KV cache.
+  static Expected<std::unique_ptr<LLMEngine>> Create(LoadedModel model, const EngineOptions& options);
+
+  ~LLMEngine();
+  LLMEngine(const LLMEngine&) = delete;
+  LLMEngine& operator=(const LLMEngine&) = delete;
+
+  // Queues a request and returns its id. The prompt is tokenized and the
+  // request checked here: an empty prompt, ids outside the vocabulary, bad
+  // sampling parameters, a prompt plus max_tokens beyond the context, or a
+  // request needing more KV blocks than the whole cache are refused with an
+  // error naming the problem. Thread-safe; the request joins at the next
+  // Step().
+  Expected<RequestId> AddRequest(GenerationRequest request);
+
+  // Ends a request at the next Step(); its callback sees finished with
+  // reason abort. Unknown and finished ids are ignored. Thread-safe.
+  void Abort(RequestId id);
+
+  // Runs one scheduler step: admits queued requests, applies aborts, runs
+  // one forward pass over every scheduled sequence and delivers the sampled
+  // tokens to their callbacks. Does nothing when there is no work. An error
+  // (a failed forward pass) ends the requests of that pass with reason
+  // error; the others continue. Call from one thread at a time.
+  Status Step();
+
+  // True while any request is queued, waiting or running. Thread-safe.
+  bool HasUnfinishedRequests() const { return num_unfinished_.load() > 0; }
+
+  // Runs `requests` to completion together and returns their results in
+  // order; their callbacks are called too. Fails, running nothing, when any
+  // request is refused (the message names its index).
+  // REQUIRES: no other thread calls Step().
+  Expected<std::vector<GenerationResult>> Generate(std::vector<GenerationRequest> requests);
+
+  // The prompt ids a request would run with (its prompt_ids, or its text
+  // tokenized). Thread-safe.
+  Expected<std::vector<int32_t>> PromptIds(const GenerationRequest& request) const;
+
+  // Thread-safe.
+  EngineCounters Counters() const;
+
+  const ModelConfig& model_config() const;
+  // Null for generated weights without a tokenizer.
+  const Tokenizer* tokenizer() const { return model_.tokenizer.get(); }
+  const GenerationConfig& generation_config() const { return model_.generation; }
+  const EngineOptions& options() const { return options_; }
+  const CompiledModel& compiled_model() const { return *compiled_; }
+  int64_t max_model_len() const;
+  int32_t num_kv_blocks() const;
+  // The ids that end generation unless a request ignores EOS: the
+  // tokenizer's, generation_config.json's and config.json's. Sorted.
+  const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
+
+ private:
+  struct Request;
+
+  explicit LLMEngine(LoadedModel model, const EngineOptions& options);
+  Status Init();
+  // Moves requests and aborts queued by other threads into the scheduler.
+  void DrainPending();
+  // Appends a sampled token, decides whether the request is done, and
+  // tells its callback.
+  void HandleSample(Request& request, const SampleResult& sample, double now);
+  // Ends a request: frees its blocks, tells its callback, forgets it.
+  void FinishRequest(Request& request, FinishReason reason, TokenEvent event, double now);
+  // What one step did, for the counters.
+  struct StepTally {
+    int64_t prefill_tokens = 0;
+    int64_t decode_tokens = 0;
+    int64_t sampled = 0;
+    double seconds = 0;
+  };
+  // Refreshes the gauges (running, waiting, blocks) and adds `step`, when
+  // a pass ran, to the totals.
+  void UpdateCounters(const StepTally* step);
+
+  LoadedModel model_;
+  EngineOptions options_;
+  std::unique_ptr<CompiledModel> compiled_;
+  std::unique_ptr<KvCache> kv_cache_;
+  std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<TensorDumper> dumper_;
+  std::vector<int32_t> eos_ids_;
+  std::unordered_set<int32_t> eos_set_;
+  uint64_t seed_base_ = 0;
+
+  // Engine thread only.
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+
+  // Shared with other threads.
+  mutable std::mutex pending_mu_;
+  std::vector<std::unique_ptr<Request>> pending_adds_;
+  std::vector<RequestId> pending_aborts_;
+  std::atomic<RequestId> next_id_{0};
+  std::atomic<int64_t> num_unfinished_{0};
+  mutable std::mutex counters_mu_;
+  EngineCounters counters_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,78 @@
+// Building the ForwardBatch of a step and sampling from its logits.
+#include "engine/model_runner.h"
+
+#include "backend/backend.h"
+#include "compiler/compiled_model.h"
+#include "engine/tensor_dump.h"
+
+namespace kiln {
+
+ModelRunner::ModelRunner(CompiledModel& model, KvCache& kv)
+    : model_(model), kv_(kv), vocab_size_(model.config().vocab_size) {}
+
+Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch, TensorDumper* dumper) {
+  if (batch.num_tokens > model_.max_batch_tokens()) {
+    return Internal("model runner: {} tokens scheduled, beyond the compiled {}", batch.num_tokens,
+                    model_.max_batch_tokens());
+  }
+  token_ids_.clear();
+  positions_.clear();
+  token_seq_.clear();
+  query_start_.assign(1, 0);
+  seq_lens_.clear();
+  block_tables_.clear();
+  output_rows_.clear();
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const ScheduledSequence& entry = batch.seqs[s];
+    const Sequence& seq = *entry.seq;
+    for (int32_t p = entry.start; p < entry.start + entry.num_tokens; ++p) {
+      token_ids_.push_back(seq.tokens[static_cast<size_t>(p)]);
+      positions_.push_back(p);
+      token_seq_.push_back(static_cast<int32_t>(s));
+    }
+    query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
+    seq_lens_.push_back(entry.start + entry.num_tokens);
+    block_tables_.push_back(seq.block_table.data());
+    if (entry.samples) output_rows_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
+  }
+
+  ForwardBatch fb;
+  fb.num_tokens = static_cast<int32_t>(token_ids_.size());
+  fb.token_ids = token_ids_.data();
+  fb.positions = positions_.data();
+  fb.token_seq = token_seq_.data();
+  fb.num_seqs = static_cast<int32_t>(batch.seqs.size());
+  fb.query_start = query_start_.data();
+  fb.seq_lens = seq_lens_.data();
+  fb.block_tables = block_tables_.data();
+  fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
+  fb.output_rows = output_rows_.data();
+  logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_size_));
+  if (dumper != nullptr) dumper->BeginPass(token_ids_, positions_, token_seq_);
+  KILN_RETURN_IF_ERROR(
+      model_.Forward(fb, kv_, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr));
+
+  if (dumper != nullptr) {
+    BoundValue logits;
+    logits.data = reinterpret_cast<uint8_t*>(logits_.data());
+    logits.row_stride = vocab_size_;
+    logits.cols = vocab_size_;
+    logits.dtype = DType::kF32;
+    logits.rows = RowSpace::kOutputRows;
+    dumper->fn()("logits", logits, fb.num_output_rows);
+    KILN_RETURN_IF_ERROR(dumper->EndPass());
+  }
+
+  std::vector<SampleResult> results(batch.seqs.size());
+  size_t row = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    if (!batch.seqs[s].samples) continue;
+    Sequence& seq = *batch.seqs[s].seq;
+    results[s] =
+        Sample(logits_.data() + row * static_cast<size_t>(vocab_size_), vocab_size_, seq.params, seq.sampler);
+    ++row;
+  }
+  return results;
+}
+
+}  // namespace kiln

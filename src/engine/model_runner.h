@@ -1,0 +1,43 @@
+// Turns a scheduled batch into one forward pass of the compiled model over
+// the paged KV cache, then samples the next token of each sequence whose
+// pass reached its last token.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+
+namespace kiln {
+
+class CompiledModel;
+class KvCache;
+class TensorDumper;
+
+class ModelRunner {
+ public:
+  // REQUIRES: `model` and `kv` outlive the runner.
+  ModelRunner(CompiledModel& model, KvCache& kv);
+
+  // Runs every scheduled sequence's tokens in one CompiledModel::Forward
+  // call (positions, block tables and the rows whose logits are needed are
+  // runtime inputs) and returns one result per batch.seqs entry, in order:
+  // the sampled token, or token -1 where the sequence does not sample. With
+  // a `dumper`, the pass's named intermediate values and its logits (as
+  // "logits") are written out. An error leaves sequences and sampler states
+  // untouched.
+  Expected<std::vector<SampleResult>> Run(const ScheduledBatch& batch, TensorDumper* dumper = nullptr);
+
+ private:
+  CompiledModel& model_;
+  KvCache& kv_;
+  int64_t vocab_size_;
+  // Reused between passes so that a step allocates little.
+  std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;
+  std::vector<const int32_t*> block_tables_;
+  std::vector<float> logits_;
+};
+
+}  // namespace kiln

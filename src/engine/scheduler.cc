@@ -1,0 +1,101 @@
+// The scheduler's step: running first, then waiting, preempting when blocks run out.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace kiln {
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks) : config_(config), blocks_(blocks) {
+  assert(config.max_num_seqs > 0 && config.max_num_batched_tokens > 0 && config.max_prefill_chunk >= 0);
+}
+
+void Scheduler::Add(Sequence* seq) {
+  seq->status = SequenceStatus::kWaiting;
+  waiting_.push_back(seq);
+}
+
+int32_t Scheduler::ChunkSize(int32_t remaining, int32_t budget) const {
+  int32_t n = std::min(remaining, budget);
+  if (config_.max_prefill_chunk > 0) n = std::min(n, config_.max_prefill_chunk);
+  return n;
+}
+
+ScheduledBatch Scheduler::Schedule() {
+  ScheduledBatch batch;
+  int32_t budget = config_.max_num_batched_tokens;
+  auto take = [&](Sequence* seq, int32_t n) {
+    const int32_t start = seq->num_computed_tokens;
+    batch.seqs.push_back({seq, start, n, start + n == seq->num_tokens()});
+    batch.num_tokens += n;
+    budget -= n;
+  };
+
+  // Running sequences, oldest first; the newest give way when blocks run out.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    int32_t n = ChunkSize(seq->num_uncomputed_tokens(), budget);
+    assert(n > 0);
+    bool preempted_self = false;
+    while (!blocks_.AllocateSlots(*seq, n)) {
+      Sequence* victim = running_.back();
+      running_.pop_back();
+      Preempt(victim);
+      batch.preempted.push_back(victim);
+      if (victim == seq) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;
+    take(seq, n);
+    ++i;
+  }
+
+  // Waiting sequences, in order, unless this step already ran short of blocks.
+  while (batch.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    CachedPrefix prefix = blocks_.FindCachedPrefix(*seq);
+    int32_t n = ChunkSize(seq->num_tokens() - prefix.num_tokens, budget);
+    if (!blocks_.AllocateSlots(*seq, n, prefix)) break;
+    waiting_.pop_front();
+    // A request's cached tokens are those found at its first admission, not
+    // the blocks it finds again when recomputed after a preemption.
+    if (seq->stats.num_preemptions == 0) seq->stats.cached_tokens = prefix.num_tokens;
+    seq->status = SequenceStatus::kRunning;
+    running_.push_back(seq);
+    take(seq, n);
+  }
+  return batch;
+}
+
+void Scheduler::OnBatchComputed(const ScheduledBatch& batch) {
+  for (const ScheduledSequence& s : batch.seqs) {
+    assert(s.seq->num_computed_tokens == s.start);
+    s.seq->num_computed_tokens += s.num_tokens;
+    blocks_.CacheComputedBlocks(*s.seq);
+  }
+}
+
+void Scheduler::Finish(Sequence* seq) {
+  auto drop = [seq](std::deque<Sequence*>& queue) {
+    auto it = std::find(queue.begin(), queue.end(), seq);
+    if (it != queue.end()) queue.erase(it);
+  };
+  drop(running_);
+  drop(waiting_);
+  blocks_.Free(*seq);
+  seq->status = SequenceStatus::kFinished;
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  blocks_.Free(*seq);
+  seq->num_computed_tokens = 0;
+  seq->status = SequenceStatus::kWaiting;
+  seq->stats.num_preemptions += 1;
+  ++num_preemptions_;
+  waiting_.push_front(seq);
+}
+
+}  // namespace kiln

@@ -1,0 +1,85 @@
+// Continuous batching with one token budget per step: running sequences
+// first (a decode token, or the next chunk of a prompt), then waiting ones,
+// as far as the budget, the sequence limit and the KV blocks allow. When
+// blocks run out the newest running sequences are preempted and later
+// recomputed.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/sequence.h"
+
+namespace kiln {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;             // sequences in the running set (and in one pass)
+  int32_t max_num_batched_tokens = 512;  // tokens in one pass
+  int32_t max_prefill_chunk = 0;         // prompt tokens per sequence per pass; 0: the budget
+};
+
+// One sequence's share of a step: tokens [start, start + num_tokens) of its
+// tokens go through the model.
+struct ScheduledSequence {
+  Sequence* seq = nullptr;
+  int32_t start = 0;  // seq->num_computed_tokens when scheduled
+  int32_t num_tokens = 0;
+  // The pass reaches the sequence's last token, so the next one is sampled
+  // from its logits.
+  bool samples = false;
+};
+
+struct ScheduledBatch {
+  std::vector<ScheduledSequence> seqs;
+  int32_t num_tokens = 0;
+  std::vector<Sequence*> preempted;  // sent back to waiting during this step
+
+  bool empty() const { return seqs.empty(); }
+};
+
+class Scheduler {
+ public:
+  // REQUIRES: config values positive (max_prefill_chunk may be 0) and
+  // `blocks` outlives the scheduler.
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks);
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // Queues a new sequence (status waiting, no blocks) behind the others.
+  void Add(Sequence* seq);
+
+  // Picks the next pass and reserves its KV slots. Running sequences keep
+  // their order; waiting ones are admitted in order while everything fits.
+  // Empty when nothing can run.
+  ScheduledBatch Schedule();
+
+  // Records that `batch` went through the model: advances each sequence's
+  // computed tokens and offers newly full blocks to the prefix cache.
+  void OnBatchComputed(const ScheduledBatch& batch);
+
+  // Removes a running or waiting sequence for good, freeing its blocks, and
+  // marks it finished. The caller sets the finish reason.
+  void Finish(Sequence* seq);
+
+  bool HasUnfinished() const { return !waiting_.empty() || !running_.empty(); }
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::deque<Sequence*>& running() const { return running_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
+
+ private:
+  // Frees the sequence's blocks and puts it at the front of the waiting
+  // queue to be recomputed from scratch.
+  void Preempt(Sequence* seq);
+  // Tokens to schedule for a sequence with `remaining` uncomputed tokens.
+  int32_t ChunkSize(int32_t remaining, int32_t budget) const;
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::deque<Sequence*> waiting_;
+  std::deque<Sequence*> running_;  // oldest admission first
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace kiln

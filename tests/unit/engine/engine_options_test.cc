@@ -1,0 +1,58 @@
+// Engine options: the --kv-cache-memory syntax and option checks.
+#include "engine/engine_options.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+TEST(KvCacheMemoryTest, ParsesSizesWithUnits) {
+  EXPECT_EQ(ParseKvCacheMemory("512MiB")->bytes, 512ll << 20);
+  EXPECT_EQ(ParseKvCacheMemory("2G")->bytes, 2ll << 30);
+  EXPECT_EQ(ParseKvCacheMemory("2GB")->bytes, 2ll << 30);
+  EXPECT_EQ(ParseKvCacheMemory("1.5g")->bytes, 3ll << 29);
+  EXPECT_EQ(ParseKvCacheMemory("64k")->bytes, 64ll << 10);
+  EXPECT_EQ(ParseKvCacheMemory("1073741824")->bytes, 1ll << 30);
+  EXPECT_EQ(ParseKvCacheMemory("300 M")->bytes, 300ll << 20);
+}
+
+TEST(KvCacheMemoryTest, PlainNumbersUpToOneAreFractions) {
+  auto m = ParseKvCacheMemory("0.2");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->bytes, 0);
+  EXPECT_DOUBLE_EQ(m->fraction, 0.2);
+  EXPECT_DOUBLE_EQ(ParseKvCacheMemory("1")->fraction, 1.0);
+}
+
+TEST(KvCacheMemoryTest, RejectsNonsense) {
+  for (const char* bad : {"", "abc", "-1G", "0", "1.2.3G", "12X", "G", "0MiB", "nan"}) {
+    auto m = ParseKvCacheMemory(bad);
+    EXPECT_FALSE(m.ok()) << bad;
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(EngineOptionsTest, ValidateNamesTheBadOption) {
+  EngineOptions o;
+  o.model = "m";
+  EXPECT_TRUE(o.Validate().ok());
+  o.max_num_batched_tokens = 8;
+  o.max_num_seqs = 16;
+  Status s = o.Validate();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("max-num-batched-tokens"), std::string::npos) << s.message();
+  o = EngineOptions();
+  o.load_format = "dummy";
+  EXPECT_FALSE(o.Validate().ok());  // neither a preset nor a folder
+  o.preset = "qwen2.5-0.5b";
+  EXPECT_TRUE(o.Validate().ok());
+  o.block_size = 0;
+  EXPECT_FALSE(o.Validate().ok());
+  o = EngineOptions();
+  EXPECT_FALSE(o.Validate().ok());  // no model
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,179 @@
+// `kiln generate` end to end: streamed greedy output, speed report, chat
+// templates, refusals, seeded sampling, prompt files and --dump.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine_test_util.h"
+
+namespace kiln {
+namespace {
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `kiln generate ARGS` with stdout and stderr captured (in a folder of
+// its own, so that a test's MakeTempDir() stays intact).
+RunResult Generate(const std::vector<std::string>& args) {
+  static int runs = 0;
+  std::string dir = testing::BinaryDir() + "/test_tmp/generate_cli." + std::to_string(::getpid()) + "." +
+                    std::to_string(runs++);
+  std::filesystem::create_directories(dir);
+  std::string cmd = ShellQuote(testing::KilnBinary()) + " generate";
+  for (const std::string& a : args) cmd += " " + ShellQuote(a);
+  cmd += " >" + ShellQuote(dir + "/out") + " 2>" + ShellQuote(dir + "/err");
+  int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadAll(dir + "/out");
+  r.err = ReadAll(dir + "/err");
+  return r;
+}
+
+std::string Model(const char* name) {
+  return testing::ModelDir(name);
+}
+
+TEST(GenerateCliTest, StreamsTheGreedyContinuationAndReportsSpeed) {
+  nlohmann::json ref = engine_test::Reference("tiny-qwen2", 0);
+  RunResult r = Generate({"-m", Model("tiny-qwen2"), "-p", ref["prompt"].get<std::string>(), "-n", "64",
+                          "--ignore-eos", "--precision", "fp32", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ref["greedy"]["decoded_new"].get<std::string>() + "\n");
+  EXPECT_NE(r.err.find("prefill: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode: 63 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCliTest, ChatNeedsATemplate) {
+  RunResult none = Generate({"-m", Model("tiny-llama"), "-p", "Hello", "--chat", "-n", "4"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no chat template"), std::string::npos) << none.err;
+
+  RunResult chat = Generate({"-m", Model("tiny-qwen2"), "-p", "Hello", "--chat", "-n", "4", "--ignore-eos",
+                             "--output", "jsonl", "--threads", "2"});
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  auto j = nlohmann::json::parse(chat.out);
+  // "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n
+  // <|im_start|>assistant\n": the special tokens became single ids.
+  EXPECT_GT(j["prompt_tokens"].get<int>(), 10);
+  EXPECT_EQ(j["completion_tokens"], 4);
+}
+
+TEST(GenerateCliTest, APromptLongerThanTheContextIsAClearError) {
+  std::string text;
+  for (int i = 0; i < 800; ++i) text += "and it came to pass ";
+  RunResult r = Generate({"-m", Model("tiny-qwen3"), "-p", text, "-n", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("does not fit the context of 1024 tokens"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCliTest, SeededSamplingIsReproducibleAcrossRuns) {
+  std::vector<std::string> args = {"-m",           Model("tiny-llama"), "-p",  "In the beginning", "-n",
+                                   "40",           "--temperature",     "1.0", "--top-p",          "0.95",
+                                   "--ignore-eos", "--threads",         "2"};
+  auto with_seed = [&](const char* seed) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--seed", seed});
+    return Generate(a);
+  };
+  RunResult a = with_seed("11"), b = with_seed("11"), c = with_seed("12");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(GenerateCliTest, PromptFilesRunTogetherWithTheirOwnParameters) {
+  std::string dir = testing::MakeTempDir();
+  std::string file = dir + "/prompts.jsonl";
+  {
+    nlohmann::json ref = engine_test::Reference("tiny-qwen2", 0);
+    std::ofstream f(file);
+    f << nlohmann::json({{"prompt", ref["prompt"]}, {"max_tokens", 64}, {"stop", "morning"}}).dump() << "\n";
+    f << nlohmann::json({{"prompt_ids", {100, 200, 300}}, {"max_tokens", 5}, {"ignore_eos", true}}).dump()
+      << "\n";
+    f << nlohmann::json({{"prompt", "Blessed are"}, {"max_tokens", 3}, {"ignore_eos", true}}).dump() << "\n";
+  }
+  RunResult r = Generate({"-m", Model("tiny-qwen2"), "-f", file, "--output", "jsonl", "--precision", "fp32",
+                          "--temperature", "0", "--threads", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> results;
+  for (std::string line; std::getline(lines, line);) results.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(results.size(), 3u) << r.out;
+  EXPECT_EQ(results[0]["text"], " a man that is in the ");
+  EXPECT_EQ(results[0]["finish_reason"], "stop");
+  EXPECT_EQ(results[1]["completion_tokens"], 5);
+  EXPECT_EQ(results[1]["prompt_tokens"], 3);
+  EXPECT_EQ(results[2]["completion_tokens"], 3);
+  EXPECT_EQ(results[2]["finish_reason"], "length");
+  EXPECT_NE(r.err.find("3 requests"), std::string::npos) << r.err;
+
+  RunResult bad = Generate({"-m", Model("tiny-qwen2"), "-f", dir + "/missing.jsonl"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("missing.jsonl"), std::string::npos) << bad.err;
+}
+
+// The logits of the first pass, as dumped, are the reference's.
+TEST(GenerateCliTest, DumpWritesEveryPassWithTheLogits) {
+  std::string dir = testing::MakeTempDir() + "/dump";
+  nlohmann::json ref = engine_test::Reference("tiny-llama", 0);
+  RunResult r = Generate({"-m", Model("tiny-llama"), "-p", ref["prompt"].get<std::string>(), "-n", "3",
+                          "--ignore-eos", "--precision", "fp32", "--threads", "2", "--dump", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json index = nlohmann::json::parse(ReadAll(dir + "/index.json"));
+  ASSERT_EQ(index["passes"].size(), 3u);  // the prompt, then two decode steps
+  const nlohmann::json& first = index["passes"][0];
+  EXPECT_EQ(first["token_ids"], ref["input_ids"]);
+  std::string logits_file;
+  int layer_values = 0;
+  for (const auto& v : first["values"]) {
+    if (v["name"] == "logits") logits_file = v["file"];
+    if (v["name"].get<std::string>().find("layers.3") != std::string::npos) ++layer_values;
+  }
+  EXPECT_GT(layer_values, 0) << "no per-layer values in the dump";
+  ASSERT_FALSE(logits_file.empty());
+  std::string npy = ReadAll(dir + "/" + logits_file);
+  ASSERT_GT(npy.size(), 10u);
+  size_t header = static_cast<uint8_t>(npy[8]) | (static_cast<size_t>(static_cast<uint8_t>(npy[9])) << 8);
+  ASSERT_EQ(npy.size(), 10 + header + 2048 * sizeof(float));
+  std::vector<float> logits(2048);
+  std::memcpy(logits.data(), npy.data() + 10 + header, 2048 * sizeof(float));
+  std::vector<float> expected = ref["last_logits"].get<std::vector<float>>();
+  float max_diff = 0;
+  for (size_t i = 0; i < 2048; ++i) max_diff = std::max(max_diff, std::abs(logits[i] - expected[i]));
+  EXPECT_LT(max_diff, 1e-3f);
+}
+
+}  // namespace
+}  // namespace kiln
