@@ -1,17 +1,184 @@
 // `kiln inspect MODEL`: what a model is and what it needs.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "cli/commands.h"
+#include "compiler/compiled_model.h"
+#include "format/gguf.h"
+#include "format/weight_store.h"
+#include "tokenizer/tokenizer.h"
 
 namespace kiln::cli {
+namespace {
+
+// 1262720 -> "1,262,720".
+std::string GroupDigits(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string MiB(int64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+const char* RopeStyleName(RopeStyle s) {
+  return s == RopeStyle::kHalf ? "half (rotate_half)" : "interleaved";
+}
+
+std::string ScalingText(const RopeScaling& rs) {
+  switch (rs.type) {
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return fmt::format("linear, factor {}", rs.factor);
+    case RopeScalingType::kLlama3:
+      return fmt::format("llama3, factor {}, low/high freq factor {}/{}, original context {}", rs.factor,
+                         rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position_embeddings);
+    case RopeScalingType::kYarn:
+      return fmt::format("yarn, factor {}, original context {}, beta fast/slow {}/{}", rs.factor,
+                         rs.original_max_position_embeddings, rs.beta_fast, rs.beta_slow);
+  }
+  return "unknown";
+}
+
+std::string Ids(const std::vector<int64_t>& ids) {
+  return ids.empty() ? "none" : fmt::format("{}", fmt::join(ids, ", "));
+}
+
+// "f32 21, q8_0 29": counts in name order.
+std::string Counts(const std::map<std::string, int>& counts) {
+  std::string out;
+  for (const auto& [name, count] : counts) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", name, count);
+  }
+  return out;
+}
+
+void PrintModel(const WeightStore& store) {
+  const ModelConfig& c = store.config();
+  std::map<std::string, int> file_dtypes;
+  std::map<std::string, int> converted;
+  for (const Weight& w : store.weights()) {
+    ++file_dtypes[DTypeName(w.file_dtype)];
+    if (w.dtype != w.file_dtype) {
+      ++converted[fmt::format("{}->{}", DTypeName(w.file_dtype), DTypeName(w.dtype))];
+    }
+  }
+  int64_t file_bytes = 0;
+  for (const Weight& w : store.weights()) {
+    file_bytes += static_cast<int64_t>(*DTypeBytes(w.file_dtype, w.num_elements()));
+  }
+
+  fmt::print("model: {}\n", store.path());
+  fmt::print("format: {}\n", ModelFormatName(store.format()));
+  fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
+  fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
+  fmt::print("tensors: {}, {} bytes\n", store.weights().size(), GroupDigits(file_bytes));
+  fmt::print("dtypes: {}\n", Counts(file_dtypes));
+  if (!converted.empty()) fmt::print("converted at load: {}\n", Counts(converted));
+  if (const GgufFile* gguf = store.gguf()) {
+    std::map<std::string, int> types;
+    for (const auto& t : gguf->tensors()) ++types[GgmlTypeName(t.ggml_type)];
+    fmt::print("gguf version: {}\n", gguf->version());
+    fmt::print("file type: {}\n", gguf->FileTypeName().empty() ? "unknown" : gguf->FileTypeName());
+    fmt::print("tensor types: {}\n", Counts(types));
+  }
+  fmt::print("context length: {}\n", c.max_position_embeddings);
+  fmt::print("layers: {}\n", c.num_layers);
+  fmt::print("hidden size: {}\n", c.hidden_size);
+  fmt::print("heads: {}, kv heads: {}, head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
+  fmt::print("intermediate size: {}\n", c.intermediate_size);
+  fmt::print("vocab size: {}\n", c.vocab_size);
+  fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
+             ScalingText(c.rope_scaling));
+  fmt::print("rms norm eps: {:g}\n", c.rms_norm_eps);
+  fmt::print("tied embeddings: {}\n", c.tie_word_embeddings ? "yes" : "no");
+  fmt::print("attention bias: {}, qk norm: {}\n", c.attention_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");
+  fmt::print("sliding window: {}\n", c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none");
+  fmt::print("bos: {}, eos: {}\n", Ids(c.bos_token_ids), Ids(c.eos_token_ids));
+
+  auto tokenizer = store.gguf() != nullptr ? LoadTokenizerFromGguf(*store.gguf()) : LoadTokenizer(store.path());
+  if (tokenizer.ok()) {
+    const Tokenizer& t = **tokenizer;
+    fmt::print("tokenizer: {}, vocabulary {}, from {}\n", t.type(), GroupDigits(t.vocab_size()), t.source());
+    auto piece = [&](int32_t id) { return id < 0 ? std::string("none") : fmt::format("{} {}", id, t.TokenPiece(id)); };
+    fmt::print("special tokens: bos {}, eos {}, unk {}; add bos: {}\n", piece(t.bos_id()), piece(t.eos_id()),
+               piece(t.unk_id()), t.add_bos() ? "yes" : "no");
+    std::string specials;
+    for (const AddedToken& a : t.special_tokens()) {
+      if (!a.special) continue;
+      specials += fmt::format("{}{} {}", specials.empty() ? "" : ", ", a.id, a.content);
+    }
+    if (!specials.empty()) fmt::print("added special tokens: {}\n", specials);
+    std::string eog;
+    for (int32_t id : t.end_of_generation_ids()) eog += fmt::format("{}{}", eog.empty() ? "" : ", ", piece(id));
+    fmt::print("end-of-generation tokens: {}\n", eog.empty() ? "none" : eog);
+    fmt::print("chat template: {}\n",
+               t.chat_template().empty() ? "none" : fmt::format("present ({} bytes)", t.chat_template().size()));
+  } else {
+    fmt::print("tokenizer: none ({})\n", tokenizer.status().message());
+  }
+
+  fmt::print("memory for weights: {} ({} bytes)\n", MiB(store.TotalBytes()), GroupDigits(store.TotalBytes()));
+  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiB(c.KvBytesPerToken(4) * 1000),
+             MiB(c.KvBytesPerToken(2) * 1000));
+}
+
+}  // namespace
 
 void RegisterInspect(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Print a model's architecture, tensors, tokenizer and memory needs");
-  auto model = std::make_shared<std::string>();
-  cmd->add_option("model", *model, "A Hugging Face folder or a .gguf file")->required();
-  cmd->callback([model]() {
-    fmt::print(stderr, "kiln inspect: not implemented yet ({})\n", *model);
-    SetExitCode(1);
+  auto* cmd =
+      app.add_subcommand("inspect", "Print a model's architecture, tensors, tokenizer and memory needs");
+  struct Args {
+    std::string model;
+    bool plan = false;
+    bool nodes = false;
+    std::string backend = "cpu";
+    std::string precision = "mixed";
+    int64_t max_batch_tokens = 512;
+    int threads = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("model", a->model, "A Hugging Face folder or a .gguf file")->required();
+  cmd->add_flag("--plan", a->plan, "Compile the model and print the plan: placement, fallbacks, fusions, memory");
+  cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
+  cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
+  cmd->add_option("--precision", a->precision, "With --plan: fp32, mixed or bf16")->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", a->max_batch_tokens, "With --plan: the largest token bucket")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
+  cmd->callback([a]() {
+    auto store = WeightStore::Open(a->model);
+    if (!store.ok()) {
+      fmt::print(stderr, "kiln inspect: {}\n", store.status().ToString());
+      SetExitCode(1);
+      return;
+    }
+    PrintModel(**store);
+    if (!a->plan) return;
+    CompileOptions options;
+    options.backend = a->backend;
+    options.max_batch_tokens = a->max_batch_tokens;
+    options.threads = a->threads;
+    auto precision = ParsePrecision(a->precision);
+    if (!precision.ok()) {
+      fmt::print(stderr, "kiln inspect: --precision: {}\n", precision.status().message());
+      SetExitCode(2);
+      return;
+    }
+    options.precision = *precision;
+    auto compiled = CompiledModel::Compile(**store, options);
+    if (!compiled.ok()) {
+      fmt::print(stderr, "kiln inspect: {}\n", compiled.status().ToString());
+      SetExitCode(1);
+      return;
+    }
+    fmt::print("\n{}", (*compiled)->report().ToString((*compiled)->graph(), a->nodes));
   });
 }
 
