@@ -1,0 +1,46 @@
+"""kiln for Python: ctypes over libkiln.so (kiln's C API).
+
+    from kiln import LLM, SamplingParams
+    llm = LLM("path/to/model", threads=4)
+    outputs = llm.generate(["Hello"], SamplingParams(temperature=0, max_tokens=32))
+    print(outputs[0].outputs[0].text)
+
+libkiln.so is found through $KILN_LIBRARY, next to this package, in the
+repository's build trees, or by the system's loader (see _native.py)."""
+
+from .errors import (CancelledError, CorruptError, InternalError, InvalidArgumentError, KilnError, KilnIOError,
+                     KilnMemoryError, NotFoundError, OutOfRangeError, ResourceExhaustedError, UnsupportedError)
+from .llm import LLM
+from .model import Model, Tokenizer
+from .outputs import CompletionOutput, RequestOutput, StreamEvent
+from .sampling_params import SamplingParams
+
+__all__ = [
+    "LLM", "Model", "Tokenizer", "Session", "SamplingParams", "RequestOutput", "CompletionOutput", "StreamEvent",
+    "KilnError", "InvalidArgumentError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
+    "ResourceExhaustedError", "KilnIOError", "CancelledError", "InternalError", "KilnMemoryError",
+    "library_version", "set_log_level",
+]
+
+
+def __getattr__(name):
+    # Session needs numpy; the rest of the package does not.
+    if name == "Session":
+        from .session import Session
+        return Session
+    raise AttributeError(f"module 'kiln' has no attribute {name!r}")
+
+
+def library_version() -> str:
+    """The release of the libkiln.so in use, e.g. "0.1.0"."""
+    from . import _native
+    return _native.lib().kiln_version().decode()
+
+
+def set_log_level(level: str) -> None:
+    """What kiln writes to stderr: "debug", "info", "warn", "error" or "off"."""
+    from . import _native
+    levels = {"debug": 0, "info": 1, "warn": 2, "error": 3, "off": 4}
+    if level not in levels:
+        raise ValueError(f"log level {level!r}: expected one of {list(levels)}")
+    _native.lib().kiln_set_log_level(levels[level])

@@ -1,0 +1,138 @@
+"""A loaded model (weights, tokenizer, generation config) and its tokenizer."""
+
+import ctypes
+import json
+import os
+from typing import List, Optional, Sequence, Union
+
+from . import _native
+from .sampling_params import SamplingParams
+
+
+class Model:
+    """Weights, tokenizer and generation config, loaded once; LLM engines and
+    Sessions built from it share them. `path` is a Hugging Face folder or a
+    .gguf file. With load_format="dummy", weights of the folder's (or
+    `preset`'s) shapes are generated in `dtype` ("f32", "f16", "bf16")."""
+
+    def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, tokenizer: Optional[str] = None,
+                 load_format: str = "auto", preset: Optional[str] = None, dtype: Optional[str] = None,
+                 seed: int = 0):
+        lib = _native.lib()
+        options = _native.ModelOptions()
+        lib.kiln_model_options_init(ctypes.byref(options), ctypes.sizeof(options))
+        keep = [_native.encode(x, name) if x is not None else None
+                for x, name in ((tokenizer, "tokenizer"), (load_format, "load_format"), (preset, "preset"),
+                                (dtype, "dtype"))]
+        options.tokenizer, options.load_format, options.preset, options.dummy_dtype = keep
+        options.dummy_seed = int(seed)
+        self.path = os.fspath(path) if path is not None else None
+        encoded_path = _native.encode(self.path, "path") if self.path is not None else None
+        handle = ctypes.c_void_p()
+        _native.check(lib.kiln_model_load(encoded_path, ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self._tokenizer = Tokenizer(self) if lib.kiln_model_has_tokenizer(handle) else None
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise ValueError("the model is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Releases the handle; engines and sessions built from it keep working."""
+        if getattr(self, "_handle", None) is not None:
+            _native.lib().kiln_model_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass  # interpreter shutdown
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def vocab_size(self) -> int:
+        return _native.lib().kiln_model_vocab_size(self.handle)
+
+    @property
+    def max_context(self) -> int:
+        """The longest sequence the model supports."""
+        return _native.lib().kiln_model_max_context(self.handle)
+
+    @property
+    def tokenizer(self) -> Optional["Tokenizer"]:
+        """None for generated weights without a tokenizer."""
+        return self._tokenizer
+
+    def default_sampling_params(self) -> SamplingParams:
+        """Sampling as the model's generation_config.json intends, as `kiln
+        generate` does without sampling flags (greedy when it says do_sample
+        false; its max_new_tokens as max_tokens, 16 when it has none)."""
+        s = _native.SamplingParamsStruct()
+        _native.lib().kiln_model_sampling_params_init(self.handle, ctypes.byref(s), ctypes.sizeof(s))
+        return SamplingParams._from_struct(s)
+
+
+class Tokenizer:
+    """The model's tokenizer: text <-> token ids, and chat prompts."""
+
+    def __init__(self, model: Model):
+        self._model = model
+
+    @property
+    def vocab_size(self) -> int:
+        return self._model.vocab_size
+
+    @property
+    def bos_token_id(self) -> Optional[int]:
+        value = _native.lib().kiln_model_bos_id(self._model.handle)
+        return None if value < 0 else value
+
+    @property
+    def eos_token_id(self) -> Optional[int]:
+        value = _native.lib().kiln_model_eos_id(self._model.handle)
+        return None if value < 0 else value
+
+    def encode(self, text: str, add_special_tokens: bool = True, parse_special: bool = True) -> List[int]:
+        """The ids of `text`; with add_special_tokens, BOS where the tokenizer
+        adds it; with parse_special, special tokens written in the text
+        ("<|im_end|>") become their ids."""
+        lib = _native.lib()
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        count = ctypes.c_size_t()
+        args = (self._model.handle, data, len(data), int(add_special_tokens), int(parse_special))
+        _native.check(lib.kiln_tokenize(*args, None, 0, ctypes.byref(count)))
+        ids = (ctypes.c_int32 * max(1, count.value))()
+        _native.check(lib.kiln_tokenize(*args, ids, count.value, ctypes.byref(count)))
+        return list(ids[: count.value])
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """The text of `token_ids`."""
+        ids = [int(i) for i in token_ids]
+        array = (ctypes.c_int32 * max(1, len(ids)))(*ids)
+        text = ctypes.c_void_p()
+        _native.check(_native.lib().kiln_detokenize(self._model.handle, array, len(ids), int(skip_special_tokens),
+                                                    ctypes.byref(text)))
+        return _native.take_string(text)
+
+    def apply_chat_template(self, messages: Sequence[dict], tokenize: bool = False,
+                            add_generation_prompt: bool = True) -> Union[str, List[int]]:
+        """The conversation (dicts with "role" and "content", and whatever else
+        the template reads) rendered with the model's chat template, ending
+        with the assistant's turn; its ids when `tokenize` (generate from the
+        text without adding special tokens: the template places them)."""
+        if not add_generation_prompt:
+            raise ValueError("kiln always renders the generation prompt (add_generation_prompt=True)")
+        rendered = ctypes.c_void_p()
+        _native.check(_native.lib().kiln_chat_render_json(
+            self._model.handle, json.dumps(list(messages), ensure_ascii=False).encode("utf-8"),
+            ctypes.byref(rendered)))
+        prompt = _native.take_string(rendered)
+        return self.encode(prompt, add_special_tokens=False) if tokenize else prompt

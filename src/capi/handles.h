@@ -1,0 +1,22 @@
+// What the C API's opaque handles hold.
+#pragma once
+
+#include <memory>
+
+#include "capi/engine_driver.h"
+#include "capi/forward_session.h"
+#include "engine/engine_options.h"
+#include "engine/model_loader.h"
+
+struct kiln_model {
+  kiln::LoadedModel model;           // shared with the engines and sessions built from it
+  kiln::EngineOptions load_options;  // how it was loaded, for the engines built from it
+};
+
+struct kiln_engine {
+  std::unique_ptr<kiln::capi::EngineDriver> driver;
+};
+
+struct kiln_session {
+  std::unique_ptr<kiln::capi::ForwardSession> session;
+};
