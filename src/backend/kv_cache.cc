@@ -3,10 +3,16 @@
 
 namespace kiln {
 
-int64_t KvCacheLayout::TokenBytes() const {
+int64_t KvCacheLayout::TokenElementBytes() const {
   auto bytes = DTypeBytes(dtype, static_cast<uint64_t>(num_kv_heads * head_dim));
   return bytes ? static_cast<int64_t>(*bytes) : 0;
 }
+
+int64_t KvCacheLayout::TokenScaleBytes() const {
+  return dtype == DType::kI8 ? num_kv_heads * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
+int64_t KvCacheLayout::TokenBytes() const { return TokenElementBytes() + TokenScaleBytes(); }
 
 int64_t KvCacheLayout::BlockBytes() const { return 2 * num_layers * block_size * TokenBytes(); }
 
@@ -17,14 +23,36 @@ Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout
   }
   auto cache = std::unique_ptr<KvCache>(new KvCache());
   cache->layout_ = layout;
-  size_t pool = static_cast<size_t>(layout.num_blocks * layout.block_size * layout.TokenBytes());
+  if (layout.dtype != DType::kF32 && layout.dtype != DType::kF16 && layout.dtype != DType::kBF16 &&
+      layout.dtype != DType::kI8) {
+    return Unsupported("KV cache: dtype {} (f32, f16, bf16 or i8)", DTypeName(layout.dtype));
+  }
+  const size_t slots = static_cast<size_t>(layout.num_blocks * layout.block_size);
+  const size_t pool = slots * static_cast<size_t>(layout.TokenElementBytes());
+  const size_t scales = slots * static_cast<size_t>(layout.TokenScaleBytes());
   for (int64_t l = 0; l < layout.num_layers; ++l) {
     KILN_ASSIGN_OR_RETURN(DomainBuffer k, DomainBuffer::Allocate(domain, pool));
     KILN_ASSIGN_OR_RETURN(DomainBuffer v, DomainBuffer::Allocate(domain, pool));
     cache->keys_.push_back(std::move(k));
     cache->values_.push_back(std::move(v));
+    if (scales > 0) {
+      KILN_ASSIGN_OR_RETURN(DomainBuffer ks, DomainBuffer::Allocate(domain, scales));
+      KILN_ASSIGN_OR_RETURN(DomainBuffer vs, DomainBuffer::Allocate(domain, scales));
+      cache->key_scales_.push_back(std::move(ks));
+      cache->value_scales_.push_back(std::move(vs));
+    }
   }
   return cache;
+}
+
+float* KvCache::key_scales(int64_t layer) const {
+  if (key_scales_.empty()) return nullptr;
+  return reinterpret_cast<float*>(key_scales_[static_cast<size_t>(layer)].data());
+}
+
+float* KvCache::value_scales(int64_t layer) const {
+  if (value_scales_.empty()) return nullptr;
+  return reinterpret_cast<float*>(value_scales_[static_cast<size_t>(layer)].data());
 }
 
 int64_t KvCache::TotalBytes() const { return layout_.num_blocks * layout_.BlockBytes(); }

@@ -2,6 +2,8 @@
 // one for values, allocated once at start-up in the memory domain of the
 // backend that runs attention. Sequences own blocks through block tables;
 // which blocks belong to whom is the engine's BlockManager's business.
+// An int8 cache keeps a float scale per (token, KV head) in a scale pool
+// beside each of its key and value pools.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +22,14 @@ struct KvCacheLayout {
   int64_t block_size = 16;  // tokens per block
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
-  DType dtype = DType::kF32;  // f32, f16 or bf16
+  DType dtype = DType::kF32;  // f32, f16, bf16 or i8 (int8 with scales)
 
-  // Bytes of keys (or of values) of one token in one layer.
+  // Bytes of keys (or of values) of one token in one layer, its scales
+  // included: what sizing from --kv-cache-memory divides by.
   int64_t TokenBytes() const;
+  // The parts of TokenBytes(): the elements, and the scales (0 but for i8).
+  int64_t TokenElementBytes() const;
+  int64_t TokenScaleBytes() const;
   // Bytes of one block across all layers, keys and values.
   int64_t BlockBytes() const;
 };
@@ -37,12 +43,18 @@ class KvCache {
   // Pools laid out [num_blocks][block_size][num_kv_heads][head_dim].
   void* keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].data(); }
   void* values(int64_t layer) const { return values_[static_cast<size_t>(layer)].data(); }
+  // For an i8 cache, the scales [num_blocks][block_size][num_kv_heads] of
+  // the keys and values (value = scale * int8); null for the other dtypes.
+  float* key_scales(int64_t layer) const;
+  float* value_scales(int64_t layer) const;
   int64_t TotalBytes() const;
 
  private:
   KvCacheLayout layout_;
   std::vector<DomainBuffer> keys_;
   std::vector<DomainBuffer> values_;
+  std::vector<DomainBuffer> key_scales_;
+  std::vector<DomainBuffer> value_scales_;
 };
 
 // How many blocks fit in `bytes`.

@@ -5,6 +5,14 @@
 
 namespace kiln::cli {
 
+Expected<DType> ParseKvCacheDType(const std::string& name) {
+  auto dtype = name == "int8" ? std::optional<DType>(DType::kI8) : DTypeFromName(name);
+  if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16 && *dtype != DType::kI8)) {
+    return InvalidArgument("--kv-cache-dtype {}: expected f32, f16, bf16 or int8", name);
+  }
+  return *dtype;
+}
+
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   EngineOptions& o = flags->options;
   const std::string group = "Engine";
@@ -27,12 +35,27 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--threads", o.threads, "Compute threads (0: one per physical core)")->group(group);
+  cmd->add_flag("--w8a8", o.w8a8,
+                "Run the decoder layers' linears in int8: weights per channel, activations per token (VNNI "
+                "where the CPU has it)")
+      ->group(group);
+  cmd->add_option("--calibration", o.calibration,
+                  "With --w8a8: a text file to calibrate static activation scales on")
+      ->group(group);
+  cmd->add_option("--calibration-percentile", o.calibration_percentile,
+                  "With --calibration: the percentile of per-token maxima that becomes each input's clip")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--w8a8-clips", o.w8a8_clips,
+                  "With --w8a8: a JSON file of activation clips, written after --calibration, else read")
+      ->group(group);
   cmd->add_option(
          "--kv-cache-memory", flags->kv_cache_memory,
          "KV cache size: bytes (512MiB, 2G) or a fraction of available memory (0.2); default: enough "
          "for max-num-seqs full-length sequences, at most a fifth of available memory")
       ->group(group);
-  cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype, "f32, f16 or bf16")
+  cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype,
+                  "f32, f16, bf16 or int8 (int8: a float scale per token and KV head)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--block-size", o.block_size, "Tokens per KV cache block")
@@ -63,9 +86,7 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
   auto precision_value = ParsePrecision(precision);
   if (!precision_value.ok()) return precision_value.status().WithContext("--precision");
   o.precision = *precision_value;
-  auto kv_dtype = DTypeFromName(kv_cache_dtype);
-  if (!kv_dtype) return InvalidArgument("--kv-cache-dtype {}: expected f32, f16 or bf16", kv_cache_dtype);
-  o.kv_cache_dtype = *kv_dtype;
+  KILN_ASSIGN_OR_RETURN(o.kv_cache_dtype, ParseKvCacheDType(kv_cache_dtype));
   if (!kv_cache_memory.empty()) {
     auto memory = ParseKvCacheMemory(kv_cache_memory);
     if (!memory.ok()) return memory.status().WithContext("--kv-cache-memory");

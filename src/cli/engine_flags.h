@@ -23,10 +23,15 @@ struct EngineFlags {
   Expected<EngineOptions> Resolve() const;
 };
 
+// Parses a KV cache dtype as the flags take it: f32, f16, bf16 or int8
+// (also their DTypeFromName spellings, such as fp16 or i8).
+Expected<DType> ParseKvCacheDType(const std::string& name);
+
 // Adds -m/--model, --load-format, --preset, --dtype, --tokenizer, --backend,
 // --precision, --threads, --kv-cache-memory, --kv-cache-dtype, --block-size,
 // --max-num-seqs, --max-num-batched-tokens, --max-prefill-chunk,
-// --max-model-len and --enable-prefix-caching/--no-prefix-caching to `cmd`,
+// --max-model-len, --enable-prefix-caching/--no-prefix-caching and the W8A8
+// flags (--w8a8, --calibration, --calibration-percentile, --w8a8-clips) to `cmd`,
 // writing into `flags` (which must outlive parsing).
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
 

@@ -39,8 +39,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   m->max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   if (m->max_model_len_ <= 0) return InvalidArgument("model has no max_position_embeddings; pass a max model length");
   if (options.max_batch_tokens <= 0) return InvalidArgument("max batch tokens must be positive");
-  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kBF16) {
-    return Unsupported("KV cache dtype {}: expected f32, f16 or bf16", DTypeName(options.kv_dtype));
+  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kBF16 &&
+      options.kv_dtype != DType::kI8) {
+    return Unsupported("KV cache dtype {}: expected f32, f16, bf16 or i8 (int8)", DTypeName(options.kv_dtype));
   }
 
   BackendRegistry& backends = BackendRegistry::Get();
@@ -67,6 +68,17 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
   // Stage 2: domains, transfers, packing; the arena per bucket below.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  if (options.w8a8.enabled) {
+    // Packed before the backends pack theirs, which then skip these.
+    const std::string cpu = backends.cpu().name();
+    KILN_RETURN_IF_ERROR(cpu::PackW8A8Weights(
+        g, cpu, options.w8a8, [&](const std::string& w) { return m->packed_.Find(cpu, w) != nullptr; },
+        [&](const Weight& w, std::shared_ptr<const PackedMatrix> p) {
+          report.layout.packed.push_back({w.name, cpu, p->layout(), p->bytes(), false});
+          report.layout.packed_bytes += p->bytes();
+          m->packed_.Add(cpu, w.name, std::move(p));
+        }));
+  }
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, &m->packed_, &report.layout));
 
   // Buckets: powers of two up to the largest batch.

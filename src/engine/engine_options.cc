@@ -58,6 +58,12 @@ Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text) {
 }
 
 Status EngineOptions::Validate() const {
+  if (!w8a8 && (!calibration.empty() || !w8a8_clips.empty())) {
+    return InvalidArgument("--calibration and --w8a8-clips need --w8a8");
+  }
+  if (!(calibration_percentile > 0 && calibration_percentile <= 100)) {
+    return InvalidArgument("calibration percentile {} is not in (0, 100]", calibration_percentile);
+  }
   if (load_format != "auto" && load_format != "dummy") {
     return InvalidArgument("load format '{}': expected auto or dummy", load_format);
   }
@@ -84,8 +90,9 @@ Status EngineOptions::Validate() const {
   if (kv_cache_memory.bytes < 0 || kv_cache_memory.fraction < 0 || kv_cache_memory.fraction > 1) {
     return InvalidArgument("KV cache memory must be a positive size or a fraction in (0, 1]");
   }
-  if (kv_cache_dtype != DType::kF32 && kv_cache_dtype != DType::kF16 && kv_cache_dtype != DType::kBF16) {
-    return InvalidArgument("KV cache dtype {}: expected f32, f16 or bf16", DTypeName(kv_cache_dtype));
+  if (kv_cache_dtype != DType::kF32 && kv_cache_dtype != DType::kF16 && kv_cache_dtype != DType::kBF16 &&
+      kv_cache_dtype != DType::kI8) {
+    return InvalidArgument("KV cache dtype {}: expected f32, f16, bf16 or int8", DTypeName(kv_cache_dtype));
   }
   return Status::Ok();
 }

@@ -41,6 +41,13 @@ struct EngineOptions {
   std::string backend = "cpu";
   Precision precision = Precision::kMixed;
   int threads = 0;  // 0: one per physical core
+  // W8A8 on the CPU: the decoder layers' linears in int8, activations scaled
+  // per token, or by static clips calibrated on a text file (the clips file
+  // is written after calibration, else read).
+  bool w8a8 = false;
+  std::string calibration;
+  double calibration_percentile = 99.9;
+  std::string w8a8_clips;
 
   // KV cache.
   KvCacheMemory kv_cache_memory;

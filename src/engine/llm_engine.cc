@@ -17,6 +17,7 @@
 #include "engine/stop_string_filter.h"
 #include "engine/tensor_dump.h"
 #include "format/weight_store.h"
+#include "quant/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
@@ -86,6 +87,15 @@ Status LLMEngine::Init() {
   co.block_size = options_.block_size;
   co.kv_dtype = options_.kv_cache_dtype;
   co.threads = options_.threads;
+  if (options_.w8a8) {
+    co.w8a8.enabled = true;
+    CalibrationOptions calibration;
+    calibration.percentile = options_.calibration_percentile;
+    calibration.threads = options_.threads;
+    KILN_ASSIGN_OR_RETURN(co.w8a8.input_clips,
+                          ResolveActivationClips(*model_.weights, model_.tokenizer.get(), options_.calibration,
+                                                 options_.w8a8_clips, calibration));
+  }
   KILN_ASSIGN_OR_RETURN(compiled_, CompiledModel::Compile(*model_.weights, co));
 
   // The KV pool, sized once.

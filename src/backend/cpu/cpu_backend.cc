@@ -19,6 +19,9 @@
 #include "backend/cpu/kernels/rms_norm.h"
 #include "backend/cpu/kernels/rope.h"
 #include "backend/cpu/kernels/softmax.h"
+#include "backend/cpu/qkernels/quant_linear.h"
+#include "backend/cpu/qkernels/quant_matrix.h"
+#include "backend/cpu/w8a8/w8a8_bind.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
@@ -39,7 +42,27 @@ class CpuPackedMatrix : public PackedMatrix {
   cpu::PackedWeight w_;
 };
 
+// A block-quantized matrix: the file's bytes, read in place by the
+// quantized kernels.
+class CpuQuantMatrix : public PackedMatrix {
+ public:
+  explicit CpuQuantMatrix(cpu::QuantMatrix w) : w_(w) {}
+  std::string layout() const override { return fmt::format("{}-rows", DTypeName(w_.dtype())); }
+  size_t bytes() const override { return w_.bytes(); }
+  bool in_place() const override { return true; }
+  const cpu::QuantMatrix& weight() const { return w_; }
+
+ private:
+  cpu::QuantMatrix w_;
+};
+
 const cpu::PackedWeight& Packed(const PackedMatrix* m) { return static_cast<const CpuPackedMatrix*>(m)->weight(); }
+
+// The quantized form of a packed weight, or null when it is a float panel.
+const cpu::QuantMatrix* QuantPacked(const PackedMatrix* m) {
+  auto* q = dynamic_cast<const CpuQuantMatrix*>(m);
+  return q == nullptr ? nullptr : &q->weight();
+}
 
 KernelContext Kc(const RunState& s) {
   KernelContext k;
@@ -75,6 +98,8 @@ cpu::KvCacheView KvView(const RunState& s, int64_t layer) {
   v.dtype = l.dtype;
   v.k = s.kv_cache->keys(layer);
   v.v = s.kv_cache->values(layer);
+  v.k_scale = s.kv_cache->key_scales(layer);
+  v.v_scale = s.kv_cache->value_scales(layer);
   v.num_blocks = static_cast<int32_t>(l.num_blocks);
   v.block_size = static_cast<int32_t>(l.block_size);
   v.kv_heads = static_cast<int32_t>(l.num_kv_heads);
@@ -111,15 +136,92 @@ Status CheckVector(const Weight* w, int64_t n, const std::string& node) {
   return Status::Ok();
 }
 
+// Linear and gate_up_silu_mul on block-quantized weights: the input rows are
+// quantized once per step (all the node's weights share the activation
+// block size), then each weight's outputs land in their columns.
+Expected<Step> BindQuantLinear(const BindContext& ctx, Step step) {
+  const Node& n = *ctx.node;
+  const size_t mats = n.weights.size() / 2;
+  std::vector<const cpu::QuantMatrix*> ws;
+  std::vector<const float*> biases;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (size_t j = 0; j < mats; ++j) {
+    const cpu::QuantMatrix* w = j < ctx.packed.size() ? QuantPacked(ctx.packed[j]) : nullptr;
+    if (w == nullptr) return Internal("{}: weight {} is not block-quantized like the first", n.name, j);
+    if (j > 0 && w->activation_block() != ws[0]->activation_block()) {
+      return Unsupported("{}: weights {} and {} pair with different activation blocks", n.name, 0, j);
+    }
+    KILN_RETURN_IF_ERROR(CheckVector(n.weights[mats + j], w->rows(), n.name));
+    ws.push_back(w);
+    biases.push_back(VectorWeight(n.weights[mats + j]));
+    offsets.push_back(total);
+    total += w->rows();
+  }
+  const BoundValue x = ctx.inputs[0], o = ctx.outputs[0];
+  if (ws[0]->cols() != x.cols) {
+    return InvalidArgument("{}: weight has {} inputs, activation has {}", n.name, ws[0]->cols(), x.cols);
+  }
+  if (x.dtype != DType::kF32 && x.dtype != DType::kBF16) {
+    return Unsupported("{}: quantized linear takes f32 or bf16 inputs, got {}", n.name, DTypeName(x.dtype));
+  }
+  const bool bf16_in = x.dtype == DType::kBF16;
+  const int block = ws[0]->activation_block();
+  auto quantize = [=](const KernelContext& k, int64_t rows) {
+    return cpu::QuantizeActivations(k, rows, x.data, bf16_in, x.row_stride, x.cols, block);
+  };
+  if (n.op == OpKind::kLinear) {
+    if (total != o.cols) return InvalidArgument("{}: weights give {} outputs, value has {}", n.name, total, o.cols);
+    step.run = [=](const RunState& s) {
+      const int64_t rows = RowsOf(x.rows, s);
+      const KernelContext k = Kc(s);
+      const cpu::QuantizedRows xq = quantize(k, rows);
+      float* y = OutPtr(o, s);
+      const int64_t ldy = OutStride(o, s);
+      for (size_t j = 0; j < ws.size(); ++j) cpu::QuantLinear(k, rows, xq, *ws[j], biases[j], y + offsets[j], ldy);
+    };
+    return step;
+  }
+  if (mats != 2 || ws[0]->rows() != o.cols || ws[1]->rows() != o.cols) {
+    return InvalidArgument("{}: gate/up weights do not match the output width {}", n.name, o.cols);
+  }
+  auto* scratch = reinterpret_cast<float*>(ctx.scratch);
+  const int64_t width = o.cols;
+  step.run = [=](const RunState& s) {
+    const int64_t rows = RowsOf(x.rows, s);
+    const KernelContext k = Kc(s);
+    const cpu::QuantizedRows xq = quantize(k, rows);
+    cpu::QuantLinear(k, rows, xq, *ws[0], nullptr, scratch, 2 * width);
+    cpu::QuantLinear(k, rows, xq, *ws[1], nullptr, scratch + width, 2 * width);
+    cpu::SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, F(o), o.row_stride);
+  };
+  return step;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend() {
+  const std::vector<DType>& quantized = cpu::QuantKernelTypes();
   for (int i = 0; i < kNumOpKinds; ++i) {
     auto op = static_cast<OpKind>(i);
     SupportEntry e = Everything(op);
-    if (op == OpKind::kLinear || op == OpKind::kGateUpSiluMul || op == OpKind::kEmbedding) {
+    if (op == OpKind::kEmbedding) {
+      // Rows of any of these, quantized ones decoded one row at a time.
       e.weight_dtypes = {DType::kF32, DType::kF16, DType::kBF16};
-      e.weight_layout = op == OpKind::kEmbedding ? "rows" : "panel16";
+      e.weight_dtypes.insert(e.weight_dtypes.end(), quantized.begin(), quantized.end());
+      e.weight_layout = "rows";
+    }
+    if (op == OpKind::kLinear || op == OpKind::kGateUpSiluMul) {
+      e.weight_dtypes = {DType::kF32, DType::kF16, DType::kBF16};
+      e.weight_layout = "panel16";
+      // Block-quantized weights: the file's rows in place, int8 activations.
+      SupportEntry q = Everything(op);
+      q.weight_dtypes = quantized;
+      q.weight_layout = "gguf-rows";
+      q.note = "int8 activations";
+      support_.Add(std::move(e));
+      support_.Add(std::move(q));
+      continue;
     }
     support_.Add(std::move(e));
   }
@@ -135,6 +237,11 @@ bool CpuBackend::has_native_bf16_dot() const { return GetCpuInfo().avx512_bf16; 
 
 Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const Weight& w) {
   if (w.shape.size() != 2) return InvalidArgument("{}: not a matrix", w.name);
+  if (IsQuantized(w.dtype)) {
+    auto q = cpu::MakeQuantMatrix(w.dtype, w.data, w.nbytes, w.shape[0], w.shape[1]);
+    if (!q.ok()) return q.status().WithContext(w.name);
+    return std::shared_ptr<const PackedMatrix>(std::make_shared<CpuQuantMatrix>(*q));
+  }
   KILN_ASSIGN_OR_RETURN(cpu::PackedWeight p, cpu::PackLinearWeight(w.dtype, w.data, w.shape[0], w.shape[1]));
   return std::shared_ptr<const PackedMatrix>(std::make_shared<CpuPackedMatrix>(std::move(p)));
 }
@@ -186,6 +293,22 @@ Expected<Step> CpuBackend::Bind(const BindContext& ctx) {
     case OpKind::kEmbedding: {
       const Weight* table = n.weights[0];
       BoundValue o = out[0];
+      if (IsQuantized(table->dtype)) {
+        cpu::RowDequantizer decode = cpu::QuantRowDequantizer(table->dtype);
+        const int64_t vocab = table->shape[0], dim = table->shape[1];
+        auto row_bytes = DTypeBytes(table->dtype, static_cast<uint64_t>(dim));
+        if (decode == nullptr || !row_bytes || *row_bytes * static_cast<uint64_t>(vocab) != table->nbytes) {
+          return Unsupported("{}: embedding table {} of {} [{}, {}] cannot be read by rows", n.name, table->name,
+                             DTypeName(table->dtype), vocab, dim);
+        }
+        const auto bytes_per_row = static_cast<int64_t>(*row_bytes);
+        step.run = [=](const RunState& s) {
+          // Ids were validated against the vocabulary by Forward.
+          (void)cpu::EmbeddingWith(Kc(s), decode, table->data, bytes_per_row, vocab, dim, s.batch->token_ids,
+                                   s.batch->num_tokens, F(o), o.row_stride);
+        };
+        return step;
+      }
       step.run = [table, o](const RunState& s) {
         // Ids were validated against the vocabulary by Forward.
         (void)cpu::Embedding(Kc(s), table->dtype, table->data, table->shape[0], table->shape[1], s.batch->token_ids,
@@ -227,6 +350,8 @@ Expected<Step> CpuBackend::Bind(const BindContext& ctx) {
     }
     case OpKind::kLinear:
     case OpKind::kGateUpSiluMul: {
+      if (!ctx.packed.empty() && QuantPacked(ctx.packed[0]) != nullptr) return BindQuantLinear(ctx, std::move(step));
+      if (cpu::IsW8A8Node(ctx)) return cpu::BindW8A8Linear(ctx, std::move(step));
       size_t mats = n.weights.size() / 2;
       std::vector<const cpu::PackedWeight*> ws;
       std::vector<const float*> biases;

@@ -76,7 +76,7 @@ TEST(QuantizeRef, FloatConversionsAndErrors) {
   ASSERT_TRUE(QuantizeRowRef(DType::kBF16, x, h, 2).ok());
   EXPECT_EQ(h[0], 0x3EAB);  // 1/3 = 0x3EAAAAAB as float32, rounded to the top 16 bits
   EXPECT_EQ(QuantizeRowRef(DType::kQ8_0, x, h, 2).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(QuantizeRowRef(DType::kQ6_K, x, h, 256).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(QuantizeRowRef(DType::kQ2_K, x, h, 256).code(), StatusCode::kUnsupported);
 }
 
 }  // namespace

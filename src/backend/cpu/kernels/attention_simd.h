@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/simd_math.h"
 
@@ -41,32 +45,56 @@ struct KvRow<S, ElemType::kBF16> {
   static typename S::V LoadPart(const T* p, int n) { return S::LoadBf16Part(p, n); }
 };
 
+// Rows of the int8 cache, widened exactly; their per-row scales are applied
+// by AttentionWith.
+template <class S>
+struct KvRowI8 {
+  using T = int8_t;
+  static typename S::V Load(const T* p) {
+#if defined(__x86_64__)
+    if constexpr (S::kLanes == 8) {
+      return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    } else if constexpr (S::kLanes == 16) {
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+#endif
+    alignas(64) float f[S::kLanes];
+    for (int i = 0; i < S::kLanes; ++i) f[i] = static_cast<float>(p[i]);
+    return S::Load(f);
+  }
+  static typename S::V LoadPart(const T* p, int n) {
+    alignas(64) float f[S::kLanes] = {};
+    for (int i = 0; i < n; ++i) f[i] = static_cast<float>(p[i]);
+    return S::Load(f);
+  }
+};
+
 // q . k over d elements: vector lanes, then the fixed reduction tree.
-template <class S, ElemType KV>
-float Dot(const float* q, const typename KvRow<S, KV>::T* k, int d) {
+template <class S, class Row>
+float Dot(const float* q, const typename Row::T* k, int d) {
   constexpr int L = S::kLanes;
   auto acc = S::Zero();
   int i = 0;
-  for (; i + L <= d; i += L) acc = S::Fma(S::Load(q + i), KvRow<S, KV>::Load(k + i), acc);
-  if (i < d) acc = S::Fma(S::LoadPart(q + i, d - i), KvRow<S, KV>::LoadPart(k + i, d - i), acc);
+  for (; i + L <= d; i += L) acc = S::Fma(S::Load(q + i), Row::Load(k + i), acc);
+  if (i < d) acc = S::Fma(S::LoadPart(q + i, d - i), Row::LoadPart(k + i, d - i), acc);
   return S::ReduceAdd(acc);
 }
 
 // Four keys' Dot at once (k_j = k + j * stride): the same arithmetic per key,
 // four independent FMA chains instead of one to hide the FMA latency.
-template <class S, ElemType KV>
-void Dot4(const float* q, const typename KvRow<S, KV>::T* k, int64_t stride, int d, float* out) {
+template <class S, class Row>
+void Dot4(const float* q, const typename Row::T* k, int64_t stride, int d, float* out) {
   constexpr int L = S::kLanes;
   typename S::V acc[4] = {S::Zero(), S::Zero(), S::Zero(), S::Zero()};
   int i = 0;
   for (; i + L <= d; i += L) {
     const auto qv = S::Load(q + i);
-    for (int j = 0; j < 4; ++j) acc[j] = S::Fma(qv, KvRow<S, KV>::Load(k + j * stride + i), acc[j]);
+    for (int j = 0; j < 4; ++j) acc[j] = S::Fma(qv, Row::Load(k + j * stride + i), acc[j]);
   }
   if (i < d) {
     const auto qv = S::LoadPart(q + i, d - i);
     for (int j = 0; j < 4; ++j)
-      acc[j] = S::Fma(qv, KvRow<S, KV>::LoadPart(k + j * stride + i, d - i), acc[j]);
+      acc[j] = S::Fma(qv, Row::LoadPart(k + j * stride + i, d - i), acc[j]);
   }
   for (int j = 0; j < 4; ++j) out[j] = S::ReduceAdd(acc[j]);
 }
@@ -74,8 +102,8 @@ void Dot4(const float* q, const typename KvRow<S, KV>::T* k, int64_t stride, int
 // acc[0, d) = acc * correction + sum over j in [j0, j1] of p[j] * v_j, the
 // keys added in increasing j. Up to 4 vectors of the row stay in registers
 // while the block's keys stream past.
-template <class S, ElemType KV>
-void AccumulateValues(float* acc, float correction, const float* p, const typename KvRow<S, KV>::T* v0,
+template <class S, class Row>
+void AccumulateValues(float* acc, float correction, const float* p, const typename Row::T* v0,
                       int64_t v_stride, int j0, int j1, int d) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
@@ -94,9 +122,9 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
       const auto* v = v0 + j * v_stride + c0;
       for (int u = 0; u < 4; ++u) {
         if (lanes[u] == L) {
-          sum[u] = S::Fma(pj, KvRow<S, KV>::Load(v + u * L), sum[u]);
+          sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
         } else if (lanes[u] > 0) {
-          sum[u] = S::Fma(pj, KvRow<S, KV>::LoadPart(v + u * L, lanes[u]), sum[u]);
+          sum[u] = S::Fma(pj, Row::LoadPart(v + u * L, lanes[u]), sum[u]);
         }
       }
     }
@@ -106,9 +134,13 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
-template <class S, ElemType KV>
-void AttentionTyped(const AttentionArgs& a) {
-  using T = typename KvRow<S, KV>::T;
+// The kernel for rows read by Row. With k_scales/v_scales (the int8 cache:
+// [slot][kv_heads] floats), key j's score is dot(q, k_j) * (k_scale_j *
+// scale) and value j is weighted by p_j * v_scale_j, those products kept in
+// `weights` (block_size floats); without them (null) the float caches' math.
+template <class S, class Row>
+void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v_scales, float* weights) {
+  using T = typename Row::T;
   constexpr int L = S::kLanes;
   const int heads = a.h_end - a.h_begin;
   const int d = a.head_dim;
@@ -134,15 +166,25 @@ void AttentionTyped(const AttentionArgs& a) {
     const int64_t block_offset = static_cast<int64_t>(a.block_table[b]) * block_elems + a.kv_head * d;
     const T* k = k_pool + block_offset;
     const T* v = v_pool + block_offset;
+    const int64_t scale_offset = static_cast<int64_t>(a.block_table[b]) * bs * a.kv_heads + a.kv_head;
     for (int i = 0; i < heads; ++i) {
       const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
       float* s = scores + static_cast<int64_t>(i) * bs;
       int j = j0;
-      for (; j + 3 <= j1; j += 4) {
-        Dot4<S, KV>(q, k + j * row_stride, row_stride, d, s + j);
-        for (int u = 0; u < 4; ++u) s[j + u] *= a.scale;
+      if (k_scales == nullptr) {
+        for (; j + 3 <= j1; j += 4) {
+          Dot4<S, Row>(q, k + j * row_stride, row_stride, d, s + j);
+          for (int u = 0; u < 4; ++u) s[j + u] *= a.scale;
+        }
+        for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * row_stride, d) * a.scale;
+      } else {
+        const float* ks = k_scales + scale_offset;
+        for (; j + 3 <= j1; j += 4) {
+          Dot4<S, Row>(q, k + j * row_stride, row_stride, d, s + j);
+          for (int u = 0; u < 4; ++u) s[j + u] *= ks[(j + u) * a.kv_heads] * a.scale;
+        }
+        for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * row_stride, d) * (ks[j * a.kv_heads] * a.scale);
       }
-      for (; j <= j1; ++j) s[j] = Dot<S, KV>(q, k + j * row_stride, d) * a.scale;
 
       float block_max = s[j0];
       for (int j = j0 + 1; j <= j1; ++j) block_max = s[j] > block_max ? s[j] : block_max;
@@ -157,7 +199,13 @@ void AttentionTyped(const AttentionArgs& a) {
       for (int j = j0; j <= j1; ++j) sum += s[j];
       running_sum[i] = sum;
       running_max[i] = new_max;
-      AccumulateValues<S, KV>(acc + static_cast<int64_t>(i) * d, correction, s, v, row_stride, j0, j1, d);
+      const float* p = s;
+      if (v_scales != nullptr) {
+        const float* vs = v_scales + scale_offset;
+        for (int j = j0; j <= j1; ++j) weights[j] = s[j] * vs[j * a.kv_heads];
+        p = weights;
+      }
+      AccumulateValues<S, Row>(acc + static_cast<int64_t>(i) * d, correction, p, v, row_stride, j0, j1, d);
     }
   }
 
@@ -172,6 +220,11 @@ void AttentionTyped(const AttentionArgs& a) {
   }
 }
 
+template <class S, ElemType KV>
+void AttentionTyped(const AttentionArgs& a) {
+  AttentionWith<S, KvRow<S, KV>>(a, nullptr, nullptr, nullptr);
+}
+
 }  // namespace attention_detail
 
 template <class S>
@@ -181,6 +234,13 @@ void VecAttention(const AttentionArgs& a) {
     case ElemType::kF16: return attention_detail::AttentionTyped<S, ElemType::kF16>(a);
     case ElemType::kBF16: return attention_detail::AttentionTyped<S, ElemType::kBF16>(a);
   }
+}
+
+// Attention over the int8 cache: k_pool/v_pool hold int8 values, scaled per
+// (slot, KV head) by k_scales/v_scales; `weights` holds block_size floats.
+template <class S>
+void VecAttentionI8(const AttentionArgs& a, const float* k_scales, const float* v_scales, float* weights) {
+  attention_detail::AttentionWith<S, attention_detail::KvRowI8<S>>(a, k_scales, v_scales, weights);
 }
 
 }  // namespace kiln::cpu

@@ -11,8 +11,10 @@
 namespace kiln::cpu {
 
 // K and V pools of num_blocks fixed-size blocks, each
-// [block_size][kv_heads][head_dim] elements of dtype (F32, F16 or BF16).
-// A token's slot is block_id * block_size + offset in block. Not owning.
+// [block_size][kv_heads][head_dim] elements of dtype (F32, F16, BF16 or I8).
+// A token's slot is block_id * block_size + offset in block. An I8 cache
+// also has scale pools [num_blocks][block_size][kv_heads]: element c of
+// head h at slot s stands for k_scale[s * kv_heads + h] * k[...]. Not owning.
 struct KvCacheView {
   DType dtype = DType::kF32;
   void* k = nullptr;
@@ -21,18 +23,21 @@ struct KvCacheView {
   int32_t block_size = 0;
   int32_t kv_heads = 0;
   int32_t head_dim = 0;
+  float* k_scale = nullptr;  // I8 only
+  float* v_scale = nullptr;
 
   // Elements of one token's K (or V) row: kv_heads * head_dim.
   int64_t row_elements() const { return static_cast<int64_t>(kv_heads) * head_dim; }
 };
 
 // Checks that the view describes a usable cache: a supported dtype, positive
-// sizes, non-null pools.
+// sizes, non-null pools (and scale pools for I8).
 Status CheckKvCache(const KvCacheView& cache);
 
 // Stores token t's k and v rows (row_elements() floats at k + t * ldk and
 // v + t * ldv: they may be column slices of a fused QKV output) at slot
-// slots[t], converted to the cache dtype (round to nearest even). Tokens
+// slots[t], converted to the cache dtype (round to nearest even; for I8,
+// each head quantized with scale max|x| / 127, see qkernel_table.h). Tokens
 // with a negative slot (padding) are skipped.
 // REQUIRES: CheckKvCache(cache) is ok; slots[t] < num_blocks * block_size;
 // no two tokens share a slot.

@@ -7,6 +7,7 @@
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/packed_weight.h"
 #include "backend/cpu/kernels/parallel.h"
+#include "backend/cpu/qkernels/qkernel_table.h"
 
 namespace kiln::cpu {
 
@@ -60,7 +61,10 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   // heads too. Heads are computed independently, so the split changes nothing.
   const int64_t threads = ctx.num_threads();
   const int64_t pieces = groups >= threads ? 1 : std::min<int64_t>(group, (threads + groups - 1) / groups);
-  const int64_t scratch_floats = AttentionScratchFloats(group, cache.block_size, cache.head_dim);
+  const bool int8 = cache.dtype == DType::kI8;
+  const QuantKernelTable& qkernels = QuantKernelsFor(ctx.isa);
+  const int64_t scratch_floats = int8 ? AttentionI8ScratchFloats(group, cache.block_size, cache.head_dim)
+                                      : AttentionScratchFloats(group, cache.block_size, cache.head_dim);
 
   ParallelRanges(ctx, groups * pieces, 1, [&](int64_t begin, int64_t end, int) {
     float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);
@@ -89,7 +93,11 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
       args.block_size = cache.block_size;
       args.kv_heads = cache.kv_heads;
       args.scratch = scratch;
-      kernels.attention(args);
+      if (int8) {
+        qkernels.attention_i8(AttentionI8Args{args, cache.k_scale, cache.v_scale});
+      } else {
+        kernels.attention(args);
+      }
     }
   });
 }

@@ -1,0 +1,121 @@
+// The per-ISA entry points of the quantized kernels (block-quantized weights
+// times int8-quantized activations, and the int8 KV cache), chosen at run
+// time like the float kernels' KernelTable. Each entry computes one piece on
+// the calling thread; quant_linear.h and the KV kernels split the work.
+//
+// Included by the ISA-specific translation units: plain data only.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/kernels/kernel_table.h"
+#include "core/dtype.h"
+
+namespace kiln::cpu {
+
+// Weight rows are computed in groups of this many output rows: one output
+// vector of 8 lanes per activation row (see quant_gemm_simd.h).
+inline constexpr int kQuantGroupRows = 8;
+
+// Activations quantized for the integer dot products. Row m holds k int8
+// values at q + m * k, one scale per block of `block` values (32 or 256) at
+// d + m * (k / block), and the sum of every 16 consecutive int8 values at
+// sums + m * (k / 16). Value i of a row stands for d[i / block] * q[i].
+// Not owning.
+struct QuantizedRows {
+  int8_t* q = nullptr;
+  float* d = nullptr;
+  int16_t* sums = nullptr;
+  int64_t k = 0;
+  int block = 32;
+
+  const int8_t* row_q(int64_t m) const { return q + m * k; }
+  const float* row_d(int64_t m) const { return d + m * (k / block); }
+  const int16_t* row_sums(int64_t m) const { return sums + m * (k / 16); }
+};
+
+// Quantizes rows [m_begin, m_end) of x (fp32, or bfloat16 when `bf16`), row
+// m at x + m * ldx elements, into `out`: per block, d = max|x| / 127 and
+// q = round-half-even(x * (1 / d)) clamped to [-127, 127] (q = 0 when d = 0).
+struct QuantizeRowsArgs {
+  const void* x;
+  bool bf16;
+  int64_t ldx;
+  int64_t m_begin, m_end;
+  QuantizedRows out;
+};
+
+// y[m, n] = sum over blocks of W row n times activation row m (+ bias[n]),
+// for m in [m_begin, m_end) and n in row groups [g_begin, g_end) of
+// kQuantGroupRows (n < n_total). W row n is k / block_size(w_type) blocks of
+// the GGUF layout at w + n * row_bytes. The exact arithmetic per format is
+// written out in quant_reference.cc.
+struct QuantGemmArgs {
+  DType w_type;
+  const uint8_t* w;
+  int64_t row_bytes;
+  int64_t n_total;
+  int64_t k;
+  const QuantizedRows* x;
+  const float* bias;  // null: none
+  float* y;
+  int64_t ldy;
+  int64_t m_begin, m_end;
+  int64_t g_begin, g_end;
+};
+
+// Quantizes `rows` rows of `heads` heads of head_dim floats (row r, head h
+// at x + r * ldx + h * head_dim) to int8 with one scale per (row, head):
+// scale = max|x| / 127, q = round-half-even(x * (1 / scale)) (0 when the
+// scale is 0). Row r's q at q + r * heads * head_dim, its scales at
+// scales + r * heads.
+struct KvQuantizeArgs {
+  const float* x;
+  int64_t ldx;
+  int64_t rows;
+  int64_t heads;
+  int64_t head_dim;
+  int8_t* q;
+  float* scales;
+};
+
+// Paged attention over an int8 cache: `base` as for the float kernels with
+// k_pool/v_pool holding int8 values, and per-slot scales
+// [num_blocks][block_size][kv_heads] beside them. Key j's element c stands
+// for k_scales[slot j] * k[j][c]. `base.scratch` holds
+// AttentionI8ScratchFloats(...) floats.
+struct AttentionI8Args {
+  AttentionArgs base;
+  const float* k_scales;
+  const float* v_scales;
+};
+
+inline int64_t AttentionI8ScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
+  return AttentionScratchFloats(heads, block_size, head_dim) + block_size + 16;
+}
+
+struct QuantKernelTable {
+  Isa isa;
+  const char* name;  // "avx512-vnni", "avx2", "scalar", ...
+  void (*quantize_rows)(const QuantizeRowsArgs&);
+  void (*gemm)(const QuantGemmArgs&);
+  void (*kv_quantize)(const KvQuantizeArgs&);
+  void (*attention_i8)(const AttentionI8Args&);
+};
+
+// The table for `isa` (the AVX-512 one picks its VNNI variant when the CPU
+// has AVX512-VNNI). REQUIRES: IsaAvailable(isa) for running its kernels.
+const QuantKernelTable& QuantKernelsFor(Isa isa);
+
+namespace qref {
+const QuantKernelTable& Table();
+}
+namespace qavx2 {
+const QuantKernelTable& Table();
+}
+namespace qavx512 {
+const QuantKernelTable& Table();
+}
+
+}  // namespace kiln::cpu

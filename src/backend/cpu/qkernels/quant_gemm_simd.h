@@ -1,0 +1,589 @@
+// The quantized GEMM with 256-bit integer vectors, for the AVX2 and AVX-512
+// translation units: block-quantized weights (GGUF layouts, read in place)
+// times int8 activations (qkernel_table.h's QuantizedRows).
+//
+// Eight weight rows are done together. Per block, each row's quantized
+// values are unpacked once into unsigned (Q8_0: signed) bytes and reused by
+// up to kRowTile activation rows. For each (activation row, weight row) the
+// products are summed in int32 lanes (AVX2: maddubs + madd; VNNI: vpdpbusd),
+// with the format's sub-block scales applied in integers; the eight rows'
+// lane vectors are then reduced to one vector holding each row's exact
+// block sum. So the per-block integers equal the reference's, and the fp32
+// part, acc = fma(d * dx, A, acc) per block in block order (then the B term),
+// runs lane by lane in the reference's order: the result equals
+// quant_reference.cc bit for bit, whatever the batch, tile or thread split.
+//
+// Included by *_avx2.cc and *_avx512.cc only. Everything is in an anonymous
+// namespace so that each instruction set's copy stays its own.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/qkernels/qkernel_table.h"
+#include "quant/ggml_blocks.h"
+
+namespace kiln::cpu {
+namespace {
+namespace qgemm {
+
+// Activation rows computed together against one unpacked weight block, and
+// rows kept in cache while the weight row groups pass over them.
+constexpr int kRowTile = 4;
+constexpr int64_t kRowBlock = 32;
+
+// Integer dot products of 32 unsigned by 32 signed bytes into 8 int32
+// lanes, lane i summing elements 4i .. 4i+3. Cannot overflow for the
+// values the formats produce (|u| <= 128, |s| <= 127).
+struct DotAvx2 {
+  static __m256i Dot(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+};
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+struct DotVnni {
+  static __m256i Dot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+};
+#endif
+
+// As Dot, with the products of pair i (elements 2i, 2i+1) multiplied by the
+// int16 scales[i] (the k-quants' sub-block scales): maddubs then madd, which
+// no instruction set beats here (VNNI would need a 32-bit multiply after).
+inline __m256i ScaledDot(__m256i u, __m256i s, __m256i scales) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales);
+}
+
+// [sum(p[0]), ..., sum(p[7])]: each row's lanes added up (exact integers).
+inline __m256i ReduceRows8(const __m256i p[8]) {
+  const __m256i s01 = _mm256_hadd_epi32(p[0], p[1]);
+  const __m256i s23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i s45 = _mm256_hadd_epi32(p[4], p[5]);
+  const __m256i s67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i s0123 = _mm256_hadd_epi32(s01, s23);
+  const __m256i s4567 = _mm256_hadd_epi32(s45, s67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
+                          _mm256_permute2x128_si256(s0123, s4567, 0x31));
+}
+
+inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 16 nibbles-per-byte as 32 bytes: low nibbles first (elements 0-15), then
+// high nibbles (16-31): the Q4_0/Q4_1/Q5_x packing.
+inline __m256i Nibbles32(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low), _mm_and_si128(v, low));
+}
+
+// Byte i = 0x10 where bit i of the little-endian uint32 at qh is set, else 0.
+inline __m256i FifthBits32(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+inline float HalfToFloat(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// ---- Formats with blocks of 32 ------------------------------------------
+
+// What the kernel needs of 8 rows' block b: their values as bytes, d, and
+// the second scale (m) where the format has one.
+struct Tile32 {
+  __m256i w[8];
+  alignas(32) float d[8];
+  alignas(32) float m[8];
+};
+
+// Each format: the block type, how its values come out as bytes, the
+// integer correction per activation block (a multiple of the block's sum of
+// q), and whether a B term (m * sum q) follows.
+struct FormatQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = Load256(b->qs);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+struct FormatQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 8;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = Nibbles32(b->qs);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+struct FormatQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 16;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = _mm256_or_si256(Nibbles32(b->qs), FifthBits32(b->qh));
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+struct FormatQ4_1 {
+  using Block = BlockQ4_1;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = Nibbles32(b->qs);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+    t.m[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->m));
+  }
+};
+struct FormatQ5_1 {
+  using Block = BlockQ5_1;
+  static constexpr bool kSigned = false;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = _mm256_or_si256(Nibbles32(b->qs), FifthBits32(b->qh));
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+    t.m[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->m));
+  }
+};
+
+// Adds activation row block (q, dx, sum of q) times the tile to acc (8 rows).
+template <class D, class F>
+inline __m256 Accumulate32(const Tile32& t, const int8_t* q, float dx, int32_t q_sum, __m256 acc) {
+  const __m256i x = Load256(q);
+  __m256i p[8];
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (F::kSigned) {
+      p[j] = D::Dot(_mm256_abs_epi8(t.w[j]), _mm256_sign_epi8(x, t.w[j]));
+    } else {
+      p[j] = D::Dot(t.w[j], x);
+    }
+  }
+  __m256i a = ReduceRows8(p);
+  if constexpr (F::kOffset != 0) a = _mm256_sub_epi32(a, _mm256_set1_epi32(F::kOffset * q_sum));
+  const __m256 dxv = _mm256_set1_ps(dx);
+  acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.d), dxv), _mm256_cvtepi32_ps(a), acc);
+  if constexpr (F::kHasMin) {
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.m), dxv), _mm256_set1_ps(static_cast<float>(q_sum)), acc);
+  }
+  return acc;
+}
+
+// ---- K-quants: super-blocks of 256 --------------------------------------
+
+struct Tile256 {
+  __m256i w[8][8];      // row j, elements 32v .. 32v+31
+  __m256i scale[8][8];  // int16 scales of the pairs of vector v: elements 0-15, then 16-31
+  __m256i corr[8];      // int16 multipliers of the activation's 16 piece sums, added to A
+  __m256i min[8];       // int16 multipliers of the piece sums giving B
+  alignas(32) float d[8];
+  alignas(32) float dm[8];
+};
+
+// The pshufb masks that spread int16 lanes over a vector's two halves: for
+// vector v, int16 element `lo` of a 128-bit lane into the low half and `hi`
+// into the high half (each half of the source holding the same 8 values).
+inline __m256i SpreadMask(int lo, int hi) {
+  const auto b0 = static_cast<char>(2 * lo), b1 = static_cast<char>(2 * lo + 1);
+  const auto c0 = static_cast<char>(2 * hi), c1 = static_cast<char>(2 * hi + 1);
+  return _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, c0, c1, c0, c1, c0, c1, c0,
+                          c1, c0, c1, c0, c1, c0, c1, c0, c1);
+}
+
+// Scales for 16-value pieces: s16 holds 16 int16 scales, piece i's at lane
+// i. Vector v covers pieces 2v and 2v+1.
+inline void SetPieceScales(__m256i s16, __m256i out[8]) {
+  const __m256i low = _mm256_permute2x128_si256(s16, s16, 0x00);   // pieces 0-7 in both halves
+  const __m256i high = _mm256_permute2x128_si256(s16, s16, 0x11);  // pieces 8-15
+  for (int v = 0; v < 4; ++v) out[v] = _mm256_shuffle_epi8(low, SpreadMask(2 * v, 2 * v + 1));
+  for (int v = 4; v < 8; ++v) out[v] = _mm256_shuffle_epi8(high, SpreadMask(2 * v - 8, 2 * v - 7));
+}
+
+// Scales for 32-value sub-blocks: s8 holds 8 int16 scales; vector v uses s8[v].
+inline void SetSubBlockScales(__m128i s8, __m256i out[8]) {
+  const __m256i both = _mm256_set_m128i(s8, s8);
+  for (int v = 0; v < 8; ++v) out[v] = _mm256_shuffle_epi8(both, SpreadMask(v, v));
+}
+
+inline uint32_t Word(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+// Q4_K/Q5_K's 12 scale bytes as [sc0..sc7, m0..m7], 6 bits each (see
+// quant/dequantize.h UnpackScaleMinK4).
+inline __m128i UnpackScalesMinsK4(const uint8_t* s) {
+  const uint32_t a0 = Word(s), a1 = Word(s + 4), a2 = Word(s + 8);
+  const uint32_t sc_low = a0 & 0x3f3f3f3fu, m_low = a1 & 0x3f3f3f3fu;
+  const uint32_t sc_high = (a2 & 0x0f0f0f0fu) | ((a0 >> 2) & 0x30303030u);
+  const uint32_t m_high = ((a2 >> 4) & 0x0f0f0f0fu) | ((a1 >> 2) & 0x30303030u);
+  return _mm_set_epi32(static_cast<int>(m_high), static_cast<int>(m_low), static_cast<int>(sc_high),
+                       static_cast<int>(sc_low));
+}
+
+// Q3_K's 16 6-bit scales (before subtracting 32) as bytes (see
+// quant/dequantize.h UnpackScaleQ3_K).
+inline __m128i UnpackScalesQ3_K(const uint8_t* s) {
+  const uint32_t a0 = Word(s), a1 = Word(s + 4), a2 = Word(s + 8);
+  const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  const uint32_t s0 = (a0 & m4) | ((a2 & m2) << 4);
+  const uint32_t s1 = (a1 & m4) | (((a2 >> 2) & m2) << 4);
+  const uint32_t s2 = ((a0 >> 4) & m4) | (((a2 >> 4) & m2) << 4);
+  const uint32_t s3 = ((a1 >> 4) & m4) | (((a2 >> 6) & m2) << 4);
+  return _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
+}
+
+inline __m256i Negate16(__m256i v) { return _mm256_sub_epi16(_mm256_setzero_si256(), v); }
+
+// The K4 sub-block scales, and the mins as -m per 16-value piece.
+inline void SetScalesMinsK4(const uint8_t* scales, int j, Tile256& t) {
+  const __m128i sm = UnpackScalesMinsK4(scales);
+  const __m128i sc = _mm_cvtepu8_epi16(sm);
+  const __m128i m = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+  SetSubBlockScales(sc, t.scale[j]);
+  t.min[j] = Negate16(_mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)));
+}
+
+struct FormatQ4_K {
+  using Block = BlockQ4_K;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = true;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = Load256(b->qs + 32 * c);
+      t.w[j][2 * c] = _mm256_and_si256(v, low);
+      t.w[j][2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+    }
+    SetScalesMinsK4(b->scales, j, t);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+    t.dm[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->dmin));
+  }
+};
+
+struct FormatQ5_K {
+  using Block = BlockQ5_K;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = true;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i qh = Load256(b->qh);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = Load256(b->qs + 32 * c);
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4);
+      t.w[j][2 * c] = _mm256_or_si256(_mm256_and_si256(v, low), h0);
+      t.w[j][2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), h1);
+    }
+    SetScalesMinsK4(b->scales, j, t);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+    t.dm[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->dmin));
+  }
+};
+
+struct FormatQ6_K {
+  using Block = BlockQ6_K;
+  static constexpr bool kCorr = true;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i two = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = Load256(b->ql + 64 * h);
+      const __m256i ql1 = Load256(b->ql + 64 * h + 32);
+      const __m256i qh = Load256(b->qh + 32 * h);
+      auto high = [&](int shift) {
+        return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), two), 4);
+      };
+      t.w[j][4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, low), high(0));
+      t.w[j][4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, low), high(2));
+      t.w[j][4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low), high(4));
+      t.w[j][4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low), high(6));
+    }
+    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales)));
+    SetPieceScales(s16, t.scale[j]);
+    t.corr[j] = Negate16(_mm256_slli_epi16(s16, 5));  // -32 sc
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+
+struct FormatQ2_K {
+  using Block = BlockQ2_K;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = true;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    const __m256i two = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = Load256(b->qs + 32 * h);
+      for (int g = 0; g < 4; ++g) t.w[j][4 * h + g] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * g), two);
+    }
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    SetPieceScales(_mm256_cvtepu8_epi16(_mm_and_si128(packed, nibble)), t.scale[j]);
+    t.min[j] = Negate16(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble)));
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+    t.dm[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->dmin));
+  }
+};
+
+struct FormatQ3_K {
+  using Block = BlockQ3_K;
+  static constexpr bool kCorr = true;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    const __m256i two = _mm256_set1_epi8(3);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i hmask = Load256(b->hmask);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i v = Load256(b->qs + 32 * h);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i low = _mm256_and_si256(_mm256_srli_epi16(v, 2 * g), two);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + g), one);
+        t.w[j][4 * h + g] = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+      }
+    }
+    const __m256i s16 =
+        _mm256_sub_epi16(_mm256_cvtepu8_epi16(UnpackScalesQ3_K(b->scales)), _mm256_set1_epi16(32));
+    SetPieceScales(s16, t.scale[j]);
+    t.corr[j] = Negate16(_mm256_slli_epi16(s16, 2));  // -4 (sc - 32)
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+
+template <class D, class F>
+inline __m256 Accumulate256(const Tile256& t, const int8_t* q, float dx, const int16_t* piece_sums, __m256 acc) {
+  __m256i x[8];
+  for (int v = 0; v < 8; ++v) x[v] = Load256(q + 32 * v);
+  const __m256i sums = Load256(piece_sums);
+  __m256i p[8];
+  for (int j = 0; j < 8; ++j) {
+    __m256i s = ScaledDot(t.w[j][0], x[0], t.scale[j][0]);
+    for (int v = 1; v < 8; ++v) s = _mm256_add_epi32(s, ScaledDot(t.w[j][v], x[v], t.scale[j][v]));
+    if constexpr (F::kCorr) s = _mm256_add_epi32(s, _mm256_madd_epi16(t.corr[j], sums));
+    p[j] = s;
+  }
+  const __m256i a = ReduceRows8(p);
+  const __m256 dxv = _mm256_set1_ps(dx);
+  acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.d), dxv), _mm256_cvtepi32_ps(a), acc);
+  if constexpr (F::kHasMin) {
+    for (int j = 0; j < 8; ++j) p[j] = _mm256_madd_epi16(t.min[j], sums);
+    const __m256i b = ReduceRows8(p);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.dm), dxv), _mm256_cvtepi32_ps(b), acc);
+  }
+  return acc;
+}
+
+// ---- The driver -----------------------------------------------------------
+
+// Stores the 8 lanes of one output row (n_valid of them), plus bias.
+inline void StoreRow(float* y, __m256 v, const float* bias, int n_valid) {
+  if (n_valid == 8) {
+    if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  for (int i = 0; i < n_valid; ++i) y[i] = bias != nullptr ? lanes[i] + bias[i] : lanes[i];
+}
+
+// R activation rows from m against the weight row group whose rows start at rows[0..7].
+template <class D, class F, int R>
+void GroupTile32(const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m, float* y, const float* bias,
+                 int n_valid) {
+  using Block = typename F::Block;
+  const int64_t blocks = a.k / kQK;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  Tile32 t;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int j = 0; j < 8; ++j) F::Unpack(reinterpret_cast<const Block*>(rows[j]) + b, j, t);
+    for (int r = 0; r < R; ++r) {
+      const int16_t* s = a.x->row_sums(m + r) + 2 * b;
+      acc[r] = Accumulate32<D, F>(t, a.x->row_q(m + r) + kQK * b, a.x->row_d(m + r)[b],
+                                  static_cast<int32_t>(s[0]) + s[1], acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+template <class D, class F, int R>
+void GroupTile256(const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m, float* y, const float* bias,
+                  int n_valid) {
+  using Block = typename F::Block;
+  const int64_t blocks = a.k / kQK_K;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  Tile256 t;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int j = 0; j < 8; ++j) F::Unpack(reinterpret_cast<const Block*>(rows[j]) + b, j, t);
+    for (int r = 0; r < R; ++r) {
+      acc[r] = Accumulate256<D, F>(t, a.x->row_q(m + r) + kQK_K * b, a.x->row_d(m + r)[b],
+                                   a.x->row_sums(m + r) + 16 * b, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+template <class D, class F, bool kSuper>
+void GroupTile(int r, const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m, float* y,
+               const float* bias, int n_valid) {
+  static_assert(kRowTile == 4);
+  if constexpr (kSuper) {
+    switch (r) {
+      case 1: return GroupTile256<D, F, 1>(a, rows, m, y, bias, n_valid);
+      case 2: return GroupTile256<D, F, 2>(a, rows, m, y, bias, n_valid);
+      case 3: return GroupTile256<D, F, 3>(a, rows, m, y, bias, n_valid);
+      default: return GroupTile256<D, F, 4>(a, rows, m, y, bias, n_valid);
+    }
+  } else {
+    switch (r) {
+      case 1: return GroupTile32<D, F, 1>(a, rows, m, y, bias, n_valid);
+      case 2: return GroupTile32<D, F, 2>(a, rows, m, y, bias, n_valid);
+      case 3: return GroupTile32<D, F, 3>(a, rows, m, y, bias, n_valid);
+      default: return GroupTile32<D, F, 4>(a, rows, m, y, bias, n_valid);
+    }
+  }
+}
+
+// Row blocks of kRowBlock activation rows; within each, every row group of
+// the range, and within that, tiles of kRowTile rows.
+template <class D, class F, bool kSuper>
+void Gemm(const QuantGemmArgs& a) {
+  for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
+    const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
+    for (int64_t g = a.g_begin; g < a.g_end; ++g) {
+      const int64_t n0 = g * kQuantGroupRows;
+      const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+      // Rows past the end repeat the last row; their lanes are not stored.
+      const uint8_t* rows[8];
+      for (int j = 0; j < 8; ++j) rows[j] = a.w + (n0 + (j < n_valid ? j : n_valid - 1)) * a.row_bytes;
+      const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+      for (int64_t m = mb; m < me; m += kRowTile) {
+        const int r = static_cast<int>(me - m < kRowTile ? me - m : kRowTile);
+        GroupTile<D, F, kSuper>(r, a, rows, m, a.y + m * a.ldy + n0, bias, n_valid);
+      }
+    }
+  }
+}
+
+template <class D>
+void GemmAny(const QuantGemmArgs& a) {
+  switch (a.w_type) {
+    case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);
+    case DType::kQ4_0: return Gemm<D, FormatQ4_0, false>(a);
+    case DType::kQ5_0: return Gemm<D, FormatQ5_0, false>(a);
+    case DType::kQ4_1: return Gemm<D, FormatQ4_1, false>(a);
+    case DType::kQ5_1: return Gemm<D, FormatQ5_1, false>(a);
+    case DType::kQ2_K: return Gemm<D, FormatQ2_K, true>(a);
+    case DType::kQ3_K: return Gemm<D, FormatQ3_K, true>(a);
+    case DType::kQ4_K: return Gemm<D, FormatQ4_K, true>(a);
+    case DType::kQ5_K: return Gemm<D, FormatQ5_K, true>(a);
+    case DType::kQ6_K: return Gemm<D, FormatQ6_K, true>(a);
+    default: return;  // PackQuantMatrix admits no other type
+  }
+}
+
+// ---- Activation quantization ----------------------------------------------
+
+// As the reference: d = max|x| / 127 (0 below float's normal range or when
+// infinite), q = round-half-even(x / d) within [-127, 127].
+inline void BlockScale(float amax, float* d, float* inverse) {
+  float scale = amax / 127.0f;
+  if (!(scale >= std::numeric_limits<float>::min()) || scale > std::numeric_limits<float>::max()) scale = 0.0f;
+  *d = scale;
+  *inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+}
+
+inline __m256 LoadFloats(const void* x, bool bf16, int64_t at) {
+  if (bf16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(x) + at));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  return _mm256_loadu_ps(static_cast<const float*>(x) + at);
+}
+
+inline float MaxLane(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 32 values: 4 vectors of int32 rounded and clamped, packed to bytes in order.
+inline __m256i RoundPack32(const __m256 v[4], __m256 inverse) {
+  const __m256i hi = _mm256_set1_epi32(127), lo = _mm256_set1_epi32(-127);
+  __m256i i[4];
+  for (int u = 0; u < 4; ++u) {
+    i[u] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[u], inverse)), hi), lo);
+  }
+  const __m256i p01 = _mm256_packs_epi32(i[0], i[1]);
+  const __m256i p23 = _mm256_packs_epi32(i[2], i[3]);
+  const __m256i bytes = _mm256_packs_epi16(p01, p23);
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+template <int kBlock>
+void QuantizeRowsTyped(const QuantizeRowsArgs& a) {
+  constexpr int kVectors = kBlock / 8;
+  const int64_t k = a.out.k;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int64_t m = a.m_begin; m < a.m_end; ++m) {
+    int8_t* q = a.out.q + m * k;
+    float* d = a.out.d + m * (k / kBlock);
+    int16_t* sums = a.out.sums + m * (k / 16);
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      __m256 v[kVectors];
+      __m256 amax = _mm256_setzero_ps();
+      for (int u = 0; u < kVectors; ++u) {
+        v[u] = LoadFloats(a.x, a.bf16, m * a.ldx + b * kBlock + 8 * u);
+        amax = _mm256_max_ps(amax, _mm256_and_ps(v[u], abs_mask));
+      }
+      float inverse;
+      BlockScale(MaxLane(amax), &d[b], &inverse);
+      const __m256 inv = _mm256_set1_ps(inverse);
+      for (int u = 0; u < kVectors; u += 4) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock + 8 * u), RoundPack32(v + u, inv));
+      }
+    }
+    // Piece sums: 16 bytes widened and added (exact).
+    for (int64_t i = 0; i < k / 16; ++i) {
+      const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * i)));
+      const __m256i pairs = _mm256_madd_epi16(wide, _mm256_set1_epi16(1));
+      __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+      s = _mm_hadd_epi32(s, s);
+      s = _mm_hadd_epi32(s, s);
+      sums[i] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
+    }
+  }
+}
+
+inline void QuantizeRows(const QuantizeRowsArgs& a) {
+  if (a.out.block == kQK_K) {
+    QuantizeRowsTyped<kQK_K>(a);
+  } else {
+    QuantizeRowsTyped<kQK>(a);
+  }
+}
+
+}  // namespace qgemm
+}  // namespace
+}  // namespace kiln::cpu

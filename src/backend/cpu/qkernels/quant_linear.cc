@@ -1,0 +1,85 @@
+// Splitting the quantized linear layer over threads: activation rows first
+// (quantized once), then a grid of row pieces x weight row groups.
+#include "backend/cpu/qkernels/quant_linear.h"
+
+#include <algorithm>
+
+#include "backend/cpu/kernels/parallel.h"
+
+namespace kiln::cpu {
+namespace {
+
+// As the float linear: from this many rows, threads split rows as well as
+// weight row groups; a thread then gets at least this many groups.
+constexpr int64_t kManyRows = 16;
+constexpr int64_t kMinGroupsPerThread = 8;
+constexpr int64_t kRowTile = 4;
+
+size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
+                                  int64_t k, int block) {
+  const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
+  const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
+  const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
+  const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes) / sizeof(float));
+  auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
+  QuantizedRows out;
+  out.q = reinterpret_cast<int8_t*>(base);
+  out.d = reinterpret_cast<float*>(base + q_bytes);
+  out.sums = reinterpret_cast<int16_t*>(base + q_bytes + d_bytes);
+  out.k = k;
+  out.block = block;
+  if (rows <= 0) return out;
+  const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
+  ParallelRanges(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1)),
+                 [&](int64_t begin, int64_t end, int) {
+                   QuantizeRowsArgs args{x, bf16, ldx, begin, end, out};
+                   kernels.quantize_rows(args);
+                 });
+  return out;
+}
+
+void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w,
+                 const float* bias, float* y, int64_t ldy) {
+  if (rows <= 0 || w.rows() <= 0) return;
+  const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
+  const int64_t groups = (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows;
+  const int64_t threads = ctx.num_threads();
+  // A grid of row pieces x group pieces, one cell per thread. Any split
+  // gives the same numbers; this one keeps each thread's weights apart.
+  int64_t group_pieces = std::min(threads, groups);
+  int64_t row_pieces = 1;
+  if (rows >= kManyRows) {
+    group_pieces = std::clamp<int64_t>(groups / kMinGroupsPerThread, 1, threads);
+    row_pieces = std::max<int64_t>(1, std::min(threads / group_pieces, (rows + kRowTile - 1) / kRowTile));
+  }
+  const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
+  ParallelRanges(ctx, row_pieces * group_pieces, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t cell = begin; cell < end; ++cell) {
+      const IndexRange tiles =
+          ThreadPool::StaticRange(row_tiles, static_cast<int>(row_pieces), static_cast<int>(cell / group_pieces));
+      const IndexRange group_range =
+          ThreadPool::StaticRange(groups, static_cast<int>(group_pieces), static_cast<int>(cell % group_pieces));
+      QuantGemmArgs args{};
+      args.w_type = w.dtype();
+      args.w = w.data();
+      args.row_bytes = w.row_bytes();
+      args.n_total = w.rows();
+      args.k = w.cols();
+      args.x = &x;
+      args.bias = bias;
+      args.y = y;
+      args.ldy = ldy;
+      args.m_begin = tiles.begin * kRowTile;
+      args.m_end = std::min(rows, tiles.end * kRowTile);
+      args.g_begin = group_range.begin;
+      args.g_end = group_range.end;
+      if (args.m_begin < args.m_end && args.g_begin < args.g_end) kernels.gemm(args);
+    }
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,33 @@
+// The linear layer y = x W^T + bias on block-quantized weights: the
+// activation rows are quantized to int8 once per call (blocks of 32 or 256
+// with a float scale each), then every output is a sum of exact integer
+// block dot products, each scaled and added in fp32 in block order.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels/kernel_context.h"
+#include "backend/cpu/qkernels/qkernel_table.h"
+#include "backend/cpu/qkernels/quant_matrix.h"
+
+namespace kiln::cpu {
+
+// Quantizes rows m < rows of x (fp32, or bfloat16 when `bf16`; row m at
+// x + m * ldx elements, k values) in blocks of `block` (32 or 256) into
+// memory of the calling thread, valid until its next call. The split over
+// threads changes nothing: each row is quantized on its own.
+// REQUIRES: k % block == 0; ldx >= k.
+QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
+                                  int64_t k, int block);
+
+// y[m, n] = (quantized row m) . (W row n) (+ bias[n]) for m < rows, n <
+// w.rows(), as quant_reference.cc defines it per format. Deterministic: the
+// value of y[m, n] depends only on activation row m and weight row n, never
+// on `rows`, the ISA's tiling or the threads; every ISA computes the same
+// bits. Rows of y are ldy floats apart (y may be a column slice).
+// REQUIRES: x.k == w.cols(), x.block == w.activation_block(); ldy >= N; y
+// overlaps neither x nor bias.
+void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w,
+                 const float* bias, float* y, int64_t ldy);
+
+}  // namespace kiln::cpu
