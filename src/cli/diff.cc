@@ -1,0 +1,204 @@
+// `kiln diff`: runs two models, or two configurations of one, on the same
+// prompt and compares every named intermediate value layer by layer, to find
+// where a quantization, a precision or a backend starts to go wrong.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "accuracy/tensor_compare.h"
+#include "backend/kv_cache.h"
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "compiler/compiled_model.h"
+#include "format/weight_store.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kiln::cli {
+namespace {
+
+// Exit statuses: the comparison ran and passed, fell below --fail-below, or
+// could not run.
+constexpr int kBelowThreshold = 1;
+constexpr int kError = 2;
+
+struct Side {
+  std::string model;
+  std::string precision = "mixed";
+  std::string kv_cache_dtype = "f32";
+  std::string backend = "cpu";
+};
+
+struct DiffArgs {
+  Side a, b;
+  std::string prompt;
+  double threshold = 0.99;
+  double fail_below = -1;  // unset
+  std::string values = "invariant";
+  int threads = 0;
+  bool json = false;
+};
+
+// One run of one side on `ids`, all positions' values captured.
+Expected<std::vector<CapturedValue>> RunSide(const Side& side, const std::vector<int32_t>& ids, int threads,
+                                             int64_t* vocab_out) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> weights, WeightStore::Open(side.model));
+  CompileOptions co;
+  co.backend = side.backend;
+  KILN_ASSIGN_OR_RETURN(co.precision, ParsePrecision(side.precision));
+  KILN_ASSIGN_OR_RETURN(co.kv_dtype, ParseKvCacheDType(side.kv_cache_dtype));
+  co.max_batch_tokens = static_cast<int64_t>(ids.size());
+  co.max_seqs = 1;
+  co.threads = threads;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(*weights, co));
+  const int64_t vocab = model->config().vocab_size;
+  *vocab_out = vocab;
+  if (static_cast<int64_t>(ids.size()) > model->max_model_len()) {
+    return OutOfRange("prompt of {} tokens beyond the model's context of {}", ids.size(), model->max_model_len());
+  }
+  const int64_t bs = model->options().block_size;
+  const int64_t blocks = (static_cast<int64_t>(ids.size()) + bs - 1) / bs;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, KvCache::Allocate(model->MakeKvLayout(blocks), HostMemory()));
+  std::vector<int32_t> table(static_cast<size_t>(blocks)), positions, seq(ids.size(), 0), rows;
+  for (int64_t i = 0; i < blocks; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    positions.push_back(static_cast<int32_t>(i));
+    rows.push_back(static_cast<int32_t>(i));
+  }
+  const int32_t query_start[2] = {0, static_cast<int32_t>(ids.size())};
+  const auto len = static_cast<int32_t>(ids.size());
+  const int32_t* tables[1] = {table.data()};
+  ForwardBatch batch;
+  batch.num_tokens = len;
+  batch.token_ids = ids.data();
+  batch.positions = positions.data();
+  batch.token_seq = seq.data();
+  batch.num_seqs = 1;
+  batch.query_start = query_start;
+  batch.seq_lens = &len;
+  batch.block_tables = tables;
+  batch.num_output_rows = len;
+  batch.output_rows = rows.data();
+  std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
+  ValueCapture capture;
+  KILN_RETURN_IF_ERROR(model->Forward(batch, *cache, logits.data(), vocab, &capture.fn()));
+  KILN_RETURN_IF_ERROR(capture.status());
+  return capture.values();
+}
+
+std::string SideLabel(const Side& s) {
+  return fmt::format("{} (precision {}, kv {}, backend {})", s.model, s.precision, s.kv_cache_dtype, s.backend);
+}
+
+// Returns the exit status.
+Expected<int> RunDiff(const DiffArgs& args) {
+  if (args.a.model.empty()) return InvalidArgument("no model A");
+  if (args.prompt.empty()) return InvalidArgument("no prompt: give --prompt TEXT");
+  Side b = args.b;
+  if (b.model.empty()) b.model = args.a.model;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(args.a.model));
+  const std::vector<int32_t> ids = tokenizer->Encode(args.prompt, /*add_special=*/true);
+  if (ids.empty()) return InvalidArgument("the prompt has no tokens");
+
+  int64_t vocab_a = 0, vocab_b = 0;
+  auto values_a = RunSide(args.a, ids, args.threads, &vocab_a);
+  if (!values_a.ok()) return values_a.status().WithContext("A");
+  auto values_b = RunSide(b, ids, args.threads, &vocab_b);
+  if (!values_b.ok()) return values_b.status().WithContext("B");
+  if (vocab_a != vocab_b) return InvalidArgument("A has {} tokens in its vocabulary, B {}", vocab_a, vocab_b);
+
+  std::function<bool(const std::string&)> keep;
+  if (args.values == "invariant") keep = IsLayoutInvariantValue;
+  const std::vector<DiffRow> rows = DiffValues(*values_a, *values_b, keep);
+  if (rows.empty()) return InvalidArgument("A and B have no value of the same name and shape to compare");
+  const int64_t first = FirstBelow(rows, args.threshold);
+  double min_cosine = 1;
+  for (const DiffRow& r : rows) min_cosine = std::min(min_cosine, r.stats.cosine);
+  const bool failed = args.fail_below >= 0 && !(min_cosine >= args.fail_below);
+
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["a"] = SideLabel(args.a);
+    j["b"] = SideLabel(b);
+    j["tokens"] = ids.size();
+    j["threshold"] = args.threshold;
+    j["values"] = nlohmann::json::array();
+    for (const DiffRow& r : rows) {
+      j["values"].push_back({{"name", r.name},
+                             {"layer", r.layer},
+                             {"shape", {r.rows, r.cols}},
+                             {"cosine", r.stats.cosine},
+                             {"max_abs", r.stats.max_abs},
+                             {"mean_abs", r.stats.mean_abs}});
+    }
+    j["first_below"] = first >= 0 ? nlohmann::json(rows[static_cast<size_t>(first)].name) : nlohmann::json();
+    j["min_cosine"] = min_cosine;
+    j["failed"] = failed;
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("A: {}\nB: {}\nprompt: {} tokens; {} values compared\n\n", SideLabel(args.a), SideLabel(b), ids.size(),
+               rows.size());
+    fmt::print("{:>5}  {:<28} {:>12} {:>12} {:>12}\n", "layer", "tensor", "cosine", "max abs", "mean abs");
+    for (const DiffRow& r : rows) {
+      fmt::print("{:>5}  {:<28} {:>12.6f} {:>12.4g} {:>12.4g}{}\n", r.layer >= 0 ? fmt::format("{}", r.layer) : "-",
+                 r.name, r.stats.cosine, r.stats.max_abs, r.stats.mean_abs,
+                 !(r.stats.cosine >= args.threshold) ? "  <" : "");
+    }
+    if (first >= 0) {
+      const DiffRow& r = rows[static_cast<size_t>(first)];
+      fmt::print("\nfirst below {}: {} (layer {}, cosine {:.6f})\n", args.threshold, r.name,
+                 r.layer >= 0 ? fmt::format("{}", r.layer) : "-", r.stats.cosine);
+    } else {
+      fmt::print("\nevery value has cosine >= {} (lowest {:.6f})\n", args.threshold, min_cosine);
+    }
+    if (failed) fmt::print("FAIL: lowest cosine {:.6f} is below {}\n", min_cosine, args.fail_below);
+  }
+  return failed ? kBelowThreshold : 0;
+}
+
+}  // namespace
+
+void RegisterDiff(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "diff",
+      "Run two models (or two configurations of one) on a prompt and compare their intermediate values layer "
+      "by layer.\nExit status: 0 compared, 1 a value's cosine below --fail-below, 2 error.");
+  auto args = std::make_shared<DiffArgs>();
+  DiffArgs& a = *args;
+  cmd->add_option("A", a.a.model, "The first model: a Hugging Face folder or a .gguf file")->required();
+  cmd->add_option("B", a.b.model, "The second model (default: A again, with B's options)");
+  cmd->add_option("-p,--prompt", a.prompt, "The prompt both run on (tokenized with A's tokenizer)")->required();
+  cmd->add_option("--threshold", a.threshold, "Report the first value whose cosine similarity is below this")
+      ->capture_default_str();
+  cmd->add_option("--fail-below", a.fail_below, "Exit with status 1 when any value's cosine is below this");
+  cmd->add_option("--values", a.values,
+                  "invariant: values every layout of the model shares (not q/k, which llama GGUFs permute); "
+                  "all: every value of the same name and shape")
+      ->check(CLI::IsMember({"invariant", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", a.threads, "Compute threads of both runs (0: one per physical core)");
+  cmd->add_flag("--json", a.json, "Print the comparison as one JSON object");
+  const std::string per_side = "Per side (A: --a-..., B: --b-...)";
+  for (auto [prefix, side] : {std::pair<std::string, Side*>{"--a-", &a.a}, {"--b-", &a.b}}) {
+    cmd->add_option(prefix + "precision", side->precision, "fp32, mixed or bf16")->capture_default_str()->group(per_side);
+    cmd->add_option(prefix + "kv-cache-dtype", side->kv_cache_dtype, "f32, f16, bf16 or int8")
+        ->capture_default_str()
+        ->group(per_side);
+    cmd->add_option(prefix + "backend", side->backend, "The backend to compile for")
+        ->capture_default_str()
+        ->group(per_side);
+  }
+  cmd->callback([args]() {
+    auto code = RunDiff(*args);
+    if (!code.ok()) {
+      std::fflush(stdout);
+      fmt::print(stderr, "kiln diff: {}\n", code.status().ToString());
+      SetExitCode(kError);
+      return;
+    }
+    SetExitCode(*code);
+  });
+}
+
+}  // namespace kiln::cli
