@@ -2,6 +2,7 @@
 # each installs what is missing (scripts/setup.sh), builds, then runs.
 
 MODEL ?= ../shared/models/tiny-qwen2
+PORT ?= 8000
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -19,9 +20,10 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: inspect the default model (the server replaces this).
+# The main job: serve the default model over the OpenAI API on
+# 127.0.0.1:$(PORT), printing a curl command that queries it (Ctrl-C stops).
 run: build
-	$(BUILD)/bin/kiln inspect $(MODEL)
+	scripts/serve-demo.sh $(BUILD) $(MODEL) $(PORT)
 
 # Every test: unit and end-to-end (CTest), then the sanitizer and fuzz builds.
 test: check sanitize fuzz

@@ -1,0 +1,213 @@
+// `kiln serve`: an OpenAI-compatible HTTP server over one model. It listens
+// at once (/health says 503 until the model is loaded), serves until
+// SIGTERM or SIGINT, then stops accepting, lets running requests finish
+// within --shutdown-timeout and exits 0.
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "core/log.h"
+#include "engine/llm_engine.h"
+#include "server/api_server.h"
+#include "server/server_options.h"
+
+namespace kiln::cli {
+namespace {
+
+struct ServeArgs {
+  EngineFlags engine;
+  server::ServerOptions server;
+  std::string max_body_size = "16MiB";
+  bool no_access_log = false;
+  uint64_t seed = 0;
+};
+
+// "1048576", "64KiB", "16M", "1.5GB": bytes, with k, M, G (powers of 1024)
+// optionally followed by "i" and/or "B".
+Expected<size_t> ParseByteSize(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  double value = 0;
+  try {
+    value = std::stod(text.substr(0, i));
+  } catch (...) {
+    return InvalidArgument("--max-body-size {}: expected a size such as 1048576, 64KiB or 16MiB", text);
+  }
+  const std::string unit = text.substr(i);
+  double scale = 1;
+  size_t j = 0;
+  if (j < unit.size()) {
+    switch (std::toupper(static_cast<unsigned char>(unit[j]))) {
+      case 'K': scale = 1024.0, ++j; break;
+      case 'M': scale = 1024.0 * 1024, ++j; break;
+      case 'G': scale = 1024.0 * 1024 * 1024, ++j; break;
+      default: break;
+    }
+  }
+  if (j > 0 && j < unit.size() && unit[j] == 'i') ++j;
+  if (j < unit.size() && (unit[j] == 'B' || unit[j] == 'b')) ++j;
+  if (j != unit.size()) return InvalidArgument("--max-body-size {}: unknown unit \"{}\" (use k, M or G)", text, unit);
+  double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e15) return InvalidArgument("--max-body-size {}: out of range", text);
+  return static_cast<size_t>(bytes);
+}
+
+// Each open connection holds a descriptor; the usual soft limit of 1024
+// would refuse connections long before --max-concurrent-connections.
+void RaiseOpenFileLimit(int connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(connections) * 2 + 256;  // sockets waiting in the backlog too
+  if (limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur < wanted) {
+    KILN_LOG_WARN("open files are limited to {}; fewer than {} connections may be served at once",
+                  limit.rlim_cur, connections);
+  }
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread, so only this one
+// sees them) and shuts the server down on the first.
+class SignalWatcher {
+ public:
+  SignalWatcher(server::ApiServer& api, double timeout) : api_(api), timeout_(timeout) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SignalWatcher() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec poll_interval{0, 200 * 1000 * 1000};
+    while (!done_) {
+      int sig = sigtimedwait(&set, nullptr, &poll_interval);
+      if (sig <= 0) continue;
+      KILN_LOG_INFO("received {}: no longer accepting; letting running requests finish (up to {} s)",
+                    sig == SIGTERM ? "SIGTERM" : "SIGINT", timeout_);
+      api_.Shutdown(timeout_);
+      KILN_LOG_INFO("every request has ended; closing connections");
+    }
+  }
+
+  server::ApiServer& api_;
+  double timeout_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+Status RunServe(const ServeArgs& a) {
+  KILN_ASSIGN_OR_RETURN(EngineOptions engine_options, a.engine.Resolve());
+  if (engine_options.model.empty() && engine_options.load_format != "dummy") {
+    return InvalidArgument("no model: give -m PATH (a Hugging Face folder or a .gguf file)");
+  }
+  if (a.seed != 0) engine_options.seed = a.seed;
+  server::ServerOptions options = a.server;
+  KILN_ASSIGN_OR_RETURN(options.max_body_size, ParseByteSize(a.max_body_size));
+  options.access_log = !a.no_access_log;
+  if (options.served_model_name.empty()) {
+    options.served_model_name = !engine_options.model.empty() ? server::DefaultServedModelName(engine_options.model)
+                                                              : engine_options.preset;
+  }
+  KILN_RETURN_IF_ERROR(options.Validate());
+
+  // A client that goes away must not kill the server with SIGPIPE; the
+  // failed write reports it. Termination signals are taken by the watcher
+  // thread alone: every thread started from here inherits the mask.
+  ::signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFileLimit(options.max_concurrent_connections);
+  sigset_t termination;
+  sigemptyset(&termination);
+  sigaddset(&termination, SIGTERM);
+  sigaddset(&termination, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &termination, nullptr);
+
+  server::ApiServer api(options);
+  KILN_RETURN_IF_ERROR(api.Bind());
+  KILN_LOG_INFO("listening on http://{}:{} as model \"{}\"{}; loading the model", options.host, api.port(),
+                options.served_model_name, options.api_key.empty() ? "" : " (API key required)");
+
+  Status load_status;
+  {
+    SignalWatcher watcher(api, options.shutdown_timeout_seconds);
+    std::thread loader([&] {
+      auto engine = LLMEngine::Create(engine_options);
+      if (!engine.ok()) {
+        load_status = engine.status();
+        KILN_LOG_ERROR("cannot load the model: {}", load_status.ToString());
+        api.Shutdown(0);
+        return;
+      }
+      api.AttachEngine(std::move(engine).value());
+      KILN_LOG_INFO("ready: http://{}:{}/v1 serves \"{}\"", options.host, api.port(), options.served_model_name);
+    });
+    api.Serve();
+    loader.join();
+  }
+  KILN_LOG_INFO("stopped");
+  return load_status;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  auto args = std::make_shared<ServeArgs>();
+  ServeArgs& a = *args;
+  AddEngineFlags(cmd, &a.engine);
+  const std::string group = "Server";
+  server::ServerOptions& o = a.server;
+  cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str()->group(group);
+  cmd->add_option("--port", o.port, "Port to listen on (0: a free one, printed at start)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--served-model-name", o.served_model_name,
+                  "The model's name in the API (default: the model folder's or file's name)")
+      ->group(group);
+  cmd->add_option("--api-key", o.api_key,
+                  "Require \"Authorization: Bearer KEY\" on every endpoint but /health and /metrics")
+      ->envname("KILN_API_KEY")
+      ->group(group);
+  cmd->add_option("--max-body-size", a.max_body_size, "Larger request bodies get 413 (bytes, or e.g. 64KiB, 16MiB)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--max-concurrent-connections", o.max_concurrent_connections,
+                  "Connections served at once, open streams included: each holds a thread while open; more "
+                  "wait for a free one")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--max-queued-requests", o.max_queued_requests,
+                  "Generation requests accepted but not yet started; beyond this, 503 with Retry-After")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--shutdown-timeout", o.shutdown_timeout_seconds,
+                  "On SIGTERM or SIGINT: seconds running requests get to finish before they are aborted")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("--no-access-log", a.no_access_log, "Do not log a line per request")->group(group);
+  cmd->add_option("--seed", a.seed, "Seeds the requests that give no seed (0: random at start)")->group(group);
+  cmd->callback([args]() {
+    Status s = RunServe(*args);
+    if (!s.ok()) {
+      fmt::print(stderr, "kiln serve: {}\n", s.ToString());
+      SetExitCode(1);
+    }
+  });
+}
+
+}  // namespace kiln::cli
