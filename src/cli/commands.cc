@@ -10,7 +10,14 @@ void SetExitCode(int code) { g_exit_code = code; }
 int ExitCode() { return g_exit_code; }
 
 void RegisterAll(CLI::App& app) {
+  RegisterBackends(app);
+  RegisterBench(app);
+  RegisterDiff(app);
+  RegisterEval(app);
+  RegisterGenerate(app);
   RegisterInspect(app);
+  RegisterQuantize(app);
+  RegisterServe(app);
   RegisterTokenize(app);
 }
 

@@ -14,7 +14,14 @@ void SetExitCode(int code);
 int ExitCode();
 
 // Subcommands.
+void RegisterBackends(CLI::App& app);
+void RegisterBench(CLI::App& app);
+void RegisterDiff(CLI::App& app);
+void RegisterEval(CLI::App& app);
+void RegisterGenerate(CLI::App& app);
 void RegisterInspect(CLI::App& app);
+void RegisterQuantize(CLI::App& app);
+void RegisterServe(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 
 }  // namespace kiln::cli

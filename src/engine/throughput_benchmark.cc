@@ -128,10 +128,24 @@ Expected<std::vector<ThroughputRow>> RunThroughputBenchmark(
     // arena and the KV cache are not timed.
     std::vector<GenerationRequest> warmup = {ToEngineRequest({{1, 2, 3, 4}, 2}, 0)};
     KILN_RETURN_IF_ERROR(engine->Generate(std::move(warmup)).status());
-    const int64_t preemptions_before = engine->Counters().num_preemptions;
+    const EngineCounters before = engine->Counters();
 
     std::vector<GenerationRequest> batch;
-    for (size_t i = 0; i < requests.size(); ++i) batch.push_back(ToEngineRequest(requests[i], o.seed + i));
+    int64_t tokens_done = 0;
+    double last_report = EngineClock();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      batch.push_back(ToEngineRequest(requests[i], o.seed + i));
+      if (o.on_progress) {
+        batch.back().on_token = [&](const TokenEvent& e) {
+          if (e.token >= 0) ++tokens_done;
+          if (EngineClock() - last_report >= 1.0) {
+            last_report = EngineClock();
+            o.on_progress(max_seqs, tokens_done, output_tokens);
+          }
+        };
+      }
+    }
+    if (o.on_progress) o.on_progress(max_seqs, 0, output_tokens);
     const double start = EngineClock();
     KILN_ASSIGN_OR_RETURN(std::vector<GenerationResult> results, engine->Generate(std::move(batch)));
     const double seconds = EngineClock() - start;
@@ -145,7 +159,12 @@ Expected<std::vector<ThroughputRow>> RunThroughputBenchmark(
       return Internal("throughput benchmark: {} tokens generated, {} requested", row.output_tokens,
                       output_tokens);
     }
-    row.preemptions = engine->Counters().num_preemptions - preemptions_before;
+    const EngineCounters after = engine->Counters();
+    row.preemptions = after.num_preemptions - before.num_preemptions;
+    row.prefill_tokens_computed = after.prompt_tokens_computed - before.prompt_tokens_computed;
+    row.decode_tokens_computed = after.decode_tokens_computed - before.decode_tokens_computed;
+    row.prefill_seconds = after.prefill_seconds - before.prefill_seconds;
+    row.decode_seconds = after.decode_seconds - before.decode_seconds;
     row.seconds = seconds;
     row.output_tokens_per_s = static_cast<double>(row.output_tokens) / seconds;
     row.total_tokens_per_s = static_cast<double>(row.output_tokens + row.prompt_tokens) / seconds;

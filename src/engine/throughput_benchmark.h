@@ -29,6 +29,9 @@ struct ThroughputOptions {
   std::vector<int32_t> max_num_seqs = {1, 4, 16, 64};
   uint64_t seed = 0;             // the requests and their sampling
   int32_t max_token_id = 10000;  // prompt ids are drawn from [0, max_token_id)
+  // Called when a setting's timed run starts (tokens_done 0) and then about
+  // once a second as output tokens arrive, for progress.
+  std::function<void(int32_t max_num_seqs, int64_t tokens_done, int64_t tokens_total)> on_progress;
 };
 
 struct ThroughputRow {
@@ -37,6 +40,12 @@ struct ThroughputRow {
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int64_t preemptions = 0;
+  // The engine's split of the run (its counters): tokens computed and step
+  // time in prefill and in decode passes (a mixed pass is split by tokens).
+  int64_t prefill_tokens_computed = 0;
+  int64_t decode_tokens_computed = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
   double seconds = 0;
   double output_tokens_per_s = 0;
   double total_tokens_per_s = 0;  // prompt and output tokens
