@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 
 #include "cli/commands.h"
 
@@ -14,6 +15,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::exception& e) {
+    // Output that cannot be written (a closed or full stdout or stderr)
+    // surfaces as an exception from fmt: end with an error, not an abort.
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
   }
   return kiln::cli::ExitCode();
 }

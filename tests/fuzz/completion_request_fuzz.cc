@@ -1,0 +1,58 @@
+// Fuzzes the server's request reading (untrusted input: any client's body):
+// the bytes are read as a JSON object and then as a chat and as a text
+// completions request. Nothing may crash or throw; an accepted request must
+// hold values the engine can take, and a refused one gets an error body that
+// is valid JSON naming the problem.
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "server/completion_request.h"
+#include "server/json_fields.h"
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+void CheckRefusal(const kiln::server::ApiError& error) {
+  Check(error.http_status >= 400 && error.http_status < 600);
+  Check(!error.message.empty());
+  // The body goes back to the client as it is: it must be one JSON object.
+  auto body = nlohmann::json::parse(error.Body(), nullptr, /*allow_exceptions=*/false);
+  Check(body.is_object() && body.contains("error"));
+}
+
+void CheckAccepted(const kiln::server::CompletionRequest& r) {
+  Check(r.n >= 1 && r.n <= kiln::server::kMaxChoicesPerRequest);
+  Check(std::isfinite(r.params.temperature) && r.params.temperature >= 0);
+  Check(std::isfinite(r.params.top_p) && r.params.top_p > 0 && r.params.top_p <= 1);
+  Check(!r.max_tokens_given || r.params.max_tokens >= 0);
+}
+
+void Read(const nlohmann::json& body, bool chat) {
+  kiln::server::CompletionRequest request;
+  kiln::server::ApiStatus status = chat ? kiln::server::ParseChatRequest(body, &request)
+                                        : kiln::server::ParseCompletionRequest(body, &request);
+  if (status.has_value()) {
+    CheckRefusal(*status);
+  } else {
+    CheckAccepted(request);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  nlohmann::json body;
+  kiln::server::ApiStatus parsed = kiln::server::ParseJsonObject(text, &body);
+  if (parsed.has_value()) {
+    CheckRefusal(*parsed);
+    return 0;
+  }
+  Read(body, /*chat=*/true);
+  Read(body, /*chat=*/false);
+  return 0;
+}
