@@ -1,9 +1,12 @@
 // Value capture and comparison for `kiln diff`.
 #include "accuracy/tensor_compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "quant/dequantize.h"
 
@@ -103,7 +106,22 @@ std::vector<DiffRow> DiffValues(const std::vector<CapturedValue>& a, const std::
     r.stats = CompareTensors(va.data.data(), vb.data.data(), va.rows * va.cols);
     rows.push_back(std::move(r));
   }
-  return rows;
+  // Fusion can compute a value of layer i + 1 before the last of layer i (a
+  // residual add fused into the next norm); a reader expects layer order.
+  // Values outside the layers stay before them (embeddings) or after them
+  // (final norm, logits), as they ran.
+  bool seen_layer = false;
+  std::vector<std::pair<int64_t, size_t>> keys;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    seen_layer |= rows[i].layer >= 0;
+    const int64_t key = rows[i].layer >= 0 ? rows[i].layer : (seen_layer ? INT64_MAX : -1);
+    keys.emplace_back(key, i);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<DiffRow> ordered;
+  ordered.reserve(rows.size());
+  for (const auto& [key, i] : keys) ordered.push_back(std::move(rows[i]));
+  return ordered;
 }
 
 int64_t FirstBelow(const std::vector<DiffRow>& rows, double threshold) {

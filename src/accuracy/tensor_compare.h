@@ -67,7 +67,8 @@ struct DiffRow {
 };
 
 // The values present in both with the same shape and accepted by `keep`
-// (null: all), in a's order.
+// (null: all), layer by layer: those a computed before its first layer value,
+// then each layer's in a's order, then the rest.
 std::vector<DiffRow> DiffValues(const std::vector<CapturedValue>& a, const std::vector<CapturedValue>& b,
                                 const std::function<bool(const std::string&)>& keep = nullptr);
 

@@ -28,6 +28,7 @@ struct Side {
   std::string precision = "mixed";
   std::string kv_cache_dtype = "f32";
   std::string backend = "cpu";
+  bool w8a8 = false;  // activations quantized per token at run time
 };
 
 struct DiffArgs {
@@ -51,6 +52,7 @@ Expected<std::vector<CapturedValue>> RunSide(const Side& side, const std::vector
   co.max_batch_tokens = static_cast<int64_t>(ids.size());
   co.max_seqs = 1;
   co.threads = threads;
+  co.w8a8.enabled = side.w8a8;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(*weights, co));
   const int64_t vocab = model->config().vocab_size;
   *vocab_out = vocab;
@@ -88,7 +90,8 @@ Expected<std::vector<CapturedValue>> RunSide(const Side& side, const std::vector
 }
 
 std::string SideLabel(const Side& s) {
-  return fmt::format("{} (precision {}, kv {}, backend {})", s.model, s.precision, s.kv_cache_dtype, s.backend);
+  return fmt::format("{} (precision {}, kv {}, backend {}{})", s.model, s.precision, s.kv_cache_dtype, s.backend,
+                     s.w8a8 ? ", w8a8" : "");
 }
 
 // Returns the exit status.
@@ -187,6 +190,8 @@ void RegisterDiff(CLI::App& app) {
         ->group(per_side);
     cmd->add_option(prefix + "backend", side->backend, "The backend to compile for")
         ->capture_default_str()
+        ->group(per_side);
+    cmd->add_flag(prefix + "w8a8", side->w8a8, "W8A8: int8 weights and activations quantized per token")
         ->group(per_side);
   }
   cmd->callback([args]() {

@@ -17,6 +17,7 @@
 #include "core/mapped_file.h"
 #include "engine/model_loader.h"
 #include "format/weight_store.h"
+#include "quant/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::cli {
@@ -65,6 +66,19 @@ Expected<std::string> ReadEvalText(const std::string& path) {
   return text;
 }
 
+// "off", "dynamic" (activations quantized per token) or "static" (calibrated clips).
+const char* W8A8Mode(const cpu::W8A8Options& w8a8) {
+  if (!w8a8.enabled) return "off";
+  return w8a8.input_clips.empty() ? "dynamic" : "static";
+}
+
+// The header line's note on W8A8, empty when it is off.
+std::string W8A8Note(const cpu::W8A8Options& w8a8) {
+  if (!w8a8.enabled) return "";
+  if (w8a8.input_clips.empty()) return ", W8A8 (activations per token)";
+  return fmt::format(", W8A8 (static activation clips of {} weights)", w8a8.input_clips.size());
+}
+
 Status RunEval(const EvalArgs& a) {
   if (a.perplexity_file.empty()) return InvalidArgument("nothing to evaluate: give --perplexity FILE");
   KILN_ASSIGN_OR_RETURN(EngineOptions options, a.engine.Resolve());
@@ -81,6 +95,17 @@ Status RunEval(const EvalArgs& a) {
   co.block_size = options.block_size;
   co.kv_dtype = options.kv_cache_dtype;
   co.threads = options.threads;
+  if (options.w8a8) {
+    // As the engine does: static clips from --calibration or --w8a8-clips,
+    // else every input quantized per token at run time.
+    co.w8a8.enabled = true;
+    CalibrationOptions calibration;
+    calibration.percentile = options.calibration_percentile;
+    calibration.threads = options.threads;
+    KILN_ASSIGN_OR_RETURN(co.w8a8.input_clips,
+                          ResolveActivationClips(*loaded.weights, loaded.tokenizer.get(), options.calibration,
+                                                 options.w8a8_clips, calibration));
+  }
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(*loaded.weights, co));
 
   KILN_ASSIGN_OR_RETURN(std::string text, ReadEvalText(a.perplexity_file));
@@ -94,9 +119,9 @@ Status RunEval(const EvalArgs& a) {
   po.batch_tokens = co.max_batch_tokens;
   po.max_chunks = a.max_chunks;
   if (!a.json) {
-    fmt::print(stderr, "eval: {} tokens, chunks of {}, scoring {}{}, {} threads, kernels {}\n", tokens.size(), a.ctx,
+    fmt::print(stderr, "eval: {} tokens, chunks of {}, scoring {}{}, {} threads, kernels {}{}\n", tokens.size(), a.ctx,
                ScoreModeName(score), po.bos_id >= 0 ? ", first token of each chunk BOS" : "",
-               model->report().threads, model->report().isa);
+               model->report().threads, model->report().isa, W8A8Note(co.w8a8));
   }
   ProgressPrinter printer;
   auto progress = [&](int64_t done, int64_t total, const PerplexityResult& r) { printer.Update(done, total, r); };
@@ -120,6 +145,7 @@ Status RunEval(const EvalArgs& a) {
     j["bos_replaced"] = po.bos_id >= 0;
     j["precision"] = PrecisionName(options.precision);
     j["kv_cache_dtype"] = DTypeName(options.kv_cache_dtype);
+    j["w8a8"] = W8A8Mode(co.w8a8);
     j["threads"] = model->report().threads;
     j["isa"] = model->report().isa;
     fmt::print("{}\n", j.dump());

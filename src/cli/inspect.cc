@@ -142,6 +142,7 @@ void RegisterInspect(CLI::App& app) {
     std::string precision = "mixed";
     int64_t max_batch_tokens = 512;
     int threads = 0;
+    bool w8a8 = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "A Hugging Face folder or a .gguf file")->required();
@@ -152,6 +153,7 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_option("--max-num-batched-tokens", a->max_batch_tokens, "With --plan: the largest token bucket")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
+  cmd->add_flag("--w8a8", a->w8a8, "With --plan: the decoder layers' linears repacked to int8 (W8A8)");
   cmd->callback([a]() {
     auto store = WeightStore::Open(a->model);
     if (!store.ok()) {
@@ -165,6 +167,7 @@ void RegisterInspect(CLI::App& app) {
     options.backend = a->backend;
     options.max_batch_tokens = a->max_batch_tokens;
     options.threads = a->threads;
+    options.w8a8.enabled = a->w8a8;
     auto precision = ParsePrecision(a->precision);
     if (!precision.ok()) {
       fmt::print(stderr, "kiln inspect: --precision: {}\n", precision.status().message());

@@ -2,8 +2,10 @@
 // file to a GGUF file of another type, with llama.cpp's mixed policy.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -82,6 +84,24 @@ int Run(const QuantizeFlags& flags) {
   if (std::filesystem::exists(flags.output, ec) && std::filesystem::equivalent(flags.model, flags.output, ec)) {
     fmt::print(stderr, "kiln quantize: {}: the output would replace the model being read\n", flags.output);
     return 2;
+  }
+
+  // The file is written beside the output at the end; a folder that cannot
+  // take it should fail now, not after the whole model is converted.
+  if (std::filesystem::is_directory(flags.output, ec)) {
+    fmt::print(stderr, "kiln quantize: {}: is a folder; give the path of the .gguf file to write\n", flags.output);
+    return 2;
+  }
+  std::filesystem::path parent = std::filesystem::path(flags.output).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!std::filesystem::is_directory(parent, ec)) {
+    fmt::print(stderr, "kiln quantize: {}: the folder {} does not exist\n", flags.output, parent.string());
+    return 1;
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    fmt::print(stderr, "kiln quantize: {}: cannot write in the folder {}: {}\n", flags.output, parent.string(),
+               std::strerror(errno));
+    return 1;
   }
 
   ProgressBar bar(!flags.no_progress);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -50,6 +51,9 @@ void MappedFile::Prefetch() const {
 }
 
 Expected<std::string> ReadFileToString(const std::string& path) {
+  // A folder opens as a stream that reads nothing: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return IoError("{}: is a folder, not a file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError("{}: cannot open: {}", path, std::strerror(errno));
   std::ostringstream ss;

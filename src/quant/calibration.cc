@@ -14,6 +14,7 @@
 #include "compiler/compiled_model.h"
 #include "core/half.h"
 #include "core/mapped_file.h"
+#include "core/utf8.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -133,6 +134,10 @@ Expected<ActivationClips> CalibrateActivationClips(const WeightStore& weights, c
 Expected<ActivationClips> CalibrateFromTextFile(const WeightStore& weights, const Tokenizer& tokenizer,
                                                 const std::string& text_path, const CalibrationOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(text_path));
+  if (size_t bad = FirstInvalidUtf8(text); bad < text.size()) {
+    return InvalidArgument("{}: the calibration text is not UTF-8 (invalid byte 0x{:02x} at offset {})", text_path,
+                           static_cast<unsigned char>(text[bad]), bad);
+  }
   std::vector<int32_t> ids = tokenizer.Encode(text, /*add_special=*/false, /*parse_special=*/false);
   if (ids.empty()) return InvalidArgument("{}: the calibration text has no tokens", text_path);
   auto clips = CalibrateActivationClips(weights, ids, options);

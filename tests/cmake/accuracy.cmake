@@ -1,10 +1,15 @@
 # Accuracy checks beyond GoogleTest, through the kiln binary:
-#   accuracy_gguf_perplexity   four GGUF files (one per format family) against
-#                              llama.cpp's perplexity goldens (about 40 s);
-#   accuracy_gguf_perplexity_all  all 23 files (about 3 minutes on 2 busy
-#                              cores): only with `ctest -C slow`;
-#   accuracy_diff_cli, accuracy_eval_cli, accuracy_kv_int8  kiln diff and
-#                              kiln eval end to end.
+#   accuracy_gguf_perplexity   every GGUF file of ../shared/models/gguf (23)
+#                              against llama.cpp's perplexity goldens and the
+#                              dequantized reference's (about 3 minutes on 2
+#                              busy cores; gguf_perplexity_check.py --files
+#                              quick runs four, one per kernel family, in
+#                              about 40 s);
+#   accuracy_diff_cli, accuracy_eval_cli, accuracy_kv_int8_cli,
+#   accuracy_w8a8_cli          kiln diff and kiln eval end to end (the last
+#                              two about a minute each);
+#   accuracy_plan_cli          kiln inspect --plan names the packing of
+#                              Q4_0/Q8_0 weights and of --w8a8.
 if(TARGET test_accuracy)
   add_dependencies(test_accuracy kiln_cli)
 endif()
@@ -17,17 +22,11 @@ set(accuracy_dir ${PROJECT_SOURCE_DIR}/tests/unit/accuracy)
 
 add_test(NAME accuracy_gguf_perplexity
   COMMAND /usr/bin/python3 ${accuracy_dir}/gguf_perplexity_check.py $<TARGET_FILE:kiln_cli> ${kiln_shared}
-          --files quick
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(accuracy_gguf_perplexity PROPERTIES LABELS "accuracy;python" TIMEOUT 600)
-
-add_test(NAME accuracy_gguf_perplexity_all CONFIGURATIONS slow
-  COMMAND /usr/bin/python3 ${accuracy_dir}/gguf_perplexity_check.py $<TARGET_FILE:kiln_cli> ${kiln_shared}
           --files all
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(accuracy_gguf_perplexity_all PROPERTIES LABELS "accuracy;python;slow" TIMEOUT 1800)
+set_tests_properties(accuracy_gguf_perplexity PROPERTIES LABELS "accuracy;python" TIMEOUT 1500)
 
-foreach(check diff eval kv-int8)
+foreach(check diff eval kv-int8 plan w8a8)
   string(REPLACE "-" "_" name ${check})
   add_test(NAME accuracy_${name}_cli
     COMMAND /usr/bin/python3 ${accuracy_dir}/accuracy_cli_check.py $<TARGET_FILE:kiln_cli> ${kiln_shared}

@@ -3,14 +3,21 @@
 
   diff     F32 vs Q4_0 of tiny-llama: the per-layer table, the first value
            below the threshold, exit 1 under --fail-below and 0 above it, 2
-           on errors; an int8 KV cache against f32 on one model.
+           on errors; an int8 KV cache and W8A8 against f32 on one model.
   eval     the text report (perplexity +/-, tokens evaluated, tokens/s), the
            plain progress lines when stderr is not a terminal, --score all,
            and refusal of a text shorter than one chunk.
   kv-int8  perplexity with --kv-cache-dtype int8 within 0.3% of f32 for the
            three tiny models.
+  plan     `kiln inspect --plan` on Q4_0 and Q8_0 files states, per block
+           format, whether the weights are used in place or repacked once at
+           load, and lists the int8 repacking of --w8a8.
+  w8a8     perplexity with --w8a8 within 1% of fp32 for the three tiny
+           models, with per-token activation scales and with static ones
+           calibrated (--calibration) on text the evaluation does not score;
+           bad calibration files refused with errors naming the file.
 
-usage: accuracy_cli_check.py KILN SHARED_DIR TMP_DIR {diff,eval,kv-int8}
+usage: accuracy_cli_check.py KILN SHARED_DIR TMP_DIR {diff,eval,kv-int8,plan,w8a8}
 """
 import json
 import os
@@ -62,6 +69,14 @@ def diff_checks(kiln, shared, failures):
     kv = run([kiln, "diff", model, "--b-kv-cache-dtype", "int8", "--prompt", prompt, "--threads", "2",
               "--fail-below", "0.999", "--json"])
     check(kv.returncode == 0, f"diff kv int8 vs f32: exit {kv.returncode}: {kv.stdout} {kv.stderr}", failures)
+
+    w8a8 = run([kiln, "diff", model, "--a-precision", "fp32", "--b-precision", "fp32", "--b-w8a8", "--prompt",
+                prompt, "--threads", "2", "--json"])
+    check(w8a8.returncode == 0, f"diff w8a8 vs fp32: exit {w8a8.returncode}: {w8a8.stderr}", failures)
+    if w8a8.returncode == 0:
+        j = json.loads(w8a8.stdout)
+        check("w8a8" in j["b"] and "w8a8" not in j["a"], f"diff w8a8 labels: {j['a']} / {j['b']}", failures)
+        check(0.9 < j["min_cosine"] < 1.0, f"fp32 vs W8A8 min cosine {j['min_cosine']}", failures)
 
     missing = run([kiln, "diff", os.path.join(gguf, "no-such-file.gguf"), "--prompt", prompt])
     check(missing.returncode == 2, f"diff of a missing file: exit {missing.returncode}, want 2", failures)
@@ -119,6 +134,80 @@ def kv_int8_checks(kiln, shared, failures):
             check(abs(rel) <= 0.003, f"{name}: int8 KV perplexity {100 * rel:+.3f}% from f32", failures)
 
 
+def plan_checks(kiln, shared, failures):
+    gguf = os.path.join(shared, "models", "gguf")
+    for name, block in [("tiny-llama-Q4_0.gguf", "q4_0"), ("tiny-qwen3-Q4_0.gguf", "q4_0"),
+                        ("tiny-qwen2-Q8_0.gguf", "q8_0"), ("tiny-qwen3-Q8_0.gguf", "q8_0")]:
+        r = run([kiln, "inspect", os.path.join(gguf, name), "--plan", "--threads", "1"])
+        check(r.returncode == 0, f"inspect --plan {name}: exit {r.returncode}: {r.stderr}", failures)
+        m = re.search(r"^\s+weights: (\d+) packed once at load \(([^)]*)\), (\d+) used in place$", r.stdout, re.M)
+        check(m is not None, f"{name}: no weights line in the plan:\n{r.stdout}", failures)
+        if m:
+            # Every matrix is accounted for, packed or in place (29 per file).
+            check(int(m.group(1)) + int(m.group(3)) == 29, f"{name}: {m.group(0).strip()}", failures)
+        layouts = re.findall(rf"^\s+(\d+) x cpu:({block}-\S+)", r.stdout, re.M)
+        check(layouts, f"{name}: no {block} layout listed:\n{r.stdout}", failures)
+    r = run([kiln, "inspect", os.path.join(gguf, "tiny-qwen3-Q4_0.gguf"), "--plan", "--w8a8", "--threads", "1"])
+    check(r.returncode == 0 and re.search(r"^\s+28 x cpu:w8a8-int8\S* \(dynamic\)", r.stdout, re.M) is not None,
+          f"inspect --plan --w8a8: {r.returncode}\n{r.stdout}{r.stderr}", failures)
+
+
+# The W8A8 runs score the first W8A8_CHUNKS chunks of 256 tokens (about the
+# first 77,000 characters of heldout.txt) and calibrate on the text from
+# CALIBRATION_START on, so that calibration never sees a scored token.
+W8A8_CHUNKS = 100
+CALIBRATION_START = 90000
+
+
+def w8a8_checks(kiln, shared, tmp, failures):
+    heldout = os.path.join(shared, "data", "text", "heldout.txt")
+    with open(heldout, encoding="utf-8") as f:
+        text = f.read()
+    calibration = os.path.join(tmp, "w8a8_calibration.txt")
+    with open(calibration, "w", encoding="utf-8") as f:
+        f.write(text[CALIBRATION_START:])
+
+    def ppl(name, *flags):
+        r = run([kiln, "eval", "-m", os.path.join(shared, "models", name), "--perplexity", heldout, "--ctx", "256",
+                 "--max-chunks", str(W8A8_CHUNKS), "--precision", "fp32", "--threads", "2", "--json", *flags])
+        check(r.returncode == 0, f"{name} {' '.join(flags)}: exit {r.returncode}: {r.stderr}", failures)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    for name in ["tiny-llama", "tiny-qwen2", "tiny-qwen3"]:
+        fp32 = ppl(name)
+        dynamic = ppl(name, "--w8a8")
+        static = ppl(name, "--w8a8", "--calibration", calibration)
+        if not (fp32 and dynamic and static):
+            continue
+        check(fp32["n_chunks"] == W8A8_CHUNKS, f"{name}: {fp32['n_chunks']} chunks scored", failures)
+        check(dynamic["w8a8"] == "dynamic" and static["w8a8"] == "static",
+              f"{name}: w8a8 modes {dynamic['w8a8']}, {static['w8a8']}", failures)
+        # The int8 path really ran: its numbers are not fp32's.
+        check(dynamic["ppl"] != fp32["ppl"] and static["ppl"] != fp32["ppl"], f"{name}: W8A8 equals fp32", failures)
+        d_dynamic = dynamic["ppl"] / fp32["ppl"] - 1
+        d_static = static["ppl"] / fp32["ppl"] - 1
+        print(f"{name}: fp32 {fp32['ppl']:.4f}, W8A8 per-token {dynamic['ppl']:.4f} ({100 * d_dynamic:+.3f}%), "
+              f"calibrated {static['ppl']:.4f} ({100 * d_static:+.3f}%)")
+        check(abs(d_dynamic) <= 0.01, f"{name}: W8A8 per-token {100 * d_dynamic:+.3f}% from fp32", failures)
+        check(abs(d_static) <= 0.01, f"{name}: W8A8 calibrated {100 * d_static:+.3f}% from fp32", failures)
+
+    # Bad calibration files: the error names the file and what is wrong.
+    empty = os.path.join(tmp, "w8a8_empty.txt")
+    open(empty, "w").close()
+    binary = os.path.join(tmp, "w8a8_binary.txt")
+    with open(binary, "wb") as f:
+        f.write(b"calibration \xff\xfe text")
+    model = os.path.join(shared, "models", "tiny-qwen2")
+    for path, expected in [(os.path.join(tmp, "no-such-calibration.txt"), "cannot open"),
+                           (empty, "has no tokens"), (binary, "not UTF-8"), (tmp, "is a folder")]:
+        r = run([kiln, "eval", "-m", model, "--perplexity", heldout, "--ctx", "256", "--max-chunks", "1", "--w8a8",
+                 "--calibration", path])
+        check(r.returncode == 1 and path in r.stderr and expected in r.stderr,
+              f"--calibration {path}: exit {r.returncode}, want 1 and '{expected}': {r.stderr}", failures)
+    r = run([kiln, "eval", "-m", model, "--perplexity", heldout, "--ctx", "256", "--calibration", calibration])
+    check(r.returncode == 1 and "need --w8a8" in r.stderr, f"--calibration without --w8a8: {r.stderr}", failures)
+
+
 def main():
     kiln, shared, tmp, what = sys.argv[1:5]
     os.makedirs(tmp, exist_ok=True)
@@ -129,6 +218,10 @@ def main():
         eval_checks(kiln, shared, tmp, failures)
     elif what == "kv-int8":
         kv_int8_checks(kiln, shared, failures)
+    elif what == "plan":
+        plan_checks(kiln, shared, failures)
+    elif what == "w8a8":
+        w8a8_checks(kiln, shared, tmp, failures)
     else:
         failures.append("unknown check " + what)
     for f in failures:

@@ -71,6 +71,20 @@ TEST(DiffValues, MatchesByNameAndShapeInTheFirstRunsOrder) {
   EXPECT_EQ(DiffValues(a, b).size(), 4u);  // all names: layers.0.q too
 }
 
+// A fused residual add computes layer 1's first value before layer 0's
+// output; the table still reads layer by layer.
+TEST(DiffValues, OrdersLayerByLayer) {
+  std::vector<CapturedValue> a = {Value("embed", 1, 4, 1),           Value("layers.0.attn", 1, 4, 1),
+                                  Value("layers.1.attn_norm", 1, 4, 1), Value("layers.0.output", 1, 4, 1),
+                                  Value("layers.1.output", 1, 4, 1),    Value("final_norm", 1, 4, 1),
+                                  Value("logits", 1, 8, 1)};
+  auto rows = DiffValues(a, a);
+  std::vector<std::string> names;
+  for (const DiffRow& r : rows) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"embed", "layers.0.attn", "layers.0.output", "layers.1.attn_norm",
+                                             "layers.1.output", "final_norm", "logits"}));
+}
+
 TEST(ValueCapture, RecordsEveryValueOfAPass) {
   auto weights = WeightStore::Open(testing::ModelDir("tiny-qwen3"));
   ASSERT_TRUE(weights.ok()) << weights.status().ToString();

@@ -106,6 +106,14 @@ TEST(QuantizeCli, Refusals) {
                               capture);
   EXPECT_EQ(no_dir.exit_code, 1);
   EXPECT_FALSE(std::filesystem::exists(capture + "/missing"));
+  // Said before any tensor is converted: no progress, no fallback lines.
+  EXPECT_NE(no_dir.err.find(capture + "/missing/x.gguf: the folder"), std::string::npos) << no_dir.err;
+  EXPECT_EQ(no_dir.err.find("tensors"), std::string::npos) << no_dir.err;
+
+  std::filesystem::create_directories(capture + "/a-folder");
+  RunResult folder = Quantize({testing::ModelDir("tiny-qwen2"), capture + "/a-folder", "--type", "q8_0"}, capture);
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.err.find("a-folder: is a folder"), std::string::npos) << folder.err;
 
   // The input is never overwritten.
   std::string copy = capture + "/model.gguf";
