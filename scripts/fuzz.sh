@@ -30,25 +30,44 @@ real_seeds() {
   done
 }
 
-failed=()
-for bin in "$build"/fuzz/*_fuzz; do
-  [ -x "$bin" ] || continue
+# Runs one target; its log stays in its artifacts folder.
+run_target() {
+  local bin=$1 name corpus artifacts seeds=()
   name=$(basename "$bin")
   corpus=tests/fuzz/corpus-out/$name  # what the fuzzer finds (ignored by git)
   artifacts=$build/fuzz-artifacts/$name
   mkdir -p "$corpus" "$artifacts"
   real_seeds "$name" "$corpus"
-  seeds=()
   [ -d "tests/fuzz/seeds/$name" ] && seeds=("tests/fuzz/seeds/$name")
   echo "fuzz: $name for ${seconds}s"
-  if ! "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" 2>"$artifacts/log.txt"; then
-    tail -n 40 "$artifacts/log.txt"
-    failed+=("$name")
+  "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$artifacts/log.txt" 2>&1
+}
+
+# One target per core at a time: each fuzzer is single-threaded.
+targets=("$build"/fuzz/*_fuzz)
+pids=()
+names=()
+failed=()
+wait_oldest() {
+  if ! wait "${pids[0]}"; then
+    tail -n 40 "$build/fuzz-artifacts/${names[0]}/log.txt"
+    failed+=("${names[0]}")
   else
-    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$artifacts/log.txt" | sed "s/^/fuzz: $name: /"
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz-artifacts/${names[0]}/log.txt" |
+      sed "s/^/fuzz: ${names[0]}: /"
   fi
+  pids=("${pids[@]:1}")
+  names=("${names[@]:1}")
+}
+for bin in "${targets[@]}"; do
+  [ -x "$bin" ] || continue
+  if [ ${#pids[@]} -ge "$jobs" ]; then wait_oldest; fi
+  run_target "$bin" &
+  pids+=($!)
+  names+=("$(basename "$bin")")
 done
+while [ ${#pids[@]} -gt 0 ]; do wait_oldest; done
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in ${failed[*]} (inputs in $build/fuzz-artifacts/)" >&2
