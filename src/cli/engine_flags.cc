@@ -24,7 +24,7 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--preset", o.preset,
                   "With --load-format dummy: a published model's shapes, e.g. qwen2.5-0.5b")
       ->group(group);
-  cmd->add_option("--dtype", flags->dummy_dtype, "With --load-format dummy: the generated weights' dtype")
+  cmd->add_option("--dtype", flags->dummy_dtype, "With --load-format dummy: the generated weights' dtype (f32, f16, bf16, q8_0 or q4_0)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--tokenizer", o.tokenizer,
@@ -79,8 +79,9 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
 Expected<EngineOptions> EngineFlags::Resolve() const {
   EngineOptions o = options;
   auto dummy = DTypeFromName(dummy_dtype);
-  if (!dummy || (*dummy != DType::kF32 && *dummy != DType::kF16 && *dummy != DType::kBF16)) {
-    return InvalidArgument("--dtype {}: expected f32, f16 or bf16", dummy_dtype);
+  if (!dummy || (*dummy != DType::kF32 && *dummy != DType::kF16 && *dummy != DType::kBF16 &&
+                 *dummy != DType::kQ8_0 && *dummy != DType::kQ4_0)) {
+    return InvalidArgument("--dtype {}: expected f32, f16, bf16, q8_0 or q4_0", dummy_dtype);
   }
   o.dummy_dtype = *dummy;
   auto precision_value = ParsePrecision(precision);

@@ -42,14 +42,14 @@ class CpuPackedMatrix : public PackedMatrix {
   cpu::PackedWeight w_;
 };
 
-// A block-quantized matrix: the file's bytes, read in place by the
-// quantized kernels.
+// A block-quantized matrix: the file's bytes read in place by the quantized
+// kernels, or (Q8_0, Q4_0) a copy repacked for them at load.
 class CpuQuantMatrix : public PackedMatrix {
  public:
-  explicit CpuQuantMatrix(cpu::QuantMatrix w) : w_(w) {}
-  std::string layout() const override { return fmt::format("{}-rows", DTypeName(w_.dtype())); }
-  size_t bytes() const override { return w_.bytes(); }
-  bool in_place() const override { return true; }
+  explicit CpuQuantMatrix(cpu::QuantMatrix w) : w_(std::move(w)) {}
+  std::string layout() const override { return w_.layout(); }
+  size_t bytes() const override { return w_.kernel_bytes(); }
+  bool in_place() const override { return w_.x8() == nullptr; }
   const cpu::QuantMatrix& weight() const { return w_; }
 
  private:
@@ -136,6 +136,9 @@ Status CheckVector(const Weight* w, int64_t n, const std::string& node) {
   return Status::Ok();
 }
 
+// Weights of one fused quantized projection at most (q, k and v).
+constexpr size_t kMaxFusedParts = 4;
+
 // Linear and gate_up_silu_mul on block-quantized weights: the input rows are
 // quantized once per step (all the node's weights share the activation
 // block size), then each weight's outputs land in their columns.
@@ -172,13 +175,15 @@ Expected<Step> BindQuantLinear(const BindContext& ctx, Step step) {
   };
   if (n.op == OpKind::kLinear) {
     if (total != o.cols) return InvalidArgument("{}: weights give {} outputs, value has {}", n.name, total, o.cols);
+    if (ws.size() > kMaxFusedParts) return Unsupported("{}: more than {} fused weights", n.name, kMaxFusedParts);
     step.run = [=](const RunState& s) {
       const int64_t rows = RowsOf(x.rows, s);
       const KernelContext k = Kc(s);
       const cpu::QuantizedRows xq = quantize(k, rows);
       float* y = OutPtr(o, s);
-      const int64_t ldy = OutStride(o, s);
-      for (size_t j = 0; j < ws.size(); ++j) cpu::QuantLinear(k, rows, xq, *ws[j], biases[j], y + offsets[j], ldy);
+      cpu::QuantLinearPart parts[kMaxFusedParts];
+      for (size_t j = 0; j < ws.size(); ++j) parts[j] = {ws[j], biases[j], y + offsets[j]};
+      cpu::QuantLinearParts(k, rows, xq, parts, static_cast<int>(ws.size()), OutStride(o, s));
     };
     return step;
   }
@@ -191,8 +196,8 @@ Expected<Step> BindQuantLinear(const BindContext& ctx, Step step) {
     const int64_t rows = RowsOf(x.rows, s);
     const KernelContext k = Kc(s);
     const cpu::QuantizedRows xq = quantize(k, rows);
-    cpu::QuantLinear(k, rows, xq, *ws[0], nullptr, scratch, 2 * width);
-    cpu::QuantLinear(k, rows, xq, *ws[1], nullptr, scratch + width, 2 * width);
+    const cpu::QuantLinearPart parts[2] = {{ws[0], nullptr, scratch}, {ws[1], nullptr, scratch + width}};
+    cpu::QuantLinearParts(k, rows, xq, parts, 2, 2 * width);
     cpu::SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, F(o), o.row_stride);
   };
   return step;
@@ -240,9 +245,16 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const Weigh
   if (IsQuantized(w.dtype)) {
     auto q = cpu::MakeQuantMatrix(w.dtype, w.data, w.nbytes, w.shape[0], w.shape[1]);
     if (!q.ok()) return q.status().WithContext(w.name);
+    // Where the vector kernels run, they read a repacked copy: one stream
+    // per row group, in huge pages (see bench/RESULTS.md for the gain).
+    if (cpu::BestIsa() != cpu::Isa::kScalar) {
+      q = cpu::RepackX8(*q, &DefaultThreadPool());
+      if (!q.ok()) return q.status().WithContext(w.name);
+    }
     return std::shared_ptr<const PackedMatrix>(std::make_shared<CpuQuantMatrix>(*q));
   }
-  KILN_ASSIGN_OR_RETURN(cpu::PackedWeight p, cpu::PackLinearWeight(w.dtype, w.data, w.shape[0], w.shape[1]));
+  KILN_ASSIGN_OR_RETURN(cpu::PackedWeight p,
+                        cpu::PackLinearWeight(w.dtype, w.data, w.shape[0], w.shape[1], &DefaultThreadPool()));
   return std::shared_ptr<const PackedMatrix>(std::make_shared<CpuPackedMatrix>(std::move(p)));
 }
 

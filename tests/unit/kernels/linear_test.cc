@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/packed_weight.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
@@ -111,6 +113,37 @@ TEST(PackedWeight, RejectsOtherDtypesAndEmptyShapes) {
   EXPECT_FALSE(PackLinearWeight(DType::kF32, w, 0, 2).ok());
   EXPECT_FALSE(PackLinearWeight(DType::kF32, w, 2, -1).ok());
   EXPECT_FALSE(PackLinearWeight(DType::kF32, w, int64_t{1} << 40, int64_t{1} << 30).ok());
+}
+
+TEST(PackedWeight, PackingOnThreadsGivesTheSameBytesAndPlacesEveryElement) {
+  // Large enough that the pool splits it; N not a multiple of the panel.
+  const int64_t n = 16 * 40 + 5, k = 700;
+  std::vector<uint16_t> bits(static_cast<size_t>(n * k));
+  std::vector<float> f32(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) {
+    f32[i] = static_cast<float>(i % 1013) * 0.5f - 200.0f;
+    bits[i] = F32ToBf16(f32[i]);
+  }
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    std::vector<uint16_t> f16(bits.size());
+    for (size_t i = 0; i < f16.size(); ++i) f16[i] = F32ToF16(f32[i]);
+    const void* src = dtype == DType::kF32   ? static_cast<const void*>(f32.data())
+                      : dtype == DType::kF16 ? static_cast<const void*>(f16.data())
+                                             : static_cast<const void*>(bits.data());
+    auto serial = PackLinearWeight(dtype, src, n, k);
+    auto threaded = PackLinearWeight(dtype, src, n, k, &DefaultThreadPool(2));
+    ASSERT_TRUE(serial.ok() && threaded.ok());
+    ASSERT_EQ(serial->bytes(), threaded->bytes());
+    EXPECT_EQ(std::memcmp(serial->data(), threaded->data(), serial->bytes()), 0) << DTypeName(dtype);
+    for (int64_t row : {int64_t{0}, int64_t{17}, n - 1}) {
+      for (int64_t col : {int64_t{0}, int64_t{333}, k - 1}) {
+        const float want = dtype == DType::kBF16  ? Bf16ToF32(bits[static_cast<size_t>(row * k + col)])
+                           : dtype == DType::kF16 ? F16ToF32(f16[static_cast<size_t>(row * k + col)])
+                                                  : f32[static_cast<size_t>(row * k + col)];
+        EXPECT_EQ(threaded->At(row, col), want) << DTypeName(dtype) << " " << row << "," << col;
+      }
+    }
+  }
 }
 
 class LinearTest : public ::testing::TestWithParam<Isa> {};

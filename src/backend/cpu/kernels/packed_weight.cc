@@ -1,18 +1,19 @@
 // Packing linear weights into 16-row panels.
 #include "backend/cpu/kernels/packed_weight.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <algorithm>
 
+#include "backend/cpu/kernels/weight_memory.h"
 #include "core/half.h"
 
 namespace kiln::cpu {
 namespace {
 
-// Scatters row-major W into the panels, reading the source sequentially.
+// Scatters rows [row_begin, row_end) of row-major W into the panels,
+// reading the source sequentially.
 template <typename T>
-void ScatterRows(DType dtype, const T* src, int64_t n, int64_t k, T* dst) {
-  for (int64_t row = 0; row < n; ++row) {
+void ScatterRows(DType dtype, const T* src, int64_t row_begin, int64_t row_end, int64_t k, T* dst) {
+  for (int64_t row = row_begin; row < row_end; ++row) {
     const T* src_row = src + row * k;
     T* dst_column0 = dst + PackedWeight::Offset(dtype, row, 0, k);
     for (int64_t col = 0; col < k; ++col) dst_column0[col * kPanelWidth] = src_row[col];
@@ -20,10 +21,6 @@ void ScatterRows(DType dtype, const T* src, int64_t n, int64_t k, T* dst) {
 }
 
 }  // namespace
-
-void PackedWeight::FreeAligned::operator()(void* p) const {
-  std::free(p);
-}
 
 ElemType ElemTypeOf(DType dtype) {
   switch (dtype) {
@@ -49,7 +46,7 @@ float PackedWeight::At(int64_t n, int64_t k) const {
   }
 }
 
-Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k) {
+Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k, ThreadPool* pool) {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
     return Unsupported("linear weight: dtype {} (the CPU linear kernel takes f32, f16 or bf16)",
                        DTypeName(dtype));
@@ -63,21 +60,31 @@ Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, i
       __builtin_mul_overflow(elements, element, &bytes) || bytes > (uint64_t{1} << 48)) {
     return InvalidArgument("linear weight: shape [{}, {}] is too large", n, k);
   }
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* buffer = std::aligned_alloc(64, rounded);
-  if (buffer == nullptr) return ResourceExhausted("linear weight: cannot allocate {} bytes", rounded);
-  std::memset(buffer, 0, rounded);
+  auto memory = AllocateWeightMemory(static_cast<size_t>(bytes));
+  if (!memory.ok()) return memory.status().WithContext("linear weight");
+  void* buffer = memory->data();  // zero-filled: rows past N stay zero
 
   PackedWeight packed;
   packed.dtype_ = dtype;
   packed.n_ = n;
   packed.k_ = k;
   packed.bytes_ = static_cast<size_t>(bytes);
-  packed.data_.reset(buffer);
-  if (dtype == DType::kF32) {
-    ScatterRows(dtype, static_cast<const float*>(w), n, k, static_cast<float*>(buffer));
+  packed.data_ = std::move(*memory);
+  auto scatter = [&](int64_t panel_begin, int64_t panel_end, int) {
+    const int64_t begin = panel_begin * kPanelWidth, end = std::min(n, panel_end * kPanelWidth);
+    if (dtype == DType::kF32) {
+      ScatterRows(dtype, static_cast<const float*>(w), begin, end, k, static_cast<float*>(buffer));
+    } else {
+      ScatterRows(dtype, static_cast<const uint16_t*>(w), begin, end, k, static_cast<uint16_t*>(buffer));
+    }
+  };
+  // Packing is bound by page faults and memory: a second thread pays off
+  // from a few hundred KB.
+  const int64_t panel_bytes = kPanelWidth * k * static_cast<int64_t>(element);
+  if (pool != nullptr) {
+    pool->ParallelFor(panels, std::max<int64_t>(1, (256 << 10) / panel_bytes), scatter);
   } else {
-    ScatterRows(dtype, static_cast<const uint16_t*>(w), n, k, static_cast<uint16_t*>(buffer));
+    scatter(0, panels, 0);
   }
   return packed;
 }

@@ -4,11 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 #include "backend/cpu/kernels/kernel_table.h"
+#include "backend/memory_domain.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 
 namespace kiln::cpu {
 
@@ -16,7 +17,8 @@ namespace kiln::cpu {
 // consecutive k-rows of 16 elements (rows past N are zero). Within a k-row
 // F32 and F16 keep row order; BF16 stores row j at position 2j for j < 8 and
 // 2(j - 8) + 1 for j >= 8 (the AVX2 kernel splits it with a shift and a
-// mask). The buffer is 64-byte aligned. Owns its memory; movable.
+// mask). The buffer is 64-byte aligned, in huge-page memory where the
+// system allows (weight_memory.h). Owns its memory; movable.
 class PackedWeight {
  public:
   PackedWeight() = default;
@@ -27,9 +29,9 @@ class PackedWeight {
   int64_t rows() const { return n_; }  // N, the output features
   int64_t cols() const { return k_; }  // K, the input features
   int64_t panels() const { return (n_ + kPanelWidth - 1) / kPanelWidth; }
-  const void* data() const { return data_.get(); }
+  const void* data() const { return data_.data(); }
   size_t bytes() const { return bytes_; }
-  bool empty() const { return data_ == nullptr; }
+  bool empty() const { return data_.data() == nullptr; }
 
   // W[n, k] as float. REQUIRES: n < rows(), k < cols().
   float At(int64_t n, int64_t k) const;
@@ -39,21 +41,20 @@ class PackedWeight {
   static int64_t Offset(DType dtype, int64_t n, int64_t k, int64_t cols);
 
  private:
-  friend Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k);
-  struct FreeAligned {
-    void operator()(void* p) const;
-  };
-
+  friend Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k,
+                                                 ThreadPool* pool);
   DType dtype_ = DType::kF32;
   int64_t n_ = 0;
   int64_t k_ = 0;
   size_t bytes_ = 0;
-  std::unique_ptr<void, FreeAligned> data_;
+  DomainBuffer data_;
 };
 
 // Packs row-major W[n, k] of F32, F16 or BF16 (bytes as safetensors stores
-// them). Fails on another dtype, non-positive sizes, or a size that overflows.
-Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k);
+// them), on `pool`'s threads when given. Fails on another dtype,
+// non-positive sizes, or a size that overflows.
+Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k,
+                                        ThreadPool* pool = nullptr);
 
 // The kernels' element type for a dtype. REQUIRES: dtype is F32, F16 or BF16.
 ElemType ElemTypeOf(DType dtype);

@@ -24,6 +24,7 @@
 #include <limits>
 
 #include "backend/cpu/qkernels/qkernel_table.h"
+#include "backend/cpu/qkernels/quant_matrix.h"
 #include "quant/ggml_blocks.h"
 
 namespace kiln::cpu {
@@ -38,15 +39,25 @@ constexpr int64_t kRowBlock = 32;
 // Integer dot products of 32 unsigned by 32 signed bytes into 8 int32
 // lanes, lane i summing elements 4i .. 4i+3. Cannot overflow for the
 // values the formats produce (|u| <= 128, |s| <= 127).
+// Dot2Nibbles: Dot(u1, s1) + Dot(u2, s2) for u1, u2 < 16 (Q4_0's values),
+// whose int16 pair sums can be added before widening without overflow
+// (|each| <= 2 * 15 * 127).
 struct DotAvx2 {
   static __m256i Dot(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  static __m256i Dot2Nibbles(__m256i u1, __m256i s1, __m256i u2, __m256i s2) {
+    return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u1, s1), _mm256_maddubs_epi16(u2, s2)),
+                             _mm256_set1_epi16(1));
   }
 };
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 struct DotVnni {
   static __m256i Dot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  static __m256i Dot2Nibbles(__m256i u1, __m256i s1, __m256i u2, __m256i s2) {
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u1, s1), u2, s2);
+  }
 };
 #endif
 
@@ -485,8 +496,138 @@ void Gemm(const QuantGemmArgs& a) {
   }
 }
 
+
+// ---- The x8 layout: Q8_0 and Q4_0 repacked at load (quant_matrix.h) -------
+//
+// One group's blocks come as one stream: the 8 rows' scales of a block in
+// one 16-byte load, then its tile. The integers and the fp32 steps are those
+// of the row kernels above, so the bits are the reference's.
+
+// How far ahead of the tile being read a one-row (decode) pass prefetches.
+constexpr int64_t kX8Prefetch = 2048;
+
+// R activation rows from m against the Q8_0 group at `scales` / `quants`.
+// Vectors 2p and 2p + 1 of a tile hold rows p and p + 4 (their first 16
+// values, then their last 16), so that three hadds leave the eight rows'
+// block sums in order, as for Q4_0 below.
+template <class D, int R>
+void X8TileQ8_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
+                const float* bias, int n_valid) {
+  const int64_t blocks = a.k / kQK;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+    const uint8_t* tile = quants + 256 * b;
+    if constexpr (R == 1) {
+      for (int line = 0; line < 256; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(tile + kX8Prefetch + line), _MM_HINT_T0);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const int8_t* q = a.x->row_q(m + r) + kQK * b;
+      const __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+      const __m256i x_high =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+      __m256i p[4];
+      for (int i = 0; i < 4; ++i) {
+        const __m256i w_low = Load256(tile + 64 * i), w_high = Load256(tile + 64 * i + 32);
+        p[i] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
+                                D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
+      }
+      const __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+// The same for Q4_0: vector p of a tile holds rows p and p + 4, so that one
+// load, shift and two masks unpack two rows, and three hadds leave the
+// eight rows' block sums in order.
+template <class D, int R>
+void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
+                const float* bias, int n_valid) {
+  const int64_t blocks = a.k / kQK;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+    const uint8_t* tile = quants + 128 * b;
+    if constexpr (R == 1) {
+      for (int line = 0; line < 128; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(tile + kX8Prefetch + line), _MM_HINT_T0);
+      }
+    }
+    __m256i low[4], high[4];
+    for (int p = 0; p < 4; ++p) {
+      const __m256i v = Load256(tile + 32 * p);
+      low[p] = _mm256_and_si256(v, nibble);                         // elements 0-15
+      high[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);  // elements 16-31
+    }
+    for (int r = 0; r < R; ++r) {
+      const int8_t* q = a.x->row_q(m + r) + kQK * b;
+      const __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+      const __m256i x_high =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+      __m256i p[4];
+      for (int i = 0; i < 4; ++i) p[i] = D::Dot2Nibbles(low[i], x_low, high[i], x_high);
+      __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      const int16_t* s = a.x->row_sums(m + r) + 2 * b;
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+template <class D, bool kQ8>
+void X8Tile(int r, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
+            const float* bias, int n_valid) {
+  static_assert(kRowTile == 4);
+  if constexpr (kQ8) {
+    switch (r) {
+      case 1: return X8TileQ8_0<D, 1>(a, scales, quants, m, y, bias, n_valid);
+      case 2: return X8TileQ8_0<D, 2>(a, scales, quants, m, y, bias, n_valid);
+      case 3: return X8TileQ8_0<D, 3>(a, scales, quants, m, y, bias, n_valid);
+      default: return X8TileQ8_0<D, 4>(a, scales, quants, m, y, bias, n_valid);
+    }
+  } else {
+    switch (r) {
+      case 1: return X8TileQ4_0<D, 1>(a, scales, quants, m, y, bias, n_valid);
+      case 2: return X8TileQ4_0<D, 2>(a, scales, quants, m, y, bias, n_valid);
+      case 3: return X8TileQ4_0<D, 3>(a, scales, quants, m, y, bias, n_valid);
+      default: return X8TileQ4_0<D, 4>(a, scales, quants, m, y, bias, n_valid);
+    }
+  }
+}
+
+// As Gemm, over the x8 copy.
+template <class D, bool kQ8>
+void GemmX8(const QuantGemmArgs& a) {
+  const int64_t scale_bytes = X8ScaleBytes(a.k / kQK);
+  for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
+    const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
+    for (int64_t g = a.g_begin; g < a.g_end; ++g) {
+      const int64_t n0 = g * kQuantGroupRows;
+      const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+      const uint8_t* scales = a.x8 + g * a.x8_group_bytes;
+      const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+      for (int64_t m = mb; m < me; m += kRowTile) {
+        const int r = static_cast<int>(me - m < kRowTile ? me - m : kRowTile);
+        X8Tile<D, kQ8>(r, a, scales, scales + scale_bytes, m, a.y + m * a.ldy + n0, bias, n_valid);
+      }
+    }
+  }
+}
+
 template <class D>
 void GemmAny(const QuantGemmArgs& a) {
+  if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
+  if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);
     case DType::kQ4_0: return Gemm<D, FormatQ4_0, false>(a);

@@ -42,11 +42,34 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   return out;
 }
 
+namespace {
+
+// The kernel arguments for all activation rows and row groups of w.
+QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float* bias, float* y, int64_t ldy) {
+  QuantGemmArgs args{};
+  args.w_type = w.dtype();
+  args.w = w.data();
+  args.row_bytes = w.row_bytes();
+  args.x8 = w.x8();
+  args.x8_group_bytes = args.x8 != nullptr ? X8GroupBytes(w.dtype(), w.cols()) : 0;
+  args.n_total = w.rows();
+  args.k = w.cols();
+  args.x = &x;
+  args.bias = bias;
+  args.y = y;
+  args.ldy = ldy;
+  return args;
+}
+
+int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows; }
+
+}  // namespace
+
 void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w,
                  const float* bias, float* y, int64_t ldy) {
   if (rows <= 0 || w.rows() <= 0) return;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
-  const int64_t groups = (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows;
+  const int64_t groups = GroupsOf(w);
   const int64_t threads = ctx.num_threads();
   // A grid of row pieces x group pieces, one cell per thread. Any split
   // gives the same numbers; this one keeps each thread's weights apart.
@@ -63,21 +86,41 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
           ThreadPool::StaticRange(row_tiles, static_cast<int>(row_pieces), static_cast<int>(cell / group_pieces));
       const IndexRange group_range =
           ThreadPool::StaticRange(groups, static_cast<int>(group_pieces), static_cast<int>(cell % group_pieces));
-      QuantGemmArgs args{};
-      args.w_type = w.dtype();
-      args.w = w.data();
-      args.row_bytes = w.row_bytes();
-      args.n_total = w.rows();
-      args.k = w.cols();
-      args.x = &x;
-      args.bias = bias;
-      args.y = y;
-      args.ldy = ldy;
+      QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
       args.m_begin = tiles.begin * kRowTile;
       args.m_end = std::min(rows, tiles.end * kRowTile);
       args.g_begin = group_range.begin;
       args.g_end = group_range.end;
       if (args.m_begin < args.m_end && args.g_begin < args.g_end) kernels.gemm(args);
+    }
+  });
+}
+
+void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
+                      int count, int64_t ldy) {
+  if (rows <= 0 || count <= 0) return;
+  if (rows >= kManyRows || count == 1) {
+    for (int j = 0; j < count; ++j) QuantLinear(ctx, rows, x, *parts[j].w, parts[j].bias, parts[j].y, ldy);
+    return;
+  }
+  // Few rows (decoding): the parts' row groups as one range, split evenly
+  // over the threads in one call instead of one call (and one wait) each.
+  const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += GroupsOf(*parts[j].w);
+  ParallelRanges(ctx, total, 1, [&](int64_t begin, int64_t end, int) {
+    int64_t first = 0;  // the parts' first group in the joint range
+    for (int j = 0; j < count && first < end; ++j) {
+      const int64_t groups = GroupsOf(*parts[j].w);
+      const int64_t g_begin = std::max(begin, first) - first, g_end = std::min(end, first + groups) - first;
+      first += groups;
+      if (g_begin >= g_end) continue;
+      QuantGemmArgs args = ArgsFor(*parts[j].w, x, parts[j].bias, parts[j].y, ldy);
+      args.m_begin = 0;
+      args.m_end = rows;
+      args.g_begin = g_begin;
+      args.g_end = g_end;
+      kernels.gemm(args);
     }
   });
 }

@@ -30,4 +30,19 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
 void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w,
                  const float* bias, float* y, int64_t ldy);
 
+// One weight of a fused projection and where its outputs go.
+struct QuantLinearPart {
+  const QuantMatrix* w;
+  const float* bias;  // null: none
+  float* y;
+};
+
+// QuantLinear for each of `count` parts sharing the activation rows x and
+// ldy, with the same bits; with few rows (decoding) the parts' work is split
+// over the threads as one, so that a fused projection costs one wait for
+// the threads instead of one per weight.
+// REQUIRES: what QuantLinear requires, for every part.
+void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
+                      int count, int64_t ldy);
+
 }  // namespace kiln::cpu

@@ -1,9 +1,15 @@
-// Checking block-quantized weights for the quantized kernels.
+// Checking block-quantized weights for the quantized kernels, and their
+// repacking into the x8 layout.
 #include "backend/cpu/qkernels/quant_matrix.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include <fmt/format.h>
+
+#include "backend/cpu/kernels/weight_memory.h"
 #include "quant/dequantize.h"
+#include "quant/ggml_blocks.h"
 
 namespace kiln::cpu {
 
@@ -36,6 +42,78 @@ RowDequantizer QuantRowDequantizer(DType dtype) {
     case DType::kQ8_K: return &DequantizeQ8_K;
     default: return nullptr;
   }
+}
+
+namespace {
+
+constexpr int kGroupRows = 8;
+
+// Moves rows [8g, 8g + 8) of w (those below N) into group g of the x8
+// layout at `group`, which is zero-filled.
+void RepackGroup(const QuantMatrix& w, int64_t g, uint8_t* group) {
+  const int64_t blocks = w.cols() / kQK;
+  uint8_t* scales = group;
+  uint8_t* quants = group + X8ScaleBytes(blocks);
+  const int64_t tile = X8TileBytes(w.dtype());
+  for (int j = 0; j < kGroupRows; ++j) {
+    const int64_t n = g * kGroupRows + j;
+    if (n >= w.rows()) break;
+    const uint8_t* row = w.data() + n * w.row_bytes();
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (w.dtype() == DType::kQ8_0) {
+        BlockQ8_0 block;
+        std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(BlockQ8_0)), sizeof(block));
+        std::memcpy(scales + b * 16 + 2 * j, &block.d, 2);
+        uint8_t* pair = quants + b * tile + 64 * (j % 4) + 16 * (j / 4);
+        std::memcpy(pair, block.qs, 16);
+        std::memcpy(pair + 32, block.qs + 16, 16);
+      } else {
+        BlockQ4_0 block;
+        std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(BlockQ4_0)), sizeof(block));
+        std::memcpy(scales + b * 16 + 2 * j, &block.d, 2);
+        std::memcpy(quants + b * tile + 32 * (j % 4) + 16 * (j / 4), block.qs, 16);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool HasX8Layout(DType dtype) { return dtype == DType::kQ8_0 || dtype == DType::kQ4_0; }
+
+int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 16 + 31) / 32 * 32; }
+
+int64_t X8TileBytes(DType dtype) { return dtype == DType::kQ8_0 ? 256 : 128; }
+
+int64_t X8GroupBytes(DType dtype, int64_t k) {
+  const int64_t blocks = k / kQK;
+  return X8ScaleBytes(blocks) + blocks * X8TileBytes(dtype);
+}
+
+std::string QuantMatrix::layout() const {
+  return fmt::format("{}-{}", DTypeName(dtype_), x8_ != nullptr ? "x8" : "rows");
+}
+
+Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool) {
+  if (!HasX8Layout(w.dtype()) || w.x8_ != nullptr) return w;
+  const int64_t groups = (w.rows() + kGroupRows - 1) / kGroupRows;
+  const int64_t group_bytes = X8GroupBytes(w.dtype(), w.cols());
+  auto memory = AllocateWeightMemory(static_cast<size_t>(groups * group_bytes));
+  if (!memory.ok()) return memory.status().WithContext(fmt::format("repacking a {} matrix", DTypeName(w.dtype())));
+  uint8_t* base = memory->data();
+  auto repack = [&](int64_t begin, int64_t end, int) {
+    for (int64_t g = begin; g < end; ++g) RepackGroup(w, g, base + g * group_bytes);
+  };
+  // Copying is bound by page faults and memory: worth a second thread only
+  // for matrices of a few hundred KB and more.
+  if (pool != nullptr) {
+    pool->ParallelFor(groups, std::max<int64_t>(1, (256 << 10) / group_bytes), repack);
+  } else {
+    repack(0, groups, 0);
+  }
+  QuantMatrix out = w;
+  out.x8_ = std::make_shared<const DomainBuffer>(std::move(*memory));
+  return out;
 }
 
 Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n, int64_t k) {

@@ -1,14 +1,19 @@
 // A block-quantized weight matrix as the quantized kernels read it: the
-// GGUF bytes of W[N, K] row by row, used in place (no copy, no dequantized
-// form), and what pairs with it (the activation block size).
+// GGUF bytes of W[N, K] row by row, used in place (no dequantized form),
+// optionally with a copy repacked for the vector kernels (Q8_0, Q4_0), and
+// what pairs with it (the activation block size).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/kernels/embedding.h"
+#include "backend/memory_domain.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 
 namespace kiln::cpu {
 
@@ -25,7 +30,24 @@ int QuantActivationBlock(DType dtype);
 // or null for a dtype without one.
 RowDequantizer QuantRowDequantizer(DType dtype);
 
-// Not owning: the bytes must outlive it (the WeightStore's mapping).
+// The "x8" layout of Q8_0 and Q4_0 weights, which the vector kernels stream
+// in one pass per group of kQuantGroupRows (8) output rows. Group g (rows
+// 8g .. 8g+7; rows past N are zero) takes x8_group_bytes(K) bytes at
+// g * x8_group_bytes(K):
+//   scales: per block b, the 8 rows' f16 scales (16 bytes), rounded up to
+//           32 bytes in all;
+//   quants: per block b, one tile of 32-byte vectors: Q8_0 (256 bytes):
+//           vector 2p (p < 4) = values 0-15 of row p, then of row p + 4;
+//           vector 2p + 1 = their values 16-31. Q4_0 (128 bytes): vector p =
+//           row p's 16 bytes of nibbles, then row p + 4's.
+// The bytes of every block are the file's, only moved.
+bool HasX8Layout(DType dtype);
+int64_t X8ScaleBytes(int64_t blocks);
+int64_t X8TileBytes(DType dtype);
+int64_t X8GroupBytes(DType dtype, int64_t k);
+
+// Not owning the GGUF bytes: they must outlive it (the WeightStore's
+// mapping). A repacked copy, where there is one, is shared by the copies.
 class QuantMatrix {
  public:
   QuantMatrix() = default;
@@ -38,19 +60,35 @@ class QuantMatrix {
   size_t bytes() const { return static_cast<size_t>(n_ * row_bytes_); }
   int activation_block() const { return QuantActivationBlock(dtype_); }
 
+  // The x8 copy (see HasX8Layout), or null when the kernels read the GGUF rows.
+  const uint8_t* x8() const { return x8_ == nullptr ? nullptr : x8_->data(); }
+  // Bytes the vector kernels stream per pass: the x8 copy's, or the rows'.
+  size_t kernel_bytes() const { return x8_ == nullptr ? bytes() : x8_->size(); }
+  // How the vector kernels read it: "q4_0-x8" (repacked) or "q4_0-rows" (in place).
+  std::string layout() const;
+
  private:
   friend Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n,
                                                int64_t k);
+  friend Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool);
   DType dtype_ = DType::kQ8_0;
   const uint8_t* data_ = nullptr;
   int64_t n_ = 0;
   int64_t k_ = 0;
   int64_t row_bytes_ = 0;
+  std::shared_ptr<const DomainBuffer> x8_;
 };
 
 // Wraps row-major W[n, k] of `dtype` stored in `nbytes` bytes at `data`.
 // Fails on a type the kernels do not run, non-positive sizes, K that is not
 // a whole number of blocks, or a byte count other than the shape's.
 Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n, int64_t k);
+
+// `w` with an x8 copy of its blocks in huge-page memory (weight_memory.h),
+// made once at load: the vector kernels then read that copy, one contiguous
+// stream per row group with eight scales per load, instead of eight rows.
+// A type without the layout comes back as it is. Copies on `pool`'s threads
+// when given. Fails when the memory is refused.
+Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool = nullptr);
 
 }  // namespace kiln::cpu

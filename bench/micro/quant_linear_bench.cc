@@ -1,0 +1,121 @@
+// Quantized linear throughput at Qwen2.5-0.5B's shapes: GEMV (decode, M = 1)
+// in weight bytes per second with the weights coming from memory, and GEMM
+// (prefill and batched decode, M = 16..512) in integer operations per second
+// (2 per weight per row), for Q8_0 and Q4_0 (read in place as GGUF rows, and
+// repacked: the x8 layout the backend uses) at every linear shape, and every
+// other block format the kernels run at one MLP shape (up for the 32-value
+// blocks, down for the k-quants), on 1 and 2 threads.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/cpu/qkernels/quant_linear.h"
+#include "backend/cpu/qkernels/quant_matrix.h"
+#include "core/thread_pool.h"
+#include "quant/quantize_ref.h"
+
+namespace kiln::cpu {
+namespace {
+
+// The bytes of `copies` random matrices of one type and shape, kept while
+// consecutive runs ask for the same set (bounded by one set, about 100 MB).
+struct QuantSet {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<QuantMatrix> matrices;
+};
+
+const QuantSet& Matrices(DType dtype, int64_t n, int64_t k, int copies, bool x8) {
+  static std::tuple<DType, int64_t, int64_t, int, bool> key{};
+  static QuantSet set;
+  if (key != std::make_tuple(dtype, n, k, copies, x8)) {
+    set = QuantSet();
+    key = {dtype, n, k, copies, x8};
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<float> row(static_cast<size_t>(k));
+    const uint64_t row_bytes = DTypeBytes(dtype, static_cast<uint64_t>(k)).value();
+    for (int c = 0; c < copies; ++c) {
+      std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(n));
+      for (int64_t r = 0; r < n; ++r) {
+        for (float& v : row) v = dist(rng);
+        (void)QuantizeRowRef(dtype, row.data(), bytes.data() + static_cast<uint64_t>(r) * row_bytes, k);
+      }
+      QuantMatrix w = MakeQuantMatrix(dtype, bytes.data(), bytes.size(), n, k).value();
+      set.matrices.push_back(x8 ? RepackX8(w).value() : w);
+      set.bytes.push_back(std::move(bytes));
+    }
+  }
+  return set;
+}
+
+// Args: M, N, K, dtype, threads, cold, x8. Cold runs cycle through enough copies
+// (over 96 MB) that the weights come from memory, as a model's do in decode.
+void BM_QuantLinear(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const auto dtype = static_cast<DType>(state.range(3));
+  const int threads = static_cast<int>(state.range(4));
+  const bool cold = state.range(5) != 0;
+  const bool x8 = state.range(6) != 0;
+  const double bytes = static_cast<double>(DTypeBytes(dtype, static_cast<uint64_t>(n * k)).value());
+  const int copies = cold ? static_cast<int>(96e6 / bytes) + 1 : 1;
+  const QuantSet& set = Matrices(dtype, n, k, copies, x8);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (float& v : x) v = dist(rng);
+  KernelContext ctx;
+  ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+  const int block = set.matrices[0].activation_block();
+  size_t next = 0;
+  for (auto _ : state) {
+    const QuantizedRows xq = QuantizeActivations(ctx, m, x.data(), false, k, k, block);
+    QuantLinear(ctx, m, xq, set.matrices[next], nullptr, y.data(), n);
+    next = (next + 1) % set.matrices.size();
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["op/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(set.matrices[0].layout() + " " + IsaName(ctx.isa) + " " + std::to_string(threads) + "t" +
+                 (cold ? " cold" : ""));
+}
+
+void QuantLinearArgs(benchmark::internal::Benchmark* b) {
+  const int64_t kShapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}};  // {N, K}
+  const DType kOthers[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
+                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  auto add = [&](DType dtype, int64_t n, int64_t k, int threads, int x8) {
+    b->Args({1, n, k, static_cast<int64_t>(dtype), threads, 1, x8});
+    for (int64_t m : {16, 128}) b->Args({m, n, k, static_cast<int64_t>(dtype), threads, 0, x8});
+  };
+  for (int threads : {1, 2}) {
+    for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+      for (int x8 : {0, 1}) {
+        for (auto& s : kShapes) add(dtype, s[0], s[1], threads, x8);
+      }
+    }
+    // The k-quants' 256-value blocks need K = 4864 (896 is not a multiple).
+    for (DType dtype : kOthers) {
+      if (QuantActivationBlock(dtype) == 256) {
+        add(dtype, 896, 4864, threads, 0);
+      } else {
+        add(dtype, 4864, 896, threads, 0);
+      }
+    }
+  }
+}
+BENCHMARK(BM_QuantLinear)
+    ->Apply(QuantLinearArgs)
+    ->ArgNames({"M", "N", "K", "dtype", "threads", "cold", "x8"})
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kiln::cpu
+
+BENCHMARK_MAIN();

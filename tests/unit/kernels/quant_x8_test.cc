@@ -1,0 +1,181 @@
+// The x8 layout of Q8_0 and Q4_0 weights: the repacked copy moves every
+// block's bytes where quant_matrix.h says, and the kernels reading it give
+// the reference's bits (which reads the GGUF rows) for every ISA, thread
+// count, batch and row count that is not a multiple of the group.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/qkernels/quant_linear.h"
+#include "backend/cpu/qkernels/quant_matrix.h"
+#include "core/thread_pool.h"
+#include "quant/ggml_blocks.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Random bytes with every 16-bit word a finite f16 where a scale may sit;
+// Q8_0 values include -128, which the format allows.
+std::vector<uint8_t> RandomBlocks(DType t, int64_t n, int64_t k, uint32_t seed) {
+  const uint64_t bytes = DTypeBytes(t, static_cast<uint64_t>(n * k)).value();
+  std::vector<uint8_t> out(bytes);
+  std::mt19937 rng(seed);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  for (size_t i = 1; i < out.size(); i += 2) out[i] &= 0xBF;
+  return out;
+}
+
+std::vector<float> RunLinear(const KernelContext& ctx, const QuantMatrix& w, const std::vector<float>& x,
+                             int64_t rows, const std::vector<float>& bias) {
+  std::vector<float> y(static_cast<size_t>(rows * w.rows()), -1.0f);
+  const QuantizedRows xq =
+      QuantizeActivations(ctx, rows, x.data(), false, w.cols(), w.cols(), w.activation_block());
+  QuantLinear(ctx, rows, xq, w, bias.data(), y.data(), w.rows());
+  return y;
+}
+
+struct Shape {
+  DType dtype;
+  int64_t n, k;
+};
+
+class QuantX8Test : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
+  const Shape s = GetParam();
+  const auto bytes = RandomBlocks(s.dtype, s.n, s.k, 3);
+  auto rows = MakeQuantMatrix(s.dtype, bytes.data(), bytes.size(), s.n, s.k);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->x8(), nullptr);
+  EXPECT_EQ(rows->layout(), std::string(DTypeName(s.dtype)) + "-rows");
+  auto x8 = RepackX8(*rows);
+  ASSERT_TRUE(x8.ok()) << x8.status().ToString();
+  ASSERT_NE(x8->x8(), nullptr);
+  EXPECT_EQ(x8->layout(), std::string(DTypeName(s.dtype)) + "-x8");
+  const int64_t blocks = s.k / kQK, groups = (s.n + 7) / 8;
+  const int64_t group_bytes = X8GroupBytes(s.dtype, s.k);
+  EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(groups * group_bytes));
+  const bool q8 = s.dtype == DType::kQ8_0;
+  const int64_t block_bytes = q8 ? 34 : 18;
+  for (int64_t n = 0; n < groups * 8; ++n) {
+    const uint8_t* group = x8->x8() + (n / 8) * group_bytes;
+    const int j = static_cast<int>(n % 8);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* scale = group + b * 16 + 2 * j;
+      // Row j's values in 16-byte pieces: Q8_0 two (32 bytes apart), Q4_0 one.
+      const uint8_t* piece = group + X8ScaleBytes(blocks) + b * X8TileBytes(s.dtype) +
+                             (q8 ? 64 * (j % 4) : 32 * (j % 4)) + 16 * (j / 4);
+      const int pieces = q8 ? 2 : 1;
+      if (n >= s.n) {
+        // Rows past N are zeros.
+        EXPECT_EQ(scale[0] | scale[1], 0);
+        for (int h = 0; h < pieces; ++h) {
+          for (int i = 0; i < 16; ++i) ASSERT_EQ(piece[32 * h + i], 0);
+        }
+        continue;
+      }
+      const uint8_t* block = bytes.data() + n * rows->row_bytes() + b * block_bytes;
+      ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
+      for (int h = 0; h < pieces; ++h) {
+        ASSERT_EQ(std::memcmp(piece + 32 * h, block + 2 + 16 * h, 16), 0) << "row " << n << " block " << b;
+      }
+    }
+  }
+  // Repacking twice, or a type without the layout, changes nothing.
+  EXPECT_EQ(RepackX8(*x8)->x8(), x8->x8());
+  std::vector<uint8_t> k4(static_cast<size_t>(DTypeBytes(DType::kQ4_K, 256).value()));
+  auto other = MakeQuantMatrix(DType::kQ4_K, k4.data(), k4.size(), 1, 256);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(RepackX8(*other)->x8(), nullptr);
+}
+
+TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
+  const Shape s = GetParam();
+  const auto bytes = RandomBlocks(s.dtype, s.n, s.k, 7);
+  auto rows = MakeQuantMatrix(s.dtype, bytes.data(), bytes.size(), s.n, s.k);
+  ASSERT_TRUE(rows.ok());
+  auto x8 = RepackX8(*rows);
+  ASSERT_TRUE(x8.ok());
+  std::vector<float> bias(static_cast<size_t>(s.n));
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i % 7);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t m : {1, 2, 3, 4, 5, 16, 37, 70}) {
+    std::vector<float> x(static_cast<size_t>(m * s.k));
+    for (float& v : x) v = dist(rng);
+    KernelContext ref;
+    ref.isa = Isa::kScalar;
+    const auto expected = RunLinear(ref, *rows, x, m, bias);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+      if (!IsaAvailable(isa)) continue;
+      for (int threads : {1, 2, 3}) {
+        KernelContext ctx;
+        ctx.isa = isa;
+        ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+        const auto got = RunLinear(ctx, *x8, x, m, bias);
+        ASSERT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
+            << DTypeName(s.dtype) << " " << IsaName(isa) << " threads " << threads << " rows " << m;
+      }
+    }
+    // A row computed alone gives the bits it gets in the batch.
+    KernelContext ctx;
+    const std::vector<float> last(x.end() - s.k, x.end());
+    const auto alone = RunLinear(ctx, *x8, last, 1, bias);
+    EXPECT_EQ(std::memcmp(alone.data(), expected.data() + (m - 1) * s.n, alone.size() * sizeof(float)), 0);
+  }
+}
+
+// A fused projection computed as parts in one call gives each part the bits
+// of its own QuantLinear call, for few rows (one joint split) and many.
+TEST(QuantLinearParts, GiveEachPartTheBitsOfItsOwnCall) {
+  const int64_t k = 160;
+  const auto q_bytes = RandomBlocks(DType::kQ8_0, 61, k, 1);
+  const auto k_bytes = RandomBlocks(DType::kQ4_0, 16, k, 2);
+  const auto v_bytes = RandomBlocks(DType::kQ5_0, 13, k, 3);
+  const QuantMatrix q =
+      RepackX8(*MakeQuantMatrix(DType::kQ8_0, q_bytes.data(), q_bytes.size(), 61, k)).value();
+  const QuantMatrix kw =
+      RepackX8(*MakeQuantMatrix(DType::kQ4_0, k_bytes.data(), k_bytes.size(), 16, k)).value();
+  const QuantMatrix v = *MakeQuantMatrix(DType::kQ5_0, v_bytes.data(), v_bytes.size(), 13, k);
+  std::vector<float> bias(61, 0.5f);
+  const int64_t ldy = 61 + 16 + 13 + 3;
+  std::mt19937 rng(4);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t rows : {1, 3, 20}) {
+    std::vector<float> x(static_cast<size_t>(rows * k));
+    for (float& value : x) value = dist(rng);
+    for (int threads : {1, 2, 3}) {
+      KernelContext ctx;
+      ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+      const QuantizedRows xq = QuantizeActivations(ctx, rows, x.data(), false, k, k, 32);
+      std::vector<float> separate(static_cast<size_t>(rows * ldy), -1.0f), joint = separate;
+      QuantLinear(ctx, rows, xq, q, bias.data(), separate.data(), ldy);
+      QuantLinear(ctx, rows, xq, kw, nullptr, separate.data() + 61, ldy);
+      QuantLinear(ctx, rows, xq, v, nullptr, separate.data() + 77, ldy);
+      const QuantLinearPart parts[3] = {{&q, bias.data(), joint.data()},
+                                        {&kw, nullptr, joint.data() + 61},
+                                        {&v, nullptr, joint.data() + 77}};
+      QuantLinearParts(ctx, rows, xq, parts, 3, ldy);
+      EXPECT_EQ(std::memcmp(joint.data(), separate.data(), joint.size() * sizeof(float)), 0)
+          << "rows " << rows << " threads " << threads;
+    }
+  }
+}
+
+std::string ShapeName(const ::testing::TestParamInfo<Shape>& info) {
+  return std::string(DTypeName(info.param.dtype)) + "_" + std::to_string(info.param.n) + "x" +
+         std::to_string(info.param.k);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
+                         ::testing::Values(Shape{DType::kQ8_0, 8, 32}, Shape{DType::kQ8_0, 37, 96},
+                                           Shape{DType::kQ8_0, 130, 288}, Shape{DType::kQ4_0, 8, 32},
+                                           Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320}),
+                         ShapeName);
+
+}  // namespace
+}  // namespace kiln::cpu
