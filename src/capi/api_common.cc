@@ -8,7 +8,7 @@
 extern "C" {
 
 const char* kiln_status_name(kiln_status status) {
-  switch (status) {
+  switch (kiln::capi::RawEnum(status)) {
     case KILN_OK: return "ok";
     case KILN_ERROR_INVALID_ARGUMENT: return "invalid argument";
     case KILN_ERROR_NOT_FOUND: return "not found";
@@ -37,7 +37,7 @@ const char* kiln_version(void) {
 }
 
 void kiln_set_log_level(kiln_log_level level) {
-  int value = static_cast<int>(level);
+  int value = kiln::capi::RawEnum(level);
   if (value < static_cast<int>(KILN_LOG_DEBUG)) value = KILN_LOG_DEBUG;
   if (value > static_cast<int>(KILN_LOG_OFF)) value = KILN_LOG_OFF;
   kiln::SetLogLevel(static_cast<kiln::LogLevel>(value));

@@ -129,7 +129,7 @@ int32_t kiln_engine_max_model_len(const kiln_engine* engine) {
 }
 
 const char* kiln_finish_reason_name(kiln_finish_reason reason) {
-  switch (reason) {
+  switch (kiln::capi::RawEnum(reason)) {
     case KILN_FINISH_NONE: return "";
     case KILN_FINISH_STOP: return "stop";
     case KILN_FINISH_LENGTH: return "length";

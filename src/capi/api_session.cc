@@ -18,14 +18,14 @@ Expected<kiln::capi::ForwardSession*> SessionOf(const kiln_session* session) {
   return session->session.get();
 }
 
-Expected<kiln::capi::LogitsMode> ToLogitsMode(kiln_logits_mode mode) {
+Expected<kiln::capi::LogitsMode> ToLogitsMode(int mode) {
   switch (mode) {
     case KILN_LOGITS_LAST: return kiln::capi::LogitsMode::kLast;
     case KILN_LOGITS_ALL: return kiln::capi::LogitsMode::kAll;
     case KILN_LOGITS_NONE: return kiln::capi::LogitsMode::kNone;
   }
   return InvalidArgument("mode {}: expected KILN_LOGITS_LAST, KILN_LOGITS_ALL or KILN_LOGITS_NONE",
-                         static_cast<int>(mode));
+                         mode);
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ kiln_status kiln_session_run(kiln_session* session, const int32_t* token_ids, co
     batch.token_ids = std::span<const int32_t>(token_ids, num_tokens);
     batch.positions = positions;
     batch.seq_ids = seq_ids;
-    KILN_ASSIGN_OR_RETURN(batch.mode, ToLogitsMode(mode));
+    KILN_ASSIGN_OR_RETURN(batch.mode, ToLogitsMode(kiln::capi::RawEnum(mode)));
     KILN_ASSIGN_OR_RETURN(int64_t rows, forward->Run(batch, logits, logits_capacity));
     if (num_rows != nullptr) *num_rows = static_cast<size_t>(rows);
     return Status::Ok();

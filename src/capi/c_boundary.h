@@ -12,6 +12,17 @@
 
 namespace kiln::capi {
 
+// The int a caller passed as one of the header's enums. C lets any int
+// through an enum parameter, while in C++ reading a value outside the
+// enumerators is undefined: read the bytes instead, then range-check.
+template <typename Enum>
+int RawEnum(const Enum& value) noexcept {
+  static_assert(sizeof(Enum) == sizeof(int), "the header's enums are int-sized");
+  int raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
 // The C code for a kiln StatusCode.
 kiln_status ToCStatus(StatusCode code);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace kiln::server {
@@ -17,6 +18,10 @@ struct AccessRecord {
   int64_t prompt_tokens = -1;  // negative when the request generated nothing
   int64_t completion_tokens = -1;
   std::string note;  // why a request ended early ("client disconnected")
+  // The request's in-flight token (ServerState::EnterRequest), released
+  // with the record after the response's last byte: shutdown must not
+  // treat a request as done while its answer is still being written.
+  std::shared_ptr<void> in_flight;
 };
 
 // The calling thread's record.

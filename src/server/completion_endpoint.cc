@@ -309,6 +309,7 @@ void ServeWhole(ServerState& state, CompletionJob& job, const ResponseFormatter&
 void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Request& req, const std::string& body,
                      httplib::Response& res) {
   std::shared_ptr<void> in_flight = state.EnterRequest();
+  CurrentAccessRecord().in_flight = in_flight;
   EngineLoop* loop = state.engine_loop();
   if (state.draining()) {
     res.set_header("Connection", "close");

@@ -96,7 +96,7 @@ std::string ChatBody(json extra = json::object()) {
 }
 
 void ExpectError(const httplib::Result& r, int status, const std::string& param, const std::string& words = "") {
-  ASSERT_TRUE(r) << "no response";
+  ASSERT_TRUE(r) << "no response: " << httplib::to_string(r.error());
   EXPECT_EQ(r->status, status) << r->body;
   json body = json::parse(r->body, nullptr, false);
   ASSERT_TRUE(body.is_object()) << r->body;
