@@ -197,7 +197,7 @@ typedef struct kiln_engine_options {
   /* A fraction of available memory in (0, 1]; with neither set, enough for
    * max_num_seqs full-length sequences within a fifth of available memory. */
   double kv_cache_memory_fraction;
-  const char* kv_cache_dtype;     /* "f32" (NULL), "f16" or "bf16" */
+  const char* kv_cache_dtype;     /* "f32" (NULL), "f16", "bf16" or "int8" (a scale per token and head) */
   int32_t block_size;             /* tokens per KV block (16) */
   int enable_prefix_caching;      /* reuse the KV cache of shared prompt prefixes (1) */
   int32_t max_num_seqs;           /* sequences batched together at most (64) */

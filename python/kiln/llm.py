@@ -23,7 +23,7 @@ class LLM:
     `model` is a path (a Hugging Face folder or a .gguf file) or a loaded
     Model. Options (all optional): threads (0: one per physical core),
     kv_cache_memory (bytes as an int, or a fraction of available memory as a
-    float in (0, 1]), kv_cache_dtype ("f32", "f16", "bf16"), block_size,
+    float in (0, 1]), kv_cache_dtype ("f32", "f16", "bf16", "int8"), block_size,
     enable_prefix_caching, max_num_seqs, max_num_batched_tokens,
     max_prefill_chunk, max_model_len, precision ("fp32", "mixed", "bf16"),
     backend, seed; and for loading from a path: tokenizer, load_format,

@@ -16,11 +16,15 @@ std::string OrDefault(const char* text, const char* fallback) {
   return text != nullptr ? text : fallback;
 }
 
-Expected<DType> KvDType(const char* name, const char* field) {
+// The KV cache element type. Engines also take "int8" (a scale per token
+// and head); sessions read their cache directly and keep to float types.
+Expected<DType> KvDType(const char* name, const char* field, bool allow_int8) {
   const std::string text = OrDefault(name, "f32");
+  if (allow_int8 && text == "int8") return DType::kI8;
   auto dtype = DTypeFromName(text);
   if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
-    return InvalidArgument("{} '{}': expected f32, f16 or bf16", field, text);
+    return InvalidArgument("{} '{}': expected {}", field, text,
+                           allow_int8 ? "f32, f16, bf16 or int8" : "f32, f16 or bf16");
   }
   return *dtype;
 }
@@ -166,7 +170,8 @@ Expected<EngineOptions> FromCEngineOptions(const kiln_engine_options* given) {
   }
   o.kv_cache_memory.bytes = c.kv_cache_memory_bytes;
   o.kv_cache_memory.fraction = c.kv_cache_memory_fraction;
-  KILN_ASSIGN_OR_RETURN(o.kv_cache_dtype, KvDType(c.kv_cache_dtype, "options.kv_cache_dtype"));
+  KILN_ASSIGN_OR_RETURN(o.kv_cache_dtype,
+                        KvDType(c.kv_cache_dtype, "options.kv_cache_dtype", /*allow_int8=*/true));
   o.block_size = c.block_size;
   o.enable_prefix_caching = c.enable_prefix_caching != 0;
   o.max_num_seqs = c.max_num_seqs;
@@ -189,7 +194,8 @@ Expected<SessionOptions> FromCSessionOptions(int32_t max_seqs, int32_t max_token
   o.max_batch_tokens = c.max_batch_tokens;
   o.block_size = c.block_size;
   KILN_ASSIGN_OR_RETURN(o.precision, PrecisionOption(c.precision, "options.precision"));
-  KILN_ASSIGN_OR_RETURN(o.kv_dtype, KvDType(c.kv_cache_dtype, "options.kv_cache_dtype"));
+  KILN_ASSIGN_OR_RETURN(o.kv_dtype,
+                        KvDType(c.kv_cache_dtype, "options.kv_cache_dtype", /*allow_int8=*/false));
   o.backend = OrDefault(c.backend, "cpu");
   return o;
 }

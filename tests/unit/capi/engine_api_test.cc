@@ -380,6 +380,11 @@ TEST(CApiEngineOptions, BadOptionsAreErrorsNamingThem) {
   EXPECT_EQ(kiln_engine_create(model, &options, &engine), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(kiln_last_error(), "options.kv_cache_dtype 'int3'")) << kiln_last_error();
   options = TinyEngineOptions();
+  options.kv_cache_dtype = "int8";  // accepted: an int8 cache with a scale per token and head
+  ASSERT_EQ(kiln_engine_create(model, &options, &engine), KILN_OK) << kiln_last_error();
+  kiln_engine_destroy(engine);
+  engine = nullptr;
+  options = TinyEngineOptions();
   options.max_num_seqs = 0;
   EXPECT_EQ(kiln_engine_create(model, &options, &engine), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(kiln_last_error(), "max-num-seqs")) << kiln_last_error();
