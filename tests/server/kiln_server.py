@@ -153,14 +153,14 @@ class KilnServer:
                 samples[name] = float(value)
         return samples
 
-    def settled_metrics(self, name, value, timeout=10):
-        """The metrics once sample `name` reaches `value`: a response is
-        counted when its connection is done, a moment after the client has
-        read its last byte."""
+    def metrics_when(self, condition, timeout=10):
+        """The first metrics that satisfy `condition` (the last ones read
+        when `timeout` passes first): the engine thread releases a finished
+        request's KV blocks a moment after its client has the last byte."""
         deadline = time.monotonic() + timeout
         while True:
             samples = self.metrics()
-            if samples.get(name, 0) >= value or time.monotonic() > deadline:
+            if condition(samples) or time.monotonic() > deadline:
                 return samples
             time.sleep(0.02)
 
