@@ -270,3 +270,37 @@ def take_string(pointer: ctypes.c_void_p) -> str:
 
 def text_at(pointer, length: int) -> str:
     return ctypes.string_at(pointer, length).decode("utf-8", "replace") if length else ""
+
+
+class OwnedHandle:
+    """A kiln handle this object owns: `close()` (also on leaving a `with`
+    block or on garbage collection) returns it with the C function named
+    `_destroy_function`; `handle` refuses use after that, naming `_kind`."""
+
+    _kind = "object"
+    _destroy_function = ""
+    _handle = None
+
+    def close(self) -> None:
+        """Releases the handle (once; later calls do nothing)."""
+        if self._handle is not None:
+            getattr(lib(), self._destroy_function)(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass  # interpreter shutdown
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise ValueError(f"the {self._kind} is closed")
+        return self._handle

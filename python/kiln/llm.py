@@ -17,7 +17,7 @@ Prompt = Union[str, Dict[str, object]]  # text, {"prompt": text} or {"prompt_tok
 _DONE = object()
 
 
-class LLM:
+class LLM(_native.OwnedHandle):
     """An engine over a model: continuous batching on a paged KV cache.
 
     `model` is a path (a Hugging Face folder or a .gguf file) or a loaded
@@ -29,6 +29,9 @@ class LLM:
     backend, seed; and for loading from a path: tokenizer, load_format,
     preset, dtype. Every method is thread-safe; requests from several
     threads are batched together."""
+
+    _kind = "engine"
+    _destroy_function = "kiln_engine_destroy"
 
     _ENGINE_FIELDS = ("threads", "kv_cache_dtype", "block_size", "enable_prefix_caching", "max_num_seqs",
                       "max_num_batched_tokens", "max_prefill_chunk", "max_model_len", "precision", "backend",
@@ -64,32 +67,6 @@ class LLM:
         self._handle = handle
         self._callbacks_lock = threading.Lock()
         self._callbacks = {}  # request id -> (ctypes callback, [exception raised in it])
-
-    # Lifetime.
-
-    def close(self) -> None:
-        """Releases the engine. No call may be in flight."""
-        if getattr(self, "_handle", None) is not None:
-            _native.lib().kiln_engine_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise ValueError("the engine is closed")
-        return self._handle
 
     # Facts.
 

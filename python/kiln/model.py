@@ -9,11 +9,14 @@ from . import _native
 from .sampling_params import SamplingParams
 
 
-class Model:
+class Model(_native.OwnedHandle):
     """Weights, tokenizer and generation config, loaded once; LLM engines and
     Sessions built from it share them. `path` is a Hugging Face folder or a
     .gguf file. With load_format="dummy", weights of the folder's (or
     `preset`'s) shapes are generated in `dtype` ("f32", "f16", "bf16")."""
+
+    _kind = "model"
+    _destroy_function = "kiln_model_destroy"
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, tokenizer: Optional[str] = None,
                  load_format: str = "auto", preset: Optional[str] = None, dtype: Optional[str] = None,
@@ -32,30 +35,6 @@ class Model:
         _native.check(lib.kiln_model_load(encoded_path, ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
         self._tokenizer = Tokenizer(self) if lib.kiln_model_has_tokenizer(handle) else None
-
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise ValueError("the model is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Releases the handle; engines and sessions built from it keep working."""
-        if getattr(self, "_handle", None) is not None:
-            _native.lib().kiln_model_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass  # interpreter shutdown
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     @property
     def vocab_size(self) -> int:

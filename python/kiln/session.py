@@ -13,7 +13,7 @@ from .model import Model
 _MODES = {"last": _native.LOGITS_LAST, "all": _native.LOGITS_ALL, "none": _native.LOGITS_NONE}
 
 
-class Session:
+class Session(_native.OwnedHandle):
     """A KV cache for sequence ids 0 .. max_seqs-1 of up to
     max_tokens_per_seq tokens each (0: the model's context), and forward
     passes that append to it. `model` is a Model, an LLM (its model) or a
@@ -21,6 +21,9 @@ class Session:
     are split), precision ("fp32", "mixed", "bf16"), kv_cache_dtype,
     block_size, backend. Calls are serialized; a session may be shared by
     threads."""
+
+    _kind = "session"
+    _destroy_function = "kiln_session_destroy"
 
     def __init__(self, model, max_seqs: int = 1, max_tokens_per_seq: int = 0, *, threads: int = 0,
                  max_batch_tokens: int = 512, precision: Optional[str] = None,
@@ -48,29 +51,6 @@ class Session:
         self.vocab_size = lib.kiln_session_vocab_size(handle)
         self.max_seqs = lib.kiln_session_max_seqs(handle)
         self.max_tokens_per_seq = lib.kiln_session_max_tokens_per_seq(handle)
-
-    def close(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            _native.lib().kiln_session_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise ValueError("the session is closed")
-        return self._handle
 
     def run(self, token_ids, positions=None, seq_ids=None, *, out: Optional[np.ndarray] = None,
             logits: str = "last") -> np.ndarray:
