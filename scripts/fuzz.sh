@@ -12,7 +12,10 @@ seconds=${FUZZ_SECONDS:-60}
 jobs=${JOBS:-$(nproc)}
 shared=${KILN_SHARED_DIR:-../shared}
 
+# -O1 -g1 with assertions on, as in scripts/sanitize.sh: quick to build, and
+# an assertion is one more way for a fuzzer to find a bug.
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined >/dev/null
 cmake --build "$build" -j "$jobs" --target fuzz_targets
 
