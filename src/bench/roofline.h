@@ -36,7 +36,7 @@ struct ComputeFigure {
   std::string unit;          // "FLOP/s" or "OP/s" (int8 multiply-adds counted as two)
   bool supported = true;
   std::string note;  // why unsupported
-  double per_second = 0;  // median over repetitions, all threads together
+  double per_second = 0;  // the fastest repetition's rate, all threads together
   Summary repetitions;    // per-repetition rates
   ContentionReading contention;
 };
@@ -44,7 +44,7 @@ struct ComputeFigure {
 // Streaming-read bandwidth at one thread count with one page size.
 struct BandwidthFigure {
   std::string pages;  // "4k" or "thp"
-  double bytes_per_s = 0;  // median over repetitions
+  double bytes_per_s = 0;  // the fastest repetition's rate
   Summary repetitions;
   int64_t buffer_bytes = 0;
   int64_t huge_page_bytes = 0;  // AnonHugePages the buffer actually got
