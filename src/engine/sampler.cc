@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -18,12 +19,25 @@ uint64_t SplitMix64(uint64_t& x) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+// The lowest id among the largest values (NaNs are never the largest). The
+// maximum first, in eight independent lanes the compiler vectorizes, then
+// its first occurrence: a vocabulary takes microseconds, not a dependent
+// compare and branch per token.
 int32_t Argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (x[i] > x[best]) best = i;  // strict: the lowest id wins ties
+  constexpr int kLanes = 8;
+  float lane[kLanes];
+  for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
   }
-  return static_cast<int32_t>(best);
+  float m = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (float l : lane) m = l > m ? l : m;
+  for (int64_t k = 0; k < n; ++k) {
+    if (x[k] == m) return static_cast<int32_t>(k);
+  }
+  return 0;  // nothing but NaNs
 }
 
 // log-softmax normaliser: max + log(sum(exp(x - max))), in double.
@@ -48,6 +62,55 @@ std::vector<TokenLogprob> TopLogprobs(const float* x, int64_t n, int32_t k, doub
     top.push_back({ids[static_cast<size_t>(i)], static_cast<float>(x[ids[static_cast<size_t>(i)]] - lse)});
   }
   return top;
+}
+
+// e^x for x <= 0 (or NaN), in place: Cody-Waite reduction x = n ln2 + r,
+// e^r by its Taylor series to r^7, times 2^n built from bits; below -87 (a
+// weight under 2^-125 of the largest) the result is exactly 0. Plain float
+// arithmetic without fused multiply-adds, so that the compiler vectorizes it
+// (with -fno-trapping-math, see src/CMakeLists.txt) and every machine gets
+// the same bits: a seed draws the same tokens everywhere.
+void ExpOfNonPositive(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] < -87.0f ? -87.0f : x[i];
+    // Round to nearest by the 1.5 * 2^23 trick (exact for |v * log2e| < 2^22).
+    const float k = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = v - k * 0.693359375f;  // ln2's high part: k * it is exact
+    r = r - k * -2.12194440e-4f;     // and its low part
+    float e = 1.0f / 5040.0f;
+    e = e * r + 1.0f / 720.0f;
+    e = e * r + 1.0f / 120.0f;
+    e = e * r + 1.0f / 24.0f;
+    e = e * r + 1.0f / 6.0f;
+    e = e * r + 0.5f;
+    e = e * r + 1.0f;
+    e = e * r + 1.0f;
+    const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;  // 2^k, k in [-126, 0]
+    float scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    x[i] = x[i] < -87.0f ? 0.0f : e * scale;
+  }
+}
+
+// Sums of consecutive chunks of kSumChunk values (the last may be shorter),
+// in double; returns their total. Fixed order, so the same on every machine.
+constexpr int64_t kSumChunk = 1024;
+double ChunkSums(const float* x, int64_t n, std::vector<double>& sums) {
+  sums.clear();
+  double total = 0;
+  for (int64_t begin = 0; begin < n; begin += kSumChunk) {
+    const int64_t end = std::min(n, begin + kSumChunk);
+    double part[4] = {0, 0, 0, 0};  // four chains: one add's latency each, not n
+    int64_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+      for (int j = 0; j < 4; ++j) part[j] += x[i + j];
+    }
+    for (; i < end; ++i) part[0] += x[i];
+    const double chunk = (part[0] + part[1]) + (part[2] + part[3]);
+    sums.push_back(chunk);
+    total += chunk;
+  }
+  return total;
 }
 
 }  // namespace
@@ -126,21 +189,41 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
     return finish(Argmax(logits, vocab));
   }
 
-  // Probabilities at temperature T, in double.
-  std::vector<double> p(static_cast<size_t>(vocab));
-  float m = logits[Argmax(logits, vocab)];
-  double inv_t = 1.0 / params.temperature;
-  double sum = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    double e = std::exp((static_cast<double>(logits[i]) - m) * inv_t);
-    p[static_cast<size_t>(i)] = e;
-    sum += e;
-  }
-  for (double& x : p) x /= sum;
+  // Weights at temperature T: e^((x - max) / T), in [0, 1], unnormalised.
+  // Kept in per-thread buffers: a vocabulary's worth of fresh memory per
+  // token costs page faults on every call.
+  thread_local std::vector<float> p;
+  thread_local std::vector<double> chunk_sums;
+  p.resize(static_cast<size_t>(vocab));
+  const float m = logits[Argmax(logits, vocab)];
+  const auto inv_t = static_cast<float>(1.0 / params.temperature);
+  for (int64_t i = 0; i < vocab; ++i) p[static_cast<size_t>(i)] = (logits[i] - m) * inv_t;
+  ExpOfNonPositive(p.data(), vocab);
+  const double sum = ChunkSums(p.data(), vocab, chunk_sums);
 
-  // Candidates in descending probability (ties by id), truncated by top-k,
+  const bool truncated = (params.top_k > 0 && params.top_k < vocab) || params.min_p > 0 || params.top_p < 1.0;
+  if (!truncated) {
+    // The whole vocabulary: find the draw's chunk by the chunk sums, then
+    // its token within the chunk.
+    const double r = state.rng.Uniform() * sum;
+    double acc = 0;
+    size_t chunk = 0;
+    while (chunk + 1 < chunk_sums.size() && r >= acc + chunk_sums[chunk]) acc += chunk_sums[chunk++];
+    const int64_t begin = static_cast<int64_t>(chunk) * kSumChunk, end = std::min(vocab, begin + kSumChunk);
+    int32_t chosen = -1;
+    for (int64_t i = begin; i < end; ++i) {
+      if (p[static_cast<size_t>(i)] == 0) continue;
+      chosen = static_cast<int32_t>(i);  // the last nonzero one if rounding leaves r past the end
+      acc += p[static_cast<size_t>(i)];
+      if (r < acc) break;
+    }
+    return finish(chosen >= 0 ? chosen : Argmax(logits, vocab));
+  }
+
+  // Candidates in descending weight (ties by id), truncated by top-k,
   // min-p and top-p. Only as many as needed are sorted.
-  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  thread_local std::vector<int32_t> ids;
+  ids.resize(static_cast<size_t>(vocab));
   std::iota(ids.begin(), ids.end(), 0);
   auto by_prob = [&](int32_t a, int32_t b) {
     return p[static_cast<size_t>(a)] != p[static_cast<size_t>(b)] ? p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]
@@ -149,13 +232,14 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   int64_t keep = vocab;
   if (params.top_k > 0) keep = std::min<int64_t>(keep, params.top_k);
   if (params.min_p > 0) {
-    double cutoff = params.min_p * p[static_cast<size_t>(Argmax(logits, vocab))];
+    const double cutoff = params.min_p;  // of the most likely token's weight, which is 1
     int64_t above = 0;
-    for (double x : p) above += x >= cutoff ? 1 : 0;
+    for (float x : p) above += x >= cutoff ? 1 : 0;
     keep = std::min(keep, std::max<int64_t>(above, 1));
   }
   if (params.top_p < 1.0) {
     // Grow the sorted prefix until it holds top_p of the mass.
+    const double mass = params.top_p * sum;
     int64_t k = std::min<int64_t>(keep, 64);
     while (true) {
       std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_prob);
@@ -163,7 +247,7 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
       int64_t need = -1;
       for (int64_t i = 0; i < k; ++i) {
         cum += p[static_cast<size_t>(ids[static_cast<size_t>(i)])];
-        if (cum >= params.top_p) {
+        if (cum >= mass) {
           need = i + 1;
           break;
         }
@@ -175,7 +259,7 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
       if (k >= keep) break;
       k = std::min(keep, k * 4);
     }
-  } else if (keep < vocab) {
+  } else {
     std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), by_prob);
   }
 
