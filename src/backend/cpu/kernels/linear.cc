@@ -16,6 +16,9 @@ namespace {
 constexpr int64_t kManyRows = 16;
 constexpr int64_t kMinPanelsPerThread = 8;
 constexpr int64_t kRowTile = 6;
+// Decoding passes: panels per claimed chunk (see ParallelChunks).
+constexpr int64_t kChunksPerThread = 16;
+constexpr int64_t kMinChunkBytes = 64 << 10;
 
 }  // namespace
 
@@ -25,14 +28,38 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
   const KernelTable& kernels = KernelsFor(ctx.isa);
   const int64_t panels = w.panels();
   const int64_t threads = ctx.num_threads();
+  LinearArgs args{};
+  args.x = x;
+  args.ldx = ldx;
+  args.w_type = ElemTypeOf(w.dtype());
+  args.w_panels = w.data();
+  args.n_total = w.rows();
+  args.k_total = w.cols();
+  args.bias = bias;
+  args.y = y;
+  args.ldy = ldy;
+  if (rows < kManyRows) {
+    // Decoding: the weights are the work; threads claim chunks of panels
+    // (about kChunksPerThread each, none under kMinChunkBytes).
+    const int64_t panel_bytes = static_cast<int64_t>(w.bytes()) / std::max<int64_t>(panels, 1);
+    const int64_t chunk = std::max<int64_t>(panels / (threads * kChunksPerThread),
+                                            (kMinChunkBytes + panel_bytes - 1) / std::max<int64_t>(panel_bytes, 1));
+    ParallelChunks(ctx, panels, chunk, [&](int64_t begin, int64_t end, int) {
+      LinearArgs piece = args;
+      piece.m_begin = 0;
+      piece.m_end = rows;
+      piece.panel_begin = begin;
+      piece.panel_end = end;
+      piece.scratch = ThreadScratch(ScratchSlot::kLinearWeights, kLinearScratchFloats);
+      kernels.linear(piece);
+    });
+    return;
+  }
   // A grid of row pieces x panel pieces, one cell per thread. Any split
   // gives the same numbers; this one keeps each thread's weights apart.
-  int64_t panel_pieces = std::min(threads, panels);
-  int64_t row_pieces = 1;
-  if (rows >= kManyRows) {
-    panel_pieces = std::clamp<int64_t>(panels / kMinPanelsPerThread, 1, threads);
-    row_pieces = std::max<int64_t>(1, std::min(threads / panel_pieces, (rows + kRowTile - 1) / kRowTile));
-  }
+  const int64_t panel_pieces = std::clamp<int64_t>(panels / kMinPanelsPerThread, 1, threads);
+  const int64_t row_pieces =
+      std::max<int64_t>(1, std::min(threads / panel_pieces, (rows + kRowTile - 1) / kRowTile));
   const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
 
   ParallelRanges(ctx, row_pieces * panel_pieces, 1, [&](int64_t begin, int64_t end, int) {
@@ -42,22 +69,13 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
                                                        static_cast<int>(cell / panel_pieces));
       const IndexRange panel_range = ThreadPool::StaticRange(panels, static_cast<int>(panel_pieces),
                                                              static_cast<int>(cell % panel_pieces));
-      LinearArgs args{};
-      args.x = x;
-      args.ldx = ldx;
-      args.w_type = ElemTypeOf(w.dtype());
-      args.w_panels = w.data();
-      args.n_total = w.rows();
-      args.k_total = w.cols();
-      args.bias = bias;
-      args.y = y;
-      args.ldy = ldy;
-      args.m_begin = tiles.begin * kRowTile;
-      args.m_end = std::min(rows, tiles.end * kRowTile);
-      args.panel_begin = panel_range.begin;
-      args.panel_end = panel_range.end;
-      args.scratch = scratch;
-      if (args.m_begin < args.m_end && args.panel_begin < args.panel_end) kernels.linear(args);
+      LinearArgs piece = args;
+      piece.m_begin = tiles.begin * kRowTile;
+      piece.m_end = std::min(rows, tiles.end * kRowTile);
+      piece.panel_begin = panel_range.begin;
+      piece.panel_end = panel_range.end;
+      piece.scratch = scratch;
+      if (piece.m_begin < piece.m_end && piece.panel_begin < piece.panel_end) kernels.linear(piece);
     }
   });
 }

@@ -2,6 +2,8 @@
 // context's threads, and per-thread scratch memory.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -19,6 +21,29 @@ void ParallelRanges(const KernelContext& ctx, int64_t n, int64_t min_per_thread,
     return;
   }
   ctx.pool->ParallelFor(n, min_per_thread, std::forward<Body>(body));
+}
+
+// Calls body(begin, end, thread) on chunks of `chunk` indices of [0, n)
+// that the context's threads claim one at a time, so that a thread that
+// falls behind (descheduled, on slower memory) leaves its share to the
+// others instead of holding up the whole call. Only for work whose results
+// do not depend on how it is split.
+template <typename Body>
+void ParallelChunks(const KernelContext& ctx, int64_t n, int64_t chunk, Body&& body) {
+  if (n <= 0) return;
+  chunk = std::max<int64_t>(chunk, 1);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  if (ctx.pool == nullptr || chunks == 1) {
+    body(int64_t{0}, n, 0);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  ctx.pool->ParallelFor(std::min<int64_t>(ctx.num_threads(), chunks), 1, [&](int64_t, int64_t, int thread) {
+    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      body(c * chunk, std::min(n, (c + 1) * chunk), thread);
+    }
+  });
 }
 
 // Independent scratch areas a thread may hold at the same time.

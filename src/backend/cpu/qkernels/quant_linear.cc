@@ -17,6 +17,19 @@ constexpr int64_t kRowTile = 4;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
+// Row groups per chunk when threads claim a decoding pass's groups (see
+// ParallelChunks): about kChunksPerThread chunks each, so that a thread
+// that falls behind costs little, but none under kMinChunkBytes of
+// weights, so that claiming stays a small part of the work.
+constexpr int64_t kChunksPerThread = 16;
+constexpr int64_t kMinChunkBytes = 64 << 10;
+
+int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_bytes) {
+  const int64_t by_count = groups / (ctx.num_threads() * kChunksPerThread);
+  const int64_t by_bytes = (kMinChunkBytes + group_bytes - 1) / std::max<int64_t>(group_bytes, 1);
+  return std::max<int64_t>({by_count, by_bytes, 1});
+}
+
 }  // namespace
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
@@ -71,14 +84,24 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   const int64_t groups = GroupsOf(w);
   const int64_t threads = ctx.num_threads();
+  if (rows < kManyRows) {
+    // Decoding: the weights are the work; threads claim chunks of groups.
+    ParallelChunks(ctx, groups, DecodeChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
+                   [&](int64_t begin, int64_t end, int) {
+                     QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
+                     args.m_begin = 0;
+                     args.m_end = rows;
+                     args.g_begin = begin;
+                     args.g_end = end;
+                     kernels.gemm(args);
+                   });
+    return;
+  }
   // A grid of row pieces x group pieces, one cell per thread. Any split
   // gives the same numbers; this one keeps each thread's weights apart.
-  int64_t group_pieces = std::min(threads, groups);
-  int64_t row_pieces = 1;
-  if (rows >= kManyRows) {
-    group_pieces = std::clamp<int64_t>(groups / kMinGroupsPerThread, 1, threads);
-    row_pieces = std::max<int64_t>(1, std::min(threads / group_pieces, (rows + kRowTile - 1) / kRowTile));
-  }
+  const int64_t group_pieces = std::clamp<int64_t>(groups / kMinGroupsPerThread, 1, threads);
+  const int64_t row_pieces =
+      std::max<int64_t>(1, std::min(threads / group_pieces, (rows + kRowTile - 1) / kRowTile));
   const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
   ParallelRanges(ctx, row_pieces * group_pieces, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t cell = begin; cell < end; ++cell) {
@@ -103,12 +126,17 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
     for (int j = 0; j < count; ++j) QuantLinear(ctx, rows, x, *parts[j].w, parts[j].bias, parts[j].y, ldy);
     return;
   }
-  // Few rows (decoding): the parts' row groups as one range, split evenly
-  // over the threads in one call instead of one call (and one wait) each.
+  // Few rows (decoding): the parts' row groups as one range, claimed in
+  // chunks by the threads in one call instead of one call (and one wait)
+  // each.
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
-  int64_t total = 0;
-  for (int j = 0; j < count; ++j) total += GroupsOf(*parts[j].w);
-  ParallelRanges(ctx, total, 1, [&](int64_t begin, int64_t end, int) {
+  int64_t total = 0, bytes = 0;
+  for (int j = 0; j < count; ++j) {
+    total += GroupsOf(*parts[j].w);
+    bytes += parts[j].w->rows() * parts[j].w->row_bytes();
+  }
+  const int64_t group_bytes = bytes / std::max<int64_t>(total, 1);
+  ParallelChunks(ctx, total, DecodeChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
     int64_t first = 0;  // the parts' first group in the joint range
     for (int j = 0; j < count && first < end; ++j) {
       const int64_t groups = GroupsOf(*parts[j].w);
