@@ -16,9 +16,6 @@ namespace {
 constexpr int64_t kManyRows = 16;
 constexpr int64_t kMinPanelsPerThread = 8;
 constexpr int64_t kRowTile = 6;
-// Decoding passes: panels per claimed chunk (see ParallelChunks).
-constexpr int64_t kChunksPerThread = 16;
-constexpr int64_t kMinChunkBytes = 64 << 10;
 
 }  // namespace
 
@@ -39,11 +36,9 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
   args.y = y;
   args.ldy = ldy;
   if (rows < kManyRows) {
-    // Decoding: the weights are the work; threads claim chunks of panels
-    // (about kChunksPerThread each, none under kMinChunkBytes).
+    // Decoding: the weights are the work; threads claim chunks of panels.
     const int64_t panel_bytes = static_cast<int64_t>(w.bytes()) / std::max<int64_t>(panels, 1);
-    const int64_t chunk = std::max<int64_t>(panels / (threads * kChunksPerThread),
-                                            (kMinChunkBytes + panel_bytes - 1) / std::max<int64_t>(panel_bytes, 1));
+    const int64_t chunk = WeightChunk(ctx, panels, panel_bytes);
     ParallelChunks(ctx, panels, chunk, [&](int64_t begin, int64_t end, int) {
       LinearArgs piece = args;
       piece.m_begin = 0;

@@ -46,6 +46,18 @@ void ParallelChunks(const KernelContext& ctx, int64_t n, int64_t chunk, Body&& b
   });
 }
 
+// Items per chunk for ParallelChunks over a weight matrix's row groups or
+// panels of `item_bytes` each: about 16 chunks per thread, so that a thread
+// that falls behind costs little, but none under 64 KiB of weights, so that
+// claiming stays a small part of the work.
+inline int64_t WeightChunk(const KernelContext& ctx, int64_t items, int64_t item_bytes) {
+  constexpr int64_t kChunksPerThread = 16;
+  constexpr int64_t kMinChunkBytes = 64 << 10;
+  const int64_t by_count = items / (ctx.num_threads() * kChunksPerThread);
+  const int64_t by_bytes = (kMinChunkBytes + item_bytes - 1) / std::max<int64_t>(item_bytes, 1);
+  return std::max<int64_t>({by_count, by_bytes, 1});
+}
+
 // Independent scratch areas a thread may hold at the same time.
 enum class ScratchSlot { kLinearWeights, kLinearInput, kAttention, kCount };
 

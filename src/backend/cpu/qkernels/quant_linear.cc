@@ -17,19 +17,6 @@ constexpr int64_t kRowTile = 4;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
-// Row groups per chunk when threads claim a decoding pass's groups (see
-// ParallelChunks): about kChunksPerThread chunks each, so that a thread
-// that falls behind costs little, but none under kMinChunkBytes of
-// weights, so that claiming stays a small part of the work.
-constexpr int64_t kChunksPerThread = 16;
-constexpr int64_t kMinChunkBytes = 64 << 10;
-
-int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_bytes) {
-  const int64_t by_count = groups / (ctx.num_threads() * kChunksPerThread);
-  const int64_t by_bytes = (kMinChunkBytes + group_bytes - 1) / std::max<int64_t>(group_bytes, 1);
-  return std::max<int64_t>({by_count, by_bytes, 1});
-}
-
 }  // namespace
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
@@ -86,7 +73,7 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
   const int64_t threads = ctx.num_threads();
   if (rows < kManyRows) {
     // Decoding: the weights are the work; threads claim chunks of groups.
-    ParallelChunks(ctx, groups, DecodeChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
+    ParallelChunks(ctx, groups, WeightChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
                    [&](int64_t begin, int64_t end, int) {
                      QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
                      args.m_begin = 0;
@@ -136,7 +123,7 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
     bytes += parts[j].w->rows() * parts[j].w->row_bytes();
   }
   const int64_t group_bytes = bytes / std::max<int64_t>(total, 1);
-  ParallelChunks(ctx, total, DecodeChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
+  ParallelChunks(ctx, total, WeightChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
     int64_t first = 0;  // the parts' first group in the joint range
     for (int j = 0; j < count && first < end; ++j) {
       const int64_t groups = GroupsOf(*parts[j].w);
