@@ -80,23 +80,56 @@ float Dot(const float* q, const typename Row::T* k, int d) {
   return S::ReduceAdd(acc);
 }
 
-// Four keys' Dot at once (k_j = k + j * stride): the same arithmetic per key,
-// four independent FMA chains instead of one to hide the FMA latency.
-template <class S, class Row>
-void Dot4(const float* q, const typename Row::T* k, int64_t stride, int d, float* out) {
+// N keys' Dot at once (k_j = k + j * stride), each times mul[j], for d a
+// multiple of the vector width: the same arithmetic per key, N independent
+// FMA chains instead of one to hide the FMA latency (8 keep both FMA pipes
+// of a core busy). The products are taken here, not by the caller on `out`,
+// which would reload each sum right after its store. (A tail for other d
+// made GCC keep the chains on the stack.)
+template <class S, class Row, int N>
+void DotN(const float* q, const typename Row::T* k, int64_t stride, int d, const float* mul, float* out) {
   constexpr int L = S::kLanes;
-  typename S::V acc[4] = {S::Zero(), S::Zero(), S::Zero(), S::Zero()};
-  int i = 0;
-  for (; i + L <= d; i += L) {
+  typename S::V acc[N];
+  for (int j = 0; j < N; ++j) acc[j] = S::Zero();
+  for (int i = 0; i < d; i += L) {
     const auto qv = S::Load(q + i);
-    for (int j = 0; j < 4; ++j) acc[j] = S::Fma(qv, Row::Load(k + j * stride + i), acc[j]);
+    for (int j = 0; j < N; ++j) acc[j] = S::Fma(qv, Row::Load(k + j * stride + i), acc[j]);
   }
-  if (i < d) {
-    const auto qv = S::LoadPart(q + i, d - i);
-    for (int j = 0; j < 4; ++j)
-      acc[j] = S::Fma(qv, Row::LoadPart(k + j * stride + i, d - i), acc[j]);
+  for (int j = 0; j < N; ++j) out[j] = S::ReduceAdd(acc[j]) * mul[j];
+}
+
+// The scaled scores s[j] of keys j0..j1 (key j at k + j * stride): key j's
+// Dot times mul[j].
+template <class S, class Row>
+void Scores(const float* q, const typename Row::T* k, int64_t stride, int d, const float* mul, int j0, int j1,
+            float* s) {
+  int j = j0;
+  if (d % S::kLanes == 0) {
+    for (; j + 7 <= j1; j += 8) DotN<S, Row, 8>(q, k + j * stride, stride, d, mul + j, s + j);
+    for (; j + 3 <= j1; j += 4) DotN<S, Row, 4>(q, k + j * stride, stride, d, mul + j, s + j);
   }
-  for (int j = 0; j < 4; ++j) out[j] = S::ReduceAdd(acc[j]);
+  for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * stride, d) * mul[j];
+}
+
+// AccumulateValues for d a multiple of kVecs vectors: kVecs vectors of the
+// row stay in registers while the block's keys stream past, with no lane
+// counts to test per key. Each element's arithmetic is the general loop's.
+template <class S, class Row, int kVecs>
+void AccumulateValuesFull(float* acc, float correction, const float* p, const typename Row::T* v0,
+                          int64_t v_stride, int j0, int j1, int d) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  const V corr = S::Set1(correction);
+  for (int c0 = 0; c0 < d; c0 += kVecs * L) {
+    V sum[kVecs];
+    for (int u = 0; u < kVecs; ++u) sum[u] = S::Mul(S::Load(acc + c0 + u * L), corr);
+    for (int j = j0; j <= j1; ++j) {
+      const V pj = S::Set1(p[j]);
+      const auto* v = v0 + j * v_stride + c0;
+      for (int u = 0; u < kVecs; ++u) sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
+    }
+    for (int u = 0; u < kVecs; ++u) S::Store(acc + c0 + u * L, sum[u]);
+  }
 }
 
 // acc[0, d) = acc * correction + sum over j in [j0, j1] of p[j] * v_j, the
@@ -107,6 +140,8 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
                       int64_t v_stride, int j0, int j1, int d) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
+  if (d % (8 * L) == 0) return AccumulateValuesFull<S, Row, 8>(acc, correction, p, v0, v_stride, j0, j1, d);
+  if (d % (4 * L) == 0) return AccumulateValuesFull<S, Row, 4>(acc, correction, p, v0, v_stride, j0, j1, d);
   constexpr int kChunk = 4 * L;
   const V corr = S::Set1(correction);
   for (int c0 = 0; c0 < d; c0 += kChunk) {
@@ -149,6 +184,7 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
   float* acc = scores + static_cast<int64_t>(heads) * bs;      // [heads][d]
   float* running_max = acc + static_cast<int64_t>(heads) * d;  // [heads]
   float* running_sum = running_max + heads;                    // [heads]
+  float* key_mul = running_sum + heads;                        // [bs]: each key's score factor
   for (int i = 0; i < heads; ++i) {
     running_max[i] = -std::numeric_limits<float>::infinity();
     running_sum[i] = 0.0f;
@@ -167,24 +203,13 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     const T* k = k_pool + block_offset;
     const T* v = v_pool + block_offset;
     const int64_t scale_offset = static_cast<int64_t>(a.block_table[b]) * bs * a.kv_heads + a.kv_head;
+    for (int j = j0; j <= j1; ++j) {
+      key_mul[j] = k_scales == nullptr ? a.scale : k_scales[scale_offset + j * a.kv_heads] * a.scale;
+    }
     for (int i = 0; i < heads; ++i) {
       const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
       float* s = scores + static_cast<int64_t>(i) * bs;
-      int j = j0;
-      if (k_scales == nullptr) {
-        for (; j + 3 <= j1; j += 4) {
-          Dot4<S, Row>(q, k + j * row_stride, row_stride, d, s + j);
-          for (int u = 0; u < 4; ++u) s[j + u] *= a.scale;
-        }
-        for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * row_stride, d) * a.scale;
-      } else {
-        const float* ks = k_scales + scale_offset;
-        for (; j + 3 <= j1; j += 4) {
-          Dot4<S, Row>(q, k + j * row_stride, row_stride, d, s + j);
-          for (int u = 0; u < 4; ++u) s[j + u] *= ks[(j + u) * a.kv_heads] * a.scale;
-        }
-        for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * row_stride, d) * (ks[j * a.kv_heads] * a.scale);
-      }
+      Scores<S, Row>(q, k, row_stride, d, key_mul, j0, j1, s);
 
       float block_max = s[j0];
       for (int j = j0 + 1; j <= j1; ++j) block_max = s[j] > block_max ? s[j] : block_max;
@@ -193,7 +218,11 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
       const auto shift = S::Set1(new_max);
       for (int j = j0; j <= j1; j += L) {
         const int n = j1 + 1 - j < L ? j1 + 1 - j : L;
-        S::StorePart(s + j, VecExp<S>(S::Sub(S::LoadPart(s + j, n), shift)), n);
+        if (n == L) {
+          S::Store(s + j, VecExp<S>(S::Sub(S::Load(s + j), shift)));
+        } else {
+          S::StorePart(s + j, VecExp<S>(S::Sub(S::LoadPart(s + j, n), shift)), n);
+        }
       }
       float sum = running_sum[i] * correction;
       for (int j = j0; j <= j1; ++j) sum += s[j];

@@ -140,7 +140,7 @@ struct AttentionArgs {
 };
 
 inline int64_t AttentionScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
-  return heads * (block_size + head_dim + 16) + 64;
+  return heads * (block_size + head_dim + 16) + block_size + 64;
 }
 
 // y[i] = f(x[i]) for i < n; the vector math functions, exposed for testing.

@@ -1,5 +1,5 @@
 // Paged attention: validation, and (token, KV head, head piece) work items
-// split over threads.
+// claimed by the threads in chunks.
 #include "backend/cpu/kernels/paged_attention.h"
 
 #include <algorithm>
@@ -66,9 +66,15 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   const int64_t scratch_floats = int8 ? AttentionI8ScratchFloats(group, cache.block_size, cache.head_dim)
                                       : AttentionScratchFloats(group, cache.block_size, cache.head_dim);
 
-  ParallelRanges(ctx, groups * pieces, 1, [&](int64_t begin, int64_t end, int) {
+  // An item's cost grows with its token's position, so a fixed split of a
+  // prefill chunk would leave the thread with the early tokens idle for half
+  // the call. Threads claim small chunks instead, last items (in a chunk,
+  // the latest positions: the dearest) first.
+  const int64_t items = groups * pieces;
+  const int64_t chunk = std::max<int64_t>(1, items / (threads * 16));
+  ParallelChunks(ctx, items, chunk, [&](int64_t begin, int64_t end, int) {
     float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);
-    for (int64_t item = begin; item < end; ++item) {
+    for (int64_t item = items - 1 - begin; item > items - 1 - end; --item) {
       const int64_t t = item / (cache.kv_heads * pieces);
       const int32_t kv_head = static_cast<int32_t>(item / pieces % cache.kv_heads);
       const IndexRange heads =
