@@ -12,9 +12,9 @@ namespace {
 
 // Rows from which threads split rows as well as columns (the vector
 // kernels' cache-blocked path starts there too), and the least number of
-// panels worth giving a thread in that regime.
+// panels in a cell of that split.
 constexpr int64_t kManyRows = 16;
-constexpr int64_t kMinPanelsPerThread = 8;
+constexpr int64_t kMinPanelsPerCell = 4;  // 64 output columns
 constexpr int64_t kRowTile = 6;
 
 }  // namespace
@@ -24,7 +24,6 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
   if (rows <= 0 || w.empty()) return;
   const KernelTable& kernels = KernelsFor(ctx.isa);
   const int64_t panels = w.panels();
-  const int64_t threads = ctx.num_threads();
   LinearArgs args{};
   args.x = x;
   args.ldx = ldx;
@@ -50,29 +49,16 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
     });
     return;
   }
-  // A grid of row pieces x panel pieces, one cell per thread. Any split
-  // gives the same numbers; this one keeps each thread's weights apart.
-  const int64_t panel_pieces = std::clamp<int64_t>(panels / kMinPanelsPerThread, 1, threads);
-  const int64_t row_pieces =
-      std::max<int64_t>(1, std::min(threads / panel_pieces, (rows + kRowTile - 1) / kRowTile));
-  const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
-
-  ParallelRanges(ctx, row_pieces * panel_pieces, 1, [&](int64_t begin, int64_t end, int) {
-    float* scratch = ThreadScratch(ScratchSlot::kLinearWeights, kLinearScratchFloats);
-    for (int64_t cell = begin; cell < end; ++cell) {
-      const IndexRange tiles = ThreadPool::StaticRange(row_tiles, static_cast<int>(row_pieces),
-                                                       static_cast<int>(cell / panel_pieces));
-      const IndexRange panel_range = ThreadPool::StaticRange(panels, static_cast<int>(panel_pieces),
-                                                             static_cast<int>(cell % panel_pieces));
-      LinearArgs piece = args;
-      piece.m_begin = tiles.begin * kRowTile;
-      piece.m_end = std::min(rows, tiles.end * kRowTile);
-      piece.panel_begin = panel_range.begin;
-      piece.panel_end = panel_range.end;
-      piece.scratch = scratch;
-      if (piece.m_begin < piece.m_end && piece.panel_begin < piece.panel_end) kernels.linear(piece);
-    }
-  });
+  ParallelGrid(ctx, rows, kRowTile, panels, kMinPanelsPerCell,
+               [&](int64_t row_begin, int64_t row_end, int64_t panel_begin, int64_t panel_end, int) {
+                 LinearArgs piece = args;
+                 piece.m_begin = row_begin;
+                 piece.m_end = row_end;
+                 piece.panel_begin = panel_begin;
+                 piece.panel_end = panel_end;
+                 piece.scratch = ThreadScratch(ScratchSlot::kLinearWeights, kLinearScratchFloats);
+                 kernels.linear(piece);
+               });
 }
 
 void LinearBf16Input(const KernelContext& ctx, int64_t rows, const uint16_t* x, int64_t ldx,

@@ -58,6 +58,36 @@ inline int64_t WeightChunk(const KernelContext& ctx, int64_t items, int64_t item
   return std::max<int64_t>({by_count, by_bytes, 1});
 }
 
+// Calls body(row_begin, row_end, col_begin, col_end, thread) on the cells of
+// a grid over `rows` x `cols` that the context's threads claim one at a
+// time: a many-row (prefill) product's weight columns (panels, row groups)
+// in chunks of at least `min_cols`, about four per thread, and its rows in
+// pieces of whole `row_tile`s only where the columns give fewer than two
+// cells per thread (each row piece converts or re-reads the chunk's
+// weights). A fixed cell per thread made the whole call wait for a thread
+// slowed by another process; small column chunks also keep each cell's
+// weights in cache while its rows pass. Only for work whose results do not
+// depend on how it is split.
+template <typename Body>
+void ParallelGrid(const KernelContext& ctx, int64_t rows, int64_t row_tile, int64_t cols, int64_t min_cols,
+                  Body&& body) {
+  if (rows <= 0 || cols <= 0) return;
+  const int64_t threads = ctx.num_threads();
+  const int64_t col_chunk = std::max<int64_t>({min_cols, (cols + 4 * threads - 1) / (4 * threads), 1});
+  const int64_t col_chunks = (cols + col_chunk - 1) / col_chunk;
+  const int64_t row_tiles = (rows + row_tile - 1) / row_tile;
+  const int64_t row_pieces = std::clamp<int64_t>((2 * threads + col_chunks - 1) / col_chunks, 1, row_tiles);
+  ParallelChunks(ctx, row_pieces * col_chunks, 1, [&](int64_t begin, int64_t end, int thread) {
+    for (int64_t cell = begin; cell < end; ++cell) {
+      const int64_t piece = cell / col_chunks, chunk = cell % col_chunks;
+      const int64_t tile_begin = row_tiles * piece / row_pieces, tile_end = row_tiles * (piece + 1) / row_pieces;
+      const int64_t row_begin = tile_begin * row_tile, row_end = std::min(rows, tile_end * row_tile);
+      const int64_t col_begin = chunk * col_chunk, col_end = std::min(cols, col_begin + col_chunk);
+      if (row_begin < row_end) body(row_begin, row_end, col_begin, col_end, thread);
+    }
+  });
+}
+
 // Independent scratch areas a thread may hold at the same time.
 enum class ScratchSlot { kLinearWeights, kLinearInput, kAttention, kCount };
 

@@ -1,5 +1,5 @@
 // Splitting the quantized linear layer over threads: activation rows first
-// (quantized once), then a grid of row pieces x weight row groups.
+// (quantized once), then a grid of row pieces x weight row-group chunks.
 #include "backend/cpu/qkernels/quant_linear.h"
 
 #include <algorithm>
@@ -10,9 +10,9 @@ namespace kiln::cpu {
 namespace {
 
 // As the float linear: from this many rows, threads split rows as well as
-// weight row groups; a thread then gets at least this many groups.
+// weight row groups; a cell of that split has at least this many groups.
 constexpr int64_t kManyRows = 16;
-constexpr int64_t kMinGroupsPerThread = 8;
+constexpr int64_t kMinGroupsPerCell = 8;  // 64 output columns
 constexpr int64_t kRowTile = 4;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
@@ -70,7 +70,6 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
   if (rows <= 0 || w.rows() <= 0) return;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   const int64_t groups = GroupsOf(w);
-  const int64_t threads = ctx.num_threads();
   if (rows < kManyRows) {
     // Decoding: the weights are the work; threads claim chunks of groups.
     ParallelChunks(ctx, groups, WeightChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
@@ -84,26 +83,15 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
                    });
     return;
   }
-  // A grid of row pieces x group pieces, one cell per thread. Any split
-  // gives the same numbers; this one keeps each thread's weights apart.
-  const int64_t group_pieces = std::clamp<int64_t>(groups / kMinGroupsPerThread, 1, threads);
-  const int64_t row_pieces =
-      std::max<int64_t>(1, std::min(threads / group_pieces, (rows + kRowTile - 1) / kRowTile));
-  const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
-  ParallelRanges(ctx, row_pieces * group_pieces, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t cell = begin; cell < end; ++cell) {
-      const IndexRange tiles =
-          ThreadPool::StaticRange(row_tiles, static_cast<int>(row_pieces), static_cast<int>(cell / group_pieces));
-      const IndexRange group_range =
-          ThreadPool::StaticRange(groups, static_cast<int>(group_pieces), static_cast<int>(cell % group_pieces));
-      QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
-      args.m_begin = tiles.begin * kRowTile;
-      args.m_end = std::min(rows, tiles.end * kRowTile);
-      args.g_begin = group_range.begin;
-      args.g_end = group_range.end;
-      if (args.m_begin < args.m_end && args.g_begin < args.g_end) kernels.gemm(args);
-    }
-  });
+  ParallelGrid(ctx, rows, kRowTile, groups, kMinGroupsPerCell,
+               [&](int64_t row_begin, int64_t row_end, int64_t g_begin, int64_t g_end, int) {
+                 QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
+                 args.m_begin = row_begin;
+                 args.m_end = row_end;
+                 args.g_begin = g_begin;
+                 args.g_end = g_end;
+                 kernels.gemm(args);
+               });
 }
 
 void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,

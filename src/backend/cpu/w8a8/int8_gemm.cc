@@ -16,9 +16,9 @@ namespace kiln::cpu {
 namespace {
 
 // Rows from which threads split rows as well as panels, the least panels
-// worth a thread then, and the row tile of the split.
+// in a cell of that split, and its row tile.
 constexpr int64_t kManyRows = 16;
-constexpr int64_t kMinPanelsPerThread = 8;
+constexpr int64_t kMinPanelsPerCell = 4;  // 64 output columns
 constexpr int64_t kRowTile = 8;
 
 bool TakesOffsetActivations(Int8Kernel kernel) {
@@ -141,37 +141,37 @@ void Int8Gemm(const KernelContext& ctx, const Int8Activations& x, const Int8Weig
   if (rows <= 0 || w.empty()) return;
   const KernelFn fn = KernelFor(x.kernel);
   const int64_t panels = w.panels();
-  const int64_t threads = ctx.num_threads();
-  int64_t panel_pieces = std::min(threads, panels);
-  int64_t row_pieces = 1;
+  auto run = [&](int64_t m_begin, int64_t m_end, int64_t panel_begin, int64_t panel_end) {
+    Int8GemmArgs a{};
+    a.xq = x.q;
+    a.ldxq = x.padded_cols;
+    a.x_scale = x.scales;
+    a.w_panels = w.panel_data();
+    a.w_scale = w.scales();
+    a.w_sum = w.row_sums();
+    a.n_total = w.rows();
+    a.kp = w.padded_cols();
+    a.bias = bias;
+    a.y = y;
+    a.ldy = ldy;
+    a.m_begin = m_begin;
+    a.m_end = m_end;
+    a.panel_begin = panel_begin;
+    a.panel_end = panel_end;
+    fn(a);
+  };
   if (rows >= kManyRows) {
-    panel_pieces = std::clamp<int64_t>(panels / kMinPanelsPerThread, 1, threads);
-    row_pieces = std::max<int64_t>(1, std::min(threads / panel_pieces, (rows + kRowTile - 1) / kRowTile));
+    ParallelGrid(ctx, rows, kRowTile, panels, kMinPanelsPerCell,
+                 [&](int64_t m_begin, int64_t m_end, int64_t p_begin, int64_t p_end, int) {
+                   run(m_begin, m_end, p_begin, p_end);
+                 });
+    return;
   }
-  const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
-  ParallelRanges(ctx, row_pieces * panel_pieces, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t cell = begin; cell < end; ++cell) {
-      const IndexRange tiles =
-          ThreadPool::StaticRange(row_tiles, static_cast<int>(row_pieces), static_cast<int>(cell / panel_pieces));
-      const IndexRange panel_range =
-          ThreadPool::StaticRange(panels, static_cast<int>(panel_pieces), static_cast<int>(cell % panel_pieces));
-      Int8GemmArgs a{};
-      a.xq = x.q;
-      a.ldxq = x.padded_cols;
-      a.x_scale = x.scales;
-      a.w_panels = w.panel_data();
-      a.w_scale = w.scales();
-      a.w_sum = w.row_sums();
-      a.n_total = w.rows();
-      a.kp = w.padded_cols();
-      a.bias = bias;
-      a.y = y;
-      a.ldy = ldy;
-      a.m_begin = tiles.begin * kRowTile;
-      a.m_end = std::min(rows, tiles.end * kRowTile);
-      a.panel_begin = panel_range.begin;
-      a.panel_end = panel_range.end;
-      if (a.m_begin < a.m_end && a.panel_begin < a.panel_end) fn(a);
+  const int pieces = static_cast<int>(std::min<int64_t>(ctx.num_threads(), panels));
+  ParallelRanges(ctx, pieces, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t piece = begin; piece < end; ++piece) {
+      const IndexRange range = ThreadPool::StaticRange(panels, pieces, static_cast<int>(piece));
+      if (range.begin < range.end) run(0, rows, range.begin, range.end);
     }
   });
 }
