@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@ constexpr size_t kMaxIntervals = 1 << 20;
 // Shorter windows are widened backwards: /proc counts in 10 ms ticks.
 constexpr double kMinWindowSeconds = 0.5;
 constexpr size_t kRecentPoints = 64;
+constexpr int kTickWaits = 50;  // of 10 ms, for /proc/stat to move
 
 double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -220,6 +222,13 @@ ContentionReading ContentionSampler::Since(const Point& start_point) const {
         break;
       }
     }
+  }
+  // A run shorter than a clock tick, before the sampler holds an older
+  // point, leaves /proc/stat unchanged: wait for the next ticks rather than
+  // report nothing (the run is over; this only widens the window after it).
+  for (int i = 0; i < kTickWaits && start.valid && end.valid && end.cpu.total <= start.cpu.total; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    end = Now();
   }
   ContentionReading r;
   r.threshold_cores = options_.threshold_cores;
