@@ -503,14 +503,15 @@ void Gemm(const QuantGemmArgs& a) {
 // one 16-byte load, then its tile. The integers and the fp32 steps are those
 // of the row kernels above, so the bits are the reference's.
 
-// How far ahead of the tile being read a one-row (decode) pass prefetches.
-constexpr int64_t kX8Prefetch = 2048;
+// The farthest a one-row (decoding) pass prefetches ahead of the tile it
+// reads: about half an L2, so that prefetched lines are still there.
+constexpr int64_t kX8PrefetchMax = 256 * 1024;
 
 // R activation rows from m against the Q8_0 group at `scales` / `quants`.
 // Vectors 2p and 2p + 1 of a tile hold rows p and p + 4 (their first 16
 // values, then their last 16), so that three hadds leave the eight rows'
 // block sums in order, as for Q4_0 below.
-template <class D, int R, bool kPrefetch>
+template <class D, int R>
 void X8TileQ8_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
                 const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
@@ -519,11 +520,6 @@ void X8TileQ8_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* qu
   for (int64_t b = 0; b < blocks; ++b) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
     const uint8_t* tile = quants + 256 * b;
-    if constexpr (kPrefetch) {
-      for (int line = 0; line < 256; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(tile + kX8Prefetch + line), _MM_HINT_T0);
-      }
-    }
     for (int r = 0; r < R; ++r) {
       const int8_t* q = a.x->row_q(m + r) + kQK * b;
       const __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
@@ -589,7 +585,7 @@ void X8TileQ8_0Pair(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t
 // The same for Q4_0: vector p of a tile holds rows p and p + 4, so that one
 // load, shift and two masks unpack two rows, and three hadds leave the
 // eight rows' block sums in order.
-template <class D, int R, bool kPrefetch>
+template <class D, int R>
 void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
                 const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
@@ -599,11 +595,6 @@ void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* qu
   for (int64_t b = 0; b < blocks; ++b) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
     const uint8_t* tile = quants + 128 * b;
-    if constexpr (kPrefetch) {
-      for (int line = 0; line < 128; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(tile + kX8Prefetch + line), _MM_HINT_T0);
-      }
-    }
     __m256i low[4], high[4];
     for (int p = 0; p < 4; ++p) {
       const __m256i v = Load256(tile + 32 * p);
@@ -627,25 +618,82 @@ void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* qu
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
 }
 
-// Rows r of a tile from m. Q8_0 goes two rows at a time (X8TileQ8_0Pair):
-// four rows' sums and sign fix-ups spilled, and GCC's spills made them 25%
-// slower than one; two rows sharing the weight loads and absolute values
-// are about 15% faster than one. Q4_0 goes two at a time too, sharing each
-// tile's nibble unpacking (four spilled too).
-// A one-row pass (decoding) prefetches ahead in the weight stream.
+// Rows r of a tile from m (several rows: decoding goes through
+// X8RowGroups). Q8_0 goes two rows at a time (X8TileQ8_0Pair): four rows'
+// sums and sign fix-ups spilled, and GCC's spills made them 25% slower than
+// one; two rows sharing the weight loads and absolute values are about 15%
+// faster than one. Q4_0 goes two at a time too, sharing each tile's nibble
+// unpacking (four spilled too).
 template <class D, bool kQ8>
-void X8Tile(int r, bool one_row, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m,
-            float* y, const float* bias, int n_valid) {
+void X8Tile(int r, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
+            const float* bias, int n_valid) {
+  int i = 0;
   if constexpr (kQ8) {
-    if (one_row) return X8TileQ8_0<D, 1, true>(a, scales, quants, m, y, bias, n_valid);
-    int i = 0;
     for (; i + 2 <= r; i += 2) X8TileQ8_0Pair<D>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
-    for (; i < r; ++i) X8TileQ8_0<D, 1, false>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    if (i < r) X8TileQ8_0<D, 1>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
   } else {
-    if (one_row) return X8TileQ4_0<D, 1, true>(a, scales, quants, m, y, bias, n_valid);
-    int i = 0;
-    for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2, false>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
-    if (i < r) X8TileQ4_0<D, 1, false>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    if (i < r) X8TileQ4_0<D, 1>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+  }
+}
+
+// One activation row (decoding) against G consecutive x8 groups from g0 at
+// once: the row's block is loaded once for all of them, and the groups'
+// independent integer work gives the core more to overlap than one group's
+// chain of multiplies and horizontal adds. Each group's arithmetic is
+// X8TileQ8_0's or X8TileQ4_0's, so the bits are too.
+template <class D, bool kQ8, int G>
+void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
+  const int64_t blocks = a.k / kQK;
+  const int64_t scale_bytes = X8ScaleBytes(blocks);
+  constexpr int64_t kTileBytes = kQ8 ? 256 : 128;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const int8_t* xq = a.x->row_q(m);
+  const float* xd = a.x->row_d(m);
+  __m256 acc[G];
+  for (int i = 0; i < G; ++i) acc[i] = _mm256_setzero_ps();
+  // The same block of the next call's groups: a fixed distance would land
+  // in the groups being read now when they are short.
+  const int64_t ahead = G * a.x8_group_bytes < kX8PrefetchMax ? G * a.x8_group_bytes : kX8PrefetchMax;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256i x_low =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + kQK * b)));
+    const __m256i x_high =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + kQK * b + 16)));
+    const __m256 dx = _mm256_set1_ps(xd[b]);
+    for (int i = 0; i < G; ++i) {
+      const uint8_t* scales = a.x8 + (g0 + i) * a.x8_group_bytes;
+      const uint8_t* tile = scales + scale_bytes + kTileBytes * b;
+      for (int line = 0; line < kTileBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
+      }
+      __m256i p[4];
+      if constexpr (kQ8) {
+        for (int j = 0; j < 4; ++j) {
+          const __m256i w_low = Load256(tile + 64 * j), w_high = Load256(tile + 64 * j + 32);
+          p[j] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
+                                  D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
+        }
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          const __m256i v = Load256(tile + 32 * j);
+          p[j] = D::Dot2Nibbles(_mm256_and_si256(v, nibble), x_low,
+                                _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), x_high);
+        }
+      }
+      __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      if constexpr (!kQ8) {
+        const int16_t* xs = a.x->row_sums(m) + 2 * b;
+        sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(xs[0]) + xs[1])));
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[i]);
+    }
+  }
+  for (int i = 0; i < G; ++i) {
+    const int64_t n0 = (g0 + i) * kQuantGroupRows;
+    const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+    StoreRow(a.y + m * a.ldy + n0, acc[i], a.bias != nullptr ? a.bias + n0 : nullptr, n_valid);
   }
 }
 
@@ -653,7 +701,12 @@ void X8Tile(int r, bool one_row, const QuantGemmArgs& a, const uint8_t* scales, 
 template <class D, bool kQ8>
 void GemmX8(const QuantGemmArgs& a) {
   const int64_t scale_bytes = X8ScaleBytes(a.k / kQK);
-  const bool one_row = a.m_end - a.m_begin == 1;
+  if (a.m_end - a.m_begin == 1) {
+    int64_t g = a.g_begin;
+    for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, kQ8, 4>(a, g, a.m_begin);
+    for (; g < a.g_end; ++g) X8RowGroups<D, kQ8, 1>(a, g, a.m_begin);
+    return;
+  }
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
@@ -663,7 +716,7 @@ void GemmX8(const QuantGemmArgs& a) {
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me; m += kRowTile) {
         const int r = static_cast<int>(me - m < kRowTile ? me - m : kRowTile);
-        X8Tile<D, kQ8>(r, one_row, a, scales, scales + scale_bytes, m, a.y + m * a.ldy + n0, bias, n_valid);
+        X8Tile<D, kQ8>(r, a, scales, scales + scale_bytes, m, a.y + m * a.ldy + n0, bias, n_valid);
       }
     }
   }
