@@ -507,36 +507,49 @@ void Gemm(const QuantGemmArgs& a) {
 // reads: about half an L2, so that prefetched lines are still there.
 constexpr int64_t kX8PrefetchMax = 256 * 1024;
 
-// R activation rows from m against the Q8_0 group at `scales` / `quants`.
-// Vectors 2p and 2p + 1 of a tile hold rows p and p + 4 (their first 16
-// values, then their last 16), so that three hadds leave the eight rows'
-// block sums in order, as for Q4_0 below.
-template <class D, int R>
+// An activation row's block b as two vectors: its first 16 values in both
+// 128-bit lanes, then its last 16.
+inline void X8Activations(const int8_t* row, int64_t b, __m256i* low, __m256i* high) {
+  const int8_t* q = row + kQK * b;
+  *low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  *high = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+}
+
+// The eight weight rows' block sums, in row order, from p[i] holding rows i
+// and i + 4: three hadds.
+inline __m256i X8BlockSums(const __m256i p[4]) {
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+}
+
+// One Q8_0 tile's eight block sums against an activation block. Vectors
+// 2i and 2i + 1 of a tile hold weight rows i and i + 4 (their first 16
+// values, then their last 16); maddubs takes abs(w) and sign(x, w).
+template <class D>
+inline __m256i X8SumsQ8_0(const uint8_t* tile, __m256i x_low, __m256i x_high) {
+  __m256i p[4];
+  for (int i = 0; i < 4; ++i) {
+    const __m256i w_low = Load256(tile + 64 * i), w_high = Load256(tile + 64 * i + 32);
+    p[i] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
+                            D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
+  }
+  return X8BlockSums(p);
+}
+
+// One activation row m against the Q8_0 group at `scales` / `quants`.
+template <class D>
 void X8TileQ8_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
                 const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-    const uint8_t* tile = quants + 256 * b;
-    for (int r = 0; r < R; ++r) {
-      const int8_t* q = a.x->row_q(m + r) + kQK * b;
-      const __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-      const __m256i x_high =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
-      __m256i p[4];
-      for (int i = 0; i < 4; ++i) {
-        const __m256i w_low = Load256(tile + 64 * i), w_high = Load256(tile + 64 * i + 32);
-        p[i] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
-                                D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
-      }
-      const __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
-    }
+    __m256i x_low, x_high;
+    X8Activations(a.x->row_q(m), b, &x_low, &x_high);
+    const __m256i sum = X8SumsQ8_0<D>(quants + 256 * b, x_low, x_high);
+    const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc);
   }
-  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+  StoreRow(y, acc, bias, n_valid);
 }
 
 // X8TileQ8_0 for two activation rows that share each weight vector's load
@@ -547,16 +560,11 @@ void X8TileQ8_0Pair(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t
                     const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  const int8_t* q0 = a.x->row_q(m);
-  const int8_t* q1 = a.x->row_q(m + 1);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + 256 * b;
-    const __m256i x0l = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0 + kQK * b)));
-    const __m256i x0h =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0 + kQK * b + 16)));
-    const __m256i x1l = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1 + kQK * b)));
-    const __m256i x1h =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1 + kQK * b + 16)));
+    __m256i x0l, x0h, x1l, x1h;
+    X8Activations(a.x->row_q(m), b, &x0l, &x0h);
+    X8Activations(a.x->row_q(m + 1), b, &x1l, &x1h);
     __m256i half0[2], half1[2];
     for (int h = 0; h < 2; ++h) {
       __m256i p0[2], p1[2];
@@ -575,42 +583,54 @@ void X8TileQ8_0Pair(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
     const __m256 dx0 = _mm256_set1_ps(a.x->row_d(m)[b]);
     const __m256 dx1 = _mm256_set1_ps(a.x->row_d(m + 1)[b]);
-    acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx0), _mm256_cvtepi32_ps(_mm256_hadd_epi32(half0[0], half0[1])), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx1), _mm256_cvtepi32_ps(_mm256_hadd_epi32(half1[0], half1[1])), acc1);
+    const __m256i sum0 = _mm256_hadd_epi32(half0[0], half0[1]);
+    const __m256i sum1 = _mm256_hadd_epi32(half1[0], half1[1]);
+    acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx0), _mm256_cvtepi32_ps(sum0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx1), _mm256_cvtepi32_ps(sum1), acc1);
   }
   StoreRow(y, acc0, bias, n_valid);
   StoreRow(y + a.ldy, acc1, bias, n_valid);
 }
 
-// The same for Q4_0: vector p of a tile holds rows p and p + 4, so that one
-// load, shift and two masks unpack two rows, and three hadds leave the
-// eight rows' block sums in order.
+// A Q4_0 tile unpacked: vector p of the tile holds weight rows p and p + 4,
+// so that one load, a shift and two masks give both rows' values 0-15
+// (low[p]) and 16-31 (high[p]).
+inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  for (int p = 0; p < 4; ++p) {
+    const __m256i v = Load256(tile + 32 * p);
+    low[p] = _mm256_and_si256(v, nibble);
+    high[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  }
+}
+
+// An unpacked Q4_0 tile's eight block sums against activation row m's
+// block b: the nibbles' products less 8 times the block's activation sum.
+template <class D>
+inline __m256i X8SumsQ4_0(const __m256i low[4], const __m256i high[4], const QuantGemmArgs& a, int64_t m,
+                          int64_t b) {
+  __m256i x_low, x_high;
+  X8Activations(a.x->row_q(m), b, &x_low, &x_high);
+  __m256i p[4];
+  for (int i = 0; i < 4; ++i) p[i] = D::Dot2Nibbles(low[i], x_low, high[i], x_high);
+  const int16_t* s = a.x->row_sums(m) + 2 * b;
+  return _mm256_sub_epi32(X8BlockSums(p), _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+}
+
+// R activation rows from m against the Q4_0 group at `scales` / `quants`,
+// sharing each tile's unpacking.
 template <class D, int R>
 void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
                 const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-    const uint8_t* tile = quants + 128 * b;
     __m256i low[4], high[4];
-    for (int p = 0; p < 4; ++p) {
-      const __m256i v = Load256(tile + 32 * p);
-      low[p] = _mm256_and_si256(v, nibble);                         // elements 0-15
-      high[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);  // elements 16-31
-    }
+    X8UnpackQ4_0(quants + 128 * b, low, high);
     for (int r = 0; r < R; ++r) {
-      const int8_t* q = a.x->row_q(m + r) + kQK * b;
-      const __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-      const __m256i x_high =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
-      __m256i p[4];
-      for (int i = 0; i < 4; ++i) p[i] = D::Dot2Nibbles(low[i], x_low, high[i], x_high);
-      __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-      const int16_t* s = a.x->row_sums(m + r) + 2 * b;
-      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+      const __m256i sum = X8SumsQ4_0<D>(low, high, a, m + r, b);
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
       acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
     }
@@ -630,7 +650,7 @@ void X8Tile(int r, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t*
   int i = 0;
   if constexpr (kQ8) {
     for (; i + 2 <= r; i += 2) X8TileQ8_0Pair<D>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
-    if (i < r) X8TileQ8_0<D, 1>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    if (i < r) X8TileQ8_0<D>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
   } else {
     for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
     if (i < r) X8TileQ4_0<D, 1>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
@@ -638,53 +658,36 @@ void X8Tile(int r, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t*
 }
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
-// once: the row's block is loaded once for all of them, and the groups'
-// independent integer work gives the core more to overlap than one group's
-// chain of multiplies and horizontal adds. Each group's arithmetic is
+// once: the groups' independent integer work gives the core more to overlap
+// than one group's chain of multiplies and horizontal adds. Each group's arithmetic is
 // X8TileQ8_0's or X8TileQ4_0's, so the bits are too.
 template <class D, bool kQ8, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
   const int64_t scale_bytes = X8ScaleBytes(blocks);
   constexpr int64_t kTileBytes = kQ8 ? 256 : 128;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const int8_t* xq = a.x->row_q(m);
-  const float* xd = a.x->row_d(m);
   __m256 acc[G];
   for (int i = 0; i < G; ++i) acc[i] = _mm256_setzero_ps();
   // The same block of the next call's groups: a fixed distance would land
   // in the groups being read now when they are short.
   const int64_t ahead = G * a.x8_group_bytes < kX8PrefetchMax ? G * a.x8_group_bytes : kX8PrefetchMax;
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m256i x_low =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + kQK * b)));
-    const __m256i x_high =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq + kQK * b + 16)));
-    const __m256 dx = _mm256_set1_ps(xd[b]);
+    __m256i x_low, x_high;
+    if constexpr (kQ8) X8Activations(a.x->row_q(m), b, &x_low, &x_high);
+    const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
     for (int i = 0; i < G; ++i) {
       const uint8_t* scales = a.x8 + (g0 + i) * a.x8_group_bytes;
       const uint8_t* tile = scales + scale_bytes + kTileBytes * b;
       for (int line = 0; line < kTileBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
       }
-      __m256i p[4];
+      __m256i sum;
       if constexpr (kQ8) {
-        for (int j = 0; j < 4; ++j) {
-          const __m256i w_low = Load256(tile + 64 * j), w_high = Load256(tile + 64 * j + 32);
-          p[j] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
-                                  D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
-        }
+        sum = X8SumsQ8_0<D>(tile, x_low, x_high);
       } else {
-        for (int j = 0; j < 4; ++j) {
-          const __m256i v = Load256(tile + 32 * j);
-          p[j] = D::Dot2Nibbles(_mm256_and_si256(v, nibble), x_low,
-                                _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), x_high);
-        }
-      }
-      __m256i sum = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-      if constexpr (!kQ8) {
-        const int16_t* xs = a.x->row_sums(m) + 2 * b;
-        sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(xs[0]) + xs[1])));
+        __m256i low[4], high[4];
+        X8UnpackQ4_0(tile, low, high);
+        sum = X8SumsQ4_0<D>(low, high, a, m, b);
       }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
       acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[i]);
