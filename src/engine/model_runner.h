@@ -38,6 +38,7 @@ class ModelRunner {
   std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;
   std::vector<const int32_t*> block_tables_;
   std::vector<float> logits_;
+  std::vector<size_t> sampling_;  // batch.seqs indices that sample, in logits row order
 };
 
 }  // namespace kiln
