@@ -1,8 +1,8 @@
 # Helpers for declaring kiln's libraries.
 
 # kiln_area(NAME DEPS...) builds every src/<NAME>/**.cc (excluding *_test.cc)
-# as the object library kiln_<NAME>. Files named *_avx2.cc and *_avx512.cc are
-# compiled for those ISAs; the rest for the baseline, and run-time dispatch
+# as the object library kiln_<NAME>. Files named *_avx2.cc, *_avx512.cc and *_amx.cc
+# are compiled for those ISAs; the rest for the baseline, and run-time dispatch
 # picks among them.
 function(kiln_area name)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
@@ -17,6 +17,9 @@ function(kiln_area name)
       elseif(src MATCHES "_avx512\\.cc$")
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
           "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mfma;-mf16c;-mbmi2")
+      elseif(src MATCHES "_amx\\.cc$")
+        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+          "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mfma;-mf16c;-mbmi2")
       endif()
     endforeach()
   endif()

@@ -82,8 +82,8 @@ void BM_QuantLinear(benchmark::State& state) {
   state.counters["weight_bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["op/s"] =
       benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(set.matrices[0].layout() + " " + IsaName(ctx.isa) + " " + std::to_string(threads) + "t" +
-                 (cold ? " cold" : ""));
+  state.SetLabel(set.matrices[0].layout() + " " + QuantLinearKernel(ctx, m, set.matrices[0]) + " " +
+                 std::to_string(threads) + "t" + (cold ? " cold" : ""));
 }
 
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
@@ -92,7 +92,7 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
                            DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
   auto add = [&](DType dtype, int64_t n, int64_t k, int threads, int x8) {
     b->Args({1, n, k, static_cast<int64_t>(dtype), threads, 1, x8});
-    for (int64_t m : {16, 128}) b->Args({m, n, k, static_cast<int64_t>(dtype), threads, 0, x8});
+    for (int64_t m : {16, 128, 512}) b->Args({m, n, k, static_cast<int64_t>(dtype), threads, 0, x8});
   };
   for (int threads : {1, 2}) {
     for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {

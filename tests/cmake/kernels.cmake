@@ -10,3 +10,12 @@ if(TARGET test_kernels)
                          LABELS "unit;kernels")
   endforeach()
 endif()
+
+# The quantized kernels with AMX turned off, so that on an AMX machine the
+# vector kernels' many-rows path is still checked against the reference.
+if(TARGET test_kernels AND TARGET test_quant)
+  add_test(NAME kernels_with_KILN_AMX_0 COMMAND test_kernels --gtest_filter=*QuantX8*:*QuantLinear*)
+  add_test(NAME quant_with_KILN_AMX_0 COMMAND test_quant --gtest_filter=*QuantLinear*:*W8A8*)
+  set_tests_properties(kernels_with_KILN_AMX_0 quant_with_KILN_AMX_0 PROPERTIES
+                       ENVIRONMENT "KILN_AMX=0;OMP_WAIT_POLICY=PASSIVE" LABELS "unit;kernels")
+endif()

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/qkernels/quant_linear.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
@@ -104,7 +105,7 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i % 7);
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t m : {1, 2, 3, 4, 5, 16, 37, 70}) {
+  for (int64_t m : {1, 2, 3, 4, 5, 16, 17, 31, 32, 33, 37, 70}) {
     std::vector<float> x(static_cast<size_t>(m * s.k));
     for (float& v : x) v = dist(rng);
     KernelContext ref;
@@ -127,6 +128,29 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
     const auto alone = RunLinear(ctx, *x8, last, 1, bias);
     EXPECT_EQ(std::memcmp(alone.data(), expected.data() + (m - 1) * s.n, alone.size() * sizeof(float)), 0);
   }
+}
+
+// Where the CPU has AMX-INT8, many rows of the x8 formats run on the tiles
+// (so the tests above check the AMX kernel against the reference there);
+// decoding rows, other formats and the GGUF rows stay on the vector kernels.
+TEST(QuantX8, ManyRowsRunOnAmxTilesWhereTheCpuHasThem) {
+  if (!IsaAvailable(Isa::kAvx512) || !AmxInt8Usable()) {
+    GTEST_SKIP() << "no AMX-INT8 here (or KILN_AMX=0): the vector kernels run every row count";
+  }
+  const int64_t n = 16, k = 64;
+  const auto bytes = RandomBlocks(DType::kQ8_0, n, k, 3);
+  auto rows = MakeQuantMatrix(DType::kQ8_0, bytes.data(), bytes.size(), n, k);
+  ASSERT_TRUE(rows.ok());
+  auto x8 = RepackX8(*rows);
+  ASSERT_TRUE(x8.ok());
+  KernelContext ctx;
+  ctx.isa = Isa::kAvx512;
+  EXPECT_STREQ(QuantLinearKernel(ctx, 16, *x8), "amx-int8");
+  EXPECT_STREQ(QuantLinearKernel(ctx, 512, *x8), "amx-int8");
+  EXPECT_STRNE(QuantLinearKernel(ctx, 15, *x8), "amx-int8");
+  EXPECT_STRNE(QuantLinearKernel(ctx, 16, *rows), "amx-int8");
+  ctx.isa = Isa::kAvx2;
+  EXPECT_STRNE(QuantLinearKernel(ctx, 16, *x8), "amx-int8");
 }
 
 // A fused projection computed as parts in one call gives each part the bits

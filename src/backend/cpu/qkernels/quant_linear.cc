@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/kernels/parallel.h"
+#include "backend/cpu/qkernels/quant_gemm_amx.h"
 
 namespace kiln::cpu {
 namespace {
@@ -14,18 +16,35 @@ namespace {
 constexpr int64_t kManyRows = 16;
 constexpr int64_t kMinGroupsPerCell = 8;  // 64 output columns
 constexpr int64_t kRowTile = 4;
+// The AMX kernel's cells: row tiles of 16, at least two strips of two row groups.
+constexpr int64_t kAmxRowTile = 16;
+constexpr int64_t kAmxMinGroupsPerCell = 4;
 
-size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+size_t Align64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 }  // namespace
 
-QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
-                                  int64_t k, int block) {
+bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
+  return has_x8 && (w_type == DType::kQ8_0 || w_type == DType::kQ4_0) && AmxInt8Usable();
+}
+
+int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows) {
+  const int64_t blocks = k / 32, tiles = (rows + 15) / 16;
+  // B tiles and scales per block, four blocks' sums, a padded row tile,
+  // the rows' scales by tile.
+  return blocks * (512 + 16 * 4) + 4 * 16 * 16 * 4 + 16 * k + 16 * blocks * 4 + tiles * blocks * 16 * 4;
+}
+
+QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16,
+                                  int64_t ldx, int64_t k, int block) {
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
   const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes) / sizeof(float));
-  auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
+  auto* base =
+      reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
   QuantizedRows out;
   out.q = reinterpret_cast<int8_t*>(base);
   out.d = reinterpret_cast<float*>(base + q_bytes);
@@ -45,7 +64,8 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
 namespace {
 
 // The kernel arguments for all activation rows and row groups of w.
-QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float* bias, float* y, int64_t ldy) {
+QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float* bias, float* y,
+                      int64_t ldy) {
   QuantGemmArgs args{};
   args.w_type = w.dtype();
   args.w = w.data();
@@ -61,9 +81,22 @@ QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float*
   return args;
 }
 
-int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows; }
+int64_t GroupsOf(const QuantMatrix& w) {
+  return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows;
+}
+
+// Whether QuantLinear runs the AMX kernel: many rows only, where the tile
+// setup and the strips' rearrangement pay off (decoding stays on the vector
+// kernels, which compute the same bits).
+bool RunsOnAmx(const KernelContext& ctx, int64_t rows, const QuantMatrix& w) {
+  return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxQuantGemmRuns(w.dtype(), w.x8() != nullptr);
+}
 
 }  // namespace
+
+const char* QuantLinearKernel(const KernelContext& ctx, int64_t rows, const QuantMatrix& w) {
+  return RunsOnAmx(ctx, rows, w) ? "amx-int8" : QuantKernelsFor(ctx.isa).name;
+}
 
 void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w,
                  const float* bias, float* y, int64_t ldy) {
@@ -83,19 +116,26 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
                    });
     return;
   }
-  ParallelGrid(ctx, rows, kRowTile, groups, kMinGroupsPerCell,
+  const bool amx = RunsOnAmx(ctx, rows, w);
+  ParallelGrid(ctx, rows, amx ? kAmxRowTile : kRowTile, groups,
+               amx ? kAmxMinGroupsPerCell : kMinGroupsPerCell,
                [&](int64_t row_begin, int64_t row_end, int64_t g_begin, int64_t g_end, int) {
                  QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
                  args.m_begin = row_begin;
                  args.m_end = row_end;
                  args.g_begin = g_begin;
                  args.g_end = g_end;
-                 kernels.gemm(args);
+                 if (amx) {
+                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
+                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+                 } else {
+                   kernels.gemm(args);
+                 }
                });
 }
 
-void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
-                      int count, int64_t ldy) {
+void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
+                      const QuantLinearPart* parts, int count, int64_t ldy) {
   if (rows <= 0 || count <= 0) return;
   if (rows >= kManyRows || count == 1) {
     for (int j = 0; j < count; ++j) QuantLinear(ctx, rows, x, *parts[j].w, parts[j].bias, parts[j].y, ldy);

@@ -1,0 +1,299 @@
+// The AMX quantized GEMM (quant_gemm_amx.h). Compiled with AMX and AVX-512;
+// only called where AmxQuantGemmRuns says so.
+//
+// A cell is done strip by strip: 16 output columns (two x8 row groups),
+// whose blocks are first rearranged into B tiles in scratch; then every row
+// tile of 16 activation rows passes over them, its 16 x 16 accumulators in
+// registers. Per block one tdpbssd gives the exact int32 sums, which the
+// fp32 epilogue scales and adds. The tile unit works on blocks b + 1 and
+// b + 2 while the vector units scale block b.
+
+#include "backend/cpu/qkernels/quant_gemm_amx.h"
+
+// GCC 12's AVX-512 intrinsic headers build some vectors from deliberately
+// undefined ones and then warn about them (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/qkernels/quant_matrix.h"
+
+namespace kiln::cpu {
+namespace {
+
+constexpr int kBlock = 32;                                  // values per Q8_0 / Q4_0 block
+constexpr int kStripGroups = 2;                             // x8 row groups per strip
+constexpr int kStripCols = kStripGroups * kQuantGroupRows;  // 16 output columns: one C tile
+constexpr int kTileRows = 16;                               // activation rows per A tile
+constexpr int64_t kBTileBytes = 512;                        // 8 rows (4 values each) x 16 columns
+
+// Scratch: the strip's B tiles and scales per block, four blocks' stored
+// sums, and a zero-padded copy of a cell's last, partial row tile.
+struct Scratch {
+  uint8_t* b_tiles;  // [blocks][8][64]
+  float* scales;     // [blocks][16]
+  int32_t* sums;     // [4][16][16]
+  int8_t* tail_q;    // [16][k]
+  float* tail_d;     // [16][blocks]
+  float* dx;         // the cell's activation scales by row tile, [tiles][blocks][16]
+};
+
+Scratch Carve(void* base, int64_t blocks) {
+  auto* p = static_cast<uint8_t*>(base);
+  Scratch s;
+  s.b_tiles = p;
+  p += blocks * kBTileBytes;
+  s.scales = reinterpret_cast<float*>(p);
+  p += blocks * kStripCols * 4;
+  s.sums = reinterpret_cast<int32_t*>(p);
+  p += 4 * 16 * 16 * 4;
+  s.tail_q = reinterpret_cast<int8_t*>(p);
+  p += kTileRows * blocks * kBlock;
+  s.tail_d = reinterpret_cast<float*>(p);
+  p += kTileRows * blocks * 4;
+  s.dx = reinterpret_cast<float*>(p);
+  return s;
+}
+
+// LDTILECFG's 64-byte operand, palette 1.
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// Block j is multiplied in C tile j % 4 (16 x 16 int32, tiles 0-3), from A
+// tile 4 + j % 2 (16 rows of the block's 32 bytes) and B tile 6 + j % 2 (8
+// rows of 16 columns x 4 bytes).
+void Configure() {
+  TileConfig c;
+  for (int t = 0; t < 4; ++t) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = 64;
+  }
+  for (int t = 4; t < 6; ++t) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = kBlock;
+    c.rows[2 + t] = kBlock / 4;
+    c.colsb[2 + t] = 64;
+  }
+  _tile_loadconfig(&c);
+}
+
+// Lane by lane (within each 128-bit half), dword r of a, b, c, d side by
+// side: out[r] = [a_r b_r c_r d_r | a_(4+r) b_(4+r) c_(4+r) d_(4+r)].
+void Transpose4(const __m256i in[4], __m256i out[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]), t1 = _mm256_unpackhi_epi32(in[0], in[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]), t3 = _mm256_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// One x8 group's block as the 8 B-tile rows of its 8 columns: B row r holds
+// values 4r..4r+3 of weight rows 0..7, 32 bytes at dst + 64 r. `low` and
+// `high` are the group's values 0-15 and 16-31 as signed bytes, vector p
+// holding row p in its first 16 bytes and row p + 4 in its last.
+void StoreGroupRows(const __m256i low[4], const __m256i high[4], uint8_t* dst) {
+  __m256i rows[4];
+  Transpose4(low, rows);
+  for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * r), rows[r]);
+  Transpose4(high, rows);
+  for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * (4 + r)), rows[r]);
+}
+
+void GroupBlockQ8_0(const uint8_t* tile, uint8_t* dst) {
+  __m256i low[4], high[4];
+  for (int p = 0; p < 4; ++p) {
+    low[p] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 64 * p));
+    high[p] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 64 * p + 32));
+  }
+  StoreGroupRows(low, high, dst);
+}
+
+void GroupBlockQ4_0(const uint8_t* tile, uint8_t* dst) {
+  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  __m256i low[4], high[4];
+  for (int p = 0; p < 4; ++p) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 32 * p));
+    low[p] = _mm256_sub_epi8(_mm256_and_si256(v, mask), eight);
+    high[p] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), eight);
+  }
+  StoreGroupRows(low, high, dst);
+}
+
+// The strip of groups [g, g + count) (count <= 2) as B tiles and fp32
+// scales for every block; the columns of a missing group are zero.
+void PackStrip(const QuantGemmArgs& a, int64_t g, int count, int64_t blocks, const Scratch& s) {
+  const bool q8 = a.w_type == DType::kQ8_0;
+  const int64_t scale_bytes = X8ScaleBytes(blocks);
+  const int64_t tile_bytes = X8TileBytes(a.w_type);
+  for (int j = 0; j < kStripGroups; ++j) {
+    if (j >= count) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t* dst = s.b_tiles + b * kBTileBytes + 32 * j;
+        for (int r = 0; r < kBlock / 4; ++r) std::memset(dst + 64 * r, 0, 32);
+        std::memset(s.scales + b * kStripCols + j * kQuantGroupRows, 0, kQuantGroupRows * sizeof(float));
+      }
+      continue;
+    }
+    const uint8_t* group = a.x8 + (g + j) * a.x8_group_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* tile = group + scale_bytes + b * tile_bytes;
+      uint8_t* dst = s.b_tiles + b * kBTileBytes + 32 * j;
+      if (q8) {
+        GroupBlockQ8_0(tile, dst);
+      } else {
+        GroupBlockQ4_0(tile, dst);
+      }
+      const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 16));
+      _mm256_storeu_ps(s.scales + b * kStripCols + j * kQuantGroupRows, _mm256_cvtph_ps(halves));
+    }
+  }
+}
+
+// acc[r] = fma(d_w * dx[r], float(block sums of row r), acc[r]) for block b:
+// the reference's step for 16 rows x 16 columns at once.
+__attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], const int32_t* sums,
+                                                      const Scratch& s, const float* dx_tile, int64_t b) {
+  const __m512 dw = _mm512_loadu_ps(s.scales + b * kStripCols);
+  const float* dx = dx_tile + b * kTileRows;
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) {
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(dx[r]));
+    acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_loadu_si512(sums + 16 * r)), acc[r]);
+  }
+}
+
+// The tile instructions name their registers in the instruction itself, so
+// the pipeline below is written out per register: block j is multiplied
+// with C tile j % 4, A tile 4 + j % 2 and B tile 6 + j % 2.
+#define KILN_AMX_MULTIPLY(c, a, b, block)                \
+  do {                                                   \
+    _tile_zero(c);                                       \
+    _tile_loadd(a, q + (block)*kBlock, stride);          \
+    _tile_loadd(b, s.b_tiles + (block)*kBTileBytes, 64); \
+    _tile_dpbssd(c, a, b);                               \
+  } while (0)
+
+// Step j of the pipeline: block j + 2 starts multiplying, block j's sums
+// (stored one step earlier) are scaled, then block j + 1's are stored. The
+// store waits for its multiply to finish; placed after the scaling, it
+// holds up nothing behind it.
+#define KILN_AMX_STEP(j, c_next, a_next, b_next, c_store)                                          \
+  if ((j) < blocks) {                                                                              \
+    if ((j) + 2 < blocks) KILN_AMX_MULTIPLY(c_next, a_next, b_next, (j) + 2);                      \
+    for (int line = 0; line < prefetch_lines && prefetch < prefetch_end; ++line, prefetch += 64) { \
+      _mm_prefetch(reinterpret_cast<const char*>(prefetch), _MM_HINT_T1);                          \
+    }                                                                                              \
+    ScaleBlock(acc, s.sums + 256 * ((j) % 4), s, dx, j);                                           \
+    if ((j) + 1 < blocks) _tile_stored(c_store, s.sums + 256 * (((j) + 1) % 4), 64);               \
+  }
+
+// What a row tile writes: `rows` rows at y (ldy apart), the columns of
+// `mask`, plus bias when `add_bias`.
+struct TileOutput {
+  float* y;
+  int64_t ldy;
+  int rows;
+  __mmask16 mask;
+  bool add_bias;
+  __m512 bias;
+};
+
+// One row tile: 16 rows of int8 activations at q (rows `stride` bytes
+// apart), their block scales at dx ([blocks][16]), against the packed strip,
+// every block in order; the accumulators stay in registers. Meanwhile the
+// bytes [prefetch, prefetch_end) (the next strip's weights) are fetched
+// into L2, spread over the blocks.
+void RowTile(const int8_t* q, long stride, const float* dx, int64_t blocks, const Scratch& s,
+             const uint8_t* prefetch, const uint8_t* prefetch_end, const TileOutput& out) {
+  const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
+  KILN_AMX_MULTIPLY(0, 4, 6, 0);
+  if (blocks > 1) KILN_AMX_MULTIPLY(1, 5, 7, 1);
+  _tile_stored(0, s.sums, 64);
+  for (int64_t b = 0; b < blocks; b += 4) {
+    KILN_AMX_STEP(b, 2, 4, 6, 1)
+    KILN_AMX_STEP(b + 1, 3, 5, 7, 2)
+    KILN_AMX_STEP(b + 2, 0, 4, 6, 3)
+    KILN_AMX_STEP(b + 3, 1, 5, 7, 0)
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) {
+    if (r >= out.rows) break;
+    _mm512_mask_storeu_ps(out.y + r * out.ldy, out.mask,
+                          out.add_bias ? _mm512_add_ps(acc[r], out.bias) : acc[r]);
+  }
+}
+
+#undef KILN_AMX_STEP
+#undef KILN_AMX_MULTIPLY
+
+}  // namespace
+
+void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
+  const int64_t blocks = a.k / kBlock;
+  const Scratch s = Carve(scratch, blocks);
+  const auto stride = static_cast<long>(a.k);
+  // A partial last row tile runs from a copy padded with zero rows.
+  const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
+  const int tail_rows = static_cast<int>(a.m_end - full_end);
+  if (tail_rows > 0) {
+    std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
+    std::memset(s.tail_d, 0, static_cast<size_t>(kTileRows * blocks) * sizeof(float));
+    std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
+    std::memcpy(s.tail_d, a.x->row_d(full_end), static_cast<size_t>(tail_rows * blocks) * sizeof(float));
+  }
+  // The activation scales by row tile and block, 16 rows side by side, for
+  // the epilogue's broadcasts.
+  const int64_t tiles = (a.m_end - a.m_begin + kTileRows - 1) / kTileRows;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t m = a.m_begin + t * kTileRows;
+    const float* d = m >= full_end ? s.tail_d : a.x->row_d(m);
+    float* dst = s.dx + t * blocks * kTileRows;
+    for (int r = 0; r < kTileRows; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) dst[b * kTileRows + r] = d[r * blocks + b];
+    }
+  }
+  Configure();
+  for (int64_t g = a.g_begin; g < a.g_end; g += kStripGroups) {
+    const int count = static_cast<int>(std::min<int64_t>(kStripGroups, a.g_end - g));
+    PackStrip(a, g, count, blocks, s);
+    const int64_t n0 = g * kQuantGroupRows;
+    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, (g + count) * kQuantGroupRows) - n0);
+    TileOutput out;
+    out.ldy = a.ldy;
+    out.mask = static_cast<__mmask16>((1u << cols) - 1);
+    out.add_bias = a.bias != nullptr;
+    out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
+    // The next strip's x8 bytes, fetched while the first row tile computes.
+    const int64_t next = g + kStripGroups, next_end = std::min(a.g_end, next + kStripGroups);
+    const uint8_t* prefetch = a.x8 + next * a.x8_group_bytes;
+    const uint8_t* prefetch_end = next < next_end ? a.x8 + next_end * a.x8_group_bytes : prefetch;
+    for (int64_t m = a.m_begin, t = 0; m < a.m_end; m += kTileRows, ++t) {
+      out.y = a.y + m * a.ldy + n0;
+      out.rows = m >= full_end ? tail_rows : kTileRows;
+      const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
+      RowTile(q, stride, s.dx + t * blocks * kTileRows, blocks, s, prefetch, prefetch_end, out);
+      prefetch = prefetch_end;
+    }
+  }
+  // Hands the tile state back, so that switching this thread out saves no
+  // 8 KiB of tile registers.
+  _tile_release();
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,32 @@
+// The quantized GEMM on AMX tiles, for many activation rows (prefill and
+// batched decoding) against Q8_0 and Q4_0 weights in the x8 layout.
+//
+// Per block of 32 values, tdpbssd multiplies 16 activation rows by 16 weight
+// rows in signed bytes (Q4_0's nibbles made signed by taking 8 off each,
+// which gives the reference's A = sum w q - 8 (s0 + s1) exactly); the int32
+// block sums then take the reference's fp32 steps, acc = fma(d * dx, A, acc)
+// block by block. So the result equals quant_reference.cc bit for bit, and
+// with it the vector kernels', whatever the rows, tiles or threads.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/qkernels/qkernel_table.h"
+#include "core/dtype.h"
+
+namespace kiln::cpu {
+
+// Whether AmxQuantGemm runs `w_type` (Q8_0 or Q4_0) here: it needs AMX-INT8
+// (AmxInt8Usable) and the x8 copy of the weights.
+bool AmxQuantGemmRuns(DType w_type, bool has_x8);
+
+// Scratch AmxQuantGemm needs for K = k and `rows` activation rows, in bytes.
+int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows);
+
+// QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,
+// g_end)) on the calling thread, reading a.x8. `scratch` is 64-byte aligned,
+// AmxQuantGemmScratchBytes(a.k, a.m_end - a.m_begin) long. REQUIRES: AmxQuantGemmRuns(a.w_type,
+// true) and a.x8 set.
+void AmxQuantGemm(const QuantGemmArgs& a, void* scratch);
+
+}  // namespace kiln::cpu
