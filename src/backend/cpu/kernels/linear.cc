@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kManyRows = 16;
 constexpr int64_t kMinPanelsPerCell = 4;  // 64 output columns
 constexpr int64_t kRowTile = 6;
+constexpr int64_t kMinPanelsPerChunk = 4;
 
 }  // namespace
 
@@ -37,7 +38,10 @@ void Linear(const KernelContext& ctx, int64_t rows, const float* x, int64_t ldx,
   if (rows < kManyRows) {
     // Decoding: the weights are the work; threads claim chunks of panels.
     const int64_t panel_bytes = static_cast<int64_t>(w.bytes()) / std::max<int64_t>(panels, 1);
-    const int64_t chunk = WeightChunk(ctx, panels, panel_bytes);
+    // At least 4 panels a chunk: a lone panel is one FMA chain per row,
+    // which waits on the FMA latency at every k (the down projection's
+    // 155 KB panels would otherwise go one at a time).
+    const int64_t chunk = std::max<int64_t>(WeightChunk(ctx, panels, panel_bytes), kMinPanelsPerChunk);
     ParallelChunks(ctx, panels, chunk, [&](int64_t begin, int64_t end, int) {
       LinearArgs piece = args;
       piece.m_begin = 0;

@@ -121,8 +121,21 @@ static inline int64_t Max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
+// Tile<S, W, R, NP> for a run-time panel count np in [1, P]: the panels
+// left at the end of a range are one tile too, whose np FMA chains run side
+// by side (one panel at a time, a single chain would wait on the FMA
+// latency at every k).
+template <class S, ElemType W, int R, int P>
+void DirectTile(int np, const float* x, int64_t ldx, const typename Panel<S, W>::T* w, int64_t stride, int64_t kc,
+                float* y, int64_t ldy, int cols, const float* bias) {
+  if constexpr (P > 1) {
+    if (np < P) return DirectTile<S, W, R, P - 1>(np, x, ldx, w, stride, kc, y, ldy, cols, bias);
+  }
+  Tile<S, W, R, P>(x, ldx, w, stride, kc, y, ldy, cols, bias, true, true);
+}
+
 // The direct path's tiles for R rows over panels [p0, p1): as many panels
-// per tile as S's registers allow for R rows, single panels for the rest.
+// per tile as S's registers allow for R rows, and the rest as one tile.
 template <class S, ElemType W, int R>
 void DirectTiles(const LinearArgs& a, int64_t m, int64_t p0, int64_t p1) {
   using T = typename Panel<S, W>::T;
@@ -130,16 +143,12 @@ void DirectTiles(const LinearArgs& a, int64_t m, int64_t p0, int64_t p1) {
   const T* panels = static_cast<const T*>(a.w_panels);
   const int64_t stride = a.k_total * kPanelWidth;
   for (int64_t p = p0; p < p1;) {
-    const int np = p1 - p >= P ? P : 1;
+    const int np = static_cast<int>(Min64(P, p1 - p));
     const int cols = static_cast<int>(Min64(np * kPanelWidth, a.n_total - p * kPanelWidth));
     const float* x = a.x + m * a.ldx;
     float* y = a.y + m * a.ldy + p * kPanelWidth;
     const float* bias = a.bias != nullptr ? a.bias + p * kPanelWidth : nullptr;
-    if (np == P) {
-      Tile<S, W, R, P>(x, a.ldx, panels + p * stride, stride, a.k_total, y, a.ldy, cols, bias, true, true);
-    } else {
-      Tile<S, W, R, 1>(x, a.ldx, panels + p * stride, stride, a.k_total, y, a.ldy, cols, bias, true, true);
-    }
+    DirectTile<S, W, R, P>(np, x, a.ldx, panels + p * stride, stride, a.k_total, y, a.ldy, cols, bias);
     p += np;
   }
 }
