@@ -126,8 +126,8 @@ static inline int64_t Max64(int64_t a, int64_t b) {
 // by side (one panel at a time, a single chain would wait on the FMA
 // latency at every k).
 template <class S, ElemType W, int R, int P>
-void DirectTile(int np, const float* x, int64_t ldx, const typename Panel<S, W>::T* w, int64_t stride, int64_t kc,
-                float* y, int64_t ldy, int cols, const float* bias) {
+void DirectTile(int np, const float* x, int64_t ldx, const typename Panel<S, W>::T* w, int64_t stride,
+                int64_t kc, float* y, int64_t ldy, int cols, const float* bias) {
   if constexpr (P > 1) {
     if (np < P) return DirectTile<S, W, R, P - 1>(np, x, ldx, w, stride, kc, y, ldy, cols, bias);
   }

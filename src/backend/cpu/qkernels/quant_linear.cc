@@ -81,6 +81,13 @@ QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float*
   return args;
 }
 
+// Row groups per chunk of a decoding pass: WeightChunk's, but at least 4,
+// the groups the vector kernels read side by side (the down projection's
+// groups are 22-41 KB, and two or three a chunk went one at a time).
+int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_bytes) {
+  return std::max<int64_t>(WeightChunk(ctx, groups, group_bytes), 4);
+}
+
 int64_t GroupsOf(const QuantMatrix& w) {
   return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows;
 }
@@ -105,7 +112,7 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
   const int64_t groups = GroupsOf(w);
   if (rows < kManyRows) {
     // Decoding: the weights are the work; threads claim chunks of groups.
-    ParallelChunks(ctx, groups, WeightChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
+    ParallelChunks(ctx, groups, DecodeChunk(ctx, groups, kQuantGroupRows * w.row_bytes()),
                    [&](int64_t begin, int64_t end, int) {
                      QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
                      args.m_begin = 0;
@@ -151,7 +158,7 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
     bytes += parts[j].w->rows() * parts[j].w->row_bytes();
   }
   const int64_t group_bytes = bytes / std::max<int64_t>(total, 1);
-  ParallelChunks(ctx, total, WeightChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
+  ParallelChunks(ctx, total, DecodeChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
     int64_t first = 0;  // the parts' first group in the joint range
     for (int j = 0; j < count && first < end; ++j) {
       const int64_t groups = GroupsOf(*parts[j].w);
