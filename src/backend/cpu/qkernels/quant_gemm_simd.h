@@ -80,9 +80,7 @@ inline __m256i ReduceRows8(const __m256i p[8]) {
                           _mm256_permute2x128_si256(s0123, s4567, 0x31));
 }
 
-inline __m256i Load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
+inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // 16 nibbles-per-byte as 32 bytes: low nibbles first (elements 0-15), then
 // high nibbles (16-31): the Q4_0/Q4_1/Q5_x packing.
@@ -96,10 +94,9 @@ inline __m256i Nibbles32(const uint8_t* qs) {
 inline __m256i FifthBits32(const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, 4);
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
-                                           2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -194,8 +191,7 @@ inline __m256 Accumulate32(const Tile32& t, const int8_t* q, float dx, int32_t q
   const __m256 dxv = _mm256_set1_ps(dx);
   acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.d), dxv), _mm256_cvtepi32_ps(a), acc);
   if constexpr (F::kHasMin) {
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.m), dxv), _mm256_set1_ps(static_cast<float>(q_sum)),
-                          acc);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(t.m), dxv), _mm256_set1_ps(static_cast<float>(q_sum)), acc);
   }
   return acc;
 }
@@ -217,8 +213,8 @@ struct Tile256 {
 inline __m256i SpreadMask(int lo, int hi) {
   const auto b0 = static_cast<char>(2 * lo), b1 = static_cast<char>(2 * lo + 1);
   const auto c0 = static_cast<char>(2 * hi), c1 = static_cast<char>(2 * hi + 1);
-  return _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, c0, c1, c0, c1, c0,
-                          c1, c0, c1, c0, c1, c0, c1, c0, c1, c0, c1);
+  return _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, c0, c1, c0, c1, c0, c1, c0,
+                          c1, c0, c1, c0, c1, c0, c1, c0, c1);
 }
 
 // Scales for 16-value pieces: s16 holds 16 int16 scales, piece i's at lane
@@ -262,13 +258,10 @@ inline __m128i UnpackScalesQ3_K(const uint8_t* s) {
   const uint32_t s1 = (a1 & m4) | (((a2 >> 2) & m2) << 4);
   const uint32_t s2 = ((a0 >> 4) & m4) | (((a2 >> 4) & m2) << 4);
   const uint32_t s3 = ((a1 >> 4) & m4) | (((a2 >> 6) & m2) << 4);
-  return _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1),
-                       static_cast<int>(s0));
+  return _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
 }
 
-inline __m256i Negate16(__m256i v) {
-  return _mm256_sub_epi16(_mm256_setzero_si256(), v);
-}
+inline __m256i Negate16(__m256i v) { return _mm256_sub_epi16(_mm256_setzero_si256(), v); }
 
 // The K4 sub-block scales, and the mins as -m per 16-value piece.
 inline void SetScalesMinsK4(const uint8_t* scales, int j, Tile256& t) {
@@ -387,8 +380,7 @@ struct FormatQ3_K {
 };
 
 template <class D, class F>
-inline __m256 Accumulate256(const Tile256& t, const int8_t* q, float dx, const int16_t* piece_sums,
-                            __m256 acc) {
+inline __m256 Accumulate256(const Tile256& t, const int8_t* q, float dx, const int16_t* piece_sums, __m256 acc) {
   __m256i x[8];
   for (int v = 0; v < 8; ++v) x[v] = Load256(q + 32 * v);
   const __m256i sums = Load256(piece_sums);
@@ -445,8 +437,8 @@ void GroupTile32(const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m
 }
 
 template <class D, class F, int R>
-void GroupTile256(const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m, float* y,
-                  const float* bias, int n_valid) {
+void GroupTile256(const QuantGemmArgs& a, const uint8_t* const rows[8], int64_t m, float* y, const float* bias,
+                  int n_valid) {
   using Block = typename F::Block;
   const int64_t blocks = a.k / kQK_K;
   __m256 acc[R];
@@ -491,8 +483,7 @@ void Gemm(const QuantGemmArgs& a) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
       const int64_t n0 = g * kQuantGroupRows;
-      const int n_valid =
-          static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+      const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       // Rows past the end repeat the last row; their lanes are not stored.
       const uint8_t* rows[8];
       for (int j = 0; j < 8; ++j) rows[j] = a.w + (n0 + (j < n_valid ? j : n_valid - 1)) * a.row_bytes;
@@ -504,6 +495,7 @@ void Gemm(const QuantGemmArgs& a) {
     }
   }
 }
+
 
 // ---- The x8 layout: Q8_0 and Q4_0 repacked at load (quant_matrix.h) -------
 //
@@ -728,8 +720,7 @@ void GemmX8(const QuantGemmArgs& a) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
       const int64_t n0 = g * kQuantGroupRows;
-      const int n_valid =
-          static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+      const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       const uint8_t* scales = a.x8 + g * a.x8_group_bytes;
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me; m += kRowTile) {
@@ -765,8 +756,7 @@ void GemmAny(const QuantGemmArgs& a) {
 // infinite), q = round-half-even(x / d) within [-127, 127].
 inline void BlockScale(float amax, float* d, float* inverse) {
   float scale = amax / 127.0f;
-  if (!(scale >= std::numeric_limits<float>::min()) || scale > std::numeric_limits<float>::max())
-    scale = 0.0f;
+  if (!(scale >= std::numeric_limits<float>::min()) || scale > std::numeric_limits<float>::max()) scale = 0.0f;
   *d = scale;
   *inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
 }
@@ -824,8 +814,7 @@ void QuantizeRowsTyped(const QuantizeRowsArgs& a) {
     }
     // Piece sums: 16 bytes widened and added (exact).
     for (int64_t i = 0; i < k / 16; ++i) {
-      const __m256i wide =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * i)));
+      const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * i)));
       const __m256i pairs = _mm256_madd_epi16(wide, _mm256_set1_epi16(1));
       __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
       s = _mm_hadd_epi32(s, s);

@@ -20,9 +20,7 @@ constexpr int64_t kRowTile = 4;
 constexpr int64_t kAmxRowTile = 16;
 constexpr int64_t kAmxMinGroupsPerCell = 4;
 
-size_t Align64(size_t n) {
-  return (n + 63) / 64 * 64;
-}
+size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
 }  // namespace
 
@@ -37,14 +35,13 @@ int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows) {
   return blocks * (512 + 16 * 4) + 4 * 16 * 16 * 4 + 16 * k + 16 * blocks * 4 + tiles * blocks * 16 * 4;
 }
 
-QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16,
-                                  int64_t ldx, int64_t k, int block) {
+QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
+                                  int64_t k, int block) {
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
   const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes) / sizeof(float));
-  auto* base =
-      reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
+  auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
   QuantizedRows out;
   out.q = reinterpret_cast<int8_t*>(base);
   out.d = reinterpret_cast<float*>(base + q_bytes);
@@ -64,8 +61,7 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
 namespace {
 
 // The kernel arguments for all activation rows and row groups of w.
-QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float* bias, float* y,
-                      int64_t ldy) {
+QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float* bias, float* y, int64_t ldy) {
   QuantGemmArgs args{};
   args.w_type = w.dtype();
   args.w = w.data();
@@ -88,9 +84,7 @@ int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_byte
   return std::max<int64_t>(WeightChunk(ctx, groups, group_bytes), 4);
 }
 
-int64_t GroupsOf(const QuantMatrix& w) {
-  return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows;
-}
+int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows; }
 
 // Whether QuantLinear runs the AMX kernel: many rows only, where the tile
 // setup and the strips' rearrangement pay off (decoding stays on the vector
@@ -141,8 +135,8 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
                });
 }
 
-void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
-                      const QuantLinearPart* parts, int count, int64_t ldy) {
+void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
+                      int count, int64_t ldy) {
   if (rows <= 0 || count <= 0) return;
   if (rows >= kManyRows || count == 1) {
     for (int j = 0; j < count; ++j) QuantLinear(ctx, rows, x, *parts[j].w, parts[j].bias, parts[j].y, ldy);

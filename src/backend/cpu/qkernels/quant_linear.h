@@ -17,8 +17,8 @@ namespace kiln::cpu {
 // memory of the calling thread, valid until its next call. The split over
 // threads changes nothing: each row is quantized on its own.
 // REQUIRES: k % block == 0; ldx >= k.
-QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16,
-                                  int64_t ldx, int64_t k, int block);
+QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
+                                  int64_t k, int block);
 
 // y[m, n] = (quantized row m) . (W row n) (+ bias[n]) for m < rows, n <
 // w.rows(), as quant_reference.cc defines it per format. Deterministic: the
@@ -47,7 +47,7 @@ struct QuantLinearPart {
 // over the threads as one, so that a fused projection costs one wait for
 // the threads instead of one per weight.
 // REQUIRES: what QuantLinear requires, for every part.
-void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
-                      const QuantLinearPart* parts, int count, int64_t ldy);
+void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
+                      int count, int64_t ldy);
 
 }  // namespace kiln::cpu
