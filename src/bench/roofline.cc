@@ -558,6 +558,10 @@ std::string FormatRooflineTable(const Roofline& r) {
     if (!bw.figure.empty()) {
       out += fmt::format("  bandwidth: {} = {}\n", bw.figure, FormatRate(bw.per_second, "B/s"));
     }
+    if (last.Find("amx_int8") != nullptr || last.Find("amx_bf16") != nullptr) {
+      out += "  (the amx_* rows are the tile units' rates; kiln's many-row int8 products run on them, while "
+             "the fractions the other modes print are taken against the vector peaks above)\n";
+    }
   }
   return out;
 }

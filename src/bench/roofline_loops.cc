@@ -2,6 +2,7 @@
 // without AVX2.
 #include "bench/roofline_loops.h"
 
+#include "backend/cpu/kernels/amx.h"
 #include "core/cpu_info.h"
 
 namespace kiln::bench {
@@ -82,6 +83,15 @@ LoopSet LoopsForThisCpu() {
     set.unsupported.push_back({"bf16_widen_fma", flops, "needs AVX2, FMA and F16C"});
     set.unsupported.push_back({"f16_widen_fma", flops, "needs AVX2, FMA and F16C"});
     set.unsupported.push_back({"int8_madd", int8_ops, "needs AVX2"});
+  }
+
+  if (avx512 && cpu::AmxInt8Usable()) {
+    set.loops.push_back({"amx_int8", "tdpbssd on 4 independent 16x16 int32 tiles", int8_ops, amx::kInt8TileOps,
+                         &amx::Int8Tiles});
+  }
+  if (avx512 && cpu::AmxBf16Usable()) {
+    set.loops.push_back({"amx_bf16", "tdpbf16ps on 4 independent 16x16 fp32 tiles", flops, amx::kBf16TileOps,
+                         &amx::Bf16Tiles});
   }
 
   if (avx512) {

@@ -33,7 +33,9 @@ struct UnsupportedLoop {
 // KILN_ISA), in a fixed order: fp32 FMA; the native bf16 and int8 dot
 // products where the CPU has them; and what kiln's kernels do instead:
 // bf16 and f16 widened to fp32 then FMA, and int8 through
-// vpmaddubsw + vpmaddwd.
+// vpmaddubsw + vpmaddwd; last, where the CPU has AMX, the tile units' int8
+// and bf16 rates (which kiln's many-row int8 products run on; the peaks the
+// other modes compare with stay the vector dot products).
 struct LoopSet {
   std::vector<ComputeLoop> loops;
   std::vector<UnsupportedLoop> unsupported;
@@ -81,5 +83,13 @@ inline constexpr double kFp32FmaOps = kChains * 16 * 2;
 inline constexpr double kBf16DotOps = kChains * 32 * 2;
 inline constexpr double kInt8DotOps = kChains * 64 * 2;
 }  // namespace avx512
+
+namespace amx {
+double Int8Tiles(int64_t iterations);  // REQUIRES: AmxInt8Usable()
+double Bf16Tiles(int64_t iterations);  // REQUIRES: AmxBf16Usable()
+// Four 16 x 16 accumulators a step, each over 64 int8 or 32 bf16 pairs.
+inline constexpr double kInt8TileOps = 4 * 16 * 16 * 64 * 2;
+inline constexpr double kBf16TileOps = 4 * 16 * 16 * 32 * 2;
+}  // namespace amx
 
 }  // namespace kiln::bench
