@@ -132,12 +132,74 @@ void GroupBlockQ4_0(const uint8_t* tile, uint8_t* dst) {
   StoreGroupRows(low, high, dst);
 }
 
+// Both groups of a strip at once, as GroupBlock* does each: the 512-bit
+// vectors hold group 0 in their first 256 bits and group 1 in their last,
+// and the in-lane transposition then yields whole 64-byte B-tile rows.
+void Transpose4x512(const __m512i in[4], __m512i out[4]) {
+  const __m512i t0 = _mm512_unpacklo_epi32(in[0], in[1]), t1 = _mm512_unpackhi_epi32(in[0], in[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(in[2], in[3]), t3 = _mm512_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+__m512i LoadPair(const uint8_t* first, const uint8_t* second) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(first))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second)), 1);
+}
+
+void StoreStripRows(const __m512i low[4], const __m512i high[4], uint8_t* dst) {
+  __m512i rows[4];
+  Transpose4x512(low, rows);
+  for (int r = 0; r < 4; ++r) _mm512_storeu_si512(dst + 64 * r, rows[r]);
+  Transpose4x512(high, rows);
+  for (int r = 0; r < 4; ++r) _mm512_storeu_si512(dst + 64 * (4 + r), rows[r]);
+}
+
+void StripBlockQ8_0(const uint8_t* tile0, const uint8_t* tile1, uint8_t* dst) {
+  __m512i low[4], high[4];
+  for (int p = 0; p < 4; ++p) {
+    low[p] = LoadPair(tile0 + 64 * p, tile1 + 64 * p);
+    high[p] = LoadPair(tile0 + 64 * p + 32, tile1 + 64 * p + 32);
+  }
+  StoreStripRows(low, high, dst);
+}
+
+void StripBlockQ4_0(const uint8_t* tile0, const uint8_t* tile1, uint8_t* dst) {
+  const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  __m512i low[4], high[4];
+  for (int p = 0; p < 4; ++p) {
+    const __m512i v = LoadPair(tile0 + 32 * p, tile1 + 32 * p);
+    low[p] = _mm512_sub_epi8(_mm512_and_si512(v, mask), eight);
+    high[p] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
+  }
+  StoreStripRows(low, high, dst);
+}
+
 // The strip of groups [g, g + count) (count <= 2) as B tiles and fp32
 // scales for every block; the columns of a missing group are zero.
 void PackStrip(const QuantGemmArgs& a, int64_t g, int count, int64_t blocks, const Scratch& s) {
   const bool q8 = a.w_type == DType::kQ8_0;
   const int64_t scale_bytes = X8ScaleBytes(blocks);
   const int64_t tile_bytes = X8TileBytes(a.w_type);
+  if (count == kStripGroups) {
+    const uint8_t* group0 = a.x8 + g * a.x8_group_bytes;
+    const uint8_t* group1 = group0 + a.x8_group_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t at = scale_bytes + b * tile_bytes;
+      if (q8) {
+        StripBlockQ8_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
+      } else {
+        StripBlockQ4_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
+      }
+      const __m256i halves = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group0 + b * 16))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(group1 + b * 16)), 1);
+      _mm512_storeu_ps(s.scales + b * kStripCols, _mm512_cvtph_ps(halves));
+    }
+    return;
+  }
   for (int j = 0; j < kStripGroups; ++j) {
     if (j >= count) {
       for (int64_t b = 0; b < blocks; ++b) {
