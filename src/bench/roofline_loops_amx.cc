@@ -4,6 +4,8 @@
 // AmxInt8Usable / AmxBf16Usable say so.
 #include "bench/roofline_loops.h"
 
+#include "backend/cpu/kernels/amx.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -15,23 +17,24 @@ namespace kiln::bench::amx {
 #if defined(__x86_64__)
 namespace {
 
-// LDTILECFG's 64-byte operand: tiles 0-3 the accumulators (16 rows of 16
-// int32 or fp32), 4-5 the A tiles and 6-7 the B tiles (16 rows of 64 bytes).
-struct TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void ConfigureFullTiles() {
-  TileConfig c;
+// Tiles 0-3 the accumulators (16 rows of 16 int32 or fp32), 4-5 the A
+// tiles and 6-7 the B tiles (16 rows of 64 bytes), loaded from a and b;
+// the accumulators start at zero.
+void SetUpTiles(const void* a, const void* b) {
+  cpu::AmxTileConfig c;
   for (int t = 0; t < 8; ++t) {
     c.rows[t] = 16;
     c.colsb[t] = 64;
   }
   _tile_loadconfig(&c);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
 }
 
 // The first element of accumulator tile 0, so that the work is kept.
@@ -46,18 +49,10 @@ double FirstOfTile0() {
 }  // namespace
 
 double Int8Tiles(int64_t iterations) {
-  ConfigureFullTiles();
   alignas(64) int8_t a[16 * 64], b[16 * 64];
   std::memset(a, 1, sizeof(a));
   std::memset(b, 1, sizeof(b));
-  _tile_loadd(4, a, 64);
-  _tile_loadd(5, a, 64);
-  _tile_loadd(6, b, 64);
-  _tile_loadd(7, b, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  SetUpTiles(a, b);
   for (int64_t i = 0; i < iterations; ++i) {
     _tile_dpbssd(0, 4, 6);
     _tile_dpbssd(1, 4, 7);
@@ -68,20 +63,12 @@ double Int8Tiles(int64_t iterations) {
 }
 
 double Bf16Tiles(int64_t iterations) {
-  ConfigureFullTiles();
   alignas(64) uint16_t a[16 * 32], b[16 * 32];
   for (int i = 0; i < 16 * 32; ++i) {
     a[i] = 0x3f80;  // 1.0
     b[i] = 0x358c;  // ~1e-6
   }
-  _tile_loadd(4, a, 64);
-  _tile_loadd(5, a, 64);
-  _tile_loadd(6, b, 64);
-  _tile_loadd(7, b, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  SetUpTiles(a, b);
   for (int64_t i = 0; i < iterations; ++i) {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);

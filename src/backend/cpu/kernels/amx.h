@@ -3,7 +3,20 @@
 // kernels that use them ask here first.
 #pragma once
 
+#include <cstdint>
+
 namespace kiln::cpu {
+
+// LDTILECFG's 64-byte operand (palette 1): each tile's rows and bytes per
+// row; tiles left at zero are not configured.
+struct AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(AmxTileConfig) == 64);
 
 // Whether the AMX int8 (tdpbssd) and bf16 (tdpbf16ps) tile kernels may run:
 // the CPU has them (as GetCpuInfo reports, honouring KILN_ISA), the kernel

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
 
 namespace kiln::cpu {
@@ -61,21 +62,11 @@ Scratch Carve(void* base, int64_t blocks) {
   return s;
 }
 
-// LDTILECFG's 64-byte operand, palette 1.
-struct TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
 // Block j is multiplied in C tile j % 4 (16 x 16 int32, tiles 0-3), from A
 // tile 4 + j % 2 (16 rows of the block's 32 bytes) and B tile 6 + j % 2 (8
 // rows of 16 columns x 4 bytes).
 void Configure() {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t = 0; t < 4; ++t) {
     c.rows[t] = kTileRows;
     c.colsb[t] = 64;
