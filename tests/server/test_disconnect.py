@@ -81,9 +81,19 @@ def test_dropped_clients_free_their_kv_blocks():
         assert wait_for(settled), server.metrics()
         after = server.metrics()
         assert after["kiln_kv_cache_usage_ratio"] == 0
-        aborted = after['kiln_request_finished_total{reason="abort"}'] - \
-            before.get('kiln_request_finished_total{reason="abort"}', 0)
-        assert aborted == dropped, (aborted, dropped)
+
+        def finished(reason):
+            key = f'kiln_request_finished_total{{reason="{reason}"}}'
+            return after[key] - before.get(key, 0)
+
+        # A choice the server had already generated in full (its events
+        # waiting in the socket buffers) when its client went away ends by
+        # length: the drop came too late to abort anything. Every dropped
+        # choice ends one way or the other, and most of them (each client
+        # reads at most 4000 bytes of a 900-token stream) are aborted.
+        aborted, completed = finished("abort"), finished("length")
+        assert aborted + completed == dropped, (aborted, completed, dropped)
+        assert aborted > dropped // 2, (aborted, dropped)
         assert "client disconnected" in server.log()
 
         # Still serving.
