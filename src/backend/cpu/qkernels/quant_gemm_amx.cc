@@ -45,22 +45,38 @@ struct Scratch {
   float* dx;         // the cell's activation scales by row tile, [tiles][blocks][16]
 };
 
-Scratch Carve(void* base, int64_t blocks) {
+// Where each part of the scratch starts, in bytes, for `blocks` blocks and
+// `tiles` row tiles, and its size.
+struct ScratchLayout {
+  int64_t b_tiles, scales, sums, tail_q, tail_d, dx, bytes;
+};
+
+ScratchLayout LayOut(int64_t blocks, int64_t tiles) {
+  ScratchLayout l;
+  l.b_tiles = 0;
+  l.scales = l.b_tiles + blocks * kBTileBytes;
+  l.sums = l.scales + blocks * kStripCols * 4;
+  l.tail_q = l.sums + 4 * 16 * 16 * 4;
+  l.tail_d = l.tail_q + kTileRows * blocks * kBlock;
+  l.dx = l.tail_d + kTileRows * blocks * 4;
+  l.bytes = l.dx + tiles * blocks * kTileRows * 4;
+  return l;
+}
+
+Scratch Carve(void* base, int64_t blocks, int64_t tiles) {
   auto* p = static_cast<uint8_t*>(base);
+  const ScratchLayout l = LayOut(blocks, tiles);
   Scratch s;
-  s.b_tiles = p;
-  p += blocks * kBTileBytes;
-  s.scales = reinterpret_cast<float*>(p);
-  p += blocks * kStripCols * 4;
-  s.sums = reinterpret_cast<int32_t*>(p);
-  p += 4 * 16 * 16 * 4;
-  s.tail_q = reinterpret_cast<int8_t*>(p);
-  p += kTileRows * blocks * kBlock;
-  s.tail_d = reinterpret_cast<float*>(p);
-  p += kTileRows * blocks * 4;
-  s.dx = reinterpret_cast<float*>(p);
+  s.b_tiles = p + l.b_tiles;
+  s.scales = reinterpret_cast<float*>(p + l.scales);
+  s.sums = reinterpret_cast<int32_t*>(p + l.sums);
+  s.tail_q = reinterpret_cast<int8_t*>(p + l.tail_q);
+  s.tail_d = reinterpret_cast<float*>(p + l.tail_d);
+  s.dx = reinterpret_cast<float*>(p + l.dx);
   return s;
 }
+
+int64_t RowTiles(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
 
 // Block j is multiplied in C tile j % 4 (16 x 16 int32, tiles 0-3), from A
 // tile 4 + j % 2 (16 rows of the block's 32 bytes) and B tile 6 + j % 2 (8
@@ -80,52 +96,12 @@ void Configure() {
   _tile_loadconfig(&c);
 }
 
-// Lane by lane (within each 128-bit half), dword r of a, b, c, d side by
-// side: out[r] = [a_r b_r c_r d_r | a_(4+r) b_(4+r) c_(4+r) d_(4+r)].
-void Transpose4(const __m256i in[4], __m256i out[4]) {
-  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]), t1 = _mm256_unpackhi_epi32(in[0], in[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]), t3 = _mm256_unpackhi_epi32(in[2], in[3]);
-  out[0] = _mm256_unpacklo_epi64(t0, t2);
-  out[1] = _mm256_unpackhi_epi64(t0, t2);
-  out[2] = _mm256_unpacklo_epi64(t1, t3);
-  out[3] = _mm256_unpackhi_epi64(t1, t3);
-}
-
-// One x8 group's block as the 8 B-tile rows of its 8 columns: B row r holds
-// values 4r..4r+3 of weight rows 0..7, 32 bytes at dst + 64 r. `low` and
-// `high` are the group's values 0-15 and 16-31 as signed bytes, vector p
-// holding row p in its first 16 bytes and row p + 4 in its last.
-void StoreGroupRows(const __m256i low[4], const __m256i high[4], uint8_t* dst) {
-  __m256i rows[4];
-  Transpose4(low, rows);
-  for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * r), rows[r]);
-  Transpose4(high, rows);
-  for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * (4 + r)), rows[r]);
-}
-
-void GroupBlockQ8_0(const uint8_t* tile, uint8_t* dst) {
-  __m256i low[4], high[4];
-  for (int p = 0; p < 4; ++p) {
-    low[p] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 64 * p));
-    high[p] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 64 * p + 32));
-  }
-  StoreGroupRows(low, high, dst);
-}
-
-void GroupBlockQ4_0(const uint8_t* tile, uint8_t* dst) {
-  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-  __m256i low[4], high[4];
-  for (int p = 0; p < 4; ++p) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + 32 * p));
-    low[p] = _mm256_sub_epi8(_mm256_and_si256(v, mask), eight);
-    high[p] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask), eight);
-  }
-  StoreGroupRows(low, high, dst);
-}
-
-// Both groups of a strip at once, as GroupBlock* does each: the 512-bit
-// vectors hold group 0 in their first 256 bits and group 1 in their last,
-// and the in-lane transposition then yields whole 64-byte B-tile rows.
+// B tile row r of a block holds values 4r..4r+3 of the strip's 16 weight
+// rows. An x8 block holds a group's rows p and p + 4 in each 32-byte vector
+// (Q8_0: values 0-15 in vector 2p, 16-31 in 2p + 1; Q4_0's nibbles give
+// both), so with group 0 in the first and group 1 in the last 256 bits of
+// four 512-bit vectors, a dword transposition within each 128-bit lane
+// yields whole 64-byte B rows.
 void Transpose4x512(const __m512i in[4], __m512i out[4]) {
   const __m512i t0 = _mm512_unpacklo_epi32(in[0], in[1]), t1 = _mm512_unpackhi_epi32(in[0], in[1]);
   const __m512i t2 = _mm512_unpacklo_epi32(in[2], in[3]), t3 = _mm512_unpackhi_epi32(in[2], in[3]);
@@ -169,49 +145,25 @@ void StripBlockQ4_0(const uint8_t* tile0, const uint8_t* tile1, uint8_t* dst) {
 }
 
 // The strip of groups [g, g + count) (count <= 2) as B tiles and fp32
-// scales for every block; the columns of a missing group are zero.
+// scales for every block. A strip of one group repeats it: the columns past
+// it are computed but never stored.
 void PackStrip(const QuantGemmArgs& a, int64_t g, int count, int64_t blocks, const Scratch& s) {
   const bool q8 = a.w_type == DType::kQ8_0;
   const int64_t scale_bytes = X8ScaleBytes(blocks);
   const int64_t tile_bytes = X8TileBytes(a.w_type);
-  if (count == kStripGroups) {
-    const uint8_t* group0 = a.x8 + g * a.x8_group_bytes;
-    const uint8_t* group1 = group0 + a.x8_group_bytes;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t at = scale_bytes + b * tile_bytes;
-      if (q8) {
-        StripBlockQ8_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
-      } else {
-        StripBlockQ4_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
-      }
-      const __m256i halves = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group0 + b * 16))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(group1 + b * 16)), 1);
-      _mm512_storeu_ps(s.scales + b * kStripCols, _mm512_cvtph_ps(halves));
+  const uint8_t* group0 = a.x8 + g * a.x8_group_bytes;
+  const uint8_t* group1 = count > 1 ? group0 + a.x8_group_bytes : group0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t at = scale_bytes + b * tile_bytes;
+    if (q8) {
+      StripBlockQ8_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
+    } else {
+      StripBlockQ4_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
     }
-    return;
-  }
-  for (int j = 0; j < kStripGroups; ++j) {
-    if (j >= count) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        uint8_t* dst = s.b_tiles + b * kBTileBytes + 32 * j;
-        for (int r = 0; r < kBlock / 4; ++r) std::memset(dst + 64 * r, 0, 32);
-        std::memset(s.scales + b * kStripCols + j * kQuantGroupRows, 0, kQuantGroupRows * sizeof(float));
-      }
-      continue;
-    }
-    const uint8_t* group = a.x8 + (g + j) * a.x8_group_bytes;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* tile = group + scale_bytes + b * tile_bytes;
-      uint8_t* dst = s.b_tiles + b * kBTileBytes + 32 * j;
-      if (q8) {
-        GroupBlockQ8_0(tile, dst);
-      } else {
-        GroupBlockQ4_0(tile, dst);
-      }
-      const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b * 16));
-      _mm256_storeu_ps(s.scales + b * kStripCols + j * kQuantGroupRows, _mm256_cvtph_ps(halves));
-    }
+    const __m256i halves = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group0 + b * 16))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group1 + b * 16)), 1);
+    _mm512_storeu_ps(s.scales + b * kStripCols, _mm512_cvtph_ps(halves));
   }
 }
 
@@ -297,9 +249,12 @@ void RowTile(const int8_t* q, long stride, const float* dx, int64_t blocks, cons
 
 }  // namespace
 
+int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows) { return LayOut(k / kBlock, RowTiles(rows)).bytes; }
+
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
   const int64_t blocks = a.k / kBlock;
-  const Scratch s = Carve(scratch, blocks);
+  const int64_t tiles = RowTiles(a.m_end - a.m_begin);
+  const Scratch s = Carve(scratch, blocks, tiles);
   const auto stride = static_cast<long>(a.k);
   // A partial last row tile runs from a copy padded with zero rows.
   const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
@@ -312,7 +267,6 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
   }
   // The activation scales by row tile and block, 16 rows side by side, for
   // the epilogue's broadcasts.
-  const int64_t tiles = (a.m_end - a.m_begin + kTileRows - 1) / kTileRows;
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t m = a.m_begin + t * kTileRows;
     const float* d = m >= full_end ? s.tail_d : a.x->row_d(m);

@@ -21,6 +21,7 @@ namespace kiln::cpu {
 bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 
 // Scratch AmxQuantGemm needs for K = k and `rows` activation rows, in bytes.
+// REQUIRES: AmxQuantGemmRuns (it is compiled for AMX machines).
 int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows);
 
 // QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,

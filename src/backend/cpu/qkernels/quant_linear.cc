@@ -28,13 +28,6 @@ bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
   return has_x8 && (w_type == DType::kQ8_0 || w_type == DType::kQ4_0) && AmxInt8Usable();
 }
 
-int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows) {
-  const int64_t blocks = k / 32, tiles = (rows + 15) / 16;
-  // B tiles and scales per block, four blocks' sums, a padded row tile,
-  // the rows' scales by tile.
-  return blocks * (512 + 16 * 4) + 4 * 16 * 16 * 4 + 16 * k + 16 * blocks * 4 + tiles * blocks * 16 * 4;
-}
-
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
                                   int64_t k, int block) {
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
