@@ -91,7 +91,8 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
   const DType kOthers[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
                            DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
   auto add = [&](DType dtype, int64_t n, int64_t k, int threads, int x8) {
-    b->Args({1, n, k, static_cast<int64_t>(dtype), threads, 1, x8});
+    // Decoding, batch 1 and 16, reads the weights from memory.
+    for (int64_t m : {1, 16}) b->Args({m, n, k, static_cast<int64_t>(dtype), threads, 1, x8});
     for (int64_t m : {16, 128, 512}) b->Args({m, n, k, static_cast<int64_t>(dtype), threads, 0, x8});
   };
   for (int threads : {1, 2}) {

@@ -57,32 +57,31 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   ASSERT_TRUE(x8.ok()) << x8.status().ToString();
   ASSERT_NE(x8->x8(), nullptr);
   EXPECT_EQ(x8->layout(), std::string(DTypeName(s.dtype)) + "-x8");
-  const int64_t blocks = s.k / kQK, groups = (s.n + 7) / 8;
-  const int64_t group_bytes = X8GroupBytes(s.dtype, s.k);
-  EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(groups * group_bytes));
+  const int64_t blocks = s.k / kQK, pairs = (s.n + 15) / 16;
+  const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
+  EXPECT_EQ(pair_bytes % 64, 0);
+  EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(pairs * pair_bytes));
   const bool q8 = s.dtype == DType::kQ8_0;
   const int64_t block_bytes = q8 ? 34 : 18;
-  for (int64_t n = 0; n < groups * 8; ++n) {
-    const uint8_t* group = x8->x8() + (n / 8) * group_bytes;
-    const int j = static_cast<int>(n % 8);
+  const int lines = q8 ? 8 : 4;  // 4-byte pieces of a row's block, one per tile line
+  for (int64_t n = 0; n < pairs * 16; ++n) {
+    const uint8_t* pair = x8->x8() + (n / 16) * pair_bytes;
+    const int j = static_cast<int>(n % 16);
     for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* scale = group + b * 16 + 2 * j;
-      // Row j's values in 16-byte pieces: Q8_0 two (32 bytes apart), Q4_0 one.
-      const uint8_t* piece = group + X8ScaleBytes(blocks) + b * X8TileBytes(s.dtype) +
-                             (q8 ? 64 * (j % 4) : 32 * (j % 4)) + 16 * (j / 4);
-      const int pieces = q8 ? 2 : 1;
+      const uint8_t* scale = pair + b * 32 + 2 * j;
+      const uint8_t* piece = pair + X8ScaleBytes(blocks) + b * X8TileBytes(s.dtype) + 4 * j;
       if (n >= s.n) {
         // Rows past N are zeros.
         EXPECT_EQ(scale[0] | scale[1], 0);
-        for (int h = 0; h < pieces; ++h) {
-          for (int i = 0; i < 16; ++i) ASSERT_EQ(piece[32 * h + i], 0);
+        for (int l = 0; l < lines; ++l) {
+          for (int i = 0; i < 4; ++i) ASSERT_EQ(piece[64 * l + i], 0);
         }
         continue;
       }
       const uint8_t* block = bytes.data() + n * rows->row_bytes() + b * block_bytes;
       ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
-      for (int h = 0; h < pieces; ++h) {
-        ASSERT_EQ(std::memcmp(piece + 32 * h, block + 2 + 16 * h, 16), 0) << "row " << n << " block " << b;
+      for (int l = 0; l < lines; ++l) {
+        ASSERT_EQ(std::memcmp(piece + 64 * l, block + 2 + 4 * l, 4), 0) << "row " << n << " block " << b;
       }
     }
   }

@@ -51,14 +51,14 @@ struct QuantizeRowsArgs {
 // kQuantGroupRows (n < n_total). W row n is k / block_size(w_type) blocks of
 // the GGUF layout at w + n * row_bytes. The exact arithmetic per format is
 // written out in quant_reference.cc. Where `x8` is set, it holds the same
-// blocks in the x8 layout (quant_matrix.h), x8_group_bytes per row group:
+// blocks in the x8 layout (quant_matrix.h), x8_pair_bytes per pair of groups:
 // the vector kernels read that instead of w; the reference reads w.
 struct QuantGemmArgs {
   DType w_type;
   const uint8_t* w;
   int64_t row_bytes;
   const uint8_t* x8;
-  int64_t x8_group_bytes;
+  int64_t x8_pair_bytes;
   int64_t n_total;
   int64_t k;
   const QuantizedRows* x;

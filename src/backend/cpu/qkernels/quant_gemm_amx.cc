@@ -1,12 +1,13 @@
 // The AMX quantized GEMM (quant_gemm_amx.h). Compiled with AMX and AVX-512;
 // only called where AmxQuantGemmRuns says so.
 //
-// A cell is done strip by strip: 16 output columns (two x8 row groups),
-// whose blocks are first rearranged into B tiles in scratch; then every row
-// tile of 16 activation rows passes over them, its 16 x 16 accumulators in
-// registers. Per block one tdpbssd gives the exact int32 sums, which the
-// fp32 epilogue scales and adds. The tile unit works on blocks b + 1 and
-// b + 2 while the vector units scale block b.
+// A cell is done strip by strip: 16 output columns, one pair of x8 row
+// groups, whose Q8_0 block tiles are B tiles as they are stored (Q4_0's are
+// unpacked into scratch first); every row tile of 16 activation rows passes
+// over them, its 16 x 16 accumulators in registers. Per block one tdpbssd
+// gives the exact int32 sums, which the fp32 epilogue scales and adds. The
+// tile unit works on blocks b + 1 and b + 2 while the vector units scale
+// block b.
 
 #include "backend/cpu/qkernels/quant_gemm_amx.h"
 
@@ -28,17 +29,15 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr int kBlock = 32;                                  // values per Q8_0 / Q4_0 block
-constexpr int kStripGroups = 2;                             // x8 row groups per strip
-constexpr int kStripCols = kStripGroups * kQuantGroupRows;  // 16 output columns: one C tile
-constexpr int kTileRows = 16;                               // activation rows per A tile
-constexpr int64_t kBTileBytes = 512;                        // 8 rows (4 values each) x 16 columns
+constexpr int kBlock = 32;                 // values per Q8_0 / Q4_0 block
+constexpr int kStripCols = kX8PairRows;    // 16 output columns: one C tile
+constexpr int kTileRows = 16;              // activation rows per A tile
+constexpr int64_t kBTileBytes = 512;       // 8 rows (4 values each) x 16 columns
 
-// Scratch: the strip's B tiles and scales per block, four blocks' stored
-// sums, and a zero-padded copy of a cell's last, partial row tile.
+// Scratch: a Q4_0 strip's unpacked B tiles, four blocks' stored sums, and a
+// zero-padded copy of a cell's last, partial row tile.
 struct Scratch {
   uint8_t* b_tiles;  // [blocks][8][64]
-  float* scales;     // [blocks][16]
   int32_t* sums;     // [4][16][16]
   int8_t* tail_q;    // [16][k]
   float* tail_d;     // [16][blocks]
@@ -48,14 +47,13 @@ struct Scratch {
 // Where each part of the scratch starts, in bytes, for `blocks` blocks and
 // `tiles` row tiles, and its size.
 struct ScratchLayout {
-  int64_t b_tiles, scales, sums, tail_q, tail_d, dx, bytes;
+  int64_t b_tiles, sums, tail_q, tail_d, dx, bytes;
 };
 
 ScratchLayout LayOut(int64_t blocks, int64_t tiles) {
   ScratchLayout l;
   l.b_tiles = 0;
-  l.scales = l.b_tiles + blocks * kBTileBytes;
-  l.sums = l.scales + blocks * kStripCols * 4;
+  l.sums = l.b_tiles + blocks * kBTileBytes;
   l.tail_q = l.sums + 4 * 16 * 16 * 4;
   l.tail_d = l.tail_q + kTileRows * blocks * kBlock;
   l.dx = l.tail_d + kTileRows * blocks * 4;
@@ -68,7 +66,6 @@ Scratch Carve(void* base, int64_t blocks, int64_t tiles) {
   const ScratchLayout l = LayOut(blocks, tiles);
   Scratch s;
   s.b_tiles = p + l.b_tiles;
-  s.scales = reinterpret_cast<float*>(p + l.scales);
   s.sums = reinterpret_cast<int32_t*>(p + l.sums);
   s.tail_q = reinterpret_cast<int8_t*>(p + l.tail_q);
   s.tail_d = reinterpret_cast<float*>(p + l.tail_d);
@@ -96,82 +93,33 @@ void Configure() {
   _tile_loadconfig(&c);
 }
 
-// B tile row r of a block holds values 4r..4r+3 of the strip's 16 weight
-// rows. An x8 block holds a group's rows p and p + 4 in each 32-byte vector
-// (Q8_0: values 0-15 in vector 2p, 16-31 in 2p + 1; Q4_0's nibbles give
-// both), so with group 0 in the first and group 1 in the last 256 bits of
-// four 512-bit vectors, a dword transposition within each 128-bit lane
-// yields whole 64-byte B rows.
-void Transpose4x512(const __m512i in[4], __m512i out[4]) {
-  const __m512i t0 = _mm512_unpacklo_epi32(in[0], in[1]), t1 = _mm512_unpackhi_epi32(in[0], in[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(in[2], in[3]), t3 = _mm512_unpackhi_epi32(in[2], in[3]);
-  out[0] = _mm512_unpacklo_epi64(t0, t2);
-  out[1] = _mm512_unpackhi_epi64(t0, t2);
-  out[2] = _mm512_unpacklo_epi64(t1, t3);
-  out[3] = _mm512_unpackhi_epi64(t1, t3);
-}
+// A strip: its block b's B tile at tiles + kBTileBytes * b and 16 f16
+// scales at scales + 32 * b.
+struct Strip {
+  const uint8_t* tiles;
+  const uint8_t* scales;
+};
 
-__m512i LoadPair(const uint8_t* first, const uint8_t* second) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(first))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second)), 1);
-}
-
-void StoreStripRows(const __m512i low[4], const __m512i high[4], uint8_t* dst) {
-  __m512i rows[4];
-  Transpose4x512(low, rows);
-  for (int r = 0; r < 4; ++r) _mm512_storeu_si512(dst + 64 * r, rows[r]);
-  Transpose4x512(high, rows);
-  for (int r = 0; r < 4; ++r) _mm512_storeu_si512(dst + 64 * (4 + r), rows[r]);
-}
-
-void StripBlockQ8_0(const uint8_t* tile0, const uint8_t* tile1, uint8_t* dst) {
-  __m512i low[4], high[4];
-  for (int p = 0; p < 4; ++p) {
-    low[p] = LoadPair(tile0 + 64 * p, tile1 + 64 * p);
-    high[p] = LoadPair(tile0 + 64 * p + 32, tile1 + 64 * p + 32);
-  }
-  StoreStripRows(low, high, dst);
-}
-
-void StripBlockQ4_0(const uint8_t* tile0, const uint8_t* tile1, uint8_t* dst) {
+// A Q4_0 pair's tiles as B tiles in scratch: line j of a tile holds values
+// 4j..4j+3 (low nibbles) and 16+4j..16+4j+3 (high) of the 16 rows, which
+// become B rows j and 4 + j, made signed by taking 8 off.
+void UnpackQ4_0(const uint8_t* tiles, int64_t blocks, uint8_t* dst) {
   const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
-  __m512i low[4], high[4];
-  for (int p = 0; p < 4; ++p) {
-    const __m512i v = LoadPair(tile0 + 32 * p, tile1 + 32 * p);
-    low[p] = _mm512_sub_epi8(_mm512_and_si512(v, mask), eight);
-    high[p] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
-  }
-  StoreStripRows(low, high, dst);
-}
-
-// The strip of groups [g, g + count) (count <= 2) as B tiles and fp32
-// scales for every block. A strip of one group repeats it: the columns past
-// it are computed but never stored.
-void PackStrip(const QuantGemmArgs& a, int64_t g, int count, int64_t blocks, const Scratch& s) {
-  const bool q8 = a.w_type == DType::kQ8_0;
-  const int64_t scale_bytes = X8ScaleBytes(blocks);
-  const int64_t tile_bytes = X8TileBytes(a.w_type);
-  const uint8_t* group0 = a.x8 + g * a.x8_group_bytes;
-  const uint8_t* group1 = count > 1 ? group0 + a.x8_group_bytes : group0;
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t at = scale_bytes + b * tile_bytes;
-    if (q8) {
-      StripBlockQ8_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
-    } else {
-      StripBlockQ4_0(group0 + at, group1 + at, s.b_tiles + b * kBTileBytes);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_loadu_si512(tiles + 256 * b + 64 * j);
+      _mm512_storeu_si512(dst + kBTileBytes * b + 64 * j, _mm512_sub_epi8(_mm512_and_si512(v, mask), eight));
+      _mm512_storeu_si512(dst + kBTileBytes * b + 64 * (4 + j),
+                          _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight));
     }
-    const __m256i halves = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group0 + b * 16))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group1 + b * 16)), 1);
-    _mm512_storeu_ps(s.scales + b * kStripCols, _mm512_cvtph_ps(halves));
   }
 }
 
 // acc[r] = fma(d_w * dx[r], float(block sums of row r), acc[r]) for block b:
 // the reference's step for 16 rows x 16 columns at once.
 __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], const int32_t* sums,
-                                                      const Scratch& s, const float* dx_tile, int64_t b) {
-  const __m512 dw = _mm512_loadu_ps(s.scales + b * kStripCols);
+                                                      const Strip& strip, const float* dx_tile, int64_t b) {
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(strip.scales + 32 * b)));
   const float* dx = dx_tile + b * kTileRows;
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) {
@@ -187,7 +135,7 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
   do {                                                   \
     _tile_zero(c);                                       \
     _tile_loadd(a, q + (block)*kBlock, stride);          \
-    _tile_loadd(b, s.b_tiles + (block)*kBTileBytes, 64); \
+    _tile_loadd(b, strip.tiles + (block)*kBTileBytes, 64); \
     _tile_dpbssd(c, a, b);                               \
   } while (0)
 
@@ -201,7 +149,7 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
     for (int line = 0; line < prefetch_lines && prefetch < prefetch_end; ++line, prefetch += 64) { \
       _mm_prefetch(reinterpret_cast<const char*>(prefetch), _MM_HINT_T1);                          \
     }                                                                                              \
-    ScaleBlock(acc, s.sums + 256 * ((j) % 4), s, dx, j);                                           \
+    ScaleBlock(acc, s.sums + 256 * ((j) % 4), strip, dx, j);                                       \
     if ((j) + 1 < blocks) _tile_stored(c_store, s.sums + 256 * (((j) + 1) % 4), 64);               \
   }
 
@@ -217,11 +165,11 @@ struct TileOutput {
 };
 
 // One row tile: 16 rows of int8 activations at q (rows `stride` bytes
-// apart), their block scales at dx ([blocks][16]), against the packed strip,
-// every block in order; the accumulators stay in registers. Meanwhile the
+// apart), their block scales at dx ([blocks][16]), against the strip, every
+// block in order; the accumulators stay in registers. Meanwhile the
 // bytes [prefetch, prefetch_end) (the next strip's weights) are fetched
 // into L2, spread over the blocks.
-void RowTile(const int8_t* q, long stride, const float* dx, int64_t blocks, const Scratch& s,
+void RowTile(const int8_t* q, long stride, const float* dx, int64_t blocks, const Strip& strip, const Scratch& s,
              const uint8_t* prefetch, const uint8_t* prefetch_end, const TileOutput& out) {
   const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
   __m512 acc[kTileRows];
@@ -276,25 +224,30 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
     }
   }
   Configure();
-  for (int64_t g = a.g_begin; g < a.g_end; g += kStripGroups) {
-    const int count = static_cast<int>(std::min<int64_t>(kStripGroups, a.g_end - g));
-    PackStrip(a, g, count, blocks, s);
+  const bool q8 = a.w_type == DType::kQ8_0;
+  const int64_t scale_bytes = X8ScaleBytes(blocks);
+  for (int64_t g = a.g_begin; g < a.g_end; g += 2) {
+    const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
+    Strip strip{pair + scale_bytes, pair};
+    if (!q8) {
+      UnpackQ4_0(strip.tiles, blocks, s.b_tiles);
+      strip.tiles = s.b_tiles;
+    }
     const int64_t n0 = g * kQuantGroupRows;
-    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, (g + count) * kQuantGroupRows) - n0);
+    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
     TileOutput out;
     out.ldy = a.ldy;
     out.mask = static_cast<__mmask16>((1u << cols) - 1);
     out.add_bias = a.bias != nullptr;
     out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
-    // The next strip's x8 bytes, fetched while the first row tile computes.
-    const int64_t next = g + kStripGroups, next_end = std::min(a.g_end, next + kStripGroups);
-    const uint8_t* prefetch = a.x8 + next * a.x8_group_bytes;
-    const uint8_t* prefetch_end = next < next_end ? a.x8 + next_end * a.x8_group_bytes : prefetch;
+    // The next pair's bytes, fetched while the first row tile computes.
+    const uint8_t* prefetch = pair + a.x8_pair_bytes;
+    const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
     for (int64_t m = a.m_begin, t = 0; m < a.m_end; m += kTileRows, ++t) {
       out.y = a.y + m * a.ldy + n0;
       out.rows = m >= full_end ? tail_rows : kTileRows;
       const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
-      RowTile(q, stride, s.dx + t * blocks * kTileRows, blocks, s, prefetch, prefetch_end, out);
+      RowTile(q, stride, s.dx + t * blocks * kTileRows, blocks, strip, s, prefetch, prefetch_end, out);
       prefetch = prefetch_end;
     }
   }

@@ -25,9 +25,10 @@ bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows);
 
 // QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,
-// g_end)) on the calling thread, reading a.x8. `scratch` is 64-byte aligned,
-// AmxQuantGemmScratchBytes(a.k, a.m_end - a.m_begin) long. REQUIRES: AmxQuantGemmRuns(a.w_type,
-// true) and a.x8 set.
+// g_end)) on the calling thread, reading a.x8 a pair of groups at a time.
+// `scratch` is 64-byte aligned, AmxQuantGemmScratchBytes(a.k, a.m_end -
+// a.m_begin) long. REQUIRES: AmxQuantGemmRuns(a.w_type, true), a.x8 set,
+// g_begin even and g_end even or the last group.
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch);
 
 }  // namespace kiln::cpu

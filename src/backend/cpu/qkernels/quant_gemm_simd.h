@@ -500,107 +500,115 @@ void Gemm(const QuantGemmArgs& a) {
 // ---- The x8 layout: Q8_0 and Q4_0 repacked at load (quant_matrix.h) -------
 //
 // One group's blocks come as one stream: the 8 rows' scales of a block in
-// one 16-byte load, then its tile. The integers and the fp32 steps are those
-// of the row kernels above, so the bits are the reference's.
+// one 16-byte load, then its tile, whose vector j holds the j-th 4 values
+// (Q4_0: nibble bytes) of every row, one int32 lane per row. So each
+// product lands in its row's lane and a block's sums need no reduction
+// across lanes. The integers and the fp32 steps are those of the row
+// kernels above, so the bits are the reference's.
 
 // The farthest a one-row (decoding) pass prefetches ahead of the tile it
 // reads: about half an L2, so that prefetched lines are still there.
 constexpr int64_t kX8PrefetchMax = 256 * 1024;
 
-// An activation row's block b as two vectors: its first 16 values in both
-// 128-bit lanes, then its last 16.
-inline void X8Activations(const int8_t* row, int64_t b, __m256i* low, __m256i* high) {
-  const int8_t* q = row + kQK * b;
-  *low = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-  *high = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+// Group g of the x8 copy: half g % 2 of pair g / 2. Block b's 8 scales
+// are at scales + 32 b, vector j of its tile at quants + tile_bytes * b +
+// 64 j.
+struct X8Group {
+  const uint8_t* scales;
+  const uint8_t* quants;
+};
+
+inline X8Group GroupOf(const QuantGemmArgs& a, int64_t g) {
+  const uint8_t* pair = a.x8 + (g / 2) * a.x8_pair_bytes;
+  const int64_t half = g % 2;
+  return {pair + 16 * half, pair + X8ScaleBytes(a.k / kQK) + 32 * half};
 }
 
-// The eight weight rows' block sums, in row order, from p[i] holding rows i
-// and i + 4: three hadds.
-inline __m256i X8BlockSums(const __m256i p[4]) {
-  return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+inline __m256 X8Scales(const X8Group& g, int64_t b) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 32 * b)));
 }
 
-// One Q8_0 tile's eight block sums against an activation block. Vectors
-// 2i and 2i + 1 of a tile hold weight rows i and i + 4 (their first 16
-// values, then their last 16); maddubs takes abs(w) and sign(x, w).
+// Activation values 4j..4j+3 of the block at q, in every lane.
+inline __m256i X8Dword(const int8_t* q, int j) {
+  int32_t v;
+  std::memcpy(&v, q + 4 * j, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// acc + Dot(u, s) (see DotAvx2), in one instruction with VNNI.
 template <class D>
-inline __m256i X8SumsQ8_0(const uint8_t* tile, __m256i x_low, __m256i x_high) {
-  __m256i p[4];
-  for (int i = 0; i < 4; ++i) {
-    const __m256i w_low = Load256(tile + 64 * i), w_high = Load256(tile + 64 * i + 32);
-    p[i] = _mm256_add_epi32(D::Dot(_mm256_abs_epi8(w_low), _mm256_sign_epi8(x_low, w_low)),
-                            D::Dot(_mm256_abs_epi8(w_high), _mm256_sign_epi8(x_high, w_high)));
+inline __m256i DotAdd(__m256i acc, __m256i u, __m256i s) {
+  return _mm256_add_epi32(acc, D::Dot(u, s));
+}
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+template <>
+inline __m256i DotAdd<DotVnni>(__m256i acc, __m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(acc, u, s);
+}
+#endif
+
+// One Q8_0 tile's eight block sums against the activation block at q, in
+// two chains of four; maddubs takes abs(w) and sign(x, w).
+template <class D>
+inline __m256i X8SumsQ8_0(const uint8_t* tile, const int8_t* q) {
+  __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int j = 0; j < 8; ++j) {
+    const __m256i w = Load256(tile + 64 * j);
+    p[j % 2] = DotAdd<D>(p[j % 2], _mm256_abs_epi8(w), _mm256_sign_epi8(X8Dword(q, j), w));
   }
-  return X8BlockSums(p);
+  return _mm256_add_epi32(p[0], p[1]);
 }
 
-// One activation row m against the Q8_0 group at `scales` / `quants`.
+// One activation row m against Q8_0 group g.
 template <class D>
-void X8TileQ8_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
-                const float* bias, int n_valid) {
+void X8TileQ8_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-    __m256i x_low, x_high;
-    X8Activations(a.x->row_q(m), b, &x_low, &x_high);
-    const __m256i sum = X8SumsQ8_0<D>(quants + 256 * b, x_low, x_high);
+    const __m256i sum = X8SumsQ8_0<D>(g.quants + 512 * b, a.x->row_q(m) + kQK * b);
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(g, b), dx), _mm256_cvtepi32_ps(sum), acc);
   }
   StoreRow(y, acc, bias, n_valid);
 }
 
 // X8TileQ8_0 for two activation rows that share each weight vector's load
-// and absolute value; the rows' block sums are reduced pairwise as they
-// come, which keeps the live vectors within the sixteen registers.
+// and absolute value.
 template <class D>
-void X8TileQ8_0Pair(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
-                    const float* bias, int n_valid) {
+void X8TileQ8_0Pair(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                    int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* tile = quants + 256 * b;
-    __m256i x0l, x0h, x1l, x1h;
-    X8Activations(a.x->row_q(m), b, &x0l, &x0h);
-    X8Activations(a.x->row_q(m + 1), b, &x1l, &x1h);
-    __m256i half0[2], half1[2];
-    for (int h = 0; h < 2; ++h) {
-      __m256i p0[2], p1[2];
-      for (int e = 0; e < 2; ++e) {
-        const int i = 2 * h + e;
-        const __m256i w_low = Load256(tile + 64 * i), w_high = Load256(tile + 64 * i + 32);
-        const __m256i u_low = _mm256_abs_epi8(w_low), u_high = _mm256_abs_epi8(w_high);
-        p0[e] = _mm256_add_epi32(D::Dot(u_low, _mm256_sign_epi8(x0l, w_low)),
-                                 D::Dot(u_high, _mm256_sign_epi8(x0h, w_high)));
-        p1[e] = _mm256_add_epi32(D::Dot(u_low, _mm256_sign_epi8(x1l, w_low)),
-                                 D::Dot(u_high, _mm256_sign_epi8(x1h, w_high)));
-      }
-      half0[h] = _mm256_hadd_epi32(p0[0], p0[1]);
-      half1[h] = _mm256_hadd_epi32(p1[0], p1[1]);
+    const uint8_t* tile = g.quants + 512 * b;
+    const int8_t* q0 = a.x->row_q(m) + kQK * b;
+    const int8_t* q1 = a.x->row_q(m + 1) + kQK * b;
+    __m256i p0[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    __m256i p1[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < 8; ++j) {
+      const __m256i w = Load256(tile + 64 * j);
+      const __m256i u = _mm256_abs_epi8(w);
+      p0[j % 2] = DotAdd<D>(p0[j % 2], u, _mm256_sign_epi8(X8Dword(q0, j), w));
+      p1[j % 2] = DotAdd<D>(p1[j % 2], u, _mm256_sign_epi8(X8Dword(q1, j), w));
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+    const __m256 dw = X8Scales(g, b);
     const __m256 dx0 = _mm256_set1_ps(a.x->row_d(m)[b]);
     const __m256 dx1 = _mm256_set1_ps(a.x->row_d(m + 1)[b]);
-    const __m256i sum0 = _mm256_hadd_epi32(half0[0], half0[1]);
-    const __m256i sum1 = _mm256_hadd_epi32(half1[0], half1[1]);
-    acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx0), _mm256_cvtepi32_ps(sum0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx1), _mm256_cvtepi32_ps(sum1), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx0), _mm256_cvtepi32_ps(_mm256_add_epi32(p0[0], p0[1])), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx1), _mm256_cvtepi32_ps(_mm256_add_epi32(p1[0], p1[1])), acc1);
   }
   StoreRow(y, acc0, bias, n_valid);
   StoreRow(y + a.ldy, acc1, bias, n_valid);
 }
 
-// A Q4_0 tile unpacked: vector p of the tile holds weight rows p and p + 4,
-// so that one load, a shift and two masks give both rows' values 0-15
-// (low[p]) and 16-31 (high[p]).
+// A Q4_0 tile unpacked: vector j's low nibbles are values 4j..4j+3 of each
+// row (low[j]), its high nibbles values 16+4j..16+4j+3 (high[j]).
 inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
-  for (int p = 0; p < 4; ++p) {
-    const __m256i v = Load256(tile + 32 * p);
-    low[p] = _mm256_and_si256(v, nibble);
-    high[p] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  for (int j = 0; j < 4; ++j) {
+    const __m256i v = Load256(tile + 64 * j);
+    low[j] = _mm256_and_si256(v, nibble);
+    high[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
   }
 }
 
@@ -609,26 +617,25 @@ inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
 template <class D>
 inline __m256i X8SumsQ4_0(const __m256i low[4], const __m256i high[4], const QuantGemmArgs& a, int64_t m,
                           int64_t b) {
-  __m256i x_low, x_high;
-  X8Activations(a.x->row_q(m), b, &x_low, &x_high);
+  const int8_t* q = a.x->row_q(m) + kQK * b;
   __m256i p[4];
-  for (int i = 0; i < 4; ++i) p[i] = D::Dot2Nibbles(low[i], x_low, high[i], x_high);
+  for (int j = 0; j < 4; ++j) p[j] = D::Dot2Nibbles(low[j], X8Dword(q, j), high[j], X8Dword(q, 4 + j));
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
   const int16_t* s = a.x->row_sums(m) + 2 * b;
-  return _mm256_sub_epi32(X8BlockSums(p), _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+  return _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
-// R activation rows from m against the Q4_0 group at `scales` / `quants`,
-// sharing each tile's unpacking.
+// R activation rows from m against Q4_0 group g, sharing each tile's
+// unpacking.
 template <class D, int R>
-void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
-                const float* bias, int n_valid) {
+void X8TileQ4_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+    const __m256 dw = X8Scales(g, b);
     __m256i low[4], high[4];
-    X8UnpackQ4_0(quants + 128 * b, low, high);
+    X8UnpackQ4_0(g.quants + 256 * b, low, high);
     for (int r = 0; r < R; ++r) {
       const __m256i sum = X8SumsQ4_0<D>(low, high, a, m + r, b);
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
@@ -639,58 +646,58 @@ void X8TileQ4_0(const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* qu
 }
 
 // Rows r of a tile from m (several rows: decoding goes through
-// X8RowGroups). Q8_0 goes two rows at a time (X8TileQ8_0Pair): four rows'
-// sums and sign fix-ups spilled, and GCC's spills made them 25% slower than
-// one; two rows sharing the weight loads and absolute values are about 15%
-// faster than one. Q4_0 goes two at a time too, sharing each tile's nibble
-// unpacking (four spilled too).
+// X8RowGroups), two at a time sharing the weight loads and (Q8_0) absolute
+// values or (Q4_0) the nibble unpacking; four at a time spilled.
 template <class D, bool kQ8>
-void X8Tile(int r, const QuantGemmArgs& a, const uint8_t* scales, const uint8_t* quants, int64_t m, float* y,
-            const float* bias, int n_valid) {
+void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+            int n_valid) {
   int i = 0;
   if constexpr (kQ8) {
-    for (; i + 2 <= r; i += 2) X8TileQ8_0Pair<D>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
-    if (i < r) X8TileQ8_0<D>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    for (; i + 2 <= r; i += 2) X8TileQ8_0Pair<D>(a, g, m + i, y + i * a.ldy, bias, n_valid);
+    if (i < r) X8TileQ8_0<D>(a, g, m + i, y + i * a.ldy, bias, n_valid);
   } else {
-    for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
-    if (i < r) X8TileQ4_0<D, 1>(a, scales, quants, m + i, y + i * a.ldy, bias, n_valid);
+    for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2>(a, g, m + i, y + i * a.ldy, bias, n_valid);
+    if (i < r) X8TileQ4_0<D, 1>(a, g, m + i, y + i * a.ldy, bias, n_valid);
   }
 }
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
-// once: the groups' independent integer work gives the core more to overlap
-// than one group's chain of multiplies and horizontal adds. Each group's arithmetic is
+// once: the groups' independent integer work gives the core more to
+// overlap than one group's chain of multiplies. Each group's arithmetic is
 // X8TileQ8_0's or X8TileQ4_0's, so the bits are too.
 template <class D, bool kQ8, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
-  const int64_t scale_bytes = X8ScaleBytes(blocks);
-  constexpr int64_t kTileBytes = kQ8 ? 256 : 128;
+  constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
+  X8Group group[G];
   __m256 acc[G];
-  for (int i = 0; i < G; ++i) acc[i] = _mm256_setzero_ps();
-  // The same block of the next call's groups: a fixed distance would land
-  // in the groups being read now when they are short.
-  const int64_t ahead = G * a.x8_group_bytes < kX8PrefetchMax ? G * a.x8_group_bytes : kX8PrefetchMax;
+  for (int i = 0; i < G; ++i) {
+    group[i] = GroupOf(a, g0 + i);
+    acc[i] = _mm256_setzero_ps();
+  }
+  // The same block of the next call's groups (G / 2 pairs on): a fixed
+  // distance would land in the groups being read now when they are short.
+  // Each group fetches its half of the pair's lines.
+  const int64_t next = (G + 1) / 2 * a.x8_pair_bytes;
+  const int64_t ahead = next < kX8PrefetchMax ? next : kX8PrefetchMax;
   for (int64_t b = 0; b < blocks; ++b) {
-    __m256i x_low, x_high;
-    if constexpr (kQ8) X8Activations(a.x->row_q(m), b, &x_low, &x_high);
+    const int8_t* q = a.x->row_q(m) + kQK * b;
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
     for (int i = 0; i < G; ++i) {
-      const uint8_t* scales = a.x8 + (g0 + i) * a.x8_group_bytes;
-      const uint8_t* tile = scales + scale_bytes + kTileBytes * b;
-      for (int line = 0; line < kTileBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
+      const uint8_t* tile = group[i].quants + kTileBytes * b;
+      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
+      for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
       }
       __m256i sum;
       if constexpr (kQ8) {
-        sum = X8SumsQ8_0<D>(tile, x_low, x_high);
+        sum = X8SumsQ8_0<D>(tile, q);
       } else {
         __m256i low[4], high[4];
         X8UnpackQ4_0(tile, low, high);
         sum = X8SumsQ4_0<D>(low, high, a, m, b);
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(group[i], b), dx), _mm256_cvtepi32_ps(sum), acc[i]);
     }
   }
   for (int i = 0; i < G; ++i) {
@@ -703,7 +710,6 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
 // As Gemm, over the x8 copy.
 template <class D, bool kQ8>
 void GemmX8(const QuantGemmArgs& a) {
-  const int64_t scale_bytes = X8ScaleBytes(a.k / kQK);
   if (a.m_end - a.m_begin == 1) {
     int64_t g = a.g_begin;
     for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, kQ8, 4>(a, g, a.m_begin);
@@ -721,11 +727,11 @@ void GemmX8(const QuantGemmArgs& a) {
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
       const int64_t n0 = g * kQuantGroupRows;
       const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
-      const uint8_t* scales = a.x8 + g * a.x8_group_bytes;
+      const X8Group group = GroupOf(a, g);
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me; m += kRowTile) {
         const int r = static_cast<int>(me - m < kRowTile ? me - m : kRowTile);
-        X8Tile<D, kQ8>(r, a, scales, scales + scale_bytes, m, a.y + m * a.ldy + n0, bias, n_valid);
+        X8Tile<D, kQ8>(r, a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
       }
     }
   }

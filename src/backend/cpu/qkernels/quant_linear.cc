@@ -16,9 +16,10 @@ namespace {
 constexpr int64_t kManyRows = 16;
 constexpr int64_t kMinGroupsPerCell = 8;  // 64 output columns
 constexpr int64_t kRowTile = 4;
-// The AMX kernel's cells: row tiles of 16, at least two strips of two row groups.
+// The AMX kernel's cells: row tiles of 16, at least two strips of a pair
+// of row groups each.
 constexpr int64_t kAmxRowTile = 16;
-constexpr int64_t kAmxMinGroupsPerCell = 4;
+constexpr int64_t kAmxMinPairsPerCell = 2;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -60,7 +61,7 @@ QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float*
   args.w = w.data();
   args.row_bytes = w.row_bytes();
   args.x8 = w.x8();
-  args.x8_group_bytes = args.x8 != nullptr ? X8GroupBytes(w.dtype(), w.cols()) : 0;
+  args.x8_pair_bytes = args.x8 != nullptr ? X8PairBytes(w.dtype(), w.cols()) : 0;
   args.n_total = w.rows();
   args.k = w.cols();
   args.x = &x;
@@ -72,9 +73,12 @@ QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float*
 
 // Row groups per chunk of a decoding pass: WeightChunk's, but at least 4,
 // the groups the vector kernels read side by side (the down projection's
-// groups are 22-41 KB, and two or three a chunk went one at a time).
+// groups are 22-41 KB, and two or three a chunk went one at a time), and
+// even, so that no pair of the x8 layout, whose lines both groups share,
+// is split between threads.
 int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_bytes) {
-  return std::max<int64_t>(WeightChunk(ctx, groups, group_bytes), 4);
+  const int64_t chunk = std::max<int64_t>(WeightChunk(ctx, groups, group_bytes), 4);
+  return (chunk + 1) / 2 * 2;
 }
 
 int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows; }
@@ -110,21 +114,29 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
                    });
     return;
   }
-  const bool amx = RunsOnAmx(ctx, rows, w);
-  ParallelGrid(ctx, rows, amx ? kAmxRowTile : kRowTile, groups,
-               amx ? kAmxMinGroupsPerCell : kMinGroupsPerCell,
+  if (RunsOnAmx(ctx, rows, w)) {
+    // Cells of whole pairs of groups: the tiles hold 16 columns.
+    const int64_t pairs = (groups + 1) / 2;
+    ParallelGrid(ctx, rows, kAmxRowTile, pairs, kAmxMinPairsPerCell,
+                 [&](int64_t row_begin, int64_t row_end, int64_t p_begin, int64_t p_end, int) {
+                   QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
+                   args.m_begin = row_begin;
+                   args.m_end = row_end;
+                   args.g_begin = 2 * p_begin;
+                   args.g_end = std::min(groups, 2 * p_end);
+                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
+                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+                 });
+    return;
+  }
+  ParallelGrid(ctx, rows, kRowTile, groups, kMinGroupsPerCell,
                [&](int64_t row_begin, int64_t row_end, int64_t g_begin, int64_t g_end, int) {
                  QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
                  args.m_begin = row_begin;
                  args.m_end = row_end;
                  args.g_begin = g_begin;
                  args.g_end = g_end;
-                 if (amx) {
-                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
-                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
-                 } else {
-                   kernels.gemm(args);
-                 }
+                 kernels.gemm(args);
                });
 }
 

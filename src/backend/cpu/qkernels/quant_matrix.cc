@@ -46,33 +46,26 @@ RowDequantizer QuantRowDequantizer(DType dtype) {
 
 namespace {
 
-constexpr int kGroupRows = 8;
-
-// Moves rows [8g, 8g + 8) of w (those below N) into group g of the x8
-// layout at `group`, which is zero-filled.
-void RepackGroup(const QuantMatrix& w, int64_t g, uint8_t* group) {
+// Moves rows [16p, 16p + 16) of w (those below N) into pair p of the x8
+// layout at `pair`, which is zero-filled: each row's block in 4-byte pieces,
+// one per tile line.
+void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   const int64_t blocks = w.cols() / kQK;
-  uint8_t* scales = group;
-  uint8_t* quants = group + X8ScaleBytes(blocks);
+  uint8_t* scales = pair;
+  uint8_t* quants = pair + X8ScaleBytes(blocks);
+  const bool q8 = w.dtype() == DType::kQ8_0;
   const int64_t tile = X8TileBytes(w.dtype());
-  for (int j = 0; j < kGroupRows; ++j) {
-    const int64_t n = g * kGroupRows + j;
+  const int64_t block_bytes = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const int lines = q8 ? 8 : 4;
+  for (int j = 0; j < kX8PairRows; ++j) {
+    const int64_t n = p * kX8PairRows + j;
     if (n >= w.rows()) break;
     const uint8_t* row = w.data() + n * w.row_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
-      if (w.dtype() == DType::kQ8_0) {
-        BlockQ8_0 block;
-        std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(BlockQ8_0)), sizeof(block));
-        std::memcpy(scales + b * 16 + 2 * j, &block.d, 2);
-        uint8_t* pair = quants + b * tile + 64 * (j % 4) + 16 * (j / 4);
-        std::memcpy(pair, block.qs, 16);
-        std::memcpy(pair + 32, block.qs + 16, 16);
-      } else {
-        BlockQ4_0 block;
-        std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(BlockQ4_0)), sizeof(block));
-        std::memcpy(scales + b * 16 + 2 * j, &block.d, 2);
-        std::memcpy(quants + b * tile + 32 * (j % 4) + 16 * (j / 4), block.qs, 16);
-      }
+      const uint8_t* block = row + b * block_bytes;  // f16 d, then the values
+      std::memcpy(scales + b * 32 + 2 * j, block, 2);
+      uint8_t* dst = quants + b * tile + 4 * j;
+      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + 2 + 4 * l, 4);
     }
   }
 }
@@ -81,11 +74,11 @@ void RepackGroup(const QuantMatrix& w, int64_t g, uint8_t* group) {
 
 bool HasX8Layout(DType dtype) { return dtype == DType::kQ8_0 || dtype == DType::kQ4_0; }
 
-int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 16 + 31) / 32 * 32; }
+int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 32 + 63) / 64 * 64; }
 
-int64_t X8TileBytes(DType dtype) { return dtype == DType::kQ8_0 ? 256 : 128; }
+int64_t X8TileBytes(DType dtype) { return dtype == DType::kQ8_0 ? 512 : 256; }
 
-int64_t X8GroupBytes(DType dtype, int64_t k) {
+int64_t X8PairBytes(DType dtype, int64_t k) {
   const int64_t blocks = k / kQK;
   return X8ScaleBytes(blocks) + blocks * X8TileBytes(dtype);
 }
@@ -96,20 +89,20 @@ std::string QuantMatrix::layout() const {
 
 Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool) {
   if (!HasX8Layout(w.dtype()) || w.x8_ != nullptr) return w;
-  const int64_t groups = (w.rows() + kGroupRows - 1) / kGroupRows;
-  const int64_t group_bytes = X8GroupBytes(w.dtype(), w.cols());
-  auto memory = AllocateWeightMemory(static_cast<size_t>(groups * group_bytes));
+  const int64_t pairs = (w.rows() + kX8PairRows - 1) / kX8PairRows;
+  const int64_t pair_bytes = X8PairBytes(w.dtype(), w.cols());
+  auto memory = AllocateWeightMemory(static_cast<size_t>(pairs * pair_bytes));
   if (!memory.ok()) return memory.status().WithContext(fmt::format("repacking a {} matrix", DTypeName(w.dtype())));
   uint8_t* base = memory->data();
   auto repack = [&](int64_t begin, int64_t end, int) {
-    for (int64_t g = begin; g < end; ++g) RepackGroup(w, g, base + g * group_bytes);
+    for (int64_t p = begin; p < end; ++p) RepackPair(w, p, base + p * pair_bytes);
   };
   // Copying is bound by page faults and memory: worth a second thread only
   // for matrices of a few hundred KB and more.
   if (pool != nullptr) {
-    pool->ParallelFor(groups, std::max<int64_t>(1, (256 << 10) / group_bytes), repack);
+    pool->ParallelFor(pairs, std::max<int64_t>(1, (256 << 10) / pair_bytes), repack);
   } else {
-    repack(0, groups, 0);
+    repack(0, pairs, 0);
   }
   QuantMatrix out = w;
   out.x8_ = std::make_shared<const DomainBuffer>(std::move(*memory));

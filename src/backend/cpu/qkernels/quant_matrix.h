@@ -31,20 +31,26 @@ int QuantActivationBlock(DType dtype);
 RowDequantizer QuantRowDequantizer(DType dtype);
 
 // The "x8" layout of Q8_0 and Q4_0 weights, which the vector kernels stream
-// in one pass per group of kQuantGroupRows (8) output rows. Group g (rows
-// 8g .. 8g+7; rows past N are zero) takes x8_group_bytes(K) bytes at
-// g * x8_group_bytes(K):
-//   scales: per block b, the 8 rows' f16 scales (16 bytes), rounded up to
-//           32 bytes in all;
-//   quants: per block b, one tile of 32-byte vectors: Q8_0 (256 bytes):
-//           vector 2p (p < 4) = values 0-15 of row p, then of row p + 4;
-//           vector 2p + 1 = their values 16-31. Q4_0 (128 bytes): vector p =
-//           row p's 16 bytes of nibbles, then row p + 4's.
-// The bytes of every block are the file's, only moved.
+// in one pass per group of kQuantGroupRows (8) output rows and the AMX
+// kernel reads as tiles. Groups are stored in pairs: pair p (rows 16p ..
+// 16p+15; rows past N are zero) takes X8PairBytes(K) bytes at
+// p * X8PairBytes(K):
+//   scales: per block b, the 16 rows' f16 scales (32 bytes), the area
+//           rounded up to 64 bytes;
+//   quants: per block b, one tile of 64-byte lines, line j holding the
+//           j-th 4 bytes of each of the 16 rows' block, in row order: Q8_0
+//           (8 lines, 512 bytes) values 4j..4j+3; Q4_0 (4 lines, 256 bytes)
+//           nibble bytes 4j..4j+3, that is values 4j..4j+3 in the low
+//           nibbles and 16+4j..16+4j+3 in the high ones.
+// So a Q8_0 tile is an AMX B tile as it stands (a Q4_0 tile one unpacking
+// away), and the first (last) 32 bytes of each line are group 2p's (2p+1's)
+// eight rows: one vector with one int32 lane per row. The bytes of every
+// block are the file's, only moved.
+inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
-int64_t X8ScaleBytes(int64_t blocks);
-int64_t X8TileBytes(DType dtype);
-int64_t X8GroupBytes(DType dtype, int64_t k);
+int64_t X8ScaleBytes(int64_t blocks);  // a pair's scales
+int64_t X8TileBytes(DType dtype);      // a pair's block tile
+int64_t X8PairBytes(DType dtype, int64_t k);
 
 // Not owning the GGUF bytes: they must outlive it (the WeightStore's
 // mapping). A repacked copy, where there is one, is shared by the copies.
