@@ -19,25 +19,51 @@ uint64_t SplitMix64(uint64_t& x) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// The lowest id among the largest values (NaNs are never the largest). The
-// maximum first, in eight independent lanes the compiler vectorizes, then
-// its first occurrence: a vocabulary takes microseconds, not a dependent
-// compare and branch per token.
-int32_t Argmax(const float* x, int64_t n) {
-  constexpr int kLanes = 8;
-  float lane[kLanes];
-  for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+// The loops over the whole vocabulary, compiled also for AVX2 and AVX-512
+// and picked at load time. Plain float arithmetic in a fixed order, and no
+// fused multiply-adds (-ffp-contract=off, src/CMakeLists.txt): every copy
+// gives the same bits, so a seed draws the same tokens on every machine.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KILN_VOCAB_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KILN_VOCAB_LOOP
+#endif
+
+constexpr int kLanes = 16;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+// The largest value, NaNs never being it; -inf when there is none.
+KILN_VOCAB_LOOP float MaxOf(const float* x, int64_t n) {
+  Lanes lane = Lanes{} - std::numeric_limits<float>::infinity();
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof(v));
+    lane = v > lane ? v : lane;
   }
   float m = -std::numeric_limits<float>::infinity();
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  for (float l : lane) m = l > m ? l : m;
-  for (int64_t k = 0; k < n; ++k) {
-    if (x[k] == m) return static_cast<int32_t>(k);
+  for (int j = 0; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  return m;
+}
+
+// The lowest id among the largest values (0 when all are NaN): the maximum,
+// then its first occurrence, a vector of ids at a time.
+KILN_VOCAB_LOOP int32_t Argmax(const float* x, int64_t n) {
+  const float m = MaxOf(x, n);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof(v));
+    const auto hit = v == m;
+    bool any = false;
+    for (int j = 0; j < kLanes; ++j) any |= hit[j] != 0;
+    if (any) break;
   }
-  return 0;  // nothing but NaNs
+  for (; i < n; ++i) {
+    if (x[i] == m) return static_cast<int32_t>(i);
+  }
+  return 0;
 }
 
 // log-softmax normaliser: max + log(sum(exp(x - max))), in double.
@@ -64,15 +90,14 @@ std::vector<TokenLogprob> TopLogprobs(const float* x, int64_t n, int32_t k, doub
   return top;
 }
 
-// e^x for x <= 0 (or NaN), in place: Cody-Waite reduction x = n ln2 + r,
-// e^r by its Taylor series to r^7, times 2^n built from bits; below -87 (a
-// weight under 2^-125 of the largest) the result is exactly 0. Plain float
-// arithmetic without fused multiply-adds, so that the compiler vectorizes it
-// (with -fno-trapping-math, see src/CMakeLists.txt) and every machine gets
-// the same bits: a seed draws the same tokens everywhere.
-void ExpOfNonPositive(float* x, int64_t n) {
+// p[i] = e^((x[i] - m) * inv_t), for arguments <= 0 (or NaN): Cody-Waite
+// reduction v = k ln2 + r, e^r by its Taylor series to r^7, times 2^k built
+// from bits; below -87 (a weight under 2^-125 of the largest) the result is
+// exactly 0. Vectorized by the compiler (with -fno-trapping-math).
+KILN_VOCAB_LOOP void ScaledExp(const float* x, float m, float inv_t, float* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i] < -87.0f ? -87.0f : x[i];
+    const float arg = (x[i] - m) * inv_t;
+    const float v = arg < -87.0f ? -87.0f : arg;
     // Round to nearest by the 1.5 * 2^23 trick (exact for |v * log2e| < 2^22).
     const float k = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = v - k * 0.693359375f;  // ln2's high part: k * it is exact
@@ -88,14 +113,14 @@ void ExpOfNonPositive(float* x, int64_t n) {
     const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;  // 2^k, k in [-126, 0]
     float scale;
     std::memcpy(&scale, &bits, sizeof(scale));
-    x[i] = x[i] < -87.0f ? 0.0f : e * scale;
+    p[i] = arg < -87.0f ? 0.0f : e * scale;
   }
 }
 
 // Sums of consecutive chunks of kSumChunk values (the last may be shorter),
 // in double; returns their total. Fixed order, so the same on every machine.
 constexpr int64_t kSumChunk = 1024;
-double ChunkSums(const float* x, int64_t n, std::vector<double>& sums) {
+KILN_VOCAB_LOOP double ChunkSums(const float* x, int64_t n, std::vector<double>& sums) {
   sums.clear();
   double total = 0;
   for (int64_t begin = 0; begin < n; begin += kSumChunk) {
@@ -195,10 +220,10 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   thread_local std::vector<float> p;
   thread_local std::vector<double> chunk_sums;
   p.resize(static_cast<size_t>(vocab));
-  const float m = logits[Argmax(logits, vocab)];
+  float m = MaxOf(logits, vocab);
+  if (m == -std::numeric_limits<float>::infinity()) m = logits[Argmax(logits, vocab)];  // NaNs and -infs only
   const auto inv_t = static_cast<float>(1.0 / params.temperature);
-  for (int64_t i = 0; i < vocab; ++i) p[static_cast<size_t>(i)] = (logits[i] - m) * inv_t;
-  ExpOfNonPositive(p.data(), vocab);
+  ScaledExp(logits, m, inv_t, p.data(), vocab);
   const double sum = ChunkSums(p.data(), vocab, chunk_sums);
 
   const bool truncated = (params.top_k > 0 && params.top_k < vocab) || params.min_p > 0 || params.top_p < 1.0;
