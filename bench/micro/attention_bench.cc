@@ -1,6 +1,6 @@
 // Paged attention at Qwen2.5-0.5B's shape (14 query heads over 2 KV heads of
-// 64, BF16 cache in blocks of 16): one decode token at context 512, and a
-// 512-token prefill, on 1 and 2 threads.
+// 64, cache in blocks of 16, F32 (kiln's default) or BF16): one decode token
+// at context 512, and a 512-token prefill, on 1 and 2 threads.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,17 +17,27 @@ namespace {
 
 constexpr int32_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kBlockSize = 16, kContext = 512;
 
-// Args: query tokens (1: decode at position 511; 512: prefill 0..511), threads.
+// Args: query tokens (1: decode at position 511; 512: prefill 0..511),
+// threads, cache dtype.
 void BM_PagedAttention(benchmark::State& state) {
   const int32_t tokens = static_cast<int32_t>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
+  const auto kv_type = static_cast<DType>(state.range(2));
+  const bool f32 = kv_type == DType::kF32;
   const int32_t blocks = kContext / kBlockSize;
   const size_t pool_elements = static_cast<size_t>(blocks) * kBlockSize * kKvHeads * kHeadDim;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint16_t> k_pool(pool_elements), v_pool(pool_elements);
-  for (auto& v : k_pool) v = F32ToBf16(dist(rng));
-  for (auto& v : v_pool) v = F32ToBf16(dist(rng));
+  std::vector<float> k_f32(pool_elements), v_f32(pool_elements);
+  std::vector<uint16_t> k_bf16(pool_elements), v_bf16(pool_elements);
+  for (size_t i = 0; i < pool_elements; ++i) {
+    k_f32[i] = dist(rng);
+    v_f32[i] = dist(rng);
+    k_bf16[i] = F32ToBf16(k_f32[i]);
+    v_bf16[i] = F32ToBf16(v_f32[i]);
+  }
+  void* k_pool = f32 ? static_cast<void*>(k_f32.data()) : k_bf16.data();
+  void* v_pool = f32 ? static_cast<void*>(v_f32.data()) : v_bf16.data();
   std::vector<int32_t> table(static_cast<size_t>(blocks));
   std::iota(table.begin(), table.end(), 0);
   const int32_t* tables[] = {table.data()};
@@ -36,7 +46,7 @@ void BM_PagedAttention(benchmark::State& state) {
   std::iota(pos.begin(), pos.end(), kContext - tokens);
   std::vector<float> q(static_cast<size_t>(tokens) * kHeads * kHeadDim, 0.1f), out(q.size());
 
-  KvCacheView cache{DType::kBF16, k_pool.data(), v_pool.data(), blocks, kBlockSize, kKvHeads, kHeadDim};
+  KvCacheView cache{kv_type, k_pool, v_pool, blocks, kBlockSize, kKvHeads, kHeadDim};
   AttentionBatch batch{tokens, seq.data(), pos.data(), 1, tables, lens};
   AttentionParams params{kHeads, 0.125f, 0};
   KernelContext ctx;
@@ -52,7 +62,10 @@ void BM_PagedAttention(benchmark::State& state) {
   state.counters["flop/s"] =
       benchmark::Counter(keys * kHeads * kHeadDim * 4, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_PagedAttention)->ArgsProduct({{1, 512}, {1, 2}})->ArgNames({"tokens", "threads"})->UseRealTime();
+BENCHMARK(BM_PagedAttention)
+    ->ArgsProduct({{1, 512}, {1, 2}, {static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16)}})
+    ->ArgNames({"tokens", "threads", "kv"})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace kiln::cpu

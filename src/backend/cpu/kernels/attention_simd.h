@@ -104,14 +104,28 @@ void DotN(const float* q, const typename Row::T* k, int64_t stride, int d, const
 // half + upper half, then quarters, lanes 0-1 + 2-3, lane 0 + 1), with the
 // partial sums of several keys side by side in each vector, so every key's
 // score has the bits DotN gives it, in 45 instructions instead of 112.
+// The keys go by in the inner loop with 4 vectors of q held, so that one
+// pointer walks the keys (16 kept GCC short of registers) and each key's
+// products are added in element order, as DotN adds them.
 template <class S, class Row>
-void Dot16(const float* q, const typename Row::T* k, int64_t stride, int d, const float* mul, float* out) {
+__attribute__((always_inline)) inline void Dot16(const float* q, const typename Row::T* k, int64_t stride, int d,
+                                                 const float* mul, float* out) {
   static_assert(S::kLanes == 16);
   __m512 acc[16];
   for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
-  for (int i = 0; i < d; i += 16) {
+  int i = 0;
+  for (; i + 64 <= d; i += 64) {
+    __m512 qv[4];
+    for (int u = 0; u < 4; ++u) qv[u] = _mm512_loadu_ps(q + i + 16 * u);
+    const typename Row::T* kj = k + i;
+    for (int j = 0; j < 16; ++j, kj += stride) {
+      for (int u = 0; u < 4; ++u) acc[j] = _mm512_fmadd_ps(qv[u], Row::Load(kj + 16 * u), acc[j]);
+    }
+  }
+  for (; i < d; i += 16) {
     const __m512 qv = _mm512_loadu_ps(q + i);
-    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(qv, Row::Load(k + j * stride + i), acc[j]);
+    const typename Row::T* kj = k + i;
+    for (int j = 0; j < 16; ++j, kj += stride) acc[j] = _mm512_fmadd_ps(qv, Row::Load(kj), acc[j]);
   }
   // Halves: b[j] = key j's 8 sums, then key j + 8's.
   __m512 b[8];
@@ -310,21 +324,22 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     for (int j = j0; j <= j1; ++j) {
       key_mul[j] = k_scales == nullptr ? a.scale : k_scales[scale_offset + j * a.kv_heads] * a.scale;
     }
-    // The heads' scores, then each step that runs along the keys (the block
-    // maximum, the sum of the weights) for all heads side by side: per head
-    // the same operations in the same key order, with the heads' chains of
-    // dependent scalar operations interleaved instead of one after another.
+    // The heads' scores and block maxima, then the weights and their sums:
+    // per head the same operations in the same key order, each head's chain
+    // of dependent scalar steps kept in a register, the heads' chains
+    // independent for the core to overlap.
     for (int i = 0; i < heads; ++i) {
       const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
       float* s = scores + static_cast<int64_t>(i) * bs;
       Scores<S, Row>(q, k, row_stride, d, key_mul, j0, j1, s);
-      corrections[i] = s[j0];  // the block maximum, for now
-    }
-    for (int j = j0 + 1; j <= j1; ++j) {
-      for (int i = 0; i < heads; ++i) {
-        const float sj = scores[static_cast<int64_t>(i) * bs + j];
-        corrections[i] = sj > corrections[i] ? sj : corrections[i];
-      }
+      // The block maximum, for now: whole vectors of scores as they were
+      // stored (a maximum is the same value in any order), then the rest.
+      auto mv = S::Set1(-std::numeric_limits<float>::infinity());
+      int j = j0;
+      for (; j + L <= j1 + 1; j += L) mv = S::Max(S::Load(s + j), mv);
+      float m = S::ReduceMax(mv);
+      for (; j <= j1; ++j) m = s[j] > m ? s[j] : m;
+      corrections[i] = m;
     }
     for (int i = 0; i < heads; ++i) {
       float* s = scores + static_cast<int64_t>(i) * bs;
@@ -344,8 +359,11 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
       running_max[i] = new_max;
       corrections[i] = correction;
     }
-    for (int j = j0; j <= j1; ++j) {
-      for (int i = 0; i < heads; ++i) running_sum[i] += scores[static_cast<int64_t>(i) * bs + j];
+    for (int i = 0; i < heads; ++i) {
+      const float* s = scores + static_cast<int64_t>(i) * bs;
+      float sum = running_sum[i];
+      for (int j = j0; j <= j1; ++j) sum += s[j];
+      running_sum[i] = sum;
     }
     if (!heads_together) {
       for (int i = 0; i < heads; ++i) {
