@@ -83,6 +83,36 @@ int64_t DecodeChunk(const KernelContext& ctx, int64_t groups, int64_t group_byte
 
 int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1) / kQuantGroupRows; }
 
+int64_t PairsOf(const QuantMatrix& w) { return (GroupsOf(w) + 1) / 2; }
+
+// The parts on the AMX kernel, their pairs of row groups (the tiles' 16
+// columns) as one range split into cells, so that a fused projection costs
+// one wait for the threads instead of one per weight.
+void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
+                    int count, int64_t ldy) {
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += PairsOf(*parts[j].w);
+  ParallelGrid(ctx, rows, kAmxRowTile, total, kAmxMinPairsPerCell,
+               [&](int64_t row_begin, int64_t row_end, int64_t begin, int64_t end, int) {
+                 int64_t first = 0;  // the part's first pair in the joint range
+                 for (int j = 0; j < count && first < end; ++j) {
+                   const QuantMatrix& w = *parts[j].w;
+                   const int64_t pairs = PairsOf(w);
+                   const int64_t p_begin = std::max(begin, first) - first;
+                   const int64_t p_end = std::min(end, first + pairs) - first;
+                   first += pairs;
+                   if (p_begin >= p_end) continue;
+                   QuantGemmArgs args = ArgsFor(w, x, parts[j].bias, parts[j].y, ldy);
+                   args.m_begin = row_begin;
+                   args.m_end = row_end;
+                   args.g_begin = 2 * p_begin;
+                   args.g_end = std::min(GroupsOf(w), 2 * p_end);
+                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
+                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+                 }
+               });
+}
+
 // Whether QuantLinear runs the AMX kernel: many rows only, where the tile
 // setup and the strips' rearrangement pay off (decoding stays on the vector
 // kernels, which compute the same bits).
@@ -115,18 +145,8 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
     return;
   }
   if (RunsOnAmx(ctx, rows, w)) {
-    // Cells of whole pairs of groups: the tiles hold 16 columns.
-    const int64_t pairs = (groups + 1) / 2;
-    ParallelGrid(ctx, rows, kAmxRowTile, pairs, kAmxMinPairsPerCell,
-                 [&](int64_t row_begin, int64_t row_end, int64_t p_begin, int64_t p_end, int) {
-                   QuantGemmArgs args = ArgsFor(w, x, bias, y, ldy);
-                   args.m_begin = row_begin;
-                   args.m_end = row_end;
-                   args.g_begin = 2 * p_begin;
-                   args.g_end = std::min(groups, 2 * p_end);
-                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
-                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
-                 });
+    const QuantLinearPart part{&w, bias, y};
+    AmxLinearParts(ctx, rows, x, &part, 1, ldy);
     return;
   }
   ParallelGrid(ctx, rows, kRowTile, groups, kMinGroupsPerCell,
@@ -143,6 +163,11 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
 void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
                       int count, int64_t ldy) {
   if (rows <= 0 || count <= 0) return;
+  if (rows >= kManyRows) {
+    bool amx = true;
+    for (int j = 0; j < count; ++j) amx = amx && RunsOnAmx(ctx, rows, *parts[j].w);
+    if (amx) return AmxLinearParts(ctx, rows, x, parts, count, ldy);
+  }
   if (rows >= kManyRows || count == 1) {
     for (int j = 0; j < count; ++j) QuantLinear(ctx, rows, x, *parts[j].w, parts[j].bias, parts[j].y, ldy);
     return;
