@@ -283,6 +283,24 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
+// Asks for the next block's rows of one KV head (keys and values) while
+// this block computes: the blocks of a sequence lie anywhere in the pools,
+// where the hardware prefetchers do not follow.
+template <class T>
+inline void PrefetchRows(const T* k_pool, const T* v_pool, int64_t offset, int bs, int64_t row_stride, int d) {
+#if defined(__x86_64__)
+  const int64_t row_bytes = static_cast<int64_t>(d) * sizeof(T);
+  for (int j = 0; j < bs; ++j) {
+    const char* k = reinterpret_cast<const char*>(k_pool + offset + j * row_stride);
+    const char* v = reinterpret_cast<const char*>(v_pool + offset + j * row_stride);
+    for (int64_t line = 0; line < row_bytes; line += 64) {
+      _mm_prefetch(k + line, _MM_HINT_T0);
+      _mm_prefetch(v + line, _MM_HINT_T0);
+    }
+  }
+#endif
+}
+
 // The kernel for rows read by Row. With k_scales/v_scales (the int8 cache:
 // [slot][kv_heads] floats), key j's score is dot(q, k_j) * (k_scale_j *
 // scale) and value j is weighted by p_j * v_scale_j, those products kept in
@@ -321,6 +339,8 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     const T* k = k_pool + block_offset;
     const T* v = v_pool + block_offset;
     const int64_t scale_offset = static_cast<int64_t>(a.block_table[b]) * bs * a.kv_heads + a.kv_head;
+    if (b < a.last_pos / bs) PrefetchRows(k_pool, v_pool, a.block_table[b + 1] * block_elems + a.kv_head * d,
+                                          bs, row_stride, d);
     for (int j = j0; j <= j1; ++j) {
       key_mul[j] = k_scales == nullptr ? a.scale : k_scales[scale_offset + j * a.kv_heads] * a.scale;
     }
