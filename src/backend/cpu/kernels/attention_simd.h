@@ -283,14 +283,17 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
-// Asks for the next block's rows of one KV head (keys and values) while
-// this block computes: the blocks of a sequence lie anywhere in the pools,
-// where the hardware prefetchers do not follow.
+// Asks for part `part` of `parts` of the next block's rows of one KV head
+// (keys and values) while this block computes: the blocks of a sequence
+// lie anywhere in the pools, where the hardware prefetchers do not follow.
+// In parts between the heads' work: all at once, the requests outnumbered
+// the core's line fill buffers and stalled it.
 template <class T>
-inline void PrefetchRows(const T* k_pool, const T* v_pool, int64_t offset, int bs, int64_t row_stride, int d) {
+inline void PrefetchRows(const T* k_pool, const T* v_pool, int64_t offset, int bs, int64_t row_stride, int d,
+                         int part, int parts) {
 #if defined(__x86_64__)
   const int64_t row_bytes = static_cast<int64_t>(d) * sizeof(T);
-  for (int j = 0; j < bs; ++j) {
+  for (int j = bs * part / parts; j < bs * (part + 1) / parts; ++j) {
     const char* k = reinterpret_cast<const char*>(k_pool + offset + j * row_stride);
     const char* v = reinterpret_cast<const char*>(v_pool + offset + j * row_stride);
     for (int64_t line = 0; line < row_bytes; line += 64) {
@@ -339,8 +342,8 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     const T* k = k_pool + block_offset;
     const T* v = v_pool + block_offset;
     const int64_t scale_offset = static_cast<int64_t>(a.block_table[b]) * bs * a.kv_heads + a.kv_head;
-    if (b < a.last_pos / bs) PrefetchRows(k_pool, v_pool, a.block_table[b + 1] * block_elems + a.kv_head * d,
-                                          bs, row_stride, d);
+    const bool next = b < a.last_pos / bs;
+    const int64_t next_offset = next ? a.block_table[b + 1] * block_elems + a.kv_head * d : 0;
     for (int j = j0; j <= j1; ++j) {
       key_mul[j] = k_scales == nullptr ? a.scale : k_scales[scale_offset + j * a.kv_heads] * a.scale;
     }
@@ -349,6 +352,7 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     // of dependent scalar steps kept in a register, the heads' chains
     // independent for the core to overlap.
     for (int i = 0; i < heads; ++i) {
+      if (next) PrefetchRows(k_pool, v_pool, next_offset, bs, row_stride, d, i, heads);
       const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
       float* s = scores + static_cast<int64_t>(i) * bs;
       Scores<S, Row>(q, k, row_stride, d, key_mul, j0, j1, s);
