@@ -23,12 +23,18 @@ inline constexpr int kQuantGroupRows = 8;
 // d + m * (k / block), and the sum of every 16 consecutive int8 values at
 // sums + m * (k / 16). Value i of a row stands for d[i / block] * q[i].
 // Not owning.
+//
+// Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
+// with AMX-INT8), the scales also come by row tile of 16, side by side for
+// its epilogue's broadcasts: row m's block b at tile_d + ((m / 16) * blocks
+// + b) * 16 + m % 16, rows past the last zero. Null otherwise.
 struct QuantizedRows {
   int8_t* q = nullptr;
   float* d = nullptr;
   int16_t* sums = nullptr;
   int64_t k = 0;
   int block = 32;
+  float* tile_d = nullptr;
 
   const int8_t* row_q(int64_t m) const { return q + m * k; }
   const float* row_d(int64_t m) const { return d + m * (k / block); }

@@ -40,40 +40,32 @@ struct Scratch {
   uint8_t* b_tiles;  // [blocks][8][64]
   int32_t* sums;     // [4][16][16]
   int8_t* tail_q;    // [16][k]
-  float* tail_d;     // [16][blocks]
-  float* dx;         // the cell's activation scales by row tile, [tiles][blocks][16]
 };
 
 // Where each part of the scratch starts, in bytes, for `blocks` blocks and
 // `tiles` row tiles, and its size.
 struct ScratchLayout {
-  int64_t b_tiles, sums, tail_q, tail_d, dx, bytes;
+  int64_t b_tiles, sums, tail_q, bytes;
 };
 
-ScratchLayout LayOut(int64_t blocks, int64_t tiles) {
+ScratchLayout LayOut(int64_t blocks) {
   ScratchLayout l;
   l.b_tiles = 0;
   l.sums = l.b_tiles + blocks * kBTileBytes;
   l.tail_q = l.sums + 4 * 16 * 16 * 4;
-  l.tail_d = l.tail_q + kTileRows * blocks * kBlock;
-  l.dx = l.tail_d + kTileRows * blocks * 4;
-  l.bytes = l.dx + tiles * blocks * kTileRows * 4;
+  l.bytes = l.tail_q + kTileRows * blocks * kBlock;
   return l;
 }
 
-Scratch Carve(void* base, int64_t blocks, int64_t tiles) {
+Scratch Carve(void* base, int64_t blocks) {
   auto* p = static_cast<uint8_t*>(base);
-  const ScratchLayout l = LayOut(blocks, tiles);
+  const ScratchLayout l = LayOut(blocks);
   Scratch s;
   s.b_tiles = p + l.b_tiles;
   s.sums = reinterpret_cast<int32_t*>(p + l.sums);
   s.tail_q = reinterpret_cast<int8_t*>(p + l.tail_q);
-  s.tail_d = reinterpret_cast<float*>(p + l.tail_d);
-  s.dx = reinterpret_cast<float*>(p + l.dx);
   return s;
 }
-
-int64_t RowTiles(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
 
 // Block j is multiplied in C tile j % 4 (16 x 16 int32, tiles 0-3), from A
 // tile 4 + j % 2 (16 rows of the block's 32 bytes) and B tile 6 + j % 2 (8
@@ -197,31 +189,27 @@ void RowTile(const int8_t* q, long stride, const float* dx, int64_t blocks, cons
 
 }  // namespace
 
-int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows) { return LayOut(k / kBlock, RowTiles(rows)).bytes; }
+void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end) {
+  const int64_t blocks = x.k / kBlock;
+  const int64_t stop = end < rows ? end : (rows + kTileRows - 1) / kTileRows * kTileRows;
+  for (int64_t m = begin; m < stop; ++m) {
+    float* d = x.tile_d + (m / kTileRows) * blocks * kTileRows + m % kTileRows;
+    for (int64_t b = 0; b < blocks; ++b) d[b * kTileRows] = m < rows ? x.row_d(m)[b] : 0.0f;
+  }
+}
+
+int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
   const int64_t blocks = a.k / kBlock;
-  const int64_t tiles = RowTiles(a.m_end - a.m_begin);
-  const Scratch s = Carve(scratch, blocks, tiles);
+  const Scratch s = Carve(scratch, blocks);
   const auto stride = static_cast<long>(a.k);
   // A partial last row tile runs from a copy padded with zero rows.
   const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
   const int tail_rows = static_cast<int>(a.m_end - full_end);
   if (tail_rows > 0) {
     std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
-    std::memset(s.tail_d, 0, static_cast<size_t>(kTileRows * blocks) * sizeof(float));
     std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
-    std::memcpy(s.tail_d, a.x->row_d(full_end), static_cast<size_t>(tail_rows * blocks) * sizeof(float));
-  }
-  // The activation scales by row tile and block, 16 rows side by side, for
-  // the epilogue's broadcasts.
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t m = a.m_begin + t * kTileRows;
-    const float* d = m >= full_end ? s.tail_d : a.x->row_d(m);
-    float* dst = s.dx + t * blocks * kTileRows;
-    for (int r = 0; r < kTileRows; ++r) {
-      for (int64_t b = 0; b < blocks; ++b) dst[b * kTileRows + r] = d[r * blocks + b];
-    }
   }
   Configure();
   const bool q8 = a.w_type == DType::kQ8_0;
@@ -243,11 +231,12 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
     // The next pair's bytes, fetched while the first row tile computes.
     const uint8_t* prefetch = pair + a.x8_pair_bytes;
     const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
-    for (int64_t m = a.m_begin, t = 0; m < a.m_end; m += kTileRows, ++t) {
+    for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
       out.y = a.y + m * a.ldy + n0;
       out.rows = m >= full_end ? tail_rows : kTileRows;
       const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
-      RowTile(q, stride, s.dx + t * blocks * kTileRows, blocks, strip, s, prefetch, prefetch_end, out);
+      RowTile(q, stride, a.x->tile_d + m / kTileRows * blocks * kTileRows, blocks, strip, s, prefetch, prefetch_end,
+              out);
       prefetch = prefetch_end;
     }
   }

@@ -20,15 +20,21 @@ namespace kiln::cpu {
 // (AmxInt8Usable) and the x8 copy of the weights.
 bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 
-// Scratch AmxQuantGemm needs for K = k and `rows` activation rows, in bytes.
+// Rows [begin, end) of x's `rows` scales into x.tile_d (qkernel_table.h);
+// with end == rows, also the zeros that fill the last row tile.
+// REQUIRES: x.tile_d set.
+void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end);
+
+// Scratch AmxQuantGemm needs for K = k, in bytes.
 // REQUIRES: AmxQuantGemmRuns (it is compiled for AMX machines).
-int64_t AmxQuantGemmScratchBytes(int64_t k, int64_t rows);
+int64_t AmxQuantGemmScratchBytes(int64_t k);
 
 // QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,
-// g_end)) on the calling thread, reading a.x8 a pair of groups at a time.
-// `scratch` is 64-byte aligned, AmxQuantGemmScratchBytes(a.k, a.m_end -
-// a.m_begin) long. REQUIRES: AmxQuantGemmRuns(a.w_type, true), a.x8 set,
-// g_begin even and g_end even or the last group.
+// g_end)) on the calling thread, reading a.x8 a pair of groups at a time
+// and a.x->tile_d. `scratch` is 64-byte aligned,
+// AmxQuantGemmScratchBytes(a.k) long. REQUIRES: AmxQuantGemmRuns(a.w_type,
+// true), a.x8 and a.x->tile_d set, m_begin a multiple of 16, g_begin even
+// and g_end even or the last group.
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch);
 
 }  // namespace kiln::cpu

@@ -31,10 +31,14 @@ bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
                                   int64_t k, int block) {
+  // Many rows of 32-value blocks also give the AMX kernel its scales.
+  const bool amx = rows >= kManyRows && block == 32 && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
+  const int64_t tile_rows = amx ? (rows + kAmxRowTile - 1) / kAmxRowTile * kAmxRowTile : 0;
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
-  const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes) / sizeof(float));
+  const size_t tile_d_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
+  const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes + tile_d_bytes) / sizeof(float));
   auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
   QuantizedRows out;
   out.q = reinterpret_cast<int8_t*>(base);
@@ -42,12 +46,14 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   out.sums = reinterpret_cast<int16_t*>(base + q_bytes + d_bytes);
   out.k = k;
   out.block = block;
+  if (amx) out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   ParallelRanges(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1)),
                  [&](int64_t begin, int64_t end, int) {
                    QuantizeRowsArgs args{x, bf16, ldx, begin, end, out};
                    kernels.quantize_rows(args);
+                   if (amx) AmxTileScales(out, rows, begin, end);
                  });
   return out;
 }
@@ -107,17 +113,22 @@ void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows&
                    args.m_end = row_end;
                    args.g_begin = 2 * p_begin;
                    args.g_end = std::min(GroupsOf(w), 2 * p_end);
-                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols(), row_end - row_begin);
+                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols());
                    AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
                  }
                });
 }
 
 // Whether QuantLinear runs the AMX kernel: many rows only, where the tile
-// setup and the strips' rearrangement pay off (decoding stays on the vector
-// kernels, which compute the same bits).
+// setup pays off (decoding stays on the vector kernels, which compute the
+// same bits), and activations quantized with their tile scales (which
+// QuantizeActivations makes under the same conditions).
 bool RunsOnAmx(const KernelContext& ctx, int64_t rows, const QuantMatrix& w) {
   return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxQuantGemmRuns(w.dtype(), w.x8() != nullptr);
+}
+
+bool RunsOnAmx(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w) {
+  return x.tile_d != nullptr && RunsOnAmx(ctx, rows, w);
 }
 
 }  // namespace
@@ -144,7 +155,7 @@ void QuantLinear(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
                    });
     return;
   }
-  if (RunsOnAmx(ctx, rows, w)) {
+  if (RunsOnAmx(ctx, rows, x, w)) {
     const QuantLinearPart part{&w, bias, y};
     AmxLinearParts(ctx, rows, x, &part, 1, ldy);
     return;
@@ -165,7 +176,7 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
   if (rows <= 0 || count <= 0) return;
   if (rows >= kManyRows) {
     bool amx = true;
-    for (int j = 0; j < count; ++j) amx = amx && RunsOnAmx(ctx, rows, *parts[j].w);
+    for (int j = 0; j < count; ++j) amx = amx && RunsOnAmx(ctx, rows, x, *parts[j].w);
     if (amx) return AmxLinearParts(ctx, rows, x, parts, count, ldy);
   }
   if (rows >= kManyRows || count == 1) {
