@@ -225,17 +225,22 @@ void AccumulateValuesHeads(float* acc, const float* correction, const float* p, 
 }
 
 // Heads [0, heads) of AccumulateValuesHeads, a few at a time (as many as
-// the registers hold). REQUIRES: d a multiple of 4 vectors.
+// the registers hold), in passes of near equal size: 7 heads as 6 + 1 left
+// the last pass one head's 4 chains, waiting on the FMA latency.
+// REQUIRES: d a multiple of 4 vectors.
 template <class S, class Row>
 void AccumulateValuesGroup(float* acc, const float* correction, const float* p, int64_t p_stride,
                            const typename Row::T* v0, int64_t v_stride, int j0, int j1, int d, int heads) {
   constexpr int kMaxHeads =
       S::kLanes == 16 ? 6 : 2;  // 4 H accumulators + 4 values + 1 weight in 32 or 16 registers
-  for (int h = 0; h < heads; h += kMaxHeads) {
+  const int passes = (heads + kMaxHeads - 1) / kMaxHeads;
+  for (int pass = 0, h = 0; pass < passes; ++pass) {
+    const int count = heads * (pass + 1) / passes - h;
     float* a = acc + static_cast<int64_t>(h) * d;
     const float* c = correction + h;
     const float* w = p + h * p_stride;
-    switch (heads - h < kMaxHeads ? heads - h : kMaxHeads) {
+    h += count;
+    switch (count) {
       case 1: AccumulateValuesHeads<S, Row, 1>(a, c, w, p_stride, v0, v_stride, j0, j1, d); break;
       case 2: AccumulateValuesHeads<S, Row, 2>(a, c, w, p_stride, v0, v_stride, j0, j1, d); break;
       case 3: AccumulateValuesHeads<S, Row, 3>(a, c, w, p_stride, v0, v_stride, j0, j1, d); break;
