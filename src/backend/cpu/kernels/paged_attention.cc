@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/packed_weight.h"
 #include "backend/cpu/kernels/parallel.h"
@@ -70,8 +74,32 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   // prefill chunk would leave the thread with the early tokens idle for half
   // the call. Threads claim small chunks instead, last items (in a chunk,
   // the latest positions: the dearest) first.
+  // Chunks of at least two items, so that each item's first block of keys
+  // and values can be fetched while the one before it computes (the kernel
+  // fetches the blocks after the first itself).
   const int64_t items = groups * pieces;
-  const int64_t chunk = std::max<int64_t>(1, items / (threads * 16));
+  const int64_t chunk = std::max<int64_t>(items >= 4 * threads ? 2 : 1, items / (threads * 16));
+  const int64_t elem_bytes = static_cast<int64_t>(DTypeBytes(cache.dtype, 1).value_or(1));
+  const int64_t row_bytes = cache.head_dim * elem_bytes;
+  const int64_t block_bytes = static_cast<int64_t>(cache.block_size) * cache.kv_heads * row_bytes;
+  auto first_pos = [&](int32_t pos) { return params.window > 0 ? std::max(0, pos - params.window + 1) : 0; };
+  auto prefetch_first_block = [&](int64_t item) {
+#if defined(__x86_64__)
+    const int64_t t = item / (cache.kv_heads * pieces);
+    const int64_t kv_head = item / pieces % cache.kv_heads;
+    const int32_t block = batch.block_tables[batch.token_seq[t]][first_pos(batch.token_pos[t]) / cache.block_size];
+    const int64_t offset = block * block_bytes + kv_head * row_bytes;
+    for (int32_t j = 0; j < cache.block_size; ++j) {
+      const int64_t at = offset + j * cache.kv_heads * row_bytes;
+      for (int64_t line = 0; line < row_bytes; line += 64) {
+        _mm_prefetch(static_cast<const char*>(cache.k) + at + line, _MM_HINT_T0);
+        _mm_prefetch(static_cast<const char*>(cache.v) + at + line, _MM_HINT_T0);
+      }
+    }
+#else
+    (void)item;
+#endif
+  };
   ParallelChunks(ctx, items, chunk, [&](int64_t begin, int64_t end, int) {
     float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);
     for (int64_t item = items - 1 - begin; item > items - 1 - end; --item) {
@@ -80,6 +108,7 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
       const IndexRange heads =
           ThreadPool::StaticRange(group, static_cast<int>(pieces), static_cast<int>(item % pieces));
       if (heads.begin == heads.end) continue;
+      if (item - 1 > items - 1 - end && !int8) prefetch_first_block(item - 1);
       const int32_t pos = batch.token_pos[t];
       AttentionArgs args{};
       args.q = q + t * ldq;
@@ -90,7 +119,7 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
       args.kv_head = kv_head;
       args.head_dim = cache.head_dim;
       args.scale = params.scale;
-      args.first_pos = params.window > 0 ? std::max(0, pos - params.window + 1) : 0;
+      args.first_pos = first_pos(pos);
       args.last_pos = pos;
       args.block_table = batch.block_tables[batch.token_seq[t]];
       args.kv_type = ElemTypeOf(cache.dtype);
