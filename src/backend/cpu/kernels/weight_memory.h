@@ -1,5 +1,6 @@
 // Memory for weights the CPU backend copies at load (packed panels, repacked
-// quantized blocks): anonymous memory advised for transparent huge pages.
+// quantized blocks): anonymous memory in 2 MiB-aligned chunks advised for
+// transparent huge pages, shared by the smaller weights.
 #pragma once
 
 #include <cstddef>
