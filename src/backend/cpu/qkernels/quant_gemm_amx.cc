@@ -42,8 +42,8 @@ struct Scratch {
   int8_t* tail_q;    // [16][k]
 };
 
-// Where each part of the scratch starts, in bytes, for `blocks` blocks and
-// `tiles` row tiles, and its size.
+// Where each part of the scratch starts, in bytes, for `blocks` blocks, and
+// its size.
 struct ScratchLayout {
   int64_t b_tiles, sums, tail_q, bytes;
 };
