@@ -19,6 +19,7 @@
 #endif
 
 #include "backend/cpu/kernels/kernel_table.h"
+#include "backend/cpu/kernels/kv_prefetch.h"
 #include "backend/cpu/kernels/simd_math.h"
 
 namespace kiln::cpu {
@@ -288,27 +289,6 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
-// Asks for part `part` of `parts` of the next block's rows of one KV head
-// (keys and values) while this block computes: the blocks of a sequence
-// lie anywhere in the pools, where the hardware prefetchers do not follow.
-// In parts between the heads' work: all at once, the requests outnumbered
-// the core's line fill buffers and stalled it.
-template <class T>
-inline void PrefetchRows(const T* k_pool, const T* v_pool, int64_t offset, int bs, int64_t row_stride, int d,
-                         int part, int parts) {
-#if defined(__x86_64__)
-  const int64_t row_bytes = static_cast<int64_t>(d) * sizeof(T);
-  for (int j = bs * part / parts; j < bs * (part + 1) / parts; ++j) {
-    const char* k = reinterpret_cast<const char*>(k_pool + offset + j * row_stride);
-    const char* v = reinterpret_cast<const char*>(v_pool + offset + j * row_stride);
-    for (int64_t line = 0; line < row_bytes; line += 64) {
-      _mm_prefetch(k + line, _MM_HINT_T0);
-      _mm_prefetch(v + line, _MM_HINT_T0);
-    }
-  }
-#endif
-}
-
 // The kernel for rows read by Row. With k_scales/v_scales (the int8 cache:
 // [slot][kv_heads] floats), key j's score is dot(q, k_j) * (k_scale_j *
 // scale) and value j is weighted by p_j * v_scale_j, those products kept in
@@ -357,7 +337,13 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
     // of dependent scalar steps kept in a register, the heads' chains
     // independent for the core to overlap.
     for (int i = 0; i < heads; ++i) {
-      if (next) PrefetchRows(k_pool, v_pool, next_offset, bs, row_stride, d, i, heads);
+      // The next block's rows, in parts between the heads' work: all at
+      // once, the requests outnumbered the line fill buffers and stalled.
+      if (next) {
+        constexpr int64_t kElem = sizeof(T);
+        PrefetchKvRows(k_pool, v_pool, next_offset * kElem, row_stride * kElem, d * kElem, bs * i / heads,
+                       bs * (i + 1) / heads);
+      }
       const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
       float* s = scores + static_cast<int64_t>(i) * bs;
       Scores<S, Row>(q, k, row_stride, d, key_mul, j0, j1, s);

@@ -4,11 +4,8 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "backend/cpu/kernels/kernel_table.h"
+#include "backend/cpu/kernels/kv_prefetch.h"
 #include "backend/cpu/kernels/packed_weight.h"
 #include "backend/cpu/kernels/parallel.h"
 #include "backend/cpu/qkernels/qkernel_table.h"
@@ -73,10 +70,10 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   // An item's cost grows with its token's position, so a fixed split of a
   // prefill chunk would leave the thread with the early tokens idle for half
   // the call. Threads claim small chunks instead, last items (in a chunk,
-  // the latest positions: the dearest) first.
-  // Chunks of at least two items, so that each item's first block of keys
-  // and values can be fetched while the one before it computes (the kernel
-  // fetches the blocks after the first itself).
+  // the latest positions: the dearest) first, and at least two items a
+  // chunk, so that each item's first block of keys and values is fetched
+  // while the one before it computes (the kernel fetches the blocks after
+  // the first itself).
   const int64_t items = groups * pieces;
   const int64_t chunk = std::max<int64_t>(items >= 4 * threads ? 2 : 1, items / (threads * 16));
   const int64_t elem_bytes = static_cast<int64_t>(DTypeBytes(cache.dtype, 1).value_or(1));
@@ -84,21 +81,11 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   const int64_t block_bytes = static_cast<int64_t>(cache.block_size) * cache.kv_heads * row_bytes;
   auto first_pos = [&](int32_t pos) { return params.window > 0 ? std::max(0, pos - params.window + 1) : 0; };
   auto prefetch_first_block = [&](int64_t item) {
-#if defined(__x86_64__)
     const int64_t t = item / (cache.kv_heads * pieces);
     const int64_t kv_head = item / pieces % cache.kv_heads;
     const int32_t block = batch.block_tables[batch.token_seq[t]][first_pos(batch.token_pos[t]) / cache.block_size];
-    const int64_t offset = block * block_bytes + kv_head * row_bytes;
-    for (int32_t j = 0; j < cache.block_size; ++j) {
-      const int64_t at = offset + j * cache.kv_heads * row_bytes;
-      for (int64_t line = 0; line < row_bytes; line += 64) {
-        _mm_prefetch(static_cast<const char*>(cache.k) + at + line, _MM_HINT_T0);
-        _mm_prefetch(static_cast<const char*>(cache.v) + at + line, _MM_HINT_T0);
-      }
-    }
-#else
-    (void)item;
-#endif
+    PrefetchKvRows(cache.k, cache.v, block * block_bytes + kv_head * row_bytes, cache.kv_heads * row_bytes, row_bytes,
+                   0, cache.block_size);
   };
   ParallelChunks(ctx, items, chunk, [&](int64_t begin, int64_t end, int) {
     float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);

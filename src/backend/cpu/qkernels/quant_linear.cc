@@ -23,6 +23,12 @@ constexpr int64_t kAmxMinPairsPerCell = 2;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
+// Whether `rows` rows are many enough for the AMX kernel under ctx and the
+// CPU has its tiles; the weights decide the rest (RunsOnAmx).
+bool AmxTakes(const KernelContext& ctx, int64_t rows) {
+  return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
+}
+
 }  // namespace
 
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
@@ -32,7 +38,7 @@ bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
                                   int64_t k, int block) {
   // Many rows of 32-value blocks also give the AMX kernel its scales.
-  const bool amx = rows >= kManyRows && block == 32 && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
+  const bool amx = block == 32 && AmxTakes(ctx, rows);
   const int64_t tile_rows = amx ? (rows + kAmxRowTile - 1) / kAmxRowTile * kAmxRowTile : 0;
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
@@ -91,6 +97,21 @@ int64_t GroupsOf(const QuantMatrix& w) { return (w.rows() + kQuantGroupRows - 1)
 
 int64_t PairsOf(const QuantMatrix& w) { return (GroupsOf(w) + 1) / 2; }
 
+// For the parts' units (row groups or pairs, `units_of` each) laid end to
+// end, calls body(j, begin, end) with each part j's own share of the joint
+// range [begin, end), where it has one.
+template <class UnitsOf, class Body>
+void ForEachPartIn(const QuantLinearPart* parts, int count, int64_t begin, int64_t end, UnitsOf units_of,
+                   Body body) {
+  int64_t first = 0;  // the part's first unit in the joint range
+  for (int j = 0; j < count && first < end; ++j) {
+    const int64_t units = units_of(*parts[j].w);
+    const int64_t part_begin = std::max(begin, first) - first, part_end = std::min(end, first + units) - first;
+    first += units;
+    if (part_begin < part_end) body(j, part_begin, part_end);
+  }
+}
+
 // The parts on the AMX kernel, their pairs of row groups (the tiles' 16
 // columns) as one range split into cells, so that a fused projection costs
 // one wait for the threads instead of one per weight.
@@ -100,14 +121,8 @@ void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows&
   for (int j = 0; j < count; ++j) total += PairsOf(*parts[j].w);
   ParallelGrid(ctx, rows, kAmxRowTile, total, kAmxMinPairsPerCell,
                [&](int64_t row_begin, int64_t row_end, int64_t begin, int64_t end, int) {
-                 int64_t first = 0;  // the part's first pair in the joint range
-                 for (int j = 0; j < count && first < end; ++j) {
+                 ForEachPartIn(parts, count, begin, end, PairsOf, [&](int j, int64_t p_begin, int64_t p_end) {
                    const QuantMatrix& w = *parts[j].w;
-                   const int64_t pairs = PairsOf(w);
-                   const int64_t p_begin = std::max(begin, first) - first;
-                   const int64_t p_end = std::min(end, first + pairs) - first;
-                   first += pairs;
-                   if (p_begin >= p_end) continue;
                    QuantGemmArgs args = ArgsFor(w, x, parts[j].bias, parts[j].y, ldy);
                    args.m_begin = row_begin;
                    args.m_end = row_end;
@@ -115,7 +130,7 @@ void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows&
                    args.g_end = std::min(GroupsOf(w), 2 * p_end);
                    const int64_t bytes = AmxQuantGemmScratchBytes(w.cols());
                    AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
-                 }
+                 });
                });
 }
 
@@ -124,7 +139,7 @@ void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows&
 // same bits), and activations quantized with their tile scales (which
 // QuantizeActivations makes under the same conditions).
 bool RunsOnAmx(const KernelContext& ctx, int64_t rows, const QuantMatrix& w) {
-  return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxQuantGemmRuns(w.dtype(), w.x8() != nullptr);
+  return AmxTakes(ctx, rows) && AmxQuantGemmRuns(w.dtype(), w.x8() != nullptr);
 }
 
 bool RunsOnAmx(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantMatrix& w) {
@@ -194,19 +209,14 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
   }
   const int64_t group_bytes = bytes / std::max<int64_t>(total, 1);
   ParallelChunks(ctx, total, DecodeChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
-    int64_t first = 0;  // the parts' first group in the joint range
-    for (int j = 0; j < count && first < end; ++j) {
-      const int64_t groups = GroupsOf(*parts[j].w);
-      const int64_t g_begin = std::max(begin, first) - first, g_end = std::min(end, first + groups) - first;
-      first += groups;
-      if (g_begin >= g_end) continue;
+    ForEachPartIn(parts, count, begin, end, GroupsOf, [&](int j, int64_t g_begin, int64_t g_end) {
       QuantGemmArgs args = ArgsFor(*parts[j].w, x, parts[j].bias, parts[j].y, ldy);
       args.m_begin = 0;
       args.m_end = rows;
       args.g_begin = g_begin;
       args.g_end = g_end;
       kernels.gemm(args);
-    }
+    });
   });
 }
 
