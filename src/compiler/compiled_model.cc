@@ -29,6 +29,37 @@ KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks) const {
   return l;
 }
 
+Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_blocks) const {
+  if (num_blocks < 1) return InvalidArgument("a KV cache of {} blocks", num_blocks);
+  return KvCache::Allocate(MakeKvLayout(num_blocks), *kv_cache_domain_);
+}
+
+namespace {
+
+// The domain of the backend that runs the nodes touching the KV cache (the
+// KV write, fused attention, the gather of decomposed attention). Their
+// kernels address the cache directly, so they must share one domain.
+Expected<MemoryDomain*> KvCacheDomain(const Graph& g, const BackendRegistry& backends) {
+  MemoryDomain* domain = nullptr;
+  const Node* first = nullptr;
+  for (const Node& n : g.nodes()) {
+    if (n.op != OpKind::kKvWrite && n.op != OpKind::kAttention && n.op != OpKind::kGatherKv) continue;
+    Backend* b = backends.Find(n.backend);
+    if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
+    if (domain == nullptr) {
+      domain = &b->domain();
+      first = &n;
+    } else if (b->domain().id() != domain->id()) {
+      return Unsupported(
+          "the KV cache is used by {} in {} and by {} in {}; its nodes must share a memory domain",
+          first->name, domain->name(), n.name, b->domain().name());
+    }
+  }
+  return domain != nullptr ? domain : &backends.cpu().domain();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStore& weights,
                                                                   const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
@@ -38,7 +69,10 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   const ModelConfig& config = weights.config();
   m->max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   if (m->max_model_len_ <= 0) return InvalidArgument("model has no max_position_embeddings; pass a max model length");
-  if (options.max_batch_tokens <= 0) return InvalidArgument("max batch tokens must be positive");
+  if (options.max_batch_tokens < 1 || options.max_batch_tokens > kMaxBatchTokensLimit) {
+    return InvalidArgument("max_batch_tokens must be in [1, {}], got {}", kMaxBatchTokensLimit,
+                           options.max_batch_tokens);
+  }
   if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kBF16 &&
       options.kv_dtype != DType::kI8) {
     return Unsupported("KV cache dtype {}: expected f32, f16, bf16 or i8 (int8)", DTypeName(options.kv_dtype));
@@ -68,6 +102,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
   // Stage 2: domains, transfers, packing; the arena per bucket below.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  KILN_ASSIGN_OR_RETURN(m->kv_cache_domain_, KvCacheDomain(g, backends));
   if (options.w8a8.enabled) {
     // Packed before the backends pack theirs, which then skip these.
     const std::string cpu = backends.cpu().name();

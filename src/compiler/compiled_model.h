@@ -20,10 +20,13 @@ namespace kiln {
 class ThreadPool;
 class WeightStore;
 
+// The largest forward pass kiln compiles, in tokens.
+inline constexpr int64_t kMaxBatchTokensLimit = int64_t{1} << 16;
+
 struct CompileOptions {
   std::string backend = "cpu";  // the target; what it cannot run falls back to cpu
   Precision precision = Precision::kMixed;
-  int64_t max_batch_tokens = 512;  // the largest bucket
+  int64_t max_batch_tokens = 512;  // the largest bucket, in [1, kMaxBatchTokensLimit]
   int64_t max_model_len = 0;       // 0: the model's max_position_embeddings
   int64_t max_seqs = 64;           // sequences per pass (sizes decomposed attention)
   int64_t block_size = 16;         // KV cache block size in tokens
@@ -79,6 +82,13 @@ class CompiledModel {
   // The KV cache layout this model's Programs expect, for `num_blocks`.
   KvCacheLayout MakeKvLayout(int64_t num_blocks) const;
 
+  // Where the KV cache lives: the memory domain of the backend whose nodes
+  // write and read it (host memory when that is the CPU).
+  MemoryDomain& kv_cache_domain() const { return *kv_cache_domain_; }
+  // A KV cache of `num_blocks` blocks, laid out as MakeKvLayout says, in
+  // kv_cache_domain().
+  Expected<std::unique_ptr<KvCache>> AllocateKvCache(int64_t num_blocks) const;
+
   // One forward pass: writes K/V of the batch's tokens into `kv` and the
   // logits of batch.output_rows into logits (num_output_rows rows of
   // vocab_size floats, logits_stride apart). Validates the batch first;
@@ -94,6 +104,7 @@ class CompiledModel {
   const WeightStore* weights_ = nullptr;
   CompileOptions options_;
   int64_t max_model_len_ = 0;
+  MemoryDomain* kv_cache_domain_ = nullptr;
   Graph graph_;
   CompileReport report_;
   PackedWeights packed_;

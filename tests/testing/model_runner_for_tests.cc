@@ -11,7 +11,7 @@ DirectRunner::DirectRunner(CompiledModel& model, int64_t max_seqs, int64_t max_l
     : model_(model), max_seqs_(max_seqs), max_len_(max_len) {
   int64_t bs = model.options().block_size;
   blocks_per_seq_ = (max_len + bs - 1) / bs;
-  auto cache = KvCache::Allocate(model.MakeKvLayout(blocks_per_seq_ * max_seqs), HostMemory());
+  auto cache = model.AllocateKvCache(blocks_per_seq_ * max_seqs);
   EXPECT_TRUE(cache.ok()) << cache.status().ToString();
   cache_ = std::move(cache).value();
   for (int64_t s = 0; s < max_seqs; ++s) {

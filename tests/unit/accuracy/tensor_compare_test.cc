@@ -94,7 +94,7 @@ TEST(ValueCapture, RecordsEveryValueOfAPass) {
   o.max_batch_tokens = 8;
   auto model = CompiledModel::Compile(**weights, o);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto cache = KvCache::Allocate((*model)->MakeKvLayout(1), HostMemory());
+  auto cache = (*model)->AllocateKvCache(1);
   ASSERT_TRUE(cache.ok());
   std::vector<int32_t> ids = {5, 6, 7}, pos = {0, 1, 2}, seq = {0, 0, 0}, rows = {0, 1, 2};
   const int32_t qs[2] = {0, 3}, len = 3, block0 = 0;
