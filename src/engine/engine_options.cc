@@ -75,10 +75,9 @@ Status EngineOptions::Validate() const {
     return InvalidArgument("block size must be in [1, 1024], got {}", block_size);
   }
   if (max_num_seqs < 1) return InvalidArgument("max-num-seqs must be >= 1, got {}", max_num_seqs);
-  if (max_num_batched_tokens < 1) {
-    return InvalidArgument("max-num-batched-tokens must be >= 1, got {}", max_num_batched_tokens);
-  }
-  // Every running sequence must be able to decode in every step.
+  // Every running sequence must be able to decode in every step (this
+  // also keeps the batch limit positive; its range is the compiler's to
+  // check).
   if (max_num_batched_tokens < max_num_seqs) {
     return InvalidArgument("max-num-batched-tokens ({}) must be at least max-num-seqs ({})",
                            max_num_batched_tokens, max_num_seqs);

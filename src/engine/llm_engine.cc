@@ -12,12 +12,12 @@
 #include "core/utf8.h"
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
+#include "engine/model_session.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/stop_string_filter.h"
 #include "engine/tensor_dump.h"
 #include "format/weight_store.h"
-#include "quant/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
@@ -33,25 +33,6 @@ struct LLMEngine::Request {
   std::optional<StreamingDecoder> decoder;  // absent without a tokenizer
   StopStringFilter stop_filter;
 };
-
-namespace {
-
-// Bytes for the KV cache: as given, as a fraction of available memory, or
-// by default enough for max_num_seqs sequences of the full context, within
-// a fifth of available memory.
-Expected<int64_t> KvCacheBytes(const EngineOptions& options, int64_t max_model_len, int64_t block_bytes) {
-  if (options.kv_cache_memory.bytes > 0) return options.kv_cache_memory.bytes;
-  const int64_t available = AvailableMemoryBytes();
-  if (options.kv_cache_memory.fraction > 0) {
-    if (available <= 0) return Unsupported("KV cache memory as a fraction: available memory is unknown here");
-    return static_cast<int64_t>(options.kv_cache_memory.fraction * static_cast<double>(available));
-  }
-  int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
-  int64_t bytes = options.max_num_seqs * blocks_per_seq * block_bytes;
-  return available > 0 ? std::min(bytes, available / 5) : bytes;
-}
-
-}  // namespace
 
 double EngineClock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -77,38 +58,10 @@ Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(LoadedModel model, const 
 
 Status LLMEngine::Init() {
   const ModelConfig& config = model_.weights->config();
-  CompileOptions co;
-  co.backend = options_.backend;
-  co.precision = options_.precision;
-  co.fuse.precision = options_.precision;
-  co.max_batch_tokens = options_.max_num_batched_tokens;
-  co.max_model_len = options_.max_model_len;
-  co.max_seqs = options_.max_num_seqs;
-  co.block_size = options_.block_size;
-  co.kv_dtype = options_.kv_cache_dtype;
-  co.threads = options_.threads;
-  if (options_.w8a8) {
-    co.w8a8.enabled = true;
-    CalibrationOptions calibration;
-    calibration.percentile = options_.calibration_percentile;
-    calibration.threads = options_.threads;
-    KILN_ASSIGN_OR_RETURN(co.w8a8.input_clips,
-                          ResolveActivationClips(*model_.weights, model_.tokenizer.get(), options_.calibration,
-                                                 options_.w8a8_clips, calibration));
-  }
-  KILN_ASSIGN_OR_RETURN(compiled_, CompiledModel::Compile(*model_.weights, co));
-
-  // The KV pool, sized once.
-  const int64_t block_bytes = compiled_->MakeKvLayout(1).BlockBytes();
-  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBytes(options_, compiled_->max_model_len(), block_bytes));
-  const int64_t num_blocks =
-      std::min<int64_t>(KvBlocksForBytes(compiled_->MakeKvLayout(1), bytes), INT32_MAX);
-  if (num_blocks < 1) {
-    return ResourceExhausted(
-        "KV cache memory of {} bytes holds no block ({} bytes for {} tokens); raise --kv-cache-memory", bytes,
-        block_bytes, options_.block_size);
-  }
-  KILN_ASSIGN_OR_RETURN(kv_cache_, KvCache::Allocate(compiled_->MakeKvLayout(num_blocks), HostMemory()));
+  KILN_ASSIGN_OR_RETURN(ModelSessionOptions session_options, SessionOptionsFor(options_, model_));
+  KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(*model_.weights, session_options));
+  const int64_t num_blocks = session_->num_kv_blocks();
+  const int64_t block_bytes = session_->kv_cache().layout().BlockBytes();
   blocks_ = std::make_unique<BlockManager>(static_cast<int32_t>(num_blocks), options_.block_size,
                                            options_.enable_prefix_caching);
   SchedulerConfig sc;
@@ -116,7 +69,7 @@ Status LLMEngine::Init() {
   sc.max_num_batched_tokens = options_.max_num_batched_tokens;
   sc.max_prefill_chunk = options_.max_prefill_chunk;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
-  runner_ = std::make_unique<ModelRunner>(*compiled_, *kv_cache_);
+  runner_ = std::make_unique<ModelRunner>(*session_);
   if (!options_.dump_dir.empty()) {
     KILN_ASSIGN_OR_RETURN(dumper_, TensorDumper::Create(options_.dump_dir));
   }
@@ -134,7 +87,7 @@ Status LLMEngine::Init() {
   counters_.kv_blocks_total = num_blocks;
   KILN_LOG_INFO(
       "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step",
-      num_blocks, options_.block_size, num_blocks * block_bytes >> 20, compiled_->max_model_len(),
+      num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
       options_.max_num_seqs, options_.max_num_batched_tokens);
   return Status::Ok();
 }
@@ -142,8 +95,11 @@ Status LLMEngine::Init() {
 const ModelConfig& LLMEngine::model_config() const {
   return model_.weights->config();
 }
+const CompiledModel& LLMEngine::compiled_model() const {
+  return session_->model();
+}
 int64_t LLMEngine::max_model_len() const {
-  return compiled_->max_model_len();
+  return session_->max_model_len();
 }
 int32_t LLMEngine::num_kv_blocks() const {
   return blocks_->num_blocks();

@@ -1,5 +1,5 @@
-// The serving engine: owns the compiled model, the paged KV cache, the block
-// manager and the scheduler, and runs requests together in continuous
+// The serving engine: owns the model session (the compiled model and its
+// paged KV cache), the block manager and the scheduler, and runs requests together in continuous
 // batches, one forward pass per Step().
 #pragma once
 
@@ -21,8 +21,8 @@ namespace kiln {
 
 class BlockManager;
 class CompiledModel;
-class KvCache;
 class ModelRunner;
+class ModelSession;
 class Scheduler;
 class TensorDumper;
 class Tokenizer;
@@ -57,7 +57,8 @@ class LLMEngine {
   // Loads the model named by `options` and builds the engine.
   static Expected<std::unique_ptr<LLMEngine>> Create(const EngineOptions& options);
   // Builds an engine over an already loaded model (several engines may
-  // share one). Compiles the model, sizes and allocates the KV cache.
+  // share one). Compiles the model, sizes and allocates the KV cache (a
+  // ModelSession).
   static Expected<std::unique_ptr<LLMEngine>> Create(LoadedModel model, const EngineOptions& options);
 
   ~LLMEngine();
@@ -104,7 +105,7 @@ class LLMEngine {
   const Tokenizer* tokenizer() const { return model_.tokenizer.get(); }
   const GenerationConfig& generation_config() const { return model_.generation; }
   const EngineOptions& options() const { return options_; }
-  const CompiledModel& compiled_model() const { return *compiled_; }
+  const CompiledModel& compiled_model() const;
   int64_t max_model_len() const;
   int32_t num_kv_blocks() const;
   // The ids that end generation unless a request ignores EOS: the
@@ -136,8 +137,7 @@ class LLMEngine {
 
   LoadedModel model_;
   EngineOptions options_;
-  std::unique_ptr<CompiledModel> compiled_;
-  std::unique_ptr<KvCache> kv_cache_;
+  std::unique_ptr<ModelSession> session_;
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;

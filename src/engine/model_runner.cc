@@ -4,18 +4,16 @@
 #include "backend/backend.h"
 #include "compiler/compiled_model.h"
 #include "core/thread_pool.h"
+#include "engine/model_session.h"
 #include "engine/tensor_dump.h"
 
 namespace kiln {
 
-ModelRunner::ModelRunner(CompiledModel& model, KvCache& kv)
-    : model_(model), kv_(kv), vocab_size_(model.config().vocab_size) {}
+ModelRunner::ModelRunner(ModelSession& session)
+    : session_(session), vocab_size_(session.config().vocab_size) {}
 
 Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch, TensorDumper* dumper) {
-  if (batch.num_tokens > model_.max_batch_tokens()) {
-    return Internal("model runner: {} tokens scheduled, beyond the compiled {}", batch.num_tokens,
-                    model_.max_batch_tokens());
-  }
+  // The batch limit is the session's to check (ModelSession::Forward).
   token_ids_.clear();
   positions_.clear();
   token_seq_.clear();
@@ -51,7 +49,7 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
   logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_size_));
   if (dumper != nullptr) dumper->BeginPass(token_ids_, positions_, token_seq_);
   KILN_RETURN_IF_ERROR(
-      model_.Forward(fb, kv_, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr));
+      session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr));
 
   if (dumper != nullptr) {
     BoundValue logits;
@@ -72,7 +70,8 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     if (batch.seqs[s].samples) sampling_.push_back(s);
   }
-  model_.pool().ParallelFor(static_cast<int64_t>(sampling_.size()), [&](int64_t begin, int64_t end, int) {
+  ThreadPool& pool = session_.model().pool();
+  pool.ParallelFor(static_cast<int64_t>(sampling_.size()), [&](int64_t begin, int64_t end, int) {
     for (int64_t row = begin; row < end; ++row) {
       const size_t s = sampling_[static_cast<size_t>(row)];
       Sequence& seq = *batch.seqs[s].seq;

@@ -12,16 +12,15 @@
 
 namespace kiln {
 
-class CompiledModel;
-class KvCache;
+class ModelSession;
 class TensorDumper;
 
 class ModelRunner {
  public:
-  // REQUIRES: `model` and `kv` outlive the runner.
-  ModelRunner(CompiledModel& model, KvCache& kv);
+  // REQUIRES: `session` outlives the runner.
+  explicit ModelRunner(ModelSession& session);
 
-  // Runs every scheduled sequence's tokens in one CompiledModel::Forward
+  // Runs every scheduled sequence's tokens in one ModelSession::Forward
   // call (positions, block tables and the rows whose logits are needed are
   // runtime inputs) and returns one result per batch.seqs entry, in order:
   // the sampled token, or token -1 where the sequence does not sample. With
@@ -31,8 +30,7 @@ class ModelRunner {
   Expected<std::vector<SampleResult>> Run(const ScheduledBatch& batch, TensorDumper* dumper = nullptr);
 
  private:
-  CompiledModel& model_;
-  KvCache& kv_;
+  ModelSession& session_;
   int64_t vocab_size_;
   // Reused between passes so that a step allocates little.
   std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;

@@ -1,0 +1,100 @@
+// From the options users give to what the compiler and the KV cache take.
+#include "engine/model_session_options.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "backend/kv_cache.h"
+#include "engine/model_loader.h"
+#include "format/weight_store.h"
+#include "quant/calibration.h"
+
+namespace kiln {
+
+Expected<ModelSessionOptions> SessionOptionsFor(const EngineOptions& options, const LoadedModel& model) {
+  ModelSessionOptions s;
+  s.backend = options.backend;
+  s.precision = options.precision;
+  s.threads = options.threads;
+  s.max_batch_tokens = options.max_num_batched_tokens;
+  s.max_model_len = options.max_model_len;
+  s.max_seqs = options.max_num_seqs;
+  s.block_size = options.block_size;
+  s.kv_dtype = options.kv_cache_dtype;
+  s.kv_cache_memory = options.kv_cache_memory;
+  if (options.w8a8) {
+    if (model.weights == nullptr) return InvalidArgument("W8A8: no weights");
+    // Static clips from --calibration or --w8a8-clips, else every input
+    // quantized per token at run time.
+    s.w8a8 = true;
+    CalibrationOptions calibration;
+    calibration.percentile = options.calibration_percentile;
+    calibration.threads = options.threads;
+    KILN_ASSIGN_OR_RETURN(s.w8a8_clips,
+                          ResolveActivationClips(*model.weights, model.tokenizer.get(), options.calibration,
+                                                 options.w8a8_clips, calibration));
+  }
+  return s;
+}
+
+CompileOptions ToCompileOptions(const ModelSessionOptions& options) {
+  CompileOptions co;
+  co.backend = options.backend;
+  co.precision = options.precision;
+  co.fuse.precision = options.precision;
+  co.max_batch_tokens = options.max_batch_tokens;
+  co.max_model_len = options.max_model_len;
+  co.max_seqs = options.max_seqs;
+  co.block_size = options.block_size;
+  co.kv_dtype = options.kv_dtype;
+  co.threads = options.threads;
+  co.w8a8.enabled = options.w8a8;
+  co.w8a8.input_clips = options.w8a8_clips;
+  return co;
+}
+
+Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const CompiledModel& model) {
+  const KvCacheLayout one_block = model.MakeKvLayout(1);
+  const int64_t block_bytes = one_block.BlockBytes();
+  const int64_t available = AvailableMemoryBytes();
+  if (options.kv_tokens_per_seq > 0) {
+    // Every sequence can always reach its length.
+    const int64_t blocks_per_seq = (options.kv_tokens_per_seq + options.block_size - 1) / options.block_size;
+    const int64_t num_blocks = blocks_per_seq * options.max_seqs;
+    const double bytes = static_cast<double>(num_blocks) * static_cast<double>(block_bytes);
+    if (num_blocks > std::numeric_limits<int32_t>::max() ||
+        (available > 0 && bytes > static_cast<double>(available))) {
+      return ResourceExhausted(
+          "a KV cache for {} sequences of {} tokens needs {:.0f} bytes, more than the {} bytes available; "
+          "lower max_seqs or max_tokens_per_seq",
+          options.max_seqs, options.kv_tokens_per_seq, bytes, available);
+    }
+    return num_blocks;
+  }
+  // As given, as a fraction of available memory, or by default enough for
+  // max_seqs sequences of the full context within a fifth of available
+  // memory.
+  int64_t bytes = options.kv_cache_memory.bytes;
+  if (bytes <= 0 && options.kv_cache_memory.fraction > 0) {
+    if (available <= 0) return Unsupported("KV cache memory as a fraction: available memory is unknown here");
+    bytes = static_cast<int64_t>(options.kv_cache_memory.fraction * static_cast<double>(available));
+  } else if (bytes <= 0) {
+    const int64_t blocks_per_seq = (model.max_model_len() + options.block_size - 1) / options.block_size;
+    bytes = options.max_seqs * blocks_per_seq * block_bytes;
+    if (available > 0) bytes = std::min(bytes, available / 5);
+  }
+  const int64_t num_blocks = std::min<int64_t>(KvBlocksForBytes(one_block, bytes), INT32_MAX);
+  if (num_blocks < 1) {
+    return ResourceExhausted(
+        "KV cache memory of {} bytes holds no block ({} bytes for {} tokens); raise --kv-cache-memory", bytes,
+        block_bytes, options.block_size);
+  }
+  return num_blocks;
+}
+
+Expected<std::unique_ptr<CompiledModel>> CompileForSession(const WeightStore& weights,
+                                                           const ModelSessionOptions& options) {
+  return CompiledModel::Compile(weights, ToCompileOptions(options));
+}
+
+}  // namespace kiln

@@ -1,0 +1,62 @@
+// How a model session is compiled and how big its KV cache is, whoever
+// asks for one: the engine, `kiln eval`, `kiln diff`, `kiln inspect --plan`,
+// calibration and the C API's sessions all state it here. ToCompileOptions
+// and KvCacheBlocks are the one translation into the compiler's terms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "compiler/compiled_model.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "engine/engine_options.h"
+
+namespace kiln {
+
+struct LoadedModel;
+class WeightStore;
+
+struct ModelSessionOptions {
+  // Compilation.
+  std::string backend = "cpu";  // what it cannot run falls back to the CPU
+  Precision precision = Precision::kMixed;
+  int threads = 0;                 // 0: one per physical core
+  int64_t max_batch_tokens = 512;  // tokens in one forward pass at most
+  int64_t max_model_len = 0;       // 0: the model's max_position_embeddings
+  int64_t max_seqs = 64;           // sequences in one forward pass at most
+  int64_t block_size = 16;         // tokens per KV cache block
+  DType kv_dtype = DType::kF32;
+  // W8A8 on the CPU: the decoder layers' linears in int8, each input scaled
+  // by its static clip where w8a8_clips has one, else per token.
+  bool w8a8 = false;
+  std::map<std::string, float> w8a8_clips;
+
+  // The KV cache: with kv_tokens_per_seq set, room for max_seqs sequences
+  // of that many tokens each, refused when more than the available memory;
+  // else as kv_cache_memory says.
+  int64_t kv_tokens_per_seq = 0;
+  KvCacheMemory kv_cache_memory;
+};
+
+// The session the engine's options describe (the engine's own; `kiln eval`
+// narrows it to one sequence). W8A8's static clips are calibrated or read
+// here, as options.calibration and options.w8a8_clips say.
+Expected<ModelSessionOptions> SessionOptionsFor(const EngineOptions& options, const LoadedModel& model);
+
+// The compiler's options for a session.
+CompileOptions ToCompileOptions(const ModelSessionOptions& options);
+
+// The number of KV cache blocks of a session over `model` (compiled with
+// `options`). Errors (resource exhausted) when the cache would hold no
+// block or, sized by kv_tokens_per_seq, not fit in the available memory.
+Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const CompiledModel& model);
+
+// The model alone, compiled as a session with these options would compile
+// it (for `kiln inspect --plan`, which runs nothing).
+Expected<std::unique_ptr<CompiledModel>> CompileForSession(const WeightStore& weights,
+                                                           const ModelSessionOptions& options);
+
+}  // namespace kiln
