@@ -5,9 +5,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "backend/forward_batch.h"
-#include "backend/kv_cache.h"
-#include "compiler/compiled_model.h"
+#include "engine/model_session.h"
+#include "format/model_config.h"
 
 namespace kiln {
 
@@ -57,30 +56,27 @@ double NllStats::PerplexityError() const {
   return variance > 0 ? Perplexity() * std::sqrt(variance / (n - 1)) : 0.0;
 }
 
-Expected<PerplexityResult> EvaluatePerplexity(CompiledModel& model, std::span<const int32_t> tokens,
+Expected<PerplexityResult> EvaluatePerplexity(ModelSession& session, std::span<const int32_t> tokens,
                                               const PerplexityOptions& options,
                                               const PerplexityProgress& progress) {
   KILN_ASSIGN_OR_RETURN(ChunkPlan plan, PlanChunks(static_cast<int64_t>(tokens.size()), options.ctx, options.score));
-  if (options.ctx > model.max_model_len()) {
+  if (options.ctx > session.max_model_len()) {
     return OutOfRange("context of {} tokens beyond the model's {} (raise --max-model-len)", options.ctx,
-                      model.max_model_len());
+                      session.max_model_len());
   }
-  const int64_t vocab = model.config().vocab_size;
+  const int64_t kv_tokens = session.num_kv_blocks() * session.block_size();
+  if (options.ctx > kv_tokens) {
+    return OutOfRange("context of {} tokens beyond the session's KV cache of {} tokens", options.ctx,
+                      kv_tokens);
+  }
+  const int64_t vocab = session.config().vocab_size;
   if (options.bos_id >= vocab) return InvalidArgument("BOS id {} outside the vocabulary of {}", options.bos_id, vocab);
-  const int64_t pass_tokens = std::min({options.batch_tokens, options.ctx, model.max_batch_tokens()});
-  if (pass_tokens <= 0) return InvalidArgument("batch of {} tokens", options.batch_tokens);
+  const int64_t pass_tokens = std::min(options.ctx, session.max_batch_tokens());
   const int64_t num_chunks =
       options.max_chunks > 0 ? std::min(plan.num_chunks, options.max_chunks) : plan.num_chunks;
 
-  const int64_t block_size = model.options().block_size;
-  const int64_t blocks = (options.ctx + block_size - 1) / block_size;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, KvCache::Allocate(model.MakeKvLayout(blocks), HostMemory()));
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  for (int64_t b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
-  const int32_t* tables[1] = {table.data()};
-
   std::vector<int32_t> chunk(static_cast<size_t>(options.ctx));
-  std::vector<int32_t> ids, positions, token_seq, rows;
+  std::vector<int32_t> rows;
   std::vector<float> logits(static_cast<size_t>(std::min(pass_tokens, plan.scored_per_chunk()) * vocab));
   PerplexityResult result;
   result.ctx = options.ctx;
@@ -91,28 +87,13 @@ Expected<PerplexityResult> EvaluatePerplexity(CompiledModel& model, std::span<co
     if (options.bos_id >= 0) chunk[0] = options.bos_id;
     for (int64_t p0 = 0; p0 < options.ctx; p0 += pass_tokens) {
       const int64_t p1 = std::min(options.ctx, p0 + pass_tokens);
-      ids.assign(chunk.begin() + p0, chunk.begin() + p1);
-      positions.clear();
       rows.clear();
       for (int64_t p = p0; p < p1; ++p) {
-        positions.push_back(static_cast<int32_t>(p));
         if (p >= plan.first && p < plan.last) rows.push_back(static_cast<int32_t>(p - p0));
       }
-      token_seq.assign(ids.size(), 0);
-      const int32_t query_start[2] = {0, static_cast<int32_t>(ids.size())};
-      const auto seq_len = static_cast<int32_t>(p1);
-      ForwardBatch b;
-      b.num_tokens = static_cast<int32_t>(ids.size());
-      b.token_ids = ids.data();
-      b.positions = positions.data();
-      b.token_seq = token_seq.data();
-      b.num_seqs = 1;
-      b.query_start = query_start;
-      b.seq_lens = &seq_len;
-      b.block_tables = tables;
-      b.num_output_rows = static_cast<int32_t>(rows.size());
-      b.output_rows = rows.data();
-      Status s = model.Forward(b, *cache, rows.empty() ? nullptr : logits.data(), vocab);
+      const std::span<const int32_t> ids(chunk.data() + p0, static_cast<size_t>(p1 - p0));
+      Status s = session.ForwardSequence(ids, static_cast<int32_t>(p0), rows,
+                                         rows.empty() ? nullptr : logits.data());
       if (!s.ok()) return s.WithContext(fmt::format("chunk {}", c));
       for (size_t r = 0; r < rows.size(); ++r) {
         const int64_t p = p0 + rows[r];

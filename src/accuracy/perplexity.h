@@ -15,7 +15,7 @@
 
 namespace kiln {
 
-class CompiledModel;
+class ModelSession;
 
 enum class ScoreMode {
   kSecondHalf,  // logits at ctx/2 .. ctx-2 predict tokens ctx/2+1 .. ctx-1 (llama.cpp)
@@ -66,7 +66,6 @@ struct PerplexityOptions {
   int64_t ctx = 512;
   ScoreMode score = ScoreMode::kSecondHalf;
   int32_t bos_id = -1;          // >= 0: replaces each chunk's first token
-  int64_t batch_tokens = 512;   // tokens per forward pass at most
   int64_t max_chunks = 0;       // 0: every whole chunk
 };
 
@@ -85,11 +84,12 @@ struct PerplexityResult {
 // Called after each chunk: chunks done, chunks in all, the running result.
 using PerplexityProgress = std::function<void(int64_t done, int64_t total, const PerplexityResult& so_far)>;
 
-// Evaluates `tokens` chunk by chunk on `model`, one sequence at a time, in
-// forward passes of at most options.batch_tokens tokens whose logits are
-// computed only at the scored positions. Fails on a bad plan, a context
-// beyond the model's, or a failed pass.
-Expected<PerplexityResult> EvaluatePerplexity(CompiledModel& model, std::span<const int32_t> tokens,
+// Evaluates `tokens` chunk by chunk on `session`, one sequence at a time
+// from the start of its KV cache, in forward passes of at most the
+// session's max_batch_tokens() tokens whose logits are computed only at the
+// scored positions. Fails on a bad plan, a context beyond the model's or
+// the session's KV cache, or a failed pass.
+Expected<PerplexityResult> EvaluatePerplexity(ModelSession& session, std::span<const int32_t> tokens,
                                               const PerplexityOptions& options,
                                               const PerplexityProgress& progress = nullptr);
 

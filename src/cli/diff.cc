@@ -8,10 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "accuracy/tensor_compare.h"
-#include "backend/kv_cache.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
-#include "compiler/compiled_model.h"
+#include "engine/model_session.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,46 +44,27 @@ struct DiffArgs {
 Expected<std::vector<CapturedValue>> RunSide(const Side& side, const std::vector<int32_t>& ids, int threads,
                                              int64_t* vocab_out) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> weights, WeightStore::Open(side.model));
-  CompileOptions co;
-  co.backend = side.backend;
-  KILN_ASSIGN_OR_RETURN(co.precision, ParsePrecision(side.precision));
-  KILN_ASSIGN_OR_RETURN(co.kv_dtype, ParseKvCacheDType(side.kv_cache_dtype));
-  co.max_batch_tokens = static_cast<int64_t>(ids.size());
-  co.max_seqs = 1;
-  co.threads = threads;
-  co.w8a8.enabled = side.w8a8;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(*weights, co));
-  const int64_t vocab = model->config().vocab_size;
+  ModelSessionOptions so;
+  so.backend = side.backend;
+  KILN_ASSIGN_OR_RETURN(so.precision, ParsePrecision(side.precision));
+  KILN_ASSIGN_OR_RETURN(so.kv_dtype, ParseKvCacheDType(side.kv_cache_dtype));
+  so.max_batch_tokens = static_cast<int64_t>(ids.size());
+  so.max_seqs = 1;
+  so.threads = threads;
+  so.w8a8 = side.w8a8;
+  so.kv_tokens_per_seq = static_cast<int64_t>(ids.size());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> session, ModelSession::Create(*weights, so));
+  const int64_t vocab = session->config().vocab_size;
   *vocab_out = vocab;
-  if (static_cast<int64_t>(ids.size()) > model->max_model_len()) {
-    return OutOfRange("prompt of {} tokens beyond the model's context of {}", ids.size(), model->max_model_len());
+  if (static_cast<int64_t>(ids.size()) > session->max_model_len()) {
+    return OutOfRange("prompt of {} tokens beyond the model's context of {}", ids.size(),
+                      session->max_model_len());
   }
-  const int64_t bs = model->options().block_size;
-  const int64_t blocks = (static_cast<int64_t>(ids.size()) + bs - 1) / bs;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, KvCache::Allocate(model->MakeKvLayout(blocks), HostMemory()));
-  std::vector<int32_t> table(static_cast<size_t>(blocks)), positions, seq(ids.size(), 0), rows;
-  for (int64_t i = 0; i < blocks; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    positions.push_back(static_cast<int32_t>(i));
-    rows.push_back(static_cast<int32_t>(i));
-  }
-  const int32_t query_start[2] = {0, static_cast<int32_t>(ids.size())};
-  const auto len = static_cast<int32_t>(ids.size());
-  const int32_t* tables[1] = {table.data()};
-  ForwardBatch batch;
-  batch.num_tokens = len;
-  batch.token_ids = ids.data();
-  batch.positions = positions.data();
-  batch.token_seq = seq.data();
-  batch.num_seqs = 1;
-  batch.query_start = query_start;
-  batch.seq_lens = &len;
-  batch.block_tables = tables;
-  batch.num_output_rows = len;
-  batch.output_rows = rows.data();
+  std::vector<int32_t> rows(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) rows[i] = static_cast<int32_t>(i);
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   ValueCapture capture;
-  KILN_RETURN_IF_ERROR(model->Forward(batch, *cache, logits.data(), vocab, &capture.fn()));
+  KILN_RETURN_IF_ERROR(session->ForwardSequence(ids, 0, rows, logits.data(), &capture.fn()));
   KILN_RETURN_IF_ERROR(capture.status());
   return capture.values();
 }

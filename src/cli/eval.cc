@@ -16,8 +16,8 @@
 #include "compiler/compiled_model.h"
 #include "core/mapped_file.h"
 #include "engine/model_loader.h"
+#include "engine/model_session.h"
 #include "format/weight_store.h"
-#include "quant/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::cli {
@@ -67,16 +67,16 @@ Expected<std::string> ReadEvalText(const std::string& path) {
 }
 
 // "off", "dynamic" (activations quantized per token) or "static" (calibrated clips).
-const char* W8A8Mode(const cpu::W8A8Options& w8a8) {
-  if (!w8a8.enabled) return "off";
-  return w8a8.input_clips.empty() ? "dynamic" : "static";
+const char* W8A8Mode(const ModelSessionOptions& session) {
+  if (!session.w8a8) return "off";
+  return session.w8a8_clips.empty() ? "dynamic" : "static";
 }
 
 // The header line's note on W8A8, empty when it is off.
-std::string W8A8Note(const cpu::W8A8Options& w8a8) {
-  if (!w8a8.enabled) return "";
-  if (w8a8.input_clips.empty()) return ", W8A8 (activations per token)";
-  return fmt::format(", W8A8 (static activation clips of {} weights)", w8a8.input_clips.size());
+std::string W8A8Note(const ModelSessionOptions& session) {
+  if (!session.w8a8) return "";
+  if (session.w8a8_clips.empty()) return ", W8A8 (activations per token)";
+  return fmt::format(", W8A8 (static activation clips of {} weights)", session.w8a8_clips.size());
 }
 
 Status RunEval(const EvalArgs& a) {
@@ -86,27 +86,13 @@ Status RunEval(const EvalArgs& a) {
   KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
   if (loaded.tokenizer == nullptr) return InvalidArgument("the model has no tokenizer to read the text with");
 
-  CompileOptions co;
-  co.backend = options.backend;
-  co.precision = options.precision;
-  co.max_batch_tokens = std::min<int64_t>(options.max_num_batched_tokens, a.ctx);
-  co.max_model_len = options.max_model_len;
-  co.max_seqs = 1;
-  co.block_size = options.block_size;
-  co.kv_dtype = options.kv_cache_dtype;
-  co.threads = options.threads;
-  if (options.w8a8) {
-    // As the engine does: static clips from --calibration or --w8a8-clips,
-    // else every input quantized per token at run time.
-    co.w8a8.enabled = true;
-    CalibrationOptions calibration;
-    calibration.percentile = options.calibration_percentile;
-    calibration.threads = options.threads;
-    KILN_ASSIGN_OR_RETURN(co.w8a8.input_clips,
-                          ResolveActivationClips(*loaded.weights, loaded.tokenizer.get(), options.calibration,
-                                                 options.w8a8_clips, calibration));
-  }
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(*loaded.weights, co));
+  // The engine's session narrowed to one sequence of one chunk.
+  KILN_ASSIGN_OR_RETURN(ModelSessionOptions so, SessionOptionsFor(options, loaded));
+  so.max_seqs = 1;
+  so.max_batch_tokens = std::min<int64_t>(options.max_num_batched_tokens, a.ctx);
+  so.kv_tokens_per_seq = a.ctx;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> session, ModelSession::Create(*loaded.weights, so));
+  const CompiledModel* model = &session->model();
 
   KILN_ASSIGN_OR_RETURN(std::string text, ReadEvalText(a.perplexity_file));
   const Tokenizer& tokenizer = *loaded.tokenizer;
@@ -116,16 +102,16 @@ Status RunEval(const EvalArgs& a) {
   po.ctx = a.ctx;
   po.score = score;
   po.bos_id = tokenizer.add_bos() && !a.no_bos ? tokenizer.bos_id() : -1;
-  po.batch_tokens = co.max_batch_tokens;
   po.max_chunks = a.max_chunks;
   if (!a.json) {
-    fmt::print(stderr, "eval: {} tokens, chunks of {}, scoring {}{}, {} threads, kernels {}{}\n", tokens.size(), a.ctx,
-               ScoreModeName(score), po.bos_id >= 0 ? ", first token of each chunk BOS" : "",
-               model->report().threads, model->report().isa, W8A8Note(co.w8a8));
+    fmt::print(stderr, "eval: {} tokens, chunks of {}, scoring {}{}, {} threads, kernels {}{}\n",
+               tokens.size(), a.ctx, ScoreModeName(score),
+               po.bos_id >= 0 ? ", first token of each chunk BOS" : "", model->report().threads,
+               model->report().isa, W8A8Note(so));
   }
   ProgressPrinter printer;
   auto progress = [&](int64_t done, int64_t total, const PerplexityResult& r) { printer.Update(done, total, r); };
-  KILN_ASSIGN_OR_RETURN(PerplexityResult r, EvaluatePerplexity(*model, tokens, po, progress));
+  KILN_ASSIGN_OR_RETURN(PerplexityResult r, EvaluatePerplexity(*session, tokens, po, progress));
   const double rate = r.seconds > 0 ? static_cast<double>(r.tokens_evaluated) / r.seconds : 0.0;
   if (a.json) {
     nlohmann::ordered_json j;
@@ -145,7 +131,7 @@ Status RunEval(const EvalArgs& a) {
     j["bos_replaced"] = po.bos_id >= 0;
     j["precision"] = PrecisionName(options.precision);
     j["kv_cache_dtype"] = DTypeName(options.kv_cache_dtype);
-    j["w8a8"] = W8A8Mode(co.w8a8);
+    j["w8a8"] = W8A8Mode(so);
     j["threads"] = model->report().threads;
     j["isa"] = model->report().isa;
     fmt::print("{}\n", j.dump());

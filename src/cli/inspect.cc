@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "compiler/compiled_model.h"
+#include "engine/model_session_options.h"
 #include "format/gguf.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
@@ -163,11 +164,11 @@ void RegisterInspect(CLI::App& app) {
     }
     PrintModel(**store);
     if (!a->plan) return;
-    CompileOptions options;
+    ModelSessionOptions options;
     options.backend = a->backend;
     options.max_batch_tokens = a->max_batch_tokens;
     options.threads = a->threads;
-    options.w8a8.enabled = a->w8a8;
+    options.w8a8 = a->w8a8;
     auto precision = ParsePrecision(a->precision);
     if (!precision.ok()) {
       fmt::print(stderr, "kiln inspect: --precision: {}\n", precision.status().message());
@@ -175,7 +176,7 @@ void RegisterInspect(CLI::App& app) {
       return;
     }
     options.precision = *precision;
-    auto compiled = CompiledModel::Compile(**store, options);
+    auto compiled = CompileForSession(**store, options);
     if (!compiled.ok()) {
       fmt::print(stderr, "kiln inspect: {}\n", compiled.status().ToString());
       SetExitCode(1);

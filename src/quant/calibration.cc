@@ -9,12 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/kv_cache.h"
-#include "backend/memory_domain.h"
 #include "compiler/compiled_model.h"
 #include "core/half.h"
 #include "core/mapped_file.h"
 #include "core/utf8.h"
+#include "engine/model_session.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -67,16 +66,17 @@ Expected<ActivationClips> CalibrateActivationClips(const WeightStore& weights, c
   }
 
   const int64_t window = std::min<int64_t>(options.window, weights.config().max_position_embeddings);
-  CompileOptions compile;
-  compile.precision = Precision::kFp32;
-  compile.max_batch_tokens = window;
-  compile.max_model_len = window;
-  compile.max_seqs = 1;
-  compile.threads = options.threads;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(weights, compile));
+  ModelSessionOptions fp32;
+  fp32.precision = Precision::kFp32;
+  fp32.max_batch_tokens = window;
+  fp32.max_model_len = window;
+  fp32.max_seqs = 1;
+  fp32.threads = options.threads;
+  fp32.kv_tokens_per_seq = window;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> session, ModelSession::Create(weights, fp32));
 
   // Which dumped values are linear inputs, and whose.
-  const Graph& g = model->graph();
+  const Graph& g = session->model().graph();
   std::unordered_map<std::string, std::vector<std::string>> weights_of_input;
   for (const Node& n : g.nodes()) {
     if (n.op != OpKind::kLinear && n.op != OpKind::kGateUpSiluMul) continue;
@@ -95,28 +95,11 @@ Expected<ActivationClips> CalibrateActivationClips(const WeightStore& weights, c
     for (int64_t r = 0; r < rows; ++r) m.push_back(RowAbsMax(value, r));
   };
 
-  KvCacheLayout layout = model->MakeKvLayout((window + compile.block_size - 1) / compile.block_size);
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, KvCache::Allocate(layout, HostMemory()));
-  std::vector<int32_t> table(static_cast<size_t>(layout.num_blocks));
-  for (size_t b = 0; b < table.size(); ++b) table[b] = static_cast<int32_t>(b);
-  const int32_t* tables[1] = {table.data()};
-  std::vector<int32_t> positions(static_cast<size_t>(window)), seq(static_cast<size_t>(window), 0);
-  for (int64_t i = 0; i < window; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  // Each window from position 0 of an empty cache.
   for (int64_t start = 0; start < count; start += window) {
-    const auto len = static_cast<int32_t>(std::min(window, count - start));
-    int32_t query_start[2] = {0, len};
-    int32_t seq_len = len;
-    ForwardBatch b;
-    b.num_tokens = len;
-    b.token_ids = token_ids.data() + start;
-    b.positions = positions.data();
-    b.token_seq = seq.data();
-    b.num_seqs = 1;
-    b.query_start = query_start;
-    b.seq_lens = &seq_len;
-    b.block_tables = tables;
-    b.num_output_rows = 0;
-    KILN_RETURN_IF_ERROR(model->Forward(b, *cache, nullptr, 0, &dump).WithContext("calibration"));
+    const auto len = static_cast<size_t>(std::min(window, count - start));
+    const std::span<const int32_t> ids(token_ids.data() + start, len);
+    KILN_RETURN_IF_ERROR(session->ForwardSequence(ids, 0, {}, nullptr, &dump).WithContext("calibration"));
   }
 
   ActivationClips clips;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/compiled_model.h"
+#include "engine/model_session.h"
 #include "format/weight_store.h"
 #include "testing/model_runner_for_tests.h"
 #include "testing/test_paths.h"
@@ -72,12 +73,15 @@ TEST(NllStats, PerplexityAndLlamaCppsErrorEstimate) {
 TEST(EvaluatePerplexity, EqualsNllsFromAFullPrefillOfEachChunk) {
   auto weights = WeightStore::Open(testing::ModelDir("tiny-qwen2"));
   ASSERT_TRUE(weights.ok()) << weights.status().ToString();
-  CompileOptions o;
+  ModelSessionOptions o;
   o.precision = Precision::kFp32;
   o.threads = 2;
+  o.max_seqs = 1;
   o.max_batch_tokens = 16;  // chunks of 40 take three passes
-  auto model = CompiledModel::Compile(**weights, o);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  o.kv_tokens_per_seq = 40;
+  auto session = ModelSession::Create(**weights, o);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  CompiledModel* model = &(*session)->model();
   std::vector<int32_t> tokens;
   for (int i = 0; i < 130; ++i) tokens.push_back((i * 131 + 7) % 2000 + 5);
   const int32_t bos = 3;
@@ -86,9 +90,8 @@ TEST(EvaluatePerplexity, EqualsNllsFromAFullPrefillOfEachChunk) {
     po.ctx = 40;
     po.score = mode;
     po.bos_id = bos;
-    po.batch_tokens = 16;
     int64_t calls = 0;
-    auto r = EvaluatePerplexity(**model, tokens, po, [&](int64_t done, int64_t total, const PerplexityResult&) {
+    auto r = EvaluatePerplexity(**session, tokens, po, [&](int64_t done, int64_t total, const PerplexityResult&) {
       EXPECT_EQ(done, ++calls);
       EXPECT_EQ(total, 3);
     });
@@ -98,8 +101,8 @@ TEST(EvaluatePerplexity, EqualsNllsFromAFullPrefillOfEachChunk) {
     EXPECT_EQ(calls, 3);
 
     NllStats expected;
-    testing::DirectRunner runner(**model, 1, 64);
-    const int64_t vocab = (*model)->config().vocab_size;
+    testing::DirectRunner runner(*model, 1, 64);
+    const int64_t vocab = model->config().vocab_size;
     for (int c = 0; c < 3; ++c) {
       std::vector<int32_t> chunk(tokens.begin() + c * 40, tokens.begin() + (c + 1) * 40);
       chunk[0] = bos;
@@ -117,7 +120,7 @@ TEST(EvaluatePerplexity, EqualsNllsFromAFullPrefillOfEachChunk) {
   PerplexityOptions too_long;
   too_long.ctx = 4096;
   std::vector<int32_t> many(5000, 5);
-  EXPECT_FALSE(EvaluatePerplexity(**model, many, too_long).ok());
+  EXPECT_FALSE(EvaluatePerplexity(**session, many, too_long).ok());
 }
 
 }  // namespace
