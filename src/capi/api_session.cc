@@ -41,7 +41,7 @@ kiln_status kiln_session_create(const kiln_model* model, int32_t max_seqs, int32
   return Guard("kiln_session_create", [&]() -> Status {
     if (model == nullptr) return InvalidArgument("model is NULL");
     if (session == nullptr) return InvalidArgument("session (the output) is NULL");
-    KILN_ASSIGN_OR_RETURN(kiln::capi::SessionOptions o,
+    KILN_ASSIGN_OR_RETURN(kiln::ModelSessionOptions o,
                           kiln::capi::FromCSessionOptions(max_seqs, max_tokens_per_seq, options));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::capi::ForwardSession> forward,
                           kiln::capi::ForwardSession::Create(model->model, o));

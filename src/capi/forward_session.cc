@@ -5,52 +5,47 @@
 #include <limits>
 
 #include "backend/forward_batch.h"
-#include "backend/kv_cache.h"
-#include "backend/memory_domain.h"
-#include "compiler/compiled_model.h"
-#include "engine/engine_options.h"
+#include "engine/model_session.h"
 #include "format/weight_store.h"
 
 namespace kiln::capi {
 namespace {
 
-// Bounds on what a caller may ask for, so that a bad argument is an error
-// rather than an enormous allocation.
+// A bound on what a caller may ask for, so that a bad argument is an error
+// rather than an enormous allocation. (The batch limit is the compiler's to
+// check.)
 constexpr int32_t kMaxSeqs = 1 << 16;
-constexpr int32_t kMaxBatchTokens = 1 << 16;
 
 }  // namespace
 
-ForwardSession::ForwardSession(LoadedModel model, const SessionOptions& options)
-    : model_(std::move(model)), options_(options) {}
+ForwardSession::ForwardSession(LoadedModel model, int32_t max_seqs, int32_t max_tokens_per_seq)
+    : model_(std::move(model)), max_seqs_(max_seqs), max_tokens_per_seq_(max_tokens_per_seq) {}
 
 ForwardSession::~ForwardSession() = default;
 
 Expected<std::unique_ptr<ForwardSession>> ForwardSession::Create(LoadedModel model,
-                                                                 const SessionOptions& options) {
+                                                                 const ModelSessionOptions& options) {
   if (model.weights == nullptr) return InvalidArgument("session: the model has no weights");
   const ModelConfig& config = model.weights->config();
-  SessionOptions o = options;
+  ModelSessionOptions o = options;
   if (o.max_seqs < 1 || o.max_seqs > kMaxSeqs) {
     return InvalidArgument("max_seqs must be in [1, {}], got {}", kMaxSeqs, o.max_seqs);
   }
-  if (o.max_tokens_per_seq < 0) {
+  if (o.kv_tokens_per_seq < 0) {
     return InvalidArgument("max_tokens_per_seq must be >= 0 (0: the model's context), got {}",
-                           o.max_tokens_per_seq);
+                           o.kv_tokens_per_seq);
   }
   const int64_t context =
       std::min<int64_t>(config.max_position_embeddings, std::numeric_limits<int32_t>::max());
-  if (o.max_tokens_per_seq == 0) o.max_tokens_per_seq = static_cast<int32_t>(context);
-  if (o.max_tokens_per_seq < 1)
+  if (o.kv_tokens_per_seq == 0) o.kv_tokens_per_seq = context;
+  if (o.kv_tokens_per_seq < 1)
     return InvalidArgument("the model states no context length; give max_tokens_per_seq");
-  if (context > 0 && o.max_tokens_per_seq > context) {
-    return OutOfRange("max_tokens_per_seq {} beyond the model's context of {} tokens", o.max_tokens_per_seq,
+  if (context > 0 && o.kv_tokens_per_seq > context) {
+    return OutOfRange("max_tokens_per_seq {} beyond the model's context of {} tokens", o.kv_tokens_per_seq,
                       context);
   }
-  if (o.max_batch_tokens < 1 || o.max_batch_tokens > kMaxBatchTokens) {
-    return InvalidArgument("max_batch_tokens must be in [1, {}], got {}", kMaxBatchTokens,
-                           o.max_batch_tokens);
-  }
+  // A sequence may grow as long as the cache holds for it.
+  o.max_model_len = o.kv_tokens_per_seq;
   if (o.block_size < 1 || o.block_size > 1024) {
     return InvalidArgument("block_size must be in [1, 1024], got {}", o.block_size);
   }
@@ -60,50 +55,18 @@ Expected<std::unique_ptr<ForwardSession>> ForwardSession::Create(LoadedModel mod
     return InvalidArgument("KV cache dtype {}: expected f32, f16 or bf16", DTypeName(o.kv_dtype));
   }
 
-  // Every sequence can always reach max_tokens_per_seq; refuse a cache that
-  // cannot fit in memory before compiling anything.
-  KvCacheLayout one_block;
-  one_block.num_layers = config.num_layers;
-  one_block.num_blocks = 1;
-  one_block.block_size = o.block_size;
-  one_block.num_kv_heads = config.num_kv_heads;
-  one_block.head_dim = config.head_dim;
-  one_block.dtype = o.kv_dtype;
-  const int64_t blocks_per_seq = (int64_t{o.max_tokens_per_seq} + o.block_size - 1) / o.block_size;
-  const int64_t num_blocks = blocks_per_seq * o.max_seqs;
-  const double bytes = static_cast<double>(num_blocks) * static_cast<double>(one_block.BlockBytes());
-  const int64_t available = AvailableMemoryBytes();
-  if (num_blocks > std::numeric_limits<int32_t>::max() ||
-      (available > 0 && bytes > static_cast<double>(available))) {
-    return ResourceExhausted(
-        "a KV cache for {} sequences of {} tokens needs {:.0f} bytes, more than the {} bytes available; "
-        "lower max_seqs or max_tokens_per_seq",
-        o.max_seqs, o.max_tokens_per_seq, bytes, available);
-  }
-
-  auto session = std::unique_ptr<ForwardSession>(new ForwardSession(std::move(model), o));
-  CompileOptions co;
-  co.backend = o.backend;
-  co.precision = o.precision;
-  co.fuse.precision = o.precision;
-  co.max_batch_tokens = o.max_batch_tokens;
-  co.max_model_len = o.max_tokens_per_seq;
-  co.max_seqs = o.max_seqs;
-  co.block_size = o.block_size;
-  co.kv_dtype = o.kv_dtype;
-  co.threads = o.threads;
-  KILN_ASSIGN_OR_RETURN(session->compiled_, CompiledModel::Compile(*session->model_.weights, co));
-  KILN_ASSIGN_OR_RETURN(session->kv_,
-                        KvCache::Allocate(session->compiled_->MakeKvLayout(num_blocks), HostMemory()));
-  session->blocks_ =
-      std::make_unique<KvBlockPool>(static_cast<int32_t>(num_blocks), o.block_size, o.max_seqs);
+  auto session = std::unique_ptr<ForwardSession>(new ForwardSession(
+      std::move(model), static_cast<int32_t>(o.max_seqs), static_cast<int32_t>(o.kv_tokens_per_seq)));
+  KILN_ASSIGN_OR_RETURN(session->session_, ModelSession::Create(*session->model_.weights, o));
+  session->blocks_ = std::make_unique<KvBlockPool>(static_cast<int32_t>(session->session_->num_kv_blocks()),
+                                                   static_cast<int32_t>(o.block_size), session->max_seqs_);
   session->vocab_size_ = static_cast<int32_t>(config.vocab_size);
   return session;
 }
 
 Status ForwardSession::CheckSeq(int32_t seq) const {
-  if (seq < 0 || seq >= options_.max_seqs) {
-    return InvalidArgument("sequence id {} outside [0, {})", seq, options_.max_seqs);
+  if (seq < 0 || seq >= max_seqs_) {
+    return InvalidArgument("sequence id {} outside [0, {})", seq, max_seqs_);
   }
   return Status::Ok();
 }
@@ -112,22 +75,21 @@ Expected<int64_t> ForwardSession::Run(const SessionBatch& batch, float* logits, 
   std::lock_guard<std::mutex> lock(mu_);
   const size_t n = batch.token_ids.size();
   if (n == 0) return InvalidArgument("no tokens to run");
-  const size_t max_tokens =
-      static_cast<size_t>(options_.max_seqs) * static_cast<size_t>(options_.max_tokens_per_seq);
+  const size_t max_tokens = static_cast<size_t>(max_seqs_) * static_cast<size_t>(max_tokens_per_seq_);
   if (n > max_tokens) {
-    return OutOfRange("{} tokens, more than the session's {} sequences of {} tokens hold", n,
-                      options_.max_seqs, options_.max_tokens_per_seq);
+    return OutOfRange("{} tokens, more than the session's {} sequences of {} tokens hold", n, max_seqs_,
+                      max_tokens_per_seq_);
   }
 
   // Each token's position: the next one of its sequence.
-  std::vector<int32_t> next(static_cast<size_t>(options_.max_seqs), -1);
-  std::vector<int32_t> last_token(static_cast<size_t>(options_.max_seqs), -1);
+  std::vector<int32_t> next(static_cast<size_t>(max_seqs_), -1);
+  std::vector<int32_t> last_token(static_cast<size_t>(max_seqs_), -1);
   std::vector<int32_t> touched;  // sequences in order of first appearance
   std::vector<int32_t> positions(n);
   for (size_t i = 0; i < n; ++i) {
     const int32_t seq = batch.seq_ids != nullptr ? batch.seq_ids[i] : 0;
-    if (seq < 0 || seq >= options_.max_seqs) {
-      return InvalidArgument("token {}: sequence id {} outside [0, {})", i, seq, options_.max_seqs);
+    if (seq < 0 || seq >= max_seqs_) {
+      return InvalidArgument("token {}: sequence id {} outside [0, {})", i, seq, max_seqs_);
     }
     const int32_t id = batch.token_ids[i];
     if (id < 0 || id >= vocab_size_) {
@@ -145,9 +107,9 @@ Expected<int64_t> ForwardSession::Run(const SessionBatch& batch, float* logits, 
           "to go back)",
           i, batch.positions[i], seq, expected);
     }
-    if (expected >= options_.max_tokens_per_seq) {
+    if (expected >= max_tokens_per_seq_) {
       return OutOfRange("token {}: sequence {} would grow beyond the session's {} tokens per sequence", i,
-                        seq, options_.max_tokens_per_seq);
+                        seq, max_tokens_per_seq_);
     }
     positions[i] = expected++;
     last_token[static_cast<size_t>(seq)] = static_cast<int32_t>(i);
@@ -183,7 +145,7 @@ Expected<int64_t> ForwardSession::Run(const SessionBatch& batch, float* logits, 
   }
 
   float* out = logits;
-  const size_t chunk = static_cast<size_t>(options_.max_batch_tokens);
+  const size_t chunk = static_cast<size_t>(session_->max_batch_tokens());
   for (size_t begin = 0; begin < n; begin += chunk) {
     const size_t end = std::min(n, begin + chunk);
     Status s =
@@ -206,7 +168,7 @@ Status ForwardSession::RunChunk(const SessionBatch& batch, const std::vector<int
   // sequence (in order of first appearance), then place each token.
   const int32_t n = end - begin;
   auto seq_of = [&](int32_t i) { return batch.seq_ids != nullptr ? batch.seq_ids[i] : 0; };
-  std::vector<int32_t> local(static_cast<size_t>(options_.max_seqs), -1);
+  std::vector<int32_t> local(static_cast<size_t>(max_seqs_), -1);
   order_.clear();
   query_start_.assign(1, 0);
   for (int32_t i = begin; i < end; ++i) {
@@ -250,13 +212,13 @@ Status ForwardSession::RunChunk(const SessionBatch& batch, const std::vector<int
   fb.block_tables = block_tables_.data();
   fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
   fb.output_rows = output_rows_.data();
-  return compiled_->Forward(fb, *kv_, logits, vocab_size_);
+  return session_->Forward(fb, logits, vocab_size_);
 }
 
 Status ForwardSession::Reset(int32_t seq) {
   std::lock_guard<std::mutex> lock(mu_);
   if (seq == -1) {
-    for (int32_t s = 0; s < options_.max_seqs; ++s) blocks_->Truncate(s, 0);
+    for (int32_t s = 0; s < max_seqs_; ++s) blocks_->Truncate(s, 0);
     return Status::Ok();
   }
   KILN_RETURN_IF_ERROR(CheckSeq(seq));

@@ -1,6 +1,7 @@
-// A model compiled for a caller's own decoding loop: a KV cache for a fixed
-// number of sequence ids, forward passes that append tokens to them and
-// write logits into the caller's buffer, and rewinding.
+// The C API's sessions: a model session (the compiled model and its KV
+// cache) driven by the caller's own decoding loop, with a fixed number of
+// sequence ids, forward passes that append tokens to them and write logits
+// into the caller's buffer, and rewinding.
 #pragma once
 
 #include <cstdint>
@@ -11,28 +12,15 @@
 #include <vector>
 
 #include "capi/kv_block_pool.h"
-#include "compiler/fuse.h"
-#include "core/dtype.h"
 #include "core/status.h"
 #include "engine/model_loader.h"
+#include "engine/model_session_options.h"
 
 namespace kiln {
-class CompiledModel;
-class KvCache;
+class ModelSession;
 }  // namespace kiln
 
 namespace kiln::capi {
-
-struct SessionOptions {
-  int32_t max_seqs = 1;
-  int32_t max_tokens_per_seq = 0;  // 0: the model's context length
-  int32_t threads = 0;             // 0: one per physical core
-  int32_t max_batch_tokens = 512;  // per forward pass; longer runs are split
-  int32_t block_size = 16;
-  Precision precision = Precision::kMixed;
-  DType kv_dtype = DType::kF32;
-  std::string backend = "cpu";
-};
 
 enum class LogitsMode { kLast, kAll, kNone };
 
@@ -47,8 +35,11 @@ struct SessionBatch {
 class ForwardSession {
  public:
   // Compiles `model` and allocates a KV cache for options.max_seqs
-  // sequences of options.max_tokens_per_seq tokens. Errors name the option.
-  static Expected<std::unique_ptr<ForwardSession>> Create(LoadedModel model, const SessionOptions& options);
+  // sequences of options.kv_tokens_per_seq tokens (0: the model's context,
+  // which is also the longest a sequence may grow). Errors name the C
+  // API's option.
+  static Expected<std::unique_ptr<ForwardSession>> Create(LoadedModel model,
+                                                          const ModelSessionOptions& options);
 
   ~ForwardSession();
   ForwardSession(const ForwardSession&) = delete;
@@ -71,11 +62,11 @@ class ForwardSession {
   Expected<int32_t> Length(int32_t seq) const;
 
   int32_t vocab_size() const { return vocab_size_; }
-  int32_t max_seqs() const { return options_.max_seqs; }
-  int32_t max_tokens_per_seq() const { return options_.max_tokens_per_seq; }
+  int32_t max_seqs() const { return max_seqs_; }
+  int32_t max_tokens_per_seq() const { return max_tokens_per_seq_; }
 
  private:
-  ForwardSession(LoadedModel model, const SessionOptions& options);
+  ForwardSession(LoadedModel model, int32_t max_seqs, int32_t max_tokens_per_seq);
   Status CheckSeq(int32_t seq) const;
   // Runs tokens [begin, end) of the batch (grouped by sequence inside the
   // pass) and writes their output rows from `logits` on.
@@ -83,10 +74,10 @@ class ForwardSession {
                   int32_t end, const std::vector<bool>& wants_row, float* logits);
 
   LoadedModel model_;
-  SessionOptions options_;
+  int32_t max_seqs_ = 0;
+  int32_t max_tokens_per_seq_ = 0;
   int32_t vocab_size_ = 0;
-  std::unique_ptr<CompiledModel> compiled_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<ModelSession> session_;
   std::unique_ptr<KvBlockPool> blocks_;
   mutable std::mutex mu_;
   // Reused between passes.

@@ -59,12 +59,12 @@ kiln_engine_options DefaultCEngineOptions() {
 }
 
 kiln_session_options DefaultCSessionOptions() {
-  const SessionOptions s;
+  const ModelSessionOptions s;
   kiln_session_options o{};
   o.struct_size = sizeof(o);
   o.threads = s.threads;
-  o.max_batch_tokens = s.max_batch_tokens;
-  o.block_size = s.block_size;
+  o.max_batch_tokens = static_cast<int32_t>(s.max_batch_tokens);
+  o.block_size = static_cast<int32_t>(s.block_size);
   return o;
 }
 
@@ -184,12 +184,12 @@ Expected<EngineOptions> FromCEngineOptions(const kiln_engine_options* given) {
   return o;
 }
 
-Expected<SessionOptions> FromCSessionOptions(int32_t max_seqs, int32_t max_tokens_per_seq,
-                                             const kiln_session_options* given) {
+Expected<ModelSessionOptions> FromCSessionOptions(int32_t max_seqs, int32_t max_tokens_per_seq,
+                                                  const kiln_session_options* given) {
   KILN_ASSIGN_OR_RETURN(kiln_session_options c, ReadOptions(given, DefaultCSessionOptions(), "options"));
-  SessionOptions o;
+  ModelSessionOptions o;
   o.max_seqs = max_seqs;
-  o.max_tokens_per_seq = max_tokens_per_seq;
+  o.kv_tokens_per_seq = max_tokens_per_seq;
   o.threads = c.threads;
   o.max_batch_tokens = c.max_batch_tokens;
   o.block_size = c.block_size;

@@ -5,6 +5,7 @@
 #include "capi/forward_session.h"
 #include "core/status.h"
 #include "engine/engine_options.h"
+#include "engine/model_session_options.h"
 #include "engine/request.h"
 #include "engine/sampling_params.h"
 #include "kiln/kiln.h"
@@ -30,9 +31,10 @@ Expected<EngineOptions> FromCModelOptions(const char* path, const kiln_model_opt
 // Engine options of a C struct (NULL: the defaults), checked.
 Expected<EngineOptions> FromCEngineOptions(const kiln_engine_options* options);
 
-// Session options of a C struct (NULL: the defaults).
-Expected<SessionOptions> FromCSessionOptions(int32_t max_seqs, int32_t max_tokens_per_seq,
-                                             const kiln_session_options* options);
+// Session options of a C struct (NULL: the defaults); max_tokens_per_seq
+// becomes kv_tokens_per_seq (0: the model's context).
+Expected<ModelSessionOptions> FromCSessionOptions(int32_t max_seqs, int32_t max_tokens_per_seq,
+                                                  const kiln_session_options* options);
 
 // The engine request of a C request (NULL params: the defaults).
 Expected<GenerationRequest> FromCRequest(const kiln_request& request);
