@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "capi/kv_block_pool.h"
-#include "compiler/fuse.h"
+#include "core/precision.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "engine/model_loader.h"
