@@ -67,13 +67,13 @@ Expected<std::string> ReadEvalText(const std::string& path) {
 }
 
 // "off", "dynamic" (activations quantized per token) or "static" (calibrated clips).
-const char* W8A8Mode(const cpu::W8A8Options& w8a8) {
+const char* W8A8Mode(const W8A8Options& w8a8) {
   if (!w8a8.enabled) return "off";
   return w8a8.input_clips.empty() ? "dynamic" : "static";
 }
 
 // The header line's note on W8A8, empty when it is off.
-std::string W8A8Note(const cpu::W8A8Options& w8a8) {
+std::string W8A8Note(const W8A8Options& w8a8) {
   if (!w8a8.enabled) return "";
   if (w8a8.input_clips.empty()) return ", W8A8 (activations per token)";
   return fmt::format(", W8A8 (static activation clips of {} weights)", w8a8.input_clips.size());

@@ -68,18 +68,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
   // Stage 2: domains, transfers, packing; the arena per bucket below.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
-  if (options.w8a8.enabled) {
-    // Packed before the backends pack theirs, which then skip these.
-    const std::string cpu = backends.cpu().name();
-    KILN_RETURN_IF_ERROR(cpu::PackW8A8Weights(
-        g, cpu, options.w8a8, [&](const std::string& w) { return m->packed_.Find(cpu, w) != nullptr; },
-        [&](const Weight& w, std::shared_ptr<const PackedMatrix> p) {
-          report.layout.packed.push_back({w.name, cpu, p->layout(), p->bytes(), false});
-          report.layout.packed_bytes += p->bytes();
-          m->packed_.Add(cpu, w.name, std::move(p));
-        }));
-  }
-  KILN_RETURN_IF_ERROR(PackWeights(g, backends, &m->packed_, &report.layout));
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout));
 
   // Buckets: powers of two up to the largest batch.
   std::vector<int64_t> sizes;

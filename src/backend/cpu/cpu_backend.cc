@@ -240,8 +240,13 @@ std::string CpuBackend::description() const {
 
 bool CpuBackend::has_native_bf16_dot() const { return GetCpuInfo().avx512_bf16; }
 
-Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const Weight& w) {
+Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackRequest& request) {
+  if (request.weight == nullptr) return InvalidArgument("cpu backend: a pack request without a weight");
+  const Weight& w = *request.weight;
   if (w.shape.size() != 2) return InvalidArgument("{}: not a matrix", w.name);
+  const bool matmul =
+      request.node != nullptr && (request.node->op == OpKind::kLinear || request.node->op == OpKind::kGateUpSiluMul);
+  if (request.int8 && matmul && cpu::W8A8Applies(w)) return cpu::PackW8A8Matrix(w, request.activation_clip);
   if (IsQuantized(w.dtype)) {
     auto q = cpu::MakeQuantMatrix(w.dtype, w.data, w.nbytes, w.shape[0], w.shape[1]);
     if (!q.ok()) return q.status().WithContext(w.name);

@@ -25,7 +25,10 @@ class CpuBackend : public Backend {
   std::string description() const override;
   const SupportList& support() const override { return support_; }
   MemoryDomain& domain() override { return HostMemory(); }
-  Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const Weight& w) override;
+  // Float weights into panels, block-quantized ones as they are (repacked
+  // where the vector kernels run); an int8 request for a decoder layer's
+  // matrix into W8A8's int8 panels.
+  Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) override;
   size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const override;
   Expected<Step> Bind(const BindContext& ctx) override;
   bool has_native_bf16_dot() const override;

@@ -52,23 +52,6 @@ Expected<std::shared_ptr<const PackedMatrix>> PackW8A8Matrix(const Weight& w, fl
   return std::shared_ptr<const PackedMatrix>(std::make_shared<W8A8Matrix>(std::move(packed).value(), input_clip));
 }
 
-Status PackW8A8Weights(const Graph& g, const std::string& backend, const W8A8Options& options,
-                       const std::function<bool(const std::string& weight)>& already_packed,
-                       const std::function<void(const Weight&, std::shared_ptr<const PackedMatrix>)>& add) {
-  for (const Node& n : g.nodes()) {
-    if (n.backend != backend || (n.op != OpKind::kLinear && n.op != OpKind::kGateUpSiluMul)) continue;
-    for (size_t j = 0; j < n.weights.size() / 2; ++j) {
-      const Weight* w = n.weights[j];
-      if (w == nullptr || !W8A8Applies(*w) || already_packed(w->name)) continue;
-      auto clip = options.input_clips.find(w->name);
-      KILN_ASSIGN_OR_RETURN(std::shared_ptr<const PackedMatrix> packed,
-                            PackW8A8Matrix(*w, clip == options.input_clips.end() ? 0.0f : clip->second));
-      add(*w, std::move(packed));
-    }
-  }
-  return Status::Ok();
-}
-
 const W8A8Matrix* AsW8A8(const PackedMatrix* m) { return dynamic_cast<const W8A8Matrix*>(m); }
 
 bool IsW8A8Node(const BindContext& ctx) {
