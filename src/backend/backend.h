@@ -14,7 +14,6 @@
 #include "backend/memory_domain.h"
 #include "backend/support_list.h"
 #include "core/status.h"
-#include "format/model_config.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -77,7 +76,6 @@ struct BindContext {
   // One per weight of the node, in node.weights order; null for vectors
   // (norm weights, biases) and absent weights.
   std::vector<const PackedMatrix*> packed;
-  const ModelConfig* config = nullptr;
   KvCacheLayout kv_layout;
   int64_t max_positions = 0;  // positions are below this (the max model length)
   ShapeEnv capacity;          // the bucket's row capacities

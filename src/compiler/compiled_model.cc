@@ -107,7 +107,6 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
     in.arena_base = bases;
     in.packed = &m->packed_;
     in.backends = &backends;
-    in.config = &config;
     in.kv_layout = m->MakeKvLayout(1);
     in.max_positions = m->max_model_len_;
     KILN_ASSIGN_OR_RETURN(auto program, BindProgram(in));

@@ -4,7 +4,9 @@
 //     (q/k/v; gate/up), their outputs column views of one buffer;
 //   - a gate/up linear feeding silu_mul becomes gate_up_silu_mul;
 //   - a residual add followed by rms_norm becomes add_rms_norm.
-// The precision policy is core/precision.h's.
+// A fused node carries the named attributes of the nodes it replaces
+// (nodes whose attributes disagree are not fused). The precision policy is
+// core/precision.h's.
 #pragma once
 
 #include <string>

@@ -7,31 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/binders/bound_access.h"
 #include "backend/cpu/kernels/activation.h"
 #include "format/weight_store.h"
 
 namespace kiln::cpu {
-namespace {
-
-// Rows of a value in this pass.
-int64_t RowsOf(RowSpace r, const RunState& s) {
-  switch (r) {
-    case RowSpace::kTokens: return s.batch->num_tokens;
-    case RowSpace::kOutputRows: return s.batch->num_output_rows;
-    case RowSpace::kContextRows: return s.context_rows;
-    case RowSpace::kScoreRows: return s.score_rows;
-    case RowSpace::kNone: return 0;
-  }
-  return 0;
-}
-
-KernelContext ContextOf(const RunState& s) {
-  KernelContext k;
-  k.pool = s.pool;
-  return k;
-}
-
-}  // namespace
 
 bool W8A8Applies(const Weight& w) {
   return w.shape.size() == 2 && w.name.rfind("model.layers.", 0) == 0;
@@ -109,8 +89,8 @@ Expected<Step> BindW8A8Linear(const BindContext& ctx, Step step) {
     step.run = [=](const RunState& s) {
       const KernelContext k = ContextOf(s);
       const Int8Activations xq = quantize(k, RowsOf(x.rows, s));
-      float* y = o.is_output ? s.logits : reinterpret_cast<float*>(o.data);
-      const int64_t ldy = o.is_output ? s.logits_stride : o.row_stride;
+      float* y = OutputFloats(o, s);
+      const int64_t ldy = OutputStride(o, s);
       for (size_t j = 0; j < ws.size(); ++j) Int8Gemm(k, xq, *ws[j], biases[j], y + offsets[j], ldy);
     };
     return step;
@@ -127,8 +107,7 @@ Expected<Step> BindW8A8Linear(const BindContext& ctx, Step step) {
     const Int8Activations xq = quantize(k, rows);
     Int8Gemm(k, xq, *ws[0], nullptr, scratch, 2 * width);
     Int8Gemm(k, xq, *ws[1], nullptr, scratch + width, 2 * width);
-    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, reinterpret_cast<float*>(o.data),
-            o.row_stride);
+    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, Floats(o), o.row_stride);
   };
   return step;
 }
