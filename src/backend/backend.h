@@ -14,7 +14,6 @@
 #include "backend/memory_domain.h"
 #include "backend/support_list.h"
 #include "core/status.h"
-#include "format/model_config.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -77,10 +76,22 @@ struct BindContext {
   // One per weight of the node, in node.weights order; null for vectors
   // (norm weights, biases) and absent weights.
   std::vector<const PackedMatrix*> packed;
-  const ModelConfig* config = nullptr;
   KvCacheLayout kv_layout;
   int64_t max_positions = 0;  // positions are below this (the max model length)
   ShapeEnv capacity;          // the bucket's row capacities
+};
+
+// What the compiler asks of a backend for one weight matrix.
+struct PackRequest {
+  const Weight* weight = nullptr;
+  const Node* node = nullptr;  // the first node that reads it (its op and name)
+  // W8A8 wanted: weights in int8 per output channel, input activations in
+  // int8. A backend without such kernels, or for a weight it keeps as it
+  // is, packs the weight as usual.
+  bool int8 = false;
+  // With int8: the input's static clip (scale clip / 127); 0 quantizes it
+  // per token at run time.
+  float activation_clip = 0;
 };
 
 class Backend {
@@ -92,10 +103,10 @@ class Backend {
   virtual const SupportList& support() const = 0;
   virtual MemoryDomain& domain() = 0;
 
-  // Packs a weight matrix ([out, in]) into the layout of this backend's
-  // kernels; called once per weight at load, the result shared by every
-  // Program.
-  virtual Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const Weight& w) = 0;
+  // Packs request.weight (a matrix, [out, in]) into the layout of this
+  // backend's kernels; called once per weight at load, the result shared by
+  // every Program.
+  virtual Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) = 0;
 
   // Scratch memory a node needs during its call (planned in the arena).
   virtual size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const { return 0; }

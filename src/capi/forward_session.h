@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "capi/kv_block_pool.h"
+#include "core/precision.h"
+#include "core/dtype.h"
 #include "core/status.h"
 #include "engine/model_loader.h"
 #include "engine/model_session_options.h"

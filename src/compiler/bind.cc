@@ -47,7 +47,6 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
     BindContext ctx;
     ctx.graph = &g;
     ctx.node = &n;
-    ctx.config = in.config;
     ctx.kv_layout = in.kv_layout;
     ctx.max_positions = in.max_positions;
     ctx.capacity = plan.env;

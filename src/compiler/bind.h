@@ -18,7 +18,6 @@ struct BindInputs {
   std::map<int32_t, uint8_t*> arena_base;  // per domain
   const PackedWeights* packed = nullptr;
   const BackendRegistry* backends = nullptr;
-  const ModelConfig* config = nullptr;
   KvCacheLayout kv_layout;
   int64_t max_positions = 0;
 };

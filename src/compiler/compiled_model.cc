@@ -103,18 +103,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   // Stage 2: domains, transfers, packing; the arena per bucket below.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
   KILN_ASSIGN_OR_RETURN(m->kv_cache_domain_, KvCacheDomain(g, backends));
-  if (options.w8a8.enabled) {
-    // Packed before the backends pack theirs, which then skip these.
-    const std::string cpu = backends.cpu().name();
-    KILN_RETURN_IF_ERROR(cpu::PackW8A8Weights(
-        g, cpu, options.w8a8, [&](const std::string& w) { return m->packed_.Find(cpu, w) != nullptr; },
-        [&](const Weight& w, std::shared_ptr<const PackedMatrix> p) {
-          report.layout.packed.push_back({w.name, cpu, p->layout(), p->bytes(), false});
-          report.layout.packed_bytes += p->bytes();
-          m->packed_.Add(cpu, w.name, std::move(p));
-        }));
-  }
-  KILN_RETURN_IF_ERROR(PackWeights(g, backends, &m->packed_, &report.layout));
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout));
 
   // Buckets: powers of two up to the largest batch.
   std::vector<int64_t> sizes;
@@ -153,7 +142,6 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
     in.arena_base = bases;
     in.packed = &m->packed_;
     in.backends = &backends;
-    in.config = &config;
     in.kv_layout = m->MakeKvLayout(1);
     in.max_positions = m->max_model_len_;
     KILN_ASSIGN_OR_RETURN(auto program, BindProgram(in));

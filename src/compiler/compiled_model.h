@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/w8a8/w8a8_bind.h"
 #include "compiler/fuse.h"
 #include "compiler/layout.h"
 #include "compiler/legalize.h"
@@ -33,9 +32,10 @@ struct CompileOptions {
   DType kv_dtype = DType::kF32;
   FuseOptions fuse;
   int threads = 0;  // 0: physical cores
-  // W8A8: the decoder layers' linears on the CPU in int8 (weights per
-  // channel at load, activations per token or by calibrated clips).
-  cpu::W8A8Options w8a8;
+  // W8A8: linears in int8 where a backend runs them so (the CPU: the
+  // decoder layers' linears; weights per channel at load, activations per
+  // token or by calibrated clips).
+  W8A8Options w8a8;
 };
 
 struct BucketPlan {

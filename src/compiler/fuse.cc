@@ -12,22 +12,6 @@
 
 namespace kiln {
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kMixed: return "mixed";
-    case Precision::kBf16: return "bf16";
-  }
-  return "?";
-}
-
-Expected<Precision> ParsePrecision(std::string_view name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "mixed") return Precision::kMixed;
-  if (name == "bf16") return Precision::kBf16;
-  return InvalidArgument("precision '{}': expected fp32, mixed or bf16", name);
-}
-
 namespace {
 
 bool IsMatrixLinear(const Node& n) {
@@ -51,8 +35,8 @@ std::string GroupName(const std::vector<const Node*>& nodes) {
 }
 
 // Linears that read the same value, on the same backend, with weights of
-// one dtype, become one linear writing one buffer; the old outputs become
-// column views of it.
+// one dtype and the same attributes, become one linear writing one buffer;
+// the old outputs become column views of it.
 void FuseSiblingLinears(Graph& g, FuseReport* report) {
   std::map<std::pair<ValueId, std::string>, std::vector<size_t>> groups;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -62,10 +46,14 @@ void FuseSiblingLinears(Graph& g, FuseReport* report) {
     }
   }
   for (auto& [key, members] : groups) {
-    // Split by weight dtype: one kernel call takes one weight format.
-    std::map<DType, std::vector<size_t>> by_dtype;
-    for (size_t i : members) by_dtype[g.nodes()[i].weights[0]->dtype].push_back(i);
-    for (auto& [dtype, idx] : by_dtype) {
+    // Split by weight dtype (one kernel call takes one weight format) and
+    // by attributes (the fused node keeps them).
+    std::map<std::pair<DType, AttributeMap>, std::vector<size_t>> by_kind;
+    for (size_t i : members) {
+      const Node& n = g.nodes()[i];
+      by_kind[{n.weights[0]->dtype, n.named_attrs}].push_back(i);
+    }
+    for (auto& [kind, idx] : by_kind) {
       if (idx.size() < 2) continue;
       std::vector<const Node*> nodes;
       for (size_t i : idx) nodes.push_back(&g.nodes()[i]);
@@ -80,6 +68,7 @@ void FuseSiblingLinears(Graph& g, FuseReport* report) {
       fused.name = name;
       fused.inputs = nodes[0]->inputs;
       fused.outputs = {fused_out};
+      fused.named_attrs = nodes[0]->named_attrs;
       fused.backend = nodes[0]->backend;
       std::vector<const Weight*> mats, biases;
       int64_t offset = 0;
@@ -125,12 +114,15 @@ void FuseGateUpActivation(Graph& g, FuseReport* report) {
       }
     }
     if (!only_reader) continue;
+    AttributeMap attrs = lin.named_attrs;
+    if (!attrs.Merge(act.named_attrs)) continue;
     Node fused;
     fused.op = OpKind::kGateUpSiluMul;
     fused.name = act.name;
     fused.inputs = lin.inputs;
     fused.outputs = act.outputs;
     fused.weights = lin.weights;
+    fused.named_attrs = std::move(attrs);
     fused.backend = act.backend;
     fused.fused_from = lin.fused_from;
     fused.fused_from.push_back(act.name);
@@ -159,6 +151,8 @@ void FuseAddNorm(Graph& g, FuseReport* report) {
     }
     if (norm_index < 0) continue;
     Node& norm = nodes[static_cast<size_t>(norm_index)];
+    AttributeMap attrs = norm.named_attrs;
+    if (!attrs.Merge(add.named_attrs)) continue;
     Node fused;
     fused.op = OpKind::kAddRmsNorm;
     fused.name = norm.name;
@@ -166,6 +160,7 @@ void FuseAddNorm(Graph& g, FuseReport* report) {
     fused.outputs = {norm.outputs[0], sum};
     fused.weights = norm.weights;
     fused.attrs = norm.attrs;
+    fused.named_attrs = std::move(attrs);
     fused.backend = norm.backend;
     fused.fused_from = {add.name, norm.name};
     report->fusions.push_back(fmt::format("add_rms_norm: {} + {}", add.name, norm.name));

@@ -4,27 +4,21 @@
 //     (q/k/v; gate/up), their outputs column views of one buffer;
 //   - a gate/up linear feeding silu_mul becomes gate_up_silu_mul;
 //   - a residual add followed by rms_norm becomes add_rms_norm.
-// Precision: `fp32` keeps every activation fp32; `mixed` lets a matmul's
-// input take its weight's dtype (bf16) where the backend multiplies bf16
-// natively; `bf16` feeds every matmul bf16 inputs wherever the backend takes
-// them. Norms, softmax, RoPE and accumulations stay fp32.
+// A fused node carries the named attributes of the nodes it replaces
+// (nodes whose attributes disagree are not fused). The precision policy is
+// core/precision.h's.
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "graph/graph.h"
 
 namespace kiln {
 
 class BackendRegistry;
-
-enum class Precision { kFp32, kMixed, kBf16 };
-
-const char* PrecisionName(Precision p);
-Expected<Precision> ParsePrecision(std::string_view name);
 
 struct FuseOptions {
   bool fuse_linears = true;

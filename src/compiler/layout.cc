@@ -124,7 +124,8 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
   return g.Compact();
 }
 
-Status PackWeights(Graph& g, const BackendRegistry& backends, PackedWeights* packed, LayoutReport* report) {
+Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options& w8a8, PackedWeights* packed,
+                   LayoutReport* report) {
   for (Node& n : g.nodes()) {
     Backend* b = backends.Find(n.backend);
     if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
@@ -138,7 +139,15 @@ Status PackWeights(Graph& g, const BackendRegistry& backends, PackedWeights* pac
     for (const Weight* w : n.weights) {
       if (w == nullptr || w->shape.size() != 2) continue;
       if (packed->Find(b->name(), w->name) != nullptr) continue;
-      auto m = b->PackWeight(*w);
+      PackRequest request;
+      request.weight = w;
+      request.node = &n;
+      if (w8a8.enabled) {
+        request.int8 = true;
+        auto clip = w8a8.input_clips.find(w->name);
+        request.activation_clip = clip == w8a8.input_clips.end() ? 0.0f : clip->second;
+      }
+      auto m = b->PackWeight(request);
       if (!m.ok()) return m.status().WithContext(fmt::format("packing {} for {}", w->name, b->name()));
       PackedWeightInfo info{w->name, b->name(), (*m)->layout(), (*m)->bytes(), (*m)->in_place()};
       report->packed.push_back(info);

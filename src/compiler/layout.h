@@ -56,14 +56,27 @@ class PackedWeights {
   std::map<std::string, std::unique_ptr<Vector>> vectors_;
 };
 
+// W8A8 as the compiler asks backends for it: int8 weights per output
+// channel and int8 activations, quantized per token or with static clips.
+struct W8A8Options {
+  bool enabled = false;
+  // Static activation clips by weight name ("model.layers.0.mlp.down_proj.weight"),
+  // from calibration: the weight's input is quantized with scale clip / 127.
+  // Weights without one quantize their input per token (dynamic).
+  std::map<std::string, float> input_clips;
+};
+
 // Assigns domains and inserts transfers. The graph output stays in host
 // memory (the caller's).
 Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, LayoutReport* report);
 
 // Packs every weight matrix of every node for the node's backend (once per
-// (backend, weight)), and points nodes at fp32 copies of vector weights
-// stored in another dtype: kernels read norms and biases as fp32.
-Status PackWeights(Graph& g, const BackendRegistry& backends, PackedWeights* packed, LayoutReport* report);
+// (backend, weight)), asking for int8 when w8a8 is enabled (the backend
+// decides which weights it takes so), and points nodes at fp32 copies of
+// vector weights stored in another dtype: kernels read norms and biases as
+// fp32.
+Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options& w8a8, PackedWeights* packed,
+                   LayoutReport* report);
 
 // Where each buffer lives in its domain's arena for one bucket.
 struct BufferSlot {

@@ -29,6 +29,7 @@ bool DecomposeAttention(Graph& g, const Node& attn, std::vector<Node>* out) {
   gather.inputs = {written};
   gather.outputs = {k_ctx, v_ctx};
   gather.attrs = a;
+  gather.named_attrs = attn.named_attrs;
 
   Node s;
   s.op = OpKind::kAttnScores;
@@ -36,6 +37,7 @@ bool DecomposeAttention(Graph& g, const Node& attn, std::vector<Node>* out) {
   s.inputs = {q, k_ctx};
   s.outputs = {scores};
   s.attrs = a;
+  s.named_attrs = attn.named_attrs;
 
   Node p;
   p.op = OpKind::kMaskedSoftmax;
@@ -43,6 +45,7 @@ bool DecomposeAttention(Graph& g, const Node& attn, std::vector<Node>* out) {
   p.inputs = {scores};
   p.outputs = {probs};
   p.attrs = a;
+  p.named_attrs = attn.named_attrs;
 
   Node o;
   o.op = OpKind::kAttnValues;
@@ -50,6 +53,7 @@ bool DecomposeAttention(Graph& g, const Node& attn, std::vector<Node>* out) {
   o.inputs = {probs, v_ctx};
   o.outputs = attn.outputs;
   o.attrs = a;
+  o.named_attrs = attn.named_attrs;
 
   out->push_back(std::move(gather));
   out->push_back(std::move(s));

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/fuse.h"
+#include "core/precision.h"
 #include "core/dtype.h"
 #include "core/status.h"
 

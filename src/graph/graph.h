@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "format/model_config.h"
+#include "graph/attribute_map.h"
 #include "graph/op.h"
 
 namespace kiln {
@@ -85,6 +86,8 @@ struct Node {
   // rms_norm (w), embedding (table).
   std::vector<const Weight*> weights;
   NodeAttrs attrs;
+  // What the fields of attrs do not cover, by name (RoPE's "rope.*").
+  AttributeMap named_attrs;
   std::string backend;                  // placement, set by legalize
   std::vector<std::string> fused_from;  // names of the nodes a fusion replaced
   bool dead = false;                    // removed by a rewrite; dropped by Compact()

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "format/weight_store.h"
+#include "graph/rope_attributes.h"
 
 namespace kiln {
 
@@ -152,7 +153,13 @@ class Builder {
     a.n_heads = heads;
     a.head_dim = c_.head_dim;
     a.rope_style = c_.rope_style;
-    return Op(OpKind::kRope, std::move(name), {x}, {}, a, std::move(out_name), g_.value(x).cols);
+    ValueId out = Op(OpKind::kRope, std::move(name), {x}, {}, a, std::move(out_name), g_.value(x).cols);
+    RopeParameters rope;
+    rope.rotary_dim = c_.head_dim;
+    rope.theta = c_.rope_theta;
+    rope.scaling = c_.rope_scaling;
+    SetRopeAttributes(rope, &g_.nodes().back().named_attrs);
+    return out;
   }
 
   ValueId Binary(OpKind op, std::string name, ValueId a, ValueId b, std::string out_name) {

@@ -55,8 +55,12 @@ std::string TestBackend::description() const {
   return "a stand-in accelerator with a partial support list and its own memory domain (for testing placement)";
 }
 
-Expected<std::shared_ptr<const PackedMatrix>> TestBackend::PackWeight(const Weight& w) {
-  return BackendRegistry::Get().cpu().PackWeight(w);
+Expected<std::shared_ptr<const PackedMatrix>> TestBackend::PackWeight(const PackRequest& request) {
+  // It multiplies in float only: an int8 request packs the weight as usual.
+  PackRequest as_float;
+  as_float.weight = request.weight;
+  as_float.node = request.node;
+  return BackendRegistry::Get().cpu().PackWeight(as_float);
 }
 
 size_t TestBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const {

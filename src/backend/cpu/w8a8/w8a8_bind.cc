@@ -7,31 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/binders/bound_access.h"
 #include "backend/cpu/kernels/activation.h"
 #include "format/weight_store.h"
 
 namespace kiln::cpu {
-namespace {
-
-// Rows of a value in this pass.
-int64_t RowsOf(RowSpace r, const RunState& s) {
-  switch (r) {
-    case RowSpace::kTokens: return s.batch->num_tokens;
-    case RowSpace::kOutputRows: return s.batch->num_output_rows;
-    case RowSpace::kContextRows: return s.context_rows;
-    case RowSpace::kScoreRows: return s.score_rows;
-    case RowSpace::kNone: return 0;
-  }
-  return 0;
-}
-
-KernelContext ContextOf(const RunState& s) {
-  KernelContext k;
-  k.pool = s.pool;
-  return k;
-}
-
-}  // namespace
 
 bool W8A8Applies(const Weight& w) {
   return w.shape.size() == 2 && w.name.rfind("model.layers.", 0) == 0;
@@ -50,23 +30,6 @@ Expected<std::shared_ptr<const PackedMatrix>> PackW8A8Matrix(const Weight& w, fl
     return InvalidArgument("{}: activation clip {} is not a finite non-negative number", w.name, input_clip);
   }
   return std::shared_ptr<const PackedMatrix>(std::make_shared<W8A8Matrix>(std::move(packed).value(), input_clip));
-}
-
-Status PackW8A8Weights(const Graph& g, const std::string& backend, const W8A8Options& options,
-                       const std::function<bool(const std::string& weight)>& already_packed,
-                       const std::function<void(const Weight&, std::shared_ptr<const PackedMatrix>)>& add) {
-  for (const Node& n : g.nodes()) {
-    if (n.backend != backend || (n.op != OpKind::kLinear && n.op != OpKind::kGateUpSiluMul)) continue;
-    for (size_t j = 0; j < n.weights.size() / 2; ++j) {
-      const Weight* w = n.weights[j];
-      if (w == nullptr || !W8A8Applies(*w) || already_packed(w->name)) continue;
-      auto clip = options.input_clips.find(w->name);
-      KILN_ASSIGN_OR_RETURN(std::shared_ptr<const PackedMatrix> packed,
-                            PackW8A8Matrix(*w, clip == options.input_clips.end() ? 0.0f : clip->second));
-      add(*w, std::move(packed));
-    }
-  }
-  return Status::Ok();
 }
 
 const W8A8Matrix* AsW8A8(const PackedMatrix* m) { return dynamic_cast<const W8A8Matrix*>(m); }
@@ -126,8 +89,8 @@ Expected<Step> BindW8A8Linear(const BindContext& ctx, Step step) {
     step.run = [=](const RunState& s) {
       const KernelContext k = ContextOf(s);
       const Int8Activations xq = quantize(k, RowsOf(x.rows, s));
-      float* y = o.is_output ? s.logits : reinterpret_cast<float*>(o.data);
-      const int64_t ldy = o.is_output ? s.logits_stride : o.row_stride;
+      float* y = OutputFloats(o, s);
+      const int64_t ldy = OutputStride(o, s);
       for (size_t j = 0; j < ws.size(); ++j) Int8Gemm(k, xq, *ws[j], biases[j], y + offsets[j], ldy);
     };
     return step;
@@ -144,8 +107,7 @@ Expected<Step> BindW8A8Linear(const BindContext& ctx, Step step) {
     const Int8Activations xq = quantize(k, rows);
     Int8Gemm(k, xq, *ws[0], nullptr, scratch, 2 * width);
     Int8Gemm(k, xq, *ws[1], nullptr, scratch + width, 2 * width);
-    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, reinterpret_cast<float*>(o.data),
-            o.row_stride);
+    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, Floats(o), o.row_stride);
   };
   return step;
 }

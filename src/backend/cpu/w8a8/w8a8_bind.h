@@ -1,11 +1,9 @@
 // W8A8 in the CPU backend: which weights it takes, their int8 packing, and
 // the kernel call of a linear (or gate_up_silu_mul) node whose weights are
-// all W8A8-packed. The backend binds such a node here; the compiler packs
-// the weights here when CompileOptions ask for W8A8.
+// all W8A8-packed. CpuBackend::PackWeight packs here when the compiler asks
+// for int8; the linear binder binds such a node here.
 #pragma once
 
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -18,15 +16,6 @@ struct Weight;
 }
 
 namespace kiln::cpu {
-
-// The W8A8 mode of a compiled model.
-struct W8A8Options {
-  bool enabled = false;
-  // Static activation clips by weight name ("model.layers.0.mlp.down_proj.weight"),
-  // from calibration: the weight's input is quantized with scale clip / 127.
-  // Weights without one quantize their input per token (dynamic).
-  std::map<std::string, float> input_clips;
-};
 
 // Whether W8A8 takes `w`: the matrices of the decoder layers (attention and
 // MLP projections). The embedding table and the output head keep their type.
@@ -49,15 +38,6 @@ class W8A8Matrix : public PackedMatrix {
 // Quantizes `w` ([out, in], any dtype DequantizeRow reads) to int8 per
 // output channel. Errors name the weight.
 Expected<std::shared_ptr<const PackedMatrix>> PackW8A8Matrix(const Weight& w, float input_clip);
-
-// Packs, once per weight name, every weight W8A8Applies to among the
-// matrices of the linear and gate_up_silu_mul nodes placed on `backend`,
-// with its clip from options.input_clips (0 when absent: dynamic). Weights
-// `already_packed` says are packed are skipped; `add` receives the others.
-// Errors name the weight.
-Status PackW8A8Weights(const Graph& g, const std::string& backend, const W8A8Options& options,
-                       const std::function<bool(const std::string& weight)>& already_packed,
-                       const std::function<void(const Weight&, std::shared_ptr<const PackedMatrix>)>& add);
 
 // `m` as a W8A8 matrix, or null when it is packed otherwise.
 const W8A8Matrix* AsW8A8(const PackedMatrix* m);

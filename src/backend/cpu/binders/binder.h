@@ -1,0 +1,46 @@
+// The CPU backend's binders: one function per op (or family of ops) that
+// checks a placed node's buffers and weights and returns its kernel call,
+// a closure over them. CpuBackend::Bind looks the op's binder up here.
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/cpu/binders/rope_table_cache.h"
+#include "core/status.h"
+
+namespace kiln::cpu {
+
+// What binders keep across nodes and models.
+struct BindCaches {
+  RopeTableCache rope_tables;
+};
+
+// Binds ctx.node; `step` comes with its name, op and backend filled in.
+using Binder = Expected<Step> (*)(const BindContext& ctx, BindCaches& caches, Step step);
+
+// The binder of `op`, or null when the CPU backend has none.
+Binder BinderFor(OpKind op);
+
+// The binders, each in a file of its own (<family>_binder.cc).
+Expected<Step> BindEmbedding(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindRmsNorm(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindAddRmsNorm(const BindContext& ctx, BindCaches& caches, Step step);
+// linear and gate_up_silu_mul, on float, block-quantized or W8A8 weights.
+Expected<Step> BindLinear(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindQuantLinear(const BindContext& ctx, Step step);
+Expected<Step> BindRope(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindKvWrite(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindAttention(const BindContext& ctx, BindCaches& caches, Step step);
+// Attention decomposed into gather, matmul, masked softmax and matmul.
+Expected<Step> BindGatherKv(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindAttnScores(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindMaskedSoftmax(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindAttnValues(const BindContext& ctx, BindCaches& caches, Step step);
+// silu, gelu and softmax (one input); silu_mul, gelu_mul, add and mul (two).
+Expected<Step> BindUnary(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindBinary(const BindContext& ctx, BindCaches& caches, Step step);
+// select_rows, cast and transfer: rows moved or converted.
+Expected<Step> BindSelectRows(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindCast(const BindContext& ctx, BindCaches& caches, Step step);
+Expected<Step> BindTransfer(const BindContext& ctx, BindCaches& caches, Step step);
+
+}  // namespace kiln::cpu

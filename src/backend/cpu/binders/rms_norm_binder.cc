@@ -1,0 +1,47 @@
+// rms_norm (per row or per head group) and the fused add_rms_norm.
+#include "backend/cpu/binders/binder.h"
+#include "backend/cpu/binders/bound_access.h"
+#include "backend/cpu/kernels/rms_norm.h"
+#include "backend/cpu/kernels/row_copy.h"
+
+namespace kiln::cpu {
+
+Expected<Step> BindRmsNorm(const BindContext& ctx, BindCaches&, Step step) {
+  const Node& n = *ctx.node;
+  const float* w = VectorWeight(n.weights[0]);
+  const auto eps = static_cast<float>(n.attrs.eps);
+  const BoundValue x = ctx.inputs[0], o = ctx.outputs[0];
+  const int64_t group = n.attrs.group;
+  KILN_RETURN_IF_ERROR(CheckVector(n.weights[0], group > 0 ? group : x.cols, n.name));
+  if (group > 0) {
+    step.run = [=](const RunState& s) {
+      RmsNormHeads(ContextOf(s), RowsOf(x.rows, s), x.cols / group, group, Floats(x), x.row_stride, w, eps,
+                   Floats(o), o.row_stride);
+    };
+  } else {
+    step.run = [=](const RunState& s) {
+      RmsNorm(ContextOf(s), RowsOf(x.rows, s), x.cols, Floats(x), x.row_stride, w, eps, Floats(o), o.row_stride);
+    };
+  }
+  return step;
+}
+
+Expected<Step> BindAddRmsNorm(const BindContext& ctx, BindCaches&, Step step) {
+  const Node& n = *ctx.node;
+  const float* w = VectorWeight(n.weights[0]);
+  const auto eps = static_cast<float>(n.attrs.eps);
+  const BoundValue x = ctx.inputs[0], residual = ctx.inputs[1], y = ctx.outputs[0], sum = ctx.outputs[1];
+  KILN_RETURN_IF_ERROR(CheckVector(n.weights[0], x.cols, n.name));
+  step.run = [=](const RunState& s) {
+    const int64_t rows = RowsOf(x.rows, s);
+    // The kernel adds into the residual in place: start from a copy.
+    CopyRows(rows, static_cast<size_t>(x.cols) * sizeof(float), residual.data,
+             static_cast<size_t>(residual.row_stride) * sizeof(float), sum.data,
+             static_cast<size_t>(sum.row_stride) * sizeof(float));
+    AddRmsNorm(ContextOf(s), rows, x.cols, Floats(x), x.row_stride, Floats(sum), sum.row_stride, w, eps, Floats(y),
+               y.row_stride);
+  };
+  return step;
+}
+
+}  // namespace kiln::cpu
