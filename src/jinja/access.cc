@@ -1,12 +1,12 @@
 // Sandboxed attribute, item and slice access (see access.h).
-#include "tokenizer/jinja/access.h"
+#include "jinja/access.h"
 
 #include <fmt/format.h>
 
-#include "tokenizer/jinja/methods.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/methods.h"
+#include "jinja/operators.h"
+#include "jinja/py_string.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/lexer.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/lexer.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

@@ -1,5 +1,5 @@
 // Python-style argument binding (see call_args.h).
-#include "tokenizer/jinja/call_args.h"
+#include "jinja/call_args.h"
 
 namespace kiln::jinja {
 

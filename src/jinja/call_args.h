@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

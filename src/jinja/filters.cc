@@ -1,7 +1,7 @@
 // jinja2's built-in filters (see filters.h). Each follows the jinja2 3.1
 // implementation's behaviour, including its quirks (join uses str(), first
 // of an empty list is undefined, map/select return generators).
-#include "tokenizer/jinja/filters.h"
+#include "jinja/filters.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,14 @@
 #include <unordered_set>
 
 #include "core/utf8.h"
-#include "tokenizer/jinja/access.h"
-#include "tokenizer/jinja/call_args.h"
-#include "tokenizer/jinja/methods.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/predicates.h"
-#include "tokenizer/jinja/printf_format.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/access.h"
+#include "jinja/call_args.h"
+#include "jinja/methods.h"
+#include "jinja/operators.h"
+#include "jinja/predicates.h"
+#include "jinja/printf_format.h"
+#include "jinja/py_string.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

@@ -1,13 +1,13 @@
 // Global functions of chat templates (see globals.h).
-#include "tokenizer/jinja/globals.h"
+#include "jinja/globals.h"
 
 #include <ctime>
 #include <memory>
 
-#include "tokenizer/jinja/call_args.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/call_args.h"
+#include "jinja/operators.h"
+#include "jinja/runtime.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

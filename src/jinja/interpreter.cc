@@ -1,11 +1,11 @@
 // The template interpreter (see interpreter.h).
-#include "tokenizer/jinja/interpreter.h"
+#include "jinja/interpreter.h"
 
 #include <fmt/format.h>
 
-#include "tokenizer/jinja/access.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/access.h"
+#include "jinja/operators.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

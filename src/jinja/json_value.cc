@@ -1,5 +1,5 @@
 // JSON to template values (see json_value.h).
-#include "tokenizer/jinja/json_value.h"
+#include "jinja/json_value.h"
 
 #include <limits>
 

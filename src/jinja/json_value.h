@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

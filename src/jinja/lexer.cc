@@ -1,13 +1,13 @@
 // The template lexer (see lexer.h). The rules follow jinja2's: which text
 // a tag's "-" or "+" strips, where lstrip_blocks applies, how numbers and
 // string escapes read.
-#include "tokenizer/jinja/lexer.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "core/utf8.h"
-#include "tokenizer/jinja/py_string.h"
+#include "jinja/py_string.h"
 
 namespace kiln::jinja {
 namespace {

@@ -1,16 +1,16 @@
 // Methods of str, dict and list values, with Python's results (see methods.h).
-#include "tokenizer/jinja/methods.h"
+#include "jinja/methods.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "tokenizer/jinja/call_args.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/str_format.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/call_args.h"
+#include "jinja/operators.h"
+#include "jinja/py_string.h"
+#include "jinja/runtime.h"
+#include "jinja/str_format.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

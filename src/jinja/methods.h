@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

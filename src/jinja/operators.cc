@@ -1,11 +1,11 @@
 // Python operator semantics for template values (see operators.h).
-#include "tokenizer/jinja/operators.h"
+#include "jinja/operators.h"
 
 #include <cmath>
 #include <limits>
 
-#include "tokenizer/jinja/printf_format.h"
-#include "tokenizer/jinja/py_string.h"
+#include "jinja/printf_format.h"
+#include "jinja/py_string.h"
 
 namespace kiln::jinja {
 namespace {

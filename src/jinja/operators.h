@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/ast.h"
+#include "jinja/runtime.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

@@ -1,12 +1,12 @@
 // The template parser (see parser.h): a recursive-descent reading of
 // jinja2's grammar, one method per rule.
-#include "tokenizer/jinja/parser.h"
+#include "jinja/parser.h"
 
 #include <initializer_list>
 #include <string_view>
 
-#include "tokenizer/jinja/filters.h"
-#include "tokenizer/jinja/predicates.h"
+#include "jinja/filters.h"
+#include "jinja/predicates.h"
 
 namespace kiln::jinja {
 namespace {

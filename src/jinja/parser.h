@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/lexer.h"
+#include "jinja/ast.h"
+#include "jinja/lexer.h"
 
 namespace kiln::jinja {
 

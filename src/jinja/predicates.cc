@@ -1,13 +1,13 @@
 // jinja2's built-in tests (see predicates.h).
-#include "tokenizer/jinja/predicates.h"
+#include "jinja/predicates.h"
 
 #include <cmath>
 
-#include "tokenizer/jinja/call_args.h"
-#include "tokenizer/jinja/filters.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/call_args.h"
+#include "jinja/filters.h"
+#include "jinja/operators.h"
+#include "jinja/py_string.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

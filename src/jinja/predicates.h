@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "tokenizer/jinja/ast.h"
+#include "jinja/ast.h"
 
 namespace kiln::jinja {
 

@@ -1,13 +1,13 @@
 // Python's printf-style formatting (see printf_format.h).
-#include "tokenizer/jinja/printf_format.h"
+#include "jinja/printf_format.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "core/utf8.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/py_string.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

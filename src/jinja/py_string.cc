@@ -1,5 +1,5 @@
 // Python `str` semantics over UTF-8 text (see py_string.h).
-#include "tokenizer/jinja/py_string.h"
+#include "jinja/py_string.h"
 
 #include <utf8proc.h>
 

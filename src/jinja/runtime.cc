@@ -1,5 +1,5 @@
 // Per-render limits and bookkeeping (see runtime.h).
-#include "tokenizer/jinja/runtime.h"
+#include "jinja/runtime.h"
 
 namespace kiln::jinja {
 

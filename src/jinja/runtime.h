@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja/render_limits.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/render_limits.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

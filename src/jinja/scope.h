@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

@@ -1,5 +1,5 @@
 // Python's str.format (see str_format.h).
-#include "tokenizer/jinja/str_format.h"
+#include "jinja/str_format.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <cstdio>
 
 #include "core/utf8.h"
-#include "tokenizer/jinja/access.h"
-#include "tokenizer/jinja/operators.h"
-#include "tokenizer/jinja/py_string.h"
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/access.h"
+#include "jinja/operators.h"
+#include "jinja/py_string.h"
+#include "jinja/value_text.h"
 
 namespace kiln::jinja {
 namespace {

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/runtime.h"
+#include "jinja/value.h"
 
 namespace kiln::jinja {
 

@@ -1,5 +1,5 @@
 // Template values: construction, truth, type names and dict keys.
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Python's str(), repr() and json.dumps() for template values (see value_text.h).
-#include "tokenizer/jinja/value_text.h"
+#include "jinja/value_text.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "tokenizer/jinja/py_string.h"
+#include "jinja/py_string.h"
 
 namespace kiln::jinja {
 namespace {
