@@ -17,7 +17,7 @@
 #include "core/mapped_file.h"
 #include "engine/model_loader.h"
 #include "format/weight_store.h"
-#include "quant/calibration.h"
+#include "engine/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::cli {

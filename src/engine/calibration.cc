@@ -1,5 +1,5 @@
 // Recording linear-layer input ranges over a calibration text.
-#include "quant/calibration.h"
+#include "engine/calibration.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,7 +17,7 @@
 #include "engine/stop_string_filter.h"
 #include "engine/tensor_dump.h"
 #include "format/weight_store.h"
-#include "quant/calibration.h"
+#include "engine/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {

@@ -1,5 +1,5 @@
 // The per-tensor type policy of the mixed file types.
-#include "quant/quant_policy.h"
+#include "quantize/quant_policy.h"
 
 #include <cctype>
 

@@ -1,6 +1,6 @@
 // Building GGUF metadata from a Hugging Face folder: config.json for the
 // hyper-parameters, the tokenizer files for the vocabulary.
-#include "quant/quantize_metadata.h"
+#include "quantize/quantize_metadata.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // The quantization pipeline: pick each tensor's type, convert its rows in
 // parallel, gather the metadata, write the file.
-#include "quant/quantize_model.h"
+#include "quantize/quantize_model.h"
 
 #include <algorithm>
 #include <chrono>

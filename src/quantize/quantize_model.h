@@ -12,8 +12,8 @@
 
 #include "core/status.h"
 #include "format/model_config.h"
-#include "quant/quant_policy.h"
-#include "quant/quantize_metadata.h"
+#include "quantize/quant_policy.h"
+#include "quantize/quantize_metadata.h"
 
 namespace kiln {
 

@@ -1,5 +1,5 @@
 // Formatting the quantization progress bar.
-#include "quant/quantize_progress.h"
+#include "quantize/quantize_progress.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "quant/quantize_model.h"
+#include "quantize/quantize_model.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "format/weight_store.h"
-#include "quant/quantize_model.h"
+#include "quantize/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {

@@ -11,7 +11,7 @@
 
 #include "core/mapped_file.h"
 #include "format/gguf.h"
-#include "quant/quant_policy.h"
+#include "quantize/quant_policy.h"
 #include "testing/test_paths.h"
 
 namespace kiln {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "format/gguf.h"
-#include "quant/quantize_progress.h"
+#include "quantize/quantize_progress.h"
 #include "testing/test_paths.h"
 
 namespace kiln {

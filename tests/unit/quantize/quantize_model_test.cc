@@ -4,7 +4,7 @@
 // back in kiln with all its metadata, tokenizer and chat template and gives
 // the outputs of the in-memory quantized model; Q8_0 stays within 0.05% of
 // F32 perplexity.
-#include "quant/quantize_model.h"
+#include "quantize/quantize_model.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <set>
 
 #include "format/gguf.h"
-#include "quantize_test_util.h"
+#include "testing/quantize_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
