@@ -9,7 +9,7 @@
 
 #include "cli/engine_flags.h"
 #include "core/cpu_info.h"
-#include "engine/throughput_benchmark.h"
+#include "bench/throughput_benchmark.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Offline throughput: N requests with random input and output lengths, served together"};

@@ -1,5 +1,5 @@
 // The offline throughput benchmark.
-#include "engine/throughput_benchmark.h"
+#include "bench/throughput_benchmark.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,5 +1,5 @@
 // Prompt files: plain lines or JSON Lines.
-#include "engine/prompt_file.h"
+#include "cli/prompt_file.h"
 
 #include "core/mapped_file.h"
 #include "tokenizer/json_input.h"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/chat_prompt.h"
+#include "tokenizer/chat_prompt.h"
 #include "format/model_config.h"
 #include "server/access_log.h"
 #include "server/completion_job.h"

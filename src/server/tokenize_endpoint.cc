@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/chat_prompt.h"
+#include "tokenizer/chat_prompt.h"
 #include "format/model_config.h"
 #include "server/completion_request.h"
 #include "server/http_reply.h"

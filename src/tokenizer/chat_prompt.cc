@@ -1,5 +1,5 @@
 // Chat prompts through the model's template.
-#include "engine/chat_prompt.h"
+#include "tokenizer/chat_prompt.h"
 
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"

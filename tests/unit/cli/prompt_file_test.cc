@@ -1,5 +1,5 @@
 // Prompt files for `kiln generate`: plain lines and JSON Lines.
-#include "engine/prompt_file.h"
+#include "cli/prompt_file.h"
 
 #include <gtest/gtest.h>
 

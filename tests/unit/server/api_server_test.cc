@@ -13,7 +13,7 @@
 
 #include <thread>
 
-#include "engine/chat_prompt.h"
+#include "tokenizer/chat_prompt.h"
 #include "server_test_util.h"
 #include "tokenizer/tokenizer.h"
 
