@@ -1,8 +1,8 @@
 // Prompt files: plain lines or JSON Lines.
 #include "cli/prompt_file.h"
 
+#include "core/json_input.h"
 #include "core/mapped_file.h"
-#include "tokenizer/json_input.h"
 
 namespace kiln {
 namespace {

@@ -1,6 +1,8 @@
-// Guarded JSON parsing for tokenizer files.
-#include "tokenizer/json_input.h"
+// Guarded JSON parsing and typed reads of its fields.
+#include "core/json_input.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/mapped_file.h"
@@ -73,15 +75,39 @@ Expected<std::string> JsonString(const nlohmann::json& obj, std::string_view key
   return v->get<std::string>();
 }
 
-Expected<int32_t> JsonAsInt(const nlohmann::json& value, std::string_view where) {
+std::optional<int64_t> JsonInteger(const nlohmann::json& value) {
+  if (value.is_number_integer() && !value.is_number_unsigned()) return value.get<int64_t>();
   if (value.is_number_unsigned()) {
-    auto u = value.get<uint64_t>();
-    if (u <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) return static_cast<int32_t>(u);
-  } else if (value.is_number_integer()) {
-    auto i = value.get<int64_t>();
-    if (i >= std::numeric_limits<int32_t>::min() && i <= std::numeric_limits<int32_t>::max()) {
-      return static_cast<int32_t>(i);
-    }
+    uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (value.is_number_float()) {
+    double d = value.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+const char* JsonTypeName(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::string: return "string";
+    case nlohmann::json::value_t::array: return "array";
+    case nlohmann::json::value_t::object: return "object";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: return "number";
+    default: return "value";
+  }
+}
+
+Expected<int32_t> JsonAsInt(const nlohmann::json& value, std::string_view where) {
+  // Files written by tools state integers as integers: "4.0" is not one here.
+  std::optional<int64_t> i = value.is_number_float() ? std::nullopt : JsonInteger(value);
+  if (i && *i >= std::numeric_limits<int32_t>::min() && *i <= std::numeric_limits<int32_t>::max()) {
+    return static_cast<int32_t>(*i);
   }
   return Corrupt("{}: should be an integer in 32-bit range", where);
 }

@@ -1,12 +1,14 @@
-// Parsing of untrusted JSON tokenizer files, with bounded nesting and typed
-// accessors whose errors name the file and field.
+// Reading untrusted JSON (tokenizer and model files, prompt files, request
+// bodies): parsing with bounded nesting, field lookup and typed accessors
+// whose errors name the file and field.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -34,5 +36,12 @@ Expected<int32_t> JsonAsInt(const nlohmann::json& value, std::string_view where)
 
 // The field, or nullptr when `obj` is not an object or lacks it.
 const nlohmann::json* JsonField(const nlohmann::json& obj, std::string_view key);
+
+// The value of an integral JSON number within int64 ("4", or "4.0" as a
+// JavaScript client writes it), or nothing for any other value.
+std::optional<int64_t> JsonInteger(const nlohmann::json& value);
+
+// The JSON type of `value` as a person would name it ("string", "number", ...).
+const char* JsonTypeName(const nlohmann::json& value);
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_input.h"
 #include "core/mapped_file.h"
 #include "tokenizer/bpe_vocab_files.h"
 #include "tokenizer/hf_tokenizer_json.h"
@@ -51,24 +52,21 @@ class MetadataBuilder {
 
 // Whether config.json states head_dim (llama.cpp then writes key/value_length).
 Expected<bool> ConfigStatesHeadDim(const fs::path& config_path) {
-  KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path.string()));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Corrupt("{}: not a JSON object", config_path.string());
-  auto it = j.find("head_dim");
-  return it != j.end() && it->is_number_integer();
+  KILN_ASSIGN_OR_RETURN(json j, ReadJsonFile(config_path.string()));
+  if (!j.is_object()) return Corrupt("{}: not a JSON object", config_path.string());
+  const json* head_dim = JsonField(j, "head_dim");
+  return head_dim != nullptr && head_dim->is_number_integer();
 }
 
 // tokenizer_config.json's pad_token content, or "" when it names none.
 std::string PadTokenContent(const fs::path& folder) {
-  auto text = ReadFileToString((folder / "tokenizer_config.json").string());
-  if (!text.ok()) return "";
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return "";
-  auto it = j.find("pad_token");
-  if (it == j.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) return (*it)["content"];
-  return "";
+  Expected<json> config = ReadJsonFile((folder / "tokenizer_config.json").string());
+  if (!config.ok()) return "";
+  const json* pad = JsonField(*config, "pad_token");
+  if (pad == nullptr) return "";
+  if (pad->is_string()) return pad->get<std::string>();
+  const json* content = JsonField(*pad, "content");
+  return content != nullptr && content->is_string() ? content->get<std::string>() : "";
 }
 
 void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuilder& b, const std::string& arch) {
