@@ -143,35 +143,9 @@ void AppendHexEscape(char prefix, uint32_t value, int digits, std::string* out) 
 }  // namespace
 
 CodePoint DecodeCodePoint(std::string_view s, size_t pos) {
-  auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  uint8_t c = byte(pos);
-  if (c < 0x80) return {c, 1};
-  size_t len;
   char32_t value;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    value = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    value = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    value = c & 0x07;
-  } else {
-    return {kReplacement, 1};
-  }
-  if (pos + len > s.size()) return {kReplacement, 1};
-  for (size_t k = 1; k < len; ++k) {
-    uint8_t x = byte(pos + k);
-    if ((x & 0xC0) != 0x80) return {kReplacement, 1};
-    value = (value << 6) | (x & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are malformed.
-  if ((len == 3 && value < 0x800) || (len == 4 && (value < 0x10000 || value > 0x10FFFF)) ||
-      (value >= 0xD800 && value <= 0xDFFF)) {
-    return {kReplacement, 1};
-  }
-  return {value, len};
+  size_t len = DecodeUtf8At(s, pos, &value);
+  return {value == kInvalidCodePoint ? kReplacement : value, len};
 }
 
 size_t CodePointCount(std::string_view s) {
