@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "bench/throughput_benchmark.h"
 #include "cli/engine_flags.h"
 #include "core/cpu_info.h"
-#include "engine/throughput_benchmark.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Offline throughput: N requests with random input and output lengths, served together"};

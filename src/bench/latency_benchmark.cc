@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "bench/text_table.h"
+#include "bench/throughput_benchmark.h"
 #include "compiler/compiled_model.h"
 #include "engine/llm_engine.h"
 #include "engine/model_loader.h"
-#include "engine/throughput_benchmark.h"
 #include "format/model_config.h"
 #include "format/weight_store.h"
 

@@ -1,5 +1,5 @@
 // `kiln bench throughput`'s output: the engine's offline throughput sweep
-// (engine/throughput_benchmark.h) with each setting's contention mark, its
+// (bench/throughput_benchmark.h) with each setting's contention mark, its
 // prefill and decode rates, and its FLOP/s against the measured roofline.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "bench/contention.h"
 #include "bench/roofline.h"
-#include "engine/throughput_benchmark.h"
+#include "bench/throughput_benchmark.h"
 
 namespace kiln::bench {
 

@@ -7,9 +7,9 @@
 #include "capi/c_boundary.h"
 #include "capi/handles.h"
 #include "capi/option_conversion.h"
-#include "engine/chat_prompt.h"
 #include "format/weight_store.h"
 #include "kiln/kiln.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 using kiln::Expected;

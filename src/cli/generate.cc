@@ -10,9 +10,9 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
-#include "engine/chat_prompt.h"
+#include "cli/prompt_file.h"
 #include "engine/llm_engine.h"
-#include "engine/prompt_file.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::cli {

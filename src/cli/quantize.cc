@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "quant/quantize_model.h"
-#include "quant/quantize_progress.h"
+#include "quantize/quantize_model.h"
+#include "quantize/quantize_progress.h"
 
 namespace kiln::cli {
 namespace {

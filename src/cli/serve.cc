@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -16,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "core/byte_size.h"
 #include "core/log.h"
 #include "engine/llm_engine.h"
 #include "server/api_server.h"
@@ -31,36 +30,6 @@ struct ServeArgs {
   bool no_access_log = false;
   uint64_t seed = 0;
 };
-
-// "1048576", "64KiB", "16M", "1.5GB": bytes, with k, M, G (powers of 1024)
-// optionally followed by "i" and/or "B".
-Expected<size_t> ParseByteSize(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  double value = 0;
-  try {
-    value = std::stod(text.substr(0, i));
-  } catch (...) {
-    return InvalidArgument("--max-body-size {}: expected a size such as 1048576, 64KiB or 16MiB", text);
-  }
-  const std::string unit = text.substr(i);
-  double scale = 1;
-  size_t j = 0;
-  if (j < unit.size()) {
-    switch (std::toupper(static_cast<unsigned char>(unit[j]))) {
-      case 'K': scale = 1024.0, ++j; break;
-      case 'M': scale = 1024.0 * 1024, ++j; break;
-      case 'G': scale = 1024.0 * 1024 * 1024, ++j; break;
-      default: break;
-    }
-  }
-  if (j > 0 && j < unit.size() && unit[j] == 'i') ++j;
-  if (j < unit.size() && (unit[j] == 'B' || unit[j] == 'b')) ++j;
-  if (j != unit.size()) return InvalidArgument("--max-body-size {}: unknown unit \"{}\" (use k, M or G)", text, unit);
-  double bytes = value * scale;
-  if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e15) return InvalidArgument("--max-body-size {}: out of range", text);
-  return static_cast<size_t>(bytes);
-}
 
 // Each open connection holds a descriptor; the usual soft limit of 1024
 // would refuse connections long before --max-concurrent-connections.
@@ -118,7 +87,11 @@ Status RunServe(const ServeArgs& a) {
   }
   if (a.seed != 0) engine_options.seed = a.seed;
   server::ServerOptions options = a.server;
-  KILN_ASSIGN_OR_RETURN(options.max_body_size, ParseByteSize(a.max_body_size));
+  Expected<ByteSize> max_body_size = ParseByteSize(a.max_body_size);
+  if (!max_body_size.ok()) {
+    return InvalidArgument("--max-body-size {}: {}", a.max_body_size, max_body_size.status().message());
+  }
+  options.max_body_size = static_cast<size_t>(max_body_size->bytes);
   options.access_log = !a.no_access_log;
   if (options.served_model_name.empty()) {
     options.served_model_name = !engine_options.model.empty() ? server::DefaultServedModelName(engine_options.model)

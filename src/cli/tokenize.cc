@@ -40,8 +40,9 @@ std::string Quote(std::string_view piece) {
       out += static_cast<char>(c);
     } else {
       // Copy a whole well-formed character, or escape the stray byte.
-      size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-      if (len > 1 && i + len <= piece.size() && IsValidUtf8(piece.substr(i, len))) {
+      char32_t cp;
+      size_t len = DecodeUtf8At(piece, i, &cp);
+      if (cp != kInvalidCodePoint) {
         out.append(piece.substr(i, len));
         i += len;
         continue;

@@ -1,59 +1,27 @@
 // Engine option checks and the --kv-cache-memory syntax.
 #include "engine/engine_options.h"
 
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "core/byte_size.h"
+
 namespace kiln {
-namespace {
-
-// The multiplier of a unit suffix, or 0 when it is not one.
-double UnitScale(std::string_view unit) {
-  std::string u;
-  for (char c : unit) u.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (u.empty() || u == "b") return 1;
-  if (u.size() > 1 && u.back() == 'b') u.pop_back();
-  if (u.size() > 1 && u.back() == 'i') u.pop_back();
-  if (u == "k") return 1024.0;
-  if (u == "m") return 1024.0 * 1024;
-  if (u == "g") return 1024.0 * 1024 * 1024;
-  if (u == "t") return 1024.0 * 1024 * 1024 * 1024;
-  return 0;
-}
-
-}  // namespace
 
 Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text) {
-  std::string s(text);
-  size_t end_of_number = 0;
-  while (end_of_number < s.size() &&
-         (std::isdigit(static_cast<unsigned char>(s[end_of_number])) || s[end_of_number] == '.')) {
-    ++end_of_number;
-  }
-  std::string number = s.substr(0, end_of_number);
-  std::string unit = s.substr(end_of_number);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  char* parse_end = nullptr;
-  double value = number.empty() ? NAN : std::strtod(number.c_str(), &parse_end);
-  if (number.empty() || parse_end != number.c_str() + number.size() || !std::isfinite(value) || value <= 0) {
+  Expected<ByteSize> size = ParseByteSize(text);
+  if (!size.ok()) return InvalidArgument("KV cache memory '{}': {}", text, size.status().message());
+  if (!(size->number > 0)) {
     return InvalidArgument(
         "KV cache memory '{}': expected a size such as 512MiB or 2G, or a fraction such as 0.2", text);
   }
-  double scale = UnitScale(unit);
-  if (scale == 0) {
-    return InvalidArgument("KV cache memory '{}': unknown unit '{}' (use k, M, G or T)", text, unit);
-  }
   KvCacheMemory m;
-  if (unit.empty() && value <= 1) {
-    m.fraction = value;
+  if (!size->has_unit && size->number <= 1) {
+    m.fraction = size->number;
     return m;
   }
-  double bytes = value * scale;
-  if (bytes < 1 || bytes > 9.0e18) return InvalidArgument("KV cache memory '{}': size out of range", text);
-  m.bytes = static_cast<int64_t>(bytes);
+  if (size->bytes < 1) return InvalidArgument("KV cache memory '{}': size out of range", text);
+  m.bytes = size->bytes;
   return m;
 }
 

@@ -22,8 +22,8 @@ struct KvCacheMemory {
 };
 
 // Parses "512MiB", "2G", "1.5GB", "1073741824" (bytes) or "0.2" (a
-// fraction, any plain number in (0, 1]). Units k, M, G, T, optionally
-// followed by "i" and/or "B", are powers of 1024.
+// fraction, any plain number in (0, 1]). Sizes are written as
+// ParseByteSize (core/byte_size.h) reads them.
 Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text);
 
 struct EngineOptions {

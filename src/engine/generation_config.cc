@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
+#include "core/json_input.h"
 #include "core/mapped_file.h"
-#include "tokenizer/json_input.h"
 
 namespace kiln {
 namespace {

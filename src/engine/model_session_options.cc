@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "backend/kv_cache.h"
+#include "engine/calibration.h"
 #include "engine/model_loader.h"
 #include "format/weight_store.h"
-#include "quant/calibration.h"
 
 namespace kiln {
 

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "engine/chat_prompt.h"
 #include "format/model_config.h"
 #include "server/access_log.h"
 #include "server/completion_job.h"
@@ -16,6 +15,7 @@
 #include "server/http_reply.h"
 #include "server/peer_socket.h"
 #include "server/sse.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {

@@ -1,8 +1,6 @@
 // Typed field reads with errors that name the field and say what was wrong.
 #include "server/json_fields.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
 namespace kiln::server {
@@ -14,36 +12,6 @@ const nlohmann::json& Null() {
 }
 
 }  // namespace
-
-std::optional<int64_t> JsonInteger(const nlohmann::json& v) {
-  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (v.is_number_float()) {
-    double d = v.get<double>();
-    // Whole numbers written with a fraction ("4.0") are integers to a
-    // JavaScript client; anything beyond int64 is not.
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
-  }
-  return std::nullopt;
-}
-
-const char* JsonTypeName(const nlohmann::json& value) {
-  switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "boolean";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::object: return "object";
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float: return "number";
-    default: return "value";
-  }
-}
 
 ApiStatus ParseJsonObject(const std::string& text, nlohmann::json* out) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -66,9 +34,8 @@ JsonFields::JsonFields(const nlohmann::json& object, std::string prefix)
     : object_(object), prefix_(std::move(prefix)) {}
 
 const nlohmann::json& JsonFields::Get(const char* name) const {
-  if (!object_.is_object()) return Null();
-  auto it = object_.find(name);
-  return it == object_.end() ? Null() : *it;
+  const nlohmann::json* field = JsonField(object_, name);
+  return field != nullptr ? *field : Null();
 }
 
 bool JsonFields::Fail(const std::string& name, const std::string& problem) {

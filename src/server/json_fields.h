@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_input.h"
 #include "server/api_error.h"
 
 namespace kiln::server {
@@ -60,12 +61,5 @@ class JsonFields {
   std::string prefix_;
   ApiError error_;
 };
-
-// The JSON type of `value` as a client would name it ("string", "number", ...).
-const char* JsonTypeName(const nlohmann::json& value);
-
-// The value of an integral JSON number within int64 ("4" or "4.0"), or
-// nothing for any other value.
-std::optional<int64_t> JsonInteger(const nlohmann::json& value);
 
 }  // namespace kiln::server

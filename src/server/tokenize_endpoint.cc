@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "engine/chat_prompt.h"
 #include "format/model_config.h"
 #include "server/completion_request.h"
 #include "server/http_reply.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {

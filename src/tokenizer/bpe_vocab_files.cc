@@ -1,8 +1,8 @@
 // vocab.json + merges.txt and encoder.json + vocab.bpe.
 #include "tokenizer/bpe_vocab_files.h"
 
+#include "core/json_input.h"
 #include "core/mapped_file.h"
-#include "tokenizer/json_input.h"
 
 namespace kiln {
 namespace {

@@ -5,7 +5,6 @@
 #include <array>
 
 #include "core/utf8.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 namespace {

@@ -1,13 +1,13 @@
 // Chat templates (see chat_template.h): parse once, render per request.
 #include "tokenizer/chat_template.h"
 
-#include "tokenizer/jinja/globals.h"
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/json_value.h"
-#include "tokenizer/jinja/lexer.h"
-#include "tokenizer/jinja/parser.h"
-#include "tokenizer/jinja/runtime.h"
-#include "tokenizer/jinja/scope.h"
+#include "jinja/globals.h"
+#include "jinja/interpreter.h"
+#include "jinja/json_value.h"
+#include "jinja/lexer.h"
+#include "jinja/parser.h"
+#include "jinja/runtime.h"
+#include "jinja/scope.h"
 
 namespace kiln {
 

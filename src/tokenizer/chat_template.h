@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "tokenizer/jinja/render_limits.h"
+#include "jinja/render_limits.h"
 
 namespace kiln {
 

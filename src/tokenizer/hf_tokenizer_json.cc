@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "tokenizer/json_input.h"
+#include "core/json_input.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace kiln {

@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "core/utf8.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/byte_unicode.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 

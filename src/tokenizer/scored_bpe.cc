@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/utf8.h"
 #include "tokenizer/bpe_merge.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 

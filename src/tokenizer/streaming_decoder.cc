@@ -1,7 +1,6 @@
 // Incremental decoding: bytes wait until they form whole characters.
 #include "core/utf8.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 

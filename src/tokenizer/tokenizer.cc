@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/utf8.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/ranked_bpe.h"
 #include "tokenizer/scored_bpe.h"
 #include "tokenizer/tokenizer_spec.h"
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 namespace {

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "core/json_input.h"
 #include "core/mapped_file.h"
-#include "tokenizer/json_input.h"
 #include "tokenizer/tokenizer_spec.h"
 
 namespace kiln {

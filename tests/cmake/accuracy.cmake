@@ -13,8 +13,8 @@
 if(TARGET test_accuracy)
   add_dependencies(test_accuracy kiln_cli)
 endif()
-if(TARGET test_quant)
-  add_dependencies(test_quant kiln_cli)
+if(TARGET test_quantize)
+  add_dependencies(test_quantize kiln_cli)
 endif()
 
 set(kiln_shared ${PROJECT_SOURCE_DIR}/../shared)

@@ -1,7 +1,10 @@
-// UTF-8 validation edge cases.
+// UTF-8 validation edge cases, decoding and lossy repair.
 #include "core/utf8.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
 
 namespace kiln {
 namespace {
@@ -27,6 +30,33 @@ TEST(Utf8, Appends) {
   AppendUtf8(s, U'é');
   AppendUtf8(s, 0x1F600);
   EXPECT_EQ(s, "\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+TEST(Utf8DecodeTest, LossyReplacement) {
+  auto lossy = [](std::string_view s) {
+    std::string out;
+    AppendUtf8Lossy(s, out);
+    return out;
+  };
+  EXPECT_EQ(lossy("abc é 😀"), "abc é 😀");
+  EXPECT_EQ(lossy("\xe6\x97"
+                  "A"),
+            "\uFFFD"
+            "A");  // one maximal subpart
+  EXPECT_EQ(lossy("\xf0\x9f\x98"), "\uFFFD");
+  EXPECT_EQ(lossy("\x80\x80"), "\uFFFD\uFFFD");
+  EXPECT_EQ(lossy("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate
+  EXPECT_EQ(lossy("\xc0\xaf"), "\uFFFD\uFFFD");            // an overlong
+}
+
+TEST(Utf8DecodeTest, DecodeAt) {
+  char32_t cp;
+  EXPECT_EQ(DecodeUtf8At("é", 0, &cp), 2u);
+  EXPECT_EQ(cp, 0xE9u);
+  EXPECT_EQ(DecodeUtf8At("😀", 0, &cp), 4u);
+  EXPECT_EQ(cp, 0x1F600u);
+  EXPECT_EQ(DecodeUtf8At("\xe6\x97", 0, &cp), 1u);
+  EXPECT_EQ(cp, kInvalidCodePoint);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "backend/cpu/w8a8/w8a8_bind.h"
-#include "quant/calibration.h"
-#include "quantize_test_util.h"
+#include "engine/calibration.h"
+#include "testing/quantize_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {

@@ -13,8 +13,8 @@
 
 #include <thread>
 
-#include "engine/chat_prompt.h"
 #include "server_test_util.h"
+#include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {

@@ -1,11 +1,9 @@
-// GPT-2's byte <-> character table and the tokenizer's UTF-8 helpers.
+// GPT-2's byte <-> character table.
 #include "tokenizer/byte_unicode.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "tokenizer/utf8_decode.h"
 
 namespace kiln {
 namespace {
@@ -32,33 +30,6 @@ TEST(ByteUnicodeTest, TextRoundTrip) {
   EXPECT_EQ(UnicodeTextToBytes("Ġhello"), " hello");
   EXPECT_FALSE(UnicodeTextToBytes("日").has_value());
   EXPECT_FALSE(UnicodeTextToBytes("\xff").has_value());
-}
-
-TEST(Utf8DecodeTest, LossyReplacement) {
-  auto lossy = [](std::string_view s) {
-    std::string out;
-    AppendUtf8Lossy(s, out);
-    return out;
-  };
-  EXPECT_EQ(lossy("abc é 😀"), "abc é 😀");
-  EXPECT_EQ(lossy("\xe6\x97"
-                  "A"),
-            "\uFFFD"
-            "A");  // one maximal subpart
-  EXPECT_EQ(lossy("\xf0\x9f\x98"), "\uFFFD");
-  EXPECT_EQ(lossy("\x80\x80"), "\uFFFD\uFFFD");
-  EXPECT_EQ(lossy("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate
-  EXPECT_EQ(lossy("\xc0\xaf"), "\uFFFD\uFFFD");            // an overlong
-}
-
-TEST(Utf8DecodeTest, DecodeAt) {
-  char32_t cp;
-  EXPECT_EQ(DecodeUtf8At("é", 0, &cp), 2u);
-  EXPECT_EQ(cp, 0xE9u);
-  EXPECT_EQ(DecodeUtf8At("😀", 0, &cp), 4u);
-  EXPECT_EQ(cp, 0x1F600u);
-  EXPECT_EQ(DecodeUtf8At("\xe6\x97", 0, &cp), 1u);
-  EXPECT_EQ(cp, kInvalidCodePoint);
 }
 
 }  // namespace

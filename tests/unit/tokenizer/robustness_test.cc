@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "core/utf8.h"
-#include "tokenizer/utf8_decode.h"
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {

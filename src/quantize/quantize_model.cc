@@ -1,0 +1,307 @@
+// The quantization pipeline: pick each tensor's type, convert its rows in
+// parallel, gather the metadata, write the file.
+#include "quantize/quantize_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/thread_pool.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "format/weight_store.h"
+#include "quant/dequantize.h"
+#include "quant/quantize_ref.h"
+
+namespace kiln {
+namespace {
+
+// One tensor of the output and where its values come from.
+struct Job {
+  std::string name;  // GGUF name
+  const Weight* weight = nullptr;
+  // llama.cpp's q/k row permutation for interleaved RoPE: the head size, or 0.
+  int64_t permute_head_dim = 0;
+  TypeChoice choice;
+  DType dtype = DType::kF32;  // as written
+};
+
+// The source row of output row r under the q/k permutation: within each
+// head of d rows, output row 2i + j is source row i + j * d / 2.
+int64_t SourceRow(int64_t r, int64_t head_dim) {
+  if (head_dim <= 0) return r;
+  int64_t head = r / head_dim, p = r % head_dim;
+  return head * head_dim + (p % 2) * (head_dim / 2) + p / 2;
+}
+
+bool IsHfLlama(const ModelConfig& c) { return c.arch == Architecture::kLlama || c.arch == Architecture::kMistral; }
+
+int64_t Rows(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  return shape.size() <= 1 ? 1 : rows;
+}
+
+// The jobs of a Hugging Face folder: the tensors the architecture needs, in
+// llama.cpp's naming, q/k permuted for llama.
+std::vector<Job> HfJobs(const WeightStore& store, const QuantizeOptions& options) {
+  const ModelConfig& c = store.config();
+  std::vector<Job> jobs;
+  std::vector<std::string> used;
+  for (const WeightSpec& spec : RequiredWeights(c)) {
+    const Weight* w = store.Find(spec.name);
+    if (w == nullptr) continue;  // WeightStore::Open checked the required ones
+    Job job;
+    job.name = weight_names::ToGguf(spec.name);
+    job.weight = w;
+    if (IsHfLlama(c)) {
+      bool q = spec.name.find("self_attn.q_proj.") != std::string::npos;
+      bool k = spec.name.find("self_attn.k_proj.") != std::string::npos;
+      if (q || k) job.permute_head_dim = c.head_dim;
+    }
+    jobs.push_back(std::move(job));
+    used.push_back(spec.name);
+  }
+  for (const Weight& w : store.weights()) {
+    if (std::find(used.begin(), used.end(), w.name) != used.end()) continue;
+    if (options.on_notice) options.on_notice(fmt::format("{}: not part of the {} layout, left out", w.name, ArchitectureName(c.arch)));
+  }
+  return jobs;
+}
+
+std::vector<Job> GgufJobs(const WeightStore& store) {
+  std::vector<Job> jobs;
+  for (const Weight& w : store.weights()) {
+    Job job;
+    job.name = w.source_name;
+    job.weight = &w;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+// The first non-finite value of `n` floats, or -1.
+int64_t FirstNonFinite(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return i;
+  }
+  return -1;
+}
+
+// Converts one tensor into out->data (sized by the caller).
+Status ConvertTensor(const Job& job, ThreadPool& pool, QuantizedTensor* out) {
+  const Weight& w = *job.weight;
+  const std::string where = fmt::format("{}: tensor {}", w.file, w.source_name);
+  const bool vector = w.shape.size() <= 1;
+  // Vectors are one row of `n` elements, permuted element-wise (q/k biases).
+  const int64_t rows = vector ? 1 : Rows(w.shape);
+  const int64_t row = vector ? w.num_elements() : w.shape.back();
+  auto src_row_bytes = DTypeBytes(w.dtype, static_cast<uint64_t>(row));
+  auto dst_row_bytes = DTypeBytes(job.dtype, static_cast<uint64_t>(row));
+  if (!src_row_bytes || !dst_row_bytes) {
+    return Corrupt("{}: rows of {} elements are not whole {} blocks", where, row, DTypeName(!src_row_bytes ? w.dtype : job.dtype));
+  }
+  if (*src_row_bytes * static_cast<uint64_t>(rows) > w.nbytes) {
+    return Corrupt("{}: {} rows of {} bytes exceed the tensor's {} bytes", where, rows, *src_row_bytes, w.nbytes);
+  }
+  uint8_t* dst = out->data.data();
+
+  if (w.dtype == job.dtype && !(vector && job.permute_head_dim > 0)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(dst + static_cast<uint64_t>(r) * *dst_row_bytes,
+                  w.data + static_cast<uint64_t>(SourceRow(r, job.permute_head_dim)) * *src_row_bytes, *src_row_bytes);
+    }
+    return Status::Ok();
+  }
+
+  const bool check_finite = IsQuantized(job.dtype);
+  std::vector<Status> errors(static_cast<size_t>(pool.num_threads()));
+  pool.ParallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(row, 1)),
+                   [&](int64_t begin, int64_t end, int thread) {
+                     std::vector<float> values(static_cast<size_t>(row)), permuted;
+                     Status& error = errors[static_cast<size_t>(thread)];
+                     for (int64_t r = begin; r < end && error.ok(); ++r) {
+                       const uint8_t* src =
+                           w.data + static_cast<uint64_t>(SourceRow(r, job.permute_head_dim)) * *src_row_bytes;
+                       Status s = DequantizeRow(w.dtype, src, values.data(), row);
+                       if (!s.ok()) {
+                         error = s.WithContext(where);
+                         break;
+                       }
+                       if (vector && job.permute_head_dim > 0) {
+                         permuted.resize(values.size());
+                         for (int64_t i = 0; i < row; ++i) permuted[static_cast<size_t>(i)] = values[static_cast<size_t>(SourceRow(i, job.permute_head_dim))];
+                         values.swap(permuted);
+                       }
+                       if (check_finite) {
+                         if (int64_t bad = FirstNonFinite(values.data(), row); bad >= 0) {
+                           error = InvalidArgument("{}: row {} column {} is {}, which {} cannot hold", where,
+                                                   SourceRow(r, job.permute_head_dim), bad, values[static_cast<size_t>(bad)],
+                                                   DTypeName(job.dtype));
+                           break;
+                         }
+                       }
+                       s = QuantizeRowRef(job.dtype, values.data(), dst + static_cast<uint64_t>(r) * *dst_row_bytes, row);
+                       if (!s.ok()) error = s.WithContext(where);
+                     }
+                   });
+  for (const Status& s : errors) KILN_RETURN_IF_ERROR(s);
+  return Status::Ok();
+}
+
+// `v` as an f32 metadata value reads back. Through memory, because GCC 12's
+// SLP vectorizer drops adjacent double -> float -> double round trips.
+double StoredAsF32(double v) {
+  volatile float stored = static_cast<float>(v);
+  return stored;
+}
+
+// The configuration WeightStore::Open derives from the written file.
+ModelConfig FileConfig(const WeightStore& store, const GgufMetadata& metadata, bool has_output) {
+  ModelConfig c = store.config();
+  if (store.format() == ModelFormat::kGguf) return c;
+  if (IsHfLlama(c)) {
+    c.arch = Architecture::kLlama;
+    c.hf_architecture = "LlamaForCausalLM";
+    c.rope_style = RopeStyle::kInterleaved;
+  } else {
+    c.hf_architecture = c.arch == Architecture::kQwen2 ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM";
+  }
+  // Floats are stored as f32.
+  c.rms_norm_eps = StoredAsF32(c.rms_norm_eps);
+  c.rope_theta = StoredAsF32(c.rope_theta);
+  c.rope_scaling.factor = StoredAsF32(c.rope_scaling.factor);
+  c.rope_scaling.beta_fast = StoredAsF32(c.rope_scaling.beta_fast);
+  c.rope_scaling.beta_slow = StoredAsF32(c.rope_scaling.beta_slow);
+  c.rope_scaling.attention_factor = StoredAsF32(c.rope_scaling.attention_factor);
+  c.tie_word_embeddings = !has_output;
+  c.torch_dtype.clear();
+  c.bos_token_ids.clear();
+  c.eos_token_ids.clear();
+  for (const auto& [key, value] : metadata) {
+    if (key == "tokenizer.ggml.bos_token_id") c.bos_token_ids.push_back(value.AsInt().value_or(-1));
+    if (key == "tokenizer.ggml.eos_token_id") c.eos_token_ids.push_back(value.AsInt().value_or(-1));
+  }
+  if (c.rope_scaling.type != RopeScalingType::kNone && c.rope_scaling.original_max_position_embeddings <= 0) {
+    c.rope_scaling.original_max_position_embeddings = c.max_position_embeddings;
+  }
+  return c;
+}
+
+GgufMetadata CopiedMetadata(const GgufFile& gguf, QuantFileType type) {
+  GgufMetadata metadata = gguf.metadata();
+  bool has_file_type = false, has_version = false;
+  for (auto& [key, value] : metadata) {
+    if (key == "general.file_type") {
+      value = GgufValue::UInt(GgufType::kU32, static_cast<uint32_t>(type));
+      has_file_type = true;
+    } else if (key == "general.quantization_version") {
+      value = GgufValue::UInt(GgufType::kU32, 2);
+      has_version = true;
+    }
+  }
+  if (!has_version) metadata.emplace_back("general.quantization_version", GgufValue::UInt(GgufType::kU32, 2));
+  if (!has_file_type) {
+    metadata.emplace_back("general.file_type", GgufValue::UInt(GgufType::kU32, static_cast<uint32_t>(type)));
+  }
+  return metadata;
+}
+
+}  // namespace
+
+uint64_t QuantizedModel::TensorBytes() const {
+  uint64_t total = 0;
+  for (const QuantizedTensor& t : tensors) total += t.data.size();
+  return total;
+}
+
+Expected<QuantizedModel> QuantizeModel(const std::string& source, const QuantizeOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::Open(source));
+  const bool from_gguf = store->format() == ModelFormat::kGguf;
+  std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
+
+  QuantizedModel model;
+  model.type = options.type;
+  ModelFacts facts;
+  facts.num_layers = store->config().num_layers;
+  for (const Job& job : jobs) facts.has_output |= job.name == "output.weight";
+
+  // Types and sizes first, so that progress can show the total.
+  uint64_t bytes_total = 0;
+  bool requantizing = false;
+  for (Job& job : jobs) {
+    const Weight& w = *job.weight;
+    job.choice = ChooseTensorType(options.type, {job.name, w.shape}, facts);
+    if (job.choice.keep_as_is) {
+      // GGUF tensors stay as they are; Hugging Face vectors become f32, as
+      // llama.cpp's converter writes them.
+      job.dtype = from_gguf ? w.dtype : DType::kF32;
+    } else {
+      job.dtype = job.choice.dtype;
+      requantizing |= IsQuantized(w.dtype) && w.dtype != job.dtype;
+    }
+    job.choice.dtype = job.dtype;
+    auto bytes = DTypeBytes(job.dtype, static_cast<uint64_t>(w.num_elements()));
+    if (!bytes) {
+      return Corrupt("{}: tensor {}: {} elements do not fit {}", w.file, w.source_name, w.num_elements(),
+                     DTypeName(job.dtype));
+    }
+    bytes_total += *bytes;
+    if (!job.choice.fallback_reason.empty()) {
+      ++model.fallbacks;
+      if (options.on_notice) {
+        options.on_notice(fmt::format("{}: {}, falling back to {}", job.name, job.choice.fallback_reason,
+                                      DTypeName(job.dtype)));
+      }
+    }
+  }
+  if (requantizing && options.on_notice) {
+    options.on_notice(fmt::format("{}: requantizing weights that are already block-quantized; the errors of both "
+                                  "quantizations add up",
+                                  source));
+  }
+
+  if (from_gguf) {
+    model.metadata = CopiedMetadata(*store->gguf(), options.type);
+  } else {
+    KILN_ASSIGN_OR_RETURN(model.metadata,
+                          HfGgufMetadata(store->path(), store->config(), static_cast<uint32_t>(options.type)));
+  }
+  model.config = FileConfig(*store, model.metadata, facts.has_output);
+
+  ThreadPool& pool = DefaultThreadPool(options.threads);
+  QuantizeProgress progress;
+  progress.tensors_total = static_cast<int64_t>(jobs.size());
+  progress.bytes_total = bytes_total;
+  for (const Job& job : jobs) {
+    QuantizedTensor t;
+    t.name = job.name;
+    t.dtype = job.dtype;
+    t.shape = job.weight->shape;
+    t.choice = job.choice;
+    t.data.resize(static_cast<size_t>(*DTypeBytes(job.dtype, static_cast<uint64_t>(job.weight->num_elements()))));
+    KILN_RETURN_IF_ERROR(ConvertTensor(job, pool, &t));
+    progress.bytes_done += t.data.size();
+    ++progress.tensors_done;
+    progress.last_tensor = t.name;
+    model.tensors.push_back(std::move(t));
+    progress.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.on_progress) options.on_progress(progress);
+  }
+  return model;
+}
+
+Status WriteQuantizedGguf(const QuantizedModel& model, const std::string& path) {
+  GgufWriter writer;
+  for (const auto& [key, value] : model.metadata) KILN_RETURN_IF_ERROR(writer.Set(key, value));
+  for (const QuantizedTensor& t : model.tensors) {
+    KILN_RETURN_IF_ERROR(writer.AddTensor(t.name, t.dtype, t.shape, t.data.data(), t.data.size()));
+  }
+  return writer.Write(path);
+}
+
+}  // namespace kiln

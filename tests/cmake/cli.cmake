@@ -1,0 +1,5 @@
+# The cli tests (tests/unit/cli/) test the `kiln` command's own files, which
+# are not part of libkiln: they link its object library.
+if(TARGET test_cli)
+  target_link_libraries(test_cli PRIVATE kiln_cli_commands)
+endif()
