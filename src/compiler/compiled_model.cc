@@ -239,8 +239,7 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   state.pool = pool_.get();
   state.context_rows = context_rows;
   state.score_rows = score_rows;
-  program->Run(state, dump);
-  return Status::Ok();
+  return program->Run(state, dump).WithContext("forward");
 }
 
 }  // namespace kiln
