@@ -26,7 +26,7 @@ static int32_t fail(char* err, size_t size, int32_t code, const char* msg) {
 static const char* const kF32[] = {"f32"};
 
 static const kiln_support_entry kSupport[] = {
-    {sizeof(kiln_support_entry), "add", kF32, 1, NULL, 0, NULL, "rows", 0, 0, 1, NULL, 0,
+    {sizeof(kiln_support_entry), KILN_BACKEND_ABI_VERSION, "add", kF32, 1, NULL, 0, NULL, "rows", 0, 0, 1, NULL, 0,
      "f32 rows, elementwise"},
 };
 

@@ -13,13 +13,18 @@
  * C only: no C++ types or exceptions cross this boundary; a plugin written
  * in C++ catches everything inside its functions.
  *
- * Versions and sizes. Every struct starts with `struct_size` (sizeof the
- * struct as the writer compiled it) and, for the top-level ones,
- * `abi_version`. kiln refuses a plugin whose abi_version differs from the
- * one it speaks, and a struct whose struct_size is smaller than the
- * version's first layout; it never reads past struct_size, so fields added
- * at the end of a struct in a later minor revision are optional. A plugin
- * reads a kiln-provided struct only up to the struct_size kiln wrote.
+ * Versions and sizes. Every struct that is passed on its own starts with
+ * `struct_size` (sizeof the struct as the writer compiled it) and
+ * `abi_version` (KILN_BACKEND_ABI_VERSION as the writer saw it). kiln
+ * refuses a plugin whose abi_version differs from the one it speaks, and a
+ * struct whose struct_size is smaller than the version's first layout; it
+ * never reads past struct_size, so fields added at the end of a struct in a
+ * later minor revision are optional. A plugin reads a kiln-provided struct
+ * only up to the struct_size kiln wrote. An array of such structs is
+ * strided by its first element's struct_size. The small element structs of
+ * lists (kiln_attr, kiln_weight_ref, kiln_kv_pools) have no header: their
+ * layout is fixed for an ABI version, and the struct holding the list
+ * carries the size and version.
  *
  * Names, not numbers. Ops ("linear", "rms_norm", ...; `kiln backends` lists
  * kiln's), dtypes ("f32", "bf16", "q4_0", ...), layouts ("rows" for kiln's
@@ -106,6 +111,7 @@ typedef enum kiln_row_space {
 /* A tensor as a kernel sees it. */
 typedef struct kiln_tensor {
   uint32_t struct_size;
+  uint32_t abi_version;
   const char* dtype;  /* "f32", "bf16", ... */
   const char* layout; /* "rows": dims [rows, cols], row-major, strides below */
   int32_t rank;
@@ -124,6 +130,7 @@ typedef struct kiln_tensor {
  * as long as any kernel or packed weight made from it. */
 typedef struct kiln_weight_desc {
   uint32_t struct_size;
+  uint32_t abi_version;
   const char* name;
   const char* dtype;
   int32_t rank;
@@ -137,6 +144,7 @@ typedef struct kiln_weight_desc {
  * handle's life. */
 typedef struct kiln_packed_weight {
   uint32_t struct_size;
+  uint32_t abi_version;
   void* handle;
   const char* layout;
   uint64_t bytes;
@@ -153,6 +161,7 @@ typedef struct kiln_weight_ref {
 /* The paged KV cache's geometry (the pools arrive per pass). */
 typedef struct kiln_kv_layout {
   uint32_t struct_size;
+  uint32_t abi_version;
   int64_t num_layers;
   int64_t num_blocks;
   int64_t block_size; /* tokens per block */
@@ -167,6 +176,7 @@ typedef struct kiln_kv_layout {
  * at, which outlive the kernel. */
 typedef struct kiln_node_desc {
   uint32_t struct_size;
+  uint32_t abi_version;
   const char* op;   /* "linear", "rms_norm", ... */
   const char* name; /* the node's name, for messages */
   const kiln_attr* attrs;
@@ -202,6 +212,7 @@ typedef struct kiln_kv_pools {
  * synchronizes every stream it used before the pass returns). */
 typedef struct kiln_run_args {
   uint32_t struct_size;
+  uint32_t abi_version;
   int32_t num_tokens;
   const int32_t* token_ids; /* [num_tokens] */
   const int32_t* positions; /* [num_tokens] */
@@ -232,6 +243,8 @@ typedef enum kiln_copy_direction {
 } kiln_copy_direction;
 
 typedef struct kiln_copy {
+  uint32_t struct_size;
+  uint32_t abi_version;
   void* dst;
   uint64_t dst_pitch;
   const void* src;
@@ -246,6 +259,7 @@ typedef struct kiln_copy {
  * in which layouts, within which limits. */
 typedef struct kiln_support_entry {
   uint32_t struct_size;
+  uint32_t abi_version;
   const char* op;
   const char* const* activation_dtypes;
   uint32_t num_activation_dtypes;

@@ -63,6 +63,7 @@ const char* const kF32Bf16[] = {"f32", "bf16"};
 kiln_support_entry Entry(const char* op, bool weights, int64_t max_cols = 0) {
   kiln_support_entry e{};
   e.struct_size = sizeof(kiln_support_entry);
+  e.abi_version = KILN_BACKEND_ABI_VERSION;
   e.op = op;
   e.activation_dtypes = kF32;
   e.num_activation_dtypes = 1;

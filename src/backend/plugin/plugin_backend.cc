@@ -51,6 +51,7 @@ int32_t RowSpaceId(RowSpace r) {
 kiln_tensor Tensor(const BoundValue& v, const ShapeEnv& capacity) {
   kiln_tensor t{};
   t.struct_size = sizeof(kiln_tensor);
+  t.abi_version = KILN_BACKEND_ABI_VERSION;
   t.dtype = DTypeName(v.dtype);
   t.layout = "rows";
   t.rank = 2;
@@ -67,6 +68,7 @@ kiln_tensor Tensor(const BoundValue& v, const ShapeEnv& capacity) {
 kiln_weight_desc WeightDesc(const Weight& w) {
   kiln_weight_desc d{};
   d.struct_size = sizeof(kiln_weight_desc);
+  d.abi_version = KILN_BACKEND_ABI_VERSION;
   d.name = w.name.c_str();
   d.dtype = DTypeName(w.dtype);
   d.rank = static_cast<int32_t>(std::min<size_t>(w.shape.size(), KILN_BACKEND_MAX_RANK));
@@ -86,6 +88,7 @@ struct NodeDescription {
     for (const Weight* w : n.weights) descs.push_back(w != nullptr ? WeightDesc(*w) : kiln_weight_desc{});
     for (size_t i = 0; i < n.weights.size(); ++i) refs.push_back({n.weights[i] != nullptr ? &descs[i] : nullptr, nullptr});
     desc.struct_size = sizeof(kiln_node_desc);
+    desc.abi_version = KILN_BACKEND_ABI_VERSION;
     desc.op = OpName(n.op);
     desc.name = n.name.c_str();
     desc.attrs = attrs.data();
@@ -97,6 +100,7 @@ struct NodeDescription {
     desc.weights = refs.data();
     desc.num_weights = static_cast<uint32_t>(refs.size());
     desc.kv.struct_size = sizeof(kiln_kv_layout);
+    desc.kv.abi_version = KILN_BACKEND_ABI_VERSION;
     desc.capacity[KILN_ROWS_TOKENS] = capacity.tokens;
     desc.capacity[KILN_ROWS_OUTPUT] = capacity.output_rows;
     desc.capacity[KILN_ROWS_CONTEXT] = capacity.context_rows;
@@ -250,11 +254,19 @@ Expected<SupportList> ConvertSupport(const kiln_backend& t) {
   SupportList list;
   if (t.num_support > 0 && t.support == nullptr) return InvalidArgument("support list of {} entries is NULL", t.num_support);
   const size_t min_entry = offsetof(kiln_support_entry, note) + sizeof(const char*);
+  // Strided by the plugin's own struct size (a newer minor revision may
+  // have added fields at the end).
+  const size_t stride = t.num_support > 0 ? t.support[0].struct_size : 0;
   for (uint32_t i = 0; i < t.num_support; ++i) {
-    const kiln_support_entry& e = t.support[i];
-    if (e.struct_size < min_entry) {
-      return InvalidArgument("support entry {}: struct_size {} is smaller than ABI {}'s {} bytes", i, e.struct_size,
-                             KILN_BACKEND_ABI_VERSION, min_entry);
+    const auto& e = *reinterpret_cast<const kiln_support_entry*>(reinterpret_cast<const char*>(t.support) + i * stride);
+    if (e.struct_size < min_entry || e.struct_size != stride) {
+      return InvalidArgument("support entry {}: struct_size {} (smaller than ABI {}'s {} bytes, or unlike the first "
+                             "entry's {})",
+                             i, e.struct_size, KILN_BACKEND_ABI_VERSION, min_entry, stride);
+    }
+    if (e.abi_version != KILN_BACKEND_ABI_VERSION) {
+      return Unsupported("support entry {}: ABI version {}; this kiln speaks version {}", i, e.abi_version,
+                         KILN_BACKEND_ABI_VERSION);
     }
     auto op = OpFromName(e.op != nullptr ? e.op : "");
     if (!op) return InvalidArgument("support entry {} names unknown op '{}'", i, e.op != nullptr ? e.op : "");
@@ -374,7 +386,15 @@ std::unique_ptr<Event> PluginBackend::CreateEvent() {
 }
 
 void PluginBackend::EnqueueCopy(CopyDirection direction, const RowCopy& c) {
-  kiln_copy copy{c.dst, c.dst_pitch, c.src, c.src_pitch, c.row_bytes, c.rows};
+  kiln_copy copy{};
+  copy.struct_size = sizeof(kiln_copy);
+  copy.abi_version = KILN_BACKEND_ABI_VERSION;
+  copy.dst = c.dst;
+  copy.dst_pitch = c.dst_pitch;
+  copy.src = c.src;
+  copy.src_pitch = c.src_pitch;
+  copy.row_bytes = c.row_bytes;
+  copy.rows = c.rows;
   int32_t dir = direction == CopyDirection::kHostToDevice   ? KILN_COPY_HOST_TO_DEVICE
                 : direction == CopyDirection::kDeviceToHost ? KILN_COPY_DEVICE_TO_HOST
                                                             : KILN_COPY_DEVICE_TO_DEVICE;
@@ -395,6 +415,7 @@ Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const We
   kiln_weight_desc desc = WeightDesc(w);
   kiln_packed_weight out{};
   out.struct_size = sizeof(kiln_packed_weight);
+  out.abi_version = KILN_BACKEND_ABI_VERSION;
   ErrorText err;
   int32_t rc = table_.pack_weight(table_.self, &desc, &out, err.data(), kErrSize);
   if (rc != KILN_BACKEND_OK) return CallFailed(name_, "pack_weight", rc, err);
@@ -443,6 +464,7 @@ Expected<Step> PluginBackend::Bind(const BindContext& ctx) {
   step.enqueue = [table, handle, stream, backend](const RunState& s) {
     kiln_run_args a{};
     a.struct_size = sizeof(kiln_run_args);
+    a.abi_version = KILN_BACKEND_ABI_VERSION;
     const ForwardBatch& b = *s.batch;
     a.num_tokens = b.num_tokens;
     a.token_ids = b.token_ids;

@@ -92,7 +92,7 @@ static const char* const kF32[] = {"f32"};
 #define SUPPORTED_OP "add"
 #endif
 static const kiln_support_entry kSupport[] = {
-    {sizeof(kiln_support_entry), SUPPORTED_OP, kF32, 1, NULL, 0, NULL, "rows", 0, 0, 1, NULL, 0, NULL},
+    {sizeof(kiln_support_entry), KILN_BACKEND_ABI_VERSION, SUPPORTED_OP, kF32, 1, NULL, 0, NULL, "rows", 0, 0, 1, NULL, 0, NULL},
 };
 
 #ifdef FAULT_NO_ENTRY
