@@ -47,7 +47,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   BackendRegistry& backends = BackendRegistry::Get();
   Backend* target = backends.Find(options.backend);
   if (target == nullptr) {
-    return NotFound("backend '{}': available backends are {}", options.backend, backends.Names());
+    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
+                    "or KILN_BACKEND_PATH)",
+                    options.backend, backends.Names());
   }
   CompileReport& report = m->report_;
   report.backend = target->name();

@@ -86,7 +86,9 @@ struct NodeDescription {
     for (const BoundValue& v : in) inputs.push_back(Tensor(v, capacity));
     for (const BoundValue& v : out) outputs.push_back(Tensor(v, capacity));
     for (const Weight* w : n.weights) descs.push_back(w != nullptr ? WeightDesc(*w) : kiln_weight_desc{});
-    for (size_t i = 0; i < n.weights.size(); ++i) refs.push_back({n.weights[i] != nullptr ? &descs[i] : nullptr, nullptr});
+    for (size_t i = 0; i < n.weights.size(); ++i) {
+      refs.push_back({n.weights[i] != nullptr ? &descs[i] : nullptr, nullptr});
+    }
     desc.struct_size = sizeof(kiln_node_desc);
     desc.abi_version = KILN_BACKEND_ABI_VERSION;
     desc.op = OpName(n.op);
@@ -252,7 +254,9 @@ class PluginPackedWeight : public PackedMatrix {
 // A support list in C, checked and converted.
 Expected<SupportList> ConvertSupport(const kiln_backend& t) {
   SupportList list;
-  if (t.num_support > 0 && t.support == nullptr) return InvalidArgument("support list of {} entries is NULL", t.num_support);
+  if (t.num_support > 0 && t.support == nullptr) {
+    return InvalidArgument("support list of {} entries is NULL", t.num_support);
+  }
   const size_t min_entry = offsetof(kiln_support_entry, note) + sizeof(const char*);
   // Strided by the plugin's own struct size (a newer minor revision may
   // have added fields at the end).

@@ -32,7 +32,9 @@ static int32_t copy(void* s, void* st, int32_t d, const kiln_copy* c, char* e, s
   (void)d;
   (void)e;
   (void)n;
-  for (r = 0; r < c->rows; ++r) memcpy((char*)c->dst + r * c->dst_pitch, (const char*)c->src + r * c->src_pitch, c->row_bytes);
+  for (r = 0; r < c->rows; ++r) {
+    memcpy((char*)c->dst + r * c->dst_pitch, (const char*)c->src + r * c->src_pitch, c->row_bytes);
+  }
   return KILN_BACKEND_OK;
 }
 static int32_t make(void* s, void** out, char* e, size_t n) {
@@ -92,7 +94,8 @@ static const char* const kF32[] = {"f32"};
 #define SUPPORTED_OP "add"
 #endif
 static const kiln_support_entry kSupport[] = {
-    {sizeof(kiln_support_entry), KILN_BACKEND_ABI_VERSION, SUPPORTED_OP, kF32, 1, NULL, 0, NULL, "rows", 0, 0, 1, NULL, 0, NULL},
+    {sizeof(kiln_support_entry), KILN_BACKEND_ABI_VERSION, SUPPORTED_OP, kF32, 1, NULL, 0, NULL, "rows", 0, 0,
+     1, NULL, 0, NULL},
 };
 
 #ifdef FAULT_NO_ENTRY
