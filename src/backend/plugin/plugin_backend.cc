@@ -307,14 +307,16 @@ Expected<std::unique_ptr<PluginBackend>> PluginBackend::Create(const kiln_backen
                                                                const std::string& library) {
   const size_t min_size = offsetof(kiln_backend, destroy) + sizeof(table.destroy);
   if (table.struct_size < min_size) {
-    return InvalidArgument("{}: struct kiln_backend of {} bytes is smaller than ABI {}'s {} bytes", library,
-                           table.struct_size, KILN_BACKEND_ABI_VERSION, min_size);
+    return InvalidArgument("backend plugin {}: struct kiln_backend of {} bytes is smaller than ABI {}'s {} bytes",
+                           library, table.struct_size, KILN_BACKEND_ABI_VERSION, min_size);
   }
   if (table.abi_version != KILN_BACKEND_ABI_VERSION) {
-    return Unsupported("{}: backend built for plugin ABI version {}; this kiln speaks version {}", library,
-                       table.abi_version, KILN_BACKEND_ABI_VERSION);
+    return Unsupported("backend plugin {}: backend built for plugin ABI version {}; this kiln speaks version {}",
+                       library, table.abi_version, KILN_BACKEND_ABI_VERSION);
   }
-  if (table.name == nullptr || table.name[0] == '\0') return InvalidArgument("{}: backend has no name", library);
+  if (table.name == nullptr || table.name[0] == '\0') {
+    return InvalidArgument("backend plugin {}: backend has no name", library);
+  }
   const std::string name = table.name;
   struct Required {
     const char* name;
@@ -341,13 +343,18 @@ Expected<std::unique_ptr<PluginBackend>> PluginBackend::Create(const kiln_backen
       {"destroy", table.destroy != nullptr},
   };
   for (const Required& r : required) {
-    if (!r.present) return InvalidArgument("{}: backend '{}' lacks the function {}", library, name, r.name);
+    if (!r.present) {
+      return InvalidArgument("backend plugin {}: backend '{}' lacks the function {}", library, name, r.name);
+    }
   }
   if ((table.serialize_weight == nullptr) != (table.deserialize_weight == nullptr)) {
-    return InvalidArgument("{}: backend '{}' sets only one of serialize_weight and deserialize_weight", library, name);
+    return InvalidArgument("backend plugin {}: backend '{}' sets only one of serialize_weight and deserialize_weight",
+                           library, name);
   }
   auto support = ConvertSupport(table);
-  if (!support.ok()) return support.status().WithContext(fmt::format("{}: backend '{}'", library, name));
+  if (!support.ok()) {
+    return support.status().WithContext(fmt::format("backend plugin {}: backend '{}'", library, name));
+  }
 
   auto b = std::unique_ptr<PluginBackend>(new PluginBackend());
   std::memcpy(&b->table_, &table, std::min<size_t>(table.struct_size, sizeof(kiln_backend)));
@@ -362,7 +369,7 @@ Expected<std::unique_ptr<PluginBackend>> PluginBackend::Create(const kiln_backen
   int32_t rc = b->table_.stream_create(b->table_.self, &stream, err.data(), kErrSize);
   if (rc != KILN_BACKEND_OK || stream == nullptr) {
     b->table_.destroy = nullptr;  // the caller still owns the plugin's state
-    return CallFailed(name, "stream_create", rc, err).WithContext(library);
+    return CallFailed(name, "stream_create", rc, err).WithContext("backend plugin " + library);
   }
   b->stream_ = std::make_unique<PluginStream>(b->table_, stream, name);
   return b;

@@ -41,12 +41,17 @@ int32_t RegisterBackend(void* ctx, const kiln_backend* table, char* err, size_t 
     WriteError(err, err_size, msg);
     return static_cast<int32_t>(KILN_BACKEND_INVALID_ARGUMENT);
   };
-  if (table == nullptr) return refuse(fmt::format("{}: register_backend called with NULL", r->path));
+  if (table == nullptr) {
+    return refuse(fmt::format("backend plugin {}: register_backend called with NULL", r->path));
+  }
   if (table->struct_size >= offsetof(kiln_backend, name) + sizeof(table->name) && table->name != nullptr) {
     const std::string name = table->name;
     bool clash = (*r->taken)(name) || std::any_of(r->backends.begin(), r->backends.end(),
                                                   [&](const auto& b) { return b->name() == name; });
-    if (clash) return refuse(fmt::format("{}: backend name '{}' is already taken by a loaded backend", r->path, name));
+    if (clash) {
+      return refuse(
+          fmt::format("backend plugin {}: backend name '{}' is already taken by a loaded backend", r->path, name));
+    }
   }
   auto backend = PluginBackend::Create(*table, r->path);
   if (!backend.ok()) return refuse(backend.status().message());
