@@ -9,6 +9,8 @@
 #include "backend/backend.h"
 #include "backend/plugin/plugin_backend.h"
 #include "backend/plugin/plugin_loader.h"
+#include "../compiler/compiler_test_util.h"
+#include "compiler/compiled_model.h"
 #include "testing/test_paths.h"
 
 namespace kiln {
@@ -86,6 +88,20 @@ TEST(PluginLoader, RefusesANameThatIsTaken) {
   std::string copy = testing::MakeTempDir() + "/libkiln_backend_copy.so";
   std::filesystem::copy_file(FaultPlugin("valid"), copy);
   ExpectRefused(copy, "backend name 'faulty' is already taken");
+}
+
+TEST(PluginLoader, AKernelThePluginCannotBindFailsCompilationWithItsMessage) {
+  ASSERT_TRUE(BackendRegistry::Get().LoadPlugin(FaultPlugin("valid")).ok());
+  auto store = testing::SmallModel(Architecture::kLlama);
+  ASSERT_NE(store, nullptr);
+  CompileOptions o;
+  o.backend = "faulty";  // it takes the adds, and refuses to bind them
+  o.max_batch_tokens = 4;
+  o.threads = 1;
+  auto m = CompiledModel::Compile(*store, o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("faulty: bind: this plugin only tests loading"), std::string::npos)
+      << m.status().message();
 }
 
 TEST(PluginLoader, FindsPluginFilesInASearchPath) {
