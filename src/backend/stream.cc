@@ -9,10 +9,10 @@ uint64_t HostEvent::Arm() {
 }
 
 void HostEvent::Signal(uint64_t generation) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (generation > signalled_) signalled_ = generation;
-  }
+  // Notified under the lock: a waiter that returns may destroy the event,
+  // and cannot return before this releases the lock.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation > signalled_) signalled_ = generation;
   cv_.notify_all();
 }
 
