@@ -97,6 +97,18 @@ KILN_API void kiln_set_log_level(kiln_log_level level);
 /* Releases a string returned by the library. Accepts NULL. */
 KILN_API void kiln_string_free(char* text);
 
+/* Loads a backend plugin (a shared library written against
+ * include/kiln/kiln_backend.h) and registers its backends process-wide, so
+ * that the `backend` option of models and sessions can name them. Loading
+ * the same file again does nothing. A file that is not such a plugin, or
+ * that the library refuses (another ABI version, a backend name already
+ * taken, a support list naming unknown ops), fails with
+ * KILN_ERROR_INVALID_ARGUMENT (KILN_ERROR_NOT_FOUND for a missing file) and
+ * registers nothing. Directories in the environment variable
+ * KILN_BACKEND_PATH (colon-separated) are loaded the first time a backend
+ * is looked up. */
+KILN_API kiln_status kiln_load_backend_plugin(const char* path);
+
 /* ------------------------------------------------------------------------
  * Models: weights, tokenizer and generation config.
  * ---------------------------------------------------------------------- */

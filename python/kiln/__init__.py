@@ -19,7 +19,7 @@ __all__ = [
     "LLM", "Model", "Tokenizer", "Session", "SamplingParams", "RequestOutput", "CompletionOutput", "StreamEvent",
     "KilnError", "InvalidArgumentError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "ResourceExhaustedError", "KilnIOError", "CancelledError", "InternalError", "KilnMemoryError",
-    "library_version", "set_log_level",
+    "library_version", "set_log_level", "load_backend_plugin",
 ]
 
 
@@ -44,3 +44,13 @@ def set_log_level(level: str) -> None:
     if level not in levels:
         raise ValueError(f"log level {level!r}: expected one of {list(levels)}")
     _native.lib().kiln_set_log_level(levels[level])
+
+
+def load_backend_plugin(path) -> None:
+    """Loads a backend plugin (a shared library written against
+    include/kiln/kiln_backend.h), so that `backend=` can name its backends.
+    Loading the same file again does nothing; a refused file raises with
+    kiln's message naming the file and the problem."""
+    import os
+    from . import _native
+    _native.check(_native.lib().kiln_load_backend_plugin(_native.encode(os.fspath(path), "path")))

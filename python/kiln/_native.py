@@ -148,6 +148,7 @@ _PROTOTYPES = {
     "kiln_version": (ctypes.c_char_p, []),
     "kiln_set_log_level": (None, [ctypes.c_int]),
     "kiln_string_free": (None, [ctypes.c_void_p]),
+    "kiln_load_backend_plugin": (_STATUS, [ctypes.c_char_p]),
     "kiln_model_options_init": (None, [ctypes.POINTER(ModelOptions), ctypes.c_size_t]),
     "kiln_model_load": (_STATUS, [ctypes.c_char_p, ctypes.POINTER(ModelOptions), ctypes.POINTER(_P)]),
     "kiln_model_destroy": (None, [_P]),

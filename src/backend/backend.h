@@ -1,17 +1,20 @@
 // The backend interface. A backend is a support list, a memory domain, a
-// way to pre-pack weights into its kernels' layout, and a binder that turns
-// a placed node with resolved buffers into a kernel call. It never decides
-// placement: the compiler does.
+// way to pre-pack weights into its kernels' layout, a binder that turns a
+// placed node with resolved buffers into a kernel call, and what a device
+// runtime orders work with: a stream its kernels and copies run on, and
+// events between streams. It never decides placement: the compiler does.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backend/forward_batch.h"
 #include "backend/kv_cache.h"
 #include "backend/memory_domain.h"
+#include "backend/stream.h"
 #include "backend/support_list.h"
 #include "core/status.h"
 #include "graph/graph.h"
@@ -37,14 +40,25 @@ struct RunState {
   const int64_t* score_offsets = nullptr;
   int64_t context_rows = 0;
   int64_t score_rows = 0;
+
+  // The rows of a row space in this pass.
+  int64_t RowsIn(RowSpace r) const;
 };
+
+class Backend;
 
 // One kernel call of a Program, with every static argument bound.
 struct Step {
   std::string name;     // the node's name
   OpKind op = OpKind::kAdd;
   std::string backend;
+  // The kernel, run on the executor's stream (set by the compiler's bind:
+  // the backend that bound it, or for a transfer the device side).
   std::function<void(const RunState&)> run;
+  // Instead of `run`: called on the host when the Program reaches the step,
+  // it enqueues its own work on the executor's stream (copies).
+  std::function<void(const RunState&)> enqueue;
+  Backend* executor = nullptr;
 };
 
 // A weight in a backend's preferred layout, packed once at load.
@@ -65,6 +79,18 @@ struct BoundValue {
   DType dtype = DType::kF32;
   RowSpace rows = RowSpace::kTokens;
   bool is_output = false;
+  int32_t domain = 0;  // the memory domain of `data`
+};
+
+// A copy of rows between host memory and a backend's domain.
+enum class CopyDirection { kHostToDevice, kDeviceToHost, kWithinDevice };
+struct RowCopy {
+  void* dst = nullptr;
+  size_t dst_pitch = 0;  // bytes between rows
+  const void* src = nullptr;
+  size_t src_pitch = 0;
+  size_t row_bytes = 0;
+  size_t rows = 0;
 };
 
 struct BindContext {
@@ -115,12 +141,28 @@ class Backend {
   // are not what this backend can run (legalize should have prevented it).
   virtual Expected<Step> Bind(const BindContext& ctx) = 0;
 
+  // The stream this backend's kernels and copies run on: created once per
+  // process, shared by every model and request.
+  virtual Stream& stream() { return HostStream(); }
+  // A reusable event that stream() can Record.
+  virtual std::unique_ptr<Event> CreateEvent() { return std::make_unique<HostEvent>(); }
+  // Enqueues `copy` on stream(); the host may read a host destination only
+  // after synchronizing (an event or the stream).
+  virtual void EnqueueCopy(CopyDirection direction, const RowCopy& copy);
+
+  // Sets a backend-specific option (a test stand-in's "kernel_delay_us").
+  virtual Status SetOption(const std::string& key, const std::string& value) {
+    return Unsupported("backend {} has no option '{}'", name(), key);
+  }
+
   // True when this backend multiplies bf16 inputs natively (for the
   // `mixed` precision policy).
   virtual bool has_native_bf16_dot() const { return false; }
 };
 
-// The backends of this process, created once and shared by every model.
+// The backends of this process, created once and shared by every model:
+// the CPU, then the backends of the plugins in KILN_BACKEND_PATH (at first
+// use), then those loaded explicitly (--backend-plugin).
 class BackendRegistry {
  public:
   static BackendRegistry& Get();
@@ -132,12 +174,25 @@ class BackendRegistry {
   // "cpu, testaccel".
   std::string Names() const;
 
-  // For tests: adds a backend (the registry takes ownership).
-  void Register(std::unique_ptr<Backend> backend);
+  // Loads a backend plugin (include/kiln/kiln_backend.h) and registers its
+  // backends. Loading a file already loaded does nothing. A refused plugin
+  // registers nothing; the error names the file and the problem.
+  Status LoadPlugin(const std::string& path);
+  // The plugin files loaded so far.
+  std::vector<std::string> plugin_files() const;
+  // Messages of the plugins in KILN_BACKEND_PATH that were refused.
+  std::vector<std::string> startup_errors() const;
+
+  // Adds a backend (the registry takes ownership); errors when its name is
+  // taken.
+  Status Register(std::unique_ptr<Backend> backend);
 
  private:
   BackendRegistry();
+  mutable std::mutex mu_;
   std::vector<std::unique_ptr<Backend>> backends_;
+  std::vector<std::string> plugin_files_;  // canonical paths
+  std::vector<std::string> startup_errors_;
 };
 
 }  // namespace kiln

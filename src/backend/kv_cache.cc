@@ -42,6 +42,10 @@ Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout
       cache->value_scales_.push_back(std::move(vs));
     }
   }
+  for (int64_t l = 0; l < layout.num_layers; ++l) {
+    cache->pool_pointers_.push_back(
+        {cache->keys(l), cache->values(l), cache->key_scales(l), cache->value_scales(l)});
+  }
   return cache;
 }
 

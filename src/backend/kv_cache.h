@@ -34,6 +34,14 @@ struct KvCacheLayout {
   int64_t BlockBytes() const;
 };
 
+// One layer's pools, as a kernel's runtime arguments carry them.
+struct KvPoolPointers {
+  void* keys = nullptr;
+  void* values = nullptr;
+  float* key_scales = nullptr;
+  float* value_scales = nullptr;
+};
+
 class KvCache {
  public:
   // REQUIRES: layout fields positive.
@@ -48,6 +56,8 @@ class KvCache {
   float* key_scales(int64_t layer) const;
   float* value_scales(int64_t layer) const;
   int64_t TotalBytes() const;
+  // Every layer's pools, [num_layers].
+  const std::vector<KvPoolPointers>& pool_pointers() const { return pool_pointers_; }
 
  private:
   KvCacheLayout layout_;
@@ -55,6 +65,7 @@ class KvCache {
   std::vector<DomainBuffer> values_;
   std::vector<DomainBuffer> key_scales_;
   std::vector<DomainBuffer> value_scales_;
+  std::vector<KvPoolPointers> pool_pointers_;
 };
 
 // How many blocks fit in `bytes`.

@@ -21,18 +21,51 @@ Expected<void*> MemoryDomain::Allocate(size_t bytes) {
     return ResourceExhausted("{}: cannot allocate {} bytes: {}", name_, bytes, std::strerror(errno));
   }
   if (bytes >= kHugePageThreshold) ::madvise(p, bytes, MADV_HUGEPAGE);
+  CountAllocation(bytes);
+  return p;
+}
+
+void MemoryDomain::CountAllocation(size_t bytes) {
   size_t now = in_use_.fetch_add(bytes) + bytes;
   size_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
-  return p;
 }
 
 void MemoryDomain::Free(void* p, size_t bytes) {
   if (p == nullptr) return;
   if (bytes == 0) bytes = 64;
   ::munmap(p, bytes);
-  in_use_.fetch_sub(bytes);
+  CountFree(bytes);
+}
+
+namespace {
+
+void CopyRows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes, size_t rows) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  if (dst_pitch == row_bytes && src_pitch == row_bytes) {
+    std::memcpy(d, s, row_bytes * rows);
+    return;
+  }
+  for (size_t r = 0; r < rows; ++r) std::memcpy(d + r * dst_pitch, s + r * src_pitch, row_bytes);
+}
+
+}  // namespace
+
+void MemoryDomain::CopyFromHost(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                                size_t rows) {
+  CopyRows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+}
+
+void MemoryDomain::CopyToHost(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                              size_t rows) {
+  CopyRows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+}
+
+void MemoryDomain::CopyWithin(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                              size_t rows) {
+  CopyRows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
 }
 
 Expected<DomainBuffer> DomainBuffer::Allocate(MemoryDomain& domain, size_t bytes) {
@@ -65,6 +98,11 @@ DomainBuffer& DomainBuffer::operator=(DomainBuffer&& o) noexcept {
     o.bytes_ = 0;
   }
   return *this;
+}
+
+int32_t NewDomainId() {
+  static std::atomic<int32_t> next{1};
+  return next.fetch_add(1);
 }
 
 MemoryDomain& HostMemory() {

@@ -1,6 +1,7 @@
 // The C API's status names, error message, versions, logging and strings.
 #include <cstdlib>
 
+#include "backend/backend.h"
 #include "capi/c_boundary.h"
 #include "core/log.h"
 #include "kiln/kiln.h"
@@ -45,6 +46,13 @@ void kiln_set_log_level(kiln_log_level level) {
 
 void kiln_string_free(char* text) {
   std::free(text);
+}
+
+kiln_status kiln_load_backend_plugin(const char* path) {
+  return kiln::capi::Guard("kiln_load_backend_plugin", [&]() -> kiln::Status {
+    if (path == nullptr) return kiln::InvalidArgument("path is NULL");
+    return kiln::BackendRegistry::Get().LoadPlugin(path);
+  });
 }
 
 }  // extern "C"

@@ -1,6 +1,7 @@
 // Engine flags shared by the serving commands.
 #include "cli/engine_flags.h"
 
+#include "cli/backend_plugin_flag.h"
 #include "core/dtype.h"
 
 namespace kiln::cli {
@@ -31,6 +32,7 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
                   "A tokenizer other than the model's (a folder, tokenizer.json or .gguf)")
       ->group(group);
   cmd->add_option("--backend", o.backend, "The backend to compile for")->capture_default_str()->group(group);
+  AddBackendPluginFlag(cmd, &flags->backend_plugins, group);
   cmd->add_option("--precision", flags->precision, "fp32, mixed or bf16 activations")
       ->capture_default_str()
       ->group(group);
@@ -78,6 +80,7 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
 
 Expected<EngineOptions> EngineFlags::Resolve() const {
   EngineOptions o = options;
+  KILN_RETURN_IF_ERROR(LoadBackendPlugins(backend_plugins));
   auto dummy = DTypeFromName(dummy_dtype);
   if (!dummy || (*dummy != DType::kF32 && *dummy != DType::kF16 && *dummy != DType::kBF16 &&
                  *dummy != DType::kQ8_0 && *dummy != DType::kQ4_0)) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -18,8 +19,10 @@ struct EngineFlags {
   std::string precision = "mixed";
   std::string kv_cache_memory;
   std::string kv_cache_dtype = "f32";
+  std::vector<std::string> backend_plugins;
 
-  // Checks and converts the typed values; errors name the flag.
+  // Checks and converts the typed values, after loading the backend
+  // plugins (so that --backend can name theirs); errors name the flag.
   Expected<EngineOptions> Resolve() const;
 };
 
@@ -28,6 +31,7 @@ struct EngineFlags {
 Expected<DType> ParseKvCacheDType(const std::string& name);
 
 // Adds -m/--model, --load-format, --preset, --dtype, --tokenizer, --backend,
+// --backend-plugin,
 // --precision, --threads, --kv-cache-memory, --kv-cache-dtype, --block-size,
 // --max-num-seqs, --max-num-batched-tokens, --max-prefill-chunk,
 // --max-model-len, --enable-prefix-caching/--no-prefix-caching and the W8A8

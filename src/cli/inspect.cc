@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
@@ -144,12 +145,14 @@ void RegisterInspect(CLI::App& app) {
     int64_t max_batch_tokens = 512;
     int threads = 0;
     bool w8a8 = false;
+    std::vector<std::string> backend_plugins;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "A Hugging Face folder or a .gguf file")->required();
   cmd->add_flag("--plan", a->plan, "Compile the model and print the plan: placement, fallbacks, fusions, memory");
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
+  AddBackendPluginFlag(cmd, &a->backend_plugins);
   cmd->add_option("--precision", a->precision, "With --plan: fp32, mixed or bf16")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", a->max_batch_tokens, "With --plan: the largest token bucket")
       ->capture_default_str();
@@ -164,6 +167,12 @@ void RegisterInspect(CLI::App& app) {
     }
     PrintModel(**store);
     if (!a->plan) return;
+    Status plugins = LoadBackendPlugins(a->backend_plugins);
+    if (!plugins.ok()) {
+      fmt::print(stderr, "kiln inspect: {}\n", plugins.ToString());
+      SetExitCode(2);
+      return;
+    }
     ModelSessionOptions options;
     options.backend = a->backend;
     options.max_batch_tokens = a->max_batch_tokens;

@@ -6,6 +6,56 @@
 #include "format/weight_store.h"
 
 namespace kiln {
+namespace {
+
+// A transfer is an explicit copy, enqueued on the stream of its device
+// side: the receiving device for host to device, the sending device for
+// device to host (so that the host waits for it through an event).
+Expected<Step> BindTransfer(const BindContext& ctx, const std::map<int32_t, Backend*>& owners) {
+  const BoundValue x = ctx.inputs.at(0), o = ctx.outputs.at(0);
+  const int32_t host = HostMemory().id();
+  const int32_t from = x.domain, to = o.is_output ? host : o.domain;
+  auto owner = [&](int32_t d) -> Backend* {
+    auto it = owners.find(d);
+    return it == owners.end() ? nullptr : it->second;
+  };
+  Backend* executor = nullptr;
+  CopyDirection direction = CopyDirection::kWithinDevice;
+  if (from == to) {
+    executor = owner(from);
+  } else if (from == host) {
+    executor = owner(to);
+    direction = CopyDirection::kHostToDevice;
+  } else if (to == host) {
+    executor = owner(from);
+    direction = CopyDirection::kDeviceToHost;
+  } else {
+    return Unsupported("transfer between two devices' memories (domains {} and {}) is not supported", from, to);
+  }
+  if (executor == nullptr) return Internal("transfer: no backend owns memory domain {}", from == host ? to : from);
+  auto elem = DTypeBytes(x.dtype, 1);
+  if (!elem || x.dtype != o.dtype) return Internal("transfer: dtype {} to {}", DTypeName(x.dtype), DTypeName(o.dtype));
+  const size_t e = static_cast<size_t>(*elem);
+  const size_t row_bytes = static_cast<size_t>(x.cols) * e;
+  Step step;
+  step.name = ctx.node->name;
+  step.op = OpKind::kTransfer;
+  step.backend = ctx.node->backend;
+  step.executor = executor;
+  step.enqueue = [=](const RunState& s) {
+    RowCopy c;
+    c.dst = o.is_output ? static_cast<void*>(s.logits) : o.data;
+    c.dst_pitch = static_cast<size_t>(o.is_output ? s.logits_stride : o.row_stride) * e;
+    c.src = x.data;
+    c.src_pitch = static_cast<size_t>(x.row_stride) * e;
+    c.row_bytes = row_bytes;
+    c.rows = static_cast<size_t>(s.RowsIn(x.rows));
+    if (c.rows > 0) executor->EnqueueCopy(direction, c);
+  };
+  return step;
+}
+
+}  // namespace
 
 std::vector<size_t> ScratchNeeds(const Graph& g, const BackendRegistry& backends, const ShapeEnv& env) {
   std::vector<size_t> needs(g.nodes().size(), 0);
@@ -35,8 +85,11 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
     if (base == in.arena_base.end()) return Internal("bind: no arena for domain {}", slot->second.domain);
     auto col_bytes = DTypeBytes(v.dtype, static_cast<uint64_t>(v.col_offset));
     b.data = base->second + slot->second.offset + (col_bytes ? *col_bytes : 0);
+    b.domain = slot->second.domain;
     return b;
   };
+  std::map<int32_t, Backend*> owners;
+  for (Backend* b : in.backends->All()) owners.emplace(b->domain().id(), b);
 
   std::vector<Step> steps;
   std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs;
@@ -72,12 +125,21 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
       }
       ctx.packed.push_back(m);
     }
-    auto step = backend->Bind(ctx);
+    auto step = n.op == OpKind::kTransfer ? BindTransfer(ctx, owners) : backend->Bind(ctx);
     if (!step.ok()) return step.status().WithContext(fmt::format("binding {} ({})", n.name, OpName(n.op)));
+    if (step->executor == nullptr) step->executor = backend;
     steps.push_back(std::move(*step));
     step_outputs.push_back(std::move(outs));
   }
-  return std::make_unique<Program>(plan.env, std::move(steps), std::move(step_outputs));
+  std::vector<ArenaSpan> arenas;
+  for (const auto& [d, bytes] : plan.arena_bytes) {
+    auto base = in.arena_base.find(d);
+    auto owner = owners.find(d);
+    if (base == in.arena_base.end() || owner == owners.end()) return Internal("bind: no arena for domain {}", d);
+    arenas.push_back({owner->second, base->second, bytes});
+  }
+  return std::make_unique<Program>(plan.env, std::move(steps), std::move(step_outputs), std::move(arenas),
+                                   std::move(owners));
 }
 
 }  // namespace kiln

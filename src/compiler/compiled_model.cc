@@ -34,31 +34,6 @@ Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_bl
   return KvCache::Allocate(MakeKvLayout(num_blocks), *kv_cache_domain_);
 }
 
-namespace {
-
-// The domain of the backend that runs the nodes touching the KV cache (the
-// KV write, fused attention, the gather of decomposed attention). Their
-// kernels address the cache directly, so they must share one domain.
-Expected<MemoryDomain*> KvCacheDomain(const Graph& g, const BackendRegistry& backends) {
-  MemoryDomain* domain = nullptr;
-  const Node* first = nullptr;
-  for (const Node& n : g.nodes()) {
-    if (n.op != OpKind::kKvWrite && n.op != OpKind::kAttention && n.op != OpKind::kGatherKv) continue;
-    Backend* b = backends.Find(n.backend);
-    if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
-    if (domain == nullptr) {
-      domain = &b->domain();
-      first = &n;
-    } else if (b->domain().id() != domain->id()) {
-      return Unsupported(
-          "the KV cache is used by {} in {} and by {} in {}; its nodes must share a memory domain",
-          first->name, domain->name(), n.name, b->domain().name());
-    }
-  }
-  return domain != nullptr ? domain : &backends.cpu().domain();
-}
-
-}  // namespace
 
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStore& weights,
                                                                   const CompileOptions& options) {
@@ -81,7 +56,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   BackendRegistry& backends = BackendRegistry::Get();
   Backend* target = backends.Find(options.backend);
   if (target == nullptr) {
-    return NotFound("backend '{}': available backends are {}", options.backend, backends.Names());
+    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
+                    "or KILN_BACKEND_PATH)",
+                    options.backend, backends.Names());
   }
   CompileReport& report = m->report_;
   report.backend = target->name();
@@ -102,7 +79,11 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
   // Stage 2: domains, transfers, packing; the arena per bucket below.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
-  KILN_ASSIGN_OR_RETURN(m->kv_cache_domain_, KvCacheDomain(g, backends));
+  // The KV cache lives where layout placed it: with the kernel that reads it.
+  Backend* kv_owner = report.layout.kv_cache_backend.empty() ? &backends.cpu()
+                                                              : backends.Find(report.layout.kv_cache_backend);
+  if (kv_owner == nullptr) return Internal("KV cache placed on unknown backend '{}'", report.layout.kv_cache_backend);
+  m->kv_cache_domain_ = &kv_owner->domain();
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout));
 
   // Buckets: powers of two up to the largest batch.
@@ -262,8 +243,7 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   state.pool = pool_.get();
   state.context_rows = context_rows;
   state.score_rows = score_rows;
-  program->Run(state, dump);
-  return Status::Ok();
+  return program->Run(state, dump).WithContext("forward");
 }
 
 }  // namespace kiln

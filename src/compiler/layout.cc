@@ -50,7 +50,42 @@ size_t PackedWeights::TotalBytes() const {
   return total;
 }
 
+Expected<Backend*> KvCacheBackend(const Graph& g, const BackendRegistry& backends) {
+  Backend* owner = nullptr;
+  const Node* first = nullptr;
+  for (const Node& n : g.nodes()) {
+    if (n.op != OpKind::kAttention && n.op != OpKind::kGatherKv) continue;
+    Backend* b = backends.Find(n.backend);
+    if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
+    if (owner != nullptr && &b->domain() != &owner->domain()) {
+      return Unsupported("the KV cache is read by {} on {} and by {} on {}: one memory must hold it", first->name,
+                         owner->name(), n.name, b->name());
+    }
+    if (owner == nullptr) {
+      owner = b;
+      first = &n;
+    }
+  }
+  return owner;
+}
+
 Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, LayoutReport* report) {
+  KILN_ASSIGN_OR_RETURN(Backend * kv_owner, KvCacheBackend(g, backends));
+  if (kv_owner != nullptr) {
+    report->kv_cache_backend = kv_owner->name();
+    report->kv_cache_domain = kv_owner->domain().id();
+    for (Node& n : g.nodes()) {
+      if (n.op != OpKind::kKvWrite) continue;
+      Backend* b = backends.Find(n.backend);
+      if (b != nullptr && &b->domain() == &kv_owner->domain()) continue;
+      std::string why;
+      if (kv_owner->support().Match(g, n, &why) == nullptr) {
+        return Unsupported("{}: the KV cache lives with attention on {}, which cannot write it ({})", n.name,
+                           kv_owner->name(), why);
+      }
+      n.backend = kv_owner->name();
+    }
+  }
   auto domain_of_node = [&](const Node& n) -> Expected<int32_t> {
     Backend* b = backends.Find(n.backend);
     if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);

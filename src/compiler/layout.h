@@ -1,4 +1,7 @@
 // Stage 2, layout: everything about where bytes live.
+//   - the paged KV cache lives with the kernel that reads it for attention
+//     (fused attention, or the gather of decomposed attention); a KV write
+//     placed elsewhere moves to that backend, its inputs transferred;
 //   - each value gets the memory domain of the backend that produces it, and
 //     a transfer node is inserted wherever a reader sits in another domain;
 //   - every weight matrix is packed once into its backend's layout (at load;
@@ -35,7 +38,14 @@ struct LayoutReport {
   std::vector<std::string> transfers;  // "%12 layers.0.q: testaccel-mem -> host (before ...)"
   std::vector<PackedWeightInfo> packed;
   size_t packed_bytes = 0;
+  std::string kv_cache_backend;  // where the KV cache must be allocated ("" without attention)
+  int32_t kv_cache_domain = 0;
 };
+
+// The backend whose memory holds the KV cache: the one running the nodes
+// that read it (attention, or the KV gather). nullptr for a graph without
+// them; an error when they disagree.
+Expected<Backend*> KvCacheBackend(const Graph& g, const BackendRegistry& backends);
 
 // Packed weights keyed by (backend, weight name), shared across Programs;
 // and fp32 copies of the 16-bit vector weights (norms, biases).
@@ -66,8 +76,8 @@ struct W8A8Options {
   std::map<std::string, float> input_clips;
 };
 
-// Assigns domains and inserts transfers. The graph output stays in host
-// memory (the caller's).
+// Places the KV writes with the KV cache, assigns domains and inserts
+// transfers. The graph output stays in host memory (the caller's).
 Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, LayoutReport* report);
 
 // Packs every weight matrix of every node for the node's backend (once per

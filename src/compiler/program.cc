@@ -1,9 +1,60 @@
-// Running a Program.
+// Running a Program: steps enqueued on their backends' streams, ordered
+// across streams by events, synchronized at the pass's end.
 #include "compiler/program.h"
 
-namespace kiln {
+#include <algorithm>
+#include <atomic>
 
-void Program::Run(const RunState& state, const DumpFn* dump) const {
+namespace kiln {
+namespace {
+
+std::atomic<SyncFault> g_sync_fault{SyncFault::kNone};
+
+// A copy in host memory of a value that lives in another domain (dumps
+// read device values only through the owning backend's copies).
+BoundValue StageOnHost(const BoundValue& v, int64_t rows, Backend& owner, std::vector<uint8_t>* staging) {
+  const size_t elem = static_cast<size_t>(DTypeBytes(v.dtype, 1).value_or(4));
+  const size_t row_bytes = static_cast<size_t>(v.cols) * elem;
+  staging->assign(row_bytes * static_cast<size_t>(std::max<int64_t>(rows, 0)), 0);
+  if (rows > 0) {
+    owner.EnqueueCopy(CopyDirection::kDeviceToHost, {staging->data(), row_bytes, v.data,
+                                                     static_cast<size_t>(v.row_stride) * elem, row_bytes,
+                                                     static_cast<size_t>(rows)});
+    owner.stream().Synchronize();
+  }
+  BoundValue shown = v;
+  shown.data = staging->data();
+  shown.row_stride = v.cols;
+  shown.domain = HostMemory().id();
+  return shown;
+}
+
+}  // namespace
+
+void SetSyncFaultForTesting(SyncFault fault) { g_sync_fault.store(fault); }
+
+Program::Program(ShapeEnv capacity, std::vector<Step> steps,
+                 std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs,
+                 std::vector<ArenaSpan> arenas, std::map<int32_t, Backend*> domain_owners)
+    : capacity_(capacity),
+      steps_(std::move(steps)),
+      step_outputs_(std::move(step_outputs)),
+      arenas_(std::move(arenas)),
+      domain_owners_(std::move(domain_owners)) {
+  events_.resize(steps_.size());
+  Backend* previous = nullptr;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Backend* b = steps_[i].executor;
+    if (b == nullptr) continue;  // host-only Programs built by hand (tests)
+    Stream* s = &b->stream();
+    if (std::find(streams_.begin(), streams_.end(), s) == streams_.end()) streams_.push_back(s);
+    if (previous != nullptr && &previous->stream() != s) events_[i] = previous->CreateEvent();
+    previous = b;
+  }
+}
+
+Status Program::Run(const RunState& state, const DumpFn* dump) const {
+  const SyncFault fault = g_sync_fault.load();
   ShapeEnv actual;
   if (dump != nullptr) {
     actual.tokens = state.batch->num_tokens;
@@ -11,19 +62,47 @@ void Program::Run(const RunState& state, const DumpFn* dump) const {
     actual.context_rows = state.context_rows;
     actual.score_rows = state.score_rows;
   }
+  Stream* current = nullptr;
+  std::vector<uint8_t> staging;
   for (size_t i = 0; i < steps_.size(); ++i) {
-    steps_[i].run(state);
+    const Step& step = steps_[i];
+    Stream* stream = step.executor != nullptr ? &step.executor->stream() : &HostStream();
+    if (events_[i] != nullptr && current != nullptr) {
+      current->Record(*events_[i]);
+      if (fault != SyncFault::kSkipEventWaits) stream->Wait(*events_[i]);
+    }
+    current = stream;
+    if (step.enqueue) {
+      step.enqueue(state);
+    } else if (stream->is_inline()) {
+      step.run(state);
+    } else {
+      // The state is copied: the kernel runs after this call returns.
+      stream->Enqueue([&run = step.run, state] { run(state); });
+    }
     if (dump == nullptr) continue;
+    stream->Synchronize();
     for (const auto& [name, v] : step_outputs_[i]) {
       if (v.rows == RowSpace::kNone) continue;
       BoundValue shown = v;
       if (v.is_output) {
         shown.data = reinterpret_cast<uint8_t*>(state.logits);
         shown.row_stride = state.logits_stride;
+        shown.domain = HostMemory().id();
+      } else if (v.domain != HostMemory().id()) {
+        auto owner = domain_owners_.find(v.domain);
+        if (owner == domain_owners_.end()) continue;
+        shown = StageOnHost(v, actual.Rows(v.rows), *owner->second, &staging);
       }
       (*dump)(name, shown, actual.Rows(v.rows));
     }
   }
+  if (fault == SyncFault::kSkipFinalSync) return Status::Ok();
+  // The pass's edge: every stream done, then the arenas' contents are dead.
+  for (Stream* s : streams_) s->Synchronize();
+  for (const ArenaSpan& a : arenas_) a.owner->domain().Discard(a.data, a.bytes);
+  for (Stream* s : streams_) KILN_RETURN_IF_ERROR(s->TakeError());
+  return Status::Ok();
 }
 
 }  // namespace kiln

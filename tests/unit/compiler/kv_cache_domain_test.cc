@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/test/test_backend.h"
 #include "compiler/compiled_model.h"
 #include "compiler_test_util.h"
 #include "testing/model_runner_for_tests.h"
@@ -16,22 +15,62 @@
 namespace kiln {
 namespace {
 
-SupportEntry F32Entry(OpKind op) {
+SupportEntry F32Entry(OpKind op, bool weights = false) {
   SupportEntry e;
   e.op = op;
   e.activation_dtypes = {DType::kF32};
+  if (weights) {
+    e.weight_dtypes = {DType::kF32};
+    e.weight_layout = "panel";
+  }
   return e;
 }
 
-// A stand-in accelerator that runs fused attention (and, with
-// `writes_kv`, the KV write too), registered once per process.
+// An in-process stand-in with a memory domain of its own that runs fused
+// attention (and, with `writes_kv`, the KV write) with the CPU's kernels on
+// the host's stream: what it tests is where the compiler allocates the
+// cache, not the device runtime (the plugins' tests do that).
+class AttentionStandIn : public Backend {
+ public:
+  AttentionStandIn(std::string name, bool writes_kv) : name_(std::move(name)), domain_(name_ + "-mem", NewDomainId()) {
+    for (OpKind op : {OpKind::kRmsNorm, OpKind::kAddRmsNorm, OpKind::kAdd, OpKind::kSiluMul, OpKind::kCast,
+                      OpKind::kTransfer, OpKind::kAttention}) {
+      support_.Add(F32Entry(op));
+    }
+    support_.Add(F32Entry(OpKind::kLinear, true));
+    support_.Add(F32Entry(OpKind::kGateUpSiluMul, true));
+    if (writes_kv) support_.Add(F32Entry(OpKind::kKvWrite));
+  }
+  const std::string& name() const override { return name_; }
+  std::string description() const override { return "attention on its own memory (test)"; }
+  const SupportList& support() const override { return support_; }
+  MemoryDomain& domain() override { return domain_; }
+  Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) override {
+    PackRequest as_float = request;
+    as_float.int8 = false;
+    return Cpu().PackWeight(as_float);
+  }
+  size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const override {
+    return Cpu().ScratchBytes(g, node, capacity);
+  }
+  Expected<Step> Bind(const BindContext& ctx) override {
+    KILN_ASSIGN_OR_RETURN(Step step, Cpu().Bind(ctx));
+    step.backend = name_;
+    return step;
+  }
+
+ private:
+  static Backend& Cpu() { return BackendRegistry::Get().cpu(); }
+  std::string name_;
+  MemoryDomain domain_;
+  SupportList support_;
+};
+
+// Registered once per process.
 Backend& AttentionBackend(const std::string& name, bool writes_kv) {
   BackendRegistry& r = BackendRegistry::Get();
   if (Backend* b = r.Find(name)) return *b;
-  SupportList support = TestBackend::DefaultSupport();
-  support.Add(F32Entry(OpKind::kAttention));
-  if (writes_kv) support.Add(F32Entry(OpKind::kKvWrite));
-  r.Register(std::make_unique<TestBackend>(std::move(support), name));
+  EXPECT_TRUE(r.Register(std::make_unique<AttentionStandIn>(name, writes_kv)).ok());
   return *r.Find(name);
 }
 
