@@ -112,10 +112,11 @@ static int32_t stream_wait_event(void* self, void* stream, void* event, char* er
 
 /* ---- weights: "add" has none */
 
-static int32_t pack_weight(void* self, const kiln_weight_desc* w, kiln_packed_weight* out, char* err,
-                           size_t err_size) {
+static int32_t pack_weight(void* self, const kiln_weight_desc* w, const kiln_pack_request* request,
+                           kiln_packed_weight* out, char* err, size_t err_size) {
   (void)self;
   (void)w;
+  (void)request;
   (void)out;
   return fail(err, err_size, KILN_BACKEND_UNSUPPORTED, "example: no op of this backend takes a weight matrix");
 }

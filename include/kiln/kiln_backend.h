@@ -84,7 +84,8 @@ typedef enum kiln_attr_kind {
   KILN_ATTR_INT = 0,
   KILN_ATTR_FLOAT = 1,
   KILN_ATTR_STRING = 2,
-  KILN_ATTR_INTS = 3
+  KILN_ATTR_INTS = 3,
+  KILN_ATTR_FLOATS = 4
 } kiln_attr_kind;
 
 typedef struct kiln_attr {
@@ -95,6 +96,8 @@ typedef struct kiln_attr {
   const char* s;
   const int64_t* ints;
   uint32_t num_ints;
+  const double* floats;
+  uint32_t num_floats;
 } kiln_attr;
 
 /* Which of a pass's row counts a tensor's first dimension takes at run
@@ -149,6 +152,20 @@ typedef struct kiln_packed_weight {
   const char* layout;
   uint64_t bytes;
 } kiln_packed_weight;
+
+/* What kiln asks of one packing, owned by kiln and valid during the call.
+ * With int8 set kiln asks for W8A8: int8 weights per output channel and
+ * int8 input activations, quantized per token (activation_clip 0) or with
+ * scale activation_clip / 127. A backend without such kernels, or one that
+ * keeps this weight as it is, ignores it and packs the weight as usual. */
+typedef struct kiln_pack_request {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  const char* op;        /* the op of the first node that reads the weight */
+  const char* node_name; /* that node's name */
+  int32_t int8;
+  float activation_clip;
+} kiln_pack_request;
 
 /* A node's weight at bind time: the weight, and the handle packed for it
  * (matrices of "linear"-like ops; NULL for vectors such as norm weights,
@@ -314,9 +331,10 @@ typedef struct kiln_backend {
   /* Blocks the calling host thread until `event` has completed. */
   int32_t (*event_synchronize)(void* self, void* event, char* err, size_t err_size);
 
-  /* Weights. pack_weight fills `out` (handle, layout, bytes). */
-  int32_t (*pack_weight)(void* self, const kiln_weight_desc* weight, kiln_packed_weight* out, char* err,
-                         size_t err_size);
+  /* Weights. pack_weight fills `out` (handle, layout, bytes) as
+   * `request` asks. */
+  int32_t (*pack_weight)(void* self, const kiln_weight_desc* weight, const kiln_pack_request* request,
+                         kiln_packed_weight* out, char* err, size_t err_size);
   void (*release_weight)(void* self, void* handle);
   /* Optional (both NULL or both set): a packed weight as bytes, for a
    * compiled artifact. serialize with buf NULL stores the size needed in

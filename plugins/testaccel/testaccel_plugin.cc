@@ -247,12 +247,17 @@ struct PackedWeight {
   std::string layout;
 };
 
-int32_t PackWeight(void*, const kiln_weight_desc* desc, kiln_packed_weight* out, char* err, size_t err_size) {
+// The stand-ins have no int8 kernels: every weight is packed as the CPU
+// packs floats, whatever the request asks.
+int32_t PackWeight(void*, const kiln_weight_desc* desc, const kiln_pack_request*, kiln_packed_weight* out,
+                   char* err, size_t err_size) {
   auto w = WeightFrom(*desc);
   if (!w.ok()) return Fail(err, err_size, KILN_BACKEND_INVALID_ARGUMENT, w.status().message());
   auto box = std::make_unique<PackedWeight>();
   box->weight = std::move(*w);
-  auto m = Kernels().PackWeight(*box->weight);
+  PackRequest request;
+  request.weight = box->weight.get();
+  auto m = Kernels().PackWeight(request);
   if (!m.ok()) return Fail(err, err_size, KILN_BACKEND_UNSUPPORTED, m.status().message());
   box->packed = std::move(*m);
   box->layout = box->packed->layout();
@@ -298,7 +303,7 @@ Expected<std::unique_ptr<Kernel>> Rebuild(const StandIn& s, const kiln_node_desc
   n.op = *op;
   n.name = d.name != nullptr ? d.name : "";
   n.backend = s.name;
-  KILN_ASSIGN_OR_RETURN(n.attrs, AttributesFromList(d.attrs, d.num_attrs));
+  KILN_RETURN_IF_ERROR(AttributesFromList(d.attrs, d.num_attrs, &n.attrs, &n.named_attrs));
   auto values = [&](const kiln_tensor* ts, uint32_t count, std::vector<ValueId>* ids,
                     std::vector<BoundValue>* bound) -> Status {
     for (uint32_t i = 0; i < count; ++i) {

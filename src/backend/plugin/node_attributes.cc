@@ -29,7 +29,31 @@ void AttributeList::String(const char* key, const char* v) {
   attrs_.push_back(a);
 }
 
-AttributeList::AttributeList(const NodeAttrs& a) {
+void AttributeList::Named(const std::string& key, const AttributeMap::Value& v) {
+  kiln_attr a{};
+  a.key = key.c_str();
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    a.kind = KILN_ATTR_INT;
+    a.i = *i;
+  } else if (const auto* f = std::get_if<double>(&v)) {
+    a.kind = KILN_ATTR_FLOAT;
+    a.f = *f;
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    a.kind = KILN_ATTR_STRING;
+    a.s = s->c_str();
+  } else if (const auto* is = std::get_if<std::vector<int64_t>>(&v)) {
+    a.kind = KILN_ATTR_INTS;
+    a.ints = is->data();
+    a.num_ints = static_cast<uint32_t>(is->size());
+  } else if (const auto* fs = std::get_if<std::vector<double>>(&v)) {
+    a.kind = KILN_ATTR_FLOATS;
+    a.floats = fs->data();
+    a.num_floats = static_cast<uint32_t>(fs->size());
+  }
+  attrs_.push_back(a);
+}
+
+AttributeList::AttributeList(const NodeAttrs& a, const AttributeMap& named) {
   Float("eps", a.eps);
   Int("group", a.group);
   Int("layer", a.layer);
@@ -41,10 +65,11 @@ AttributeList::AttributeList(const NodeAttrs& a) {
   String("rope_style", a.rope_style == RopeStyle::kInterleaved ? "interleaved" : "half");
   Int("gelu_tanh", a.gelu_tanh ? 1 : 0);
   String("cast_to", DTypeName(a.cast_to));
+  for (const auto& [key, value] : named.entries()) Named(key, value);
 }
 
-Expected<NodeAttrs> AttributesFromList(const kiln_attr* attrs, uint32_t n) {
-  NodeAttrs out;
+Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named) {
+  NodeAttrs& out = *fixed;
   for (uint32_t i = 0; i < n; ++i) {
     const kiln_attr& a = attrs[i];
     if (a.key == nullptr) return InvalidArgument("attribute {} has no key", i);
@@ -74,9 +99,21 @@ Expected<NodeAttrs> AttributesFromList(const kiln_attr* attrs, uint32_t n) {
       auto d = DTypeFromName(a.s != nullptr ? a.s : "");
       if (!d) return InvalidArgument("attribute cast_to: unknown dtype '{}'", a.s != nullptr ? a.s : "");
       out.cast_to = *d;
-    }
+    } else if (a.kind == KILN_ATTR_INT) {
+      named->SetInt(a.key, a.i);
+    } else if (a.kind == KILN_ATTR_FLOAT) {
+      named->SetFloat(a.key, a.f);
+    } else if (a.kind == KILN_ATTR_STRING) {
+      named->SetString(a.key, a.s != nullptr ? a.s : "");
+    } else if (a.kind == KILN_ATTR_INTS) {
+      if (a.num_ints > 0 && a.ints == nullptr) return InvalidArgument("attribute {} has no ints", a.key);
+      named->SetInts(a.key, std::vector<int64_t>(a.ints, a.ints + a.num_ints));
+    } else if (a.kind == KILN_ATTR_FLOATS) {
+      if (a.num_floats > 0 && a.floats == nullptr) return InvalidArgument("attribute {} has no floats", a.key);
+      named->SetFloats(a.key, std::vector<double>(a.floats, a.floats + a.num_floats));
+    }  // a kind this build does not know (a newer kiln's) is skipped
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace kiln

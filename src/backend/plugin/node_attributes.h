@@ -15,7 +15,9 @@ namespace kiln {
 // Owns the strings the kiln_attr list points at.
 class AttributeList {
  public:
-  explicit AttributeList(const NodeAttrs& attrs);
+  // The fixed fields, then every named attribute (pointing into `named`,
+  // which must outlive the list).
+  AttributeList(const NodeAttrs& attrs, const AttributeMap& named);
   AttributeList(const AttributeList&) = delete;
   AttributeList& operator=(const AttributeList&) = delete;
 
@@ -26,10 +28,11 @@ class AttributeList {
   void Int(const char* key, int64_t v);
   void Float(const char* key, double v);
   void String(const char* key, const char* v);
+  void Named(const std::string& key, const AttributeMap::Value& v);
   std::vector<kiln_attr> attrs_;
 };
 
-// The reverse: unknown keys are ignored (a newer kiln may send more).
-Expected<NodeAttrs> AttributesFromList(const kiln_attr* attrs, uint32_t n);
+// The reverse: the fixed fields into `fixed`, every other key into `named`.
+Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named);
 
 }  // namespace kiln

@@ -82,7 +82,7 @@ kiln_weight_desc WeightDesc(const Weight& w) {
 struct NodeDescription {
   NodeDescription(const Node& n, const std::vector<BoundValue>& in, const std::vector<BoundValue>& out,
                   const ShapeEnv& capacity)
-      : attrs(n.attrs) {
+      : attrs(n.attrs, n.named_attrs) {
     for (const BoundValue& v : in) inputs.push_back(Tensor(v, capacity));
     for (const BoundValue& v : out) outputs.push_back(Tensor(v, capacity));
     for (const Weight* w : n.weights) descs.push_back(w != nullptr ? WeightDesc(*w) : kiln_weight_desc{});
@@ -422,13 +422,21 @@ Status PluginBackend::SetOption(const std::string& key, const std::string& value
   return rc == KILN_BACKEND_OK ? Status::Ok() : CallFailed(name_, "set_option", rc, err);
 }
 
-Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const Weight& w) {
+Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const PackRequest& request) {
+  const Weight& w = *request.weight;
   kiln_weight_desc desc = WeightDesc(w);
+  kiln_pack_request req{};
+  req.struct_size = sizeof(kiln_pack_request);
+  req.abi_version = KILN_BACKEND_ABI_VERSION;
+  req.op = request.node != nullptr ? OpName(request.node->op) : "";
+  req.node_name = request.node != nullptr ? request.node->name.c_str() : "";
+  req.int8 = request.int8 ? 1 : 0;
+  req.activation_clip = request.activation_clip;
   kiln_packed_weight out{};
   out.struct_size = sizeof(kiln_packed_weight);
   out.abi_version = KILN_BACKEND_ABI_VERSION;
   ErrorText err;
-  int32_t rc = table_.pack_weight(table_.self, &desc, &out, err.data(), kErrSize);
+  int32_t rc = table_.pack_weight(table_.self, &desc, &req, &out, err.data(), kErrSize);
   if (rc != KILN_BACKEND_OK) return CallFailed(name_, "pack_weight", rc, err);
   if (out.handle == nullptr) return Internal("{}: pack_weight of {} returned no handle", name_, w.name);
   return std::shared_ptr<const PackedMatrix>(std::make_shared<PluginPackedWeight>(table_, out));

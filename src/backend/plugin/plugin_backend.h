@@ -27,7 +27,7 @@ class PluginBackend : public Backend {
   std::string description() const override;
   const SupportList& support() const override { return support_; }
   MemoryDomain& domain() override { return *domain_; }
-  Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const Weight& w) override;
+  Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) override;
   size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const override;
   Expected<Step> Bind(const BindContext& ctx) override;
   Stream& stream() override { return *stream_; }

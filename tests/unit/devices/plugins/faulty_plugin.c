@@ -59,9 +59,11 @@ static int32_t ok2(void* s, void* a, void* b, char* e, size_t n) {
   (void)b;
   return ok1(s, a, e, n);
 }
-static int32_t pack(void* s, const kiln_weight_desc* w, kiln_packed_weight* o, char* e, size_t n) {
+static int32_t pack(void* s, const kiln_weight_desc* w, const kiln_pack_request* r, kiln_packed_weight* o, char* e,
+                    size_t n) {
   (void)s;
   (void)w;
+  (void)r;
   (void)o;
   return fail(e, n, "no weights");
 }
