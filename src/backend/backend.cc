@@ -3,6 +3,17 @@
 
 namespace kiln {
 
+BoundValue ShapeOf(const Graph& g, ValueId id) {
+  const Value& v = g.value(id);
+  BoundValue b;
+  b.cols = v.cols;
+  b.dtype = v.dtype;
+  b.rows = v.rows;
+  b.is_output = v.is_output;
+  b.row_stride = g.RowStride(id);
+  return b;
+}
+
 int64_t RunState::RowsIn(RowSpace r) const {
   switch (r) {
     case RowSpace::kTokens: return batch->num_tokens;

@@ -82,6 +82,9 @@ struct BoundValue {
   int32_t domain = 0;  // the memory domain of `data`
 };
 
+// Value `id`'s geometry as a binder sees it, with no memory bound yet.
+BoundValue ShapeOf(const Graph& g, ValueId id);
+
 // A copy of rows between host memory and a backend's domain.
 enum class CopyDirection { kHostToDevice, kDeviceToHost, kWithinDevice };
 struct RowCopy {

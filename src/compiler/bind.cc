@@ -71,12 +71,7 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
   const MemoryPlan& plan = *in.plan;
   auto bound = [&](ValueId id) -> Expected<BoundValue> {
     const Value& v = g.value(id);
-    BoundValue b;
-    b.cols = v.cols;
-    b.dtype = v.dtype;
-    b.rows = v.rows;
-    b.is_output = v.is_output;
-    b.row_stride = g.RowStride(id);
+    BoundValue b = ShapeOf(g, id);
     if (v.is_marker() || v.is_output) return b;
     ValueId s = g.StorageOf(id);
     auto slot = plan.values.find(s);

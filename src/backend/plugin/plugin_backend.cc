@@ -119,16 +119,7 @@ struct NodeDescription {
 // Values as the binder sees them, for scratch sizing (no memory yet).
 std::vector<BoundValue> Shapes(const Graph& g, const std::vector<ValueId>& ids) {
   std::vector<BoundValue> out;
-  for (ValueId id : ids) {
-    const Value& v = g.value(id);
-    BoundValue b;
-    b.cols = v.cols;
-    b.dtype = v.dtype;
-    b.rows = v.rows;
-    b.is_output = v.is_output;
-    b.row_stride = g.RowStride(id);
-    out.push_back(b);
-  }
+  for (ValueId id : ids) out.push_back(ShapeOf(g, id));
   return out;
 }
 

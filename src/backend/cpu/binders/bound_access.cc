@@ -11,16 +11,7 @@ KernelContext ContextOf(const RunState& s) {
   return k;
 }
 
-int64_t RowsOf(RowSpace r, const RunState& s) {
-  switch (r) {
-    case RowSpace::kTokens: return s.batch->num_tokens;
-    case RowSpace::kOutputRows: return s.batch->num_output_rows;
-    case RowSpace::kContextRows: return s.context_rows;
-    case RowSpace::kScoreRows: return s.score_rows;
-    case RowSpace::kNone: return 0;
-  }
-  return 0;
-}
+int64_t RowsOf(RowSpace r, const RunState& s) { return s.RowsIn(r); }
 
 const float* VectorWeight(const Weight* w) {
   return w == nullptr ? nullptr : reinterpret_cast<const float*>(w->data);
