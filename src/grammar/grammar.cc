@@ -18,6 +18,16 @@ bool CharSet::Contains(char32_t cp) const {
   return inside != negated;
 }
 
+bool CharSet::Intersects(char32_t lo, char32_t hi) const {
+  for (const Range& r : ranges) {
+    bool overlaps = r.lo <= hi && lo <= r.hi;
+    bool covers = r.lo <= lo && hi <= r.hi;
+    if (!negated && overlaps) return true;
+    if (negated && covers) return false;  // ranges are merged, so one range covers or none does
+  }
+  return negated;
+}
+
 uint32_t GrammarBuilder::RuleId(const std::string& name) {
   auto found = ids_.find(name);
   if (found != ids_.end()) return found->second;

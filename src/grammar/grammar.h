@@ -28,6 +28,8 @@ struct CharSet {
   bool negated = false;
 
   bool Contains(char32_t cp) const;
+  // Whether some code point in [lo, hi] is in the set.
+  bool Intersects(char32_t lo, char32_t hi) const;
 };
 
 struct GrammarElement {

@@ -33,6 +33,23 @@ bool IsPlausibleUtf8Prefix(std::string_view bytes) {
   return true;
 }
 
+// The code points whose UTF-8 encoding starts with `bytes` (a plausible
+// prefix): the missing continuation bytes at their least and greatest.
+void CodePointRange(std::string_view bytes, char32_t* lo, char32_t* hi) {
+  auto b0 = static_cast<uint8_t>(bytes[0]);
+  size_t length = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
+  char32_t v = b0 & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
+  for (size_t i = 1; i < bytes.size(); ++i) v = (v << 6) | (static_cast<uint8_t>(bytes[i]) & 0x3F);
+  *lo = *hi = v;
+  for (size_t i = bytes.size(); i < length; ++i) {
+    *lo = *lo << 6;
+    *hi = (*hi << 6) | 0x3F;
+  }
+  // E0 and F0 alone would reach down into overlong encodings.
+  *lo = std::max<char32_t>(*lo, length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000);
+  *hi = std::min<char32_t>(*hi, 0x10FFFF);
+}
+
 }  // namespace
 
 std::string GrammarState::Key() const {
@@ -119,9 +136,17 @@ bool GrammarMatcher::Step(const GrammarState& from, uint8_t byte, GrammarState* 
   if (cp != kInvalidCodePoint && used == pending.size()) return StepCodePoint(from, cp, to);
   // Not yet a whole character: keep it pending if it can still become one.
   if (!IsPlausibleUtf8Prefix(pending)) return false;
-  to->stacks = from.stacks;
+  // Keep only the parses that some character with this prefix could continue.
+  char32_t lo, hi;
+  CodePointRange(pending, &lo, &hi);
+  const std::vector<GrammarElement>& elements = grammar_->elements();
+  const std::vector<CharSet>& sets = grammar_->char_sets();
+  to->stacks.clear();
+  for (const auto& stack : from.stacks) {
+    if (!stack.empty() && sets[elements[stack.back()].index].Intersects(lo, hi)) to->stacks.push_back(stack);
+  }
   to->pending_bytes = std::move(pending);
-  return true;
+  return !to->stacks.empty();
 }
 
 bool GrammarMatcher::CanEnd(const GrammarState& state) {
