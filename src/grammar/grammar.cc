@@ -102,6 +102,28 @@ std::vector<bool> NullableRules(const std::vector<std::vector<GrammarBuilder::Se
   return nullable;
 }
 
+// Rules that derive at least one finite string.
+std::vector<bool> ProductiveRules(const std::vector<std::vector<GrammarBuilder::Sequence>>& rules) {
+  std::vector<bool> productive(rules.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (productive[r]) continue;
+      for (const auto& seq : rules[r]) {
+        bool all = std::all_of(seq.begin(), seq.end(), [&](const GrammarElement& e) {
+          return e.kind == Kind::kChars || productive[e.index];
+        });
+        if (all) {
+          productive[r] = true;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return productive;
+}
+
 }  // namespace
 
 Expected<Grammar> GrammarBuilder::Build(const std::string& root_name) && {
@@ -111,6 +133,21 @@ Expected<Grammar> GrammarBuilder::Build(const std::string& root_name) && {
   auto root = std::find(names_.begin(), names_.end(), root_name);
   if (root == names_.end()) return InvalidArgument("the grammar has no rule '{}'", root_name);
 
+  // Alternatives that need a rule which can never complete (a cycle with no
+  // way out) are dropped, so that no text the matcher accepts is a trap.
+  std::vector<bool> productive = ProductiveRules(rules_);
+  if (!productive[root - names_.begin()]) {
+    return InvalidArgument("rule '{}' can never complete: every way through it needs a rule that can never "
+                           "complete (an endless recursion)",
+                           root_name);
+  }
+  for (auto& alternatives : rules_) {
+    std::erase_if(alternatives, [&](const Sequence& seq) {
+      return std::any_of(seq.begin(), seq.end(), [&](const GrammarElement& e) {
+        return e.kind == Kind::kRuleRef && !productive[e.index];
+      });
+    });
+  }
   std::vector<bool> nullable = NullableRules(rules_);
 
   // Rule a "starts with" rule b when b appears after only nullable rules in
