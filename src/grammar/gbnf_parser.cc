@@ -49,7 +49,8 @@ class GbnfParser {
     std::string name = ReadName();
     if (name.empty()) return Error("expected a rule name");
     SkipSpace();
-    if (text_.substr(pos_, 3) != "::=") return Error(fmt::format("expected '::=' after rule name '{}'", name));
+    if (text_.substr(pos_, 3) != "::=")
+      return Error(fmt::format("expected '::=' after rule name '{}'", name));
     pos_ += 3;
     uint32_t rule = builder_.RuleId(name);
     if (builder_.Defined(rule)) {
@@ -265,13 +266,16 @@ class GbnfParser {
       case 'n': return U'\n';
       case 't': return U'\t';
       case 'r': return U'\r';
-      case '\\': case '"': case '[': case ']': case '-': case '^': return static_cast<char32_t>(c);
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^': return static_cast<char32_t>(c);
       case 'x': return ReadHex(2);
       case 'u': return ReadHex(4);
       case 'U': return ReadHex(8);
-      default:
-        --pos_;
-        return Error(fmt::format("unknown escape '\\{}'", c));
+      default: --pos_; return Error(fmt::format("unknown escape '\\{}'", c));
     }
   }
 
@@ -301,7 +305,8 @@ class GbnfParser {
   bool AtRuleStart() const {
     size_t p = pos_;
     while (p < text_.size() && IsNameChar(text_[p])) ++p;
-    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n')) ++p;
+    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n'))
+      ++p;
     return text_.substr(p, 3) == "::=";
   }
 
@@ -357,6 +362,8 @@ class GbnfParser {
 
 }  // namespace
 
-Expected<Grammar> ParseGbnf(std::string_view text) { return GbnfParser(text).Parse(); }
+Expected<Grammar> ParseGbnf(std::string_view text) {
+  return GbnfParser(text).Parse();
+}
 
 }  // namespace kiln

@@ -137,9 +137,10 @@ Expected<Grammar> GrammarBuilder::Build(const std::string& root_name) && {
   // way out) are dropped, so that no text the matcher accepts is a trap.
   std::vector<bool> productive = ProductiveRules(rules_);
   if (!productive[root - names_.begin()]) {
-    return InvalidArgument("rule '{}' can never complete: every way through it needs a rule that can never "
-                           "complete (an endless recursion)",
-                           root_name);
+    return InvalidArgument(
+        "rule '{}' can never complete: every way through it needs a rule that can never "
+        "complete (an endless recursion)",
+        root_name);
   }
   for (auto& alternatives : rules_) {
     std::erase_if(alternatives, [&](const Sequence& seq) {
@@ -179,9 +180,10 @@ Expected<Grammar> GrammarBuilder::Build(const std::string& root_name) && {
       }
       uint32_t child = starts_with[rule][next++];
       if (color[child] == kOnPath) {
-        return InvalidArgument("rule '{}' is left-recursive (it can reach itself before matching any "
-                               "character), which is not supported",
-                               names_[child]);
+        return InvalidArgument(
+            "rule '{}' is left-recursive (it can reach itself before matching any "
+            "character), which is not supported",
+            names_[child]);
       }
       if (color[child] == kUnseen) {
         color[child] = kOnPath;

@@ -13,11 +13,11 @@
 namespace kiln {
 
 // Limits that keep an untrusted grammar from exhausting memory or stack.
-inline constexpr size_t kMaxGrammarTextBytes = 1 << 20;      // GBNF source
-inline constexpr size_t kMaxGrammarElements = 1 << 20;       // after repetitions are expanded
+inline constexpr size_t kMaxGrammarTextBytes = 1 << 20;  // GBNF source
+inline constexpr size_t kMaxGrammarElements = 1 << 20;   // after repetitions are expanded
 inline constexpr size_t kMaxGrammarRules = 1 << 16;
-inline constexpr int kMaxGrammarNestingDepth = 64;           // parentheses
-inline constexpr uint32_t kMaxGrammarRepetition = 10000;     // the n of x{m,n}
+inline constexpr int kMaxGrammarNestingDepth = 64;        // parentheses
+inline constexpr uint32_t kMaxGrammarRepetition = 10000;  // the n of x{m,n}
 
 // A set of code points: sorted, disjoint, inclusive ranges, possibly negated.
 struct CharSet {

@@ -16,7 +16,10 @@ namespace {
 // longer than they are.
 bool IsPlausibleUtf8Prefix(std::string_view bytes) {
   auto b0 = static_cast<uint8_t>(bytes[0]);
-  size_t length = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+  size_t length = b0 >= 0xC2 && b0 <= 0xDF   ? 2
+                  : b0 >= 0xE0 && b0 <= 0xEF ? 3
+                  : b0 >= 0xF0 && b0 <= 0xF4 ? 4
+                                             : 0;
   if (length <= bytes.size()) return false;
   for (size_t i = 1; i < bytes.size(); ++i) {
     auto b = static_cast<uint8_t>(bytes[i]);
@@ -106,25 +109,42 @@ void GrammarMatcher::Expand(std::vector<uint32_t> stack, std::vector<std::vector
 bool GrammarMatcher::StepCodePoint(const GrammarState& from, char32_t cp, GrammarState* to) const {
   const std::vector<GrammarElement>& elements = grammar_->elements();
   const std::vector<CharSet>& sets = grammar_->char_sets();
-  to->stacks.clear();
   to->pending_bytes.clear();
+  // The mask walk steps the same few states hundreds of thousands of times:
+  // reuse the stacks already allocated in *to.
+  size_t count = 0;
+  auto slot = [&]() -> std::vector<uint32_t>& {
+    if (count == to->stacks.size()) to->stacks.emplace_back();
+    return to->stacks[count++];
+  };
+  std::vector<std::vector<uint32_t>> expanded;
   for (const auto& stack : from.stacks) {
     if (stack.empty()) continue;
     const GrammarElement& e = elements[stack.back()];
     if (!sets[e.index].Contains(cp)) continue;
-    std::vector<uint32_t> next = stack;
-    next.back() += 1;
-    Expand(std::move(next), to->stacks);
-    if (to->stacks.size() > kMaxGrammarStacks) {
+    uint32_t next = stack.back() + 1;
+    if (elements[next].kind == Kind::kChars) {  // the common case: more characters of one sequence
+      std::vector<uint32_t>& dst = slot();
+      dst.assign(stack.begin(), stack.end());
+      dst.back() = next;
+      continue;
+    }
+    expanded.clear();
+    std::vector<uint32_t> advanced = stack;
+    advanced.back() = next;
+    Expand(std::move(advanced), expanded);
+    for (auto& s : expanded) slot().swap(s);
+    if (count > kMaxGrammarStacks) {
       to->stacks.clear();
       return false;
     }
   }
-  if (to->stacks.size() > 1) {
+  to->stacks.resize(count);
+  if (count > 1) {
     std::sort(to->stacks.begin(), to->stacks.end());
     to->stacks.erase(std::unique(to->stacks.begin(), to->stacks.end()), to->stacks.end());
   }
-  return !to->stacks.empty();
+  return count > 0;
 }
 
 bool GrammarMatcher::Step(const GrammarState& from, uint8_t byte, GrammarState* to) const {

@@ -40,7 +40,9 @@ std::string SentencePieceBytes(const std::string& piece) {
 }  // namespace
 
 GrammarVocabulary::GrammarVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids)
-    : token_bytes_(std::move(token_bytes)), end_ids_(std::move(end_ids)), is_end_(token_bytes_.size(), false) {
+    : token_bytes_(std::move(token_bytes)),
+      end_ids_(std::move(end_ids)),
+      is_end_(token_bytes_.size(), false) {
   for (int32_t id : end_ids_) {
     if (id >= 0 && id < size()) {
       is_end_[id] = true;

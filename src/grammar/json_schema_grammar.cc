@@ -24,23 +24,43 @@ using Json = nlohmann::ordered_json;
 
 // Keywords that only describe: they never change which values are valid.
 const std::set<std::string> kAnnotations = {
-    "$schema", "$id", "$anchor", "$comment", "$vocabulary", "title", "description", "default", "examples",
-    "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType",
-    "contentSchema", "strict", "name"};
+    "$schema",     "$id",         "$anchor",         "$comment",         "$vocabulary",   "title",
+    "description", "default",     "examples",        "deprecated",       "readOnly",      "writeOnly",
+    "$defs",       "definitions", "contentEncoding", "contentMediaType", "contentSchema", "strict",
+    "name"};
 
 // Keywords that constrain values in ways this converter does not express.
-const std::set<std::string> kUnsupported = {
-    "not", "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
-    "dependentSchemas", "dependencies", "minProperties", "maxProperties", "uniqueItems", "contains",
-    "minContains", "maxContains", "multipleOf", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-    "$recursiveRef", "$dynamicAnchor", "$recursiveAnchor"};
+const std::set<std::string> kUnsupported = {"not",
+                                            "if",
+                                            "then",
+                                            "else",
+                                            "patternProperties",
+                                            "propertyNames",
+                                            "dependentRequired",
+                                            "dependentSchemas",
+                                            "dependencies",
+                                            "minProperties",
+                                            "maxProperties",
+                                            "uniqueItems",
+                                            "contains",
+                                            "minContains",
+                                            "maxContains",
+                                            "multipleOf",
+                                            "unevaluatedProperties",
+                                            "unevaluatedItems",
+                                            "$dynamicRef",
+                                            "$recursiveRef",
+                                            "$dynamicAnchor",
+                                            "$recursiveAnchor"};
 
 const std::map<std::string, std::string> kFormats = {
     {"date", R"("\"" json-date "\"")"},
     {"time", R"("\"" json-time "\"")"},
     {"date-time", R"("\"" json-date "T" json-time "\"")"},
-    {"uuid", R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"")"},
-    {"email", R"("\"" [a-zA-Z0-9_+-] ([a-zA-Z0-9_+.-]{0,62} [a-zA-Z0-9_+-])? "@" [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])? ("." [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])?){1,4} "\"")"},
+    {"uuid",
+     R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"")"},
+    {"email",
+     R"("\"" [a-zA-Z0-9_+-] ([a-zA-Z0-9_+.-]{0,62} [a-zA-Z0-9_+-])? "@" [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])? ("." [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])?){1,4} "\"")"},
 };
 
 const char* kFormatRules = R"gbnf(
@@ -85,14 +105,16 @@ class SchemaConverter {
   // A GBNF expression (a rule name or a literal) for the values `schema`
   // accepts; `path` names it in errors.
   Expected<std::string> Visit(const Json& schema, const std::string& path, int depth) {
-    if (depth > kMaxSchemaDepth) return Error(path, fmt::format("schemas nested deeper than {}", kMaxSchemaDepth));
+    if (depth > kMaxSchemaDepth)
+      return Error(path, fmt::format("schemas nested deeper than {}", kMaxSchemaDepth));
     if (schema.is_boolean()) {
       if (schema.get<bool>()) return std::string("json-value");
       return Error(path, "schema false accepts no value");
     }
     if (!schema.is_object()) return Error(path, "a schema must be an object or a boolean");
     for (const auto& [key, value] : schema.items()) {
-      if (kUnsupported.count(key)) return Error(Pointer(path, key), fmt::format("keyword '{}' is not supported", key));
+      if (kUnsupported.count(key))
+        return Error(Pointer(path, key), fmt::format("keyword '{}' is not supported", key));
     }
     if (const Json* ref = Find(schema, "$ref")) return Ref(*ref, schema, path, depth);
     if (const Json* c = Find(schema, "const")) return ConstLiteral(*c);
@@ -104,12 +126,14 @@ class SchemaConverter {
     }
     for (const char* key : {"anyOf", "oneOf"}) {
       if (const Json* branches = Find(schema, key)) {
-        if (!branches->is_array() || branches->empty()) return Error(Pointer(path, key), "must be a non-empty array");
+        if (!branches->is_array() || branches->empty())
+          return Error(Pointer(path, key), "must be a non-empty array");
         KILN_RETURN_IF_ERROR(OnlyAnnotationsBeside(schema, key, path));
         std::vector<std::string> alternatives;
         for (size_t i = 0; i < branches->size(); ++i) {
-          KILN_ASSIGN_OR_RETURN(std::string branch,
-                                Visit((*branches)[i], Pointer(Pointer(path, key), std::to_string(i)), depth + 1));
+          KILN_ASSIGN_OR_RETURN(
+              std::string branch,
+              Visit((*branches)[i], Pointer(Pointer(path, key), std::to_string(i)), depth + 1));
           alternatives.push_back(branch);
         }
         return NewRule(path, Join(alternatives, " | "));
@@ -128,11 +152,13 @@ class SchemaConverter {
       }
       return NewRule(path, Join(alternatives, " | "));
     }
-    if (type && !type->is_string()) return Error(Pointer(path, "type"), "type must be a string or a list of strings");
+    if (type && !type->is_string())
+      return Error(Pointer(path, "type"), "type must be a string or a list of strings");
     return Typed(type ? type->get<std::string>() : ImpliedType(schema), schema, path, depth);
   }
 
-  Expected<std::string> Typed(const std::string& type, const Json& schema, const std::string& path, int depth) {
+  Expected<std::string> Typed(const std::string& type, const Json& schema, const std::string& path,
+                              int depth) {
     if (type == "object") return Object(schema, path, depth);
     if (type == "array") return Array(schema, path, depth);
     if (type == "string") return String(schema, path);
@@ -203,8 +229,9 @@ class SchemaConverter {
       }
       if (node->is_object() && node->contains(key)) {
         node = &(*node)[key];
-      } else if (node->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
-                 key.size() < 9 && std::stoul(key) < node->size()) {
+      } else if (node->is_array() && !key.empty() &&
+                 key.find_first_not_of("0123456789") == std::string::npos && key.size() < 9 &&
+                 std::stoul(key) < node->size()) {
         node = &(*node)[std::stoul(key)];
       } else {
         return Error(at, fmt::format("$ref '{}' does not resolve", target));
@@ -241,10 +268,14 @@ class SchemaConverter {
         } else if (key == "required") {
           for (const Json& name : value) merged["required"].push_back(name);
         } else if (key == "additionalProperties") {
-          if (value.is_boolean() && !value.get<bool>()) additional_false = true;
-          else return Error(Pointer(part_path, key), "allOf members with additionalProperties schemas are not supported");
+          if (value.is_boolean() && !value.get<bool>())
+            additional_false = true;
+          else
+            return Error(Pointer(part_path, key),
+                         "allOf members with additionalProperties schemas are not supported");
         } else if (key != "type" && !kAnnotations.count(key)) {
-          return Error(Pointer(part_path, key), fmt::format("keyword '{}' inside allOf is not supported", key));
+          return Error(Pointer(part_path, key),
+                       fmt::format("keyword '{}' inside allOf is not supported", key));
         }
       }
     }
@@ -270,7 +301,8 @@ class SchemaConverter {
     const Json* properties = Find(schema, "properties");
     const Json* required = Find(schema, "required");
     const Json* additional = Find(schema, "additionalProperties");
-    if (properties && !properties->is_object()) return Error(Pointer(path, "properties"), "must be an object");
+    if (properties && !properties->is_object())
+      return Error(Pointer(path, "properties"), "must be an object");
     if (required && !required->is_array()) return Error(Pointer(path, "required"), "must be an array");
     if (!properties && !required && !additional) return std::string("json-object");
 
@@ -300,10 +332,12 @@ class SchemaConverter {
         if (is_required != (pass == 0)) continue;
         std::string value = "json-value";
         if (properties && properties->contains(name)) {
-          KILN_ASSIGN_OR_RETURN(value, Visit((*properties)[name], Pointer(Pointer(path, "properties"), name), depth + 1));
+          KILN_ASSIGN_OR_RETURN(
+              value, Visit((*properties)[name], Pointer(Pointer(path, "properties"), name), depth + 1));
         }
         std::string key = GbnfLiteral(Json(name).dump());
-        members.push_back({NewRule(path + "-" + name, key + " json-ws \":\" json-ws " + value + " json-ws"), is_required});
+        members.push_back(
+            {NewRule(path + "-" + name, key + " json-ws \":\" json-ws " + value + " json-ws"), is_required});
       }
     }
 
@@ -330,8 +364,10 @@ class SchemaConverter {
     std::string first = extra.empty() ? "" : "(" + extra + " (\",\" json-ws " + extra + ")*)?";
     for (size_t i = opt.size(); i-- > 0;) {
       std::string next_rest = rest, next_first = first;
-      rest = NewRule(path + "-rest", "(\",\" json-ws " + opt[i] + ")? " + (next_rest.empty() ? "" : next_rest));
-      first = NewRule(path + "-first", opt[i] + " " + next_rest + (next_first.empty() ? " | " : " | " + next_first) + "");
+      rest =
+          NewRule(path + "-rest", "(\",\" json-ws " + opt[i] + ")? " + (next_rest.empty() ? "" : next_rest));
+      first = NewRule(path + "-first",
+                      opt[i] + " " + next_rest + (next_first.empty() ? " | " : " | " + next_first) + "");
     }
     std::string body;
     if (!req.empty()) {
@@ -398,14 +434,16 @@ class SchemaConverter {
       prefix_path = Pointer(path, "items");
       items = additional_items;
     } else if (additional_items) {
-      return Error(Pointer(path, "additionalItems"), "additionalItems without an items list is not supported");
+      return Error(Pointer(path, "additionalItems"),
+                   "additionalItems without an items list is not supported");
     }
     if (prefix && !prefix->is_array()) return Error(prefix_path, "must be an array");
 
     std::vector<std::string> tuple;
     if (prefix) {
       for (size_t i = 0; i < prefix->size(); ++i) {
-        KILN_ASSIGN_OR_RETURN(std::string rule, Visit((*prefix)[i], Pointer(prefix_path, std::to_string(i)), depth + 1));
+        KILN_ASSIGN_OR_RETURN(std::string rule,
+                              Visit((*prefix)[i], Pointer(prefix_path, std::to_string(i)), depth + 1));
         tuple.push_back(rule);
       }
     }
@@ -422,7 +460,8 @@ class SchemaConverter {
       if (min_items > n) return Error(path, "minItems exceeds the items the tuple allows");
       if (max_items < 0 || max_items > n) max_items = n;
     }
-    if (max_items > static_cast<int64_t>(kMaxGrammarRepetition) || min_items > static_cast<int64_t>(kMaxGrammarRepetition)) {
+    if (max_items > static_cast<int64_t>(kMaxGrammarRepetition) ||
+        min_items > static_cast<int64_t>(kMaxGrammarRepetition)) {
       return Error(path, fmt::format("item counts above {} are not supported", kMaxGrammarRepetition));
     }
     // Element i of the array: tuple[i], or item past the tuple.
@@ -456,7 +495,8 @@ class SchemaConverter {
     const Json* format = Find(schema, "format");
     bool lengths = min_length > 0 || max_length >= 0;
     if (pattern && format) return Error(path, "pattern together with format is not supported");
-    if ((pattern || format) && lengths) return Error(path, "minLength/maxLength together with pattern or format is not supported");
+    if ((pattern || format) && lengths)
+      return Error(path, "minLength/maxLength together with pattern or format is not supported");
     if (pattern) {
       if (!pattern->is_string()) return Error(Pointer(path, "pattern"), "must be a string");
       Expected<std::string> body = RegexToGbnf(pattern->get<std::string>());
@@ -467,16 +507,19 @@ class SchemaConverter {
       if (!format->is_string()) return Error(Pointer(path, "format"), "must be a string");
       auto known = kFormats.find(format->get<std::string>());
       if (known == kFormats.end()) {
-        return Error(Pointer(path, "format"), fmt::format("format '{}' is not supported", format->get<std::string>()));
+        return Error(Pointer(path, "format"),
+                     fmt::format("format '{}' is not supported", format->get<std::string>()));
       }
       return NewRule(path, known->second);
     }
     if (!lengths) return std::string("json-string");
     if (max_length >= 0 && max_length < min_length) return Error(path, "maxLength is below minLength");
-    if (min_length > static_cast<int64_t>(kMaxGrammarRepetition) || max_length > static_cast<int64_t>(kMaxGrammarRepetition)) {
+    if (min_length > static_cast<int64_t>(kMaxGrammarRepetition) ||
+        max_length > static_cast<int64_t>(kMaxGrammarRepetition)) {
       return Error(path, fmt::format("string lengths above {} are not supported", kMaxGrammarRepetition));
     }
-    std::string count = max_length < 0 ? fmt::format("{{{},}}", min_length) : fmt::format("{{{},{}}}", min_length, max_length);
+    std::string count = max_length < 0 ? fmt::format("{{{},}}", min_length)
+                                       : fmt::format("{{{},{}}}", min_length, max_length);
     return NewRule(path, "\"\\\"\" json-char" + count + " \"\\\"\"");
   }
 
@@ -485,7 +528,8 @@ class SchemaConverter {
     for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
       const Json* v = Find(schema, key);
       if (!v) continue;
-      if (!v->is_number()) return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
+      if (!v->is_number())
+        return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
       double d = v->get<double>();
       if (d < -1e15 || d > 1e15) return Error(Pointer(path, key), "bound out of the supported range");
       std::string k = key;
@@ -510,14 +554,16 @@ class SchemaConverter {
       if (*hi == 0) return NewRule(path, "\"0\" | \"-\" [1-9] [0-9]{0,15}");
       if (*hi == -1) return NewRule(path, "\"-\" [1-9] [0-9]{0,15}");
     }
-    return Error(path, "integer bounds other than a sign restriction (minimum 0 or 1, maximum 0 or -1) or a range "
-                       "of at most 1000 values are not supported");
+    return Error(path,
+                 "integer bounds other than a sign restriction (minimum 0 or 1, maximum 0 or -1) or a range "
+                 "of at most 1000 values are not supported");
   }
 
   Expected<std::string> Number(const Json& schema, const std::string& path) {
     const Json* minimum = Find(schema, "minimum");
     for (const char* key : {"exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
-      if (schema.contains(key)) return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
+      if (schema.contains(key))
+        return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
     }
     if (!minimum) return std::string("json-number");
     if (!minimum->is_number() || minimum->get<double>() != 0) {
@@ -531,7 +577,8 @@ class SchemaConverter {
   Status OnlyAnnotationsBeside(const Json& schema, const std::string& keyword, const std::string& path) {
     for (const auto& [key, value] : schema.items()) {
       if (key != keyword && !kAnnotations.count(key) && key != "type") {
-        return Error(Pointer(path, key), fmt::format("keyword '{}' beside {} is not supported", key, keyword));
+        return Error(Pointer(path, key),
+                     fmt::format("keyword '{}' beside {} is not supported", key, keyword));
       }
     }
     return Status::Ok();

@@ -13,10 +13,10 @@
 namespace kiln {
 
 // Limits on an untrusted schema.
-inline constexpr size_t kMaxSchemaBytes = 256 * 1024;  // schema JSON text
-inline constexpr int kMaxSchemaDepth = 64;              // nested subschemas, $refs included
-inline constexpr size_t kMaxSchemaRules = 20000;        // rules generated
-inline constexpr int64_t kMaxEnumeratedIntegers = 1000; // a bounded integer range spelled out
+inline constexpr size_t kMaxSchemaBytes = 256 * 1024;    // schema JSON text
+inline constexpr int kMaxSchemaDepth = 64;               // nested subschemas, $refs included
+inline constexpr size_t kMaxSchemaRules = 20000;         // rules generated
+inline constexpr int64_t kMaxEnumeratedIntegers = 1000;  // a bounded integer range spelled out
 
 // Translates a schema into a GBNF grammar (root rule `root`). Supported:
 // `type` (object, array, string, number, integer, boolean, null, or a list

@@ -148,7 +148,8 @@ class RegexReader {
       return SetToGbnf({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}, true);
     }
     if (c == '^' || c == '$') return Error("'$' or '^' inside the pattern");
-    if (c == '*' || c == '+' || c == '?' || c == '{') return Error(fmt::format("nothing to repeat before '{}'", c));
+    if (c == '*' || c == '+' || c == '?' || c == '{')
+      return Error(fmt::format("nothing to repeat before '{}'", c));
     if (c == '\\') {
       std::vector<Range> set;
       bool negated = false;
@@ -231,13 +232,17 @@ class RegexReader {
         uint32_t v = 0;
         for (int i = 0; i < 4; ++i) {
           char h = p_[pos_++];
-          int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+          int d = h >= '0' && h <= '9'   ? h - '0'
+                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                         : -1;
           if (d < 0) return Error("\\u needs four hex digits");
           v = v * 16 + static_cast<uint32_t>(d);
         }
         return static_cast<char32_t>(v);
       }
-      case 'b': case 'B': return Error(fmt::format("word boundary '\\{}' is not supported", c));
+      case 'b':
+      case 'B': return Error(fmt::format("word boundary '\\{}' is not supported", c));
       default:
         if ((c >= '1' && c <= '9') || c == 'k') return Error("backreferences are not supported");
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
@@ -259,7 +264,8 @@ class RegexReader {
       if (close == std::string_view::npos) return Error("unterminated '{' quantifier");
       std::string_view body = p_.substr(pos_ + 1, close - pos_ - 1);
       bool valid = !body.empty() && (body[0] >= '0' && body[0] <= '9') &&
-                   std::all_of(body.begin(), body.end(), [](char ch) { return (ch >= '0' && ch <= '9') || ch == ','; }) &&
+                   std::all_of(body.begin(), body.end(),
+                               [](char ch) { return (ch >= '0' && ch <= '9') || ch == ','; }) &&
                    std::count(body.begin(), body.end(), ',') <= 1;
       if (!valid) return Error("malformed '{m,n}' quantifier");
       q = "{" + std::string(body) + "}";
@@ -284,6 +290,8 @@ class RegexReader {
 
 }  // namespace
 
-Expected<std::string> RegexToGbnf(std::string_view pattern) { return RegexReader(pattern).Translate(); }
+Expected<std::string> RegexToGbnf(std::string_view pattern) {
+  return RegexReader(pattern).Translate();
+}
 
 }  // namespace kiln

@@ -28,12 +28,14 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) {
       continue;
     }
     // Close the nodes below the common prefix.
-    for (size_t d = common; d < path.size(); ++d) nodes_[path[d]].subtree_end = static_cast<uint32_t>(nodes_.size());
+    for (size_t d = common; d < path.size(); ++d)
+      nodes_[path[d]].subtree_end = static_cast<uint32_t>(nodes_.size());
     path.resize(common);
     for (size_t d = common; d < bytes.size(); ++d) {
       auto index = static_cast<uint32_t>(nodes_.size());
       auto tokens_at = static_cast<uint32_t>(token_ids_.size());
-      nodes_.push_back({static_cast<uint8_t>(bytes[d]), static_cast<uint16_t>(d + 1), 0, tokens_at, tokens_at});
+      nodes_.push_back(
+          {static_cast<uint8_t>(bytes[d]), static_cast<uint16_t>(d + 1), 0, tokens_at, tokens_at});
       path.push_back(index);
     }
     token_ids_.push_back(id);

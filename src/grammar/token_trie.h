@@ -11,10 +11,10 @@ namespace kiln {
 class TokenTrie {
  public:
   struct Node {
-    uint8_t byte;             // the byte on the edge from the parent
-    uint16_t depth;           // 1 for children of the (implicit) root
-    uint32_t subtree_end;     // index of the first node after this subtree
-    uint32_t tokens_begin;    // token_ids()[tokens_begin, tokens_end) end here
+    uint8_t byte;           // the byte on the edge from the parent
+    uint16_t depth;         // 1 for children of the (implicit) root
+    uint32_t subtree_end;   // index of the first node after this subtree
+    uint32_t tokens_begin;  // token_ids()[tokens_begin, tokens_end) end here
     uint32_t tokens_end;
   };
 

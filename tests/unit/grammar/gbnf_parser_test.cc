@@ -42,10 +42,10 @@ TEST(GbnfParser, Repetitions) {
   )gbnf");
   EXPECT_TRUE(Matches(g, "bdde"));
   EXPECT_TRUE(Matches(g, "aaabbbcddeeeff"));
-  EXPECT_FALSE(Matches(g, "dde"));       // no b
-  EXPECT_FALSE(Matches(g, "bde"));       // one d
-  EXPECT_FALSE(Matches(g, "bdd"));       // no e
-  EXPECT_FALSE(Matches(g, "bddefff"));   // three f
+  EXPECT_FALSE(Matches(g, "dde"));      // no b
+  EXPECT_FALSE(Matches(g, "bde"));      // one d
+  EXPECT_FALSE(Matches(g, "bdd"));      // no e
+  EXPECT_FALSE(Matches(g, "bddefff"));  // three f
 }
 
 TEST(GbnfParser, GroupsAndMultiLineRules) {
@@ -92,27 +92,26 @@ TEST_P(GbnfParserErrors, NameLineColumnAndProblem) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, GbnfParserErrors,
-    ::testing::Values(BadGrammar{"", "the grammar is empty"},
-                      BadGrammar{"root ::= \"abc", "line 1, column 10: unterminated string literal"},
-                      BadGrammar{"root ::= [a-", "line 1, column 10: unterminated character class"},
-                      BadGrammar{"root ::= [z-a]", "end before its start"},
-                      BadGrammar{"root ::= foo", "line 1, column 10: rule 'foo' is used but never defined"},
-                      BadGrammar{"item ::= \"a\"", "no 'root' rule"},
-                      BadGrammar{"root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' is defined twice"},
-                      BadGrammar{"root ::= (\"a\"", "expected ')'"},
-                      BadGrammar{"root ::= \"a\")", "unbalanced ')'"},
-                      BadGrammar{"root ::= * \"a\"", "does not follow anything"},
-                      BadGrammar{"root ::= \"a\"{3,1}", "max below min"},
-                      BadGrammar{"root ::= \"a\"{99999999}", "exceeds the limit"},
-                      BadGrammar{"root ::= \"\\q\"", "unknown escape"},
-                      BadGrammar{"root ::= \"\\x4\"", "hex digits"},
-                      BadGrammar{"root ::= \"\\U00110000\"", "beyond U+10FFFF"},
-                      BadGrammar{"root ::= \"a\" !", "line 1, column 14: unexpected character '!'"},
-                      BadGrammar{"root ::= root \"a\" | \"b\"", "'root' is left-recursive"},
-                      BadGrammar{"root ::= x \"a\"\nx ::= \"\" | root", "left-recursive"},
-                      BadGrammar{"root ::= (\"\")* \"a\"", "left-recursive"},
-                      BadGrammar{"root \"a\"", "expected '::=' after rule name 'root'"},
-                      BadGrammar{"root ::= \"\xff\"", "invalid UTF-8"}));
+    ::testing::Values(
+        BadGrammar{"", "the grammar is empty"},
+        BadGrammar{"root ::= \"abc", "line 1, column 10: unterminated string literal"},
+        BadGrammar{"root ::= [a-", "line 1, column 10: unterminated character class"},
+        BadGrammar{"root ::= [z-a]", "end before its start"},
+        BadGrammar{"root ::= foo", "line 1, column 10: rule 'foo' is used but never defined"},
+        BadGrammar{"item ::= \"a\"", "no 'root' rule"},
+        BadGrammar{"root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' is defined twice"},
+        BadGrammar{"root ::= (\"a\"", "expected ')'"}, BadGrammar{"root ::= \"a\")", "unbalanced ')'"},
+        BadGrammar{"root ::= * \"a\"", "does not follow anything"},
+        BadGrammar{"root ::= \"a\"{3,1}", "max below min"},
+        BadGrammar{"root ::= \"a\"{99999999}", "exceeds the limit"},
+        BadGrammar{"root ::= \"\\q\"", "unknown escape"}, BadGrammar{"root ::= \"\\x4\"", "hex digits"},
+        BadGrammar{"root ::= \"\\U00110000\"", "beyond U+10FFFF"},
+        BadGrammar{"root ::= \"a\" !", "line 1, column 14: unexpected character '!'"},
+        BadGrammar{"root ::= root \"a\" | \"b\"", "'root' is left-recursive"},
+        BadGrammar{"root ::= x \"a\"\nx ::= \"\" | root", "left-recursive"},
+        BadGrammar{"root ::= (\"\")* \"a\"", "left-recursive"},
+        BadGrammar{"root \"a\"", "expected '::=' after rule name 'root'"},
+        BadGrammar{"root ::= \"\xff\"", "invalid UTF-8"}));
 
 TEST(GbnfParser, NestingDepthIsLimited) {
   std::string gbnf = "root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')');

@@ -41,50 +41,80 @@ const std::vector<SchemaCase>& Cases() {
       {R"({"type":"boolean"})", {"true", "false"}, {"True", "1"}},
       {R"({"type":"null"})", {"null"}, {"nul", "None"}},
       {R"({"type":["string","null"]})", {"null", R"("x")"}, {"1"}},
-      {R"({"enum":["red","green",1,null,{"a":[1]}]})", {R"("red")", "1", "null", R"({"a":[1]})"}, {R"("blue")", "2"}},
+      {R"({"enum":["red","green",1,null,{"a":[1]}]})",
+       {R"("red")", "1", "null", R"({"a":[1]})"},
+       {R"("blue")", "2"}},
       {R"({"const":"fixed"})", {R"("fixed")"}, {R"("other")"}},
       {R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},
           "required":["name","age"],"additionalProperties":false})",
-       {R"({"name":"Bo","age":3})", R"({ "name" : "Bo" , "age" : 3 })", "{\n  \"name\": \"x\",\n  \"age\": -1\n}"},
-       {R"({"name":"Bo"})", R"({"age":3,"name":"Bo"})", R"({"name":"Bo","age":3,"x":1})", R"({"name":1,"age":3})"}},
+       {R"({"name":"Bo","age":3})", R"({ "name" : "Bo" , "age" : 3 })",
+        "{\n  \"name\": \"x\",\n  \"age\": -1\n}"},
+       {R"({"name":"Bo"})", R"({"age":3,"name":"Bo"})", R"({"name":"Bo","age":3,"x":1})",
+        R"({"name":1,"age":3})"}},
       {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":false})",
-       {"{}", R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"}, {R"({"b":2,"a":1})", R"({,"b":2})", R"({"a":1,})"}},
+       {"{}", R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"},
+       {R"({"b":2,"a":1})", R"({,"b":2})", R"({"a":1,})"}},
       {R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})",
        {R"({"a":1})", R"({"a":1,"zz":[true]})", R"({"a":1,"ab":"x","":null})"},
        {R"({"a":1,"a":2})", R"({"zz":1})"}},
-      {R"({"type":"object","additionalProperties":{"type":"integer"}})", {"{}", R"({"x":1,"y":2})"}, {R"({"x":"1"})"}},
+      {R"({"type":"object","additionalProperties":{"type":"integer"}})",
+       {"{}", R"({"x":1,"y":2})"},
+       {R"({"x":"1"})"}},
       {R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})",
-       {"[1]", "[1, 2,3]"}, {"[]", "[1,2,3,4]", R"(["a"])"}},
+       {"[1]", "[1, 2,3]"},
+       {"[]", "[1,2,3,4]", R"(["a"])"}},
       {R"({"type":"array","items":{"type":"boolean"}})", {"[]", "[true,false,true]"}, {"[1]"}},
       {R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false})",
-       {R"(["a",1])", R"(["a"])", "[]"}, {R"(["a",1,2])", R"([1,"a"])"}},  // prefixItems do not imply minItems
+       {R"(["a",1])", R"(["a"])", "[]"},
+       {R"(["a",1,2])", R"([1,"a"])"}},  // prefixItems do not imply minItems
       {R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"integer"},"minItems":0})",
-       {"[]", R"(["a"])", R"(["a",1,2])"}, {"[1]"}},
+       {"[]", R"(["a"])", R"(["a",1,2])"},
+       {"[1]"}},
       {R"({"type":"array","items":[{"type":"integer"}],"additionalItems":false})", {"[1]"}, {"[1,2]"}},
-      {R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]})", {"1", R"("ab")"}, {R"("abc")", "true"}},
+      {R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]})",
+       {"1", R"("ab")"},
+       {R"("abc")", "true"}},
       {R"({"oneOf":[{"const":1},{"const":2}]})", {"1", "2"}, {"3"}},
       {R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
                     {"properties":{"b":{"type":"string"}},"required":["b"]}]})",
-       {R"({"a":1,"b":"x"})"}, {R"({"a":1})", R"({"b":"x"})"}},
+       {R"({"a":1,"b":"x"})"},
+       {R"({"a":1})", R"({"b":"x"})"}},
       {R"({"$defs":{"pos":{"type":"integer","minimum":1}},"type":"object",
           "properties":{"n":{"$ref":"#/$defs/pos"}},"required":["n"],"additionalProperties":false})",
-       {R"({"n":5})"}, {R"({"n":0})", R"({"n":-5})"}},
+       {R"({"n":5})"},
+       {R"({"n":0})", R"({"n":-5})"}},
       {R"({"definitions":{"node":{"type":"object","properties":{"v":{"type":"integer"},
             "next":{"anyOf":[{"$ref":"#/definitions/node"},{"type":"null"}]}},
           "required":["v","next"],"additionalProperties":false}},"$ref":"#/definitions/node"})",
-       {R"({"v":1,"next":null})", R"({"v":1,"next":{"v":2,"next":null}})"}, {R"({"v":1})", R"({"v":1,"next":{}})"}},
+       {R"({"v":1,"next":null})", R"({"v":1,"next":{"v":2,"next":null}})"},
+       {R"({"v":1})", R"({"v":1,"next":{}})"}},
       {R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}},"additionalProperties":false})",
-       {"{}", R"({"kids":[{},{"kids":[]}]})"}, {R"({"kids":[1]})"}},
-      {R"({"type":"string","minLength":2,"maxLength":3})", {R"("ab")", R"("abc")", R"("\n\t")"}, {R"("a")", R"("abcd")"}},
-      {R"({"type":"string","pattern":"^[a-z]+-\\d{2,3}$"})", {R"("ab-12")", R"("x-123")"}, {R"("ab-1")", R"("Ab-12")", R"("ab-12 ")"}},
+       {"{}", R"({"kids":[{},{"kids":[]}]})"},
+       {R"({"kids":[1]})"}},
+      {R"({"type":"string","minLength":2,"maxLength":3})",
+       {R"("ab")", R"("abc")", R"("\n\t")"},
+       {R"("a")", R"("abcd")"}},
+      {R"({"type":"string","pattern":"^[a-z]+-\\d{2,3}$"})",
+       {R"("ab-12")", R"("x-123")"},
+       {R"("ab-1")", R"("Ab-12")", R"("ab-12 ")"}},
       {R"({"type":"string","pattern":"ab"})", {R"("ab")", R"("xxabyy")"}, {R"("a b")"}},
-      {R"({"type":"string","pattern":"^(a|b\"c)?x*$"})", {R"("")", R"("axx")", R"("b\"cx")"}, {R"("bc")", R"("ab")"}},
+      {R"({"type":"string","pattern":"^(a|b\"c)?x*$"})",
+       {R"("")", R"("axx")", R"("b\"cx")"},
+       {R"("bc")", R"("ab")"}},
       {R"({"type":"string","pattern":"^[^a]\\.$"})", {R"("b.")", "\"\\\".\""}, {R"("a.")", R"("bx")"}},
       {R"({"type":"string","format":"date"})", {R"("2024-02-29")"}, {R"("2024-13-01")", R"("24-01-01")"}},
-      {R"({"type":"string","format":"time"})", {R"("23:59:60Z")", R"("08:30:00.5+02:00")"}, {R"("24:00:00Z")", R"("08:30")"}},
-      {R"({"type":"string","format":"date-time"})", {R"("2024-01-01T00:00:00Z")"}, {R"("2024-01-01 00:00:00Z")"}},
-      {R"({"type":"string","format":"uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"}, {R"("123e4567e89b12d3a456426614174000")"}},
-      {R"({"type":"string","format":"email"})", {R"("a.b+c@example.co.uk")"}, {R"("a@b")", R"("@x.com")", R"("a b@x.com")"}},
+      {R"({"type":"string","format":"time"})",
+       {R"("23:59:60Z")", R"("08:30:00.5+02:00")"},
+       {R"("24:00:00Z")", R"("08:30")"}},
+      {R"({"type":"string","format":"date-time"})",
+       {R"("2024-01-01T00:00:00Z")"},
+       {R"("2024-01-01 00:00:00Z")"}},
+      {R"({"type":"string","format":"uuid"})",
+       {R"("123e4567-e89b-12d3-a456-426614174000")"},
+       {R"("123e4567e89b12d3a456426614174000")"}},
+      {R"({"type":"string","format":"email"})",
+       {R"("a.b+c@example.co.uk")"},
+       {R"("a@b")", R"("@x.com")", R"("a b@x.com")"}},
       {R"({"type":"integer","minimum":0})", {"0", "17"}, {"-1", "-0"}},
       {R"({"type":"integer","exclusiveMinimum":0})", {"1", "90"}, {"0", "-3"}},
       {R"({"type":"integer","maximum":0})", {"0", "-7"}, {"1"}},
@@ -94,7 +124,8 @@ const std::vector<SchemaCase>& Cases() {
       {R"({})", {"1", R"("x")", "[{}]"}, {"x"}},
       {R"(true)", {"null"}, {""}},
       {R"({"title":"t","description":"d","properties":{"a":{"const":1}},"required":["a"],"additionalProperties":false})",
-       {R"({"a":1})"}, {"1"}},
+       {R"({"a":1})"},
+       {"1"}},
   };
   return cases;
 }
@@ -103,8 +134,10 @@ TEST(JsonSchemaGrammar, AcceptsAndRejects) {
   for (const SchemaCase& c : Cases()) {
     auto grammar = SchemaGrammar(c.schema);
     if (!grammar) continue;
-    for (const std::string& text : c.accepted) EXPECT_TRUE(Matches(grammar, text)) << c.schema << "\nshould accept: " << text;
-    for (const std::string& text : c.rejected) EXPECT_FALSE(Matches(grammar, text)) << c.schema << "\nshould reject: " << text;
+    for (const std::string& text : c.accepted)
+      EXPECT_TRUE(Matches(grammar, text)) << c.schema << "\nshould accept: " << text;
+    for (const std::string& text : c.rejected)
+      EXPECT_FALSE(Matches(grammar, text)) << c.schema << "\nshould reject: " << text;
   }
 }
 
@@ -124,7 +157,8 @@ struct BadSchema {
 TEST(JsonSchemaGrammar, Errors) {
   const std::vector<BadSchema> cases = {
       {R"({"type":"string","not":{"const":"a"}})", "schema #/not: keyword 'not' is not supported"},
-      {R"({"properties":{"a":{"type":"array","uniqueItems":true}}})", "#/properties/a/uniqueItems: keyword 'uniqueItems'"},
+      {R"({"properties":{"a":{"type":"array","uniqueItems":true}}})",
+       "#/properties/a/uniqueItems: keyword 'uniqueItems'"},
       {R"({"type":"object","minProperties":1})", "'minProperties' is not supported"},
       {R"({"type":"number","multipleOf":2})", "'multipleOf' is not supported"},
       {R"({"type":"strin"})", "#/type: unknown type 'strin'"},
@@ -139,10 +173,12 @@ TEST(JsonSchemaGrammar, Errors) {
       {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
       {R"({"$ref":"http://example.com/s.json"})", "points outside the schema"},
       {R"({"$ref":"#"})", "can never complete"},
-      {R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})", "can never complete"},
+      {R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})",
+       "can never complete"},
       {R"({"anyOf":[{"$ref":"#"},{"type":"array","items":{"$ref":"#"}}]})", "left-recursive"},
       {R"({"type":"object","properties":{"x":{"$ref":"#"}},"required":["x"]})", "can never complete"},
-      {R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "allOf is supported only when every member is an object"},
+      {R"({"allOf":[{"type":"string"},{"type":"integer"}]})",
+       "allOf is supported only when every member is an object"},
       {R"({"enum":[]})", "enum must be a non-empty array"},
       {R"(false)", "schema false accepts no value"},
       {R"({"type":"array","minItems":3,"maxItems":2})", "maxItems is below minItems"},
@@ -154,7 +190,8 @@ TEST(JsonSchemaGrammar, Errors) {
     Expected<Grammar> g = CompileJsonSchema(c.schema);
     ASSERT_FALSE(g.ok()) << c.schema;
     EXPECT_NE(g.status().message().find(c.error), std::string::npos)
-        << c.schema << "\n" << g.status().message() << "\nexpected: " << c.error;
+        << c.schema << "\n"
+        << g.status().message() << "\nexpected: " << c.error;
   }
 }
 
@@ -214,7 +251,8 @@ TEST(JsonSchemaGrammarQwen, RandomWalksProduceValidJson) {
         if (!((mask[id / 32] >> (id % 32)) & 1u)) continue;
         allowed.push_back(id);
         const std::string& b = vocab->bytes(id);
-        if (vocab->IsEnd(id) || (!b.empty() && b.find_first_of("\"]}") != std::string::npos)) closing.push_back(id);
+        if (vocab->IsEnd(id) || (!b.empty() && b.find_first_of("\"]}") != std::string::npos))
+          closing.push_back(id);
       }
       ASSERT_FALSE(allowed.empty()) << text;
       // Lean towards closing tokens as the walk goes on, so that it ends.

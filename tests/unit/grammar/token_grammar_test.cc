@@ -18,7 +18,9 @@ namespace {
 using testing::Matches;
 using testing::ParseOrDie;
 
-bool Bit(const std::vector<uint32_t>& mask, int32_t id) { return (mask[id / 32] >> (id % 32)) & 1u; }
+bool Bit(const std::vector<uint32_t>& mask, int32_t id) {
+  return (mask[id / 32] >> (id % 32)) & 1u;
+}
 
 std::vector<int32_t> Allowed(const std::vector<uint32_t>& mask, int32_t vocab_size) {
   std::vector<int32_t> ids;
@@ -29,7 +31,7 @@ std::vector<int32_t> Allowed(const std::vector<uint32_t>& mask, int32_t vocab_si
 }
 
 // ids:            0    1    2     3     4       5       6         7    8     9
-const std::vector<std::string> kPieces = {"a", "b", "ab", "ba", "\xC3", "\xA9", "\xC3\xA9", "",  "a",  "bb"};
+const std::vector<std::string> kPieces = {"a", "b", "ab", "ba", "\xC3", "\xA9", "\xC3\xA9", "", "a", "bb"};
 constexpr int32_t kEnd = 7;
 
 std::shared_ptr<const TokenGrammar> SmallTokenGrammar(std::string_view gbnf) {
@@ -155,7 +157,8 @@ std::string RandomWalk(GrammarConstraint& c, const GrammarVocabulary& vocab, std
     std::vector<int32_t> preferred;
     if (static_cast<int>(rng() % 100) < step) {
       for (int32_t id : allowed) {
-        if (vocab.IsEnd(id) || (vocab.bytes(id).size() == 1 && closers.find(vocab.bytes(id)[0]) != std::string::npos)) {
+        if (vocab.IsEnd(id) ||
+            (vocab.bytes(id).size() == 1 && closers.find(vocab.bytes(id)[0]) != std::string::npos)) {
           preferred.push_back(id);
         }
       }
