@@ -130,3 +130,54 @@ TEST(GbnfParser, ExpansionSizeIsLimited) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The layout llama.cpp's published grammars use: rules continued over lines
+// after `::=`, `|` and inside parentheses, comments at line ends, an empty
+// first alternative, quotes unescaped inside classes.
+TEST(GbnfParser, LlamaCppStyleJsonGrammar) {
+  auto g = testing::ParseOrDie(R"gbnf(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+
+# Optional space: by convention, applied in this grammar after literal chars when allowed
+ws ::= | " " | "\n" [ \t]{0,20}
+)gbnf");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(testing::Matches(g, R"({"a": [1, -2.5e3, "x\n\u00e9", {}], "b": null})"));
+  EXPECT_TRUE(testing::Matches(g, "{\n  \"k\": true\n}"));
+  EXPECT_FALSE(testing::Matches(g, R"({"a": })"));
+  EXPECT_FALSE(testing::Matches(g, R"({"a": "\q"})"));
+}
+
+TEST(GbnfParser, AmbiguousGrammarsKeepEveryParse) {
+  auto g = testing::ParseOrDie(R"gbnf(root ::= ("a" | "ab") ("bc" | "c"))gbnf");
+  EXPECT_TRUE(testing::Matches(g, "abc"));
+  EXPECT_TRUE(testing::Matches(g, "ac"));
+  EXPECT_TRUE(testing::Matches(g, "abbc"));
+  EXPECT_FALSE(testing::Matches(g, "ab"));
+}
+
+}  // namespace
+}  // namespace kiln
