@@ -14,6 +14,7 @@
 #include "core/utf8.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/gbnf_text.h"
+#include "grammar/integer_range.h"
 #include "grammar/json_grammar.h"
 #include "grammar/regex_to_gbnf.h"
 
@@ -531,7 +532,8 @@ class SchemaConverter {
       if (!v->is_number())
         return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
       double d = v->get<double>();
-      if (d < -1e15 || d > 1e15) return Error(Pointer(path, key), "bound out of the supported range");
+      // Past the 16 digits an integer may have, a bound changes nothing.
+      d = std::clamp(d, -1e17, 1e17);
       std::string k = key;
       auto floor_d = static_cast<int64_t>(std::floor(d)), ceil_d = static_cast<int64_t>(std::ceil(d));
       if (k == "minimum") lo = std::max(lo.value_or(INT64_MIN), ceil_d);
@@ -540,23 +542,10 @@ class SchemaConverter {
       if (k == "exclusiveMaximum") hi = std::min(hi.value_or(INT64_MAX), ceil_d - 1);
     }
     if (!lo && !hi) return std::string("json-integer");
-    if (lo && hi) {
-      if (*hi < *lo) return Error(path, "the integer bounds leave no value");
-      if (*hi - *lo < kMaxEnumeratedIntegers) {
-        std::vector<std::string> values;
-        for (int64_t v = *lo; v <= *hi; ++v) values.push_back(GbnfLiteral(std::to_string(v)));
-        return NewRule(path, Join(values, " | "));
-      }
-    } else if (lo && !hi) {
-      if (*lo == 0) return std::string("json-int-digits");
-      if (*lo == 1) return NewRule(path, "[1-9] [0-9]{0,15}");
-    } else if (hi && !lo) {
-      if (*hi == 0) return NewRule(path, "\"0\" | \"-\" [1-9] [0-9]{0,15}");
-      if (*hi == -1) return NewRule(path, "\"-\" [1-9] [0-9]{0,15}");
-    }
-    return Error(path,
-                 "integer bounds other than a sign restriction (minimum 0 or 1, maximum 0 or -1) or a range "
-                 "of at most 1000 values are not supported");
+    int64_t low = std::max(lo.value_or(-kMaxJsonInteger), -kMaxJsonInteger);
+    int64_t high = std::min(hi.value_or(kMaxJsonInteger), kMaxJsonInteger);
+    if (high < low) return Error(path, "the integer bounds leave no value");
+    return NewRule(path, IntegerRangeGbnf(low, high));
   }
 
   Expected<std::string> Number(const Json& schema, const std::string& path) {

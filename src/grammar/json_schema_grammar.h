@@ -13,10 +13,9 @@
 namespace kiln {
 
 // Limits on an untrusted schema.
-inline constexpr size_t kMaxSchemaBytes = 256 * 1024;    // schema JSON text
-inline constexpr int kMaxSchemaDepth = 64;               // nested subschemas, $refs included
-inline constexpr size_t kMaxSchemaRules = 20000;         // rules generated
-inline constexpr int64_t kMaxEnumeratedIntegers = 1000;  // a bounded integer range spelled out
+inline constexpr size_t kMaxSchemaBytes = 256 * 1024;  // schema JSON text
+inline constexpr int kMaxSchemaDepth = 64;             // nested subschemas, $refs included
+inline constexpr size_t kMaxSchemaRules = 20000;       // rules generated
 
 // Translates a schema into a GBNF grammar (root rule `root`). Supported:
 // `type` (object, array, string, number, integer, boolean, null, or a list
@@ -29,9 +28,8 @@ inline constexpr int64_t kMaxEnumeratedIntegers = 1000;  // a bounded integer ra
 // `$ref` to "#" or a JSON pointer into the document, `$defs` and
 // `definitions`, recursion included; strings' `minLength`, `maxLength`,
 // `pattern` (see regex_to_gbnf.h) and `format` (date, time, date-time, uuid,
-// email); integer bounds that are a sign restriction (minimum 0 or 1,
-// maximum 0 or -1) or a range of at most kMaxEnumeratedIntegers values;
-// number `minimum: 0`. Without `type`, the keywords used imply it
+// email); integer `minimum`, `maximum` and their exclusive forms (any
+// bounds: see integer_range.h); number `minimum: 0`. Without `type`, the keywords used imply it
 // (`properties` an object, `items` an array, ...).
 //
 // Properties are written in the schema's order, required ones first.

@@ -9,6 +9,7 @@
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar_constraint.h"
+#include "grammar/integer_range.h"
 #include "grammar/json_grammar.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar_test_util.h"
@@ -119,6 +120,8 @@ const std::vector<SchemaCase>& Cases() {
       {R"({"type":"integer","exclusiveMinimum":0})", {"1", "90"}, {"0", "-3"}},
       {R"({"type":"integer","maximum":0})", {"0", "-7"}, {"1"}},
       {R"({"type":"integer","minimum":-2,"maximum":12})", {"-2", "0", "12"}, {"-3", "13", "120"}},
+      {R"({"type":"integer","minimum":18})", {"18", "99", "100000"}, {"17", "-18", "0"}},
+      {R"({"type":"integer","exclusiveMaximum":-5})", {"-6", "-100"}, {"-5", "0"}},
       {R"({"type":"number","minimum":0})", {"0", "0.5", "12e3"}, {"-0.5"}},
       {R"({"type":"object"})", {"{}", R"({"a":{"b":[1,"x",null]}})"}, {"[]"}},
       {R"({})", {"1", R"("x")", "[{}]"}, {"x"}},
@@ -168,7 +171,6 @@ TEST(JsonSchemaGrammar, Errors) {
       {R"({"type":"string","pattern":"\\bword"})", "word boundary"},
       {R"({"type":"string","pattern":"a^b"})", "inside the pattern"},
       {R"({"type":"string","pattern":"[a-"})", "unterminated character class"},
-      {R"({"type":"integer","minimum":5})", "integer bounds other than"},
       {R"({"type":"number","maximum":5})", "'maximum' on numbers is not supported"},
       {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
       {R"({"$ref":"http://example.com/s.json"})", "points outside the schema"},
@@ -207,6 +209,27 @@ TEST(JsonSchemaGrammar, SizeAndDepthAreLimited) {
   g = CompileJsonSchema(huge);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("exceeds the limit"), std::string::npos);
+}
+
+TEST(IntegerRangeGbnf, MatchesExactlyTheRange) {
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 0},      {5, 5},      {-3, 7},    {18, 120},
+                                                {-120, -18}, {0, 999},    {1, 1000},  {-1000, -1},
+                                                {37, 1234},  {-1234, 56}, {100, 199}, {9, 10}};
+  for (auto [lo, hi] : ranges) {
+    auto g = testing::ParseOrDie("root ::= " + IntegerRangeGbnf(lo, hi));
+    ASSERT_NE(g, nullptr);
+    for (int64_t v = -1300; v <= 1300; ++v) {
+      ASSERT_EQ(Matches(g, std::to_string(v)), v >= lo && v <= hi) << "[" << lo << ", " << hi << "] " << v;
+    }
+    EXPECT_FALSE(Matches(g, "-0"));
+    EXPECT_FALSE(Matches(g, "007"));
+  }
+  auto open_above = testing::ParseOrDie("root ::= " + IntegerRangeGbnf(18, kMaxJsonInteger));
+  EXPECT_TRUE(Matches(open_above, "18"));
+  EXPECT_TRUE(Matches(open_above, "9999999999999999"));
+  EXPECT_TRUE(Matches(open_above, "12345678"));
+  EXPECT_FALSE(Matches(open_above, "17"));
+  EXPECT_FALSE(Matches(open_above, "-20"));
 }
 
 TEST(RegexToGbnf, EscapesJsonSpecialCharacters) {
