@@ -598,10 +598,11 @@ class SchemaConverter {
     std::string name = base.empty() ? "s" : base;
     if (name.size() > 60) name = name.substr(name.size() - 60);
     name = GbnfRuleName(name);
+    // Keep clear of the fixed rules' names.
+    if (name == "root" || name.rfind("json-", 0) == 0) name = "s-" + name;
     std::string unique = name;
-    for (int i = 1; used_names_.count(unique) || unique == "root" || unique.rfind("json-", 0) == 0; ++i) {
-      unique = fmt::format("{}-{}", name, i);
-    }
+    int& suffix = next_suffix_[name];
+    while (used_names_.count(unique)) unique = fmt::format("{}-{}", name, ++suffix);
     used_names_.insert(unique);
     return unique;
   }
@@ -613,6 +614,7 @@ class SchemaConverter {
   const Json& root_;
   std::map<std::string, std::string> rules_;
   std::set<std::string> used_names_;
+  std::unordered_map<std::string, int> next_suffix_;  // per base name, so naming stays linear
   std::unordered_map<std::string, std::string> ref_rules_;
   std::vector<std::unique_ptr<Json>> merged_;  // allOf results, alive while referenced
 };
