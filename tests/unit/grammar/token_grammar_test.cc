@@ -140,6 +140,24 @@ TEST(TokenGrammarQwen, TokenBytesMatchTheTokenizer) {
   EXPECT_TRUE(vocab->IsEnd(151645));  // <|im_end|>
 }
 
+TEST(TokenGrammarLlama2, SentencePieceBytes) {
+  auto tok = LoadTokenizer(testing::SharedDir() + "/data/tokenizers/llama2");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  auto vocab = GrammarVocabulary::FromTokenizer(**tok);
+  EXPECT_EQ(vocab->bytes(3 + 0x0A), "\n");  // <0x0A>
+  EXPECT_EQ(vocab->bytes(3 + 0xE4), "\xE4");
+  EXPECT_EQ(vocab->bytes((*tok)->Encode("the", false).back()), " the");  // "▁the"
+  EXPECT_TRUE(vocab->bytes(1).empty());                                  // <s>
+  EXPECT_TRUE(vocab->IsEnd(2));                                          // </s>
+
+  auto grammar = ParseOrDie(R"gbnf(root ::= " 東京" [0-9]+ "\n")gbnf");
+  GrammarConstraint c(std::make_shared<TokenGrammar>(grammar, vocab));
+  // 東 (E6 9D B1) spelled with byte pieces must be allowed one byte at a time.
+  for (int32_t id : {29871 /* "▁" */, 3 + 0xE6, 3 + 0x9D, 3 + 0xB1}) {
+    ASSERT_TRUE(c.Accept(id)) << id << " " << vocab->bytes(id);
+  }
+}
+
 // Walks random allowed tokens, leaning towards ending, and returns the text.
 std::string RandomWalk(GrammarConstraint& c, const GrammarVocabulary& vocab, std::mt19937& rng, int max_steps,
                        std::string_view closers) {
