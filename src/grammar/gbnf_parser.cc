@@ -67,7 +67,8 @@ class GbnfParser {
 
   Status ParseAlternatives(int depth, std::vector<Sequence>& alternatives) {
     if (depth > kMaxGrammarNestingDepth) {
-      return Error(fmt::format("parentheses nested deeper than {}", kMaxGrammarNestingDepth));
+      return Error(fmt::format("parentheses nested deeper than {}", kMaxGrammarNestingDepth),
+                   StatusCode::kOutOfRange);
     }
     for (;;) {
       Sequence seq;
@@ -173,7 +174,9 @@ class GbnfParser {
     }
     for (uint32_t i = 0; i < min; ++i) {
       seq.push_back(item[0]);
-      if (seq.size() > kMaxGrammarElements) return Error("repetition makes the grammar too large");
+      if (seq.size() > kMaxGrammarElements) {
+        return Error("repetition makes the grammar too large", StatusCode::kOutOfRange);
+      }
     }
     if (unbounded) {
       // star ::= item star | (empty)
@@ -201,7 +204,8 @@ class GbnfParser {
     while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
       n = n * 10 + static_cast<uint64_t>(text_[pos_] - '0');
       if (n > kMaxGrammarRepetition) {
-        return Error(fmt::format("repetition count exceeds the limit of {}", kMaxGrammarRepetition));
+        return Error(fmt::format("repetition count exceeds the limit of {}", kMaxGrammarRepetition),
+                     StatusCode::kOutOfRange);
       }
       ++pos_;
     }
@@ -336,10 +340,10 @@ class GbnfParser {
 
   Status Define(uint32_t rule, std::vector<Sequence> alternatives) {
     Status s = builder_.Define(rule, std::move(alternatives));
-    return s.ok() ? s : Error(s.message());
+    return s.ok() ? s : Error(s.message(), s.code());
   }
 
-  Status Error(const std::string& what) const {
+  Status Error(const std::string& what, StatusCode code = StatusCode::kInvalidArgument) const {
     int line = 1, column = 1;
     for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
       if (text_[i] == '\n') {
@@ -349,7 +353,7 @@ class GbnfParser {
         ++column;
       }
     }
-    return InvalidArgument("grammar line {}, column {}: {}", line, column, what);
+    return Status(code, fmt::format("grammar line {}, column {}: {}", line, column, what));
   }
 
   std::string_view text_;

@@ -6,6 +6,7 @@
 
 #include "core/utf8.h"
 #include "grammar/gbnf_text.h"
+#include "grammar/grammar.h"
 
 namespace kiln {
 namespace {
@@ -268,6 +269,20 @@ class RegexReader {
                                [](char ch) { return (ch >= '0' && ch <= '9') || ch == ','; }) &&
                    std::count(body.begin(), body.end(), ',') <= 1;
       if (!valid) return Error("malformed '{m,n}' quantifier");
+      // Counts are checked here so that the error names the pattern.
+      size_t comma = body.find(',');
+      std::string_view first = body.substr(0, comma);
+      std::string_view second = comma == std::string_view::npos ? first : body.substr(comma + 1);
+      auto too_big = [](std::string_view digits) {
+        return digits.size() > 9 ||
+               (!digits.empty() && std::stoul(std::string(digits)) > kMaxGrammarRepetition);
+      };
+      if (too_big(first) || too_big(second)) {
+        return Error(fmt::format("repetition counts above {} are not supported", kMaxGrammarRepetition));
+      }
+      if (!second.empty() && std::stoul(std::string(second)) < std::stoul(std::string(first))) {
+        return Error("quantifier {m,n} with n below m");
+      }
       q = "{" + std::string(body) + "}";
       pos_ = close + 1;
     } else {
