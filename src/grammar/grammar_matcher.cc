@@ -66,43 +66,58 @@ std::string GrammarState::Key() const {
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
-  for (uint32_t start : grammar_->alternatives(grammar_->root())) Expand({start}, state_.stacks);
+  size_t count = 0;
+  for (uint32_t start : grammar_->alternatives(grammar_->root())) Expand({start}, state_.stacks, &count);
+  state_.stacks.resize(count);
   std::sort(state_.stacks.begin(), state_.stacks.end());
   state_.stacks.erase(std::unique(state_.stacks.begin(), state_.stacks.end()), state_.stacks.end());
 }
 
-void GrammarMatcher::Expand(std::vector<uint32_t> stack, std::vector<std::vector<uint32_t>>& out) const {
+void GrammarMatcher::Expand(const std::vector<uint32_t>& start, std::vector<std::vector<uint32_t>>& out,
+                            size_t* count) const {
   const std::vector<GrammarElement>& elements = grammar_->elements();
-  // The grammar has no left recursion, so this work list drains.
-  std::vector<std::vector<uint32_t>> work;
-  work.push_back(std::move(stack));
-  while (!work.empty()) {
-    if (out.size() > kMaxGrammarStacks) return;
-    std::vector<uint32_t> s = std::move(work.back());
-    work.pop_back();
-    if (s.empty()) {
-      out.push_back(std::move(s));
-      continue;
-    }
-    const GrammarElement& e = elements[s.back()];
-    if (e.kind == Kind::kChars) {
-      out.push_back(std::move(s));
-    } else if (e.kind == Kind::kEnd) {
-      s.pop_back();
-      work.push_back(std::move(s));
-    } else {
+  // Scratch kept across calls: the mask walk expands hundreds of thousands
+  // of times, and reused vectors keep their capacity.
+  thread_local std::vector<std::vector<uint32_t>> work;
+  thread_local std::vector<uint32_t> s;
+  size_t waiting = 0;
+  s.assign(start.begin(), start.end());
+  // The grammar has no left recursion, so every path reaches a character
+  // set or an empty stack, and the work list drains.
+  for (;;) {
+    bool dead = false;
+    while (!s.empty()) {
+      const GrammarElement& e = elements[s.back()];
+      if (e.kind == Kind::kChars) break;
+      if (e.kind == Kind::kEnd) {
+        s.pop_back();
+        continue;
+      }
       // The caller resumes after the reference; dropping a resume point
       // that is already at its end keeps right recursion (x*) from growing
       // the stack.
       s.back() += 1;
       if (elements[s.back()].kind == Kind::kEnd) s.pop_back();
       const std::vector<uint32_t>& alts = grammar_->alternatives(e.index);
-      for (uint32_t alt : alts) {
-        std::vector<uint32_t> next = s;
-        next.push_back(alt);
-        work.push_back(std::move(next));
+      if (alts.empty()) {
+        dead = true;
+        break;
       }
+      for (size_t i = 1; i < alts.size(); ++i) {
+        if (waiting == work.size()) work.emplace_back();
+        work[waiting].assign(s.begin(), s.end());
+        work[waiting].push_back(alts[i]);
+        ++waiting;
+      }
+      s.push_back(alts[0]);
     }
+    if (!dead) {
+      if (*count == out.size()) out.emplace_back();
+      out[(*count)++].assign(s.begin(), s.end());
+      if (*count > kMaxGrammarStacks) return;
+    }
+    if (waiting == 0) return;
+    s.swap(work[--waiting]);
   }
 }
 
@@ -110,30 +125,16 @@ bool GrammarMatcher::StepCodePoint(const GrammarState& from, char32_t cp, Gramma
   const std::vector<GrammarElement>& elements = grammar_->elements();
   const std::vector<CharSet>& sets = grammar_->char_sets();
   to->pending_bytes.clear();
-  // The mask walk steps the same few states hundreds of thousands of times:
-  // reuse the stacks already allocated in *to.
+  // The stacks already allocated in *to are reused (see Expand).
   size_t count = 0;
-  auto slot = [&]() -> std::vector<uint32_t>& {
-    if (count == to->stacks.size()) to->stacks.emplace_back();
-    return to->stacks[count++];
-  };
-  std::vector<std::vector<uint32_t>> expanded;
+  thread_local std::vector<uint32_t> advanced;
   for (const auto& stack : from.stacks) {
     if (stack.empty()) continue;
     const GrammarElement& e = elements[stack.back()];
     if (!sets[e.index].Contains(cp)) continue;
-    uint32_t next = stack.back() + 1;
-    if (elements[next].kind == Kind::kChars) {  // the common case: more characters of one sequence
-      std::vector<uint32_t>& dst = slot();
-      dst.assign(stack.begin(), stack.end());
-      dst.back() = next;
-      continue;
-    }
-    expanded.clear();
-    std::vector<uint32_t> advanced = stack;
-    advanced.back() = next;
-    Expand(std::move(advanced), expanded);
-    for (auto& s : expanded) slot().swap(s);
+    advanced.assign(stack.begin(), stack.end());
+    advanced.back() += 1;
+    Expand(advanced, to->stacks, &count);
     if (count > kMaxGrammarStacks) {
       to->stacks.clear();
       return false;
@@ -161,12 +162,15 @@ bool GrammarMatcher::Step(const GrammarState& from, uint8_t byte, GrammarState* 
   CodePointRange(pending, &lo, &hi);
   const std::vector<GrammarElement>& elements = grammar_->elements();
   const std::vector<CharSet>& sets = grammar_->char_sets();
-  to->stacks.clear();
+  size_t count = 0;
   for (const auto& stack : from.stacks) {
-    if (!stack.empty() && sets[elements[stack.back()].index].Intersects(lo, hi)) to->stacks.push_back(stack);
+    if (stack.empty() || !sets[elements[stack.back()].index].Intersects(lo, hi)) continue;
+    if (count == to->stacks.size()) to->stacks.emplace_back();
+    to->stacks[count++].assign(stack.begin(), stack.end());
   }
+  to->stacks.resize(count);
   to->pending_bytes = std::move(pending);
-  return !to->stacks.empty();
+  return count > 0;
 }
 
 bool GrammarMatcher::CanEnd(const GrammarState& state) {

@@ -56,9 +56,12 @@ class GrammarMatcher {
   static bool CanEnd(const GrammarState& state);
 
  private:
-  // Pushes `stack` onto out after resolving rule references and finished
-  // alternatives at its top, so that every stack in out waits on characters.
-  void Expand(std::vector<uint32_t> stack, std::vector<std::vector<uint32_t>>& out) const;
+  // Writes the stacks `start` stands for into out[*count...] (reusing the
+  // vectors there) after resolving rule references and finished
+  // alternatives at its top, so that every one waits on characters or is
+  // empty (complete). Stops once *count passes kMaxGrammarStacks.
+  void Expand(const std::vector<uint32_t>& start, std::vector<std::vector<uint32_t>>& out,
+              size_t* count) const;
 
   std::shared_ptr<const Grammar> grammar_;
   GrammarState state_;
