@@ -17,8 +17,8 @@
 namespace kiln {
 
 // Masks remembered per TokenGrammar (each a bit per token: 19 KB for a
-// 150k vocabulary, so at most about 80 MB).
-inline constexpr size_t kMaxCachedMasks = 4096;
+// 150k vocabulary, so at most about 20 MB); the oldest goes first.
+inline constexpr size_t kMaxCachedMasks = 1024;
 
 // A grammar bound to a vocabulary, shared by every sequence decoding under
 // it: masks computed for one automaton state are reused by all. Thread-safe.
