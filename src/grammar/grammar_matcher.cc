@@ -69,6 +69,8 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar
   size_t count = 0;
   for (uint32_t start : grammar_->alternatives(grammar_->root())) Expand({start}, state_.stacks, &count);
   state_.stacks.resize(count);
+  // Too ambiguous from the very start: nothing is accepted (see kMaxGrammarStacks).
+  if (count > kMaxGrammarStacks) state_.stacks.clear();
   std::sort(state_.stacks.begin(), state_.stacks.end());
   state_.stacks.erase(std::unique(state_.stacks.begin(), state_.stacks.end()), state_.stacks.end());
 }

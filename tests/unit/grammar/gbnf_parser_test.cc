@@ -171,6 +171,15 @@ ws ::= | " " | "\n" [ \t]{0,20}
   EXPECT_FALSE(testing::Matches(g, R"({"a": "\q"})"));
 }
 
+TEST(GbnfParser, TooManyOpenParsesAreRefusedNotExplored) {
+  // After n a's every sequence of n closing letters is still open: 2^n
+  // distinct stacks (times the ways to go on), past kMaxGrammarStacks by n = 13.
+  auto g = testing::ParseOrDie(R"gbnf(root ::= "a" root "b" | "a" root "c" | "")gbnf");
+  EXPECT_TRUE(testing::Matches(g, "aaabcb"));
+  EXPECT_TRUE(testing::IsPrefix(g, std::string(9, 'a')));
+  EXPECT_FALSE(testing::IsPrefix(g, std::string(13, 'a')));
+}
+
 TEST(GbnfParser, AmbiguousGrammarsKeepEveryParse) {
   auto g = testing::ParseOrDie(R"gbnf(root ::= ("a" | "ab") ("bc" | "c"))gbnf");
   EXPECT_TRUE(testing::Matches(g, "abc"));
