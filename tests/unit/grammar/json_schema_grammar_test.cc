@@ -247,12 +247,51 @@ TEST(RegexToGbnf, EscapesJsonSpecialCharacters) {
   EXPECT_FALSE(Matches(grammar, "\"\\\n"));
 }
 
-// Random walks over the real vocabulary: every finished text must parse as
-// JSON and have the schema's required keys with the right types.
+// Walks random allowed tokens of the real vocabulary to an end token,
+// leaning towards closing tokens as it goes so that it ends.
+std::string WalkToEnd(const std::shared_ptr<const TokenGrammar>& tg, std::mt19937& rng) {
+  const GrammarVocabulary& vocab = tg->vocabulary();
+  GrammarConstraint c(tg);
+  std::string text;
+  std::vector<uint32_t> mask;
+  for (int step = 0; step < 400 && !c.finished(); ++step) {
+    c.FillMask(&mask);
+    std::vector<int32_t> allowed;
+    std::vector<int32_t> closing;
+    for (int32_t id = 0; id < vocab.size(); ++id) {
+      if (!((mask[id / 32] >> (id % 32)) & 1u)) continue;
+      allowed.push_back(id);
+      const std::string& b = vocab.bytes(id);
+      if (vocab.IsEnd(id) || (!b.empty() && b.find_first_of("\"]}") != std::string::npos))
+        closing.push_back(id);
+    }
+    if (allowed.empty()) {
+      ADD_FAILURE() << "no token allowed after: " << text;
+      return text;
+    }
+    const auto& pool = (!closing.empty() && static_cast<int>(rng() % 60) < step) ? closing : allowed;
+    int32_t pick = pool[rng() % pool.size()];
+    EXPECT_TRUE(c.Accept(pick));
+    if (!vocab.IsEnd(pick)) text += vocab.bytes(pick);
+  }
+  EXPECT_TRUE(c.finished()) << text;
+  return text;
+}
+
+std::shared_ptr<const GrammarVocabulary> QwenVocabulary() {
+  static const std::shared_ptr<const GrammarVocabulary> vocab = [] {
+    auto tok = LoadTokenizer(testing::SharedDir() + "/data/tokenizers/qwen2.5");
+    EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+    return tok.ok() ? GrammarVocabulary::FromTokenizer(**tok) : nullptr;
+  }();
+  return vocab;
+}
+
+// Every finished walk must parse as JSON and have the schema's required keys
+// with the right types.
 TEST(JsonSchemaGrammarQwen, RandomWalksProduceValidJson) {
-  auto tok = LoadTokenizer(testing::SharedDir() + "/data/tokenizers/qwen2.5");
-  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-  auto vocab = GrammarVocabulary::FromTokenizer(**tok);
+  auto vocab = QwenVocabulary();
+  ASSERT_NE(vocab, nullptr);
   const std::string schema = R"({
     "type": "object",
     "properties": {
@@ -269,29 +308,8 @@ TEST(JsonSchemaGrammarQwen, RandomWalksProduceValidJson) {
   ASSERT_NE(grammar, nullptr);
   auto tg = std::make_shared<TokenGrammar>(grammar, vocab);
   std::mt19937 rng(99);
-  std::vector<uint32_t> mask;
   for (int walk = 0; walk < 8; ++walk) {
-    GrammarConstraint c(tg);
-    std::string text;
-    for (int step = 0; step < 400 && !c.finished(); ++step) {
-      c.FillMask(&mask);
-      std::vector<int32_t> allowed;
-      std::vector<int32_t> closing;
-      for (int32_t id = 0; id < vocab->size(); ++id) {
-        if (!((mask[id / 32] >> (id % 32)) & 1u)) continue;
-        allowed.push_back(id);
-        const std::string& b = vocab->bytes(id);
-        if (vocab->IsEnd(id) || (!b.empty() && b.find_first_of("\"]}") != std::string::npos))
-          closing.push_back(id);
-      }
-      ASSERT_FALSE(allowed.empty()) << text;
-      // Lean towards closing tokens as the walk goes on, so that it ends.
-      const auto& pool = (!closing.empty() && static_cast<int>(rng() % 60) < step) ? closing : allowed;
-      int32_t pick = pool[rng() % pool.size()];
-      ASSERT_TRUE(c.Accept(pick));
-      if (!vocab->IsEnd(pick)) text += vocab->bytes(pick);
-    }
-    ASSERT_TRUE(c.finished()) << text;
+    std::string text = WalkToEnd(tg, rng);
     nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     ASSERT_FALSE(parsed.is_discarded()) << text;
     ASSERT_TRUE(parsed.is_object()) << text;
@@ -303,6 +321,37 @@ TEST(JsonSchemaGrammarQwen, RandomWalksProduceValidJson) {
     for (const auto& [key, value] : parsed.items()) {
       EXPECT_TRUE(key == "name" || key == "age" || key == "tags" || key == "ok" || key == "when") << text;
     }
+  }
+}
+
+// Checks a tree {"v": 1..100, "kids": [tree, tree?]} recursively.
+void ExpectTree(const nlohmann::json& node, const std::string& text) {
+  ASSERT_TRUE(node.is_object()) << text;
+  ASSERT_TRUE(node.contains("v") && node["v"].is_number_integer()) << text;
+  EXPECT_GE(node["v"].get<int64_t>(), 1) << text;
+  EXPECT_LE(node["v"].get<int64_t>(), 100) << text;
+  ASSERT_TRUE(node.contains("kids") && node["kids"].is_array() && node["kids"].size() <= 2) << text;
+  EXPECT_EQ(node.size(), 2u) << text;
+  for (const auto& kid : node["kids"]) ExpectTree(kid, text);
+}
+
+TEST(JsonSchemaGrammarQwen, RandomWalksOfARecursiveSchema) {
+  auto vocab = QwenVocabulary();
+  ASSERT_NE(vocab, nullptr);
+  auto grammar = SchemaGrammar(R"({
+    "$defs": {"tree": {"type": "object", "properties": {
+      "v": {"type": "integer", "minimum": 1, "maximum": 100},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}, "maxItems": 2}},
+      "required": ["v", "kids"], "additionalProperties": false}},
+    "$ref": "#/$defs/tree"})");
+  ASSERT_NE(grammar, nullptr);
+  auto tg = std::make_shared<TokenGrammar>(grammar, vocab);
+  std::mt19937 rng(5);
+  for (int walk = 0; walk < 8; ++walk) {
+    std::string text = WalkToEnd(tg, rng);
+    nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_FALSE(parsed.is_discarded()) << text;
+    ExpectTree(parsed, text);
   }
 }
 
