@@ -549,16 +549,43 @@ class SchemaConverter {
   }
 
   Expected<std::string> Number(const Json& schema, const std::string& path) {
-    const Json* minimum = Find(schema, "minimum");
-    for (const char* key : {"exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
-      if (schema.contains(key))
+    for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"}) {
+      if (schema.contains(key)) {
         return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
+      }
     }
-    if (!minimum) return std::string("json-number");
-    if (!minimum->is_number() || minimum->get<double>() != 0) {
-      return Error(Pointer(path, "minimum"), "number minimum other than 0 is not supported");
+    const Json* minimum = Find(schema, "minimum");
+    const Json* maximum = Find(schema, "maximum");
+    if (!minimum && !maximum) return std::string("json-number");
+    int64_t bounds[2] = {-kMaxJsonInteger, kMaxJsonInteger};
+    for (int side = 0; side < 2; ++side) {
+      const Json* v = side == 0 ? minimum : maximum;
+      if (!v) continue;
+      const char* key = side == 0 ? "minimum" : "maximum";
+      if (!v->is_number()) return Error(Pointer(path, key), "must be a number");
+      double d = std::clamp(v->get<double>(), -1e17, 1e17);
+      if (d != std::floor(d)) {
+        return Error(Pointer(path, key), "number bounds that are not whole numbers are not supported");
+      }
+      bounds[side] = std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger);
     }
-    return NewRule(path, "json-int-digits (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?");
+    if (bounds[1] < bounds[0]) return Error(path, "the number bounds leave no value");
+    return NewRule(path, NumberRangeGbnf(bounds[0], bounds[1]));
+  }
+
+  // Numbers in [lo, hi] (whole bounds) written without an exponent: the
+  // integer part in range with any fraction below the top, the top itself
+  // only with a fraction of zeros; negative values mirror that.
+  static std::string NumberRangeGbnf(int64_t lo, int64_t hi) {
+    auto magnitudes = [](int64_t a, int64_t b) {  // [a, b], 0 <= a <= b
+      std::string top = GbnfLiteral(std::to_string(b)) + " (\".\" \"0\"{1,16})?";
+      if (a == b) return "(" + top + ")";
+      return "(" + IntegerRangeGbnf(a, b - 1) + " (\".\" [0-9]{1,16})? | " + top + ")";
+    };
+    std::vector<std::string> parts;
+    if (lo < 0) parts.push_back("\"-\" " + magnitudes(std::max<int64_t>(0, -hi), -lo));
+    if (hi >= 0) parts.push_back(magnitudes(std::max<int64_t>(0, lo), hi));
+    return Join(parts, " | ");
   }
 
   // ---- helpers ----

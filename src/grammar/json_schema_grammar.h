@@ -29,7 +29,8 @@ inline constexpr size_t kMaxSchemaRules = 20000;       // rules generated
 // `definitions`, recursion included; strings' `minLength`, `maxLength`,
 // `pattern` (see regex_to_gbnf.h) and `format` (date, time, date-time, uuid,
 // email); integer `minimum`, `maximum` and their exclusive forms (any
-// bounds: see integer_range.h); number `minimum: 0`. Without `type`, the keywords used imply it
+// bounds: see integer_range.h); number `minimum` and `maximum` when whole numbers (the
+// number is then written without an exponent). Without `type`, the keywords used imply it
 // (`properties` an object, `items` an array, ...).
 //
 // Properties are written in the schema's order, required ones first.
