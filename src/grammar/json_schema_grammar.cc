@@ -1,0 +1,673 @@
+// The schema walk: each subschema becomes a GBNF rule, $ref targets once
+// each (so recursion becomes rule recursion), primitives from json_grammar.
+#include "grammar/json_schema_grammar.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/json_input.h"
+#include "core/utf8.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/gbnf_text.h"
+#include "grammar/integer_range.h"
+#include "grammar/json_grammar.h"
+#include "grammar/regex_to_gbnf.h"
+
+namespace kiln {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Keywords that only describe: they never change which values are valid.
+const std::set<std::string> kAnnotations = {
+    "$schema",     "$id",         "$anchor",         "$comment",         "$vocabulary",   "title",
+    "description", "default",     "examples",        "deprecated",       "readOnly",      "writeOnly",
+    "$defs",       "definitions", "contentEncoding", "contentMediaType", "contentSchema", "strict",
+    "name"};
+
+// Keywords that constrain values in ways this converter does not express.
+const std::set<std::string> kUnsupported = {"not",
+                                            "if",
+                                            "then",
+                                            "else",
+                                            "patternProperties",
+                                            "propertyNames",
+                                            "dependentRequired",
+                                            "dependentSchemas",
+                                            "dependencies",
+                                            "minProperties",
+                                            "maxProperties",
+                                            "uniqueItems",
+                                            "contains",
+                                            "minContains",
+                                            "maxContains",
+                                            "multipleOf",
+                                            "unevaluatedProperties",
+                                            "unevaluatedItems",
+                                            "$dynamicRef",
+                                            "$recursiveRef",
+                                            "$dynamicAnchor",
+                                            "$recursiveAnchor"};
+
+const std::map<std::string, std::string> kFormats = {
+    {"date", R"("\"" json-date "\"")"},
+    {"time", R"("\"" json-time "\"")"},
+    {"date-time", R"("\"" json-date "T" json-time "\"")"},
+    {"uuid",
+     R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"")"},
+    {"email",
+     R"("\"" [a-zA-Z0-9_+-] ([a-zA-Z0-9_+.-]{0,62} [a-zA-Z0-9_+-])? "@" [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])? ("." [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])?){1,4} "\"")"},
+};
+
+const char* kFormatRules = R"gbnf(
+json-date ::= [0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])
+json-time ::= ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" ([0-5] [0-9] | "60") ("." [0-9]{1,9})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])
+)gbnf";
+
+std::string Pointer(const std::string& path, const std::string& key) {
+  std::string escaped;
+  for (char c : key) {
+    if (c == '~') {
+      escaped += "~0";
+    } else if (c == '/') {
+      escaped += "~1";
+    } else {
+      escaped.push_back(c);
+    }
+  }
+  return path + "/" + escaped;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
+  return out;
+}
+
+class SchemaConverter {
+ public:
+  explicit SchemaConverter(const Json& root) : root_(root) {}
+
+  Expected<std::string> Convert() {
+    KILN_ASSIGN_OR_RETURN(std::string root, Visit(root_, "#", 0));
+    std::string out = "root ::= " + root + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    out += JsonPrimitiveRules();
+    out += kFormatRules;
+    return out;
+  }
+
+ private:
+  // A GBNF expression (a rule name or a literal) for the values `schema`
+  // accepts; `path` names it in errors.
+  Expected<std::string> Visit(const Json& schema, const std::string& path, int depth) {
+    if (depth > kMaxSchemaDepth)
+      return Error(path, fmt::format("schemas nested deeper than {}", kMaxSchemaDepth));
+    if (schema.is_boolean()) {
+      if (schema.get<bool>()) return std::string("json-value");
+      return Error(path, "schema false accepts no value");
+    }
+    if (!schema.is_object()) return Error(path, "a schema must be an object or a boolean");
+    for (const auto& [key, value] : schema.items()) {
+      if (kUnsupported.count(key))
+        return Error(Pointer(path, key), fmt::format("keyword '{}' is not supported", key));
+    }
+    if (const Json* ref = Find(schema, "$ref")) return Ref(*ref, schema, path, depth);
+    if (const Json* c = Find(schema, "const")) return ConstLiteral(*c);
+    if (const Json* e = Find(schema, "enum")) {
+      if (!e->is_array() || e->empty()) return Error(Pointer(path, "enum"), "enum must be a non-empty array");
+      std::vector<std::string> alternatives;
+      for (const Json& v : *e) alternatives.push_back(ConstLiteral(v));
+      return NewRule(path, Join(alternatives, " | "));
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (const Json* branches = Find(schema, key)) {
+        if (!branches->is_array() || branches->empty())
+          return Error(Pointer(path, key), "must be a non-empty array");
+        KILN_RETURN_IF_ERROR(OnlyAnnotationsBeside(schema, key, path));
+        std::vector<std::string> alternatives;
+        for (size_t i = 0; i < branches->size(); ++i) {
+          KILN_ASSIGN_OR_RETURN(
+              std::string branch,
+              Visit((*branches)[i], Pointer(Pointer(path, key), std::to_string(i)), depth + 1));
+          alternatives.push_back(branch);
+        }
+        return NewRule(path, Join(alternatives, " | "));
+      }
+    }
+    if (const Json* all = Find(schema, "allOf")) return AllOf(*all, schema, path, depth);
+
+    const Json* type = Find(schema, "type");
+    if (type && type->is_array()) {
+      if (type->empty()) return Error(Pointer(path, "type"), "an empty list of types accepts no value");
+      std::vector<std::string> alternatives;
+      for (const Json& t : *type) {
+        if (!t.is_string()) return Error(Pointer(path, "type"), "types must be strings");
+        KILN_ASSIGN_OR_RETURN(std::string branch, Typed(t.get<std::string>(), schema, path, depth));
+        alternatives.push_back(branch);
+      }
+      return NewRule(path, Join(alternatives, " | "));
+    }
+    if (type && !type->is_string())
+      return Error(Pointer(path, "type"), "type must be a string or a list of strings");
+    return Typed(type ? type->get<std::string>() : ImpliedType(schema), schema, path, depth);
+  }
+
+  Expected<std::string> Typed(const std::string& type, const Json& schema, const std::string& path,
+                              int depth) {
+    if (type == "object") return Object(schema, path, depth);
+    if (type == "array") return Array(schema, path, depth);
+    if (type == "string") return String(schema, path);
+    if (type == "integer") return Integer(schema, path);
+    if (type == "number") return Number(schema, path);
+    if (type == "boolean") return std::string("json-boolean");
+    if (type == "null") return std::string("json-null");
+    if (type == "any") return std::string("json-value");
+    return Error(Pointer(path, "type"), fmt::format("unknown type '{}'", type));
+  }
+
+  static std::string ImpliedType(const Json& schema) {
+    for (const char* key : {"properties", "required", "additionalProperties"}) {
+      if (schema.contains(key)) return "object";
+    }
+    for (const char* key : {"items", "prefixItems", "minItems", "maxItems", "additionalItems"}) {
+      if (schema.contains(key)) return "array";
+    }
+    for (const char* key : {"pattern", "format", "minLength", "maxLength"}) {
+      if (schema.contains(key)) return "string";
+    }
+    for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      if (schema.contains(key)) return "number";
+    }
+    return "any";
+  }
+
+  // ---- $ref, allOf ----
+
+  Expected<std::string> Ref(const Json& ref, const Json& schema, const std::string& path, int depth) {
+    std::string at = Pointer(path, "$ref");
+    if (!ref.is_string()) return Error(at, "$ref must be a string");
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "$ref" && !kAnnotations.count(key)) {
+        return Error(Pointer(path, key), fmt::format("keyword '{}' beside $ref is not supported", key));
+      }
+    }
+    std::string target = ref.get<std::string>();
+    auto known = ref_rules_.find(target);
+    if (known != ref_rules_.end()) return known->second;  // being or already defined: recursion
+    KILN_ASSIGN_OR_RETURN(const Json* resolved, Resolve(target, at));
+    std::string name = UniqueName(target == "#" ? "root-ref" : target.substr(target.rfind('/') + 1));
+    ref_rules_[target] = name;
+    KILN_ASSIGN_OR_RETURN(std::string body, Visit(*resolved, target, depth + 1));
+    rules_[name] = body;
+    return name;
+  }
+
+  Expected<const Json*> Resolve(const std::string& target, const std::string& at) {
+    if (target.empty() || target[0] != '#') {
+      return Error(at, fmt::format("$ref '{}' points outside the schema, which is not supported", target));
+    }
+    const Json* node = &root_;
+    size_t pos = 1;
+    while (pos < target.size()) {
+      if (target[pos] != '/') return Error(at, fmt::format("$ref '{}' is not a JSON pointer", target));
+      size_t end = target.find('/', pos + 1);
+      if (end == std::string::npos) end = target.size();
+      std::string token = target.substr(pos + 1, end - pos - 1);
+      std::string key;
+      for (size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '~' && i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
+          key.push_back(token[i + 1] == '0' ? '~' : '/');
+          ++i;
+        } else {
+          key.push_back(token[i]);
+        }
+      }
+      if (node->is_object() && node->contains(key)) {
+        node = &(*node)[key];
+      } else if (node->is_array() && !key.empty() &&
+                 key.find_first_not_of("0123456789") == std::string::npos && key.size() < 9 &&
+                 std::stoul(key) < node->size()) {
+        node = &(*node)[std::stoul(key)];
+      } else {
+        return Error(at, fmt::format("$ref '{}' does not resolve", target));
+      }
+      pos = end;
+    }
+    return node;
+  }
+
+  // allOf whose members are all object schemas: one object with their
+  // properties and required names together.
+  Expected<std::string> AllOf(const Json& all, const Json& schema, const std::string& path, int depth) {
+    std::string at = Pointer(path, "allOf");
+    if (!all.is_array() || all.empty()) return Error(at, "allOf must be a non-empty array");
+    Json merged = Json::object();
+    merged["type"] = "object";
+    merged["properties"] = Json::object();
+    merged["required"] = Json::array();
+    bool additional_false = false;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Json* part = &all[i];
+      std::string part_path = Pointer(at, std::to_string(i));
+      for (int hops = 0; part->is_object() && part->contains("$ref"); ++hops) {
+        if (hops > kMaxSchemaDepth) return Error(part_path, "$ref chain too long");
+        KILN_ASSIGN_OR_RETURN(part, Resolve((*part)["$ref"].get<std::string>(), part_path));
+      }
+      if (all.size() == 1 && schema.size() == 1) return Visit(*part, part_path, depth + 1);
+      if (!part->is_object() || ImpliedOrGivenType(*part) != "object") {
+        return Error(part_path, "allOf is supported only when every member is an object schema");
+      }
+      for (const auto& [key, value] : part->items()) {
+        if (key == "properties") {
+          for (const auto& [name, sub] : value.items()) merged["properties"][name] = sub;
+        } else if (key == "required") {
+          for (const Json& name : value) merged["required"].push_back(name);
+        } else if (key == "additionalProperties") {
+          if (value.is_boolean() && !value.get<bool>())
+            additional_false = true;
+          else
+            return Error(Pointer(part_path, key),
+                         "allOf members with additionalProperties schemas are not supported");
+        } else if (key != "type" && !kAnnotations.count(key)) {
+          return Error(Pointer(part_path, key),
+                       fmt::format("keyword '{}' inside allOf is not supported", key));
+        }
+      }
+    }
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "allOf" && !kAnnotations.count(key) && key != "type") {
+        return Error(Pointer(path, key), fmt::format("keyword '{}' beside allOf is not supported", key));
+      }
+    }
+    if (additional_false) merged["additionalProperties"] = false;
+    merged_.push_back(std::make_unique<Json>(std::move(merged)));
+    return Object(*merged_.back(), path, depth);
+  }
+
+  static std::string ImpliedOrGivenType(const Json& schema) {
+    const Json* type = Find(schema, "type");
+    if (type && type->is_string()) return type->get<std::string>();
+    return ImpliedType(schema);
+  }
+
+  // ---- objects ----
+
+  Expected<std::string> Object(const Json& schema, const std::string& path, int depth) {
+    const Json* properties = Find(schema, "properties");
+    const Json* required = Find(schema, "required");
+    const Json* additional = Find(schema, "additionalProperties");
+    if (properties && !properties->is_object())
+      return Error(Pointer(path, "properties"), "must be an object");
+    if (required && !required->is_array()) return Error(Pointer(path, "required"), "must be an array");
+    if (!properties && !required && !additional) return std::string("json-object");
+
+    std::set<std::string> required_names;
+    std::vector<std::string> declared;  // in the schema's order
+    if (required) {
+      for (const Json& name : *required) {
+        if (!name.is_string()) return Error(Pointer(path, "required"), "names must be strings");
+        required_names.insert(name.get<std::string>());
+      }
+    }
+    if (properties) {
+      for (const auto& [name, sub] : properties->items()) declared.push_back(name);
+    }
+    for (const std::string& name : required_names) {
+      if (!properties || !properties->contains(name)) declared.push_back(name);  // required, any value
+    }
+
+    struct Member {
+      std::string rule;
+      bool required;
+    };
+    std::vector<Member> members;
+    for (int pass = 0; pass < 2; ++pass) {  // required first, then optional
+      for (const std::string& name : declared) {
+        bool is_required = required_names.count(name) > 0;
+        if (is_required != (pass == 0)) continue;
+        std::string value = "json-value";
+        if (properties && properties->contains(name)) {
+          KILN_ASSIGN_OR_RETURN(
+              value, Visit((*properties)[name], Pointer(Pointer(path, "properties"), name), depth + 1));
+        }
+        std::string key = GbnfLiteral(Json(name).dump());
+        members.push_back(
+            {NewRule(path + "-" + name, key + " json-ws \":\" json-ws " + value + " json-ws"), is_required});
+      }
+    }
+
+    std::string extra;  // one additional member, or empty when none are allowed
+    if (!additional || !additional->is_boolean() || additional->get<bool>()) {
+      std::string value = "json-value";
+      if (additional && additional->is_object()) {
+        KILN_ASSIGN_OR_RETURN(value, Visit(*additional, Pointer(path, "additionalProperties"), depth + 1));
+      } else if (additional && !additional->is_boolean()) {
+        return Error(Pointer(path, "additionalProperties"), "must be a boolean or a schema");
+      }
+      std::string key = OtherKey(declared, path);
+      extra = NewRule(path + "-extra", key + " json-ws \":\" json-ws " + value + " json-ws");
+    }
+
+    // Required members in order, then each optional one or not, then any
+    // number of extra members; commas only between members that are there.
+    std::vector<std::string> req;
+    std::vector<std::string> opt;
+    for (const Member& m : members) (m.required ? req : opt).push_back(m.rule);
+    // rest_i: optional members i.. each after a comma; first_i: the same when
+    // nothing came before (so the first present one has no comma).
+    std::string rest = extra.empty() ? "" : "(\",\" json-ws " + extra + ")*";
+    std::string first = extra.empty() ? "" : "(" + extra + " (\",\" json-ws " + extra + ")*)?";
+    for (size_t i = opt.size(); i-- > 0;) {
+      std::string next_rest = rest, next_first = first;
+      rest =
+          NewRule(path + "-rest", "(\",\" json-ws " + opt[i] + ")? " + (next_rest.empty() ? "" : next_rest));
+      first = NewRule(path + "-first",
+                      opt[i] + " " + next_rest + (next_first.empty() ? " | " : " | " + next_first) + "");
+    }
+    std::string body;
+    if (!req.empty()) {
+      body = Join(req, " \",\" json-ws ") + " " + rest;
+    } else {
+      body = first;
+    }
+    return NewRule(path, "\"{\" json-ws " + body + " \"}\"");
+  }
+
+  // A JSON key other than `declared`: written without escapes, its
+  // characters walked along a trie of the declared names.
+  std::string OtherKey(const std::vector<std::string>& declared, const std::string& path) {
+    struct Node {
+      std::map<char32_t, size_t> children;
+      bool terminal = false;
+    };
+    std::vector<Node> trie(1);
+    for (const std::string& name : declared) {
+      size_t node = 0;
+      for (size_t i = 0; i < name.size();) {
+        char32_t cp;
+        i += DecodeUtf8At(name, i, &cp);
+        auto it = trie[node].children.find(cp);
+        if (it == trie[node].children.end()) {
+          trie.emplace_back();
+          it = trie[node].children.emplace(cp, trie.size() - 1).first;
+        }
+        node = it->second;
+      }
+      trie[node].terminal = true;
+    }
+    std::string free_chars = "[^\"\\\\\\x00-\\x1F]*";
+    std::vector<std::string> names(trie.size());
+    for (size_t n = 0; n < trie.size(); ++n) names[n] = UniqueName(GbnfRuleName(path) + "-key");
+    for (size_t n = 0; n < trie.size(); ++n) {
+      std::vector<std::string> alternatives;
+      if (!trie[n].terminal) alternatives.push_back("\"\"");
+      std::string others = "[^\"\\\\\\x00-\\x1F";
+      for (const auto& [cp, child] : trie[n].children) others += GbnfClassChar(cp);
+      alternatives.push_back(others + "] " + free_chars);
+      for (const auto& [cp, child] : trie[n].children) {
+        std::string utf8;
+        AppendUtf8(utf8, cp);
+        alternatives.push_back(GbnfLiteral(utf8) + " " + names[child]);
+      }
+      rules_[names[n]] = Join(alternatives, " | ");
+    }
+    return "\"\\\"\" " + names[0] + " \"\\\"\"";
+  }
+
+  // ---- arrays ----
+
+  Expected<std::string> Array(const Json& schema, const std::string& path, int depth) {
+    KILN_ASSIGN_OR_RETURN(int64_t min_items, Count(schema, "minItems", 0, path));
+    KILN_ASSIGN_OR_RETURN(int64_t max_items, Count(schema, "maxItems", -1, path));
+    if (max_items >= 0 && max_items < min_items) return Error(path, "maxItems is below minItems");
+    const Json* prefix = Find(schema, "prefixItems");
+    const Json* items = Find(schema, "items");
+    const Json* additional_items = Find(schema, "additionalItems");
+    std::string prefix_path = Pointer(path, "prefixItems");
+    if (items && items->is_array()) {  // draft-07 tuple form
+      prefix = items;
+      prefix_path = Pointer(path, "items");
+      items = additional_items;
+    } else if (additional_items) {
+      return Error(Pointer(path, "additionalItems"),
+                   "additionalItems without an items list is not supported");
+    }
+    if (prefix && !prefix->is_array()) return Error(prefix_path, "must be an array");
+
+    std::vector<std::string> tuple;
+    if (prefix) {
+      for (size_t i = 0; i < prefix->size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(std::string rule,
+                              Visit((*prefix)[i], Pointer(prefix_path, std::to_string(i)), depth + 1));
+        tuple.push_back(rule);
+      }
+    }
+    std::string item;  // the schema of items after the tuple; empty when none may follow
+    if (!items || !items->is_boolean() || items->get<bool>()) {
+      if (items && !items->is_boolean()) {
+        KILN_ASSIGN_OR_RETURN(item, Visit(*items, Pointer(path, "items"), depth + 1));
+      } else {
+        item = "json-value";
+      }
+    }
+    auto n = static_cast<int64_t>(tuple.size());
+    if (item.empty()) {
+      if (min_items > n) return Error(path, "minItems exceeds the items the tuple allows");
+      if (max_items < 0 || max_items > n) max_items = n;
+    }
+    if (max_items > static_cast<int64_t>(kMaxGrammarRepetition) ||
+        min_items > static_cast<int64_t>(kMaxGrammarRepetition)) {
+      return Error(path, fmt::format("item counts above {} are not supported", kMaxGrammarRepetition));
+    }
+    // Element i of the array: tuple[i], or item past the tuple.
+    auto element = [&](int64_t i) { return i < n ? tuple[static_cast<size_t>(i)] : item; };
+    // tail(i): elements i.. after a comma each, optional from min_items on.
+    std::string tail;
+    // Elements spelled out one by one; past them an unbounded array repeats.
+    int64_t last = max_items < 0 ? std::max<int64_t>({n, min_items, 1}) : max_items;
+    if (max_items < 0) tail = "(\",\" json-ws " + item + " json-ws)*";
+    for (int64_t i = last; i-- > 1;) {
+      std::string piece = "\",\" json-ws " + element(i) + " json-ws " + tail;
+      tail = i >= min_items ? NewRule(path + "-tail", "(" + piece + ")?") : NewRule(path + "-tail", piece);
+      if (rules_.size() > kMaxSchemaRules) return Error(path, "the schema needs too many grammar rules");
+    }
+    std::string body;
+    if (last == 0) {
+      body = "";
+    } else {
+      std::string elements = element(0) + " json-ws " + tail;
+      body = min_items >= 1 ? elements : "(" + elements + ")?";
+    }
+    return NewRule(path, "\"[\" json-ws " + body + " \"]\"");
+  }
+
+  // ---- scalars ----
+
+  Expected<std::string> String(const Json& schema, const std::string& path) {
+    KILN_ASSIGN_OR_RETURN(int64_t min_length, Count(schema, "minLength", 0, path));
+    KILN_ASSIGN_OR_RETURN(int64_t max_length, Count(schema, "maxLength", -1, path));
+    const Json* pattern = Find(schema, "pattern");
+    const Json* format = Find(schema, "format");
+    bool lengths = min_length > 0 || max_length >= 0;
+    if (pattern && format) return Error(path, "pattern together with format is not supported");
+    if ((pattern || format) && lengths)
+      return Error(path, "minLength/maxLength together with pattern or format is not supported");
+    if (pattern) {
+      if (!pattern->is_string()) return Error(Pointer(path, "pattern"), "must be a string");
+      Expected<std::string> body = RegexToGbnf(pattern->get<std::string>());
+      if (!body.ok()) return Error(Pointer(path, "pattern"), body.status().message());
+      return NewRule(path, "\"\\\"\" " + *body + " \"\\\"\"");
+    }
+    if (format) {
+      if (!format->is_string()) return Error(Pointer(path, "format"), "must be a string");
+      auto known = kFormats.find(format->get<std::string>());
+      if (known == kFormats.end()) {
+        return Error(Pointer(path, "format"),
+                     fmt::format("format '{}' is not supported", format->get<std::string>()));
+      }
+      return NewRule(path, known->second);
+    }
+    if (!lengths) return std::string("json-string");
+    if (max_length >= 0 && max_length < min_length) return Error(path, "maxLength is below minLength");
+    if (min_length > static_cast<int64_t>(kMaxGrammarRepetition) ||
+        max_length > static_cast<int64_t>(kMaxGrammarRepetition)) {
+      return Error(path, fmt::format("string lengths above {} are not supported", kMaxGrammarRepetition));
+    }
+    std::string count = max_length < 0 ? fmt::format("{{{},}}", min_length)
+                                       : fmt::format("{{{},{}}}", min_length, max_length);
+    return NewRule(path, "\"\\\"\" json-char" + count + " \"\\\"\"");
+  }
+
+  Expected<std::string> Integer(const Json& schema, const std::string& path) {
+    std::optional<int64_t> lo, hi;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      const Json* v = Find(schema, key);
+      if (!v) continue;
+      if (!v->is_number())
+        return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
+      double d = v->get<double>();
+      // Past the 16 digits an integer may have, a bound changes nothing.
+      d = std::clamp(d, -1e17, 1e17);
+      std::string k = key;
+      auto floor_d = static_cast<int64_t>(std::floor(d)), ceil_d = static_cast<int64_t>(std::ceil(d));
+      if (k == "minimum") lo = std::max(lo.value_or(INT64_MIN), ceil_d);
+      if (k == "exclusiveMinimum") lo = std::max(lo.value_or(INT64_MIN), floor_d + 1);
+      if (k == "maximum") hi = std::min(hi.value_or(INT64_MAX), floor_d);
+      if (k == "exclusiveMaximum") hi = std::min(hi.value_or(INT64_MAX), ceil_d - 1);
+    }
+    if (!lo && !hi) return std::string("json-integer");
+    int64_t low = std::max(lo.value_or(-kMaxJsonInteger), -kMaxJsonInteger);
+    int64_t high = std::min(hi.value_or(kMaxJsonInteger), kMaxJsonInteger);
+    if (high < low) return Error(path, "the integer bounds leave no value");
+    return NewRule(path, IntegerRangeGbnf(low, high));
+  }
+
+  Expected<std::string> Number(const Json& schema, const std::string& path) {
+    for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"}) {
+      if (schema.contains(key)) {
+        return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
+      }
+    }
+    const Json* minimum = Find(schema, "minimum");
+    const Json* maximum = Find(schema, "maximum");
+    if (!minimum && !maximum) return std::string("json-number");
+    int64_t bounds[2] = {-kMaxJsonInteger, kMaxJsonInteger};
+    for (int side = 0; side < 2; ++side) {
+      const Json* v = side == 0 ? minimum : maximum;
+      if (!v) continue;
+      const char* key = side == 0 ? "minimum" : "maximum";
+      if (!v->is_number()) return Error(Pointer(path, key), "must be a number");
+      double d = std::clamp(v->get<double>(), -1e17, 1e17);
+      if (d != std::floor(d)) {
+        return Error(Pointer(path, key), "number bounds that are not whole numbers are not supported");
+      }
+      bounds[side] = std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger);
+    }
+    if (bounds[1] < bounds[0]) return Error(path, "the number bounds leave no value");
+    return NewRule(path, NumberRangeGbnf(bounds[0], bounds[1]));
+  }
+
+  // Numbers in [lo, hi] (whole bounds) written without an exponent: the
+  // integer part in range with any fraction below the top, the top itself
+  // only with a fraction of zeros; negative values mirror that.
+  static std::string NumberRangeGbnf(int64_t lo, int64_t hi) {
+    auto magnitudes = [](int64_t a, int64_t b) {  // [a, b], 0 <= a <= b
+      std::string top = GbnfLiteral(std::to_string(b)) + " (\".\" \"0\"{1,16})?";
+      if (a == b) return "(" + top + ")";
+      return "(" + IntegerRangeGbnf(a, b - 1) + " (\".\" [0-9]{1,16})? | " + top + ")";
+    };
+    std::vector<std::string> parts;
+    if (lo < 0) parts.push_back("\"-\" " + magnitudes(std::max<int64_t>(0, -hi), -lo));
+    if (hi >= 0) parts.push_back(magnitudes(std::max<int64_t>(0, lo), hi));
+    return Join(parts, " | ");
+  }
+
+  // ---- helpers ----
+
+  Status OnlyAnnotationsBeside(const Json& schema, const std::string& keyword, const std::string& path) {
+    for (const auto& [key, value] : schema.items()) {
+      if (key != keyword && !kAnnotations.count(key) && key != "type") {
+        return Error(Pointer(path, key),
+                     fmt::format("keyword '{}' beside {} is not supported", key, keyword));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Expected<int64_t> Count(const Json& schema, const char* key, int64_t fallback, const std::string& path) {
+    const Json* v = Find(schema, key);
+    if (!v) return fallback;
+    std::optional<int64_t> n = JsonInteger(*v);
+    if (!n || *n < 0) return Error(Pointer(path, key), "must be a non-negative integer");
+    return *n;
+  }
+
+  static std::string ConstLiteral(const Json& value) { return GbnfLiteral(value.dump()); }
+
+  static const Json* Find(const Json& schema, const char* key) {
+    auto it = schema.find(key);
+    return it == schema.end() ? nullptr : &*it;
+  }
+
+  std::string NewRule(const std::string& path, const std::string& body) {
+    std::string name = UniqueName(GbnfRuleName(path.size() > 1 ? path.substr(2) : "root-value"));
+    rules_[name] = body;
+    return name;
+  }
+
+  std::string UniqueName(const std::string& base) {
+    std::string name = base.empty() ? "s" : base;
+    if (name.size() > 60) name = name.substr(name.size() - 60);
+    name = GbnfRuleName(name);
+    // Keep clear of the fixed rules' names.
+    if (name == "root" || name.rfind("json-", 0) == 0) name = "s-" + name;
+    std::string unique = name;
+    int& suffix = next_suffix_[name];
+    while (used_names_.count(unique)) unique = fmt::format("{}-{}", name, ++suffix);
+    used_names_.insert(unique);
+    return unique;
+  }
+
+  Status Error(const std::string& path, const std::string& what) const {
+    return InvalidArgument("schema {}: {}", path, what);
+  }
+
+  const Json& root_;
+  std::map<std::string, std::string> rules_;
+  std::set<std::string> used_names_;
+  std::unordered_map<std::string, int> next_suffix_;  // per base name, so naming stays linear
+  std::unordered_map<std::string, std::string> ref_rules_;
+  std::vector<std::unique_ptr<Json>> merged_;  // allOf results, alive while referenced
+};
+
+}  // namespace
+
+Expected<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  return SchemaConverter(schema).Convert();
+}
+
+Expected<std::string> JsonSchemaToGbnf(std::string_view schema_text) {
+  if (schema_text.size() > kMaxSchemaBytes) {
+    return OutOfRange("schema of {} bytes exceeds the limit of {}", schema_text.size(), kMaxSchemaBytes);
+  }
+  // The checked parse bounds nesting before the order-keeping one runs.
+  KILN_RETURN_IF_ERROR(ParseJsonText(schema_text, "schema").status());
+  Json schema = Json::parse(schema_text, nullptr, false);
+  if (schema.is_discarded()) return InvalidArgument("schema: not valid JSON");
+  return JsonSchemaToGbnf(schema);
+}
+
+Expected<Grammar> CompileJsonSchema(std::string_view schema_text) {
+  KILN_ASSIGN_OR_RETURN(std::string gbnf, JsonSchemaToGbnf(schema_text));
+  Expected<Grammar> grammar = ParseGbnf(gbnf);
+  if (!grammar.ok()) return grammar.status().WithContext("schema");
+  return grammar;
+}
+
+}  // namespace kiln
