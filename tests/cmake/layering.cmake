@@ -38,3 +38,5 @@ kiln_layering_case(backend format/weight_store.h compiler/compiled_model.h)
 kiln_layering_case(quant core/half.h backend/backend.h)
 # The tokenizer renders chat templates but knows nothing of the engine.
 kiln_layering_case(tokenizer jinja/interpreter.h engine/llm_engine.h)
+# Grammars see the tokenizer's vocabulary; the engine that samples under them is above.
+kiln_layering_case(grammar tokenizer/tokenizer.h engine/llm_engine.h)
