@@ -60,14 +60,14 @@ run_library() {
 
 # The stand-in accelerators under ThreadSanitizer: their worker threads,
 # the events between streams and the host's waits, through the plugin
-# boundary (test_devices loads libkiln_backend_testaccel.so). Builds only
+# boundary (test_devices loads libkiln_backend_testaccel{,-mm}.so). Builds only
 # test_devices and the plugins it loads, in a folder of its own. The tests
 # named Unsynchronized* drop a synchronization on purpose (to show that the
 # poisoning makes it fail), so they race by design and are left out.
 run_devices() {
   local build=${DEVICES_TSAN_BUILD:-build-tsan}
   echo "sanitize: devices (thread) in $build"
-  sanitizer_build "$build" thread test_devices kiln_backend_testaccel
+  sanitizer_build "$build" thread test_devices kiln_testaccel_plugins
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
   export OMP_WAIT_POLICY=PASSIVE
   KILN_BACKEND_PATH="$build/plugins" "$build/tests/test_devices" --gtest_filter='-*Unsynchronized*'

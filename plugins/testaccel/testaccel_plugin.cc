@@ -1,6 +1,6 @@
-// The test accelerators as a backend plugin: `testaccel` (linears, norms,
+// The test accelerators as backend plugins: `testaccel` (linears, norms,
 // elementwise ops) and `testaccel-mm` (those plus the matmuls and softmax of
-// decomposed attention). Stand-ins for a device: they compute with kiln's
+// decomposed attention), each a library of its own built from this file. Stand-ins for a device: they compute with kiln's
 // CPU kernels (linked in statically), but everything else crosses the
 // plugin ABI, and they behave as a device runtime does: kernels and copies
 // run on a worker thread per stream after a small delay
@@ -488,14 +488,16 @@ extern "C" KILN_BACKEND_EXPORT int32_t kiln_backend_plugin_entry(const kiln_plug
     return Fail(err, err_size, KILN_BACKEND_UNSUPPORTED, "built for another kiln backend ABI version");
   }
   try {
-    int32_t rc = kiln::RegisterStandIn(
+#if defined(KILN_TESTACCEL_MATMULS)
+    return kiln::RegisterStandIn(host, "testaccel-mm", true,
+                                 "testaccel plus the matmuls and softmax of decomposed attention", err, err_size);
+#else
+    return kiln::RegisterStandIn(
         host, "testaccel", false,
         "a stand-in accelerator with a partial support list, its own memory and an asynchronous stream "
         "(for testing placement and synchronization)",
         err, err_size);
-    if (rc != KILN_BACKEND_OK) return rc;
-    return kiln::RegisterStandIn(host, "testaccel-mm", true,
-                                 "testaccel plus the matmuls and softmax of decomposed attention", err, err_size);
+#endif
   } catch (...) {
     return Fail(err, err_size, KILN_BACKEND_INTERNAL, "unexpected exception");
   }

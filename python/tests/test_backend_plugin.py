@@ -12,6 +12,7 @@ from conftest import REPO, greedy, model_dir
 
 PLUGIN_DIR = pathlib.Path(os.environ.get("KILN_BACKEND_PLUGIN_DIR", REPO / "build" / "plugins"))
 TESTACCEL = PLUGIN_DIR / "libkiln_backend_testaccel.so"
+TESTACCEL_MM = PLUGIN_DIR / "libkiln_backend_testaccel-mm.so"
 
 
 def test_a_file_that_is_not_a_plugin_is_refused(tmp_path):
@@ -24,8 +25,9 @@ def test_a_file_that_is_not_a_plugin_is_refused(tmp_path):
 
 
 def test_the_test_accelerators_plugin_generates_as_the_cpu():
-    assert TESTACCEL.exists(), f"{TESTACCEL} is not built"
-    kiln.load_backend_plugin(TESTACCEL)
+    for plugin in (TESTACCEL, TESTACCEL_MM):
+        assert plugin.exists(), f"{plugin} is not built"
+        kiln.load_backend_plugin(plugin)
     kiln.load_backend_plugin(str(TESTACCEL))  # a second load does nothing
     texts = {}
     for backend in ("cpu", "testaccel", "testaccel-mm"):

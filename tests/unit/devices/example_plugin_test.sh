@@ -49,9 +49,8 @@ check_backend() {  # PLUGIN NAME OP: listed, placed, and generates the CPU's tex
 }
 
 check_backend "$example" example add
-testaccel=$build/plugins/libkiln_backend_testaccel.so
-check_backend "$testaccel" testaccel linear
-check_backend "$testaccel" testaccel-mm attn_scores
+check_backend "$build/plugins/libkiln_backend_testaccel.so" testaccel linear
+check_backend "$build/plugins/libkiln_backend_testaccel-mm.so" testaccel-mm attn_scores
 # KILN_BACKEND_PATH finds the example without the flag.
 KILN_BACKEND_PATH=$work/plugin "$kiln" backends example | grep -q "^example: " \
   || { echo "KILN_BACKEND_PATH did not load the example"; exit 1; }
