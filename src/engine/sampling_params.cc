@@ -29,6 +29,14 @@ Status SamplingParams::Validate() const {
   for (const std::string& s : stop) {
     if (s.empty()) return InvalidArgument("stop strings must not be empty");
   }
+  const int constraints = (grammar.empty() ? 0 : 1) + (json_schema.empty() ? 0 : 1) + (json_object ? 1 : 0);
+  if (constraints > 1) return InvalidArgument("grammar, json_schema and json_object are exclusive: give one");
+  if (!grammar_triggers.empty() && constraints == 0) {
+    return InvalidArgument("grammar_triggers need a grammar or a json_schema");
+  }
+  for (const std::string& t : grammar_triggers) {
+    if (t.empty()) return InvalidArgument("grammar_triggers must not be empty strings");
+  }
   return Status::Ok();
 }
 

@@ -36,9 +36,26 @@ struct SamplingParams {
   bool logprobs = false;
   int32_t top_logprobs = 0;
 
+  // Structured output, enforced token by token (at most one of the three):
+  // a GBNF grammar (llama.cpp's format, start rule `root`), a JSON Schema's
+  // text, or any JSON object. The engine compiles it against the
+  // tokenizer's vocabulary (cached by text) and masks every token the
+  // grammar cannot take next. When no token can follow, the request ends
+  // with reason stop.
+  std::string grammar;
+  std::string json_schema;
+  bool json_object = false;
+  // With a constraint: when not empty, the output is free until it contains
+  // one of these texts; from that trigger's first byte on, the grammar
+  // must match the rest of the output (tool calls under tool_choice auto).
+  std::vector<std::string> grammar_triggers;
+
+  bool constrained() const { return !grammar.empty() || !json_schema.empty() || json_object; }
+
   // Ranges: temperature >= 0, top_p in (0, 1], min_p in [0, 1], top_k >= 0,
   // repetition_penalty > 0, penalties in [-2, 2], max_tokens >= 1,
-  // top_logprobs in [0, 20]. The message names the field.
+  // top_logprobs in [0, 20], one constraint at most, triggers only with a
+  // constraint and never empty. The message names the field.
   Status Validate() const;
 };
 
