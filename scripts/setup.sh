@@ -14,6 +14,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece
   python3-pytest curl
+  # structured output: outputs validated against the JSON Schema test suite
+  python3-jsonschema json-schema-test-suite
+  # the chat page's browser test (driven by playwright-core from npm)
+  chromium
 )
 
 missing=()
