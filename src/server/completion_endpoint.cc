@@ -14,6 +14,7 @@
 #include "server/completion_response.h"
 #include "server/http_reply.h"
 #include "server/peer_socket.h"
+#include "server/response_format.h"
 #include "server/sse.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -325,6 +326,7 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
   ApiStatus parsed =
       endpoint == Endpoint::kChat ? ParseChatRequest(json, &request) : ParseCompletionRequest(json, &request);
   if (parsed) return ReplyError(res, *parsed);
+  KeepSchemaKeyOrder(body, request.constraint_field, &request.params);
   if (!request.model.empty() && request.model != state.model_name()) {
     return ReplyError(res, ApiError{404, fmt::format("The model `{}` does not exist.", request.model),
                                     "invalid_request_error", "model", "model_not_found"});
@@ -344,7 +346,10 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
   }
   Expected<std::unique_ptr<CompletionJob>> job =
       CompletionJob::Start(*loop, std::move(choices.requests), state.metrics(), state.waiting());
-  if (!job.ok()) return ReplyError(res, ErrorFromStatus(job.status()));
+  if (!job.ok()) {
+    const Status& refused = job.status();
+    return ReplyError(res, ErrorFromStatus(refused, ConstraintErrorField(refused, request.constraint_field)));
+  }
 
   const std::string id = NewRequestId(endpoint);
   CurrentAccessRecord().request_id = id;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "server/response_format.h"
+
 namespace kiln::server {
 namespace {
 
@@ -110,13 +112,7 @@ bool ReadSampling(JsonFields& f, CompletionRequest* out) {
   if (!bias.is_null() && !(bias.is_object() && bias.empty())) return f.Fail("logit_bias", "is not supported");
   const nlohmann::json& tools = f.Get("tools");
   if (!tools.is_null() && !(tools.is_array() && tools.empty())) return f.Fail("tools", "are not supported");
-  const nlohmann::json& format = f.Get("response_format");
-  if (!format.is_null()) {
-    if (!format.is_object() || format.value("type", nlohmann::json()) != "text") {
-      return f.Fail("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
-  return true;
+  return ReadStructuredOutput(f, &p, &out->constraint_field);
 }
 
 // The chat message list, each content reduced to one string.
