@@ -433,6 +433,12 @@ class SchemaConverter {
         KILN_ASSIGN_OR_RETURN(part, Resolve(ref.get<std::string>(), part_path));
       }
       if (all.size() == 1 && schema.size() == 1) return Visit(*part, part_path, depth + 1);
+      if (part->is_object()) {  // named as anywhere else, before the shape is judged
+        for (const auto& [key, value] : part->items()) {
+          if (kUnsupported.count(key))
+            return Error(Pointer(part_path, key), fmt::format("keyword '{}' is not supported", key));
+        }
+      }
       if (!part->is_object() || ImpliedOrGivenType(*part) != "object") {
         return Error(part_path, "allOf is supported only when every member is an object schema");
       }

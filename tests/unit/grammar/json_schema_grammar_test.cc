@@ -256,6 +256,7 @@ TEST(JsonSchemaGrammar, Errors) {
       {R"({"allOf":[{"properties":{"a":{"type":"integer"}}},{"properties":{"a":{"minimum":2}}}]})",
        "allOf is supported only when every member is an object"},
       {R"({"allOf":[{"$ref":5},{"type":"object"}]})", "$ref must be a string"},
+      {R"({"allOf":[{"if":{"maximum":0}},{"then":{"minimum":-10}}]})", "#/allOf/0/if: keyword 'if' is not supported"},
       {R"({"type":"object","required":["x"],"additionalProperties":false})",
        "required property 'x' is forbidden by #/additionalProperties"},
       {R"({"type":"object","properties":{"x":false},"required":["x"]})",
