@@ -1,17 +1,16 @@
-"""Structured output through `kiln serve`, checked against Debian's
-json-schema-test-suite with Debian's python3-jsonschema.
+"""Structured output through `kiln serve` and `kiln generate`, checked
+against Debian's json-schema-test-suite with Debian's python3-jsonschema.
 
 A server runs tiny-qwen2, then one tiny-llama (another tokenizer): their
 unconstrained text is prose, far from JSON, so whatever JSON comes out, the
-constraint wrote. Every schema of the
-suite's draft-07 files for the keywords kiln claims is sent as
-response_format json_schema (greedy on /v1/chat/completions, sampled with a
-fixed seed on /v1/completions), and every output that finishes validates
+constraint wrote. Every schema of the suite's draft-07 files for the
+keywords kiln claims is sent as response_format json_schema (greedy,
+and sampled with a fixed seed), and every output that finishes validates
 against its schema. A schema kiln cannot enforce must be a 400 naming the
 keyword; so must every schema of the files for keywords kiln does not
 claim. Per-keyword counts are printed. Then json_object, a GBNF grammar,
-max_tokens running out mid-output, and the 400s for bad schemas and
-grammars.
+max_tokens running out mid-output, the 400s for bad schemas and grammars,
+and kiln generate's --json-schema, --grammar and --json-object.
 
 Run with pytest; see kiln_server.py for the binary and model. The suite is
 read from $JSON_SCHEMA_TEST_SUITE, else /usr/share/json-schema-test-suite.
@@ -21,11 +20,12 @@ import concurrent.futures
 import json
 import os
 import re
+import subprocess
 
 import jsonschema
 import pytest
 
-from kiln_server import SHARED, KilnServer
+from kiln_server import KILN, SHARED, TINY_QWEN2, KilnServer
 
 SUITE = os.environ.get("JSON_SCHEMA_TEST_SUITE", "/usr/share/json-schema-test-suite")
 DRAFT = os.path.join(SUITE, "tests", "draft7")
@@ -296,3 +296,36 @@ def test_bad_schemas_and_grammars_are_400s_naming_the_field(server):
     # The server goes on serving.
     status, body = complete(server, {"response_format": {"type": "json_object"}, "temperature": 0})
     assert status == 200, body
+
+
+def test_kiln_generate_flags(tmp_path):
+    """kiln generate --json-schema / --grammar / --json-object through the same engine."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
+                                               "ok": {"type": "boolean"}},
+              "required": ["n", "ok"], "additionalProperties": False}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    (tmp_path / "answer.gbnf").write_text('root ::= "It is " ("yes" | "no") "."\n')
+    base = [KILN, "generate", "-m", TINY_QWEN2, "--threads", "2", "-p", PROMPT, "-p", "Tell me", "--output", "jsonl",
+            "-n", "200", "--temperature", "1.0", "--seed", "5"]
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+
+    def run(*flags):
+        done = subprocess.run(base + list(flags), capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    for result in run("--json-schema", str(tmp_path / "schema.json")):
+        assert result["finish_reason"] == "stop", result
+        jsonschema.validate(json.loads(result["text"]), schema)
+    for result in run("--grammar", str(tmp_path / "answer.gbnf")):
+        assert re.fullmatch(r"It is (yes|no)\.", result["text"]), result
+    for result in run("--json-object"):
+        if result["finish_reason"] == "stop":
+            assert isinstance(json.loads(result["text"]), dict), result
+
+    (tmp_path / "bad.json").write_text('{"type": "object", "not": {}}')
+    for flags, words in ((["--json-schema", str(tmp_path / "bad.json")], "keyword 'not' is not supported"),
+                         (["--json-schema", str(tmp_path / "missing.json")], "cannot open"),
+                         (["--grammar", str(tmp_path / "schema.json")], "--grammar")):
+        done = subprocess.run(base + flags, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode != 0 and words in done.stderr, done.stderr
