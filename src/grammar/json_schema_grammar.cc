@@ -405,10 +405,22 @@ class SchemaConverter {
   Expected<std::string> AllOf(const Json& all, const Json& schema, const std::string& path, int depth) {
     std::string at = Pointer(path, "allOf");
     if (!all.is_array() || all.empty()) return Error(at, "allOf must be a non-empty array");
+    // The keywords beside allOf constrain the same value: one more member.
+    Json beside = Json::object();
     for (const auto& [key, value] : schema.items()) {
-      if (key != "allOf" && !kAnnotations.count(key) && key != "type") {
-        return Error(Pointer(path, key), fmt::format("keyword '{}' beside allOf is not supported", key));
+      if (key != "allOf" && !kAnnotations.count(key) && key != "type") beside[key] = value;
+    }
+    if (!beside.empty()) {
+      Json members = all;
+      if (const Json* type = Find(schema, "type")) beside["type"] = *type;
+      members.push_back(std::move(beside));
+      Json combined = Json::object();
+      for (const auto& [key, value] : schema.items()) {
+        if (kAnnotations.count(key)) combined[key] = value;
       }
+      combined["allOf"] = std::move(members);
+      const Json* kept = Keep(std::move(combined));
+      return AllOf((*kept)["allOf"], *kept, path, depth);
     }
     if (const Json* type = Find(schema, "type")) {
       std::vector<std::string> names = TypeNames(*type);
@@ -423,9 +435,14 @@ class SchemaConverter {
     merged["required"] = Json::array();
     std::vector<const Json*> closed;  // the properties of members with additionalProperties false
     std::vector<std::string> closed_paths;
+    size_t true_members = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       const Json* part = &all[i];
       std::string part_path = Pointer(at, std::to_string(i));
+      if (part->is_boolean() && part->get<bool>()) {  // constrains nothing
+        ++true_members;
+        continue;
+      }
       for (int hops = 0; part->is_object() && part->contains("$ref"); ++hops) {
         if (hops > kMaxSchemaDepth) return Error(part_path, "$ref chain too long");
         const Json& ref = (*part)["$ref"];
@@ -476,6 +493,7 @@ class SchemaConverter {
         closed_paths.push_back(part_path);
       }
     }
+    if (true_members == all.size()) return Visit(Json(true), at, depth + 1);
     if (!closed.empty()) {
       // Only names every closed member declares may appear at all.
       auto allowed = [&](const std::string& name, std::string* forbidder) {
@@ -660,10 +678,9 @@ class SchemaConverter {
       prefix = items;
       prefix_path = Pointer(path, "items");
       items = additional_items;
-    } else if (additional_items) {
-      return Error(Pointer(path, "additionalItems"),
-                   "additionalItems without an items list is not supported");
     }
+    // Otherwise additionalItems has no effect: draft-07 ignores it beside an
+    // items schema (or none), and 2020-12 has no such keyword.
     if (prefix && !prefix->is_array()) return Error(prefix_path, "must be an array");
 
     std::vector<std::string> tuple;

@@ -29,7 +29,8 @@ inline constexpr size_t kMaxSchemaRules = 20000;       // rules generated
 // error naming them, never enforced as anyOf; a `type` beside anyOf/oneOf
 // narrows each branch, and false branches are left out; `allOf` of object
 // schemas (merged: a property in several members must satisfy each, a
-// member's additionalProperties false allows only its own names); `$ref` to
+// member's additionalProperties false allows only its own names; keywords
+// beside allOf count as one more member, true members as none); `$ref` to
 // "#" or a JSON pointer into the document (%-escapes decoded), `$defs` and
 // `definitions`, recursion included; false as a property's or a
 // prefixItems entry's schema (that property or place never written);
