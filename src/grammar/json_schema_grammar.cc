@@ -797,43 +797,74 @@ class SchemaConverter {
     return NewRule(path, IntegerRangeGbnf(low, high));
   }
 
+  // A bound of a number: whole, possibly exclusive.
+  struct NumberBound {
+    int64_t value;
+    bool open = false;
+  };
+
   Expected<std::string> Number(const Json& schema, const std::string& path) {
-    for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"}) {
-      if (schema.contains(key)) {
-        return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
-      }
-    }
-    const Json* minimum = Find(schema, "minimum");
-    const Json* maximum = Find(schema, "maximum");
-    if (!minimum && !maximum) return std::string("json-number");
-    int64_t bounds[2] = {-kMaxJsonInteger, kMaxJsonInteger};
-    for (int side = 0; side < 2; ++side) {
-      const Json* v = side == 0 ? minimum : maximum;
+    NumberBound lo{-kMaxJsonInteger}, hi{kMaxJsonInteger};
+    bool bounded = false;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      const Json* v = Find(schema, key);
       if (!v) continue;
-      const char* key = side == 0 ? "minimum" : "maximum";
-      if (!v->is_number()) return Error(Pointer(path, key), "must be a number");
+      if (!v->is_number()) {
+        return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
+      }
       double d = std::clamp(v->get<double>(), -1e17, 1e17);
       if (d != std::floor(d)) {
         return Error(Pointer(path, key), "number bounds that are not whole numbers are not supported");
       }
-      bounds[side] = std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger);
+      bounded = true;
+      const std::string k = key;
+      NumberBound b{std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger),
+                    k.rfind("exclusive", 0) == 0};
+      // The tighter bound wins; at equal values the exclusive one.
+      if (k == "minimum" || k == "exclusiveMinimum") {
+        if (b.value > lo.value || (b.value == lo.value && b.open)) lo = b;
+      } else if (b.value < hi.value || (b.value == hi.value && b.open)) {
+        hi = b;
+      }
     }
-    if (bounds[1] < bounds[0]) return Error(path, "the number bounds leave no value");
-    return NewRule(path, NumberRangeGbnf(bounds[0], bounds[1]));
+    if (!bounded) return std::string("json-number");
+    if (hi.value < lo.value || (hi.value == lo.value && (lo.open || hi.open))) {
+      return Error(path, "the number bounds leave no value");
+    }
+    return NewRule(path, NumberRangeGbnf(lo, hi));
   }
 
-  // Numbers in [lo, hi] (whole bounds) written without an exponent: the
-  // integer part in range with any fraction below the top, the top itself
-  // only with a fraction of zeros; negative values mirror that.
-  static std::string NumberRangeGbnf(int64_t lo, int64_t hi) {
-    auto magnitudes = [](int64_t a, int64_t b) {  // [a, b], 0 <= a <= b
-      std::string top = GbnfLiteral(std::to_string(b)) + " (\".\" \"0\"{1,16})?";
-      if (a == b) return "(" + top + ")";
-      return "(" + IntegerRangeGbnf(a, b - 1) + " (\".\" [0-9]{1,16})? | " + top + ")";
+  // Numbers between whole bounds (each inclusive or not) written without an
+  // exponent. On each side of zero, magnitudes from a to b: a itself only
+  // when closed (else only with a fraction that is not all zeros), whole
+  // parts between with any fraction, b itself only when closed and with a
+  // fraction of zeros. Negative values mirror that.
+  static std::string NumberRangeGbnf(NumberBound lo, NumberBound hi) {
+    const std::string any_fraction = " (\".\" [0-9]{1,16})?";
+    const std::string zero_fraction = " (\".\" \"0\"{1,16})?";
+    const std::string nonzero_fraction = " \".\" [0-9]{0,15} [1-9]";
+    // REQUIRES: 0 <= a <= b, and a < b when either is open.
+    auto magnitudes = [&](int64_t a, bool a_open, int64_t b, bool b_open) {
+      std::vector<std::string> parts;
+      if (a == b) return "(" + GbnfLiteral(std::to_string(b)) + zero_fraction + ")";
+      if (a_open) parts.push_back(GbnfLiteral(std::to_string(a)) + nonzero_fraction);
+      int64_t first = a_open ? a + 1 : a;
+      if (first <= b - 1) parts.push_back(IntegerRangeGbnf(first, b - 1) + any_fraction);
+      if (!b_open) parts.push_back(GbnfLiteral(std::to_string(b)) + zero_fraction);
+      return "(" + Join(parts, " | ") + ")";
     };
     std::vector<std::string> parts;
-    if (lo < 0) parts.push_back("\"-\" " + magnitudes(std::max<int64_t>(0, -hi), -lo));
-    if (hi >= 0) parts.push_back(magnitudes(std::max<int64_t>(0, lo), hi));
+    if (lo.value < 0) {  // x < 0 (and "-0" where zero is allowed): magnitudes from max(0, -hi) to -lo
+      int64_t a = std::max<int64_t>(0, -hi.value);
+      bool a_open = hi.value <= 0 && hi.open;
+      parts.push_back("\"-\" " + magnitudes(a, a_open, -lo.value, lo.open));
+    }
+    const bool positive_side = hi.value > 0 || (hi.value == 0 && !hi.open);
+    if (positive_side) {
+      int64_t a = std::max<int64_t>(0, lo.value);
+      bool a_open = lo.value >= 0 && lo.open;
+      parts.push_back(magnitudes(a, a_open, hi.value, hi.open));
+    }
     return Join(parts, " | ");
   }
 
