@@ -831,39 +831,55 @@ class SchemaConverter {
     if (hi.value < lo.value || (hi.value == lo.value && (lo.open || hi.open))) {
       return Error(path, "the number bounds leave no value");
     }
-    return NewRule(path, NumberRangeGbnf(lo, hi));
+    std::string range = NumberRangeGbnf(lo, hi);
+    if (range.empty()) return Error(path, "the number bounds leave no value of 15 significant digits");
+    return NewRule(path, range);
   }
 
   // Numbers between whole bounds (each inclusive or not) written without an
   // exponent. On each side of zero, magnitudes from a to b: a itself only
   // when closed (else only with a fraction that is not all zeros), whole
   // parts between with any fraction, b itself only when closed and with a
-  // fraction of zeros. Negative values mirror that.
+  // fraction of zeros. Negative values mirror that. Beside an open bound the
+  // digits are kept to 15 significant ones, so that the value read as a
+  // double (as validators read it) still differs from the bound.
   static std::string NumberRangeGbnf(NumberBound lo, NumberBound hi) {
-    const std::string any_fraction = " (\".\" [0-9]{1,16})?";
+    int fraction_digits = 16;
+    for (const NumberBound& b : {lo, hi}) {
+      if (!b.open) continue;
+      int whole_digits = static_cast<int>(std::to_string(std::llabs(b.value)).size());
+      fraction_digits = std::min(fraction_digits, std::max(0, 15 - whole_digits));
+    }
+    const std::string any_fraction =
+        fraction_digits > 0 ? fmt::format(" (\".\" [0-9]{{1,{}}})?", fraction_digits) : "";
     const std::string zero_fraction = " (\".\" \"0\"{1,16})?";
-    const std::string nonzero_fraction = " \".\" [0-9]{0,15} [1-9]";
+    const std::string nonzero_fraction =
+        fraction_digits > 0 ? fmt::format(" \".\" [0-9]{{0,{}}} [1-9]", fraction_digits - 1) : "";
     // REQUIRES: 0 <= a <= b, and a < b when either is open.
     auto magnitudes = [&](int64_t a, bool a_open, int64_t b, bool b_open) {
       std::vector<std::string> parts;
       if (a == b) return "(" + GbnfLiteral(std::to_string(b)) + zero_fraction + ")";
-      if (a_open) parts.push_back(GbnfLiteral(std::to_string(a)) + nonzero_fraction);
+      if (a_open && !nonzero_fraction.empty())
+        parts.push_back(GbnfLiteral(std::to_string(a)) + nonzero_fraction);
       int64_t first = a_open ? a + 1 : a;
       if (first <= b - 1) parts.push_back(IntegerRangeGbnf(first, b - 1) + any_fraction);
       if (!b_open) parts.push_back(GbnfLiteral(std::to_string(b)) + zero_fraction);
+      if (parts.empty()) return std::string();  // only fractions finer than the digits allowed
       return "(" + Join(parts, " | ") + ")";
     };
     std::vector<std::string> parts;
     if (lo.value < 0) {  // x < 0 (and "-0" where zero is allowed): magnitudes from max(0, -hi) to -lo
       int64_t a = std::max<int64_t>(0, -hi.value);
       bool a_open = hi.value <= 0 && hi.open;
-      parts.push_back("\"-\" " + magnitudes(a, a_open, -lo.value, lo.open));
+      std::string m = magnitudes(a, a_open, -lo.value, lo.open);
+      if (!m.empty()) parts.push_back("\"-\" " + m);
     }
     const bool positive_side = hi.value > 0 || (hi.value == 0 && !hi.open);
     if (positive_side) {
       int64_t a = std::max<int64_t>(0, lo.value);
       bool a_open = lo.value >= 0 && lo.open;
-      parts.push_back(magnitudes(a, a_open, hi.value, hi.open));
+      std::string m = magnitudes(a, a_open, hi.value, hi.open);
+      if (!m.empty()) parts.push_back(m);
     }
     return Join(parts, " | ");
   }
