@@ -797,14 +797,15 @@ class SchemaConverter {
     return NewRule(path, IntegerRangeGbnf(low, high));
   }
 
-  // A bound of a number: whole, possibly exclusive.
+  // A bound of a number, possibly exclusive.
   struct NumberBound {
-    int64_t value;
+    double value;
     bool open = false;
   };
 
   Expected<std::string> Number(const Json& schema, const std::string& path) {
-    NumberBound lo{-kMaxJsonInteger}, hi{kMaxJsonInteger};
+    const auto max = static_cast<double>(kMaxJsonInteger);
+    NumberBound lo{-max}, hi{max};
     bool bounded = false;
     for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
       const Json* v = Find(schema, key);
@@ -812,14 +813,13 @@ class SchemaConverter {
       if (!v->is_number()) {
         return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
       }
-      double d = std::clamp(v->get<double>(), -1e17, 1e17);
-      if (d != std::floor(d)) {
-        return Error(Pointer(path, key), "number bounds that are not whole numbers are not supported");
+      const std::string k = key;
+      NumberBound b{std::clamp(v->get<double>(), -max, max), k.rfind("exclusive", 0) == 0};
+      if (b.open && b.value != std::floor(b.value)) {
+        return Error(Pointer(path, key),
+                     "exclusive number bounds that are not whole numbers are not supported");
       }
       bounded = true;
-      const std::string k = key;
-      NumberBound b{std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger),
-                    k.rfind("exclusive", 0) == 0};
       // The tighter bound wins; at equal values the exclusive one.
       if (k == "minimum" || k == "exclusiveMinimum") {
         if (b.value > lo.value || (b.value == lo.value && b.open)) lo = b;
@@ -836,49 +836,143 @@ class SchemaConverter {
     return NewRule(path, range);
   }
 
-  // Numbers between whole bounds (each inclusive or not) written without an
-  // exponent. On each side of zero, magnitudes from a to b: a itself only
-  // when closed (else only with a fraction that is not all zeros), whole
-  // parts between with any fraction, b itself only when closed and with a
-  // fraction of zeros. Negative values mirror that. Beside an open bound the
-  // digits are kept to 15 significant ones, so that the value read as a
-  // double (as validators read it) still differs from the bound.
+  // A non-negative number's decimal digits: the whole part, and the
+  // fraction's digits without trailing zeros.
+  struct Decimal {
+    int64_t whole = 0;
+    std::string fraction;
+  };
+
+  // REQUIRES: 0 <= magnitude <= kMaxJsonInteger. The shortest text that
+  // reads back as the same double, as validators read the bound.
+  static Decimal ToDecimal(double magnitude) {
+    std::string text = fmt::format("{}", magnitude);  // "12.5", "1e-05", "1e+16"
+    int exponent = 0;
+    if (size_t e = text.find_first_of("eE"); e != std::string::npos) {
+      exponent = std::stoi(text.substr(e + 1));
+      text.resize(e);
+    }
+    size_t point = text.find('.');
+    std::string digits = text;
+    int point_at = static_cast<int>(text.size());
+    if (point != std::string::npos) {
+      digits = text.substr(0, point) + text.substr(point + 1);
+      point_at = static_cast<int>(point);
+    }
+    point_at += exponent;
+    if (point_at < 0) {
+      digits.insert(0, static_cast<size_t>(-point_at), '0');
+      point_at = 0;
+    }
+    if (point_at > static_cast<int>(digits.size())) digits.append(point_at - digits.size(), '0');
+    Decimal d;
+    const std::string whole = digits.substr(0, static_cast<size_t>(point_at));
+    d.whole = whole.empty() ? 0 : std::stoll(whole);
+    d.fraction = digits.substr(static_cast<size_t>(point_at));
+    while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
+    return d;
+  }
+
+  // A limit on a fraction 0.D: absent, or digits (no trailing zeros) and
+  // whether the limit itself is excluded.
+  struct FractionLimit {
+    bool present = false;
+    std::string digits;
+    bool open = false;
+
+    FractionLimit Tail() const { return {present, digits.empty() ? "" : digits.substr(1), open}; }
+    int First() const { return digits.empty() ? 0 : digits[0] - '0'; }
+  };
+
+  // The digit strings D of 0 to n digits with lower <= 0.D <= upper (or <):
+  // whether the empty one is among them, and an expression for the others
+  // ("" when none).
+  static std::pair<bool, std::string> FractionDigits(const FractionLimit& lower, const FractionLimit& upper,
+                                                     int n) {
+    bool empty_ok = (!lower.present || (lower.digits.empty() && !lower.open)) &&
+                    (!upper.present || !upper.digits.empty() || !upper.open);
+    if (n <= 0) return {empty_ok, ""};
+    if (!lower.present && !upper.present) return {true, fmt::format("[0-9]{{1,{}}}", n)};
+    const int first = lower.present ? lower.First() : 0;
+    const int last = upper.present ? upper.First() : 9;
+    std::vector<std::string> alternatives;
+    // digit, then the rest of 0 to n - 1 digits under the limits that still bind.
+    auto then = [&](int digit, const FractionLimit& low, const FractionLimit& high) {
+      auto [rest_empty_ok, rest] = FractionDigits(low, high, n - 1);
+      std::string d = GbnfLiteral(std::string(1, static_cast<char>('0' + digit)));
+      if (rest.empty()) {
+        if (rest_empty_ok) alternatives.push_back(d);
+      } else {
+        alternatives.push_back(d + " " + (rest_empty_ok ? "(" + rest + ")?" : "(" + rest + ")"));
+      }
+    };
+    if (first == last) {
+      then(first, lower.Tail(), upper.Tail());
+    } else if (first < last) {
+      then(first, lower.Tail(), FractionLimit{});
+      if (first + 1 <= last - 1) {
+        alternatives.push_back(fmt::format("[{}-{}]", first + 1, last - 1) +
+                               (n > 1 ? fmt::format(" [0-9]{{0,{}}}", n - 1) : ""));
+      }
+      then(last, FractionLimit{}, upper.Tail());
+    }
+    return {empty_ok, Join(alternatives, " | ")};
+  }
+
+  // The fraction part (with its ".") written after a whole part; `ok` false
+  // when no fraction, not even none, satisfies the limits.
+  static std::string FractionPart(const FractionLimit& lower, const FractionLimit& upper, int n, bool* ok) {
+    auto [empty_ok, digits] = FractionDigits(lower, upper, n);
+    *ok = empty_ok || !digits.empty();
+    if (digits.empty()) return "";
+    return empty_ok ? " (\".\" (" + digits + "))?" : " \".\" (" + digits + ")";
+  }
+
+  // Numbers between two bounds (each inclusive or not; exclusive ones
+  // whole) written without an exponent. On each side of zero, magnitudes
+  // from a to b: whole parts strictly between with any fraction, a's and
+  // b's whole parts with the fractions their bounds allow. Negative values
+  // mirror that. Beside an open bound the digits are kept to 15 significant
+  // ones, so that the value read as a double (as validators read it) still
+  // differs from the bound; inclusive bounds need no such care, as reading
+  // keeps the order.
   static std::string NumberRangeGbnf(NumberBound lo, NumberBound hi) {
     int fraction_digits = 16;
     for (const NumberBound& b : {lo, hi}) {
       if (!b.open) continue;
-      int whole_digits = static_cast<int>(std::to_string(std::llabs(b.value)).size());
+      auto whole_digits =
+          static_cast<int>(fmt::format("{}", std::llabs(static_cast<int64_t>(b.value))).size());
       fraction_digits = std::min(fraction_digits, std::max(0, 15 - whole_digits));
     }
-    const std::string any_fraction =
-        fraction_digits > 0 ? fmt::format(" (\".\" [0-9]{{1,{}}})?", fraction_digits) : "";
-    const std::string zero_fraction = " (\".\" \"0\"{1,16})?";
-    const std::string nonzero_fraction =
-        fraction_digits > 0 ? fmt::format(" \".\" [0-9]{{0,{}}} [1-9]", fraction_digits - 1) : "";
-    // REQUIRES: 0 <= a <= b, and a < b when either is open.
-    auto magnitudes = [&](int64_t a, bool a_open, int64_t b, bool b_open) {
+    // REQUIRES: 0 <= a <= b.
+    auto magnitudes = [&](double a, bool a_open, double b, bool b_open) {
+      const Decimal da = ToDecimal(a), db = ToDecimal(b);
+      const FractionLimit low{true, da.fraction, a_open}, high{true, db.fraction, b_open};
       std::vector<std::string> parts;
-      if (a == b) return "(" + GbnfLiteral(std::to_string(b)) + zero_fraction + ")";
-      if (a_open && !nonzero_fraction.empty())
-        parts.push_back(GbnfLiteral(std::to_string(a)) + nonzero_fraction);
-      int64_t first = a_open ? a + 1 : a;
-      if (first <= b - 1) parts.push_back(IntegerRangeGbnf(first, b - 1) + any_fraction);
-      if (!b_open) parts.push_back(GbnfLiteral(std::to_string(b)) + zero_fraction);
-      if (parts.empty()) return std::string();  // only fractions finer than the digits allowed
+      bool ok = false;
+      if (da.whole == db.whole) {
+        std::string fraction = FractionPart(low, high, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(da.whole)) + fraction);
+      } else {
+        std::string fraction = FractionPart(low, FractionLimit{}, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(da.whole)) + fraction);
+        if (da.whole + 1 <= db.whole - 1) {
+          parts.push_back(IntegerRangeGbnf(da.whole + 1, db.whole - 1) +
+                          FractionPart(FractionLimit{}, FractionLimit{}, fraction_digits, &ok));
+        }
+        fraction = FractionPart(FractionLimit{}, high, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(db.whole)) + fraction);
+      }
+      if (parts.empty()) return std::string();
       return "(" + Join(parts, " | ") + ")";
     };
     std::vector<std::string> parts;
     if (lo.value < 0) {  // x < 0 (and "-0" where zero is allowed): magnitudes from max(0, -hi) to -lo
-      int64_t a = std::max<int64_t>(0, -hi.value);
-      bool a_open = hi.value <= 0 && hi.open;
-      std::string m = magnitudes(a, a_open, -lo.value, lo.open);
+      std::string m = magnitudes(std::max(0.0, -hi.value), hi.value <= 0 && hi.open, -lo.value, lo.open);
       if (!m.empty()) parts.push_back("\"-\" " + m);
     }
-    const bool positive_side = hi.value > 0 || (hi.value == 0 && !hi.open);
-    if (positive_side) {
-      int64_t a = std::max<int64_t>(0, lo.value);
-      bool a_open = lo.value >= 0 && lo.open;
-      std::string m = magnitudes(a, a_open, hi.value, hi.open);
+    if (hi.value > 0 || (hi.value == 0 && !hi.open)) {
+      std::string m = magnitudes(std::max(0.0, lo.value), lo.value >= 0 && lo.open, hi.value, hi.open);
       if (!m.empty()) parts.push_back(m);
     }
     return Join(parts, " | ");

@@ -38,9 +38,10 @@ inline constexpr size_t kMaxSchemaRules = 20000;       // rules generated
 // `format` (date, with each month's days and February 29th in leap years
 // only; time and date-time with a leap second only at 23:59:60 UTC; uuid;
 // email); integer `minimum`, `maximum` and their exclusive forms (any
-// bounds: see integer_range.h); number `minimum`, `maximum` and their
+// bounds: see integer_range.h); number `minimum` and `maximum`, and their
 // exclusive forms when whole numbers (the number is then written without an
-// exponent). Without `type`, the keywords used imply it (`properties` an
+// exponent, with no more digits than a double tells apart from an
+// exclusive bound). Without `type`, the keywords used imply it (`properties` an
 // object, `items` an array, ...).
 //
 // Properties are written in the schema's order, required ones first.
