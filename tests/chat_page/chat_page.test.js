@@ -262,8 +262,10 @@ describe('the chat page of kiln serve', () => {
       await page.check('#json-mode');
       await setSetting(page, '#json-schema', JSON.stringify(schema, null, 2));
       await setSetting(page, '#max-tokens', '200');
+      await setSetting(page, '#seed', '11');
       const reply = await sendMessage(page, 'Answer in JSON');
       const sent = record.chatRequests.at(-1).body;
+      assert.equal(sent.seed, 11);
       assert.deepEqual(sent.response_format, {
         type: 'json_schema',
         json_schema: { name: 'response', schema, strict: true },
