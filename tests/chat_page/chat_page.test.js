@@ -1,8 +1,8 @@
 // `kiln serve`'s chat page (GET /) driven in the system's headless Chromium
 // by playwright-core: loading without the API key, entering it, streaming a
 // reply with its token speed, stop, regenerate, the system prompt and
-// sampling settings as sent, JSON-schema mode, and model output full of
-// markup staying text. Leaves a screenshot, chat.png, in
+// sampling settings as sent, JSON-schema mode, the context size asked again
+// while the model loads, and model output full of markup staying text. Leaves a screenshot, chat.png, in
 // $KILN_CHAT_PAGE_ARTIFACTS (else build/tests/chat_page). The browser is
 // $KILN_CHROMIUM, else /usr/bin/chromium; playwright never downloads one.
 'use strict';
@@ -314,11 +314,13 @@ describe('the chat page of kiln serve', () => {
     const problems = [];
     page.on('pageerror', (error) => problems.push(error.message));
     await context.addInitScript((key) => localStorage.setItem('kiln.apiKey', key), API_KEY);
-    await page.route('**/v1/models', (route) => route.fulfill({
-      status: 200,
-      contentType: 'application/json',
-      body: JSON.stringify({ object: 'list', data: [{ id: HOSTILE, object: 'model', max_model_len: 64 }] }),
-    }));
+    // The first answer lacks the context size, as while the model loads.
+    let modelAnswers = 0;
+    await page.route('**/v1/models', (route) => {
+      const model = { id: HOSTILE, object: 'model' };
+      if (modelAnswers++ > 0) model.max_model_len = 64;
+      return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ object: 'list', data: [model] }) });
+    });
     // The reply streams the markup in pieces, as a model would write it.
     const pieces = HOSTILE.match(/.{1,7}/gs);
     const events = pieces.map((piece, i) => ({
@@ -334,6 +336,7 @@ describe('the chat page of kiln serve', () => {
     await page.goto(server.url);
 
     await page.locator('#model-name', { hasText: 'img' }).waitFor();
+    await page.locator('#model-context', { hasText: 'context 64 tokens' }).waitFor({ timeout: 10000 });
     await setSetting(page, '#system-prompt', HOSTILE);
     const reply = await sendMessage(page, HOSTILE);
     assert.equal(await reply.getAttribute('data-finish'), 'stop');

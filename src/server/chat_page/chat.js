@@ -90,14 +90,17 @@
   // ---- the model: name and context size from /v1/models ------------------
 
   let modelId = null;
+  // While the server still loads the model, /v1/models names it without its
+  // context size: asked again a few times.
+  let contextRetries = 30;
 
   async function loadModel() {
-    ui.modelName.textContent = 'connecting…';
-    ui.modelContext.textContent = '';
+    if (modelId === null) ui.modelName.textContent = 'connecting…';
     try {
       const response = await fetch('/v1/models', { headers: authHeaders() });
       if (!response.ok) {
         modelId = null;
+        ui.modelContext.textContent = '';
         ui.modelName.textContent = response.status === 401 ? 'API key needed' : `no model (HTTP ${response.status})`;
         if (response.status === 401) setStatus('Enter the API key in the settings.', 'error');
         return;
@@ -106,6 +109,7 @@
       const model = body && Array.isArray(body.data) ? body.data[0] : null;
       if (!model || typeof model.id !== 'string') {
         modelId = null;
+        ui.modelContext.textContent = '';
         ui.modelName.textContent = 'no model';
         return;
       }
@@ -114,9 +118,14 @@
       ui.modelName.title = model.id;
       const context = model.max_model_len;
       ui.modelContext.textContent = Number.isFinite(context) ? `context ${context.toLocaleString('en-US')} tokens` : '';
+      if (!Number.isFinite(context) && contextRetries > 0) {
+        contextRetries -= 1;
+        setTimeout(loadModel, 2000);
+      }
       if (ui.status.dataset.kind === 'error') setStatus('');
     } catch (e) {
       modelId = null;
+      ui.modelContext.textContent = '';
       ui.modelName.textContent = 'server unreachable';
     }
   }
