@@ -470,6 +470,11 @@
   for (const field of SETTING_FIELDS) ui[field].addEventListener('change', saveSettings);
 
   restoreSettings();
+  // On a narrow screen the settings open on demand, leaving the room to the chat.
+  if (window.matchMedia('(max-width: 760px)').matches) {
+    ui.settings.hidden = true;
+    ui.toggleSettings.setAttribute('aria-expanded', 'false');
+  }
   updateButtons();
   loadModel();
 })();
