@@ -194,11 +194,16 @@ describe('the chat page of kiln serve', () => {
     test('stops a long generation', async () => {
       // tiny-qwen2 ends its replies after a few dozen tokens, a few hundred
       // microseconds each: the request is made to ignore the end of text,
-      // and the stop button is clicked from within the page the moment the
-      // first text shows, faster than the test could click it.
+      // the browser's downloads are slowed to a trickle so that the reply
+      // is still arriving however loaded the machine, and the stop button
+      // is clicked from within the page the moment the first text shows.
       await page.route('**/v1/chat/completions', (route) => route.continue({
         postData: JSON.stringify({ ...JSON.parse(route.request().postData()), ignore_eos: true }),
       }), { times: 1 });
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions',
+        { offline: false, latency: 0, downloadThroughput: 16 * 1024, uploadThroughput: -1 });
       const failed = [];
       const onFailed = (request) => {
         if (request.url().endsWith('/v1/chat/completions')) failed.push(request.failure().errorText);
@@ -220,6 +225,8 @@ describe('the chat page of kiln serve', () => {
       await page.fill('#prompt', 'Now tell me a very long story');
       await page.click('#send');
       const reply = await waitForReply(page, before);
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await cdp.detach();
       assert.equal(await reply.getAttribute('data-finish'), 'stopped');
       const meta = await reply.locator('.meta').textContent();
       assert.match(meta, /· stopped$/);
