@@ -194,9 +194,9 @@ describe('the chat page of kiln serve', () => {
     test('stops a long generation', async () => {
       // tiny-qwen2 ends its replies after a few dozen tokens, a few hundred
       // microseconds each: the request is made to ignore the end of text,
-      // the browser's downloads are slowed to a trickle so that the reply
-      // is still arriving however loaded the machine, and the stop button
-      // is clicked from within the page the moment the first text shows.
+      // and the browser's downloads are slowed to a trickle (900 tokens take
+      // over ten seconds to arrive), so that the reply is still coming in
+      // when Stop is clicked, however loaded the machine.
       await page.route('**/v1/chat/completions', (route) => route.continue({
         postData: JSON.stringify({ ...JSON.parse(route.request().postData()), ignore_eos: true }),
       }), { times: 1 });
@@ -212,18 +212,12 @@ describe('the chat page of kiln serve', () => {
       await setSetting(page, '#max-tokens', '900');
       await setSetting(page, '#seed', '');
       const before = await page.locator('#messages > .message:not(.user)').count();
-      await page.evaluate((n) => {
-        const observer = new MutationObserver(() => {
-          const node = document.querySelectorAll('#messages > .message:not(.user)')[n];
-          if (node && node.querySelector('.content').textContent !== '') {
-            observer.disconnect();
-            document.getElementById('stop').click();
-          }
-        });
-        observer.observe(document.getElementById('messages'), { subtree: true, childList: true, characterData: true });
-      }, before);
       await page.fill('#prompt', 'Now tell me a very long story');
       await page.click('#send');
+      const streaming = page.locator('#messages > .message:not(.user)').nth(before);
+      await streaming.locator('.content').filter({ hasText: /./ }).waitFor();
+      assert.ok(await streaming.evaluate((node) => node.classList.contains('streaming')));
+      await page.click('#stop');
       const reply = await waitForReply(page, before);
       await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
       await cdp.detach();
