@@ -12,7 +12,7 @@ PACKAGES=(
   libsentencepiece-dev libcpp-httplib-dev libxxhash-dev libdnnl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece
+  python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece python3-onnx
   python3-pytest curl
   # structured output: outputs validated against the JSON Schema test suite
   python3-jsonschema json-schema-test-suite
