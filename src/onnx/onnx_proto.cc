@@ -7,18 +7,36 @@ namespace {
 
 enum WireType { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 
+// What all the cursors of one decoding share: the first failure (for the
+// message) and the count of messages and strings decoded, which is bounded
+// because each costs far more memory than its few bytes on the wire.
+struct DecodeState {
+  std::string error;
+  int64_t items = 0;
+  int64_t max_items = 0;
+};
+
 // A cursor over one message's bytes. Every read checks the bounds; the first
-// failure is remembered in `error` (for the message) and makes all later reads fail.
+// failure is remembered and makes all later reads fail.
 class Wire {
  public:
-  Wire(const uint8_t* p, const uint8_t* end, const uint8_t* origin, std::string* error, int depth_left)
-      : p_(p), end_(end), origin_(origin), error_(error), depth_left_(depth_left) {}
+  Wire(const uint8_t* p, const uint8_t* end, const uint8_t* origin, DecodeState* state, int depth_left)
+      : p_(p), end_(end), origin_(origin), state_(state), depth_left_(depth_left) {}
 
   bool AtEnd() const { return p_ >= end_; }
-  bool ok() const { return error_->empty(); }
+  bool ok() const { return state_->error.empty(); }
 
   bool Fail(const char* what) {
-    if (error_->empty()) *error_ = fmt::format("{} at byte {}", what, p_ - origin_);
+    if (state_->error.empty()) state_->error = fmt::format("{} at byte {}", what, p_ - origin_);
+    return false;
+  }
+
+  // Counts one more message or string against the limit.
+  bool Item() {
+    if (++state_->items <= state_->max_items) return true;
+    if (state_->error.empty()) {
+      state_->error = fmt::format("more than {} messages and strings, the limit", state_->max_items);
+    }
     return false;
   }
 
@@ -80,10 +98,11 @@ class Wire {
   bool Sub(int wire_type, Wire* sub) {
     if (wire_type != kLen) return Fail("a message field with the wrong wire type");
     if (depth_left_ <= 0) return Fail("messages nested too deep");
+    if (!Item()) return false;
     const uint8_t* b = nullptr;
     size_t n = 0;
     if (!Len(&b, &n)) return false;
-    *sub = Wire(b, b + n, origin_, error_, depth_left_ - 1);
+    *sub = Wire(b, b + n, origin_, state_, depth_left_ - 1);
     return true;
   }
 
@@ -96,6 +115,7 @@ class Wire {
 
   bool View(int wire_type, std::string_view* v) {
     if (wire_type != kLen) return Fail("a string field with the wrong wire type");
+    if (!Item()) return false;
     const uint8_t* b = nullptr;
     size_t n = 0;
     if (!Len(&b, &n)) return false;
@@ -136,7 +156,7 @@ class Wire {
     const uint8_t* b = nullptr;
     size_t n = 0;
     if (!Len(&b, &n)) return false;
-    Wire packed(b, b + n, origin_, error_, depth_left_);
+    Wire packed(b, b + n, origin_, state_, depth_left_);
     while (!packed.AtEnd()) {
       uint64_t u = 0;
       if (!packed.Varint(&u)) return false;
@@ -170,7 +190,7 @@ class Wire {
   const uint8_t* p_;
   const uint8_t* end_;
   const uint8_t* origin_;
-  std::string* error_;
+  DecodeState* state_;
   int depth_left_;
 };
 
@@ -434,12 +454,16 @@ bool DecodeModelFields(Wire w, Model* m) {
 
 }  // namespace
 
-Status DecodeModel(const uint8_t* data, size_t size, int max_depth, Model* model) {
-  std::string error;
-  Wire w(data, data + size, data, &error, max_depth);
+Status DecodeModel(const uint8_t* data, size_t size, int max_depth, int64_t max_items, Model* model) {
+  DecodeState state;
+  state.max_items = max_items;
+  Wire w(data, data + size, data, &state, max_depth);
   if (!DecodeModelFields(w, model)) {
+    if (state.items > max_items) {
+      return ResourceExhausted("the model holds {}: larger than kiln reads", state.error);
+    }
     return Corrupt("not a valid ONNX model: its {} bytes do not decode as an ONNX ModelProto ({}; truncated, or not "
-                   "an ONNX file)", size, error.empty() ? "malformed" : error);
+                   "an ONNX file)", size, state.error.empty() ? "malformed" : state.error);
   }
   return Status::Ok();
 }

@@ -128,8 +128,9 @@ struct Model {
 
 // Decodes a ModelProto from `size` bytes at `data`; strings in the result
 // that are views (raw_data) point into those bytes. Messages nest at most
-// `max_depth` deep. Fails (kCorrupt) on bytes that are not a well-formed
-// ModelProto: truncated, mistyped fields, lengths beyond the end.
-Status DecodeModel(const uint8_t* data, size_t size, int max_depth, Model* model);
+// `max_depth` deep, and at most `max_items` messages and strings are decoded
+// (kResourceExhausted beyond). Fails (kCorrupt) on bytes that are not a
+// well-formed ModelProto: truncated, mistyped fields, lengths beyond the end.
+Status DecodeModel(const uint8_t* data, size_t size, int max_depth, int64_t max_items, Model* model);
 
 }  // namespace kiln::onnx_proto

@@ -42,7 +42,8 @@ Expected<OnnxModel> ParseOnnxModel(const void* data, size_t size, const std::str
                              "external data files)", size, options.limits.max_file_bytes);
   }
   onnx_proto::Model proto;
-  KILN_RETURN_IF_ERROR(onnx_proto::DecodeModel(static_cast<const uint8_t*>(data), size, kMaxMessageDepth, &proto));
+  KILN_RETURN_IF_ERROR(onnx_proto::DecodeModel(static_cast<const uint8_t*>(data), size, kMaxMessageDepth,
+                                                 options.limits.max_proto_items, &proto));
   if (!proto.has_graph) return Corrupt("not an ONNX model: it has no graph");
   if (!proto.function_names.empty()) {
     return Unsupported("the model defines local functions ('{}'), which kiln does not read", proto.function_names[0]);

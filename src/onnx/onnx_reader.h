@@ -22,6 +22,9 @@ struct OnnxLimits {
   uint64_t max_external_bytes = uint64_t{1} << 36;    // read from external data files, all tensors together
   int64_t max_nodes = int64_t{1} << 20;               // all graphs together, subgraphs included
   int max_graph_nesting = 8;                          // subgraphs within subgraphs
+  // Messages (nodes, attributes, tensors, ...) and strings (names) in the
+  // file, each of which takes far more memory than its bytes on the wire.
+  int64_t max_proto_items = int64_t{1} << 22;
 };
 
 struct OnnxReadOptions {

@@ -47,6 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.limits.max_tensor_elements = 1 << 16;
   options.limits.max_nodes = 1 << 12;
   options.limits.max_graph_nesting = 4;
+  options.limits.max_proto_items = 1 << 16;
   auto model = kiln::ParseOnnxModel(data, size, "", options);
   if (!model.ok()) {
     if (model.status().message().empty()) __builtin_trap();

@@ -174,6 +174,38 @@ TEST(OnnxBadFiles, NodeCountLimit) {
   EXPECT_THAT(s.message(), Mentions("more than 3 nodes"));
 }
 
+TEST(OnnxBadFiles, MessageAndStringLimit) {
+  OnnxReadOptions small;
+  small.limits.max_proto_items = 10;
+  Status s = ReadError("basic.onnx", small);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), Mentions("more than 10 messages and strings"));
+}
+
+// A length-delimited protobuf field.
+std::string LenField(int field, const std::string& body) {
+  std::string out;
+  auto varint = [&out](uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out += static_cast<char>(v | 0x80);
+    out += static_cast<char>(v);
+  };
+  varint(static_cast<uint64_t>(field) << 3 | 2);
+  varint(body.size());
+  return out + body;
+}
+
+TEST(OnnxBadFiles, MessagesNestedTooDeepForTheStack) {
+  // graph { node { attribute { g: graph { ... } } } }, 500 levels: refused
+  // while decoding, before the recursion could exhaust the stack.
+  std::string graph;
+  for (int i = 0; i < 500; ++i) graph = LenField(1, LenField(5, LenField(6, graph)));
+  std::string model = LenField(7, graph);
+  Expected<OnnxModel> m = ParseOnnxModel(model.data(), model.size(), "");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kCorrupt);
+  EXPECT_THAT(m.status().message(), Mentions("nested too deep"));
+}
+
 TEST(OnnxBadFiles, NestingLimit) {
   OnnxReadOptions shallow;
   shallow.limits.max_graph_nesting = 2;
