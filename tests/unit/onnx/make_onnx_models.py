@@ -189,6 +189,34 @@ save(simple([helper.make_node("Add", ["x", "huge"], ["y"], name="add")], inits=[
 save(simple([helper.make_node("Relu", ["x"], ["y"], name="r")],
             inputs=[vi("x", TensorProto.STRING, [2])]), "string_input.onnx")
 
+# More element types and encodings: double_data, bfloat16 and int16 raw,
+# uint64 (which kiln does not hold).
+save(simple([helper.make_node("Identity", ["x"], ["y"], name="id")],
+            inits=[typed("doubles", TensorProto.DOUBLE, [2], "double_data", [0.1, -2.0]),
+                   raw("i16", np.array([-300, 7], dtype=np.int16)),
+                   typed("bf16", TensorProto.BFLOAT16, [2], "int32_data", [0x3F80, 0xC000])]), "more_types.onnx")
+save(simple([helper.make_node("Identity", ["x"], ["y"], name="id")],
+            inits=[typed("big", TensorProto.UINT64, [1], "uint64_data", [1])]), "uint64_initializer.onnx")
+
+# Features kiln refuses: a local function, a sparse initializer, a sequence
+# input, an attribute holding a list of tensors.
+fn = helper.make_function("local", "Twice", ["a"], ["b"], [helper.make_node("Add", ["a", "a"], ["b"])],
+                          [helper.make_opsetid("", 13)])
+m = simple([helper.make_node("Twice", ["x"], ["y"], name="call", domain="local")], extra_opsets=[("local", 1)])
+m.functions.append(fn)
+save(m, "local_function.onnx")
+g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id")], "g",
+                      [vi("x", TensorProto.FLOAT, [1, 2])], [vi("y", TensorProto.FLOAT, [1, 2])])
+g.sparse_initializer.append(helper.make_sparse_tensor(
+    helper.make_tensor("sparse_values", TensorProto.FLOAT, [1], [1.0]),
+    helper.make_tensor("sparse_indices", TensorProto.INT64, [1], [0]), [4]))
+save(model(g), "sparse_initializer.onnx")
+save(simple([helper.make_node("Identity", ["x"], ["y"], name="id")],
+            inputs=[helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [2])]), "sequence_input.onnx")
+save(simple([helper.make_node("Identity", ["x"], ["y"], name="listy",
+                              blobs=[helper.make_tensor("t", TensorProto.FLOAT, [1], [1.0])])]),
+     "tensors_attribute.onnx")
+
 # A tiny PyTorch module exported by torch.onnx, where torch is installed.
 try:
     import torch

@@ -149,6 +149,24 @@ TEST(OnnxBadFiles, UnsupportedElementType) {
   EXPECT_THAT(s.message(), Mentions("graph input 'x' has element type STRING"));
 }
 
+TEST(OnnxBadFiles, FeaturesKilnDoesNotRead) {
+  Status u64 = ReadError("uint64_initializer.onnx");
+  EXPECT_EQ(u64.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(u64.message(), Mentions("initializer 'big' has element type UINT64"));
+  Status fn = ReadError("local_function.onnx");
+  EXPECT_EQ(fn.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(fn.message(), Mentions("local functions ('local.Twice')"));
+  Status sparse = ReadError("sparse_initializer.onnx");
+  EXPECT_EQ(sparse.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(sparse.message(), Mentions("sparse initializers"));
+  Status seq = ReadError("sequence_input.onnx");
+  EXPECT_EQ(seq.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(seq.message(), Mentions("graph input 'x' is a sequence"));
+  Status tensors = ReadError("tensors_attribute.onnx");
+  EXPECT_EQ(tensors.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(tensors.message(), Mentions("node 'listy' (Identity) attribute 'blobs' is of type TENSORS"));
+}
+
 TEST(OnnxBadFiles, TensorElementLimit) {
   Status s = ReadError("huge_tensor.onnx");
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);

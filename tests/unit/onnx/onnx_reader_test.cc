@@ -181,6 +181,23 @@ TEST(OnnxReader, ReadsNodesAndAttributesInTopologicalOrder) {
   EXPECT_EQ(tagged->FindAttribute("note")->s, "hello");
 }
 
+TEST(OnnxReader, ReadsDoubleBfloat16AndInt16) {
+  OnnxModel m = Read("more_types.onnx");
+  const OnnxTensor* d = m.graph.FindInitializer("doubles");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->dtype, DType::kF64);
+  EXPECT_EQ(Values<double>(*d), (std::vector<double>{0.1, -2.0}));
+  const OnnxTensor* i16 = m.graph.FindInitializer("i16");
+  EXPECT_EQ(i16->dtype, DType::kI16);
+  EXPECT_EQ(Values<int16_t>(*i16), (std::vector<int16_t>{-300, 7}));
+  const OnnxTensor* bf = m.graph.FindInitializer("bf16");
+  EXPECT_EQ(bf->dtype, DType::kBF16);
+  std::vector<uint16_t> bits = Values<uint16_t>(*bf);
+  ASSERT_EQ(bits.size(), 2u);
+  EXPECT_EQ(Bf16ToF32(bits[0]), 1.0f);
+  EXPECT_EQ(Bf16ToF32(bits[1]), -2.0f);
+}
+
 TEST(OnnxReader, ReadsExternalDataRelativeToTheModel) {
   OnnxModel m = Read("external.onnx");
   const OnnxTensor* a = m.graph.FindInitializer("a");
