@@ -47,6 +47,15 @@ std::string DescribeCycle(const OnnxGraph& graph, const std::vector<std::vector<
 
 std::string DescribeOnnxNode(const OnnxNode& node) { return fmt::format("node '{}' ({})", node.name, node.op_type); }
 
+Status MissingOnnxValue(const OnnxFreeValue& value) {
+  if (value.user.empty()) {
+    return NotFound("graph output '{}'{} is produced by no node and is neither a graph input nor an initializer",
+                    value.name, value.where);
+  }
+  return NotFound("{}{} takes the input '{}', which no node produces and which is neither a graph input nor an "
+                  "initializer (a missing initializer?)", value.user, value.where, value.name);
+}
+
 Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::string>>& implicit_inputs,
                       std::vector<OnnxFreeValue>* free_values) {
   std::unordered_map<std::string, int> producer;
@@ -74,7 +83,7 @@ Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::strin
 
   std::unordered_set<std::string> free_names;
   auto use_free = [&](const std::string& name, const std::string& user) {
-    if (free_names.insert(name).second) free_values->push_back({name, user});
+    if (free_names.insert(name).second) free_values->push_back({name, user, ""});
   };
   std::vector<std::vector<int>> preds(n), succs(n);
   std::vector<int> waiting(n, 0);
@@ -99,7 +108,7 @@ Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::strin
   std::unordered_set<std::string> output_names;
   for (const OnnxValueInfo& out : graph->outputs) {
     if (!output_names.insert(out.name).second) return Corrupt("graph output '{}' is listed twice", out.name);
-    if (!producer.count(out.name)) use_free(out.name, "graph output");
+    if (!producer.count(out.name)) use_free(out.name, "");
   }
 
   // Kahn's algorithm, always taking the earliest ready node of the file.

@@ -11,10 +11,13 @@
 namespace kiln {
 
 // A value a graph uses but does not produce itself (in a subgraph, a value of
-// an enclosing graph), with its first user, for messages: "node 'add' (Add)".
+// an enclosing graph), with its first user for messages: a node ("node 'add'
+// (Add)") or, when `user` is empty, the graph's output of that name; `where`
+// says which subgraph (" in the subgraph 'then_branch' of node 'if' (If)", or "").
 struct OnnxFreeValue {
   std::string name;
   std::string user;
+  std::string where;
 };
 
 // Orders `graph->nodes` so that producers come before their users (keeping
@@ -27,5 +30,8 @@ Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::strin
 
 // "node 'conv1' (Conv)".
 std::string DescribeOnnxNode(const OnnxNode& node);
+
+// The error for a value nothing produces, naming its user.
+Status MissingOnnxValue(const OnnxFreeValue& value);
 
 }  // namespace kiln

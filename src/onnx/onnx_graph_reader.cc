@@ -182,7 +182,7 @@ Status ReadNode(const onnx_proto::Node& proto, size_t index, int depth, OnnxRead
     KILN_RETURN_IF_ERROR(ReadAttribute(a, fmt::format("{} attribute '{}'", what, a.name), depth, ctx, &attr,
                                        &free));
     for (OnnxFreeValue& v : free) {
-      v.user = fmt::format("{} in a subgraph of {}", v.user, what);
+      if (v.where.empty()) v.where = fmt::format(" in the subgraph '{}' of {}", a.name, what);
       subgraph_free_values->push_back(std::move(v));
     }
     node->attributes.push_back(std::move(attr));
@@ -269,15 +269,7 @@ Expected<OnnxGraphRead> ReadOnnxGraph(const onnx_proto::Graph& proto, int depth,
     if (unresolved.erase(v.name)) read.free_values.push_back(std::move(v));
   }
 
-  if (is_main && !read.free_values.empty()) {
-    const OnnxFreeValue& v = read.free_values.front();
-    if (v.user == "graph output") {
-      return NotFound("graph output '{}' is produced by no node and is neither a graph input nor an initializer",
-                      v.name);
-    }
-    return NotFound("{} takes the input '{}', which no node produces and which is neither a graph input nor an "
-                    "initializer (a missing initializer?)", v.user, v.name);
-  }
+  if (is_main && !read.free_values.empty()) return MissingOnnxValue(read.free_values.front());
   return read;
 }
 

@@ -139,6 +139,17 @@ graph = helper.make_graph(
 save(model(graph), "if_subgraph.onnx")
 
 
+# subgraph_missing.onnx: a branch reads 'ghost', which no graph makes.
+ghost_g = helper.make_graph([helper.make_node("Add", ["x", "ghost"], ["g_out"], name="then_add")], "then",
+                            [], [vi("g_out", TensorProto.FLOAT, [2])])
+plain_g = helper.make_graph([helper.make_node("Neg", ["x"], ["p_out"], name="else_neg")], "else",
+                            [], [vi("p_out", TensorProto.FLOAT, [2])])
+graph = helper.make_graph(
+    [helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=ghost_g, else_branch=plain_g)],
+    "if_graph", [vi("cond", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])])
+save(model(graph), "subgraph_missing.onnx")
+
+
 def nested_if(levels):
     """An If nested `levels` deep (each branch holds the next If)."""
     inner = helper.make_graph([helper.make_node("Identity", ["x"], ["o0"], name="leaf")], "leaf", [],
@@ -163,6 +174,7 @@ def simple(nodes, inputs=None, outputs=None, inits=(), opset=13, extra_opsets=()
 
 
 # One broken file per rule.
+save(simple([helper.make_node("Relu", ["x"], ["r"], name="r")]), "missing_output.onnx")
 save(simple([helper.make_node("Add", ["x", "b_out"], ["a_out"], name="cyc_a"),
              helper.make_node("Relu", ["a_out"], ["b_out"], name="cyc_b"),
              helper.make_node("Identity", ["a_out"], ["y"], name="out")]), "cycle.onnx")

@@ -76,6 +76,19 @@ TEST(OnnxBadFiles, MissingInitializer) {
   EXPECT_THAT(s.message(), Mentions("'fc.weight'"));
 }
 
+TEST(OnnxBadFiles, MissingValueInASubgraph) {
+  Status s = ReadError("subgraph_missing.onnx");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), Mentions("node 'then_add' (Add) in the subgraph 'then_branch' of node 'branch' (If) "
+                                    "takes the input 'ghost'"));
+}
+
+TEST(OnnxBadFiles, GraphOutputNothingProduces) {
+  Status s = ReadError("missing_output.onnx");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), Mentions("graph output 'y' is produced by no node"));
+}
+
 TEST(OnnxBadFiles, InputWithoutShape) {
   Status s = ReadError("no_shape.onnx");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

@@ -37,7 +37,8 @@ inline std::string OnnxTestModelsDir() {
     std::string cmd = "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 '" + script + "' '" + tmp.string() + "'";
     if (std::system(cmd.c_str()) != 0) {
       ADD_FAILURE() << "failed: " << cmd;
-      return tmp.string();
+      fs::remove_all(tmp);
+      return final_dir.string();
     }
     std::ofstream(tmp / "done") << "ok\n";
     std::error_code ec;
