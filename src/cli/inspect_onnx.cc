@@ -14,7 +14,8 @@ namespace {
 std::string ShapeText(const OnnxValueInfo& v) {
   if (!v.shape) return "shape unknown";
   std::vector<std::string> dims;
-  for (const OnnxDim& d : *v.shape) dims.push_back(d.value ? std::to_string(*d.value) : d.symbol.empty() ? "?" : d.symbol);
+  for (const OnnxDim& d : *v.shape)
+    dims.push_back(d.value ? std::to_string(*d.value) : d.symbol.empty() ? "?" : d.symbol);
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 

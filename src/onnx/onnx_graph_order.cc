@@ -45,15 +45,20 @@ std::string DescribeCycle(const OnnxGraph& graph, const std::vector<std::vector<
 
 }  // namespace
 
-std::string DescribeOnnxNode(const OnnxNode& node) { return fmt::format("node '{}' ({})", node.name, node.op_type); }
+std::string DescribeOnnxNode(const OnnxNode& node) {
+  return fmt::format("node '{}' ({})", node.name, node.op_type);
+}
 
 Status MissingOnnxValue(const OnnxFreeValue& value) {
   if (value.user.empty()) {
-    return NotFound("graph output '{}'{} is produced by no node and is neither a graph input nor an initializer",
-                    value.name, value.where);
+    return NotFound(
+        "graph output '{}'{} is produced by no node and is neither a graph input nor an initializer",
+        value.name, value.where);
   }
-  return NotFound("{}{} takes the input '{}', which no node produces and which is neither a graph input nor an "
-                  "initializer (a missing initializer?)", value.user, value.where, value.name);
+  return NotFound(
+      "{}{} takes the input '{}', which no node produces and which is neither a graph input nor an "
+      "initializer (a missing initializer?)",
+      value.user, value.where, value.name);
 }
 
 Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::string>>& implicit_inputs,
@@ -75,8 +80,8 @@ Status OrderOnnxGraph(OnnxGraph* graph, const std::vector<std::vector<std::strin
       if (out.empty()) continue;
       auto [it, inserted] = producer.emplace(out, i);
       if (!inserted) {
-        return Corrupt("value '{}' is produced twice: by {} and by {}", out, DescribeProducer(*graph, it->second),
-                       DescribeOnnxNode(graph->nodes[i]));
+        return Corrupt("value '{}' is produced twice: by {} and by {}", out,
+                       DescribeProducer(*graph, it->second), DescribeOnnxNode(graph->nodes[i]));
       }
     }
   }

@@ -16,7 +16,9 @@ const std::set<std::string>& KnownDomains() {
   return domains;
 }
 
-std::string NormalizeDomain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+std::string NormalizeDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? "" : domain;
+}
 
 std::string ShapeText(const std::vector<OnnxDim>& shape) {
   std::vector<std::string> dims;
@@ -33,8 +35,8 @@ Expected<OnnxValueInfo> ReadValueInfo(const onnx_proto::ValueInfo& proto, const 
   if (!proto.has_type || proto.type.kind == Type::kNotSet) return info;
   const Type& type = proto.type;
   if (type.kind != Type::kTensor) {
-    const char* kind = type.kind == Type::kSequence ? "a sequence"
-                       : type.kind == Type::kMap    ? "a map"
+    const char* kind = type.kind == Type::kSequence   ? "a sequence"
+                       : type.kind == Type::kMap      ? "a map"
                        : type.kind == Type::kOptional ? "an optional"
                                                       : "a sparse tensor";
     return Unsupported("{} is {}; kiln reads tensors only", what, kind);
@@ -42,7 +44,8 @@ Expected<OnnxValueInfo> ReadValueInfo(const onnx_proto::ValueInfo& proto, const 
   if (type.elem_type != onnx_proto::kUndefined) {
     info.dtype = DTypeFromOnnx(type.elem_type);
     if (!info.dtype) {
-      return Unsupported("{} has element type {}, which kiln does not read", what, OnnxTypeName(type.elem_type));
+      return Unsupported("{} has element type {}, which kiln does not read", what,
+                         OnnxTypeName(type.elem_type));
     }
   }
   if (type.has_shape) {
@@ -68,13 +71,15 @@ Status ApplyInputShape(const std::vector<int64_t>& dims, OnnxValueInfo* input) {
   if (input->shape) {
     const std::vector<OnnxDim>& declared = *input->shape;
     if (declared.size() != dims.size()) {
-      return InvalidArgument("input shape for '{}' has {} dimensions, but the model declares {} dimensions {}",
-                             input->name, dims.size(), declared.size(), ShapeText(declared));
+      return InvalidArgument(
+          "input shape for '{}' has {} dimensions, but the model declares {} dimensions {}", input->name,
+          dims.size(), declared.size(), ShapeText(declared));
     }
     for (size_t i = 0; i < dims.size(); ++i) {
       if (declared[i].value && *declared[i].value != dims[i]) {
-        return InvalidArgument("input shape for '{}' gives dimension {} as {}, but the model fixes it at {} in {}",
-                               input->name, i, dims[i], *declared[i].value, ShapeText(declared));
+        return InvalidArgument(
+            "input shape for '{}' gives dimension {} as {}, but the model fixes it at {} in {}", input->name,
+            i, dims[i], *declared[i].value, ShapeText(declared));
       }
     }
   }
@@ -86,9 +91,9 @@ Status ApplyInputShape(const std::vector<int64_t>& dims, OnnxValueInfo* input) {
 
 Expected<OnnxAttribute::Kind> AttributeKind(const onnx_proto::Attribute& a, const std::string& what) {
   using namespace onnx_proto;
-  static const char* const kTypeNames[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS",
-                                           "INTS", "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR",
-                                           "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+  static const char* const kTypeNames[] = {
+      "UNDEFINED", "FLOAT",   "INT",    "STRING",        "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+      "STRINGS",   "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
   switch (a.type) {
     case kAttrFloat: return OnnxAttribute::Kind::kFloat;
     case kAttrInt: return OnnxAttribute::Kind::kInt;
@@ -118,8 +123,9 @@ Expected<OnnxAttribute::Kind> AttributeKind(const onnx_proto::Attribute& a, cons
   }
 }
 
-Status ReadAttribute(const onnx_proto::Attribute& proto, const std::string& what, int depth, OnnxReadContext* ctx,
-                     OnnxAttribute* attr, std::vector<OnnxFreeValue>* subgraph_free_values) {
+Status ReadAttribute(const onnx_proto::Attribute& proto, const std::string& what, int depth,
+                     OnnxReadContext* ctx, OnnxAttribute* attr,
+                     std::vector<OnnxFreeValue>* subgraph_free_values) {
   if (!proto.ref_attr_name.empty()) {
     return Unsupported("{} refers to a function attribute, which kiln does not read", what);
   }
@@ -168,8 +174,10 @@ Status ReadNode(const onnx_proto::Node& proto, size_t index, int depth, OnnxRead
     return Corrupt("{} is from the domain '{}', which the model does not import", what, proto.domain);
   }
   if (!KnownDomains().count(node->domain)) {
-    return Unsupported("{} is from the domain '{}', which kiln does not know (it knows ai.onnx, ai.onnx.ml and "
-                       "com.microsoft)", what, proto.domain);
+    return Unsupported(
+        "{} is from the domain '{}', which kiln does not know (it knows ai.onnx, ai.onnx.ml and "
+        "com.microsoft)",
+        what, proto.domain);
   }
   node->inputs = proto.input;
   node->outputs = proto.output;
@@ -179,8 +187,8 @@ Status ReadNode(const onnx_proto::Node& proto, size_t index, int depth, OnnxRead
     if (!attr_names.insert(a.name).second) return Corrupt("{} has the attribute '{}' twice", what, a.name);
     OnnxAttribute attr;
     std::vector<OnnxFreeValue> free;
-    KILN_RETURN_IF_ERROR(ReadAttribute(a, fmt::format("{} attribute '{}'", what, a.name), depth, ctx, &attr,
-                                       &free));
+    KILN_RETURN_IF_ERROR(
+        ReadAttribute(a, fmt::format("{} attribute '{}'", what, a.name), depth, ctx, &attr, &free));
     for (OnnxFreeValue& v : free) {
       if (v.where.empty()) v.where = fmt::format(" in the subgraph '{}' of {}", a.name, what);
       subgraph_free_values->push_back(std::move(v));
@@ -219,7 +227,8 @@ Expected<OnnxGraphRead> ReadOnnxGraph(const onnx_proto::Graph& proto, int depth,
       auto it = overrides.find(input.name);
       if (it != overrides.end()) KILN_RETURN_IF_ERROR(ApplyInputShape(it->second, &input));
       if (!input.dtype) return Corrupt("{} declares no element type", what);
-      if (!input.shape) return InvalidArgument("{} has no shape; give it one with --input-shape {}:DIMS", what, vi.name);
+      if (!input.shape)
+        return InvalidArgument("{} has no shape; give it one with --input-shape {}:DIMS", what, vi.name);
     }
     graph.inputs.push_back(std::move(input));
   }
@@ -230,8 +239,9 @@ Expected<OnnxGraphRead> ReadOnnxGraph(const onnx_proto::Graph& proto, int depth,
       if (!found) {
         std::vector<std::string> names;
         for (const OnnxValueInfo& in : graph.inputs) names.push_back(in.name);
-        return InvalidArgument("input shape given for '{}', which is not an input of the model (its inputs: {})", name,
-                               fmt::join(names, ", "));
+        return InvalidArgument(
+            "input shape given for '{}', which is not an input of the model (its inputs: {})", name,
+            fmt::join(names, ", "));
       }
     }
   }

@@ -64,9 +64,9 @@ struct OnnxAttribute {
 const char* OnnxAttributeKindName(OnnxAttribute::Kind kind);
 
 struct OnnxNode {
-  std::string name;     // may be empty in the file; the reader names such nodes "<op_type>_<index>"
+  std::string name;  // may be empty in the file; the reader names such nodes "<op_type>_<index>"
   std::string op_type;
-  std::string domain;   // "" for the default domain ("ai.onnx" is read as "")
+  std::string domain;                // "" for the default domain ("ai.onnx" is read as "")
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an omitted optional output
   std::vector<OnnxAttribute> attributes;

@@ -195,9 +195,9 @@ class Wire {
 };
 
 // Each Decode* reads fields until the end of its cursor; unknown fields are skipped.
-#define KILN_WIRE_FIELDS(w)                        \
-  uint32_t field;                                  \
-  int wt;                                          \
+#define KILN_WIRE_FIELDS(w) \
+  uint32_t field;           \
+  int wt;                   \
   while (!(w).AtEnd() && (w).Tag(&field, &wt))
 
 bool DecodeEntry(Wire w, StringStringEntry* e) {
@@ -215,13 +215,22 @@ bool DecodeTensor(Wire w, Tensor* t) {
     switch (field) {
       case 1: ok = w.RepeatedVarint(wt, &t->dims); break;
       case 2: ok = w.Int32(wt, &t->data_type); break;
-      case 3: t->has_segment = true; ok = w.Skip(wt); break;
+      case 3:
+        t->has_segment = true;
+        ok = w.Skip(wt);
+        break;
       case 4: ok = w.RepeatedFixed(wt, &t->float_data); break;
       case 5: ok = w.RepeatedVarint(wt, &t->int32_data); break;
-      case 6: ++t->string_data_count; ok = w.Skip(wt); break;
+      case 6:
+        ++t->string_data_count;
+        ok = w.Skip(wt);
+        break;
       case 7: ok = w.RepeatedVarint(wt, &t->int64_data); break;
       case 8: ok = w.String(wt, &t->name); break;
-      case 9: t->has_raw_data = true; ok = w.View(wt, &t->raw_data); break;
+      case 9:
+        t->has_raw_data = true;
+        ok = w.View(wt, &t->raw_data);
+        break;
       case 10: ok = w.RepeatedFixed(wt, &t->double_data); break;
       case 11: ok = w.RepeatedVarint(wt, &t->uint64_data); break;
       case 13:
@@ -298,10 +307,26 @@ bool DecodeType(Wire w, Type* type) {
         type->kind = Type::kTensor;
         ok = w.Sub(wt, &sub) && DecodeTensorType(sub, type);
         break;
-      case 4: *type = Type(); type->kind = Type::kSequence; ok = w.Skip(wt); break;
-      case 5: *type = Type(); type->kind = Type::kMap; ok = w.Skip(wt); break;
-      case 8: *type = Type(); type->kind = Type::kSparseTensor; ok = w.Skip(wt); break;
-      case 9: *type = Type(); type->kind = Type::kOptional; ok = w.Skip(wt); break;
+      case 4:
+        *type = Type();
+        type->kind = Type::kSequence;
+        ok = w.Skip(wt);
+        break;
+      case 5:
+        *type = Type();
+        type->kind = Type::kMap;
+        ok = w.Skip(wt);
+        break;
+      case 8:
+        *type = Type();
+        type->kind = Type::kSparseTensor;
+        ok = w.Skip(wt);
+        break;
+      case 9:
+        *type = Type();
+        type->kind = Type::kOptional;
+        ok = w.Skip(wt);
+        break;
       default: ok = w.Skip(wt);
     }
     if (!ok) return false;
@@ -337,9 +362,18 @@ bool DecodeAttribute(Wire w, Attribute* a) {
       case 1: ok = w.String(wt, &a->name); break;
       case 21: ok = w.String(wt, &a->ref_attr_name); break;
       case 20: ok = w.Int32(wt, &a->type); break;
-      case 2: a->has_f = true; ok = w.Float(wt, &a->f); break;
-      case 3: a->has_i = true; ok = w.Int(wt, &a->i); break;
-      case 4: a->has_s = true; ok = w.String(wt, &a->s); break;
+      case 2:
+        a->has_f = true;
+        ok = w.Float(wt, &a->f);
+        break;
+      case 3:
+        a->has_i = true;
+        ok = w.Int(wt, &a->i);
+        break;
+      case 4:
+        a->has_s = true;
+        ok = w.String(wt, &a->s);
+        break;
       case 5:
         a->t = std::make_unique<Tensor>();
         ok = w.Sub(wt, &sub) && DecodeTensor(sub, a->t.get());
@@ -354,7 +388,12 @@ bool DecodeAttribute(Wire w, Attribute* a) {
         a->strings.emplace_back();
         ok = w.String(wt, &a->strings.back());
         break;
-      case 10: case 11: case 14: case 15: case 22: case 23:
+      case 10:
+      case 11:
+      case 14:
+      case 15:
+      case 22:
+      case 23:
         ++a->other_values;
         ok = w.Skip(wt);
         break;
@@ -370,8 +409,14 @@ bool DecodeNode(Wire w, Node* n) {
     bool ok = true;
     Wire sub = w;
     switch (field) {
-      case 1: n->input.emplace_back(); ok = w.String(wt, &n->input.back()); break;
-      case 2: n->output.emplace_back(); ok = w.String(wt, &n->output.back()); break;
+      case 1:
+        n->input.emplace_back();
+        ok = w.String(wt, &n->input.back());
+        break;
+      case 2:
+        n->output.emplace_back();
+        ok = w.String(wt, &n->output.back());
+        break;
       case 3: ok = w.String(wt, &n->name); break;
       case 4: ok = w.String(wt, &n->op_type); break;
       case 7: ok = w.String(wt, &n->domain); break;
@@ -391,15 +436,27 @@ bool DecodeGraph(Wire w, Graph* g) {
     bool ok = true;
     Wire sub = w;
     switch (field) {
-      case 1: g->node.emplace_back(); ok = w.Sub(wt, &sub) && DecodeNode(sub, &g->node.back()); break;
+      case 1:
+        g->node.emplace_back();
+        ok = w.Sub(wt, &sub) && DecodeNode(sub, &g->node.back());
+        break;
       case 2: ok = w.String(wt, &g->name); break;
       case 5:
         g->initializer.emplace_back();
         ok = w.Sub(wt, &sub) && DecodeTensor(sub, &g->initializer.back());
         break;
-      case 15: ++g->sparse_initializer_count; ok = w.Skip(wt); break;
-      case 11: g->input.emplace_back(); ok = w.Sub(wt, &sub) && DecodeValueInfo(sub, &g->input.back()); break;
-      case 12: g->output.emplace_back(); ok = w.Sub(wt, &sub) && DecodeValueInfo(sub, &g->output.back()); break;
+      case 15:
+        ++g->sparse_initializer_count;
+        ok = w.Skip(wt);
+        break;
+      case 11:
+        g->input.emplace_back();
+        ok = w.Sub(wt, &sub) && DecodeValueInfo(sub, &g->input.back());
+        break;
+      case 12:
+        g->output.emplace_back();
+        ok = w.Sub(wt, &sub) && DecodeValueInfo(sub, &g->output.back());
+        break;
       default: ok = w.Skip(wt);
     }
     if (!ok) return false;
@@ -434,7 +491,10 @@ bool DecodeModelFields(Wire w, Model* m) {
       case 1: ok = w.Int(wt, &m->ir_version); break;
       case 2: ok = w.String(wt, &m->producer_name); break;
       case 3: ok = w.String(wt, &m->producer_version); break;
-      case 7: m->has_graph = true; ok = w.Sub(wt, &sub) && DecodeGraph(sub, &m->graph); break;
+      case 7:
+        m->has_graph = true;
+        ok = w.Sub(wt, &sub) && DecodeGraph(sub, &m->graph);
+        break;
       case 8:
         m->opset_import.emplace_back();
         ok = w.Sub(wt, &sub) && DecodeOpset(sub, &m->opset_import.back());
@@ -462,8 +522,10 @@ Status DecodeModel(const uint8_t* data, size_t size, int max_depth, int64_t max_
     if (state.items > max_items) {
       return ResourceExhausted("the model holds {}: larger than kiln reads", state.error);
     }
-    return Corrupt("not a valid ONNX model: its {} bytes do not decode as an ONNX ModelProto ({}; truncated, or not "
-                   "an ONNX file)", size, state.error.empty() ? "malformed" : state.error);
+    return Corrupt(
+        "not a valid ONNX model: its {} bytes do not decode as an ONNX ModelProto ({}; truncated, or not "
+        "an ONNX file)",
+        size, state.error.empty() ? "malformed" : state.error);
   }
   return Status::Ok();
 }

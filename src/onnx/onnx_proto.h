@@ -18,16 +18,42 @@ namespace kiln::onnx_proto {
 
 // TensorProto.DataType.
 enum DataType : int32_t {
-  kUndefined = 0, kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7,
-  kString = 8, kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12, kUint64 = 13, kComplex64 = 14,
-  kComplex128 = 15, kBfloat16 = 16,
+  kUndefined = 0,
+  kFloat = 1,
+  kUint8 = 2,
+  kInt8 = 3,
+  kUint16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUint32 = 12,
+  kUint64 = 13,
+  kComplex64 = 14,
+  kComplex128 = 15,
+  kBfloat16 = 16,
 };
 
 // AttributeProto.AttributeType.
 enum AttributeType : int32_t {
-  kAttrUndefined = 0, kAttrFloat = 1, kAttrInt = 2, kAttrString = 3, kAttrTensor = 4, kAttrGraph = 5,
-  kAttrFloats = 6, kAttrInts = 7, kAttrStrings = 8, kAttrTensors = 9, kAttrGraphs = 10, kAttrSparseTensor = 11,
-  kAttrSparseTensors = 12, kAttrTypeProto = 13, kAttrTypeProtos = 14,
+  kAttrUndefined = 0,
+  kAttrFloat = 1,
+  kAttrInt = 2,
+  kAttrString = 3,
+  kAttrTensor = 4,
+  kAttrGraph = 5,
+  kAttrFloats = 6,
+  kAttrInts = 7,
+  kAttrStrings = 8,
+  kAttrTensors = 9,
+  kAttrGraphs = 10,
+  kAttrSparseTensor = 11,
+  kAttrSparseTensors = 12,
+  kAttrTypeProto = 13,
+  kAttrTypeProtos = 14,
 };
 
 struct StringStringEntry {

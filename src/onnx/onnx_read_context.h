@@ -15,9 +15,9 @@ namespace kiln {
 struct OnnxReadContext {
   const OnnxReadOptions* options = nullptr;
   const std::map<std::string, int64_t>* opset_imports = nullptr;  // domain -> version, "" the default
-  std::string base_dir;           // where external data files are; "" refuses them
-  uint64_t external_bytes = 0;    // read so far from external data files
-  int64_t nodes = 0;              // read so far, all graphs together
+  std::string base_dir;         // where external data files are; "" refuses them
+  uint64_t external_bytes = 0;  // read so far from external data files
+  int64_t nodes = 0;            // read so far, all graphs together
 };
 
 // kiln's type for ONNX's TensorProto.DataType value `onnx_type`, or nullopt

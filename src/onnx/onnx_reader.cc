@@ -27,8 +27,8 @@ Status ReadOpsetImports(const onnx_proto::Model& proto, std::map<std::string, in
     return Corrupt("the model imports no opset of the default domain (ai.onnx); is this an ONNX model?");
   }
   if (it->second < kOnnxMinOpset || it->second > kOnnxMaxOpset) {
-    return Unsupported("the model uses opset {} of the default domain; kiln reads opsets {} through {}", it->second,
-                       kOnnxMinOpset, kOnnxMaxOpset);
+    return Unsupported("the model uses opset {} of the default domain; kiln reads opsets {} through {}",
+                       it->second, kOnnxMinOpset, kOnnxMaxOpset);
   }
   return Status::Ok();
 }
@@ -38,15 +38,18 @@ Status ReadOpsetImports(const onnx_proto::Model& proto, std::map<std::string, in
 Expected<OnnxModel> ParseOnnxModel(const void* data, size_t size, const std::string& base_dir,
                                    const OnnxReadOptions& options) {
   if (size > options.limits.max_file_bytes) {
-    return ResourceExhausted("the model is {} bytes, above the limit of {} (larger models keep their weights in "
-                             "external data files)", size, options.limits.max_file_bytes);
+    return ResourceExhausted(
+        "the model is {} bytes, above the limit of {} (larger models keep their weights in "
+        "external data files)",
+        size, options.limits.max_file_bytes);
   }
   onnx_proto::Model proto;
   KILN_RETURN_IF_ERROR(onnx_proto::DecodeModel(static_cast<const uint8_t*>(data), size, kMaxMessageDepth,
-                                                 options.limits.max_proto_items, &proto));
+                                               options.limits.max_proto_items, &proto));
   if (!proto.has_graph) return Corrupt("not an ONNX model: it has no graph");
   if (!proto.function_names.empty()) {
-    return Unsupported("the model defines local functions ('{}'), which kiln does not read", proto.function_names[0]);
+    return Unsupported("the model defines local functions ('{}'), which kiln does not read",
+                       proto.function_names[0]);
   }
 
   OnnxModel model;
@@ -69,8 +72,10 @@ Expected<OnnxModel> ReadOnnxModel(const std::string& path, const OnnxReadOptions
   uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) return IoError("{}: {}", path, ec.message());
   if (size > options.limits.max_file_bytes) {
-    return ResourceExhausted("{}: the model is {} bytes, above the limit of {} (larger models keep their weights "
-                             "in external data files)", path, size, options.limits.max_file_bytes);
+    return ResourceExhausted(
+        "{}: the model is {} bytes, above the limit of {} (larger models keep their weights "
+        "in external data files)",
+        path, size, options.limits.max_file_bytes);
   }
   KILN_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   std::string dir = std::filesystem::path(path).parent_path().string();

@@ -13,7 +13,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string DimsText(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+std::string DimsText(const std::vector<int64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
 
 // Appends each of `values` narrowed to `width` bytes (little-endian), as
 // int32_data holds int8/uint8/int16/bool/float16/bfloat16 elements.
@@ -65,12 +67,12 @@ Status ReadTypedFields(const onnx_proto::Tensor& proto, DType dtype, std::string
       AppendNarrowed(proto.int32_data, *DTypeBytes(dtype, 1), out);
       return Status::Ok();
     }
-    default:
-      return Internal("no typed field for {}", DTypeName(dtype));
+    default: return Internal("no typed field for {}", DTypeName(dtype));
   }
 }
 
-Expected<uint64_t> ParseExternalNumber(const std::string& what, const std::string& key, const std::string& text) {
+Expected<uint64_t> ParseExternalNumber(const std::string& what, const std::string& key,
+                                       const std::string& text) {
   uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size()) {
@@ -106,12 +108,15 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   }
   if (location.empty()) return Corrupt("{} has external data without a location", what);
   if (ctx->base_dir.empty()) {
-    return InvalidArgument("{} has external data ('{}'), which needs the model's folder: read the model from a file",
-                           what, location);
+    return InvalidArgument(
+        "{} has external data ('{}'), which needs the model's folder: read the model from a file", what,
+        location);
   }
   if (fs::path(location).is_absolute()) {
-    return InvalidArgument("{}: external data location '{}' is an absolute path; it must be relative to the model's "
-                           "folder", what, location);
+    return InvalidArgument(
+        "{}: external data location '{}' is an absolute path; it must be relative to the model's "
+        "folder",
+        what, location);
   }
   std::error_code ec;
   fs::path dir = fs::canonical(ctx->base_dir, ec);
@@ -127,13 +132,13 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   uint64_t file_size = fs::file_size(file, ec);
   if (ec) return NotFound("{}: external data file '{}': {}", what, location, ec.message());
   if (offset > file_size || expected_bytes > file_size - offset) {
-    return Corrupt("{}: external data at offset {} and length {} lies beyond the end of '{}' ({} bytes)", what, offset,
-                   expected_bytes, location, file_size);
+    return Corrupt("{}: external data at offset {} and length {} lies beyond the end of '{}' ({} bytes)",
+                   what, offset, expected_bytes, location, file_size);
   }
-  if (expected_bytes > ctx->options->limits.max_external_bytes - std::min(ctx->external_bytes,
-                                                                          ctx->options->limits.max_external_bytes)) {
-    return ResourceExhausted("{}: external data would exceed the limit of {} bytes read from external files", what,
-                             ctx->options->limits.max_external_bytes);
+  if (expected_bytes > ctx->options->limits.max_external_bytes -
+                           std::min(ctx->external_bytes, ctx->options->limits.max_external_bytes)) {
+    return ResourceExhausted("{}: external data would exceed the limit of {} bytes read from external files",
+                             what, ctx->options->limits.max_external_bytes);
   }
   ctx->external_bytes += expected_bytes;
   std::ifstream in(file, std::ios::binary);
@@ -141,18 +146,22 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   in.seekg(static_cast<std::streamoff>(offset));
   out->resize(expected_bytes);
   in.read(out->data(), static_cast<std::streamsize>(expected_bytes));
-  if (!in) return IoError("{}: reading {} bytes at offset {} of '{}' failed", what, expected_bytes, offset, location);
+  if (!in)
+    return IoError("{}: reading {} bytes at offset {} of '{}' failed", what, expected_bytes, offset,
+                   location);
   return Status::Ok();
 }
 
 }  // namespace
 
-Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::string& what, OnnxReadContext* ctx) {
+Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::string& what,
+                                    OnnxReadContext* ctx) {
   OnnxTensor tensor;
   tensor.name = proto.name;
   std::optional<DType> dtype = DTypeFromOnnx(proto.data_type);
   if (!dtype) {
-    return Unsupported("{} has element type {}, which kiln does not read", what, OnnxTypeName(proto.data_type));
+    return Unsupported("{} has element type {}, which kiln does not read", what,
+                       OnnxTypeName(proto.data_type));
   }
   tensor.dtype = *dtype;
   if (proto.has_segment) return Unsupported("{} is stored in segments, which kiln does not read", what);
@@ -168,8 +177,8 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   for (int64_t d : tensor.dims) {
     if (empty) break;
     if (__builtin_mul_overflow(elements, d, &elements) || elements > max_elements) {
-      return ResourceExhausted("{} of shape {} has more than {} elements, the limit", what, DimsText(tensor.dims),
-                               max_elements);
+      return ResourceExhausted("{} of shape {} has more than {} elements, the limit", what,
+                               DimsText(tensor.dims), max_elements);
     }
   }
   const uint64_t expected_bytes = *DTypeBytes(tensor.dtype, static_cast<uint64_t>(elements));
@@ -180,8 +189,8 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   }
   if (proto.has_raw_data) {
     if (proto.raw_data.size() != expected_bytes) {
-      return Corrupt("{} holds {} bytes of raw data, but its shape {} of {} needs {}", what, proto.raw_data.size(),
-                     DimsText(tensor.dims), DTypeName(tensor.dtype), expected_bytes);
+      return Corrupt("{} holds {} bytes of raw data, but its shape {} of {} needs {}", what,
+                     proto.raw_data.size(), DimsText(tensor.dims), DTypeName(tensor.dtype), expected_bytes);
     }
     tensor.data.assign(proto.raw_data.data(), proto.raw_data.size());
     return tensor;
@@ -190,8 +199,8 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   const char* field = "";
   KILN_RETURN_IF_ERROR(ReadTypedFields(proto, tensor.dtype, &tensor.data, &count, &field));
   if (count != elements) {
-    return Corrupt("{} holds {} values in {}, but its shape {} needs {}", what, count, field, DimsText(tensor.dims),
-                   elements);
+    return Corrupt("{} holds {} values in {}, but its shape {} needs {}", what, count, field,
+                   DimsText(tensor.dims), elements);
   }
   return tensor;
 }

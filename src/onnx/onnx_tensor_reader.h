@@ -13,6 +13,7 @@
 namespace kiln {
 
 // `what` names the tensor in messages ("initializer 'conv.weight'").
-Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::string& what, OnnxReadContext* ctx);
+Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::string& what,
+                                    OnnxReadContext* ctx);
 
 }  // namespace kiln

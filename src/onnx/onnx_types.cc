@@ -24,9 +24,9 @@ std::optional<DType> DTypeFromOnnx(int32_t onnx_type) {
 }
 
 std::string OnnxTypeName(int32_t onnx_type) {
-  static const char* const kNames[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
-                                       "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
-                                       "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+  static const char* const kNames[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
+                                       "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
+                                       "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
   if (onnx_type >= 0 && onnx_type < static_cast<int32_t>(std::size(kNames))) return kNames[onnx_type];
   return fmt::format("unknown type {}", onnx_type);
 }

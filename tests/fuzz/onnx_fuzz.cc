@@ -53,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (model.status().message().empty()) __builtin_trap();
     return 0;
   }
-  if (model->default_opset() < kiln::kOnnxMinOpset || model->default_opset() > kiln::kOnnxMaxOpset) __builtin_trap();
+  if (model->default_opset() < kiln::kOnnxMinOpset || model->default_opset() > kiln::kOnnxMaxOpset)
+    __builtin_trap();
   CheckGraph(model->graph, true);
   return 0;
 }

@@ -28,7 +28,9 @@ std::string Bytes(const std::string& name) {
   return s.str();
 }
 
-MATCHER_P(Mentions, text, "") { return arg.find(text) != std::string::npos; }
+MATCHER_P(Mentions, text, "") {
+  return arg.find(text) != std::string::npos;
+}
 
 TEST(OnnxBadFiles, TruncatedFile) {
   std::string bytes = Bytes("basic.onnx");
@@ -79,8 +81,9 @@ TEST(OnnxBadFiles, MissingInitializer) {
 TEST(OnnxBadFiles, MissingValueInASubgraph) {
   Status s = ReadError("subgraph_missing.onnx");
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_THAT(s.message(), Mentions("node 'then_add' (Add) in the subgraph 'then_branch' of node 'branch' (If) "
-                                    "takes the input 'ghost'"));
+  EXPECT_THAT(s.message(),
+              Mentions("node 'then_add' (Add) in the subgraph 'then_branch' of node 'branch' (If) "
+                       "takes the input 'ghost'"));
 }
 
 TEST(OnnxBadFiles, GraphOutputNothingProduces) {

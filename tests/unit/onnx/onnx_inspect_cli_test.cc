@@ -45,7 +45,9 @@ TEST(OnnxInspectCli, PrintsTheGraphSummary) {
   EXPECT_THAT(run.output,
               HasSubstr("op types: Constant 1, Conv 1, Identity 1, LeakyRelu 1, Relu 1, Reshape 1\n"));
   // 24 + 8 + 16 + 6 + 4 + 12 + 16 + 3 + 3 + 2 + 4 + 0 bytes.
-  EXPECT_THAT(run.output, HasSubstr("initializers: 12 tensors, 98 bytes (bool 1, f16 2, f32 4, i32 2, i64 1, i8 1, u8 1)"));
+  EXPECT_THAT(
+      run.output,
+      HasSubstr("initializers: 12 tensors, 98 bytes (bool 1, f16 2, f32 4, i32 2, i64 1, i8 1, u8 1)"));
 }
 
 TEST(OnnxInspectCli, InputShapeFixesSymbolicDims) {

@@ -28,8 +28,8 @@ inline std::string OnnxTestModelsDir() {
     text << in.rdbuf();
     // One folder per version of the script, made under a temporary name and
     // renamed into place, so that test processes running at once share it.
-    fs::path final_dir = fs::path(BinaryDir()) / "onnx_test_models" /
-                         std::to_string(std::hash<std::string>()(text.str()));
+    fs::path final_dir =
+        fs::path(BinaryDir()) / "onnx_test_models" / std::to_string(std::hash<std::string>()(text.str()));
     if (fs::exists(final_dir / "done")) return final_dir.string();
     fs::path tmp = final_dir.string() + ".tmp" + std::to_string(::getpid());
     fs::remove_all(tmp);
@@ -49,6 +49,8 @@ inline std::string OnnxTestModelsDir() {
   return dir;
 }
 
-inline std::string OnnxTestModel(const std::string& name) { return OnnxTestModelsDir() + "/" + name; }
+inline std::string OnnxTestModel(const std::string& name) {
+  return OnnxTestModelsDir() + "/" + name;
+}
 
 }  // namespace kiln::testing
