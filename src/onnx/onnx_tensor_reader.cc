@@ -107,6 +107,9 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
     // "checksum" and unknown keys are not needed to read the bytes.
   }
   if (location.empty()) return Corrupt("{} has external data without a location", what);
+  if (location.find('\0') != std::string::npos) {
+    return Corrupt("{}: external data location has a NUL byte in it", what);
+  }
   if (ctx->base_dir.empty()) {
     return InvalidArgument(
         "{} has external data ('{}'), which needs the model's folder: read the model from a file", what,

@@ -3,12 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "onnx/onnx_reader.h"
 #include "onnx_test_models.h"
+#include "testing/test_paths.h"
 
 namespace kiln {
 namespace {
@@ -258,6 +260,16 @@ TEST(OnnxBadFiles, ExternalDataOutsideTheModelFolder) {
   Status absolute = ReadError("ext_absolute.onnx");
   EXPECT_THAT(absolute.message(), Mentions("initializer 'abs'"));
   EXPECT_THAT(absolute.message(), Mentions("absolute path"));
+}
+
+TEST(OnnxBadFiles, ExternalDataThroughASymlinkLeavingTheFolder) {
+  namespace fs = std::filesystem;
+  fs::path dir = testing::MakeTempDir();
+  fs::copy_file(OnnxTestModel("external.onnx"), dir / "external.onnx");
+  fs::create_symlink(OnnxTestModel("weights.bin"), dir / "weights.bin");
+  Expected<OnnxModel> m = ReadOnnxModel((dir / "external.onnx").string());
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), Mentions("initializer 'a': external data location 'weights.bin' leaves"));
 }
 
 TEST(OnnxBadFiles, ExternalDataOutOfBoundsOrWrongLength) {
