@@ -96,7 +96,8 @@ struct OnnxModel {
   std::map<std::string, int64_t> opset_imports;
   OnnxGraph graph;
 
-  // The version of the default domain's opset.
+  // The version of the default domain's opset (0 when the model imports
+  // only other domains).
   int64_t default_opset() const;
 };
 

@@ -22,11 +22,11 @@ Status ReadOpsetImports(const onnx_proto::Model& proto, std::map<std::string, in
       return Corrupt("the model imports the domain '{}' twice", opset.domain);
     }
   }
+  // A model of other domains only (the training ops) need not import the
+  // default one; a node of a domain the model does not import is refused
+  // where it is read.
   auto it = imports->find("");
-  if (it == imports->end()) {
-    return Corrupt("the model imports no opset of the default domain (ai.onnx); is this an ONNX model?");
-  }
-  if (it->second < kOnnxMinOpset || it->second > kOnnxMaxOpset) {
+  if (it != imports->end() && (it->second < kOnnxMinOpset || it->second > kOnnxMaxOpset)) {
     return Unsupported("the model uses opset {} of the default domain; kiln reads opsets {} through {}",
                        it->second, kOnnxMinOpset, kOnnxMaxOpset);
   }
