@@ -14,6 +14,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece
   python3-pytest curl
+  # the ONNX reader's tests: models written by onnx.helper, and the ONNX
+  # test data (backend node tests and more)
+  python3-onnx libonnx-testdata
   # structured output: outputs validated against the JSON Schema test suite
   python3-jsonschema json-schema-test-suite
   # the chat page's browser test (driven by playwright-core from npm)

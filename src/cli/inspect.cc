@@ -5,6 +5,7 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
+#include "cli/inspect_onnx.h"
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
 #include "format/gguf.h"
@@ -146,9 +147,10 @@ void RegisterInspect(CLI::App& app) {
     int threads = 0;
     bool w8a8 = false;
     std::vector<std::string> backend_plugins;
+    std::vector<std::string> input_shapes;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("model", a->model, "A Hugging Face folder or a .gguf file")->required();
+  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file or an .onnx file")->required();
   cmd->add_flag("--plan", a->plan, "Compile the model and print the plan: placement, fallbacks, fusions, memory");
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
@@ -158,7 +160,19 @@ void RegisterInspect(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
   cmd->add_flag("--w8a8", a->w8a8, "With --plan: the decoder layers' linears repacked to int8 (W8A8)");
+  cmd->add_option("--input-shape", a->input_shapes, "For ONNX models: NAME:DIMS fixes an input's shape (repeatable)");
   cmd->callback([a]() {
+    if (IsOnnxPath(a->model)) {
+      Status printed = PrintOnnxSummary(a->model, a->input_shapes);
+      if (!printed.ok()) {
+        fmt::print(stderr, "kiln inspect: {}\n", printed.ToString());
+        SetExitCode(1);
+      } else if (a->plan) {
+        fmt::print(stderr, "kiln inspect: --plan: ONNX graphs cannot be compiled yet\n");
+        SetExitCode(2);
+      }
+      return;
+    }
     auto store = WeightStore::Open(a->model);
     if (!store.ok()) {
       fmt::print(stderr, "kiln inspect: {}\n", store.status().ToString());

@@ -9,6 +9,7 @@ types, llama/qwen metadata; every safetensors dtype, metadata, scalars.
 import json
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -140,6 +141,21 @@ def safetensors_seeds():
                       {"format": "pt"}))
 
 
+def onnx_seeds():
+    """A few of the ONNX reader tests' models (written by onnx.helper and
+    torch.onnx.export through tests/unit/onnx/make_onnx_models.py)."""
+    import subprocess
+    import tempfile
+
+    script = os.path.join(HERE, "..", "unit", "onnx", "make_onnx_models.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, script, tmp], check=True)
+        for name in ["basic", "if_subgraph", "nested3", "torch_tiny", "external", "cycle"]:
+            with open(os.path.join(tmp, name + ".onnx"), "rb") as f:
+                write("onnx_fuzz", name + ".onnx", f.read())
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
+    onnx_seeds()

@@ -1,0 +1,19 @@
+// `kiln inspect MODEL.onnx`: an ONNX graph's summary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kiln::cli {
+
+// True for a path naming an ONNX file (".onnx", any case).
+bool IsOnnxPath(const std::string& path);
+
+// Reads the ONNX model at `path` with the `--input-shape NAME:DIMS`
+// overrides and prints its opsets, inputs and outputs (element types and
+// shapes), op-type counts and initializer bytes.
+Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>& input_shapes);
+
+}  // namespace kiln::cli
