@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "grammar/gbnf_parser.h"
 #include "grammar/gbnf_text.h"
 #include "grammar/json_schema_grammar.h"
 
@@ -98,6 +99,10 @@ ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format
     Expected<std::string> gbnf = JsonSchemaToGbnf(schema);
     const std::string field = fmt::format("tools[{}].function.parameters", i);
     if (!gbnf.ok()) return BadRequest(field, fmt::format("{}: {}", field, gbnf.status().message()));
+    // Checked on its own, so that a schema whose grammar cannot work (a $ref
+    // cycle that never ends) is this tool's error, not the whole grammar's.
+    Expected<Grammar> check = ParseGbnf(*gbnf);
+    if (!check.ok()) return BadRequest(field, fmt::format("{}: {}", field, check.status().message()));
     const std::string prefix = fmt::format("tool{}-", i);
     rules += PrefixGbnfRules(*gbnf, prefix);
     if (!rules.empty() && rules.back() != '\n') rules += '\n';

@@ -128,6 +128,12 @@ TEST(ToolCallGrammarTest, UnsupportedSchemaNamesTheTool) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tools[1].function.parameters");
   EXPECT_NE(e->message.find("not"), std::string::npos) << e->message;
+  // A $ref cycle that can never end.
+  r.tools[1].parameters = OJson::parse(R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}})");
+  e = BuildToolCallGrammar(r, ToolCallFormat::kHermes, ThinkingMode::kNone, &out);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "tools[1].function.parameters");
+  EXPECT_EQ(e->message.rfind("tools[1].function.parameters: ", 0), 0u) << e->message;
 }
 
 TEST(ToolCallGrammarTest, PrefixingRenamesRulesOnly) {
