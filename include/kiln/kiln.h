@@ -257,6 +257,14 @@ typedef struct kiln_sampling_params {
   int ignore_eos;          /* keep generating past end-of-sequence ids (0) */
   int skip_special_tokens; /* leave special tokens out of the text (1) */
   int logprobs;            /* report each chosen token's log-probability (0) */
+  /* Structured output, enforced token by token; at most one of the three.
+   * A GBNF grammar (llama.cpp's format, start rule `root`), a JSON Schema
+   * (2020-12, draft-07 spellings accepted), or any JSON object. NULL / 0:
+   * none. An invalid or unsupported one fails the request, the message
+   * starting with "grammar: " or "json_schema: ". */
+  const char* grammar;
+  const char* json_schema;
+  int json_object;
 } kiln_sampling_params;
 
 /* Fills `params` with the defaults above, struct_size included. */

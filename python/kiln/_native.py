@@ -70,6 +70,9 @@ class SamplingParamsStruct(ctypes.Structure):
         ("ignore_eos", ctypes.c_int),
         ("skip_special_tokens", ctypes.c_int),
         ("logprobs", ctypes.c_int),
+        ("grammar", ctypes.c_char_p),
+        ("json_schema", ctypes.c_char_p),
+        ("json_object", ctypes.c_int),
     ]
 
 

@@ -1,6 +1,7 @@
 """How to pick each next token and when to stop, with vLLM's field names."""
 
 import ctypes
+import json
 from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
@@ -31,6 +32,12 @@ class SamplingParams:
     # None: none; 0: the chosen token's log-probability (kiln does not
     # report the most likely alternatives, so larger values are refused).
     logprobs: Optional[int] = None
+    # Structured output, enforced token by token (at most one): a JSON
+    # Schema (a dict or its JSON text), a GBNF grammar (llama.cpp's format),
+    # or any JSON object.
+    json_schema: Optional[Union[str, dict]] = None
+    grammar: Optional[str] = None
+    json_object: bool = False
     _keepalive: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -45,7 +52,8 @@ class SamplingParams:
             temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
             repetition_penalty=s.repetition_penalty, presence_penalty=s.presence_penalty,
             frequency_penalty=s.frequency_penalty, seed=None if s.seed < 0 else s.seed, max_tokens=s.max_tokens,
-            min_tokens=s.min_tokens, ignore_eos=bool(s.ignore_eos), skip_special_tokens=bool(s.skip_special_tokens))
+            min_tokens=s.min_tokens, ignore_eos=bool(s.ignore_eos), skip_special_tokens=bool(s.skip_special_tokens),
+            json_object=bool(s.json_object))
 
     def _to_struct(self, default_max_tokens: int = 16) -> "_native.SamplingParamsStruct":
         """The C struct; the arrays it points to live as long as this object's
@@ -74,5 +82,11 @@ class SamplingParams:
         id_array = (ctypes.c_int32 * max(1, len(ids)))(*ids)
         s.stop_token_ids = ctypes.cast(id_array, _native.c_int32_p)
         s.num_stop_token_ids = len(ids)
-        self._keepalive[:] = [stop_array, id_array]
+        schema = self.json_schema
+        if isinstance(schema, dict):
+            schema = json.dumps(schema)
+        s.json_schema = None if schema is None else _native.encode(schema, "json_schema")
+        s.grammar = None if self.grammar is None else _native.encode(self.grammar, "grammar")
+        s.json_object = int(bool(self.json_object))
+        self._keepalive[:] = [stop_array, id_array, s.json_schema, s.grammar]
         return s

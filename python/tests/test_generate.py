@@ -1,8 +1,11 @@
 """LLM.generate and LLM.chat: greedy output against the references and
 `kiln generate`, batches, token-id prompts, and the model's defaults."""
 
+import json
 import subprocess
 import threading
+
+import pytest
 
 import kiln
 from conftest import greedy, model_dir, reference
@@ -99,3 +102,29 @@ def test_chat_renders_the_template_and_generates(llm):
     assert chat.outputs[0].token_ids == plain.outputs[0].token_ids
     two = llm.chat([messages, messages[1:]], greedy(4))
     assert len(two) == 2
+
+
+def test_structured_output_json_schema_and_grammar(llm):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    outs = llm.generate(["A:", "B:"], [kiln.SamplingParams(temperature=1.0, seed=s, max_tokens=200, json_schema=schema)
+                                       for s in (1, 2)])
+    for out in outs:
+        value = json.loads(out.outputs[0].text)
+        assert set(value) == {"n"} and 1 <= value["n"] <= 9
+        assert out.outputs[0].finish_reason == "stop"
+    digits = llm.generate("A:", kiln.SamplingParams(temperature=1.0, seed=3, max_tokens=10,
+                                                    grammar='root ::= "id-" [0-9]{4}'))[0].outputs[0].text
+    assert len(digits) == 7 and digits.startswith("id-") and digits[3:].isdigit()
+    anything = llm.generate("A:", kiln.SamplingParams(temperature=1.0, seed=4, max_tokens=60, json_object=True))
+    text = anything[0].outputs[0].text
+    assert text.startswith("{")
+    if anything[0].outputs[0].finish_reason == "stop":
+        assert isinstance(json.loads(text), dict)
+
+
+def test_structured_output_errors_name_the_field(llm):
+    with pytest.raises(kiln.InvalidArgumentError, match="json_schema: "):
+        llm.generate("A:", kiln.SamplingParams(max_tokens=4, json_schema={"type": "object", "not": {}}))
+    with pytest.raises(kiln.InvalidArgumentError, match="grammar: "):
+        llm.generate("A:", kiln.SamplingParams(max_tokens=4, grammar="root ::= undefined-rule"))

@@ -91,6 +91,7 @@ kiln_sampling_params ToCSamplingParams(const SamplingParams& p) {
   c.ignore_eos = p.ignore_eos ? 1 : 0;
   c.skip_special_tokens = p.skip_special_tokens ? 1 : 0;
   c.logprobs = p.logprobs ? 1 : 0;
+  c.json_object = p.json_object ? 1 : 0;  // grammar and json_schema stay NULL: no storage to point into
   return c;
 }
 
@@ -111,6 +112,9 @@ Expected<SamplingParams> FromCSamplingParams(const kiln_sampling_params* given) 
   p.ignore_eos = c.ignore_eos != 0;
   p.skip_special_tokens = c.skip_special_tokens != 0;
   p.logprobs = c.logprobs != 0;
+  if (c.grammar != nullptr) p.grammar = c.grammar;
+  if (c.json_schema != nullptr) p.json_schema = c.json_schema;
+  p.json_object = c.json_object != 0;
   if (c.num_stop > kMaxStopStrings) {
     return InvalidArgument("params.num_stop is {}, more than {}", c.num_stop, kMaxStopStrings);
   }

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "engine/block_manager.h"
+#include "engine/grammar_compiler.h"
 #include "engine/model_runner.h"
 #include "engine/model_session.h"
 #include "engine/scheduler.h"
@@ -70,6 +71,7 @@ Status LLMEngine::Init() {
   sc.max_prefill_chunk = options_.max_prefill_chunk;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
   runner_ = std::make_unique<ModelRunner>(*session_);
+  if (model_.tokenizer) grammars_ = std::make_unique<GrammarCompiler>(*model_.tokenizer);
   if (!options_.dump_dir.empty()) {
     KILN_ASSIGN_OR_RETURN(dumper_, TensorDumper::Create(options_.dump_dir));
   }
@@ -149,8 +151,15 @@ Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
         prompt.size(), params.max_tokens, blocks_->BlocksForTokens(total), blocks_->num_blocks());
   }
 
+  std::shared_ptr<const TokenGrammar> grammar;
+  if (params.constrained()) {
+    if (!grammars_) return InvalidArgument("structured output (a grammar or JSON schema) needs a tokenizer");
+    KILN_ASSIGN_OR_RETURN(grammar, grammars_->Compile(params));
+  }
+
   RequestId id = next_id_.fetch_add(1);
   auto r = std::make_unique<Request>(id, std::move(prompt), params);
+  if (grammar) r->seq.constraint = std::make_unique<OutputConstraint>(std::move(grammar), params.grammar_triggers);
   r->on_token = std::move(request.on_token);
   r->seq.sampler = MakeSamplerState(params, r->seq.tokens, vocab,
                                     seed_base_ ^ (static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ull));
@@ -238,6 +247,23 @@ void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
   Sequence& seq = r.seq;
   const SamplingParams& params = seq.params;
   const int32_t token = sample.token;
+  if (token < 0) {
+    // Only a grammar's mask leaves nothing to draw: the output cannot go on.
+    KILN_LOG_WARN("request {}: its grammar accepts no further token after {} tokens; ending it", seq.id,
+                  seq.num_completion_tokens());
+    TokenEvent event;
+    if (r.decoder) event.text = r.stop_filter.Push(r.decoder->Flush(), true) + r.stop_filter.Finish();
+    FinishRequest(r, FinishReason::kStop, std::move(event), now);
+    return;
+  }
+  if (seq.constraint) {
+    const bool had_abandoned = !seq.constraint->abandoned().empty();
+    if (!seq.constraint->Accept(token)) {
+      KILN_LOG_ERROR("request {}: sampled token {} outside its grammar", seq.id, token);
+    } else if (!had_abandoned && !seq.constraint->abandoned().empty()) {
+      KILN_LOG_WARN("request {}: output left unconstrained: {}", seq.id, seq.constraint->abandoned());
+    }
+  }
   seq.tokens.push_back(token);
   AcceptToken(seq.sampler, token);
   seq.stats.completion_tokens = seq.num_completion_tokens();

@@ -21,6 +21,7 @@ namespace kiln {
 
 class BlockManager;
 class CompiledModel;
+class GrammarCompiler;
 class ModelRunner;
 class ModelSession;
 class Scheduler;
@@ -68,8 +69,9 @@ class LLMEngine {
   // Queues a request and returns its id. The prompt is tokenized and the
   // request checked here: an empty prompt, ids outside the vocabulary, bad
   // sampling parameters, a prompt plus max_tokens beyond the context, or a
-  // request needing more KV blocks than the whole cache are refused with an
-  // error naming the problem. Thread-safe; the request joins at the next
+  // request needing more KV blocks than the whole cache, or a grammar or
+  // JSON schema that does not compile ("grammar: ..." / "json_schema: ...")
+  // are refused with an error naming the problem. Thread-safe; the request joins at the next
   // Step().
   Expected<RequestId> AddRequest(GenerationRequest request);
 
@@ -142,6 +144,7 @@ class LLMEngine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<TensorDumper> dumper_;
+  std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
   std::vector<int32_t> eos_ids_;
   std::unordered_set<int32_t> eos_set_;
   uint64_t seed_base_ = 0;

@@ -47,9 +47,35 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
   fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
   fb.output_rows = output_rows_.data();
   logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_size_));
+
+  // Grammar masks depend only on the tokens accepted so far, so they are
+  // computed while the pass computes the logits.
+  sampling_.clear();
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    if (batch.seqs[s].samples) sampling_.push_back(s);
+  }
+  if (masks_.size() < sampling_.size()) masks_.resize(sampling_.size());
+  bool any_constrained = false;
+  for (size_t row = 0; row < sampling_.size(); ++row) {
+    const Sequence& seq = *batch.seqs[sampling_[row]].seq;
+    if (seq.constraint && seq.constraint->active()) {
+      any_constrained = true;
+    } else {
+      masks_[row].clear();
+    }
+  }
+  if (any_constrained) {
+    mask_worker_.Start([this, &batch] {
+      for (size_t row = 0; row < sampling_.size(); ++row) {
+        const Sequence& seq = *batch.seqs[sampling_[row]].seq;
+        if (seq.constraint && seq.constraint->active()) seq.constraint->FillMask(&masks_[row]);
+      }
+    });
+  }
   if (dumper != nullptr) dumper->BeginPass(token_ids_, positions_, token_seq_);
-  KILN_RETURN_IF_ERROR(
-      session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr));
+  Status forward = session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr);
+  if (any_constrained) mask_worker_.Wait();  // before any return: the task reads the batch
+  KILN_RETURN_IF_ERROR(forward);
 
   if (dumper != nullptr) {
     BoundValue logits;
@@ -66,17 +92,15 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
   // the rows go to the pool's threads: a batch of 16 spent about 5% of a
   // decode step sampling on one thread.
   std::vector<SampleResult> results(batch.seqs.size());
-  sampling_.clear();
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].samples) sampling_.push_back(s);
-  }
   ThreadPool& pool = session_.model().pool();
   pool.ParallelFor(static_cast<int64_t>(sampling_.size()), [&](int64_t begin, int64_t end, int) {
     for (int64_t row = begin; row < end; ++row) {
       const size_t s = sampling_[static_cast<size_t>(row)];
       Sequence& seq = *batch.seqs[s].seq;
+      const std::vector<uint32_t>& mask = masks_[static_cast<size_t>(row)];
+      const bool masked = seq.constraint && seq.constraint->active();
       results[s] = Sample(logits_.data() + static_cast<size_t>(row) * static_cast<size_t>(vocab_size_), vocab_size_,
-                          seq.params, seq.sampler);
+                          seq.params, seq.sampler, masked ? &mask : nullptr);
     }
   });
   return results;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/mask_worker.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 
@@ -24,6 +25,9 @@ class ModelRunner {
   // call (positions, block tables and the rows whose logits are needed are
   // runtime inputs) and returns one result per batch.seqs entry, in order:
   // the sampled token, or token -1 where the sequence does not sample. With
+  // a sequence with an active OutputConstraint, only the tokens its grammar
+  // allows are drawn (its mask is computed on a thread of its own while the
+  // forward pass runs; token -1 when nothing is allowed). With
   // a `dumper`, the pass's named intermediate values and its logits (as
   // "logits") are written out. An error leaves sequences and sampler states
   // untouched.
@@ -37,6 +41,9 @@ class ModelRunner {
   std::vector<const int32_t*> block_tables_;
   std::vector<float> logits_;
   std::vector<size_t> sampling_;  // batch.seqs indices that sample, in logits row order
+  // Grammar masks by logits row (empty where the row is unconstrained).
+  std::vector<std::vector<uint32_t>> masks_;
+  MaskWorker mask_worker_;
 };
 
 }  // namespace kiln

@@ -177,7 +177,31 @@ void AcceptToken(SamplerState& state, int32_t token) {
   }
 }
 
-SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state) {
+// Sets every token the mask does not allow to -inf; false when none is left.
+static bool ApplyMask(float* logits, int64_t vocab, const std::vector<uint32_t>& allowed) {
+  const int64_t covered = std::min<int64_t>(vocab, static_cast<int64_t>(allowed.size()) * 32);
+  bool any = false;
+  for (int64_t w = 0; w * 32 < covered; ++w) {
+    const uint32_t word = allowed[static_cast<size_t>(w)];
+    const int64_t end = std::min<int64_t>(covered, w * 32 + 32);
+    if (word == 0xffffffffu && end == w * 32 + 32) {
+      any = true;
+      continue;
+    }
+    for (int64_t i = w * 32; i < end; ++i) {
+      if ((word >> (i - w * 32)) & 1u) {
+        any = true;
+      } else {
+        logits[i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  for (int64_t i = covered; i < vocab; ++i) logits[i] = -std::numeric_limits<float>::infinity();
+  return any;
+}
+
+SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state,
+                    const std::vector<uint32_t>* allowed) {
   SampleResult result;
   // Log-probabilities of the raw distribution first: the steps below edit
   // the logits in place.
@@ -194,6 +218,11 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
     if (want_logprobs) result.logprob = static_cast<float>(raw[static_cast<size_t>(token)] - lse);
     return result;
   };
+
+  if (allowed != nullptr && !ApplyMask(logits, vocab, *allowed)) {
+    result.token = -1;  // the grammar allows nothing: the caller ends the request
+    return result;
+  }
 
   // Penalties.
   if (params.repetition_penalty != 1.0 && !state.seen.empty()) {

@@ -48,8 +48,12 @@ struct SampleResult {
 
 // Samples from `logits` (vocab floats; used as scratch and modified).
 // Log-probabilities are of the model's raw distribution (before penalties
-// and temperature), as OpenAI-compatible servers report them.
-SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state);
+// and temperature), as OpenAI-compatible servers report them. With
+// `allowed` (a grammar's mask: bit id % 32 of word id / 32; ids past its
+// end are not allowed), only allowed tokens are drawn; when none is, the
+// result's token is -1.
+SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state,
+                    const std::vector<uint32_t>* allowed = nullptr);
 
 // Records a generated token in the state (for penalties).
 void AcceptToken(SamplerState& state, int32_t token);

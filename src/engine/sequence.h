@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "engine/output_constraint.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
@@ -25,6 +27,9 @@ struct Sequence {
   int32_t num_prompt_tokens;
   SamplingParams params;
   SamplerState sampler;  // the engine sets it up; the model runner draws from it
+  // Structured output (null without one): the engine creates it and
+  // advances it by each sampled token; the model runner reads its mask.
+  std::unique_ptr<OutputConstraint> constraint;
   SequenceStatus status = SequenceStatus::kWaiting;
   RequestStats stats;
 

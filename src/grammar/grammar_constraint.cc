@@ -14,18 +14,28 @@ void GrammarConstraint::FillMask(std::vector<uint32_t>* mask) const {
   grammar_->FillMask(state_, mask);
 }
 
+bool GrammarConstraint::Walk(const GrammarState& from, std::string_view bytes, GrammarState* to) const {
+  GrammarState current = from, next;
+  for (char c : bytes) {
+    if (!grammar_->matcher().Step(current, static_cast<uint8_t>(c), &next)) return false;
+    std::swap(current, next);
+  }
+  *to = std::move(current);
+  return true;
+}
+
+void GrammarConstraint::Remember(Checkpoint checkpoint) {
+  history_.push_back(std::move(checkpoint));
+  if (history_.size() > kMaxRollbackTokens) history_.pop_front();
+}
+
 bool GrammarConstraint::IsAllowed(int32_t token) const {
   const GrammarVocabulary& vocab = grammar_->vocabulary();
   if (finished_ || token < 0 || token >= vocab.size()) return false;
   if (vocab.IsEnd(token)) return GrammarMatcher::CanEnd(state_);
   const std::string& bytes = vocab.bytes(token);
-  if (bytes.empty()) return false;
-  GrammarState current = state_, next;
-  for (char c : bytes) {
-    if (!grammar_->matcher().Step(current, static_cast<uint8_t>(c), &next)) return false;
-    std::swap(current, next);
-  }
-  return true;
+  GrammarState ignored;
+  return !bytes.empty() && Walk(state_, bytes, &ignored);
 }
 
 bool GrammarConstraint::Accept(int32_t token) {
@@ -37,16 +47,20 @@ bool GrammarConstraint::Accept(int32_t token) {
     finished_ = true;
   } else {
     const std::string& bytes = vocab.bytes(token);
-    if (bytes.empty()) return false;
-    GrammarState current = state_, next;
-    for (char c : bytes) {
-      if (!grammar_->matcher().Step(current, static_cast<uint8_t>(c), &next)) return false;
-      std::swap(current, next);
-    }
-    state_ = std::move(current);
+    GrammarState next;
+    if (bytes.empty() || !Walk(state_, bytes, &next)) return false;
+    state_ = std::move(next);
   }
-  history_.push_back(std::move(checkpoint));
-  if (history_.size() > kMaxRollbackTokens) history_.pop_front();
+  Remember(std::move(checkpoint));
+  return true;
+}
+
+bool GrammarConstraint::AcceptBytes(std::string_view bytes) {
+  if (finished_) return false;
+  GrammarState next;
+  if (!Walk(state_, bytes, &next)) return false;
+  Remember(Checkpoint{std::move(state_), finished_});
+  state_ = std::move(next);
   return true;
 }
 

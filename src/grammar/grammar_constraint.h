@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "grammar/token_grammar.h"
@@ -27,6 +28,10 @@ class GrammarConstraint {
 
   // Advances by `token`; false and no change when it is not allowed.
   bool Accept(int32_t token);
+  // Advances by raw output bytes that no single token accounts for (the
+  // text from a lazy constraint's trigger on); false and no change when the
+  // grammar rejects them. Counts as one step for Rollback.
+  bool AcceptBytes(std::string_view bytes);
   // Undoes the last `n_tokens` accepted tokens (speculative decoding); false
   // and no change when fewer are remembered (see kMaxRollbackTokens).
   bool Rollback(size_t n_tokens);
@@ -43,6 +48,10 @@ class GrammarConstraint {
     GrammarState state;
     bool finished;
   };
+  // The state after `bytes` from `from`; false when rejected.
+  bool Walk(const GrammarState& from, std::string_view bytes, GrammarState* to) const;
+  void Remember(Checkpoint checkpoint);
+
   std::shared_ptr<const TokenGrammar> grammar_;
   GrammarState state_;
   bool finished_ = false;

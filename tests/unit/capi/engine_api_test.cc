@@ -3,6 +3,8 @@
 // requests from several threads at once, and errors naming their cause.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -320,6 +322,38 @@ TEST_F(CApiEngine, WaitingInsideACallbackIsRefused) {
   CompletionPtr owned(c);
   EXPECT_EQ(nested.status, KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(nested.message, "inside a callback")) << nested.message;
+}
+
+TEST_F(CApiEngine, StructuredOutputHoldsTheSchemaOrGrammar) {
+  kiln_sampling_params params = Greedy(200);
+  params.temperature = 1;
+  params.seed = 7;
+  params.json_schema = R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                           "additionalProperties": false})";
+  CompletionPtr c = Generate("Answer:", params);
+  ASSERT_NE(c, nullptr);
+  std::string text = Text(*c);
+  auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(json.is_object()) << text;
+  EXPECT_TRUE(json["ok"].is_boolean()) << text;
+
+  params.json_schema = nullptr;
+  params.grammar = "root ::= [0-9]{3}";
+  c = Generate("Answer:", params);
+  ASSERT_NE(c, nullptr);
+  text = Text(*c);
+  EXPECT_EQ(text.size(), 3u) << text;
+  EXPECT_EQ(text.find_first_not_of("0123456789"), std::string::npos) << text;
+
+  kiln_completion* none = nullptr;
+  params.grammar = "root ::= missing-rule";
+  EXPECT_EQ(kiln_generate(engine_, "Answer:", &params, &none), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "grammar: ")) << kiln_last_error();
+  params.grammar = nullptr;
+  params.json_schema = R"({"type": "string", "format": "ipv6"})";
+  EXPECT_EQ(kiln_generate(engine_, "Answer:", &params, &none), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "json_schema: ")) << kiln_last_error();
+  EXPECT_EQ(none, nullptr);
 }
 
 TEST_F(CApiEngine, BadArgumentsAreErrorsNamingThem) {
