@@ -3,14 +3,17 @@ tools (so the generic Hermes prompt carries them) and whose text is random:
 under tool_choice required or a named function the grammar does all the
 work, so every call must parse and its arguments validate against the
 tool's schema (python3-jsonschema). Streamed calls must add up to the whole
-answer, in OpenAI's chunk shape. Run with pytest; see kiln_server.py."""
+answer, in OpenAI's chunk shape. The real Qwen3 template on the same model
+renders the tools itself and thinks: reasoning_content comes apart from
+the calls. Run with pytest; see kiln_server.py."""
 
 import json
+import os
 
 import jsonschema
 import pytest
 
-from kiln_server import KilnServer, sse_events, stream_request
+from kiln_server import SHARED, TINY_QWEN2, KilnServer, sse_events, stream_request
 
 WEATHER = {
     "type": "object",
@@ -179,3 +182,57 @@ def test_bad_tools_are_400s_naming_the_field(server, tools, extra, param):
     assert status == 400, answer
     assert answer["error"]["param"] == param, answer
     assert answer["error"]["message"].startswith(param), answer
+
+
+# ---- a template that renders tools itself, and thinks: Qwen3's ----
+
+@pytest.fixture(scope="module")
+def qwen3_template_server(tmp_path_factory):
+    """tiny-qwen2 with the real Qwen3 chat template (Hermes tool calls, <think>)."""
+    model = tmp_path_factory.mktemp("tiny-qwen2-qwen3-template")
+    for name in os.listdir(TINY_QWEN2):
+        if name != "tokenizer_config.json":
+            os.symlink(os.path.join(TINY_QWEN2, name), model / name)
+    with open(os.path.join(TINY_QWEN2, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    with open(os.path.join(SHARED, "data", "tokenizers", "chat-templates", "Qwen-Qwen3-0.6B.jinja"), encoding="utf-8") as f:
+        config["chat_template"] = f.read()
+    (model / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    with KilnServer(model=str(model)) as s:
+        yield s
+
+
+def test_thinking_template_separates_reasoning_and_calls(qwen3_template_server):
+    weather = [TOOLS[0]]
+    called = 0
+    for seed in range(8):
+        body = {"messages": QUESTION, "tools": weather, "tool_choice": "required", "temperature": 1.0,
+                "seed": seed, "max_tokens": 500}
+        status, answer = qwen3_template_server.post_json("/v1/chat/completions", body)
+        assert status == 200, answer
+        choice = answer["choices"][0]
+        message = choice["message"]
+        assert "<think>" not in (message["content"] or "") and "</think>" not in (message["content"] or "")
+        assert "<tool_call>" not in (message.get("reasoning_content") or "")
+        if choice["finish_reason"] == "tool_calls":
+            called += 1
+            assert message["content"] is None
+            check_calls(message["tool_calls"], {"get_weather"})
+        else:
+            # The grammar lets a think block come first; a long one runs out of tokens.
+            assert choice["finish_reason"] == "length", choice
+            assert message.get("reasoning_content"), choice
+        # Streamed, the same seed gives the same reasoning and calls.
+        status, _, _, raw = stream_request(qwen3_template_server, "/v1/chat/completions", dict(body, stream=True))
+        reasoning, calls = "", []
+        for payload in sse_events(raw)[:-1]:
+            delta = json.loads(payload)["choices"][0]["delta"]
+            reasoning += delta.get("reasoning_content") or ""
+            for call in delta.get("tool_calls") or []:
+                if "id" in call:
+                    calls.append({"name": call["function"]["name"], "arguments": ""})
+                else:
+                    calls[call["index"]]["arguments"] += call["function"]["arguments"]
+        assert reasoning == (message.get("reasoning_content") or "")
+        assert calls == [c["function"] for c in message.get("tool_calls") or []]
+    assert called >= 2, "most seeds call the tool"
