@@ -86,7 +86,7 @@ std::string PrefixGbnfRules(const std::string& gbnf, const std::string& prefix) 
 }
 
 ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format, ThinkingMode thinking,
-                               ToolCallGrammar* out) {
+                               const std::string& answer_gbnf, ToolCallGrammar* out) {
   const CallSyntax syntax = SyntaxOf(format);
   std::string rules;
   std::vector<std::string> alternatives;
@@ -121,25 +121,31 @@ ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format
   if (!syntax.list_close.empty()) calls += " " + GbnfLiteral(syntax.list_close);
 
   std::string root;
-  const bool lazy = request.choice == ToolChoiceMode::kAuto;
+  const bool with_answer = request.choice == ToolChoiceMode::kAuto && !answer_gbnf.empty();
+  const bool lazy = request.choice == ToolChoiceMode::kAuto && !with_answer;
   if (lazy) {
     root = "root ::= tool-calls\n";
     out->triggers = ToolCallTriggers(format);
   } else {
     out->triggers.clear();
+    const std::string reply = with_answer ? "(tool-calls | answer-root)" : "tool-calls";
     switch (thinking) {
       case ThinkingMode::kNone:
-        root = "root ::= tool-calls\n";
+        root = "root ::= " + reply + "\n";
         break;
       case ThinkingMode::kOptional:
-        root = "root ::= (\"<think>\" think-text \"</think>\" [ \\n]{0,4})? tool-calls\n";
+        root = "root ::= (\"<think>\" think-text \"</think>\" [ \\n]{0,4})? " + reply + "\n";
         break;
       case ThinkingMode::kInside:
-        root = "root ::= think-text \"</think>\" [ \\n]{0,4} tool-calls\n";
+        root = "root ::= think-text \"</think>\" [ \\n]{0,4} " + reply + "\n";
         break;
     }
     // Thinking is free text that cannot close the block early.
     if (thinking != ThinkingMode::kNone) root += "think-text ::= ([^<] | \"<\" [^/])*\n";
+    if (with_answer) {
+      rules += PrefixGbnfRules(answer_gbnf, "answer-");
+      if (rules.back() != '\n') rules += '\n';
+    }
   }
   out->gbnf = root + calls + "\n" + call + "\n" + rules;
   return std::nullopt;

@@ -31,8 +31,13 @@ std::vector<std::string> ToolCallTriggers(ToolCallFormat format);
 // of one, for kInside) when the model thinks. A named choice admits only
 // that function; parallel_tool_calls false admits one call. A parameters
 // schema kiln cannot enforce is a 400 naming tools[i].function.parameters.
+//
+// `answer_gbnf`, when not empty, is the grammar the answer itself must
+// follow (response_format or grammar, as GBNF): under auto the reply is
+// then either calls or such an answer, from the first byte; under required
+// or a named function it is calls, so the answer grammar is not used.
 ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format, ThinkingMode thinking,
-                               ToolCallGrammar* out);
+                               const std::string& answer_gbnf, ToolCallGrammar* out);
 
 // `gbnf` with every rule name prefixed by `prefix`, so that the grammars of
 // several schemas can live in one grammar.

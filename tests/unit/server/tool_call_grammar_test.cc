@@ -32,7 +32,7 @@ ToolRequest TwoTools(ToolChoiceMode choice, bool parallel = true) {
 
 std::shared_ptr<const Grammar> Build(const ToolRequest& r, ToolCallFormat format, ThinkingMode thinking,
                                      ToolCallGrammar* out) {
-  ApiStatus e = BuildToolCallGrammar(r, format, thinking, out);
+  ApiStatus e = BuildToolCallGrammar(r, format, thinking, "", out);
   EXPECT_FALSE(e) << e->message;
   Expected<Grammar> g = ParseGbnf(out->gbnf);
   EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << out->gbnf;
@@ -120,17 +120,39 @@ TEST(ToolCallGrammarTest, LlamaAndMistralShapes) {
   EXPECT_EQ(out.triggers, std::vector<std::string>{"[TOOL_CALLS]"});
 }
 
+TEST(ToolCallGrammarTest, AnAnswerGrammarIsTheOtherWayUnderAuto) {
+  // Rule names that the tool grammar also uses stay apart.
+  const std::string answer = "root ::= tool-call | \"no\"\ntool-call ::= \"yes\"\n";
+  ToolCallGrammar out;
+  ApiStatus e = BuildToolCallGrammar(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes, ThinkingMode::kNone,
+                                     answer, &out);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_TRUE(out.triggers.empty());  // from the first byte: the answer is constrained too
+  auto g = std::make_shared<const Grammar>(*ParseGbnf(out.gbnf));
+  EXPECT_TRUE(Matches(g, "yes"));
+  EXPECT_TRUE(Matches(g, "no"));
+  EXPECT_TRUE(Matches(g, kCount));
+  EXPECT_FALSE(Matches(g, "maybe"));
+  // Required: calls only.
+  e = BuildToolCallGrammar(TwoTools(ToolChoiceMode::kRequired), ToolCallFormat::kHermes, ThinkingMode::kNone, answer,
+                           &out);
+  ASSERT_FALSE(e);
+  g = std::make_shared<const Grammar>(*ParseGbnf(out.gbnf));
+  EXPECT_FALSE(Matches(g, "yes"));
+  EXPECT_TRUE(Matches(g, kCount));
+}
+
 TEST(ToolCallGrammarTest, UnsupportedSchemaNamesTheTool) {
   ToolRequest r = TwoTools(ToolChoiceMode::kRequired);
   r.tools[1].parameters = OJson::parse(R"({"type": "object", "not": {"required": ["a"]}})");
   ToolCallGrammar out;
-  ApiStatus e = BuildToolCallGrammar(r, ToolCallFormat::kHermes, ThinkingMode::kNone, &out);
+  ApiStatus e = BuildToolCallGrammar(r, ToolCallFormat::kHermes, ThinkingMode::kNone, "", &out);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tools[1].function.parameters");
   EXPECT_NE(e->message.find("not"), std::string::npos) << e->message;
   // A $ref cycle that can never end.
   r.tools[1].parameters = OJson::parse(R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}})");
-  e = BuildToolCallGrammar(r, ToolCallFormat::kHermes, ThinkingMode::kNone, &out);
+  e = BuildToolCallGrammar(r, ToolCallFormat::kHermes, ThinkingMode::kNone, "", &out);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "tools[1].function.parameters");
   EXPECT_EQ(e->message.rfind("tools[1].function.parameters: ", 0), 0u) << e->message;
