@@ -148,6 +148,11 @@ ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format
     }
   }
   out->gbnf = root + calls + "\n" + call + "\n" + rules;
+  // The whole must fit the grammar limits too (many large tools may not).
+  Expected<Grammar> whole = ParseGbnf(out->gbnf);
+  if (!whole.ok()) {
+    return BadRequest("tools", fmt::format("tools: the grammar of the tool calls: {}", whole.status().message()));
+  }
   return std::nullopt;
 }
 
