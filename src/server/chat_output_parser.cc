@@ -391,8 +391,9 @@ bool ChatOutputParser::RecoverCall(std::vector<ChatDelta>* out, bool at_end) {
   // Not a call after all: its text is content.
   EmitContent(call_text_, out);
   call_text_.clear();
-  if (options_.format == ToolCallFormat::kLlama3Json && start < pending_.size()) {
-    // The bare-JSON trigger was left in place: give it out so it is not read again.
+  if (options_.format == ToolCallFormat::kLlama3Json && start < pending_.size() && pending_[start] == '{') {
+    // The bare-JSON trigger was left in place: the object (complete, or all
+    // there is at the end) goes out as content so it is not read again.
     size_t end = CompositeEnd(pending_, start);
     size_t cut = end == std::string::npos ? pending_.size() : end;
     EmitContent(pending_.substr(0, cut), out);

@@ -171,6 +171,12 @@ TEST(ChatOutputParserTest, LlamaJsonCalls) {
   p = ParseBothWays(Tools(ToolCallFormat::kLlama3Json), "{\"name\": \"add\", \"parameters\": {}}");
   ASSERT_EQ(p.tool_calls.size(), 1u);
   EXPECT_EQ(p.tool_calls[0]["function"]["arguments"], "{}");
+  // Text after the python tag that is no call stays text, streamed or not.
+  p = ParseBothWays(Tools(ToolCallFormat::kLlama3Json),
+                    "<|python_tag|>_tag{\"{\"name\": \"add\", \"parame~ers\": {\"a\": 1}}");
+  EXPECT_EQ(p.content, "<|python_tag|>_tag{\"");
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_EQ(p.tool_calls[0]["function"]["arguments"], "{}");
   p = ParseBothWays(Tools(ToolCallFormat::kLlama3Json), "Just text {with braces}.");
   EXPECT_EQ(p.content, "Just text {with braces}.");
   EXPECT_TRUE(p.tool_calls.empty());
