@@ -271,14 +271,14 @@ describe('kiln serve with the OpenAI client', () => {
     const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer', minimum: 0, maximum: 120 } },
       required: ['name', 'age'], additionalProperties: false };
     const response_format = { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } };
-    const r = await client.chat.completions.create({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 5, max_tokens: 200 });
+    const r = await client.chat.completions.create({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 5, max_tokens: 600 });
     assert.equal(r.choices[0].finish_reason, 'stop');
     const value = JSON.parse(r.choices[0].message.content);
     assert.deepEqual(Object.keys(value).sort(), ['age', 'name']);
     assert.ok(Number.isInteger(value.age) && value.age >= 0 && value.age <= 120);
     assert.ok(typeof value.name === 'string' && [...value.name].length <= 10);
 
-    const parsed = await client.chat.completions.parse({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 6, max_tokens: 200 });
+    const parsed = await client.chat.completions.parse({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 6, max_tokens: 600 });
     const person = parsed.choices[0].message.parsed;
     assert.deepEqual(Object.keys(person).sort(), ['age', 'name']);
     assert.ok(Number.isInteger(person.age));
