@@ -45,12 +45,13 @@ struct RunTimes {
 };
 
 Expected<RunTimes> RunOnce(LLMEngine& engine, int32_t batch, int32_t input_len, int32_t output_len,
-                           int32_t vocab, std::mt19937_64& rng) {
+                           const std::string& json_schema, int32_t vocab, std::mt19937_64& rng) {
   // Every time is taken when a pass returns: a token is delivered (its
   // callback runs) just before that, within the same pass.
   RunTimes t;
   t.first_token.assign(static_cast<size_t>(batch), -1);
   std::vector<char> got_token(static_cast<size_t>(batch), 0);
+  int32_t short_outputs = 0;  // requests ended before output_len (by a grammar)
   const double start = EngineClock();
   for (int32_t b = 0; b < batch; ++b) {
     GenerationRequest r;
@@ -60,8 +61,10 @@ Expected<RunTimes> RunOnce(LLMEngine& engine, int32_t batch, int32_t input_len, 
     r.params.ignore_eos = true;
     r.params.max_tokens = output_len;
     r.params.seed = rng();
-    r.on_token = [&got_token, b](const TokenEvent& e) {
+    r.params.json_schema = json_schema;
+    r.on_token = [&got_token, &short_outputs, output_len, b](const TokenEvent& e) {
       if (e.token >= 0) got_token[static_cast<size_t>(b)] = 1;
+      if (e.finished && e.stats->completion_tokens < output_len) ++short_outputs;
     };
     KILN_RETURN_IF_ERROR(engine.AddRequest(std::move(r)).status());
   }
@@ -83,6 +86,11 @@ Expected<RunTimes> RunOnce(LLMEngine& engine, int32_t batch, int32_t input_len, 
   }
   t.end = last_end;
   if (started != batch) return Internal("latency: {} of {} requests produced no token", batch - started, batch);
+  if (short_outputs > 0) {
+    return InvalidArgument("latency: the JSON schema ended {} of {} requests before {} tokens; give a schema whose "
+                           "output is longer (a long minItems, say)",
+                           short_outputs, batch, output_len);
+  }
   return t;
 }
 
@@ -162,7 +170,7 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
     for (int32_t r = 0; r < o.warmup + o.runs; ++r) {
       const bool warmup = r < o.warmup;
       if (r == o.warmup) measured_from = sampler.Now();
-      KILN_ASSIGN_OR_RETURN(RunTimes t, RunOnce(*engine, batch, o.input_len, o.output_len, vocab, rng));
+      KILN_ASSIGN_OR_RETURN(RunTimes t, RunOnce(*engine, batch, o.input_len, o.output_len, o.json_schema, vocab, rng));
       if (on_progress) on_progress({batch, r + 1, o.warmup + o.runs, warmup, t.end});
       if (warmup) continue;
       ttft.insert(ttft.end(), t.first_token.begin(), t.first_token.end());
@@ -224,6 +232,7 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
   out += fmt::format("weights: {:.1f} MiB packed ({}), {} matrices; {} threads; KV cache {}\n",
                      static_cast<double>(report.figures.weight_bytes) / (1 << 20), report.figures.layouts,
                      report.figures.matrices, report.figures.threads, DTypeName(o.engine.kv_cache_dtype));
+  if (!o.json_schema.empty()) out += "Every output constrained by the given JSON schema.\n";
   out += "Rates' p90/p99 are the slow tail. TPOT is over decode passes once every prompt is done.\n\n";
 
   TextTable latency({"batch", "TTFT p50", "p90", "p99", "prefill tok/s", "p90", "p99", "TPOT p50", "p90", "p99",
@@ -285,6 +294,7 @@ nlohmann::ordered_json LatencyJson(const LatencyReport& report, const RooflineRo
                    {"warmup", o.warmup},
                    {"runs", o.runs},
                    {"seed", o.seed},
+                   {"json_schema", o.json_schema.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(o.json_schema)},
                    {"max_num_batched_tokens", o.engine.max_num_batched_tokens},
                    {"kv_cache_dtype", DTypeName(o.engine.kv_cache_dtype)}};
   j["weights"] = {{"bytes", report.figures.weight_bytes},

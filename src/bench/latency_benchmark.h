@@ -32,6 +32,11 @@ struct LatencyOptions {
   int32_t warmup = 5;  // runs per batch size that are not measured
   int32_t runs = 20;   // measured runs per batch size
   uint64_t seed = 0;   // the prompts and the sampling
+  // When set, every request's output is constrained by this JSON Schema
+  // (its text), so that TPOT includes the grammar masks. The schema's
+  // output must be longer than output_len: a request the grammar ends
+  // early fails the run.
+  std::string json_schema;
   ContentionOptions contention;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "bench/charts.h"
 #include "bench/latency_benchmark.h"
@@ -24,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "core/cpu_info.h"
+#include "core/mapped_file.h"
 #include "format/model_config.h"
 #include "format/presets.h"
 
@@ -190,11 +192,18 @@ struct LatencyArgs {
   EngineFlags engine;
   OutputArgs out;
   bench::LatencyOptions options;
+  std::string json_schema_file;
 };
 
 Status RunLatency(const LatencyArgs& a) {
   bench::LatencyOptions o = a.options;
   KILN_ASSIGN_OR_RETURN(o.engine, ResolveModel(a.engine));
+  if (!a.json_schema_file.empty()) {
+    auto schema = ReadFileToString(a.json_schema_file);
+    if (!schema.ok()) return schema.status().WithContext("--json-schema");
+    if (!nlohmann::json::accept(*schema)) return InvalidArgument("--json-schema {}: not JSON", a.json_schema_file);
+    o.json_schema = *schema;
+  }
   o.contention.threshold_cores = a.out.contention_threshold;
   Progress progress;
   std::unique_ptr<bench::Roofline> roofline = RooflineFor(a.out, EngineThreads(o.engine), progress);
@@ -231,6 +240,9 @@ void RegisterBenchLatency(CLI::App* bench) {
   cmd->add_option("--warmup", o.warmup, "Unmeasured runs per batch size")->capture_default_str();
   cmd->add_option("--runs", o.runs, "Measured runs per batch size")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seeds the prompts and the sampling")->capture_default_str();
+  cmd->add_option("--json-schema", args->json_schema_file,
+                  "Constrain every output by this JSON Schema file (TPOT then includes the grammar masks); its output "
+                  "must be longer than --output-len");
   cmd->callback([args]() {
     Status s = RunLatency(*args);
     if (!s.ok()) {

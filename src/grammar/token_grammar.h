@@ -32,6 +32,11 @@ class TokenGrammar {
   void FillMask(const GrammarState& state, std::vector<uint32_t>* mask) const;
   size_t MaskWords() const { return (static_cast<size_t>(vocabulary_->size()) + 31) / 32; }
 
+  // The plain walk, stepping the automaton at every trie node: the
+  // reference FillMask is tested against, and its fallback when a walk meets
+  // too many distinct states to number them. ORs into `mask` (sized).
+  void ComputeMaskStepByStep(const GrammarState& state, std::vector<uint32_t>* mask) const;
+
   const GrammarMatcher& matcher() const { return matcher_; }
   const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
 

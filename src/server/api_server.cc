@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "engine/llm_engine.h"
 #include "server/access_log.h"
+#include "server/chat_page.h"
 #include "server/completion_endpoint.h"
 #include "server/connection_threads.h"
 #include "server/http_listener.h"
@@ -175,7 +176,9 @@ void ApiServer::InstallRoutes() {
     record = AccessRecord();
     record.start_time = EngineClock();
     const std::string& key = state.options().api_key;
-    if (key.empty() || IsProbe(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    // The chat page loads without the key; it sends the key on its API calls.
+    const bool page_file = (req.method == "GET" || req.method == "HEAD") && IsChatPagePath(req.path);
+    if (key.empty() || IsProbe(req.path) || page_file) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.rfind(prefix, 0) == 0 && SameSecret(auth.substr(prefix.size()), key)) {
@@ -265,6 +268,8 @@ void ApiServer::InstallRoutes() {
     res.set_content(state.metrics().Render(loop != nullptr ? &counters : nullptr),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
+
+  InstallChatPageRoutes(http);
 
   http.Get("/v1/models", [&state](const httplib::Request&, httplib::Response& res) {
     ReplyJson(res, 200, {{"object", "list"}, {"data", Json::array({ModelJson(state)})}});

@@ -2,6 +2,7 @@
 // engine. HTTP threads (one per open connection) only parse, queue and
 // stream; the model runs on the engine loop's single thread.
 //
+//   GET  /                     the chat page (and its /chat.js, /chat.css, /favicon.svg)
 //   GET  /health               200 once the model is loaded, 503 before and while stopping
 //   GET  /metrics              Prometheus text
 //   GET  /v1/models            the served model

@@ -1,6 +1,7 @@
-# Installs the OpenAI client tests' npm packages into DEST from the committed
-# lockfile (npm ci, with its cache in DEST), unless DEST already holds exactly
-# that lockfile's install. Run by the server_npm_ci test:
+# Installs a test folder's npm packages (the OpenAI client tests', the chat
+# page test's) into DEST from the committed lockfile (npm ci, with its cache
+# in DEST), unless DEST already holds exactly that lockfile's install. Run by
+# the server_npm_ci and chat_page_npm_ci tests:
 #   cmake -DSOURCE=<tests/server> -DDEST=<dir> -DNPM=<npm> -P npm_ci.cmake
 file(MAKE_DIRECTORY ${DEST})
 set(stamp ${DEST}/node_modules/.kiln-installed-lock)

@@ -215,3 +215,48 @@ TEST(TokenGrammarQwen, RandomWalksProduceSentencesOfTheGrammar) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The numbered-state walk against the plain one, at every state of random
+// walks through grammars whose strings loop (JSON), count (bounded
+// repetitions) and branch (alternatives).
+TEST(TokenGrammarQwen, MasksEqualThePlainWalk) {
+  auto tok = QwenTokenizer();
+  ASSERT_NE(tok, nullptr);
+  auto vocab = GrammarVocabulary::FromTokenizer(*tok);
+  const char* grammars[] = {
+      R"gbnf(root ::= "{\"a\": \"" [^"\\]* "\", \"b\": " [0-9]{1,4} "}")gbnf",
+      R"gbnf(root ::= [a-z ]{0,12} ("!" | "?"))gbnf",
+      R"gbnf(root ::= ("cat" | "car" | "cart" | [0-9]+) (", " root)?)gbnf",
+  };
+  std::mt19937 rng(99);
+  int states = 0;
+  for (const char* gbnf : grammars) {
+    auto grammar = ParseOrDie(gbnf);
+    GrammarMatcher matcher(grammar);
+    for (int step = 0; step < 30; ++step) {
+      TokenGrammar fresh(grammar, vocab);  // nothing cached
+      std::vector<uint32_t> mask;
+      fresh.FillMask(matcher.state(), &mask);
+      std::vector<uint32_t> plain(fresh.MaskWords(), 0);
+      fresh.ComputeMaskStepByStep(matcher.state(), &plain);
+      if (matcher.CanEnd()) {
+        for (int32_t id : vocab->end_ids()) plain[static_cast<size_t>(id) / 32] |= 1u << (id % 32);
+      }
+      ASSERT_EQ(mask, plain) << gbnf << " after " << step << " tokens";
+      ++states;
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < vocab->size(); ++id) {
+        if (((mask[static_cast<size_t>(id) / 32] >> (id % 32)) & 1u) && !vocab->IsEnd(id)) allowed.push_back(id);
+      }
+      if (allowed.empty()) break;
+      ASSERT_TRUE(matcher.AcceptBytes(vocab->bytes(allowed[rng() % allowed.size()])));
+    }
+  }
+  EXPECT_GT(states, 30);
+}
+
+}  // namespace
+}  // namespace kiln

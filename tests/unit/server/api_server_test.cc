@@ -356,6 +356,39 @@ TEST(ApiServerTest, AnApiKeyIsRequiredWhenSet) {
   EXPECT_EQ(health->status, 200);
 }
 
+TEST(ApiServerTest, TheChatPageLoadsWithoutTheKeyUnderAStrictPolicy) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  TestServer server(o);
+  const std::pair<const char*, const char*> files[] = {
+      {"/", "text/html"}, {"/chat.js", "text/javascript"}, {"/chat.css", "text/css"}, {"/favicon.svg", "image/svg"}};
+  for (const auto& [path, type] : files) {
+    SCOPED_TRACE(path);
+    auto r = server.Client().Get(path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type").rfind(type, 0), 0u) << r->get_header_value("Content-Type");
+    const std::string csp = r->get_header_value("Content-Security-Policy");
+    EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("script-src 'self';"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("unsafe"), std::string::npos) << csp;
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+    EXPECT_FALSE(r->body.empty());
+  }
+  auto page = server.Client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("<script src=\"/chat.js\""), std::string::npos);
+  // The page's files are open, and nothing else: the API and other paths
+  // still need the key, and the page's paths only for reading.
+  ExpectError(server.Client().Get("/v1/models"), 401, "");
+  ExpectError(server.Client().Get("/chat.jsx"), 401, "");
+  ExpectError(server.Client().Get("/chatxjs"), 401, "");
+  ExpectError(server.Client().Post("/", "{}", "application/json"), 401, "");
+  httplib::Client right = server.Client();
+  right.set_bearer_token_auth("sekret");
+  ExpectError(right.Get("/chatxjs"), 404, "");
+}
+
 TEST(ApiServerTest, BodiesOverTheLimitGet413) {
   ServerOptions o;
   o.max_body_size = 4096;
