@@ -154,6 +154,29 @@ def test_auto_and_none(server):
     assert isinstance(choice["message"]["content"], str)
 
 
+def test_auto_with_response_format_is_calls_or_the_answer(server):
+    # Under auto the reply is either calls or JSON the response_format schema
+    # accepts: one grammar from the first token.
+    answer_schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 16}},
+                     "required": ["answer"], "additionalProperties": False}
+    response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": answer_schema}}
+    kinds = set()
+    for seed in range(8):
+        choice = chat(server, tools=[TOOLS[0]], response_format=response_format, parallel_tool_calls=False,
+                      temperature=1.0, seed=seed)["choices"][0]
+        message = choice["message"]
+        kinds.add(choice["finish_reason"])
+        if choice["finish_reason"] == "tool_calls":
+            check_calls(message["tool_calls"], {"get_weather"})
+        elif choice["finish_reason"] == "length":
+            assert message.get("tool_calls") or message["content"].startswith("{"), choice
+        else:
+            assert choice["finish_reason"] == "stop", choice
+            assert "tool_calls" not in message
+            jsonschema.validate(json.loads(message["content"]), answer_schema, cls=jsonschema.Draft202012Validator)
+    assert kinds & {"tool_calls", "stop"}, kinds
+
+
 def test_tool_results_go_back_to_the_model(server):
     messages = QUESTION + [
         {"role": "assistant", "content": None, "tool_calls": [
