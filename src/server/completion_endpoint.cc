@@ -9,9 +9,6 @@
 #include <fmt/format.h>
 
 #include "format/model_config.h"
-#include "grammar/gbnf_parser.h"
-#include "grammar/json_grammar.h"
-#include "grammar/json_schema_grammar.h"
 #include "server/access_log.h"
 #include "server/chat_output_parser.h"
 #include "server/completion_job.h"
@@ -90,30 +87,7 @@ ApiStatus FitPrompt(const LLMEngine& engine, const CompletionRequest& r, const s
 ApiStatus ApplyTools(const ToolRequest& tools, const ChatPrompt& prompt, GenerationRequest* g,
                      PreparedChoices* out) {
   if (tools.active()) {
-    // A constraint on the answer (response_format, grammar) joins the calls'
-    // grammar as the other way the reply may go.
-    SamplingParams& p = g->params;
-    std::string answer;
-    const char* answer_field = !p.json_schema.empty() || p.json_object ? "response_format" : "grammar";
-    if (!p.json_schema.empty()) {
-      Expected<std::string> gbnf = JsonSchemaToGbnf(std::string_view(p.json_schema));
-      if (!gbnf.ok()) return BadRequest(answer_field, fmt::format("{}: {}", answer_field, gbnf.status().message()));
-      answer = std::move(gbnf).value();
-    } else if (p.json_object) {
-      answer = JsonObjectGbnf();
-    } else {
-      answer = p.grammar;
-    }
-    if (!answer.empty()) {
-      Expected<Grammar> check = ParseGbnf(answer);
-      if (!check.ok()) return BadRequest(answer_field, fmt::format("{}: {}", answer_field, check.status().message()));
-    }
-    p.json_schema.clear();
-    p.json_object = false;
-    ToolCallGrammar grammar;
-    if (ApiStatus e = BuildToolCallGrammar(tools, prompt.tool_format, prompt.thinking, answer, &grammar)) return e;
-    g->params.grammar = std::move(grammar.gbnf);
-    g->params.grammar_triggers = std::move(grammar.triggers);
+    if (ApiStatus e = ApplyToolCallConstraint(tools, prompt.tool_format, prompt.thinking, &g->params)) return e;
     // Llama's <|python_tag|> and Mistral's [TOOL_CALLS] are special tokens
     // the parser must see.
     if (prompt.tool_format != ToolCallFormat::kHermes) g->params.skip_special_tokens = false;

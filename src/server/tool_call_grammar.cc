@@ -5,6 +5,7 @@
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/gbnf_text.h"
+#include "grammar/json_grammar.h"
 #include "grammar/json_schema_grammar.h"
 
 namespace kiln::server {
@@ -153,6 +154,32 @@ ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format
   if (!whole.ok()) {
     return BadRequest("tools", fmt::format("tools: the grammar of the tool calls: {}", whole.status().message()));
   }
+  return std::nullopt;
+}
+
+ApiStatus ApplyToolCallConstraint(const ToolRequest& request, ToolCallFormat format, ThinkingMode thinking,
+                                  SamplingParams* params) {
+  std::string answer;
+  const char* field = !params->json_schema.empty() || params->json_object ? "response_format" : "grammar";
+  if (!params->json_schema.empty()) {
+    Expected<std::string> gbnf = JsonSchemaToGbnf(std::string_view(params->json_schema));
+    if (!gbnf.ok()) return BadRequest(field, fmt::format("{}: {}", field, gbnf.status().message()));
+    answer = std::move(gbnf).value();
+  } else if (params->json_object) {
+    answer = JsonObjectGbnf();
+  } else {
+    answer = params->grammar;
+  }
+  if (!answer.empty()) {
+    Expected<Grammar> check = ParseGbnf(answer);
+    if (!check.ok()) return BadRequest(field, fmt::format("{}: {}", field, check.status().message()));
+  }
+  ToolCallGrammar grammar;
+  if (ApiStatus e = BuildToolCallGrammar(request, format, thinking, answer, &grammar)) return e;
+  params->json_schema.clear();
+  params->json_object = false;
+  params->grammar = std::move(grammar.gbnf);
+  params->grammar_triggers = std::move(grammar.triggers);
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/sampling_params.h"
 #include "server/json_fields.h"
 #include "server/tool_request.h"
 #include "tokenizer/chat_prompt.h"
@@ -38,6 +39,14 @@ std::vector<std::string> ToolCallTriggers(ToolCallFormat format);
 // or a named function it is calls, so the answer grammar is not used.
 ApiStatus BuildToolCallGrammar(const ToolRequest& request, ToolCallFormat format, ThinkingMode thinking,
                                const std::string& answer_gbnf, ToolCallGrammar* out);
+
+// Puts the constraint of an active `request` into `params`: the grammar
+// and triggers of BuildToolCallGrammar, with the answer constraint `params`
+// already holds (json_schema or json_object from response_format, or a
+// grammar) as its answer_gbnf, so one grammar carries both. A bad answer
+// constraint is a 400 naming response_format or grammar.
+ApiStatus ApplyToolCallConstraint(const ToolRequest& request, ToolCallFormat format, ThinkingMode thinking,
+                                  SamplingParams* params);
 
 // `gbnf` with every rule name prefixed by `prefix`, so that the grammars of
 // several schemas can live in one grammar.

@@ -142,6 +142,47 @@ TEST(ToolCallGrammarTest, AnAnswerGrammarIsTheOtherWayUnderAuto) {
   EXPECT_TRUE(Matches(g, kCount));
 }
 
+TEST(ToolCallGrammarTest, ApplyingJoinsTheAnswerConstraint) {
+  SamplingParams params;
+  params.json_schema = R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                           "additionalProperties": false})";
+  ASSERT_FALSE(ApplyToolCallConstraint(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes, ThinkingMode::kNone,
+                                       &params));
+  EXPECT_TRUE(params.json_schema.empty());
+  EXPECT_TRUE(params.grammar_triggers.empty());
+  EXPECT_TRUE(params.Validate().ok());
+  auto g = std::make_shared<const Grammar>(*ParseGbnf(params.grammar));
+  EXPECT_TRUE(Matches(g, "{\"ok\": true}"));
+  EXPECT_TRUE(Matches(g, kCount));
+  EXPECT_FALSE(Matches(g, "{\"ok\": 1}"));
+
+  SamplingParams plain;
+  ASSERT_FALSE(ApplyToolCallConstraint(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes,
+                                       ThinkingMode::kNone, &plain));
+  EXPECT_EQ(plain.grammar_triggers, std::vector<std::string>{"<tool_call>"});
+  EXPECT_TRUE(plain.Validate().ok());
+
+  SamplingParams object;
+  object.json_object = true;
+  ASSERT_FALSE(ApplyToolCallConstraint(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes,
+                                       ThinkingMode::kNone, &object));
+  EXPECT_FALSE(object.json_object);
+  g = std::make_shared<const Grammar>(*ParseGbnf(object.grammar));
+  EXPECT_TRUE(Matches(g, "{\"any\": [1]}"));
+
+  SamplingParams bad;
+  bad.grammar = "root ::= (";
+  ApiStatus e = ApplyToolCallConstraint(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes,
+                                        ThinkingMode::kNone, &bad);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "grammar");
+  bad = SamplingParams();
+  bad.json_schema = R"({"type": "object", "not": {}})";
+  e = ApplyToolCallConstraint(TwoTools(ToolChoiceMode::kAuto), ToolCallFormat::kHermes, ThinkingMode::kNone, &bad);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "response_format");
+}
+
 TEST(ToolCallGrammarTest, UnsupportedSchemaNamesTheTool) {
   ToolRequest r = TwoTools(ToolChoiceMode::kRequired);
   r.tools[1].parameters = OJson::parse(R"({"type": "object", "not": {"required": ["a"]}})");
