@@ -164,15 +164,31 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
     LatencyRow row;
     row.batch_size = batch;
     row.runs = o.runs;
-    std::vector<double> ttft, prefill, decode_steps, decode_time, e2e;
+    std::vector<double> ttft, prefill, decode_steps, decode_time, e2e, free_steps, ratios;
     ResetPeakRss();
     ContentionSampler::Point measured_from;
     for (int32_t r = 0; r < o.warmup + o.runs; ++r) {
       const bool warmup = r < o.warmup;
       if (r == o.warmup) measured_from = sampler.Now();
+      // Paired runs take the same prompts and seeds, the unconstrained one
+      // first on even runs and second on odd ones.
+      const bool paired = o.compare_unconstrained && !warmup;
+      std::mt19937_64 same = rng;
+      RunTimes u;
+      if (paired && r % 2 == 0) {
+        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, batch, o.input_len, o.output_len, "", vocab, same));
+      }
       KILN_ASSIGN_OR_RETURN(RunTimes t, RunOnce(*engine, batch, o.input_len, o.output_len, o.json_schema, vocab, rng));
+      if (paired && r % 2 != 0) {
+        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, batch, o.input_len, o.output_len, "", vocab, same));
+      }
       if (on_progress) on_progress({batch, r + 1, o.warmup + o.runs, warmup, t.end});
       if (warmup) continue;
+      if (paired) {
+        free_steps.insert(free_steps.end(), u.decode_steps.begin(), u.decode_steps.end());
+        const double constrained = Summarize(t.decode_steps).median, free = Summarize(u.decode_steps).median;
+        if (free > 0) ratios.push_back(constrained / free);
+      }
       ttft.insert(ttft.end(), t.first_token.begin(), t.first_token.end());
       prefill.push_back(t.prefill);
       decode_steps.insert(decode_steps.end(), t.decode_steps.begin(), t.decode_steps.end());
@@ -190,6 +206,10 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
     row.tpot_s = Summarize(decode_steps);
     row.decode_tokens_per_s = RateSummary(decode_tokens, decode_time);
     row.e2e_s = Summarize(e2e);
+    if (o.compare_unconstrained) {
+      row.unconstrained_tpot_s = Summarize(free_steps);
+      row.tpot_ratio = Summarize(ratios);
+    }
 
     row.weight_bytes_per_step = report.figures.weight_bytes;
     // Decode passes feed positions input_len .. input_len + output_len - 2,
@@ -246,6 +266,17 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
                     r.contention.Mark()});
   }
   out += latency.ToString();
+  if (o.compare_unconstrained) {
+    out += "\nThe constraint's cost, each measured run paired with the same run unconstrained:\n";
+    TextTable pairs({"batch", "TPOT p50 constrained", "unconstrained", "constrained / unconstrained, per pair: p50",
+                     "p90", "max"});
+    for (const LatencyRow& r : report.rows) {
+      pairs.AddRow({std::to_string(r.batch_size), Seconds(r.tpot_s.median), Seconds(r.unconstrained_tpot_s.median),
+                    fmt::format("{:.3f}", r.tpot_ratio.median), fmt::format("{:.3f}", r.tpot_ratio.p90),
+                    fmt::format("{:.3f}", r.tpot_ratio.max)});
+    }
+    out += pairs.ToString();
+  }
 
   out += "\n";
   TextTable roof({"batch", "bytes/decode pass", "decode GB/s", "of bandwidth", "decode GFLOP/s", "of compute",
@@ -315,6 +346,10 @@ nlohmann::ordered_json LatencyJson(const LatencyReport& report, const RooflineRo
     row["tpot_s"] = ToJson(r.tpot_s);
     row["decode_tokens_per_s"] = ToJson(r.decode_tokens_per_s);
     row["e2e_s"] = ToJson(r.e2e_s);
+    if (o.compare_unconstrained) {
+      row["unconstrained_tpot_s"] = ToJson(r.unconstrained_tpot_s);
+      row["tpot_ratio_per_pair"] = ToJson(r.tpot_ratio);
+    }
     row["peak_rss_bytes"] = r.peak_rss_bytes;
     row["weight_bytes_per_decode_step"] = r.weight_bytes_per_step;
     row["kv_bytes_per_decode_step"] = r.kv_bytes_per_step;

@@ -37,6 +37,10 @@ struct LatencyOptions {
   // output must be longer than output_len: a request the grammar ends
   // early fails the run.
   std::string json_schema;
+  // With json_schema: each run is paired with the same run unconstrained
+  // (the order alternating), so that the constraint's cost is a ratio of
+  // neighbouring runs, which a shared machine's drift hardly moves.
+  bool compare_unconstrained = false;
   ContentionOptions contention;
 };
 
@@ -51,6 +55,10 @@ struct LatencyRow {
   Summary tpot_s;                // per decode pass once every prompt is done, over passes and runs
   Summary decode_tokens_per_s;   // per run: batch x (output_len - 1) / decode time
   Summary e2e_s;                 // per run
+  // With compare_unconstrained: TPOT of the paired unconstrained runs, and
+  // per pair the constrained run's median TPOT over the unconstrained one's.
+  Summary unconstrained_tpot_s;
+  Summary tpot_ratio;
   int64_t peak_rss_bytes = 0;    // VmHWM over this batch size's runs (the process's, if it cannot be reset)
   int64_t weight_bytes_per_step = 0;
   double kv_bytes_per_step = 0;     // mean over the decode passes

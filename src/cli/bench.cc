@@ -204,6 +204,9 @@ Status RunLatency(const LatencyArgs& a) {
     if (!nlohmann::json::accept(*schema)) return InvalidArgument("--json-schema {}: not JSON", a.json_schema_file);
     o.json_schema = *schema;
   }
+  if (o.compare_unconstrained && o.json_schema.empty()) {
+    return InvalidArgument("--compare-unconstrained needs --json-schema");
+  }
   o.contention.threshold_cores = a.out.contention_threshold;
   Progress progress;
   std::unique_ptr<bench::Roofline> roofline = RooflineFor(a.out, EngineThreads(o.engine), progress);
@@ -243,6 +246,8 @@ void RegisterBenchLatency(CLI::App* bench) {
   cmd->add_option("--json-schema", args->json_schema_file,
                   "Constrain every output by this JSON Schema file (TPOT then includes the grammar masks); its output "
                   "must be longer than --output-len");
+  cmd->add_flag("--compare-unconstrained", o.compare_unconstrained,
+                "With --json-schema: pair each measured run with the same run unconstrained and report the TPOT ratio");
   cmd->callback([args]() {
     Status s = RunLatency(*args);
     if (!s.ok()) {

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/prompt_file.h"
+#include "cli/structured_output_flags.h"
 #include "engine/llm_engine.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -35,6 +36,7 @@ struct GenerateArgs {
   SamplingParams params;
   uint64_t seed = 0;
   std::vector<std::string> stop;
+  StructuredOutputFlags structured;
 };
 
 // The sampling defaults: the model's generation config, then the flags given.
@@ -119,9 +121,15 @@ Status RunGenerate(const CLI::App& cmd, const GenerateArgs& a) {
   if (a.prompts.empty() && a.prompts_file.empty()) {
     return InvalidArgument("no prompt: give -p PROMPT or -f FILE");
   }
+  // The schema or grammar is checked before the model loads.
+  SamplingParams constraint;
+  KILN_RETURN_IF_ERROR(ApplyStructuredOutputFlags(a.structured, &constraint));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<LLMEngine> engine, LLMEngine::Create(options));
 
   SamplingParams defaults = DefaultParams(cmd, a, engine->generation_config());
+  defaults.json_schema = constraint.json_schema;
+  defaults.grammar = constraint.grammar;
+  defaults.json_object = constraint.json_object;
   int32_t default_max_tokens = kDefaultMaxTokens;
   if (auto n = engine->generation_config().max_new_tokens; n && *n > 0) default_max_tokens = *n;
   std::vector<PromptSpec> specs;
@@ -228,6 +236,7 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_option("--stop", a.stop, "A stop string (repeat for several)")->group(sampling);
   cmd->add_flag("--ignore-eos", a.params.ignore_eos, "Keep generating past end-of-sequence tokens")
       ->group(sampling);
+  AddStructuredOutputFlags(cmd, &a.structured);
   cmd->callback([cmd, args]() {
     Status s = RunGenerate(*cmd, *args);
     if (!s.ok()) {

@@ -28,6 +28,14 @@ bool CharSet::Intersects(char32_t lo, char32_t hi) const {
   return negated;
 }
 
+bool CharSet::ContainsAll(char32_t lo, char32_t hi) const {
+  for (const Range& r : ranges) {
+    if (!negated && r.lo <= lo && hi <= r.hi) return true;  // ranges are merged: one covers or none does
+    if (negated && r.lo <= hi && lo <= r.hi) return false;
+  }
+  return negated;
+}
+
 uint32_t GrammarBuilder::RuleId(const std::string& name) {
   auto found = ids_.find(name);
   if (found != ids_.end()) return found->second;

@@ -30,6 +30,8 @@ struct CharSet {
   bool Contains(char32_t cp) const;
   // Whether some code point in [lo, hi] is in the set.
   bool Intersects(char32_t lo, char32_t hi) const;
+  // Whether every code point in [lo, hi] is in the set.
+  bool ContainsAll(char32_t lo, char32_t hi) const;
 };
 
 struct GrammarElement {

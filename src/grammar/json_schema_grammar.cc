@@ -17,6 +17,7 @@
 #include "grammar/integer_range.h"
 #include "grammar/json_grammar.h"
 #include "grammar/regex_to_gbnf.h"
+#include "grammar/schema_disjointness.h"
 
 namespace kiln {
 namespace {
@@ -54,6 +55,9 @@ const std::set<std::string> kUnsupported = {"not",
                                             "$dynamicAnchor",
                                             "$recursiveAnchor"};
 
+// Pairs of oneOf branches are compared, so their number is bounded.
+constexpr size_t kMaxOneOfBranches = 64;
+
 const std::map<std::string, std::string> kFormats = {
     {"date", R"("\"" json-date "\"")"},
     {"time", R"("\"" json-time "\"")"},
@@ -64,9 +68,18 @@ const std::map<std::string, std::string> kFormats = {
      R"("\"" [a-zA-Z0-9_+-] ([a-zA-Z0-9_+.-]{0,62} [a-zA-Z0-9_+-])? "@" [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])? ("." [a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])?){1,4} "\"")"},
 };
 
+// Dates that exist: years 0001 to 9999 (year 0 is not in the proleptic
+// calendar most validators use), days by month, February 29th in leap
+// years only (every fourth year, but of the centuries every fourth). A leap second only
+// where it is valid, at 23:59:60 UTC (written with a zero offset).
 const char* kFormatRules = R"gbnf(
-json-date ::= [0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])
-json-time ::= ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" ([0-5] [0-9] | "60") ("." [0-9]{1,9})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])
+json-date ::= json-year "-" ("0" [13578] | "1" [02]) "-" json-day-31 | json-year "-" ("0" [469] | "11") "-" json-day-30 | json-year "-02-" json-day-28 | json-leap-year "-02-29"
+json-year ::= [0-9]{3} [1-9] | [0-9]{2} [1-9] "0" | [0-9] [1-9] "00" | [1-9] "000"
+json-leap-year ::= [0-9] [0-9] ("0" [48] | [2468] [048] | [13579] [26]) | ("0" [48] | [2468] [048] | [13579] [26]) "00"
+json-day-28 ::= "0" [1-9] | "1" [0-9] | "2" [0-8]
+json-day-30 ::= json-day-28 | "29" | "30"
+json-day-31 ::= json-day-30 | "31"
+json-time ::= ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,9})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]) | "23:59:60" ("." [0-9]{1,9})? ("Z" | [+-] "00:00")
 )gbnf";
 
 std::string Pointer(const std::string& path, const std::string& key) {
@@ -81,6 +94,26 @@ std::string Pointer(const std::string& path, const std::string& key) {
     }
   }
   return path + "/" + escaped;
+}
+
+// A URI fragment's %XX escapes decoded ("#/a%25b" points at the key "a%b").
+std::string PercentDecoded(const std::string& text) {
+  std::string out;
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* separator) {
@@ -118,27 +151,9 @@ class SchemaConverter {
         return Error(Pointer(path, key), fmt::format("keyword '{}' is not supported", key));
     }
     if (const Json* ref = Find(schema, "$ref")) return Ref(*ref, schema, path, depth);
-    if (const Json* c = Find(schema, "const")) return ConstLiteral(*c);
-    if (const Json* e = Find(schema, "enum")) {
-      if (!e->is_array() || e->empty()) return Error(Pointer(path, "enum"), "enum must be a non-empty array");
-      std::vector<std::string> alternatives;
-      for (const Json& v : *e) alternatives.push_back(ConstLiteral(v));
-      return NewRule(path, Join(alternatives, " | "));
-    }
+    if (schema.contains("const") || schema.contains("enum")) return Values(schema, path);
     for (const char* key : {"anyOf", "oneOf"}) {
-      if (const Json* branches = Find(schema, key)) {
-        if (!branches->is_array() || branches->empty())
-          return Error(Pointer(path, key), "must be a non-empty array");
-        KILN_RETURN_IF_ERROR(OnlyAnnotationsBeside(schema, key, path));
-        std::vector<std::string> alternatives;
-        for (size_t i = 0; i < branches->size(); ++i) {
-          KILN_ASSIGN_OR_RETURN(
-              std::string branch,
-              Visit((*branches)[i], Pointer(Pointer(path, key), std::to_string(i)), depth + 1));
-          alternatives.push_back(branch);
-        }
-        return NewRule(path, Join(alternatives, " | "));
-      }
+      if (const Json* branches = Find(schema, key)) return Branches(*branches, key, schema, path, depth);
     }
     if (const Json* all = Find(schema, "allOf")) return AllOf(*all, schema, path, depth);
 
@@ -187,6 +202,147 @@ class SchemaConverter {
     return "any";
   }
 
+  // ---- const, enum, anyOf, oneOf ----
+
+  // const and enum, beside which only `type` may constrain: the values
+  // that satisfy all three.
+  Expected<std::string> Values(const Json& schema, const std::string& path) {
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "const" && key != "enum" && key != "type" && !kAnnotations.count(key)) {
+        return Error(Pointer(path, key),
+                     fmt::format("keyword '{}' beside const or enum is not supported", key));
+      }
+    }
+    const Json* e = Find(schema, "enum");
+    if (e && (!e->is_array() || e->empty()))
+      return Error(Pointer(path, "enum"), "enum must be a non-empty array");
+    std::vector<const Json*> candidates;
+    if (const Json* c = Find(schema, "const")) {
+      candidates.push_back(c);
+    } else {
+      for (const Json& v : *e) candidates.push_back(&v);
+    }
+    std::vector<std::string> alternatives;
+    for (const Json* v : candidates) {
+      // For these keywords the check is exact, not only sound.
+      if (!ValueProvablyInvalid(*v, schema, Resolver())) alternatives.push_back(ConstLiteral(*v));
+    }
+    if (alternatives.empty()) return Error(path, "no value of const or enum satisfies the schema's type");
+    if (alternatives.size() == 1) return alternatives[0];
+    return NewRule(path, Join(alternatives, " | "));
+  }
+
+  // anyOf, or oneOf when its branches provably exclude each other: a value
+  // written for one branch then matches no other, so exactly one. A `type`
+  // beside them narrows every branch; false branches are left out.
+  Expected<std::string> Branches(const Json& branches, const char* key, const Json& schema,
+                                 const std::string& path, int depth) {
+    const std::string at = Pointer(path, key);
+    if (!branches.is_array() || branches.empty()) return Error(at, "must be a non-empty array");
+    KILN_RETURN_IF_ERROR(OnlyAnnotationsBeside(schema, key, path));
+    const bool one_of = std::string(key) == "oneOf";
+    if (one_of && branches.size() > kMaxOneOfBranches) {
+      return Error(at, fmt::format("oneOf with more than {} branches is not supported", kMaxOneOfBranches));
+    }
+    const Json* base_type = Find(schema, "type");
+    std::vector<const Json*> kept;
+    std::vector<std::string> kept_paths;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      std::string branch_path = Pointer(at, std::to_string(i));
+      const Json* branch = &branches[i];
+      if (branch->is_boolean() && !branch->get<bool>()) continue;  // matches nothing
+      if (base_type) {
+        KILN_ASSIGN_OR_RETURN(branch, WithBaseType(*branch, *base_type, branch_path));
+        if (branch == nullptr) continue;  // none of its types is allowed
+      }
+      kept.push_back(branch);
+      kept_paths.push_back(branch_path);
+    }
+    if (kept.empty()) return Error(at, "no branch accepts a value");
+    if (one_of) {
+      for (size_t i = 0; i < kept.size(); ++i) {
+        for (size_t j = i + 1; j < kept.size(); ++j) {
+          if (!SchemasProvablyDisjoint(*kept[i], *kept[j], Resolver())) {
+            return Error(
+                at, fmt::format("oneOf needs a value to match exactly one branch, and {} and {} may both "
+                                "match one; only branches that provably exclude each other (by type, "
+                                "const or enum values, a property one requires and the other forbids, "
+                                "disjoint bounds) are supported",
+                                kept_paths[i], kept_paths[j]));
+          }
+        }
+      }
+    }
+    std::vector<std::string> alternatives;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(std::string rule, Visit(*kept[i], kept_paths[i], depth + 1));
+      alternatives.push_back(rule);
+    }
+    if (alternatives.size() == 1) return alternatives[0];
+    return NewRule(path, Join(alternatives, " | "));
+  }
+
+  // `branch` narrowed to the types `type` allows: itself when it accepts no
+  // other type anyway, else a copy with the intersected `type`; null when
+  // no type is left.
+  Expected<const Json*> WithBaseType(const Json& branch, const Json& type, const std::string& path) {
+    if (!type.is_string() && !type.is_array())
+      return Error(path, "type must be a string or a list of strings");
+    if (SchemaWithinTypes(branch, type, Resolver())) return &branch;
+    if (branch.is_boolean()) return Keep(Json{{"type", type}});
+    for (const char* key : {"$ref", "anyOf", "oneOf", "allOf"}) {
+      if (branch.is_object() && branch.contains(key)) {
+        return Error(
+            Pointer(path, key),
+            fmt::format("a branch with '{}' that may accept types the 'type' beside it excludes is not "
+                        "supported",
+                        key));
+      }
+    }
+    if (!branch.is_object()) return Error(path, "a schema must be an object or a boolean");
+    std::vector<std::string> allowed = TypeNames(type);
+    Json narrowed = branch;
+    if (const Json* own = Find(branch, "type")) {
+      std::vector<std::string> both;
+      for (const std::string& t : TypeNames(*own)) {
+        for (const std::string& u : allowed) {
+          if (t == u || (t == "number" && u == "integer")) both.push_back(u);
+          if (t == "integer" && u == "number") both.push_back(t);
+        }
+      }
+      allowed = both;
+    }
+    if (allowed.empty()) return nullptr;
+    narrowed["type"] = allowed.size() == 1 ? Json(allowed[0]) : Json(allowed);
+    if (SchemaProvablyEmpty(narrowed, Resolver())) return nullptr;  // e.g. a const of another type
+    return Keep(std::move(narrowed));
+  }
+
+  static std::vector<std::string> TypeNames(const Json& type) {
+    std::vector<std::string> names;
+    if (type.is_string()) names.push_back(type.get<std::string>());
+    if (type.is_array()) {
+      for (const Json& t : type) {
+        if (t.is_string()) names.push_back(t.get<std::string>());
+      }
+    }
+    return names;
+  }
+
+  // Keeps a schema made here alive while rules refer to it.
+  const Json* Keep(Json schema) {
+    merged_.push_back(std::make_unique<Json>(std::move(schema)));
+    return merged_.back().get();
+  }
+
+  // $ref resolution for the proofs in schema_disjointness.h.
+  SchemaRefResolver Resolver() {
+    return [this](const std::string& ref) -> const Json* {
+      Expected<const Json*> target = Resolve(ref, "#");
+      return target.ok() ? *target : nullptr;
+    };
+  }
+
   // ---- $ref, allOf ----
 
   Expected<std::string> Ref(const Json& ref, const Json& schema, const std::string& path, int depth) {
@@ -218,7 +374,7 @@ class SchemaConverter {
       if (target[pos] != '/') return Error(at, fmt::format("$ref '{}' is not a JSON pointer", target));
       size_t end = target.find('/', pos + 1);
       if (end == std::string::npos) end = target.size();
-      std::string token = target.substr(pos + 1, end - pos - 1);
+      std::string token = PercentDecoded(target.substr(pos + 1, end - pos - 1));
       std::string key;
       for (size_t i = 0; i < token.size(); ++i) {
         if (token[i] == '~' && i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
@@ -243,51 +399,128 @@ class SchemaConverter {
   }
 
   // allOf whose members are all object schemas: one object with their
-  // properties and required names together.
+  // properties and required names together. A property in several members
+  // must satisfy each member's schema (nested as allOf); a member with
+  // additionalProperties false allows only its own property names.
   Expected<std::string> AllOf(const Json& all, const Json& schema, const std::string& path, int depth) {
     std::string at = Pointer(path, "allOf");
     if (!all.is_array() || all.empty()) return Error(at, "allOf must be a non-empty array");
+    // The keywords beside allOf constrain the same value: one more member.
+    Json beside = Json::object();
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "allOf" && !kAnnotations.count(key) && key != "type") beside[key] = value;
+    }
+    if (!beside.empty()) {
+      Json members = all;
+      if (const Json* type = Find(schema, "type")) beside["type"] = *type;
+      members.push_back(std::move(beside));
+      Json combined = Json::object();
+      for (const auto& [key, value] : schema.items()) {
+        if (kAnnotations.count(key)) combined[key] = value;
+      }
+      combined["allOf"] = std::move(members);
+      const Json* kept = Keep(std::move(combined));
+      return AllOf((*kept)["allOf"], *kept, path, depth);
+    }
+    if (const Json* type = Find(schema, "type")) {
+      std::vector<std::string> names = TypeNames(*type);
+      if (std::find(names.begin(), names.end(), "object") == names.end()) {
+        return Error(Pointer(path, "type"),
+                     "allOf is supported only for objects, and this type excludes them");
+      }
+    }
     Json merged = Json::object();
     merged["type"] = "object";
     merged["properties"] = Json::object();
     merged["required"] = Json::array();
-    bool additional_false = false;
+    std::vector<const Json*> closed;  // the properties of members with additionalProperties false
+    std::vector<std::string> closed_paths;
+    size_t true_members = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       const Json* part = &all[i];
       std::string part_path = Pointer(at, std::to_string(i));
+      if (part->is_boolean() && part->get<bool>()) {  // constrains nothing
+        ++true_members;
+        continue;
+      }
       for (int hops = 0; part->is_object() && part->contains("$ref"); ++hops) {
         if (hops > kMaxSchemaDepth) return Error(part_path, "$ref chain too long");
-        KILN_ASSIGN_OR_RETURN(part, Resolve((*part)["$ref"].get<std::string>(), part_path));
+        const Json& ref = (*part)["$ref"];
+        if (!ref.is_string()) return Error(Pointer(part_path, "$ref"), "$ref must be a string");
+        KILN_ASSIGN_OR_RETURN(part, Resolve(ref.get<std::string>(), part_path));
       }
       if (all.size() == 1 && schema.size() == 1) return Visit(*part, part_path, depth + 1);
+      if (part->is_object()) {  // named as anywhere else, before the shape is judged
+        for (const auto& [key, value] : part->items()) {
+          if (kUnsupported.count(key))
+            return Error(Pointer(part_path, key), fmt::format("keyword '{}' is not supported", key));
+        }
+      }
       if (!part->is_object() || ImpliedOrGivenType(*part) != "object") {
         return Error(part_path, "allOf is supported only when every member is an object schema");
       }
+      bool closes = false;
       for (const auto& [key, value] : part->items()) {
         if (key == "properties") {
-          for (const auto& [name, sub] : value.items()) merged["properties"][name] = sub;
+          if (!value.is_object()) return Error(Pointer(part_path, key), "must be an object");
+          Json& properties = merged["properties"];
+          for (const auto& [name, sub] : value.items()) {
+            if (!properties.contains(name)) {
+              properties[name] = sub;
+            } else if (properties[name] != sub) {
+              properties[name] = Json{{"allOf", Json::array({properties[name], sub})}};
+            }
+          }
         } else if (key == "required") {
+          if (!value.is_array()) return Error(Pointer(part_path, key), "must be an array");
           for (const Json& name : value) merged["required"].push_back(name);
         } else if (key == "additionalProperties") {
-          if (value.is_boolean() && !value.get<bool>())
-            additional_false = true;
-          else
+          if (!value.is_boolean() || value.get<bool>()) {
+            if (value.is_boolean()) continue;
             return Error(Pointer(part_path, key),
                          "allOf members with additionalProperties schemas are not supported");
+          }
+          closes = true;
         } else if (key != "type" && !kAnnotations.count(key)) {
           return Error(Pointer(part_path, key),
                        fmt::format("keyword '{}' inside allOf is not supported", key));
         }
       }
-    }
-    for (const auto& [key, value] : schema.items()) {
-      if (key != "allOf" && !kAnnotations.count(key) && key != "type") {
-        return Error(Pointer(path, key), fmt::format("keyword '{}' beside allOf is not supported", key));
+      if (closes) {
+        static const Json kNoProperties = Json::object();
+        const Json* own = Find(*part, "properties");
+        closed.push_back(own ? own : &kNoProperties);
+        closed_paths.push_back(part_path);
       }
     }
-    if (additional_false) merged["additionalProperties"] = false;
-    merged_.push_back(std::make_unique<Json>(std::move(merged)));
-    return Object(*merged_.back(), path, depth);
+    if (true_members == all.size()) return Visit(Json(true), at, depth + 1);
+    if (!closed.empty()) {
+      // Only names every closed member declares may appear at all.
+      auto allowed = [&](const std::string& name, std::string* forbidder) {
+        for (size_t c = 0; c < closed.size(); ++c) {
+          if (!closed[c]->contains(name)) {
+            *forbidder = closed_paths[c];
+            return false;
+          }
+        }
+        return true;
+      };
+      std::string forbidder;
+      for (const Json& name : merged["required"]) {
+        if (name.is_string() && !allowed(name.get<std::string>(), &forbidder)) {
+          return Error(at,
+                       fmt::format("required property '{}' is forbidden by {}'s additionalProperties false",
+                                   name.get<std::string>(), forbidder));
+        }
+      }
+      Json kept = Json::object();
+      for (const auto& [name, sub] : merged["properties"].items()) {
+        if (allowed(name, &forbidder)) kept[name] = sub;
+      }
+      merged["properties"] = std::move(kept);
+      merged["additionalProperties"] = false;
+    }
+    return Object(*Keep(std::move(merged)), path, depth);
   }
 
   static std::string ImpliedOrGivenType(const Json& schema) {
@@ -331,10 +564,21 @@ class SchemaConverter {
       for (const std::string& name : declared) {
         bool is_required = required_names.count(name) > 0;
         if (is_required != (pass == 0)) continue;
+        // A name without its own schema is an additional property.
+        const bool own = properties && properties->contains(name);
+        const Json* sub = own ? &(*properties)[name] : additional;
+        std::string sub_path =
+            own ? Pointer(Pointer(path, "properties"), name) : Pointer(path, "additionalProperties");
+        if (sub && sub->is_boolean() && !sub->get<bool>()) {
+          if (is_required) {
+            return Error(Pointer(path, "required"),
+                         fmt::format("required property '{}' is forbidden by {}", name, sub_path));
+          }
+          continue;  // never written; still declared, so no extra key takes its name
+        }
         std::string value = "json-value";
-        if (properties && properties->contains(name)) {
-          KILN_ASSIGN_OR_RETURN(
-              value, Visit((*properties)[name], Pointer(Pointer(path, "properties"), name), depth + 1));
+        if (sub && !sub->is_boolean()) {
+          KILN_ASSIGN_OR_RETURN(value, Visit(*sub, sub_path, depth + 1));
         }
         std::string key = GbnfLiteral(Json(name).dump());
         members.push_back(
@@ -434,22 +678,27 @@ class SchemaConverter {
       prefix = items;
       prefix_path = Pointer(path, "items");
       items = additional_items;
-    } else if (additional_items) {
-      return Error(Pointer(path, "additionalItems"),
-                   "additionalItems without an items list is not supported");
     }
+    // Otherwise additionalItems has no effect: draft-07 ignores it beside an
+    // items schema (or none), and 2020-12 has no such keyword.
     if (prefix && !prefix->is_array()) return Error(prefix_path, "must be an array");
 
     std::vector<std::string> tuple;
+    bool tuple_closed = false;  // a false entry: no element may be at its place, so none after it
     if (prefix) {
       for (size_t i = 0; i < prefix->size(); ++i) {
+        const Json& entry = (*prefix)[i];
+        if (entry.is_boolean() && !entry.get<bool>()) {
+          tuple_closed = true;
+          break;
+        }
         KILN_ASSIGN_OR_RETURN(std::string rule,
-                              Visit((*prefix)[i], Pointer(prefix_path, std::to_string(i)), depth + 1));
+                              Visit(entry, Pointer(prefix_path, std::to_string(i)), depth + 1));
         tuple.push_back(rule);
       }
     }
     std::string item;  // the schema of items after the tuple; empty when none may follow
-    if (!items || !items->is_boolean() || items->get<bool>()) {
+    if (!tuple_closed && (!items || !items->is_boolean() || items->get<bool>())) {
       if (items && !items->is_boolean()) {
         KILN_ASSIGN_OR_RETURN(item, Visit(*items, Pointer(path, "items"), depth + 1));
       } else {
@@ -548,43 +797,184 @@ class SchemaConverter {
     return NewRule(path, IntegerRangeGbnf(low, high));
   }
 
+  // A bound of a number, possibly exclusive.
+  struct NumberBound {
+    double value;
+    bool open = false;
+  };
+
   Expected<std::string> Number(const Json& schema, const std::string& path) {
-    for (const char* key : {"exclusiveMinimum", "exclusiveMaximum"}) {
-      if (schema.contains(key)) {
-        return Error(Pointer(path, key), fmt::format("'{}' on numbers is not supported", key));
-      }
-    }
-    const Json* minimum = Find(schema, "minimum");
-    const Json* maximum = Find(schema, "maximum");
-    if (!minimum && !maximum) return std::string("json-number");
-    int64_t bounds[2] = {-kMaxJsonInteger, kMaxJsonInteger};
-    for (int side = 0; side < 2; ++side) {
-      const Json* v = side == 0 ? minimum : maximum;
+    const auto max = static_cast<double>(kMaxJsonInteger);
+    NumberBound lo{-max}, hi{max};
+    bool bounded = false;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      const Json* v = Find(schema, key);
       if (!v) continue;
-      const char* key = side == 0 ? "minimum" : "maximum";
-      if (!v->is_number()) return Error(Pointer(path, key), "must be a number");
-      double d = std::clamp(v->get<double>(), -1e17, 1e17);
-      if (d != std::floor(d)) {
-        return Error(Pointer(path, key), "number bounds that are not whole numbers are not supported");
+      if (!v->is_number()) {
+        return Error(Pointer(path, key), "must be a number (draft-04's boolean form is not supported)");
       }
-      bounds[side] = std::clamp(static_cast<int64_t>(d), -kMaxJsonInteger, kMaxJsonInteger);
+      const std::string k = key;
+      NumberBound b{std::clamp(v->get<double>(), -max, max), k.rfind("exclusive", 0) == 0};
+      if (b.open && b.value != std::floor(b.value)) {
+        return Error(Pointer(path, key),
+                     "exclusive number bounds that are not whole numbers are not supported");
+      }
+      bounded = true;
+      // The tighter bound wins; at equal values the exclusive one.
+      if (k == "minimum" || k == "exclusiveMinimum") {
+        if (b.value > lo.value || (b.value == lo.value && b.open)) lo = b;
+      } else if (b.value < hi.value || (b.value == hi.value && b.open)) {
+        hi = b;
+      }
     }
-    if (bounds[1] < bounds[0]) return Error(path, "the number bounds leave no value");
-    return NewRule(path, NumberRangeGbnf(bounds[0], bounds[1]));
+    if (!bounded) return std::string("json-number");
+    if (hi.value < lo.value || (hi.value == lo.value && (lo.open || hi.open))) {
+      return Error(path, "the number bounds leave no value");
+    }
+    std::string range = NumberRangeGbnf(lo, hi);
+    if (range.empty()) return Error(path, "the number bounds leave no value of 15 significant digits");
+    return NewRule(path, range);
   }
 
-  // Numbers in [lo, hi] (whole bounds) written without an exponent: the
-  // integer part in range with any fraction below the top, the top itself
-  // only with a fraction of zeros; negative values mirror that.
-  static std::string NumberRangeGbnf(int64_t lo, int64_t hi) {
-    auto magnitudes = [](int64_t a, int64_t b) {  // [a, b], 0 <= a <= b
-      std::string top = GbnfLiteral(std::to_string(b)) + " (\".\" \"0\"{1,16})?";
-      if (a == b) return "(" + top + ")";
-      return "(" + IntegerRangeGbnf(a, b - 1) + " (\".\" [0-9]{1,16})? | " + top + ")";
+  // A non-negative number's decimal digits: the whole part, and the
+  // fraction's digits without trailing zeros.
+  struct Decimal {
+    int64_t whole = 0;
+    std::string fraction;
+  };
+
+  // REQUIRES: 0 <= magnitude <= kMaxJsonInteger. The shortest text that
+  // reads back as the same double, as validators read the bound.
+  static Decimal ToDecimal(double magnitude) {
+    std::string text = fmt::format("{}", magnitude);  // "12.5", "1e-05", "1e+16"
+    int exponent = 0;
+    if (size_t e = text.find_first_of("eE"); e != std::string::npos) {
+      exponent = std::stoi(text.substr(e + 1));
+      text.resize(e);
+    }
+    size_t point = text.find('.');
+    std::string digits = text;
+    int point_at = static_cast<int>(text.size());
+    if (point != std::string::npos) {
+      digits = text.substr(0, point) + text.substr(point + 1);
+      point_at = static_cast<int>(point);
+    }
+    point_at += exponent;
+    if (point_at < 0) {
+      digits.insert(0, static_cast<size_t>(-point_at), '0');
+      point_at = 0;
+    }
+    if (point_at > static_cast<int>(digits.size())) digits.append(point_at - digits.size(), '0');
+    Decimal d;
+    const std::string whole = digits.substr(0, static_cast<size_t>(point_at));
+    d.whole = whole.empty() ? 0 : std::stoll(whole);
+    d.fraction = digits.substr(static_cast<size_t>(point_at));
+    while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
+    return d;
+  }
+
+  // A limit on a fraction 0.D: absent, or digits (no trailing zeros) and
+  // whether the limit itself is excluded.
+  struct FractionLimit {
+    bool present = false;
+    std::string digits;
+    bool open = false;
+
+    FractionLimit Tail() const { return {present, digits.empty() ? "" : digits.substr(1), open}; }
+    int First() const { return digits.empty() ? 0 : digits[0] - '0'; }
+  };
+
+  // The digit strings D of 0 to n digits with lower <= 0.D <= upper (or <):
+  // whether the empty one is among them, and an expression for the others
+  // ("" when none).
+  static std::pair<bool, std::string> FractionDigits(const FractionLimit& lower, const FractionLimit& upper,
+                                                     int n) {
+    bool empty_ok = (!lower.present || (lower.digits.empty() && !lower.open)) &&
+                    (!upper.present || !upper.digits.empty() || !upper.open);
+    if (n <= 0) return {empty_ok, ""};
+    if (!lower.present && !upper.present) return {true, fmt::format("[0-9]{{1,{}}}", n)};
+    const int first = lower.present ? lower.First() : 0;
+    const int last = upper.present ? upper.First() : 9;
+    std::vector<std::string> alternatives;
+    // digit, then the rest of 0 to n - 1 digits under the limits that still bind.
+    auto then = [&](int digit, const FractionLimit& low, const FractionLimit& high) {
+      auto [rest_empty_ok, rest] = FractionDigits(low, high, n - 1);
+      std::string d = GbnfLiteral(std::string(1, static_cast<char>('0' + digit)));
+      if (rest.empty()) {
+        if (rest_empty_ok) alternatives.push_back(d);
+      } else {
+        alternatives.push_back(d + " " + (rest_empty_ok ? "(" + rest + ")?" : "(" + rest + ")"));
+      }
+    };
+    if (first == last) {
+      then(first, lower.Tail(), upper.Tail());
+    } else if (first < last) {
+      then(first, lower.Tail(), FractionLimit{});
+      if (first + 1 <= last - 1) {
+        alternatives.push_back(fmt::format("[{}-{}]", first + 1, last - 1) +
+                               (n > 1 ? fmt::format(" [0-9]{{0,{}}}", n - 1) : ""));
+      }
+      then(last, FractionLimit{}, upper.Tail());
+    }
+    return {empty_ok, Join(alternatives, " | ")};
+  }
+
+  // The fraction part (with its ".") written after a whole part; `ok` false
+  // when no fraction, not even none, satisfies the limits.
+  static std::string FractionPart(const FractionLimit& lower, const FractionLimit& upper, int n, bool* ok) {
+    auto [empty_ok, digits] = FractionDigits(lower, upper, n);
+    *ok = empty_ok || !digits.empty();
+    if (digits.empty()) return "";
+    return empty_ok ? " (\".\" (" + digits + "))?" : " \".\" (" + digits + ")";
+  }
+
+  // Numbers between two bounds (each inclusive or not; exclusive ones
+  // whole) written without an exponent. On each side of zero, magnitudes
+  // from a to b: whole parts strictly between with any fraction, a's and
+  // b's whole parts with the fractions their bounds allow. Negative values
+  // mirror that. Beside an open bound the digits are kept to 15 significant
+  // ones, so that the value read as a double (as validators read it) still
+  // differs from the bound; inclusive bounds need no such care, as reading
+  // keeps the order.
+  static std::string NumberRangeGbnf(NumberBound lo, NumberBound hi) {
+    int fraction_digits = 16;
+    for (const NumberBound& b : {lo, hi}) {
+      if (!b.open) continue;
+      auto whole_digits =
+          static_cast<int>(fmt::format("{}", std::llabs(static_cast<int64_t>(b.value))).size());
+      fraction_digits = std::min(fraction_digits, std::max(0, 15 - whole_digits));
+    }
+    // REQUIRES: 0 <= a <= b.
+    auto magnitudes = [&](double a, bool a_open, double b, bool b_open) {
+      const Decimal da = ToDecimal(a), db = ToDecimal(b);
+      const FractionLimit low{true, da.fraction, a_open}, high{true, db.fraction, b_open};
+      std::vector<std::string> parts;
+      bool ok = false;
+      if (da.whole == db.whole) {
+        std::string fraction = FractionPart(low, high, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(da.whole)) + fraction);
+      } else {
+        std::string fraction = FractionPart(low, FractionLimit{}, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(da.whole)) + fraction);
+        if (da.whole + 1 <= db.whole - 1) {
+          parts.push_back(IntegerRangeGbnf(da.whole + 1, db.whole - 1) +
+                          FractionPart(FractionLimit{}, FractionLimit{}, fraction_digits, &ok));
+        }
+        fraction = FractionPart(FractionLimit{}, high, fraction_digits, &ok);
+        if (ok) parts.push_back(GbnfLiteral(std::to_string(db.whole)) + fraction);
+      }
+      if (parts.empty()) return std::string();
+      return "(" + Join(parts, " | ") + ")";
     };
     std::vector<std::string> parts;
-    if (lo < 0) parts.push_back("\"-\" " + magnitudes(std::max<int64_t>(0, -hi), -lo));
-    if (hi >= 0) parts.push_back(magnitudes(std::max<int64_t>(0, lo), hi));
+    if (lo.value < 0) {  // x < 0 (and "-0" where zero is allowed): magnitudes from max(0, -hi) to -lo
+      std::string m = magnitudes(std::max(0.0, -hi.value), hi.value <= 0 && hi.open, -lo.value, lo.open);
+      if (!m.empty()) parts.push_back("\"-\" " + m);
+    }
+    if (hi.value > 0 || (hi.value == 0 && !hi.open)) {
+      std::string m = magnitudes(std::max(0.0, lo.value), lo.value >= 0 && lo.open, hi.value, hi.open);
+      if (!m.empty()) parts.push_back(m);
+    }
     return Join(parts, " | ");
   }
 

@@ -23,15 +23,26 @@ inline constexpr size_t kMaxSchemaRules = 20000;       // rules generated
 // allowed, as the specification says; extra keys are then written without
 // escapes and may not repeat a declared name); `items`, `prefixItems` (and
 // draft-07's `items` list with `additionalItems`), `minItems`, `maxItems`;
-// `enum`, `const`; `anyOf`; `oneOf` (enforced as anyOf: a text matching two
-// branches is not rejected); `allOf` of object schemas (merged);
-// `$ref` to "#" or a JSON pointer into the document, `$defs` and
-// `definitions`, recursion included; strings' `minLength`, `maxLength`,
-// `pattern` (see regex_to_gbnf.h) and `format` (date, time, date-time, uuid,
+// `enum`, `const` (beside which only `type` may constrain); `anyOf`; `oneOf`
+// when its branches provably exclude each other (schema_disjointness.h), so
+// that the value written matches exactly one: overlapping branches are an
+// error naming them, never enforced as anyOf; a `type` beside anyOf/oneOf
+// narrows each branch, and false branches are left out; `allOf` of object
+// schemas (merged: a property in several members must satisfy each, a
+// member's additionalProperties false allows only its own names; keywords
+// beside allOf count as one more member, true members as none); `$ref` to
+// "#" or a JSON pointer into the document (%-escapes decoded), `$defs` and
+// `definitions`, recursion included; false as a property's or a
+// prefixItems entry's schema (that property or place never written);
+// strings' `minLength`, `maxLength`, `pattern` (see regex_to_gbnf.h) and
+// `format` (date, with each month's days and February 29th in leap years
+// only; time and date-time with a leap second only at 23:59:60 UTC; uuid;
 // email); integer `minimum`, `maximum` and their exclusive forms (any
-// bounds: see integer_range.h); number `minimum` and `maximum` when whole numbers (the
-// number is then written without an exponent). Without `type`, the keywords used imply it
-// (`properties` an object, `items` an array, ...).
+// bounds: see integer_range.h); number `minimum` and `maximum`, and their
+// exclusive forms when whole numbers (the number is then written without an
+// exponent, with no more digits than a double tells apart from an
+// exclusive bound). Without `type`, the keywords used imply it (`properties` an
+// object, `items` an array, ...).
 //
 // Properties are written in the schema's order, required ones first.
 // Numbers and whitespace are bounded as in json_grammar.h. Annotations

@@ -15,6 +15,7 @@
 #include "server/completion_response.h"
 #include "server/http_reply.h"
 #include "server/peer_socket.h"
+#include "server/response_format.h"
 #include "server/sse.h"
 #include "server/tool_call_grammar.h"
 #include "server/tool_request.h"
@@ -370,6 +371,7 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
   ApiStatus parsed =
       endpoint == Endpoint::kChat ? ParseChatRequest(json, &request) : ParseCompletionRequest(json, &request);
   if (parsed) return ReplyError(res, *parsed);
+  KeepSchemaKeyOrder(body, request.constraint_field, &request.params);
   ToolRequest tools;
   if (endpoint == Endpoint::kChat &&
       (json.contains("tools") || json.contains("tool_choice") || json.contains("parallel_tool_calls"))) {
@@ -397,7 +399,10 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
   }
   Expected<std::unique_ptr<CompletionJob>> job =
       CompletionJob::Start(*loop, std::move(choices.requests), state.metrics(), state.waiting());
-  if (!job.ok()) return ReplyError(res, ErrorFromStatus(job.status()));
+  if (!job.ok()) {
+    const Status& refused = job.status();
+    return ReplyError(res, ErrorFromStatus(refused, ConstraintErrorField(refused, request.constraint_field)));
+  }
 
   const std::string id = NewRequestId(endpoint);
   CurrentAccessRecord().request_id = id;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "server/response_format.h"
 #include "server/tool_request.h"
 
 namespace kiln::server {
@@ -110,13 +111,7 @@ bool ReadSampling(JsonFields& f, CompletionRequest* out) {
   // client never gets an answer that silently disregards them.
   const nlohmann::json& bias = f.Get("logit_bias");
   if (!bias.is_null() && !(bias.is_object() && bias.empty())) return f.Fail("logit_bias", "is not supported");
-  const nlohmann::json& format = f.Get("response_format");
-  if (!format.is_null()) {
-    if (!format.is_object() || format.value("type", nlohmann::json()) != "text") {
-      return f.Fail("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
-  return true;
+  return ReadStructuredOutput(f, &p, &out->constraint_field);
 }
 
 // The chat message list, each content reduced to one string.

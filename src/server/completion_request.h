@@ -48,6 +48,10 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: the prompt is repeated before the text
+  // The body field params' grammar, json_schema or json_object came from
+  // (response_format, grammar, json_schema; "" when none), named in 400s
+  // about the constraint (response_format.h).
+  std::string constraint_field;
 };
 
 // Reads a chat completions body into `out`, whose params hold the defaults

@@ -1,5 +1,6 @@
 # `kiln serve` tests beyond GoogleTest (tests/unit/server/ runs the server in
-# process): the raw HTTP, load and disconnect tests (pytest, tests/server/)
+# process): the raw HTTP, load, disconnect and structured-output (outputs
+# validated against Debian's json-schema-test-suite) tests (pytest, tests/server/)
 # and the official OpenAI npm client (node's test runner) against a
 # `kiln serve` each test starts on loopback. The npm packages are installed
 # from the lockfile by the server_npm_ci fixture, into the build tree.
@@ -13,6 +14,13 @@ foreach(name raw_http load disconnect tools)
   set_tests_properties(server_${name} PROPERTIES LABELS "server;python" TIMEOUT 600
     ENVIRONMENT "${KILN_SERVER_TEST_ENV}")
 endforeach()
+# Prints its per-keyword table (schemas enforced or refused, outputs valid
+# or cut by max_tokens) into the test log.
+add_test(NAME server_structured_output
+  COMMAND /usr/bin/python3 -m pytest -q -s -p no:cacheprovider ${KILN_SERVER_TEST_DIR}/test_structured_output.py
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(server_structured_output PROPERTIES LABELS "server;python" TIMEOUT 300
+  ENVIRONMENT "${KILN_SERVER_TEST_ENV}")
 
 find_program(KILN_NODE node)
 find_program(KILN_NPM npm)

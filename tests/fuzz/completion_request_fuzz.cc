@@ -1,14 +1,17 @@
 // Fuzzes the server's request reading (untrusted input: any client's body):
 // the bytes are read as a JSON object and then as a chat and as a text
-// completions request, and for their tool fields. Nothing may crash or throw; an accepted request must
-// hold values the engine can take, and a refused one gets an error body that
-// is valid JSON naming the problem.
+// completions request, and for their tool fields. Nothing may crash or
+// throw; an accepted request must hold values the engine can take (one
+// output constraint at most, whose schema keeps its value when re-read in
+// key order), and a refused one gets an error body that is valid JSON naming
+// the problem.
 #include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "server/completion_request.h"
 #include "server/json_fields.h"
+#include "server/response_format.h"
 #include "server/tool_request.h"
 
 namespace {
@@ -30,9 +33,13 @@ void CheckAccepted(const kiln::server::CompletionRequest& r) {
   Check(std::isfinite(r.params.temperature) && r.params.temperature >= 0);
   Check(std::isfinite(r.params.top_p) && r.params.top_p > 0 && r.params.top_p <= 1);
   Check(!r.max_tokens_given || r.params.max_tokens >= 0);
+  // One constraint at most, and the field it came from is known.
+  const kiln::SamplingParams& p = r.params;
+  Check((p.grammar.empty() ? 0 : 1) + (p.json_schema.empty() ? 0 : 1) + (p.json_object ? 1 : 0) <= 1);
+  Check(p.constrained() == !r.constraint_field.empty());
 }
 
-void Read(const nlohmann::json& body, bool chat) {
+void Read(const std::string& text, const nlohmann::json& body, bool chat) {
   kiln::server::CompletionRequest request;
   kiln::server::ApiStatus status = chat ? kiln::server::ParseChatRequest(body, &request)
                                         : kiln::server::ParseCompletionRequest(body, &request);
@@ -40,6 +47,15 @@ void Read(const nlohmann::json& body, bool chat) {
     CheckRefusal(*status);
   } else {
     CheckAccepted(request);
+    // The schema re-read in key order is the same schema.
+    const std::string schema = request.params.json_schema;
+    kiln::server::KeepSchemaKeyOrder(text, request.constraint_field, &request.params);
+    if (!schema.empty()) {
+      Check(nlohmann::json::parse(request.params.json_schema, nullptr, false) ==
+            nlohmann::json::parse(schema, nullptr, false));
+    } else {
+      Check(request.params.json_schema.empty());
+    }
   }
 }
 
@@ -53,8 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckRefusal(*parsed);
     return 0;
   }
-  Read(body, /*chat=*/true);
-  Read(body, /*chat=*/false);
+  Read(text, body, /*chat=*/true);
+  Read(text, body, /*chat=*/false);
   // The tool fields, read from the same bytes with keys in order.
   kiln::server::ToolRequest tools;
   kiln::server::ApiStatus tool_status =

@@ -230,6 +230,8 @@ TEST(TokenGrammarQwen, MasksEqualThePlainWalk) {
       R"gbnf(root ::= "{\"a\": \"" [^"\\]* "\", \"b\": " [0-9]{1,4} "}")gbnf",
       R"gbnf(root ::= [a-z ]{0,12} ("!" | "?"))gbnf",
       R"gbnf(root ::= ("cat" | "car" | "cart" | [0-9]+) (", " root)?)gbnf",
+      R"gbnf(root ::= "名前: " [^\n]{1,8} "\n")gbnf",
+      R"gbnf(root ::= ([一-龥] | [ぁ-ん] | [a-z] | "é")+ "。")gbnf",
   };
   std::mt19937 rng(99);
   int states = 0;

@@ -147,7 +147,7 @@ TEST(CompletionRequestTest, BadChatFieldsAreRefusedNamingTheField) {
       {with("top_logprobs", 2), "top_logprobs", "needs logprobs"},
       {with("ignore_eos", 1), "ignore_eos", "boolean"},
       {with("logit_bias", {{"50256", -100}}), "logit_bias", "not supported"},
-      {with("response_format", {{"type", "json_object"}}), "response_format", "text"},
+      {with("response_format", {{"type", "xml"}}), "response_format.type", "json_object or json_schema"},
   };
   for (const BadField& c : cases) {
     SCOPED_TRACE(c.body.dump());
