@@ -10,12 +10,15 @@
 
 #include "format/model_config.h"
 #include "server/access_log.h"
+#include "server/chat_output_parser.h"
 #include "server/completion_job.h"
 #include "server/completion_response.h"
 #include "server/http_reply.h"
 #include "server/peer_socket.h"
 #include "server/response_format.h"
 #include "server/sse.h"
+#include "server/tool_call_grammar.h"
+#include "server/tool_request.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,6 +42,9 @@ struct PreparedChoices {
   size_t num_prompts = 0;
   std::vector<int> prompt_of_choice;
   std::vector<std::string> echo_of_prompt;  // completions with echo: the prompt's text
+  // Chat replies read for reasoning and tool calls, when the model thinks
+  // or may call tools.
+  std::optional<ChatOutputOptions> output_options;
 };
 
 // The prompt ids of one prompt, checked against the vocabulary and the
@@ -78,17 +84,34 @@ ApiStatus FitPrompt(const LLMEngine& engine, const CompletionRequest& r, const s
   return std::nullopt;
 }
 
-ApiStatus PrepareChoices(const LLMEngine& engine, const CompletionRequest& r, PreparedChoices* out) {
+// The tool-call constraint of a chat request, and how its replies are read.
+ApiStatus ApplyTools(const ToolRequest& tools, const ChatPrompt& prompt, GenerationRequest* g,
+                     PreparedChoices* out) {
+  if (tools.active()) {
+    if (ApiStatus e = ApplyToolCallConstraint(tools, prompt.tool_format, prompt.thinking, &g->params)) return e;
+    // Llama's <|python_tag|> and Mistral's [TOOL_CALLS] are special tokens
+    // the parser must see.
+    if (prompt.tool_format != ToolCallFormat::kHermes) g->params.skip_special_tokens = false;
+  }
+  if (tools.active() || prompt.thinking != ThinkingMode::kNone) {
+    out->output_options = ChatOutputOptions{tools.active(), prompt.tool_format, prompt.thinking};
+  }
+  return std::nullopt;
+}
+
+ApiStatus PrepareChoices(const LLMEngine& engine, const CompletionRequest& r, const ToolRequest& tools,
+                         PreparedChoices* out) {
   std::vector<GenerationRequest> prompts;
   const Tokenizer* tokenizer = engine.tokenizer();
   if (r.endpoint == Endpoint::kChat) {
     if (tokenizer == nullptr) return BadRequest("messages", "chat needs a tokenizer; this model has none");
-    Expected<std::string> text = RenderChatPrompt(*tokenizer, r.messages);
-    if (!text.ok()) return ErrorFromStatus(text.status().WithContext("messages"), "messages");
+    Expected<ChatPrompt> prompt = RenderChatPromptWithTools(*tokenizer, r.messages, tools.tools_json);
+    if (!prompt.ok()) return ErrorFromStatus(prompt.status().WithContext("messages"), "messages");
     GenerationRequest g;
-    g.prompt = std::move(text).value();
+    g.prompt = prompt->text;
     g.add_special_tokens = false;  // the template places them
     g.params = r.params;
+    if (ApiStatus e = ApplyTools(tools, *prompt, &g, out)) return e;
     if (ApiStatus e = FitPrompt(engine, r, "messages", &g)) return e;
     prompts.push_back(std::move(g));
   } else {
@@ -177,6 +200,7 @@ class CompletionStream {
         usage_(choices_.num_prompts),
         text_offset_(job_->num_choices(), 0) {
     formatter_.set_usage_null_in_chunks(include_usage_);
+    if (choices_.output_options) parsers_.assign(job_->num_choices(), ChatOutputParser(*choices_.output_options));
   }
 
   // One call of the provider: writes what is ready; false ends the
@@ -219,7 +243,24 @@ class CompletionStream {
   std::string Chunks(const ChoiceEvent& e) {
     std::string out;
     const bool logprobs = e.token >= 0 && formatter_.logprobs();
-    if (!e.text.empty() || logprobs) {
+    ChatOutputParser* parser = parsers_.empty() ? nullptr : &parsers_[static_cast<size_t>(e.choice)];
+    if (parser != nullptr) {
+      // Read for reasoning and tool calls: the text goes out as it is understood.
+      std::vector<ChatDelta> deltas = parser->Feed(e.text);
+      if (e.finished) {
+        std::vector<ChatDelta> rest = parser->Finish();
+        deltas.insert(deltas.end(), rest.begin(), rest.end());
+      }
+      TokenLogprobs lp;
+      if (logprobs) {
+        lp.token_ids = {e.token};
+        lp.logprobs = {e.logprob};
+        lp.top = {e.top_logprobs};
+      }
+      for (const auto& chunk : formatter_.DeltaChunks(e.choice, deltas, logprobs ? &lp : nullptr)) {
+        out += SseEvent(chunk);
+      }
+    } else if (!e.text.empty() || logprobs) {
       TokenLogprobs lp;
       if (logprobs) {
         lp.token_ids = {e.token};
@@ -234,7 +275,7 @@ class CompletionStream {
       usage_.Add(choices_.prompt_of_choice[static_cast<size_t>(e.choice)], e.stats);
       FinishReason reason = e.stats.finish_reason;
       if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
-        out += SseEvent(formatter_.FinishChunk(e.choice, reason));
+        out += SseEvent(formatter_.FinishChunk(e.choice, reason, parser != nullptr && parser->num_tool_calls() > 0));
       } else {
         out += SseEvent(EndedEarly(state_, reason).ToJson());
       }
@@ -257,6 +298,7 @@ class CompletionStream {
   std::shared_ptr<void> in_flight_;
   UsageTally usage_;
   std::vector<size_t> text_offset_;
+  std::vector<ChatOutputParser> parsers_;  // per choice, when replies are read
   bool started_ = false;
 };
 
@@ -302,6 +344,9 @@ void ServeWhole(ServerState& state, CompletionJob& job, const ResponseFormatter&
   }
   NoteTokens(usage.usage());
   if (failure != FinishReason::kNone) return ReplyError(res, EndedEarly(state, failure));
+  if (choices.output_options) {
+    for (ChoiceOutput& out : outputs) out.parsed = ParseChatOutput(*choices.output_options, out.text);
+  }
   ReplyJson(res, 200, formatter.Complete(outputs, usage.usage()));
 }
 
@@ -327,6 +372,14 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
       endpoint == Endpoint::kChat ? ParseChatRequest(json, &request) : ParseCompletionRequest(json, &request);
   if (parsed) return ReplyError(res, *parsed);
   KeepSchemaKeyOrder(body, request.constraint_field, &request.params);
+  ToolRequest tools;
+  if (endpoint == Endpoint::kChat &&
+      (json.contains("tools") || json.contains("tool_choice") || json.contains("parallel_tool_calls"))) {
+    // Read again with keys in order: the schemas' order shows in the prompt
+    // and decides the order in which arguments are written.
+    nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (ApiStatus e = ParseToolRequest(ordered, &tools)) return ReplyError(res, *e);
+  }
   if (!request.model.empty() && request.model != state.model_name()) {
     return ReplyError(res, ApiError{404, fmt::format("The model `{}` does not exist.", request.model),
                                     "invalid_request_error", "model", "model_not_found"});
@@ -336,7 +389,7 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
   }
 
   PreparedChoices choices;
-  if (ApiStatus e = PrepareChoices(engine, request, &choices)) return ReplyError(res, *e);
+  if (ApiStatus e = PrepareChoices(engine, request, tools, &choices)) return ReplyError(res, *e);
   const int num_choices = static_cast<int>(choices.requests.size());
   if (!state.waiting().TryAcquire(num_choices)) {
     return ReplyError(res, ApiError{503,

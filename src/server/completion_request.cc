@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "server/response_format.h"
+#include "server/tool_request.h"
 
 namespace kiln::server {
 namespace {
@@ -110,8 +111,6 @@ bool ReadSampling(JsonFields& f, CompletionRequest* out) {
   // client never gets an answer that silently disregards them.
   const nlohmann::json& bias = f.Get("logit_bias");
   if (!bias.is_null() && !(bias.is_object() && bias.empty())) return f.Fail("logit_bias", "is not supported");
-  const nlohmann::json& tools = f.Get("tools");
-  if (!tools.is_null() && !(tools.is_array() && tools.empty())) return f.Fail("tools", "are not supported");
   return ReadStructuredOutput(f, &p, &out->constraint_field);
 }
 
@@ -136,8 +135,9 @@ bool ReadMessages(JsonFields& f, nlohmann::ordered_json* out) {
     }
     std::string role = role_value.get<std::string>();
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant") {
-      return f.Fail(path + ".role", fmt::format("must be system, user or assistant, got {}", role_value.dump()));
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return f.Fail(path + ".role",
+                    fmt::format("must be system, user, assistant or tool, got {}", role_value.dump()));
     }
     const nlohmann::json& content = mf.Get("content");
     std::string text;
@@ -164,7 +164,9 @@ bool ReadMessages(JsonFields& f, nlohmann::ordered_json* out) {
       return f.Fail(path + ".content",
                     fmt::format("expected a string or a list of text parts, got {}", JsonTypeName(content)));
     }
-    out->push_back({{"role", role}, {"content", std::move(text)}});
+    nlohmann::ordered_json message = {{"role", role}, {"content", std::move(text)}};
+    if (!ReadToolMessageFields(f, m, path, &message)) return false;
+    out->push_back(std::move(message));
   }
   return true;
 }

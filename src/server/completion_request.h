@@ -32,7 +32,8 @@ struct CompletionRequest {
   std::string model;  // empty when not given
 
   // Chat: [{"role", "content"}] with content as one string and roles
-  // system, user or assistant ("developer" is read as system).
+  // system, user, assistant or tool ("developer" is read as system), plus
+  // the tool parts of messages (see tool_request.h).
   nlohmann::ordered_json messages;
   // Completions: one or more prompts.
   std::vector<PromptInput> prompts;

@@ -27,8 +27,9 @@ Json UsageJson(const Usage& usage) {
   return j;
 }
 
-Json FinishReasonJson(FinishReason reason) {
+Json FinishReasonJson(FinishReason reason, bool made_tool_calls) {
   if (reason == FinishReason::kNone) return Json();
+  if (made_tool_calls && reason == FinishReason::kStop) return "tool_calls";
   return FinishReasonName(reason);
 }
 
@@ -114,7 +115,16 @@ Json ResponseFormatter::Complete(const std::vector<ChoiceOutput>& choices, const
     const ChoiceOutput& c = choices[i];
     Json choice;
     choice["index"] = i;
-    if (endpoint_ == Endpoint::kChat) {
+    bool made_tool_calls = false;
+    if (endpoint_ == Endpoint::kChat && c.parsed) {
+      const ParsedChatOutput& p = *c.parsed;
+      made_tool_calls = !p.tool_calls.empty();
+      Json message = {{"role", "assistant"}};
+      message["content"] = p.content.empty() && made_tool_calls ? Json() : Json(p.content);
+      if (!p.reasoning.empty()) message["reasoning_content"] = p.reasoning;
+      if (made_tool_calls) message["tool_calls"] = p.tool_calls;
+      choice["message"] = std::move(message);
+    } else if (endpoint_ == Endpoint::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
       choice["text"] = c.text;
@@ -125,7 +135,7 @@ Json ResponseFormatter::Complete(const std::vector<ChoiceOutput>& choices, const
     } else {
       choice["logprobs"] = nullptr;
     }
-    choice["finish_reason"] = FinishReasonJson(c.finish_reason);
+    choice["finish_reason"] = FinishReasonJson(c.finish_reason, made_tool_calls);
     list.push_back(std::move(choice));
   }
   j["choices"] = std::move(list);
@@ -162,7 +172,47 @@ Json ResponseFormatter::TextChunk(int index, const std::string& text, const Toke
   return ChunkWith(std::move(choice));
 }
 
-Json ResponseFormatter::FinishChunk(int index, FinishReason reason) const {
+Json ResponseFormatter::DeltaChunk(int index, Json delta, const TokenLogprobs* logprobs) const {
+  Json choice;
+  choice["index"] = index;
+  choice["delta"] = std::move(delta);
+  choice["logprobs"] = logprobs_ && logprobs != nullptr ? LogprobsJson(*logprobs) : Json();
+  choice["finish_reason"] = nullptr;
+  return ChunkWith(std::move(choice));
+}
+
+std::vector<Json> ResponseFormatter::DeltaChunks(int index, const std::vector<ChatDelta>& deltas,
+                                                 const TokenLogprobs* logprobs) const {
+  std::vector<Json> chunks;
+  auto add = [&](Json delta) {
+    chunks.push_back(DeltaChunk(index, std::move(delta), chunks.empty() ? logprobs : nullptr));
+  };
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const ChatDelta& d = deltas[i];
+    if (d.kind == ChatDelta::Kind::kContent || d.kind == ChatDelta::Kind::kReasoning) {
+      std::string text = d.text;
+      while (i + 1 < deltas.size() && deltas[i + 1].kind == d.kind) text += deltas[++i].text;
+      add({{d.kind == ChatDelta::Kind::kContent ? "content" : "reasoning_content", std::move(text)}});
+    } else if (d.kind == ChatDelta::Kind::kToolCallStart) {
+      Json call = {{"index", d.index},
+                   {"id", d.id},
+                   {"type", "function"},
+                   {"function", {{"name", d.text}, {"arguments", ""}}}};
+      add({{"tool_calls", Json::array({std::move(call)})}});
+    } else {
+      std::string text = d.text;
+      while (i + 1 < deltas.size() && deltas[i + 1].kind == d.kind && deltas[i + 1].index == d.index) {
+        text += deltas[++i].text;
+      }
+      Json call = {{"index", d.index}, {"function", {{"arguments", std::move(text)}}}};
+      add({{"tool_calls", Json::array({std::move(call)})}});
+    }
+  }
+  if (chunks.empty() && logprobs_ && logprobs != nullptr) add(Json::object());
+  return chunks;
+}
+
+Json ResponseFormatter::FinishChunk(int index, FinishReason reason, bool made_tool_calls) const {
   Json choice;
   choice["index"] = index;
   if (endpoint_ == Endpoint::kChat) {
@@ -171,7 +221,7 @@ Json ResponseFormatter::FinishChunk(int index, FinishReason reason) const {
     choice["text"] = "";
   }
   choice["logprobs"] = nullptr;
-  choice["finish_reason"] = FinishReasonJson(reason);
+  choice["finish_reason"] = FinishReasonJson(reason, made_tool_calls);
   return ChunkWith(std::move(choice));
 }
 

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "server/chat_output_parser.h"
 #include "server/completion_request.h"
 
 namespace kiln {
@@ -25,6 +27,9 @@ struct ChoiceOutput {
   std::vector<float> logprobs;                         // per token, when asked for
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // per token, when asked for
   FinishReason finish_reason = FinishReason::kNone;
+  // Chat replies read for reasoning and tool calls: the message is made of
+  // these instead of `text`.
+  std::optional<ParsedChatOutput> parsed;
 };
 
 struct Usage {
@@ -59,9 +64,19 @@ class ResponseFormatter {
   nlohmann::ordered_json RoleChunk(int index) const;
   // A chunk carrying new text (and the log-probabilities of its tokens).
   nlohmann::ordered_json TextChunk(int index, const std::string& text, const TokenLogprobs* logprobs) const;
+  // A chat chunk with the given delta ({"content"}, {"reasoning_content"} or
+  // {"tool_calls": [...]}) and the log-probabilities of its tokens.
+  nlohmann::ordered_json DeltaChunk(int index, nlohmann::ordered_json delta, const TokenLogprobs* logprobs) const;
+  // The chat chunks of parsed reply pieces: runs of text in one chunk each,
+  // a call's first chunk with its index, id, type, name and arguments "",
+  // then its argument fragments. `logprobs` goes with the first chunk (an
+  // empty delta when there is none).
+  std::vector<nlohmann::ordered_json> DeltaChunks(int index, const std::vector<ChatDelta>& deltas,
+                                                  const TokenLogprobs* logprobs) const;
   // The chunk that ends a choice: an empty delta (chat) or text (completions)
-  // and the finish reason.
-  nlohmann::ordered_json FinishChunk(int index, FinishReason reason) const;
+  // and the finish reason; "tool_calls" instead of "stop" when the chat
+  // reply made calls.
+  nlohmann::ordered_json FinishChunk(int index, FinishReason reason, bool made_tool_calls = false) const;
   // The last chunk when stream_options.include_usage: no choices, the usage.
   nlohmann::ordered_json UsageChunk(const Usage& usage) const;
 
@@ -93,7 +108,8 @@ class ResponseFormatter {
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}.
 nlohmann::ordered_json UsageJson(const Usage& usage);
 
-// OpenAI's finish_reason: "stop", "length", or null while running.
-nlohmann::ordered_json FinishReasonJson(FinishReason reason);
+// OpenAI's finish_reason: "stop", "length", or null while running;
+// "tool_calls" for a stop after the reply made calls.
+nlohmann::ordered_json FinishReasonJson(FinishReason reason, bool made_tool_calls = false);
 
 }  // namespace kiln::server

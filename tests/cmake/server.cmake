@@ -7,7 +7,7 @@
 set(KILN_SERVER_TEST_DIR ${PROJECT_SOURCE_DIR}/tests/server)
 set(KILN_SERVER_TEST_ENV "KILN_BIN=$<TARGET_FILE:kiln_cli>;OMP_WAIT_POLICY=PASSIVE")
 
-foreach(name raw_http load disconnect)
+foreach(name raw_http load disconnect tools)
   add_test(NAME server_${name}
     COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${KILN_SERVER_TEST_DIR}/test_${name}.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

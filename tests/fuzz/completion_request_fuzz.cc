@@ -1,9 +1,10 @@
 // Fuzzes the server's request reading (untrusted input: any client's body):
 // the bytes are read as a JSON object and then as a chat and as a text
-// completions request. Nothing may crash or throw; an accepted request must
-// hold values the engine can take (one output constraint at most, whose
-// schema keeps its value when re-read in key order), and a refused one gets
-// an error body that is valid JSON naming the problem.
+// completions request, and for their tool fields. Nothing may crash or
+// throw; an accepted request must hold values the engine can take (one
+// output constraint at most, whose schema keeps its value when re-read in
+// key order), and a refused one gets an error body that is valid JSON naming
+// the problem.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include "server/completion_request.h"
 #include "server/json_fields.h"
 #include "server/response_format.h"
+#include "server/tool_request.h"
 
 namespace {
 
@@ -69,5 +71,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Read(text, body, /*chat=*/true);
   Read(text, body, /*chat=*/false);
+  // The tool fields, read from the same bytes with keys in order.
+  kiln::server::ToolRequest tools;
+  kiln::server::ApiStatus tool_status =
+      kiln::server::ParseToolRequest(nlohmann::ordered_json::parse(text, nullptr, false), &tools);
+  if (tool_status.has_value()) {
+    CheckRefusal(*tool_status);
+  } else {
+    Check(tools.tools.size() <= kiln::server::kMaxTools);
+    bool named_is_declared = tools.choice != kiln::server::ToolChoiceMode::kNamed;
+    for (const kiln::server::ToolFunction& t : tools.tools) {
+      Check(!t.name.empty() && t.parameters.is_object());
+      named_is_declared = named_is_declared || t.name == tools.choice_name;
+    }
+    Check(named_is_declared);
+  }
   return 0;
 }

@@ -1,6 +1,8 @@
 // `kiln serve` queried by the official `openai` npm client: chat, streaming
 // chat, completions, stop, max_tokens, usage, seed reproducibility, models,
-// and the error cases the client turns into its typed errors.
+// tool calls (streamed and not, required and named), response_format
+// json_schema and the client's parse helper, and the error cases the client
+// turns into its typed errors.
 'use strict';
 
 const { test, describe, before, after } = require('node:test');
@@ -10,6 +12,59 @@ const { startServer } = require('./kiln_server.js');
 
 const OpenAI = OpenAIModule.OpenAI || OpenAIModule.default || OpenAIModule;
 const question = [{ role: 'user', content: 'Tell me of the king' }];
+
+// Tools for the tiny model, whose text is random: under tool_choice required
+// or a named function the grammar must do all the work.
+const weatherSchema = {
+  type: 'object',
+  properties: {
+    city: { type: 'string', minLength: 1, maxLength: 12 },
+    unit: { enum: ['celsius', 'fahrenheit'] },
+    days: { type: 'integer', minimum: 1, maximum: 7 },
+  },
+  required: ['city', 'unit'],
+  additionalProperties: false,
+};
+const sumSchema = {
+  type: 'object',
+  properties: { terms: { type: 'array', items: { type: 'integer', minimum: -9, maximum: 9 }, minItems: 1, maxItems: 4 } },
+  required: ['terms'],
+  additionalProperties: false,
+};
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather in a city.', parameters: weatherSchema } },
+  { type: 'function', function: { name: 'add', description: 'Adds integers.', parameters: sumSchema } },
+];
+const toolQuestion = [{ role: 'user', content: 'Weather in Bern? And add 2 and 3.' }];
+
+// The arguments fit the schemas above (checked by hand: the client has no validator).
+function checkArguments(name, text) {
+  const args = JSON.parse(text);
+  assert.equal(typeof args, 'object');
+  if (name === 'get_weather') {
+    assert.deepEqual(Object.keys(args).filter((k) => !['city', 'unit', 'days'].includes(k)), []);
+    assert.equal(typeof args.city, 'string');
+    assert.ok([...args.city].length >= 1 && [...args.city].length <= 12, args.city);
+    assert.ok(['celsius', 'fahrenheit'].includes(args.unit), text);
+    if ('days' in args) assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7, text);
+  } else {
+    assert.equal(name, 'add');
+    assert.deepEqual(Object.keys(args), ['terms']);
+    assert.ok(Array.isArray(args.terms) && args.terms.length >= 1 && args.terms.length <= 4, text);
+    for (const t of args.terms) assert.ok(Number.isInteger(t) && t >= -9 && t <= 9, text);
+  }
+  return args;
+}
+
+function checkCalls(calls, names) {
+  assert.ok(calls.length >= 1);
+  for (const call of calls) {
+    assert.equal(call.type, 'function');
+    assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+    assert.ok(names.includes(call.function.name), call.function.name);
+    checkArguments(call.function.name, call.function.arguments);
+  }
+}
 
 describe('kiln serve with the OpenAI client', () => {
   let server;
@@ -126,6 +181,114 @@ describe('kiln serve with the OpenAI client', () => {
       // Greedy picks the most likely token.
       assert.equal(item.top_logprobs[0].logprob, item.logprob);
     }
+  });
+
+  test('tool_choice required: one call whose arguments fit its schema', async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({
+        model: 'tiny-qwen2', messages: toolQuestion, tools, tool_choice: 'required', parallel_tool_calls: false,
+        temperature: 1.0, seed, max_tokens: 200 });
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.equal(choice.message.content, null);
+      assert.equal(choice.message.tool_calls.length, 1);
+      checkCalls(choice.message.tool_calls, ['get_weather', 'add']);
+    }
+  });
+
+  test('a named function is the one called', async () => {
+    for (const seed of [4, 5]) {
+      const r = await client.chat.completions.create({
+        model: 'tiny-qwen2', messages: toolQuestion, tools, parallel_tool_calls: false,
+        tool_choice: { type: 'function', function: { name: 'add' } }, temperature: 1.0, seed, max_tokens: 200 });
+      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      assert.deepEqual(r.choices[0].message.tool_calls.map((c) => c.function.name), ['add']);
+      checkCalls(r.choices[0].message.tool_calls, ['add']);
+    }
+  });
+
+  test('streamed tool calls: name first, then argument deltas, as the whole answer', async () => {
+    const params = { model: 'tiny-qwen2', messages: toolQuestion, tools, tool_choice: 'required',
+      parallel_tool_calls: false, temperature: 1.0, seed: 11, max_tokens: 200 };
+    const whole = await client.chat.completions.create(params);
+    const stream = await client.chat.completions.create({ ...params, stream: true });
+    const calls = [];
+    let finish = null;
+    let content = '';
+    for await (const chunk of stream) {
+      for (const choice of chunk.choices) {
+        if (choice.delta.content) content += choice.delta.content;
+        for (const call of choice.delta.tool_calls || []) {
+          if (call.id) {
+            assert.equal(call.index, calls.length);
+            assert.equal(call.type, 'function');
+            assert.equal(call.function.arguments, '');
+            calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } });
+          } else {
+            assert.equal(typeof call.function.arguments, 'string');
+            assert.ok(call.function.arguments.length > 0, 'argument deltas are never empty');
+            calls[call.index].function.arguments += call.function.arguments;
+          }
+        }
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+    }
+    assert.equal(finish, 'tool_calls');
+    assert.doesNotMatch(content, /<|tool_call/);
+    checkCalls(calls, ['get_weather', 'add']);
+    assert.deepEqual(calls.map((c) => c.function), whole.choices[0].message.tool_calls.map((c) => c.function));
+
+    // The client's own stream helper assembles the same calls.
+    const helper = client.chat.completions.stream(params);
+    const final = await helper.finalChatCompletion();
+    assert.equal(final.choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(final.choices[0].message.tool_calls.map((c) => c.function), calls.map((c) => c.function));
+  });
+
+  test('tool results go back through the template', async () => {
+    const first = await client.chat.completions.create({
+      model: 'tiny-qwen2', messages: toolQuestion, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false, temperature: 1.0, seed: 3, max_tokens: 200 });
+    const message = first.choices[0].message;
+    const messages = [...toolQuestion, message,
+      { role: 'tool', tool_call_id: message.tool_calls[0].id, content: '{"temperature": 21}' }];
+    const r = await client.chat.completions.create({ model: 'tiny-qwen2', messages, tools, max_tokens: 8, temperature: 0 });
+    assert.ok(r.usage.prompt_tokens > first.usage.prompt_tokens);
+    const none = await client.chat.completions.create({ model: 'tiny-qwen2', messages, tools, tool_choice: 'none', max_tokens: 8 });
+    assert.equal(none.choices[0].message.tool_calls, undefined);
+  });
+
+  test('bad tools raise BadRequestError naming the field', async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: 'tiny-qwen2', messages: question, tools: [{ type: 'function', function: { parameters: {} } }] }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools[0].function.name');
+    await assert.rejects(
+      client.chat.completions.create({ model: 'tiny-qwen2', messages: question, tools, tool_choice: { type: 'function', function: { name: 'fly' } } }),
+      (e) => e.status === 400 && e.param === 'tool_choice');
+  });
+
+  test('response_format json_schema, with create and the parse helper', async () => {
+    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer', minimum: 0, maximum: 120 } },
+      required: ['name', 'age'], additionalProperties: false };
+    const response_format = { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } };
+    const r = await client.chat.completions.create({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 5, max_tokens: 600 });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const value = JSON.parse(r.choices[0].message.content);
+    assert.deepEqual(Object.keys(value).sort(), ['age', 'name']);
+    assert.ok(Number.isInteger(value.age) && value.age >= 0 && value.age <= 120);
+    assert.ok(typeof value.name === 'string' && [...value.name].length <= 10);
+
+    const parsed = await client.chat.completions.parse({ model: 'tiny-qwen2', messages: question, response_format, temperature: 1.0, seed: 6, max_tokens: 600 });
+    const person = parsed.choices[0].message.parsed;
+    assert.deepEqual(Object.keys(person).sort(), ['age', 'name']);
+    assert.ok(Number.isInteger(person.age));
+
+    // Strict tools come back with parsed_arguments.
+    const strictTools = tools.map((t) => ({ ...t, function: { ...t.function, strict: true } }));
+    const called = await client.chat.completions.parse({ model: 'tiny-qwen2', messages: toolQuestion, tools: strictTools,
+      tool_choice: 'required', parallel_tool_calls: false, temperature: 1.0, seed: 8, max_tokens: 200 });
+    const call = called.choices[0].message.tool_calls[0];
+    assert.deepEqual(call.function.parsed_arguments, checkArguments(call.function.name, call.function.arguments));
   });
 
   test('bad requests raise BadRequestError naming the field', async () => {

@@ -114,7 +114,7 @@ TEST(CompletionRequestTest, BadChatFieldsAreRefusedNamingTheField) {
       {{{"messages", json::array({"hi"})}}, "messages[0]", "expected an object"},
       {{{"messages", json::array({{{"content", "x"}}})}}, "messages[0].role", "required"},
       {{{"messages", json::array({{{"role", 3}, {"content", "x"}}})}}, "messages[0].role", "got number"},
-      {{{"messages", json::array({{{"role", "tool"}, {"content", "x"}}})}}, "messages[0].role", "tool"},
+      {{{"messages", json::array({{{"role", "function"}, {"content", "x"}}})}}, "messages[0].role", "function"},
       {{{"messages", json::array({{{"role", "user"}, {"content", 5}}})}}, "messages[0].content", "got number"},
       {{{"messages", json::array({{{"role", "user"}, {"content", nullptr}}})}}, "messages[0].content", "required"},
       {{{"messages", json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}}})}}})}},
@@ -147,7 +147,6 @@ TEST(CompletionRequestTest, BadChatFieldsAreRefusedNamingTheField) {
       {with("top_logprobs", 2), "top_logprobs", "needs logprobs"},
       {with("ignore_eos", 1), "ignore_eos", "boolean"},
       {with("logit_bias", {{"50256", -100}}), "logit_bias", "not supported"},
-      {with("tools", json::array({{{"type", "function"}}})), "tools", "not supported"},
       {with("response_format", {{"type", "xml"}}), "response_format.type", "json_object or json_schema"},
   };
   for (const BadField& c : cases) {

@@ -236,6 +236,19 @@ std::vector<Conversation> Conversations() {
     {"role": "tool", "content": "sunny"}, {"role": "tool", "content": "rainy"},
     {"role": "user", "content": "Ok"}])",
       tool_extra.c_str());
+  // As the server hands a conversation over: calls with ids and arguments
+  // parsed, results with their tool_call_id, the tools in the client's order.
+  add("server_tool_round", R"([
+    {"role": "system", "content": "Use tools when they help."},
+    {"role": "user", "content": "Weather in Zürich, and add 2 and 3."},
+    {"role": "assistant", "content": "", "tool_calls": [
+      {"id": "call_a1", "type": "function", "function": {"name": "get_weather",
+        "arguments": {"unit": "celsius", "city": "Zürich"}}}]},
+    {"role": "tool", "tool_call_id": "call_a1", "content": "{\"temperature\": 21.5}"},
+    {"role": "assistant", "content": "Now the sum.", "tool_calls": [
+      {"id": "call_b2", "type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]},
+    {"role": "tool", "tool_call_id": "call_b2", "name": "add", "content": "5"}])",
+      tool_extra.c_str());
   const char* thinking = R"([
     {"role": "user", "content": "What is 7*6?"},
     {"role": "assistant", "content": "<think>\n7*6 = 42\n</think>\n\n42"},
@@ -725,6 +738,14 @@ const char* const kStyleTemplates[] = {
     "== "
     "'image' %}<image>{% endif %}{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt "
     "%}<|assistant|>{% endif %}",
+    // Mistral-style tools: listed before the last user turn, calls as a [TOOL_CALLS] list.
+    "{{ bos_token }}{% for m in messages %}{% if m.role == 'user' %}{% if loop.last and tools %}"
+    "[AVAILABLE_TOOLS] {{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}[INST] {{ m.content }}[/INST]"
+    "{% elif m.role == 'assistant' %}{% if m.tool_calls %}[TOOL_CALLS] [{% for c in m.tool_calls %}"
+    "{\"name\": \"{{ c.function.name }}\", \"arguments\": {{ c.function.arguments | tojson }}}"
+    "{% if not loop.last %}, {% endif %}{% endfor %}]{% else %}{{ m.content }}{% endif %}{{ eos_token }}"
+    "{% elif m.role == 'tool' %}[TOOL_RESULTS] {\"content\": {{ m.content | tojson }}}[/TOOL_RESULTS]"
+    "{% endif %}{% endfor %}",
     // Per-role blocks with whitespace control and a macro.
     "{% macro render(role, text) -%}\n<|{{ role }}|>\n{{ text | trim }}<|end|>\n{%- endmacro %}\n"
     "{% for message in messages %}\n  {{ render(message.role, message.content) }}\n{% endfor %}\n"
