@@ -1,10 +1,13 @@
 // Guarded JSON parsing and typed reads of its fields.
 #include "core/json_input.h"
 
+#include "core/json_brackets.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/json_brackets.h"
 #include "core/mapped_file.h"
 
 namespace kiln {
@@ -14,27 +17,9 @@ constexpr int kMaxJsonDepth = 128;
 
 // The deepest bracket nesting of `text`, ignoring brackets inside strings.
 int NestingDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  JsonBrackets brackets;
+  int deepest = 0;
+  for (char c : text) deepest = std::max(deepest, brackets.Push(c));
   return deepest;
 }
 

@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "core/json_brackets.h"
+
 namespace kiln::server {
 namespace {
 
@@ -58,27 +60,11 @@ Match ExpectString(const std::string& s, size_t* i, std::string* out) {
 }
 
 // Where the JSON object or array at s[start] ends (one past its last
-// byte), or npos when it has not ended yet.
+// byte), or npos when it has not ended yet. REQUIRES: s[start] is { or [.
 size_t CompositeEnd(const std::string& s, size_t start) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonBrackets brackets;
   for (size_t i = start; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
+    if (brackets.Push(s[i]) == 0) return i + 1;
   }
   return std::string::npos;
 }
