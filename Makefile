@@ -36,7 +36,7 @@ check: build
 sanitize: setup
 	scripts/sanitize.sh
 
-# libFuzzer targets, each for a bounded time (FUZZ_SECONDS, default 40).
+# libFuzzer targets, each for a bounded time (FUZZ_SECONDS, default 25).
 fuzz: setup
 	scripts/fuzz.sh
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (address and undefined-behaviour
-# sanitizers) and runs each for FUZZ_SECONDS (default 40); fails on any
+# sanitizers) and runs each for FUZZ_SECONDS (default 25); fails on any
 # finding. Every tests/fuzz/<name>.cc target is run, starting from its seeds
 # in tests/fuzz/seeds/<name>/ plus, where ../shared has them, the beginnings of
 # real model files.
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=${FUZZ_BUILD:-build-fuzz}
-seconds=${FUZZ_SECONDS:-40}
+seconds=${FUZZ_SECONDS:-25}
 jobs=${JOBS:-$(nproc)}
 shared=${KILN_SHARED_DIR:-../shared}
 
