@@ -108,7 +108,8 @@ typedef enum kiln_row_space {
   KILN_ROWS_OUTPUT = 1,  /* the rows whose logits are returned */
   KILN_ROWS_CONTEXT = 2, /* decomposed attention: gathered keys/values */
   KILN_ROWS_SCORES = 3,  /* decomposed attention: scores */
-  KILN_ROWS_NONE = 4     /* a marker (ordering only, no memory) */
+  KILN_ROWS_NONE = 4,    /* a marker (ordering only, no memory) */
+  KILN_ROWS_FIXED = 5    /* an N-dimensional tensor of static shape: one row of all its elements */
 } kiln_row_space;
 
 /* A tensor as a kernel sees it. */

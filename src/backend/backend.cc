@@ -21,6 +21,7 @@ int64_t RunState::RowsIn(RowSpace r) const {
     case RowSpace::kContextRows: return context_rows;
     case RowSpace::kScoreRows: return score_rows;
     case RowSpace::kNone: return 0;
+    case RowSpace::kFixed: return 1;
   }
   return 0;
 }

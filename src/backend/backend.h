@@ -40,6 +40,11 @@ struct RunState {
   const int64_t* score_offsets = nullptr;
   int64_t context_rows = 0;
   int64_t score_rows = 0;
+  // Tensor graphs: the caller's buffers of the graph inputs and outputs,
+  // by Value::io_slot; and where a kernel reports an error that depends on
+  // run-time values (the first one is kept).
+  void* const* tensor_io = nullptr;
+  Status* tensor_error = nullptr;
 
   // The rows of a row space in this pass.
   int64_t RowsIn(RowSpace r) const;
@@ -80,6 +85,14 @@ struct BoundValue {
   RowSpace rows = RowSpace::kTokens;
   bool is_output = false;
   int32_t domain = 0;  // the memory domain of `data`
+  // A tensor graph's input or output: data is RunState::tensor_io[io_slot],
+  // known only per run.
+  int32_t io_slot = -1;
+
+  // The memory of this value in this run.
+  uint8_t* Resolve(const RunState& state) const {
+    return io_slot >= 0 ? static_cast<uint8_t*>(state.tensor_io[io_slot]) : data;
+  }
 };
 
 // Value `id`'s geometry as a binder sees it, with no memory bound yet.

@@ -20,6 +20,14 @@ bool Contains(const std::vector<DType>& ds, DType d) { return std::find(ds.begin
 
 // Why `e` does not support `node`, or "" when it does.
 std::string Mismatch(const SupportEntry& e, const Graph& g, const Node& node) {
+  if (node.op == OpKind::kTensorOp) {
+    if (e.activation_dtypes.empty() || node.inputs.empty() || node.inputs[0] == kNoValue) return "";
+    const DType d = g.value(node.inputs[0]).dtype;
+    if (!Contains(e.activation_dtypes, d)) {
+      return fmt::format("input dtype {} not in [{}]", DTypeName(d), DTypeList(e.activation_dtypes));
+    }
+    return "";
+  }
   for (ValueId in : node.inputs) {
     const Value& v = g.value(in);
     if (v.is_marker()) continue;
@@ -53,6 +61,7 @@ const SupportEntry* SupportList::Match(const Graph& g, const Node& node, std::st
   std::string first_reason;
   for (const SupportEntry& e : entries_) {
     if (e.op != node.op) continue;
+    if (node.op == OpKind::kTensorOp && e.op_type != node.op_type) continue;
     std::string reason = Mismatch(e, g, node);
     if (reason.empty()) return &e;
     if (first_reason.empty()) first_reason = reason;
@@ -65,6 +74,11 @@ bool SupportList::Supports(OpKind op) const {
   return std::any_of(entries_.begin(), entries_.end(), [&](const SupportEntry& e) { return e.op == op; });
 }
 
+bool SupportList::SupportsTensorOp(const std::string& op_type) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const SupportEntry& e) { return e.op == OpKind::kTensorOp && e.op_type == op_type; });
+}
+
 std::string SupportList::ToString() const {
   std::string s = fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", "op", "activations", "weights", "layout", "limits");
   for (const SupportEntry& e : entries_) {
@@ -73,7 +87,8 @@ std::string SupportList::ToString() const {
     if (e.max_head_dim > 0) limits += fmt::format("head_dim<={} ", e.max_head_dim);
     if (!e.sliding_window) limits += "no-window ";
     if (!e.note.empty()) limits += e.note;
-    s += fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", OpName(e.op), DTypeList(e.activation_dtypes),
+    const std::string op = e.op == OpKind::kTensorOp ? e.op_type : OpName(e.op);
+    s += fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", op, DTypeList(e.activation_dtypes),
                      e.weight_dtypes.empty() ? "-" : DTypeList(e.weight_dtypes),
                      e.weight_layout.empty() ? "-" : e.weight_layout, limits.empty() ? "-" : limits);
   }

@@ -15,6 +15,9 @@ namespace kiln {
 
 struct SupportEntry {
   OpKind op = OpKind::kAdd;
+  // kTensorOp: the tensor op's name ("Conv"); activation_dtypes then
+  // lists the dtypes accepted for its first input (empty: any).
+  std::string op_type;
   std::vector<DType> activation_dtypes;  // accepted dtypes of the op's inputs
   std::vector<DType> weight_dtypes;      // accepted weight dtypes (ops with weights)
   std::string weight_layout;             // the layout weights are packed into, or ""
@@ -36,6 +39,8 @@ class SupportList {
   // says what failed for the closest entry ("weight dtype q4_k not in [f32]").
   const SupportEntry* Match(const Graph& g, const Node& node, std::string* why_not = nullptr) const;
   bool Supports(OpKind op) const;
+  // kTensorOp entries: whether op_type is listed.
+  bool SupportsTensorOp(const std::string& op_type) const;
 
   // A table, one line per entry.
   std::string ToString() const;

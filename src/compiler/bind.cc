@@ -70,9 +70,16 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
   const Graph& g = *in.graph;
   const MemoryPlan& plan = *in.plan;
   auto bound = [&](ValueId id) -> Expected<BoundValue> {
+    if (id == kNoValue) return BoundValue{};  // an omitted optional input
     const Value& v = g.value(id);
     BoundValue b = ShapeOf(g, id);
-    if (v.is_marker() || v.is_output) return b;
+    b.io_slot = v.io_slot;
+    if (v.constant) {
+      // Kernels only read their inputs; the constant's bytes are shared.
+      b.data = const_cast<uint8_t*>(v.constant->data());
+      return b;
+    }
+    if (v.is_marker() || v.is_output || v.io_slot >= 0) return b;
     ValueId s = g.StorageOf(id);
     auto slot = plan.values.find(s);
     if (slot == plan.values.end()) return Internal("bind: value {} has no buffer", v.name);

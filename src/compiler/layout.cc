@@ -109,6 +109,7 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
   for (Node& n : g.nodes()) {
     KILN_ASSIGN_OR_RETURN(int32_t d, domain_of_node(n));
     for (ValueId& in : n.inputs) {
+      if (in == kNoValue) continue;
       const Value& v = g.value(in);
       if (v.is_marker() || v.domain == d) continue;
       auto key = std::make_pair(in, d);
@@ -217,7 +218,9 @@ Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::
       if (!inserted) it->second.first = std::min(it->second.first, idx);
     }
     for (ValueId in : nodes[i].inputs) {
+      if (in == kNoValue) continue;
       ValueId s = g.StorageOf(in);
+      if (g.value(s).is_preset()) continue;  // a constant or a graph input: not in the arena
       auto it = life.find(s);
       if (it == life.end()) return Internal("plan: {} read before it is produced", g.value(in).name);
       it->second.second = std::max(it->second.second, idx);
@@ -225,7 +228,7 @@ Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::
   }
   for (const auto& [v, span] : life) {
     const Value& val = g.value(v);
-    if (val.is_marker() || val.is_output) continue;
+    if (val.is_marker() || val.is_output || val.io_slot >= 0) continue;
     size_t bytes = AlignUp64(static_cast<size_t>(env.Rows(val.rows)) * static_cast<size_t>(val.RowBytes()));
     if (bytes == 0) continue;
     requests.push_back({v, -1, val.domain, bytes, span.first, span.second});

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "format/weight_store.h"
+#include "graph/tensor_op.h"
 
 namespace kiln {
 
@@ -16,6 +17,7 @@ const char* RowSpaceName(RowSpace r) {
     case RowSpace::kContextRows: return "C";
     case RowSpace::kScoreRows: return "S";
     case RowSpace::kNone: return "-";
+    case RowSpace::kFixed: return "N";
   }
   return "?";
 }
@@ -27,6 +29,7 @@ int64_t ShapeEnv::Rows(RowSpace r) const {
     case RowSpace::kContextRows: return context_rows;
     case RowSpace::kScoreRows: return score_rows;
     case RowSpace::kNone: return 0;
+    case RowSpace::kFixed: return 1;
   }
   return 0;
 }
@@ -44,6 +47,18 @@ ValueId Graph::AddValue(std::string name, DType dtype, RowSpace rows, int64_t co
   v.cols = cols;
   values_.push_back(std::move(v));
   return static_cast<ValueId>(values_.size() - 1);
+}
+
+ValueId Graph::AddTensorValue(std::string name, const TensorType& type) {
+  ValueId id = AddValue(std::move(name), type.dtype, RowSpace::kFixed, type.ElementCount());
+  values_.back().dims = type.dims;
+  return id;
+}
+
+ValueId Graph::AddConstant(std::string name, TensorData data) {
+  ValueId id = AddTensorValue(std::move(name), data.type());
+  values_.back().constant = std::make_shared<const TensorData>(std::move(data));
+  return id;
 }
 
 int32_t Graph::AddNode(Node node) {
@@ -64,7 +79,9 @@ std::vector<std::vector<int32_t>> Graph::Consumers() const {
   std::vector<std::vector<int32_t>> consumers(values_.size());
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (nodes_[n].dead) continue;
-    for (ValueId in : nodes_[n].inputs) consumers[static_cast<size_t>(in)].push_back(static_cast<int32_t>(n));
+    for (ValueId in : nodes_[n].inputs) {
+      if (in != kNoValue) consumers[static_cast<size_t>(in)].push_back(static_cast<int32_t>(n));
+    }
   }
   return consumers;
 }
@@ -96,11 +113,12 @@ Status Graph::Validate() const {
     const Node& node = nodes_[n];
     if (node.dead) continue;
     for (ValueId in : node.inputs) {
+      if (in == kNoValue && node.op == OpKind::kTensorOp) continue;  // an omitted optional input
       if (in < 0 || static_cast<size_t>(in) >= values_.size()) {
         return Internal("graph: node {} ({}) reads value {} out of range", n, node.name, in);
       }
       ValueId s = StorageOf(in);
-      if (producer[static_cast<size_t>(s)] < 0) {
+      if (producer[static_cast<size_t>(s)] < 0 && !value(s).is_preset()) {
         return Internal("graph: node {} ({}) reads {} before it is produced", n, node.name, value(in).name);
       }
     }
@@ -122,6 +140,7 @@ std::string Graph::ToString() const {
   std::string s;
   auto value_str = [&](ValueId id) {
     const Value& v = value(id);
+    if (v.is_tensor()) return fmt::format("%{}:{}[{}]", id, DTypeName(v.dtype), DimsToString(v.dims));
     return fmt::format("%{}:{}[{}x{}]", id, DTypeName(v.dtype), RowSpaceName(v.rows), v.cols);
   };
   for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -129,8 +148,12 @@ std::string Graph::ToString() const {
     if (node.dead) continue;
     std::string outs, ins;
     for (ValueId o : node.outputs) outs += (outs.empty() ? "" : ", ") + value_str(o);
-    for (ValueId i : node.inputs) ins += (ins.empty() ? "" : ", ") + fmt::format("%{}", i);
-    s += fmt::format("{:4} {} = {}[{}]({}) {}\n", n, outs.empty() ? "()" : outs, OpName(node.op),
+    for (ValueId i : node.inputs) {
+      std::string in = i == kNoValue ? "_" : value(i).constant ? fmt::format("%{}:const", i) : fmt::format("%{}", i);
+      ins += (ins.empty() ? "" : ", ") + in;
+    }
+    const std::string op = node.op == OpKind::kTensorOp ? node.op_type : OpName(node.op);
+    s += fmt::format("{:4} {} = {}[{}]({}) {}\n", n, outs.empty() ? "()" : outs, op,
                      node.backend.empty() ? "?" : node.backend, ins, node.name);
   }
   return s;
@@ -142,7 +165,12 @@ NodeCost EstimateCost(const Graph& g, const Node& node, const ShapeEnv& env) {
     if (w != nullptr) c.weight_bytes += static_cast<double>(w->nbytes);
   }
   for (ValueId in : node.inputs) {
+    if (in == kNoValue) continue;
     const Value& v = g.value(in);
+    if (v.constant) {
+      c.weight_bytes += static_cast<double>(v.constant->bytes());
+      continue;
+    }
     c.activation_bytes += static_cast<double>(env.Rows(v.rows)) * static_cast<double>(v.RowBytes());
   }
   for (ValueId out : node.outputs) {
@@ -179,6 +207,26 @@ NodeCost EstimateCost(const Graph& g, const Node& node, const ShapeEnv& env) {
     case OpKind::kCast:
     case OpKind::kTransfer:
       break;  // data movement only
+    case OpKind::kTensorOp: {
+      std::vector<TensorType> types(node.inputs.size()), outputs;
+      ShapeContext ctx;
+      ctx.op_type = node.op_type;
+      ctx.node = node.name;
+      ctx.attrs = &node.named_attrs;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] == kNoValue) {
+          ctx.inputs.push_back({});
+          continue;
+        }
+        const Value& v = g.value(node.inputs[i]);
+        types[i] = v.tensor_type();
+        ctx.inputs.push_back({&types[i], v.constant.get()});
+      }
+      for (ValueId out : node.outputs) outputs.push_back(g.value(out).tensor_type());
+      ctx.num_outputs = static_cast<int>(outputs.size());
+      c.flops += TensorOpFlops(ctx, outputs);
+      break;
+    }
     default: {
       // Elementwise and row ops: a few flops per output element.
       for (ValueId out : node.outputs) {

@@ -14,6 +14,8 @@
 #include "format/model_config.h"
 #include "graph/attribute_map.h"
 #include "graph/op.h"
+#include "graph/tensor_data.h"
+#include "graph/tensor_type.h"
 
 namespace kiln {
 
@@ -29,6 +31,7 @@ enum class RowSpace : uint8_t {
   kContextRows,   // decomposed attention: all context tokens of all sequences
   kScoreRows,     // decomposed attention: sum over sequences of tokens x context
   kNone,          // zero-sized marker values (ordering edges)
+  kFixed,         // an N-dimensional tensor of static shape (Value::dims): one "row" of all its elements
 };
 
 const char* RowSpaceName(RowSpace r);
@@ -56,7 +59,23 @@ struct Value {
   bool is_output = false;  // written to caller memory, not the arena
   int32_t domain = 0;      // memory domain, assigned by the layout stage
 
+  // N-dimensional tensors (rows == kFixed): the shape, cols being its
+  // element count; how the layout stage lays its axes out in memory.
+  std::vector<int64_t> dims;
+  TensorLayout layout = TensorLayout::kRowMajor;
+  // A tensor known at compile time (a weight, a folded value): no node
+  // produces it and it lives in its own memory, not the arena.
+  std::shared_ptr<const TensorData> constant;
+  // A graph input (read from) or output (written to) caller memory: the
+  // index into RunState::tensor_io; -1 otherwise.
+  int32_t io_slot = -1;
+  bool is_graph_input = false;
+
   bool is_marker() const { return rows == RowSpace::kNone; }
+  bool is_tensor() const { return rows == RowSpace::kFixed; }
+  // Bound before any node runs: a constant or a graph input.
+  bool is_preset() const { return constant != nullptr || is_graph_input; }
+  TensorType tensor_type() const { return TensorType{dtype, dims}; }
   // Bytes of one row of this value's own columns.
   int64_t RowBytes() const;
 };
@@ -80,6 +99,9 @@ struct NodeAttrs {
 struct Node {
   OpKind op = OpKind::kAdd;
   std::string name;  // where it came from ("layers.3.self_attn.q_proj")
+  // kTensorOp: the op's name in graph/tensor_op.h's table ("Conv"); its
+  // attributes are in named_attrs. An omitted optional input is kNoValue.
+  std::string op_type;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // Weights in op order: linear (W0, W1, ..., then biases or nullptr per W),
@@ -96,6 +118,10 @@ struct Node {
 class Graph {
  public:
   ValueId AddValue(std::string name, DType dtype, RowSpace rows, int64_t cols);
+  // An N-dimensional tensor value of static type.
+  ValueId AddTensorValue(std::string name, const TensorType& type);
+  // A compile-time constant tensor value.
+  ValueId AddConstant(std::string name, TensorData data);
   // Appends a node; sets the producer of its outputs. Returns its index.
   int32_t AddNode(Node node);
 

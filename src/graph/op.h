@@ -31,9 +31,10 @@ enum class OpKind : uint8_t {
   kAttnValues,    // decomposed attention: O = P V per sequence and head (a matmul)
   kCast,          // dtype conversion inserted by the precision policy
   kTransfer,      // copy between memory domains, inserted by the layout stage
+  kTensorOp,      // an N-dimensional tensor op named by Node::op_type (graph/tensor_op.h)
 };
 
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::kTransfer) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::kTensorOp) + 1;
 
 const char* OpName(OpKind op);
 std::optional<OpKind> OpFromName(std::string_view name);

@@ -1,6 +1,7 @@
 // The CPU backend's support list, weight packing, scratch needs, and the
 // dispatch of each node to its op's binder.
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
 #include <fmt/format.h>
 
@@ -34,6 +35,18 @@ CpuBackend::CpuBackend() : caches_(std::make_unique<cpu::BindCaches>()) {
   const std::vector<DType>& quantized = cpu::QuantKernelTypes();
   for (int i = 0; i < kNumOpKinds; ++i) {
     auto op = static_cast<OpKind>(i);
+    if (op == OpKind::kTensorOp) {
+      // The tensor ops listed one by one, with their kernels' limits.
+      for (const cpu::TensorKernelEntry& k : cpu::AllTensorKernels()) {
+        SupportEntry t;
+        t.op = op;
+        t.op_type = k.op_type;
+        t.activation_dtypes = k.dtypes;
+        t.note = k.limits;
+        support_.Add(std::move(t));
+      }
+      continue;
+    }
     SupportEntry e = Everything(op);
     if (op == OpKind::kEmbedding) {
       // Rows of any of these, quantized ones decoded one row at a time.
@@ -95,6 +108,11 @@ size_t CpuBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv
       int64_t cols = 2 * g.value(node.outputs[0]).cols;
       return static_cast<size_t>(capacity.Rows(g.value(node.inputs[0]).rows) * cols) * sizeof(float);
     }
+    case OpKind::kTensorOp: {
+      auto kernel = caches_->tensor_kernels.Get(g, node, cpu::TensorKernelThreads());
+      // An error surfaces when the node is bound.
+      return kernel.ok() ? (*kernel)->scratch_bytes : 0;
+    }
     case OpKind::kMaskedSoftmax:
       // Valid column ranges of every softmax row: tokens x heads, twice.
       return static_cast<size_t>(2 * capacity.tokens * node.attrs.n_heads) * sizeof(int32_t);
@@ -105,6 +123,7 @@ size_t CpuBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv
 Expected<Step> CpuBackend::Bind(const BindContext& ctx) {
   const Node& n = *ctx.node;
   for (const BoundValue& v : ctx.inputs) {
+    if (n.op == OpKind::kTensorOp) break;  // tensor kernels check their own dtypes
     if (v.rows != RowSpace::kNone && v.dtype != DType::kF32 && n.op != OpKind::kLinear &&
         n.op != OpKind::kGateUpSiluMul && n.op != OpKind::kTransfer) {
       return Unsupported("{} takes f32 inputs, got {}", OpName(n.op), DTypeName(v.dtype));

@@ -44,6 +44,7 @@ int32_t RowSpaceId(RowSpace r) {
     case RowSpace::kContextRows: return KILN_ROWS_CONTEXT;
     case RowSpace::kScoreRows: return KILN_ROWS_SCORES;
     case RowSpace::kNone: return KILN_ROWS_NONE;
+    case RowSpace::kFixed: return KILN_ROWS_FIXED;
   }
   return KILN_ROWS_NONE;
 }

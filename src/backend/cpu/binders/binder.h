@@ -3,16 +3,47 @@
 // a closure over them. CpuBackend::Bind looks the op's binder up here.
 #pragma once
 
+#include <map>
+#include <mutex>
+
 #include "backend/backend.h"
 #include "backend/cpu/binders/rope_table_cache.h"
+#include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/status.h"
 
 namespace kiln::cpu {
 
+// Tensor kernels made when the compiler asks a node's scratch size, kept
+// until the node is bound (so weights are packed once).
+class TensorKernelCache {
+ public:
+  Expected<const TensorKernel*> Get(const Graph& g, const Node& n, int num_threads);
+  void Forget(const Node& n);
+
+ private:
+  struct Entry {
+    std::string op_type, name;
+    AttributeMap attrs;
+    std::vector<TensorType> inputs, outputs;
+    std::vector<const TensorData*> constants;
+    TensorKernel kernel;
+  };
+  std::mutex mu_;
+  std::map<const Node*, Entry> kernels_;
+};
+
 // What binders keep across nodes and models.
 struct BindCaches {
   RopeTableCache rope_tables;
+  TensorKernelCache tensor_kernels;
 };
+
+// The threads tensor kernels size their per-thread scratch for (the
+// machine's); a kernel run on a larger pool uses at most this many.
+int TensorKernelThreads();
+
+// A tensor op node's kernel arguments, from its values in g.
+Expected<TensorKernelArgs> TensorKernelArgsOf(const Graph& g, const Node& n, int num_threads);
 
 // Binds ctx.node; `step` comes with its name, op and backend filled in.
 using Binder = Expected<Step> (*)(const BindContext& ctx, BindCaches& caches, Step step);
@@ -42,5 +73,7 @@ Expected<Step> BindBinary(const BindContext& ctx, BindCaches& caches, Step step)
 Expected<Step> BindSelectRows(const BindContext& ctx, BindCaches& caches, Step step);
 Expected<Step> BindCast(const BindContext& ctx, BindCaches& caches, Step step);
 Expected<Step> BindTransfer(const BindContext& ctx, BindCaches& caches, Step step);
+// Every N-dimensional tensor op (tensor_kernels/).
+Expected<Step> BindTensorOp(const BindContext& ctx, BindCaches& caches, Step step);
 
 }  // namespace kiln::cpu

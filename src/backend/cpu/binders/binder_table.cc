@@ -31,6 +31,7 @@ std::array<Binder, kNumOpKinds> MakeTable() {
   set(OpKind::kAttnValues, BindAttnValues);
   set(OpKind::kCast, BindCast);
   set(OpKind::kTransfer, BindTransfer);
+  set(OpKind::kTensorOp, BindTensorOp);
   return t;
 }
 
