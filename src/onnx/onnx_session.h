@@ -1,0 +1,86 @@
+// An ONNX model ready to run: read once, then compiled through the four
+// stages into one Program per set of input shapes (the first run of a new
+// shape compiles it; shapes the file fixes, or --input-shape fixes, are
+// compiled at load). Runs read the caller's input buffers and write the
+// caller's output buffers directly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/precision.h"
+#include "core/status.h"
+#include "graph/tensor_type.h"
+
+namespace kiln {
+
+// A tensor that owns its bytes (row-major, little-endian).
+struct HostTensor {
+  TensorType type;
+  std::vector<uint8_t> bytes;
+
+  HostTensor() = default;
+  explicit HostTensor(TensorType t) : type(std::move(t)), bytes(type.Bytes()) {}
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+  TensorRef ref() { return TensorRef{type, bytes.data()}; }
+};
+
+struct OnnxSessionOptions {
+  // `--input-shape`: dims for inputs whose declared shape is symbolic or
+  // missing (or to replace it).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
+  Precision precision = Precision::kFp32;
+  int threads = 0;  // 0: physical cores
+};
+
+// A graph input or output as a caller sees it: its name and its type, with
+// -1 for a dimension that is bound only by the input shapes of a run.
+struct OnnxTensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+};
+
+class CompiledTensorGraph;
+
+class OnnxSession {
+ public:
+  static Expected<std::unique_ptr<OnnxSession>> Load(const std::string& path, const OnnxSessionOptions& options = {});
+  ~OnnxSession();
+
+  const std::vector<OnnxTensorInfo>& inputs() const;
+  const std::vector<OnnxTensorInfo>& outputs() const;
+
+  // The output types for these input types (compiling their Program if it
+  // is new). `inputs` in inputs() order.
+  Expected<std::vector<TensorType>> OutputTypes(const std::vector<TensorType>& inputs);
+
+  // Runs on caller memory, in inputs()/outputs() order; each output buffer
+  // must be of the type OutputTypes gives. Not reentrant: one run at a time
+  // per session.
+  Status Run(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs);
+
+  // Runs on named host tensors; returns the outputs in outputs() order.
+  Expected<std::vector<HostTensor>> Run(const std::map<std::string, HostTensor>& inputs);
+
+  // The compiled Program of these input shapes (for --plan, kiln diff, bench).
+  Expected<CompiledTensorGraph*> Compiled(const std::vector<TensorType>& inputs);
+
+ private:
+  OnnxSession();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln
