@@ -301,7 +301,9 @@ Expected<SliceParams> ResolveSlice(const OpParamSource& src) {
     int64_t start = starts[i] < 0 ? starts[i] + d : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + d : ends[i];
     int64_t count;
-    if (step > 0) {
+    if (d == 0) {
+      count = 0;
+    } else if (step > 0) {
       start = std::clamp<int64_t>(start, 0, d);
       end = std::clamp<int64_t>(end, 0, d);
       count = end > start ? (end - start + step - 1) / step : 0;

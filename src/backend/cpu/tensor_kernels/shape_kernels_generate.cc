@@ -14,7 +14,8 @@ namespace {
 Expected<TensorKernel> MakeConstantOfShape(const TensorKernelArgs& args) {
   const TensorType out = args.outputs[0];
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(out.dtype));
-  const double value = args.a().Float("value").ok() ? *args.a().Float("value") : 0.0;
+  KernelParams params(args);
+  const double value = params.AtBind().FloatAttr("value", 0.0);
   uint8_t fill[8] = {0};
   EncodeScalar(out.dtype, value, fill);
   TensorKernel k;

@@ -70,8 +70,8 @@ void ResamplePass(const float* src, float* dst, int64_t outer, int64_t in_len, i
   const auto out_len = static_cast<int64_t>(taps.count());
   const int64_t per = taps.per_point;
   auto body = [&](int64_t b, int64_t e) {
+    int64_t o = b / out_len, j = b % out_len;  // advanced without dividing per row
     for (int64_t r = b; r < e; ++r) {
-      const int64_t o = r / out_len, j = r % out_len;
       float* d = dst + r * inner;
       const int64_t* idx = &taps.index[static_cast<size_t>(j * per)];
       const float* w = &taps.weight[static_cast<size_t>(j * per)];
@@ -80,14 +80,18 @@ void ResamplePass(const float* src, float* dst, int64_t outer, int64_t in_len, i
         float acc = 0;
         for (int64_t t = 0; t < per; ++t) acc += w[t] * base[idx[t]];
         d[0] = acc;
-        continue;
+      } else {
+        const float* s0 = base + idx[0] * inner;
+        for (int64_t k = 0; k < inner; ++k) d[k] = w[0] * s0[k];
+        for (int64_t t = 1; t < per; ++t) {
+          const float* s = base + idx[t] * inner;
+          const float wt = w[t];
+          for (int64_t k = 0; k < inner; ++k) d[k] += wt * s[k];
+        }
       }
-      const float* s0 = base + idx[0] * inner;
-      for (int64_t k = 0; k < inner; ++k) d[k] = w[0] * s0[k];
-      for (int64_t t = 1; t < per; ++t) {
-        const float* s = base + idx[t] * inner;
-        const float wt = w[t];
-        for (int64_t k = 0; k < inner; ++k) d[k] += wt * s[k];
+      if (++j == out_len) {
+        j = 0;
+        ++o;
       }
     }
   };

@@ -86,13 +86,18 @@ void CopyRun(const uint8_t* src, uint8_t* dst, int64_t n, int64_t ss, int64_t ds
 template <size_t N>
 void CopyTransposed(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int64_t dst_row_stride,
                     int64_t src_col_stride) {
-  constexpr int64_t kTile = 32;
+  // Blocks of 256 bytes of source rows by 8 columns: the columns are often
+  // a power-of-two-ish stride apart and share L1 sets, so only about eight
+  // lines per set may be live at once; the destination rows of a block
+  // stay in cache while its column blocks fill them.
+  constexpr int64_t kRows = 256 / static_cast<int64_t>(N);
+  constexpr int64_t kCols = 8;
   const auto* s = reinterpret_cast<const Elem<N>*>(src);
   auto* d = reinterpret_cast<Elem<N>*>(dst);
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = std::min(rows, r0 + kTile);
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t c1 = std::min(cols, c0 + kTile);
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const int64_t r1 = std::min(rows, r0 + kRows);
+    for (int64_t c0 = 0; c0 < cols; c0 += kCols) {
+      const int64_t c1 = std::min(cols, c0 + kCols);
       for (int64_t r = r0; r < r1; ++r) {
         Elem<N>* drow = d + r * dst_row_stride;
         const Elem<N>* scol = s + r;
