@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/tensor_kernels/transpose_avx2.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 
 namespace kiln::cpu {
@@ -107,6 +109,12 @@ void CopyTransposed(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
   }
 }
 
+// The AVX2 transposes, unless the CPU lacks them or KILN_ISA=scalar.
+bool UseAvx2() {
+  static const bool use = GetCpuInfo().avx2 && GetCpuInfo().BestIsa() != "scalar";
+  return use;
+}
+
 void CopyRunAny(size_t elem, const uint8_t* src, uint8_t* dst, int64_t n, int64_t ss, int64_t ds) {
   switch (elem) {
     case 1: CopyRun<1>(src, dst, n, ss, ds); break;
@@ -123,7 +131,15 @@ void CopyTransposedAny(size_t elem, const uint8_t* src, uint8_t* dst, int64_t ro
   switch (elem) {
     case 1: CopyTransposed<1>(src, dst, rows, cols, drs, scs); break;
     case 2: CopyTransposed<2>(src, dst, rows, cols, drs, scs); break;
-    case 4: CopyTransposed<4>(src, dst, rows, cols, drs, scs); break;
+    case 4:
+#if defined(__x86_64__)
+      if (UseAvx2()) {
+        CopyTransposed4Avx2(src, dst, rows, cols, drs, scs);
+        break;
+      }
+#endif
+      CopyTransposed<4>(src, dst, rows, cols, drs, scs);
+      break;
     case 8: CopyTransposed<8>(src, dst, rows, cols, drs, scs); break;
     default:
       for (int64_t r = 0; r < rows; ++r) CopyRunAny(elem, src + r * static_cast<int64_t>(elem), dst + r * drs * static_cast<int64_t>(elem), cols, scs, 1);
