@@ -9,15 +9,17 @@
 
 namespace kiln {
 
-void AddShapeViewOpDefs(std::vector<TensorOpDef>* ops);      // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
-                                                             // Transpose, Expand, Tile, DepthToSpace, SpaceToDepth
-void AddShapeSelectOpDefs(std::vector<TensorOpDef>* ops);    // Concat, Split, Slice, Gather*, Scatter*, Pad, NonZero
-void AddShapeGenerateOpDefs(std::vector<TensorOpDef>* ops);  // ConstantOfShape, Range, OneHot, Trilu, EyeLike,
-                                                             // Resize, Upsample
+void AddShapeViewOpDefs(
+    std::vector<TensorOpDef>* ops);  // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
+                                     // Transpose, Expand, Tile, DepthToSpace, SpaceToDepth
+void AddShapeSelectOpDefs(
+    std::vector<TensorOpDef>* ops);  // Concat, Split, Slice, Gather*, Scatter*, Pad, NonZero
+void AddShapeGenerateOpDefs(std::vector<TensorOpDef>* ops);  // ConstantOfShape, Range, OneHot, Trilu,
+                                                             // EyeLike, Resize, Upsample
 
 // A definition with these counts whose FLOPs are NoFlops.
-TensorOpDef ShapeOpDef(const char* name, int min_in, int max_in, Expected<ShapeResult> (*infer)(const ShapeContext&),
-                       int min_out = 1, int max_out = 1);
+TensorOpDef ShapeOpDef(const char* name, int min_in, int max_in,
+                       Expected<ShapeResult> (*infer)(const ShapeContext&), int min_out = 1, int max_out = 1);
 
 // FLOPs of an op that only moves data: none.
 double NoFlops(const ShapeContext& ctx, const std::vector<TensorType>& outputs);

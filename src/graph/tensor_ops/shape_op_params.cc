@@ -74,9 +74,10 @@ Expected<int64_t> OpParamSource::Axis(int64_t axis, int64_t rank, const char* wh
 Expected<std::vector<int64_t>> OpParamSource::Ints(size_t i, const char* what) const {
   if (!has(i)) return Error(fmt::format("the {} input is missing", what));
   if (i >= values.size() || values[i] == nullptr) {
-    return Unsupported("{} {}: the {} input is computed at run time; kiln compiles static shapes (fix the input "
-                       "shapes with --input-shape, or fold it in the exporter)",
-                       op_type, node, what);
+    return Unsupported(
+        "{} {}: the {} input is computed at run time; kiln compiles static shapes (fix the input "
+        "shapes with --input-shape, or fold it in the exporter)",
+        op_type, node, what);
   }
   std::vector<int64_t> out;
   if (!ReadInts(type(i).dtype, values[i], type(i).ElementCount(), &out)) {
@@ -88,8 +89,8 @@ Expected<std::vector<int64_t>> OpParamSource::Ints(size_t i, const char* what) c
 Expected<std::vector<double>> OpParamSource::Doubles(size_t i, const char* what) const {
   if (!has(i)) return Error(fmt::format("the {} input is missing", what));
   if (i >= values.size() || values[i] == nullptr) {
-    return Unsupported("{} {}: the {} input is computed at run time; kiln needs it at compile time", op_type, node,
-                       what);
+    return Unsupported("{} {}: the {} input is computed at run time; kiln needs it at compile time", op_type,
+                       node, what);
   }
   std::vector<double> out;
   if (!ReadDoubles(type(i).dtype, values[i], type(i).ElementCount(), &out)) {
@@ -158,7 +159,8 @@ Expected<std::vector<int64_t>> ResolveReshapeDims(const OpParamSource& src) {
       shape[i] = in[i];
     }
     if (shape[i] == -1) {
-      if (infer_at >= 0) return src.Error(fmt::format("shape [{}] has more than one -1", DimsToString(shape)));
+      if (infer_at >= 0)
+        return src.Error(fmt::format("shape [{}] has more than one -1", DimsToString(shape)));
       infer_at = static_cast<int>(i);
       continue;
     }
@@ -173,8 +175,8 @@ Expected<std::vector<int64_t>> ResolveReshapeDims(const OpParamSource& src) {
     }
     shape[static_cast<size_t>(infer_at)] = total / known;
   } else if (known != total) {
-    return src.Error(fmt::format("cannot reshape [{}] ({} elements) to [{}] ({} elements)", DimsToString(in), total,
-                                 DimsToString(shape), known));
+    return src.Error(fmt::format("cannot reshape [{}] ({} elements) to [{}] ({} elements)", DimsToString(in),
+                                 total, DimsToString(shape), known));
   }
   return shape;
 }
@@ -226,8 +228,7 @@ Expected<std::vector<int64_t>> ResolveSqueezeAxes(const OpParamSource& src, int6
   return axes;
 }
 
-Expected<std::vector<int64_t>> ResolveUnsqueezeAxes(const OpParamSource& src, int64_t out_rank_unused) {
-  (void)out_rank_unused;
+Expected<std::vector<int64_t>> ResolveUnsqueezeAxes(const OpParamSource& src) {
   KILN_ASSIGN_OR_RETURN(auto given, AxesAttrOrInput(src));
   if (!given) return src.Error("needs axes (the attribute before opset 13, input 1 after)");
   std::vector<int64_t> axes = *given;
@@ -244,12 +245,14 @@ Expected<std::vector<int64_t>> ResolvePermutation(const OpParamSource& src, int6
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
   }
   if (static_cast<int64_t>(perm.size()) != rank) {
-    return src.Error(fmt::format("perm [{}] has {} entries for rank {}", DimsToString(perm), perm.size(), rank));
+    return src.Error(
+        fmt::format("perm [{}] has {} entries for rank {}", DimsToString(perm), perm.size(), rank));
   }
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t& p : perm) {
     KILN_ASSIGN_OR_RETURN(p, src.Axis(p, rank, "perm entry"));
-    if (seen[static_cast<size_t>(p)]) return src.Error(fmt::format("perm [{}] repeats an axis", DimsToString(perm)));
+    if (seen[static_cast<size_t>(p)])
+      return src.Error(fmt::format("perm [{}] repeats an axis", DimsToString(perm)));
     seen[static_cast<size_t>(p)] = true;
   }
   return perm;
@@ -283,8 +286,8 @@ Expected<SliceParams> ResolveSlice(const OpParamSource& src) {
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (axes.size() != starts.size() || steps.size() != starts.size()) {
-    return src.Error(fmt::format("starts, ends, axes and steps differ in length ({}, {}, {}, {})", starts.size(),
-                                 ends.size(), axes.size(), steps.size()));
+    return src.Error(fmt::format("starts, ends, axes and steps differ in length ({}, {}, {}, {})",
+                                 starts.size(), ends.size(), axes.size(), steps.size()));
   }
   SliceParams p;
   p.start.assign(static_cast<size_t>(rank), 0);
@@ -345,8 +348,8 @@ Expected<SplitParams> ResolveSplit(const OpParamSource& src, int num_outputs) {
     }
   }
   if (static_cast<int>(p.sizes.size()) != num_outputs) {
-    return src.Error(fmt::format("split [{}] has {} parts for {} outputs", DimsToString(p.sizes), p.sizes.size(),
-                                 num_outputs));
+    return src.Error(fmt::format("split [{}] has {} parts for {} outputs", DimsToString(p.sizes),
+                                 p.sizes.size(), num_outputs));
   }
   int64_t sum = 0;
   for (int64_t s : p.sizes) {
@@ -354,8 +357,8 @@ Expected<SplitParams> ResolveSplit(const OpParamSource& src, int num_outputs) {
     sum += s;
   }
   if (sum != d) {
-    return src.Error(fmt::format("split [{}] sums to {}, but axis {} has size {}", DimsToString(p.sizes), sum, p.axis,
-                                 d));
+    return src.Error(
+        fmt::format("split [{}] sums to {}, but axis {} has size {}", DimsToString(p.sizes), sum, p.axis, d));
   }
   return p;
 }
@@ -412,7 +415,8 @@ Expected<PadParams> ResolvePad(const OpParamSource& src) {
       return src.Error(fmt::format("pads [{}] crop axis {} of size {} below zero", DimsToString(pads), a, d));
     }
     if (p.mode != PadMode::kConstant && (p.begin[a] < 0 || p.end[a] < 0)) {
-      return src.Error(fmt::format("negative pads are only allowed in constant mode, got [{}]", DimsToString(pads)));
+      return src.Error(
+          fmt::format("negative pads are only allowed in constant mode, got [{}]", DimsToString(pads)));
     }
     if (p.mode != PadMode::kConstant && d == 0 && (p.begin[a] > 0 || p.end[a] > 0)) {
       return src.Error(fmt::format("cannot pad the empty axis {} in {} mode", a, mode));
@@ -473,7 +477,8 @@ Status ParseResizeModes(const OpParamSource& src, bool legacy, ResizeParams* p) 
   p->exclude_outside = src.IntAttr("exclude_outside", 0) != 0;
   p->extrapolation_value = src.FloatAttr("extrapolation_value", 0.0);
   if (src.IntAttr("antialias", 0) != 0) {
-    return Unsupported("{} {}: antialias=1 is not supported (export without antialiasing)", src.op_type, src.node);
+    return Unsupported("{} {}: antialias=1 is not supported (export without antialiasing)", src.op_type,
+                       src.node);
   }
   return Status::Ok();
 }
@@ -527,8 +532,10 @@ Expected<ResizeParams> ResolveResize(const OpParamSource& src) {
   if (!scales.empty() && scales.size() != n) {
     return src.Error(fmt::format("has {} scales for {} axes", scales.size(), n));
   }
-  if (!sizes.empty() && sizes.size() != n) return src.Error(fmt::format("has {} sizes for {} axes", sizes.size(), n));
-  if (!roi.empty() && roi.size() != 2 * n) return src.Error(fmt::format("has {} roi values for {} axes", roi.size(), n));
+  if (!sizes.empty() && sizes.size() != n)
+    return src.Error(fmt::format("has {} sizes for {} axes", sizes.size(), n));
+  if (!roi.empty() && roi.size() != 2 * n)
+    return src.Error(fmt::format("has {} roi values for {} axes", roi.size(), n));
 
   p.scales.assign(static_cast<size_t>(rank), 1.0f);
   p.roi_start.assign(static_cast<size_t>(rank), 0.0f);
@@ -540,7 +547,8 @@ Expected<ResizeParams> ResolveResize(const OpParamSource& src) {
       const auto s = static_cast<float>(scales[i]);
       if (!(s > 0)) return src.Error(fmt::format("scale {} on axis {} is not positive", scales[i], a));
       p.scales[a] = s;
-      p.out_dims[a] = static_cast<int64_t>(std::floor(static_cast<double>(p.in_dims[a]) * static_cast<double>(s)));
+      p.out_dims[a] =
+          static_cast<int64_t>(std::floor(static_cast<double>(p.in_dims[a]) * static_cast<double>(s)));
     }
   } else {
     const std::string policy = src.StringAttr("keep_aspect_ratio_policy", "stretch");

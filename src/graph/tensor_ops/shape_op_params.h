@@ -61,9 +61,10 @@ Expected<DType> DTypeFromOnnxNumber(int64_t onnx_type);
 // Reshape's output dims (0 copies the input's dim unless allowzero, one -1 is inferred).
 Expected<std::vector<int64_t>> ResolveReshapeDims(const OpParamSource& src);
 
-// Squeeze/Unsqueeze axes (attribute before opset 13, input after), normalized.
+// Squeeze/Unsqueeze axes (attribute before opset 13, input after), normalized
+// and sorted; Squeeze without axes takes every size-1 axis (*all_ones set).
 Expected<std::vector<int64_t>> ResolveSqueezeAxes(const OpParamSource& src, int64_t rank, bool* all_ones);
-Expected<std::vector<int64_t>> ResolveUnsqueezeAxes(const OpParamSource& src, int64_t out_rank);
+Expected<std::vector<int64_t>> ResolveUnsqueezeAxes(const OpParamSource& src);
 
 // Transpose's permutation (reversed axes by default), checked.
 Expected<std::vector<int64_t>> ResolvePermutation(const OpParamSource& src, int64_t rank);
@@ -88,7 +89,7 @@ struct PadParams {
   PadMode mode = PadMode::kConstant;
   std::vector<int64_t> begin;  // per axis; negative crops
   std::vector<int64_t> end;
-  double value = 0;            // constant mode's fill
+  double value = 0;               // constant mode's fill
   bool value_from_input = false;  // the fill is input 2's scalar (read in the data's dtype)
 };
 Expected<PadParams> ResolvePad(const OpParamSource& src);

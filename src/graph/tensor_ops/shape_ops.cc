@@ -11,7 +11,9 @@
 namespace kiln {
 namespace {
 
-TensorType WithDims(const TensorType& t, std::vector<int64_t> dims) { return TensorType{t.dtype, std::move(dims)}; }
+TensorType WithDims(const TensorType& t, std::vector<int64_t> dims) {
+  return TensorType{t.dtype, std::move(dims)};
+}
 
 // Shape (start/end from opset 15) and its compile-time value.
 Expected<ShapeResult> InferShape(const ShapeContext& ctx) {
@@ -27,7 +29,8 @@ Expected<ShapeResult> InferShape(const ShapeContext& ctx) {
   std::vector<int64_t> value;
   for (int64_t i = start; i < end; ++i) value.push_back(dims[static_cast<size_t>(i)]);
   ShapeResult r = OneOutput(TensorType{DType::kI64, {static_cast<int64_t>(value.size())}});
-  r.constants.push_back(TensorData::FromValues<int64_t>(DType::kI64, {static_cast<int64_t>(value.size())}, value));
+  r.constants.push_back(
+      TensorData::FromValues<int64_t>(DType::kI64, {static_cast<int64_t>(value.size())}, value));
   return r;
 }
 
@@ -48,7 +51,8 @@ Expected<ShapeResult> InferFlatten(const ShapeContext& ctx) {
   const std::vector<int64_t>& dims = src.type(0).dims;
   const auto rank = static_cast<int64_t>(dims.size());
   int64_t axis = src.IntAttr("axis", 1);
-  if (axis < -rank || axis > rank) return src.Error(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  if (axis < -rank || axis > rank)
+    return src.Error(fmt::format("axis {} is out of range for rank {}", axis, rank));
   if (axis < 0) axis += rank;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= dims[static_cast<size_t>(i)];
@@ -61,14 +65,15 @@ Expected<ShapeResult> InferSqueeze(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ResolveSqueezeAxes(src, src.rank0(), &all_ones));
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < src.rank0(); ++i) {
-    if (!std::binary_search(axes.begin(), axes.end(), i)) dims.push_back(src.type(0).dims[static_cast<size_t>(i)]);
+    if (!std::binary_search(axes.begin(), axes.end(), i))
+      dims.push_back(src.type(0).dims[static_cast<size_t>(i)]);
   }
   return OneOutput(WithDims(src.type(0), std::move(dims)));
 }
 
 Expected<ShapeResult> InferUnsqueeze(const ShapeContext& ctx) {
   OpParamSource src = ParamSourceFromContext(ctx);
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ResolveUnsqueezeAxes(src, 0));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ResolveUnsqueezeAxes(src));
   const int64_t out_rank = src.rank0() + static_cast<int64_t>(axes.size());
   std::vector<int64_t> dims;
   size_t next = 0;
@@ -101,7 +106,8 @@ Expected<ShapeResult> InferTile(const ShapeContext& ctx) {
   }
   std::vector<int64_t> dims = src.type(0).dims;
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (repeats[i] < 0) return src.Error(fmt::format("repeats [{}] has a negative entry", DimsToString(repeats)));
+    if (repeats[i] < 0)
+      return src.Error(fmt::format("repeats [{}] has a negative entry", DimsToString(repeats)));
     dims[i] *= repeats[i];
   }
   return OneOutput(WithDims(src.type(0), std::move(dims)));
@@ -112,7 +118,8 @@ Expected<ShapeResult> InferDepthToSpace(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(BlockParams b, ResolveBlock(src));
   const std::vector<int64_t>& d = src.type(0).dims;
   if (d[1] % (b.block * b.block) != 0) {
-    return src.Error(fmt::format("channels {} are not a multiple of blocksize^2 = {}", d[1], b.block * b.block));
+    return src.Error(
+        fmt::format("channels {} are not a multiple of blocksize^2 = {}", d[1], b.block * b.block));
   }
   return OneOutput(WithDims(src.type(0), {d[0], d[1] / (b.block * b.block), d[2] * b.block, d[3] * b.block}));
 }
@@ -122,15 +129,16 @@ Expected<ShapeResult> InferSpaceToDepth(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(BlockParams b, ResolveBlock(src));
   const std::vector<int64_t>& d = src.type(0).dims;
   if (d[2] % b.block != 0 || d[3] % b.block != 0) {
-    return src.Error(fmt::format("height {} and width {} must be multiples of blocksize {}", d[2], d[3], b.block));
+    return src.Error(
+        fmt::format("height {} and width {} must be multiples of blocksize {}", d[2], d[3], b.block));
   }
   return OneOutput(WithDims(src.type(0), {d[0], d[1] * b.block * b.block, d[2] / b.block, d[3] / b.block}));
 }
 
 }  // namespace
 
-TensorOpDef ShapeOpDef(const char* name, int min_in, int max_in, Expected<ShapeResult> (*infer)(const ShapeContext&),
-                       int min_out, int max_out) {
+TensorOpDef ShapeOpDef(const char* name, int min_in, int max_in,
+                       Expected<ShapeResult> (*infer)(const ShapeContext&), int min_out, int max_out) {
   TensorOpDef d;
   d.op_type = name;
   d.min_inputs = min_in;

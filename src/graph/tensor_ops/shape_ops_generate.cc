@@ -10,7 +10,9 @@
 namespace kiln {
 namespace {
 
-bool IsPlain(DType t) { return !IsQuantized(t); }
+bool IsPlain(DType t) {
+  return !IsQuantized(t);
+}
 
 Expected<ShapeResult> InferConstantOfShape(const ShapeContext& ctx) {
   OpParamSource src = ParamSourceFromContext(ctx);
@@ -72,7 +74,8 @@ Expected<ShapeResult> InferOneHot(const ShapeContext& ctx) {
 
 Expected<ShapeResult> InferTrilu(const ShapeContext& ctx) {
   OpParamSource src = ParamSourceFromContext(ctx);
-  if (src.rank0() < 2) return src.Error(fmt::format("takes a tensor of rank 2 or more, got {}", src.type(0).ToString()));
+  if (src.rank0() < 2)
+    return src.Error(fmt::format("takes a tensor of rank 2 or more, got {}", src.type(0).ToString()));
   if (src.has(1) && src.type(1).ElementCount() != 1) return src.Error("k must be a scalar");
   return OneOutput(src.type(0));
 }

@@ -11,7 +11,9 @@
 namespace kiln {
 namespace {
 
-bool IsIndexType(DType t) { return t == DType::kI64 || t == DType::kI32; }
+bool IsIndexType(DType t) {
+  return t == DType::kI64 || t == DType::kI32;
+}
 
 Status CheckIndexType(const OpParamSource& src, size_t i) {
   if (!IsIndexType(src.type(i).dtype)) {
@@ -31,7 +33,8 @@ Expected<ShapeResult> InferConcat(const ShapeContext& ctx) {
     if (!src.has(i)) return src.Error(fmt::format("input {} is missing", i));
     const TensorType& t = src.type(i);
     bool same = t.dtype == first.dtype && t.rank() == first.rank();
-    for (size_t a = 0; same && a < dims.size(); ++a) same = a == static_cast<size_t>(axis) || t.dims[a] == first.dims[a];
+    for (size_t a = 0; same && a < dims.size(); ++a)
+      same = a == static_cast<size_t>(axis) || t.dims[a] == first.dims[a];
     if (!same) {
       return src.Error(fmt::format("input {} is {} but input 0 is {}; they may differ only along axis {}", i,
                                    t.ToString(), first.ToString(), axis));
@@ -78,7 +81,8 @@ Expected<ShapeResult> InferGather(const ShapeContext& ctx) {
   const TensorType& data = src.type(0);
   if (data.rank() == 0) return src.Error("cannot gather from a scalar");
   KILN_ASSIGN_OR_RETURN(int64_t axis, src.Axis(src.IntAttr("axis", 0), data.rank()));
-  KILN_RETURN_IF_ERROR(CheckConstantIndices(src, 1, data.dims[static_cast<size_t>(axis)], "the gathered axis"));
+  KILN_RETURN_IF_ERROR(
+      CheckConstantIndices(src, 1, data.dims[static_cast<size_t>(axis)], "the gathered axis"));
   std::vector<int64_t> dims(data.dims.begin(), data.dims.begin() + axis);
   dims.insert(dims.end(), src.type(1).dims.begin(), src.type(1).dims.end());
   dims.insert(dims.end(), data.dims.begin() + axis + 1, data.dims.end());
@@ -98,7 +102,8 @@ Expected<int64_t> ElementsAxis(const OpParamSource& src, size_t indices) {
   }
   for (size_t a = 0; a < data.dims.size(); ++a) {
     if (a != static_cast<size_t>(axis) && idx.dims[a] > data.dims[a]) {
-      return src.Error(fmt::format("indices {} are larger than data {} on axis {}", idx.ToString(), data.ToString(), a));
+      return src.Error(
+          fmt::format("indices {} are larger than data {} on axis {}", idx.ToString(), data.ToString(), a));
     }
   }
   KILN_RETURN_IF_ERROR(CheckConstantIndices(src, indices, data.dims[static_cast<size_t>(axis)], "the axis"));
@@ -116,7 +121,8 @@ Expected<ShapeResult> InferScatterElements(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(ElementsAxis(src, 1).status());
   if (src.type(2).dims != src.type(1).dims || src.type(2).dtype != src.type(0).dtype) {
     return src.Error(fmt::format("updates {} must have the indices' shape [{}] and the data's dtype {}",
-                                 src.type(2).ToString(), DimsToString(src.type(1).dims), DTypeName(src.type(0).dtype)));
+                                 src.type(2).ToString(), DimsToString(src.type(1).dims),
+                                 DTypeName(src.type(0).dtype)));
   }
   return OneOutput(src.type(0));
 }
@@ -128,12 +134,13 @@ Expected<int64_t> IndexDepth(const OpParamSource& src, int64_t batch_dims) {
   const TensorType& idx = src.type(1);
   if (idx.rank() < 1) return src.Error("indices must have rank 1 or more");
   const int64_t k = idx.dims.back();
-  if (batch_dims < 0 || batch_dims >= std::min<int64_t>(data.rank(), idx.rank())) {
-    if (batch_dims != 0) return src.Error(fmt::format("batch_dims {} is out of range", batch_dims));
+  if (batch_dims != 0 && (batch_dims < 0 || batch_dims >= std::min<int64_t>(data.rank(), idx.rank()))) {
+    return src.Error(fmt::format("batch_dims {} must be below the ranks of data and indices", batch_dims));
   }
   for (int64_t b = 0; b < batch_dims; ++b) {
     if (data.dims[static_cast<size_t>(b)] != idx.dims[static_cast<size_t>(b)]) {
-      return src.Error(fmt::format("batch dims of data {} and indices {} differ", data.ToString(), idx.ToString()));
+      return src.Error(
+          fmt::format("batch dims of data {} and indices {} differ", data.ToString(), idx.ToString()));
     }
   }
   if (k < 1 || k > data.rank() - batch_dims) {
@@ -184,9 +191,10 @@ Expected<ShapeResult> InferPad(const ShapeContext& ctx) {
 Expected<ShapeResult> InferNonZero(const ShapeContext& ctx) {
   OpParamSource src = ParamSourceFromContext(ctx);
   if (src.values.empty() || src.values[0] == nullptr) {
-    return Unsupported("{} {}: its output shape depends on the input's values, which are computed at run time; kiln "
-                       "compiles static shapes (NonZero runs only on compile-time inputs)",
-                       ctx.op_type, ctx.node);
+    return Unsupported(
+        "{} {}: its output shape depends on the input's values, which are computed at run time; kiln "
+        "compiles static shapes (NonZero runs only on compile-time inputs)",
+        ctx.op_type, ctx.node);
   }
   std::vector<double> v;
   if (!ReadDoubles(src.type(0).dtype, src.values[0], src.type(0).ElementCount(), &v)) {

@@ -14,11 +14,23 @@ TEST(ShapeGenerateOps, ConstantOfShapeFillsInTheAttributesDtype) {
   TensorData y = Op("ConstantOfShape").In(Ints1({2, 3})).Run();
   EXPECT_EQ(y.type(), (TensorType{DType::kF32, {2, 3}}));
   EXPECT_EQ(Values<float>(y), std::vector<float>(6, 0.0f));
-  y = Op("ConstantOfShape").In(Ints1({4})).Float("value", -7).Int("value_dtype", static_cast<int>(DType::kI64)).Run();
+  y = Op("ConstantOfShape")
+          .In(Ints1({4}))
+          .Float("value", -7)
+          .Int("value_dtype", static_cast<int>(DType::kI64))
+          .Run();
   EXPECT_EQ(Values<int64_t>(y), std::vector<int64_t>(4, -7));
-  y = Op("ConstantOfShape").In(Ints1({3})).Float("value", 1.5).Int("value_dtype", static_cast<int>(DType::kF16)).Run();
+  y = Op("ConstantOfShape")
+          .In(Ints1({3}))
+          .Float("value", 1.5)
+          .Int("value_dtype", static_cast<int>(DType::kF16))
+          .Run();
   for (uint16_t h : Values<uint16_t>(y)) EXPECT_EQ(F16ToF32(h), 1.5f);
-  y = Op("ConstantOfShape").In(Ints1({2})).Float("value", 1).Int("value_dtype", static_cast<int>(DType::kBool)).Run();
+  y = Op("ConstantOfShape")
+          .In(Ints1({2}))
+          .Float("value", 1)
+          .Int("value_dtype", static_cast<int>(DType::kBool))
+          .Run();
   EXPECT_EQ(Values<uint8_t>(y), (std::vector<uint8_t>{1, 1}));
   EXPECT_EQ(Op("ConstantOfShape").In(Ints1({0, 5})).Run().type().dims, (std::vector<int64_t>{0, 5}));
   EXPECT_FALSE(Op("ConstantOfShape").In(Ints1({-1})).Try().ok());
@@ -32,8 +44,9 @@ TEST(ShapeGenerateOps, RangeCountsUpAndDown) {
   EXPECT_EQ(Values<float>(Op("Range").In(F32({}, {0})).In(F32({}, {1})).In(F32({}, {0.25f})).Run()),
             (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
   EXPECT_TRUE(Values<int64_t>(Op("Range").In(I64({}, {5})).In(I64({}, {1})).In(I64({}, {1})).Run()).empty());
-  EXPECT_NE(Op("Range", "r").In(I64({}, {0})).In(I64({}, {3})).In(I64({}, {0})).Error().find("Range r: delta is 0"),
-            std::string::npos);
+  EXPECT_NE(
+      Op("Range", "r").In(I64({}, {0})).In(I64({}, {3})).In(I64({}, {0})).Error().find("Range r: delta is 0"),
+      std::string::npos);
 }
 
 TEST(ShapeGenerateOps, OneHotOnAnyAxisWithNegativeAndOutOfRangeIndices) {
@@ -49,7 +62,8 @@ TEST(ShapeGenerateOps, OneHotOnAnyAxisWithNegativeAndOutOfRangeIndices) {
 
 TEST(ShapeGenerateOps, TriluKeepsATriangleOfEachMatrix) {
   TensorData x = F32({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-  EXPECT_EQ(Values<float>(Op("Trilu").In(x).Run()), (std::vector<float>{1, 2, 3, 0, 5, 6, 7, 8, 9, 0, 11, 12}));
+  EXPECT_EQ(Values<float>(Op("Trilu").In(x).Run()),
+            (std::vector<float>{1, 2, 3, 0, 5, 6, 7, 8, 9, 0, 11, 12}));
   EXPECT_EQ(Values<float>(Op("Trilu").In(x).In(I64({}, {1})).Run()),
             (std::vector<float>{0, 2, 3, 0, 0, 6, 0, 8, 9, 0, 0, 12}));
   EXPECT_EQ(Values<float>(Op("Trilu").In(x).Int("upper", 0).Run()),

@@ -60,13 +60,16 @@ std::vector<float> Reference(const TensorData& x, const std::vector<int64_t>& ou
     for (size_t a = 0; a < rank; ++a) {
       c[a] = SourceCoordinate(r, a, static_cast<double>(o[a]), static_cast<double>(in[a]),
                               static_cast<double>(out_dims[a]));
-      if (r.coord == "tf_crop_and_resize" && (c[a] < 0 || c[a] > static_cast<double>(in[a] - 1))) outside = true;
+      if (r.coord == "tf_crop_and_resize" && (c[a] < 0 || c[a] > static_cast<double>(in[a] - 1)))
+        outside = true;
     }
     if (outside) {
       out.push_back(static_cast<float>(r.extrapolation));
       return;
     }
-    const auto clampi = [&](int64_t i, size_t a) { return std::min<int64_t>(std::max<int64_t>(i, 0), in[a] - 1); };
+    const auto clampi = [&](int64_t i, size_t a) {
+      return std::min<int64_t>(std::max<int64_t>(i, 0), in[a] - 1);
+    };
     if (r.mode == "nearest") {
       std::vector<int64_t> i(rank);
       for (size_t a = 0; a < rank; ++a) {
@@ -157,8 +160,8 @@ TEST(ShapeResize, EveryModeAndCoordinateTransformMatchesTheReference) {
         r.scales = scales;
         std::vector<int64_t> out_dims;
         for (size_t a = 0; a < 4; ++a) {
-          out_dims.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.type().dims[a]) *
-                                                             static_cast<float>(scales[a]))));
+          out_dims.push_back(static_cast<int64_t>(
+              std::floor(static_cast<double>(x.type().dims[a]) * static_cast<float>(scales[a]))));
         }
         std::vector<float> sf(scales.begin(), scales.end());
         TensorData y = Op("Resize")
@@ -278,22 +281,36 @@ TEST(ShapeResize, UpsampleAndResizeTenUseAsymmetricTruncation) {
   const std::vector<int64_t> out = {1, 1, 6, 6};
   const std::vector<float> want = Reference(x, out, r);
   // Upsample-7: scales attribute; Upsample-9: scales input; Resize-10: (X, scales).
-  ExpectNear(Values<float>(Op("Upsample").In(x).Floats("scales", {1, 1, 2, 1.5}).Opset(7).Run()), want, "Upsample-7");
-  ExpectNear(Values<float>(Op("Upsample").In(x).In(F32({4}, {1, 1, 2, 1.5})).Opset(9).Run()), want, "Upsample-9");
-  ExpectNear(Values<float>(Op("Resize").In(x).In(F32({4}, {1, 1, 2, 1.5})).Opset(10).Run()), want, "Resize-10");
+  ExpectNear(Values<float>(Op("Upsample").In(x).Floats("scales", {1, 1, 2, 1.5}).Opset(7).Run()), want,
+             "Upsample-7");
+  ExpectNear(Values<float>(Op("Upsample").In(x).In(F32({4}, {1, 1, 2, 1.5})).Opset(9).Run()), want,
+             "Upsample-9");
+  ExpectNear(Values<float>(Op("Resize").In(x).In(F32({4}, {1, 1, 2, 1.5})).Opset(10).Run()), want,
+             "Resize-10");
   RefResize lin = r;
   lin.mode = "linear";
-  ExpectNear(Values<float>(Op("Upsample").In(x).In(F32({4}, {1, 1, 2, 1.5})).Str("mode", "linear").Opset(9).Run()),
-             Reference(x, out, lin), "Upsample-9 linear");
+  ExpectNear(
+      Values<float>(Op("Upsample").In(x).In(F32({4}, {1, 1, 2, 1.5})).Str("mode", "linear").Opset(9).Run()),
+      Reference(x, out, lin), "Upsample-9 linear");
 }
 
 TEST(ShapeResize, RefusesWhatItDoesNotDo) {
   TensorData x = RandomF32({1, 1, 4, 4}, 6);
-  const std::string anti =
-      Op("Resize", "rs").In(x).Absent().In(F32({4}, {1, 1, 0.5, 0.5})).Str("mode", "linear").Int("antialias", 1).Error();
+  const std::string anti = Op("Resize", "rs")
+                               .In(x)
+                               .Absent()
+                               .In(F32({4}, {1, 1, 0.5, 0.5}))
+                               .Str("mode", "linear")
+                               .Int("antialias", 1)
+                               .Error();
   EXPECT_NE(anti.find("Resize rs: antialias"), std::string::npos) << anti;
-  EXPECT_NE(Op("Resize").In(x).Absent().In(F32({4}, {1, 1, 2, 2})).In(Ints1({1, 1, 8, 8})).Error().find(
-                "exactly one of scales and sizes"),
+  EXPECT_NE(Op("Resize")
+                .In(x)
+                .Absent()
+                .In(F32({4}, {1, 1, 2, 2}))
+                .In(Ints1({1, 1, 8, 8}))
+                .Error()
+                .find("exactly one of scales and sizes"),
             std::string::npos);
   EXPECT_FALSE(Op("Resize").In(x).Absent().In(F32({3}, {1, 2, 2})).Try().ok());
   EXPECT_FALSE(Op("Resize").In(x).Absent().In(F32({4}, {1, 1, 2, 2})).Str("mode", "area").Try().ok());

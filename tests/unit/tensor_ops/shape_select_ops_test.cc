@@ -84,7 +84,13 @@ TEST(ShapeSelectOps, SliceClampsAndStepsBothWays) {
   EXPECT_EQ(y.type().dims, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(Values<float>(y), SliceReference(x, {1, 7}, {1, 1}, {2, 3}));
   // Negative steps: from the end backwards, the INT64_MIN-style end meaning "through index 0".
-  y = Op("Slice").In(x).In(Ints1({-1, 8})).In(Ints1({INT64_MIN, 1})).In(Ints1({0, 1})).In(Ints1({-1, -3})).Run();
+  y = Op("Slice")
+          .In(x)
+          .In(Ints1({-1, 8}))
+          .In(Ints1({INT64_MIN, 1}))
+          .In(Ints1({0, 1}))
+          .In(Ints1({-1, -3}))
+          .Run();
   EXPECT_EQ(y.type().dims, (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(Values<float>(y), SliceReference(x, {3, 8}, {-1, -3}, {4, 3}));
   // A start past the dim with a negative step clamps to the last element.
@@ -102,8 +108,9 @@ TEST(ShapeSelectOps, SliceRejectsBadAxesAndZeroSteps) {
   TensorData x = Iota({4, 10});
   const std::string e = Op("Slice", "sl9").In(x).In(Ints1({0})).In(Ints1({1})).In(Ints1({2})).Error();
   EXPECT_NE(e.find("Slice sl9: axis 2 is out of range"), std::string::npos) << e;
-  EXPECT_NE(Op("Slice").In(x).In(Ints1({0})).In(Ints1({1})).In(Ints1({0})).In(Ints1({0})).Error().find("step 0"),
-            std::string::npos);
+  EXPECT_NE(
+      Op("Slice").In(x).In(Ints1({0})).In(Ints1({1})).In(Ints1({0})).In(Ints1({0})).Error().find("step 0"),
+      std::string::npos);
   EXPECT_NE(Op("Slice").In(x).In(Ints1({0, 0})).In(Ints1({1, 1})).In(Ints1({0, -2})).Error().find("twice"),
             std::string::npos);
 }
@@ -128,7 +135,8 @@ TEST(ShapeSelectOps, GatherTakesNegativeIndicesAlongAnyAxis) {
   const std::vector<float> ys = Values<float>(y);
   bool all = true;
   for (size_t i = 0; i < ids.size(); ++i) {
-    for (int64_t c = 0; c < 256; ++c) all = all && ys[i * 256 + static_cast<size_t>(c)] == static_cast<float>(ids[i] * 256 + c);
+    for (int64_t c = 0; c < 256; ++c)
+      all = all && ys[i * 256 + static_cast<size_t>(c)] == static_cast<float>(ids[i] * 256 + c);
   }
   EXPECT_TRUE(all);
 }
@@ -173,8 +181,9 @@ TEST(ShapeSelectOps, GatherIndexOutOfRangeAtRunTimeNamesNodeAndIndex) {
 }
 
 TEST(ShapeSelectOps, GatherRejectsBadAxes) {
-  EXPECT_NE(Op("Gather", "g").In(Iota({3, 4})).In(I64({1}, {0})).Int("axis", 2).Error().find("Gather g: axis 2"),
-            std::string::npos);
+  EXPECT_NE(
+      Op("Gather", "g").In(Iota({3, 4})).In(I64({1}, {0})).Int("axis", 2).Error().find("Gather g: axis 2"),
+      std::string::npos);
   EXPECT_FALSE(Op("Gather").In(Iota({3, 4})).In(F32({1}, {0})).Try().ok());  // float indices
 }
 

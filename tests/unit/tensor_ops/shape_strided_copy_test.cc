@@ -20,7 +20,8 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
 }
 
 // A transpose of dims by perm, as the Transpose kernel builds it.
-StridedCopySpec TransposeSpec(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm, size_t elem) {
+StridedCopySpec TransposeSpec(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm,
+                              size_t elem) {
   StridedCopySpec s;
   s.elem_bytes = elem;
   const std::vector<int64_t> in_strides = ContiguousStrides(dims);
@@ -46,7 +47,8 @@ TEST(ShapeStridedCopy, EveryFourDPermutationOfEveryElementSize) {
   for (size_t elem : {1, 2, 4, 8}) {
     const std::vector<uint8_t> src = RandomBytes(210 * elem, static_cast<uint32_t>(elem));
     do {
-      SCOPED_TRACE(testing::Message() << "elem " << elem << " perm " << perm[0] << perm[1] << perm[2] << perm[3]);
+      SCOPED_TRACE(testing::Message()
+                   << "elem " << elem << " perm " << perm[0] << perm[1] << perm[2] << perm[3]);
       ExpectSameAsReference(TransposeSpec(dims, perm, elem), src, 0, 210, nullptr);
     } while (std::next_permutation(perm.begin(), perm.end()));
   }

@@ -15,7 +15,8 @@ using namespace shape_test;
 TEST(ShapeViewOps, ShapeWithStartAndEndIsKnownAtCompileTime) {
   TensorData x = Iota({2, 3, 4, 5});
   EXPECT_EQ(Values<int64_t>(Op("Shape").In(x).Run()), (std::vector<int64_t>{2, 3, 4, 5}));
-  EXPECT_EQ(Values<int64_t>(Op("Shape").In(x).Int("start", 1).Int("end", -1).Run()), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(Values<int64_t>(Op("Shape").In(x).Int("start", 1).Int("end", -1).Run()),
+            (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(Values<int64_t>(Op("Shape").In(x).Int("start", -10).Int("end", 10).Run()),
             (std::vector<int64_t>{2, 3, 4, 5}));
   EXPECT_TRUE(Values<int64_t>(Op("Shape").In(x).Int("start", 3).Int("end", 1).Run()).empty());
@@ -55,8 +56,10 @@ TEST(ShapeViewOps, ReshapeToAWrongElementCountNamesOpAndNode) {
   const std::string e = Op("Reshape", "reshape_7").In(Iota({2, 3})).In(Ints1({4, 2})).Error();
   EXPECT_NE(e.find("Reshape reshape_7"), std::string::npos) << e;
   EXPECT_NE(e.find("6 elements"), std::string::npos) << e;
-  EXPECT_NE(Op("Reshape").In(Iota({2, 3})).In(Ints1({-1, -1})).Error().find("more than one -1"), std::string::npos);
-  EXPECT_NE(Op("Reshape").In(Iota({2, 3})).In(Ints1({-1, 4})).Error().find("cannot reshape"), std::string::npos);
+  EXPECT_NE(Op("Reshape").In(Iota({2, 3})).In(Ints1({-1, -1})).Error().find("more than one -1"),
+            std::string::npos);
+  EXPECT_NE(Op("Reshape").In(Iota({2, 3})).In(Ints1({-1, 4})).Error().find("cannot reshape"),
+            std::string::npos);
 }
 
 TEST(ShapeViewOps, FlattenSqueezeUnsqueezeShapes) {
@@ -71,7 +74,8 @@ TEST(ShapeViewOps, FlattenSqueezeUnsqueezeShapes) {
   EXPECT_EQ(Op("Squeeze").In(z).Run().type().dims, (std::vector<int64_t>{3, 2}));
   // Opset 13+: axes as an input; before: as an attribute. Negative axes count from the end.
   EXPECT_EQ(Op("Squeeze").In(z).In(Ints1({-2})).Run().type().dims, (std::vector<int64_t>{1, 3, 2}));
-  EXPECT_EQ(Op("Squeeze").In(z).Ints("axes", {0}).Opset(11).Run().type().dims, (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(Op("Squeeze").In(z).Ints("axes", {0}).Opset(11).Run().type().dims,
+            (std::vector<int64_t>{3, 1, 2}));
   EXPECT_NE(Op("Squeeze", "sq").In(z).In(Ints1({1})).Error().find("Squeeze sq: cannot squeeze axis 1"),
             std::string::npos);
 
@@ -101,8 +105,8 @@ std::vector<float> TransposeReference(const TensorData& x, const std::vector<int
 TEST(ShapeViewOps, TransposeMatchesIndexLoopsForCommonAndOddPermutations) {
   ThreadPool pool(2);
   TensorData x4 = Iota({2, 3, 4, 5});
-  for (const std::vector<int64_t>& perm :
-       std::vector<std::vector<int64_t>>{{0, 2, 3, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}}) {
+  for (const std::vector<int64_t>& perm : std::vector<std::vector<int64_t>>{
+           {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}}) {
     TensorData y = Op("Transpose").In(x4).Ints("perm", perm).Run();
     EXPECT_EQ(Values<float>(y), TransposeReference(x4, perm));
   }
@@ -116,7 +120,8 @@ TEST(ShapeViewOps, TransposeMatchesIndexLoopsForCommonAndOddPermutations) {
   TensorData i = I64({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(Values<int64_t>(Op("Transpose").In(i).Run()), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
   TensorData b = TensorData::FromValues<uint8_t>(DType::kBool, {2, 2}, {1, 0, 0, 1});
-  EXPECT_EQ(Values<uint8_t>(Op("Transpose").In(b).Ints("perm", {1, 0}).Run()), (std::vector<uint8_t>{1, 0, 0, 1}));
+  EXPECT_EQ(Values<uint8_t>(Op("Transpose").In(b).Ints("perm", {1, 0}).Run()),
+            (std::vector<uint8_t>{1, 0, 0, 1}));
   EXPECT_NE(Op("Transpose", "t").In(x4).Ints("perm", {0, 1, 1, 2}).Error().find("Transpose t: perm"),
             std::string::npos);
   EXPECT_FALSE(Op("Transpose").In(x4).Ints("perm", {0, 1, 2}).Try().ok());
@@ -143,7 +148,9 @@ TEST(ShapeViewOps, TileRepeatsEachAxis) {
   TensorData y = Op("Tile").In(x).In(Ints1({2, 3})).Run();
   ASSERT_EQ(y.type().dims, (std::vector<int64_t>{4, 6}));
   std::vector<float> want;
-  ForEachIndex({4, 6}, [&](const std::vector<int64_t>& i) { want.push_back(Values<float>(x)[static_cast<size_t>((i[0] % 2) * 2 + i[1] % 2)]); });
+  ForEachIndex({4, 6}, [&](const std::vector<int64_t>& i) {
+    want.push_back(Values<float>(x)[static_cast<size_t>((i[0] % 2) * 2 + i[1] % 2)]);
+  });
   EXPECT_EQ(Values<float>(y), want);
   EXPECT_EQ(Op("Tile").In(x).In(Ints1({0, 1})).Run().type().dims, (std::vector<int64_t>{0, 2}));
   EXPECT_FALSE(Op("Tile").In(x).In(Ints1({2})).Try().ok());
@@ -169,8 +176,9 @@ TEST(ShapeViewOps, DepthToSpaceAndSpaceToDepthMatchTheirDefinitions) {
       EXPECT_EQ(Values<float>(back), xs);
     }
   }
-  EXPECT_NE(Op("DepthToSpace", "d2s").In(Iota({1, 6, 2, 2})).Int("blocksize", 2).Error().find("DepthToSpace d2s"),
-            std::string::npos);
+  EXPECT_NE(
+      Op("DepthToSpace", "d2s").In(Iota({1, 6, 2, 2})).Int("blocksize", 2).Error().find("DepthToSpace d2s"),
+      std::string::npos);
   EXPECT_FALSE(Op("SpaceToDepth").In(Iota({1, 1, 3, 2})).Int("blocksize", 2).Try().ok());
 }
 

@@ -13,11 +13,11 @@ namespace kiln::cpu {
 
 struct AxisTaps {
   int64_t per_point = 1;
-  std::vector<int64_t> index;   // per_point per output point, clamped into [0, in_len)
-  std::vector<float> weight;    // the same layout
-  std::vector<bool> outside;    // per output point: outside the crop (tf_crop_and_resize)
+  std::vector<int64_t> index;  // per_point per output point, clamped into [0, in_len)
+  std::vector<float> weight;   // the same layout
+  std::vector<bool> outside;   // per output point: outside the crop (tf_crop_and_resize)
   bool any_outside = false;
-  bool identity = false;        // output point i reads input point i alone
+  bool identity = false;  // output point i reads input point i alone
   size_t count() const { return index.size() / static_cast<size_t>(per_point); }
 };
 

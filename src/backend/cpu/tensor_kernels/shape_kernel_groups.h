@@ -9,9 +9,11 @@
 
 namespace kiln::cpu {
 
-void AddShapeSelectKernels(std::vector<TensorKernelEntry>* kernels);    // Concat, Split, Slice, Gather*, Scatter*, Pad, NonZero
-void AddShapeGenerateKernels(std::vector<TensorKernelEntry>* kernels);  // ConstantOfShape, Range, OneHot, Trilu, EyeLike
-void AddResizeKernels(std::vector<TensorKernelEntry>* kernels);         // Resize, Upsample
+void AddShapeSelectKernels(
+    std::vector<TensorKernelEntry>* kernels);  // Concat, Split, Slice, Gather*, Scatter*, Pad, NonZero
+void AddShapeGenerateKernels(
+    std::vector<TensorKernelEntry>* kernels);  // ConstantOfShape, Range, OneHot, Trilu, EyeLike
+void AddResizeKernels(std::vector<TensorKernelEntry>* kernels);  // Resize, Upsample
 
 // A kernel copying input 0 to output 0 as `spec` says.
 TensorKernel StridedCopyKernel(StridedCopySpec spec);

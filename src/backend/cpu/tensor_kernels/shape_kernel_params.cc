@@ -4,7 +4,11 @@
 namespace kiln::cpu {
 
 KernelParams::KernelParams(const TensorKernelArgs& args)
-    : op_type_(args.op_type), node_(args.node), attrs_(*args.attrs), inputs_(args.inputs), present_(args.present) {
+    : op_type_(args.op_type),
+      node_(args.node),
+      attrs_(*args.attrs),
+      inputs_(args.inputs),
+      present_(args.present) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const TensorData* c = i < args.constants.size() ? args.constants[i] : nullptr;
     // The constant outlives the kernel (it is the graph's), but its data

@@ -22,7 +22,8 @@ Expected<TensorKernel> MakeShapeValue(const TensorKernelArgs& args) {
   ctx.attrs = args.attrs;
   ctx.inputs.push_back(TensorOpInput{&args.inputs[0], nullptr});
   KILN_ASSIGN_OR_RETURN(ShapeResult r, InferTensorOp(ctx));
-  if (r.constants.empty() || !r.constants[0]) return Internal("{} {}: no value inferred", args.op_type, args.node);
+  if (r.constants.empty() || !r.constants[0])
+    return Internal("{} {}: no value inferred", args.op_type, args.node);
   auto bytes = std::make_shared<std::string>(reinterpret_cast<const char*>(r.constants[0]->data()),
                                              r.constants[0]->bytes());
   TensorKernel k;
@@ -52,7 +53,8 @@ TensorKernel StridedCopyKernel(StridedCopySpec spec) {
   TensorKernel k;
   k.impl = "strided-copy";
   k.run = [spec = std::move(spec)](const TensorCall& call) {
-    StridedCopy(spec, static_cast<const uint8_t*>(call.inputs[0]), static_cast<uint8_t*>(call.outputs[0]), call.pool);
+    StridedCopy(spec, static_cast<const uint8_t*>(call.inputs[0]), static_cast<uint8_t*>(call.outputs[0]),
+                call.pool);
     return Status::Ok();
   };
   return k;
@@ -63,7 +65,8 @@ namespace {
 Expected<TensorKernel> MakeTranspose(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   KernelParams params(args);
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ResolvePermutation(params.AtBind(), args.inputs[0].rank()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                        ResolvePermutation(params.AtBind(), args.inputs[0].rank()));
   const std::vector<int64_t> in_strides = ContiguousStrides(args.inputs[0].dims);
   StridedCopySpec spec;
   spec.elem_bytes = elem;

@@ -43,7 +43,8 @@ Expected<TensorKernel> MakeRange(const TensorKernelArgs& args) {
       ReadInts(out.dtype, call.inputs[0], 1, &start);
       ReadInts(out.dtype, call.inputs[2], 1, &delta);
       for (int64_t i = 0; i < n; ++i) {
-        EncodeScalar(out.dtype, static_cast<double>(start[0] + i * delta[0]), y + i * static_cast<int64_t>(elem));
+        EncodeScalar(out.dtype, static_cast<double>(start[0] + i * delta[0]),
+                     y + i * static_cast<int64_t>(elem));
       }
       // int64 values beyond double's exact range: write them directly.
       if (out.dtype == DType::kI64) {
@@ -55,7 +56,8 @@ Expected<TensorKernel> MakeRange(const TensorKernelArgs& args) {
       ReadDoubles(out.dtype, call.inputs[0], 1, &start);
       ReadDoubles(out.dtype, call.inputs[2], 1, &delta);
       for (int64_t i = 0; i < n; ++i) {
-        EncodeScalar(out.dtype, start[0] + static_cast<double>(i) * delta[0], y + i * static_cast<int64_t>(elem));
+        EncodeScalar(out.dtype, start[0] + static_cast<double>(i) * delta[0],
+                     y + i * static_cast<int64_t>(elem));
       }
     }
     return Status::Ok();

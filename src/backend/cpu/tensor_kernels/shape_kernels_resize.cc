@@ -20,11 +20,11 @@ namespace {
 
 struct ResizePlan {
   ResizeParams p;
-  std::vector<AxisTaps> taps;         // per axis
-  std::vector<size_t> passes;         // resized axes, in pass order (linear/cubic)
+  std::vector<AxisTaps> taps;                // per axis
+  std::vector<size_t> passes;                // resized axes, in pass order (linear/cubic)
   std::vector<std::vector<int64_t>> tables;  // nearest: source offsets per axis
   bool extrapolates = false;
-  size_t scratch_elems = 0;           // one intermediate buffer
+  size_t scratch_elems = 0;  // one intermediate buffer
 };
 
 Expected<ResizePlan> PlanResize(const OpParamSource& src, const TensorType& out) {
@@ -36,7 +36,8 @@ Expected<ResizePlan> PlanResize(const OpParamSource& src, const TensorType& out)
   }
   const size_t rank = plan.p.in_dims.size();
   for (size_t a = 0; a < rank; ++a) {
-    if (plan.p.in_dims[a] == 0 && plan.p.out_dims[a] > 0) return src.Error(fmt::format("axis {} is empty", a));
+    if (plan.p.in_dims[a] == 0 && plan.p.out_dims[a] > 0)
+      return src.Error(fmt::format("axis {} is empty", a));
     plan.taps.push_back(MakeAxisTaps(plan.p, a));
     plan.extrapolates = plan.extrapolates || plan.taps.back().any_outside;
   }
@@ -65,8 +66,8 @@ Expected<ResizePlan> PlanResize(const OpParamSource& src, const TensorType& out)
 }
 
 // One separable pass along `axis`: [outer, in_len, inner] -> [outer, out_len, inner].
-void ResamplePass(const float* src, float* dst, int64_t outer, int64_t in_len, int64_t inner, const AxisTaps& taps,
-                  ThreadPool* pool) {
+void ResamplePass(const float* src, float* dst, int64_t outer, int64_t in_len, int64_t inner,
+                  const AxisTaps& taps, ThreadPool* pool) {
   const auto out_len = static_cast<int64_t>(taps.count());
   const int64_t per = taps.per_point;
   auto body = [&](int64_t b, int64_t e) {
@@ -172,8 +173,8 @@ Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
     if (m.ok() && *m != "nearest") mode = ResizeMode::kLinear;
   }
   if (mode != ResizeMode::kNearest && dtype != DType::kF32) {
-    return Unsupported("{} {}: dtype {} is not supported for linear/cubic modes (f32 only)", args.op_type, args.node,
-                       DTypeName(dtype));
+    return Unsupported("{} {}: dtype {} is not supported for linear/cubic modes (f32 only)", args.op_type,
+                       args.node, DTypeName(dtype));
   }
   // A plan made at run time may need up to two intermediates, each no
   // bigger than the product of the larger of each axis' input and output.
@@ -192,8 +193,8 @@ Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
     if (fixed) return RunResize(*fixed, call, elem, dtype);
     KILN_ASSIGN_OR_RETURN(ResizePlan plan, PlanResize(params->AtRun(call.inputs), out));
     if (plan.p.mode != ResizeMode::kNearest && dtype != DType::kF32) {
-      return Unsupported("{} {}: dtype {} is not supported for linear/cubic", params->op_type(), params->node(),
-                         DTypeName(dtype));
+      return Unsupported("{} {}: dtype {} is not supported for linear/cubic", params->op_type(),
+                         params->node(), DTypeName(dtype));
     }
     return RunResize(plan, call, elem, dtype);
   };

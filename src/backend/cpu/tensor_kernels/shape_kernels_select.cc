@@ -53,8 +53,9 @@ PartLayout LayoutParts(const std::vector<TensorType>& parts, int64_t axis, size_
 Expected<TensorKernel> MakeConcat(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   KernelParams params(args);
-  KILN_ASSIGN_OR_RETURN(int64_t axis, params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0,
-                                                         args.inputs[0].rank()));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis,
+      params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
   auto l = std::make_shared<PartLayout>(LayoutParts(args.inputs, axis, elem));
   TensorKernel k;
   k.impl = "memcpy-runs";
@@ -87,8 +88,9 @@ Expected<TensorKernel> MakeConcat(const TensorKernelArgs& args) {
 Expected<TensorKernel> MakeSplit(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   KernelParams params(args);
-  KILN_ASSIGN_OR_RETURN(int64_t axis, params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0,
-                                                         args.inputs[0].rank()));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis,
+      params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
   auto l = std::make_shared<PartLayout>(LayoutParts(args.outputs, axis, elem));
   TensorKernel k;
   k.impl = "memcpy-runs";
@@ -159,7 +161,8 @@ Expected<TensorKernel> MakeSlice(const TensorKernelArgs& args) {
       KILN_ASSIGN_OR_RETURN(SlicePlan p, PlanSlice(params->AtRun(call.inputs), out, elem));
       plan = std::make_shared<const SlicePlan>(std::move(p));
     }
-    StridedCopy(plan->spec, static_cast<const uint8_t*>(call.inputs[0]) + plan->offset * static_cast<int64_t>(elem),
+    StridedCopy(plan->spec,
+                static_cast<const uint8_t*>(call.inputs[0]) + plan->offset * static_cast<int64_t>(elem),
                 static_cast<uint8_t*>(call.outputs[0]), call.pool);
     return Status::Ok();
   };
@@ -170,7 +173,8 @@ Expected<TensorKernel> MakeSlice(const TensorKernelArgs& args) {
 // against `limit`.
 Status ReadIndices(const std::string& op, const std::string& node, DType dtype, const void* data, int64_t n,
                    int64_t limit, std::vector<int64_t>* out) {
-  if (!ReadInts(dtype, data, n, out)) return InvalidArgument("{} {}: indices of dtype {}", op, node, DTypeName(dtype));
+  if (!ReadInts(dtype, data, n, out))
+    return InvalidArgument("{} {}: indices of dtype {}", op, node, DTypeName(dtype));
   for (int64_t& v : *out) {
     if (v < -limit || v >= limit) {
       return OutOfRange("{} {}: index {} is out of range [{}, {})", op, node, v, -limit, limit);
@@ -184,11 +188,12 @@ Expected<TensorKernel> MakeGather(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   KernelParams params(args);
   const TensorType& data = args.inputs[0];
-  KILN_ASSIGN_OR_RETURN(int64_t axis, params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0,
-                                                         data.rank()));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, data.rank()));
   const int64_t outer = Product(data.dims, 0, static_cast<size_t>(axis));
   const int64_t len = data.dims[static_cast<size_t>(axis)];
-  const int64_t block = Product(data.dims, static_cast<size_t>(axis) + 1, data.dims.size()) * static_cast<int64_t>(elem);
+  const int64_t block =
+      Product(data.dims, static_cast<size_t>(axis) + 1, data.dims.size()) * static_cast<int64_t>(elem);
   const int64_t n = args.inputs[1].ElementCount();
   const DType idx_type = args.inputs[1].dtype;
   const std::string op(args.op_type), node(args.node);
@@ -202,7 +207,8 @@ Expected<TensorKernel> MakeGather(const TensorKernelArgs& args) {
     ForRange(call.pool, outer * n, outer * n * block, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const int64_t o = r / n, j = r % n;
-        std::memcpy(out + r * block, in + (o * len + idx[static_cast<size_t>(j)]) * block, static_cast<size_t>(block));
+        std::memcpy(out + r * block, in + (o * len + idx[static_cast<size_t>(j)]) * block,
+                    static_cast<size_t>(block));
       }
     });
     return Status::Ok();
@@ -311,8 +317,8 @@ Expected<CombineFn> CombinerFor(const TensorKernelArgs& args, Reduction r) {
     case DType::kU8: return &Combine<uint8_t>;
     default:
       if (r == Reduction::kNone) return static_cast<CombineFn>(nullptr);
-      return Unsupported("{} {}: reduction on dtype {} is not supported (f32, f64, i64, i32, i8, u8)", args.op_type,
-                         args.node, DTypeName(args.inputs[0].dtype));
+      return Unsupported("{} {}: reduction on dtype {} is not supported (f32, f64, i64, i32, i8, u8)",
+                         args.op_type, args.node, DTypeName(args.inputs[0].dtype));
   }
 }
 
@@ -350,7 +356,8 @@ Status TupleOffsets(const std::string& op, const std::string& node, const std::v
                     int64_t batch_dims, DType idx_type, const void* idx_data, int64_t tuples, int64_t k,
                     std::vector<int64_t>* offsets) {
   std::vector<int64_t> idx;
-  if (!ReadInts(idx_type, idx_data, tuples * k, &idx)) return InvalidArgument("{} {}: bad index dtype", op, node);
+  if (!ReadInts(idx_type, idx_data, tuples * k, &idx))
+    return InvalidArgument("{} {}: bad index dtype", op, node);
   const std::vector<int64_t> strides = ContiguousStrides(data_dims);
   const int64_t batch_stride = batch_dims > 0 ? strides[static_cast<size_t>(batch_dims - 1)] : 0;
   const int64_t batch_count = Product(data_dims, 0, static_cast<size_t>(batch_dims));
@@ -362,7 +369,8 @@ Status TupleOffsets(const std::string& op, const std::string& node, const std::v
       const auto a = static_cast<size_t>(batch_dims + j);
       int64_t v = idx[static_cast<size_t>(t * k + j)];
       if (v < -data_dims[a] || v >= data_dims[a]) {
-        return OutOfRange("{} {}: index {} is out of range for axis {} of size {}", op, node, v, a, data_dims[a]);
+        return OutOfRange("{} {}: index {} is out of range for axis {} of size {}", op, node, v, a,
+                          data_dims[a]);
       }
       if (v < 0) v += data_dims[a];
       off += v * strides[a];
@@ -467,8 +475,8 @@ Expected<PadPlan> PlanPad(const OpParamSource& src, const TensorType& out, size_
   const std::vector<int64_t>& in = src.type(0).dims;
   for (size_t a = 0; a < in.size(); ++a) {
     if (in[a] + plan.p.begin[a] + plan.p.end[a] != out.dims[a]) {
-      return src.Error(fmt::format("the pads differ from the shape [{}] fixed at compile time",
-                                   DimsToString(out.dims)));
+      return src.Error(
+          fmt::format("the pads differ from the shape [{}] fixed at compile time", DimsToString(out.dims)));
     }
   }
   const std::vector<int64_t> is = ContiguousStrides(in), os = ContiguousStrides(out.dims);
@@ -566,8 +574,8 @@ Expected<TensorKernel> MakeNonZero(const TensorKernelArgs& args) {
     int64_t total = 0;
     for (double x : v) total += x != 0 ? 1 : 0;
     if (total != count) {
-      return Unsupported("{} {}: {} nonzero elements, but the shape fixed at compile time has {}", op, node, total,
-                         count);
+      return Unsupported("{} {}: {} nonzero elements, but the shape fixed at compile time has {}", op, node,
+                         total, count);
     }
     return Status::Ok();
   };

@@ -29,7 +29,8 @@ Simplified Simplify(const StridedCopySpec& s) {
   for (size_t a = 0; a < s.dims.size(); ++a) {
     if (s.dims[a] == 0) p.empty = true;
     if (s.dims[a] == 1) continue;
-    if (!p.dims.empty() && p.ss.back() == s.src_strides[a] * s.dims[a] && p.ds.back() == s.dst_strides[a] * s.dims[a]) {
+    if (!p.dims.empty() && p.ss.back() == s.src_strides[a] * s.dims[a] &&
+        p.ds.back() == s.dst_strides[a] * s.dims[a]) {
       p.dims.back() *= s.dims[a];
       p.ss.back() = s.src_strides[a];
       p.ds.back() = s.dst_strides[a];
@@ -109,6 +110,28 @@ void CopyTransposed(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols
   }
 }
 
+template <size_t N>
+void GatherRow(const uint8_t* src, const int64_t* offsets, int64_t n, uint8_t* dst) {
+  const auto* s = reinterpret_cast<const Elem<N>*>(src);
+  auto* d = reinterpret_cast<Elem<N>*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = s[offsets[i]];
+}
+
+// dst[i] = src[offsets[i]] for i < n.
+void GatherRowAny(size_t elem, const uint8_t* src, const int64_t* offsets, int64_t n, uint8_t* dst) {
+  switch (elem) {
+    case 1: GatherRow<1>(src, offsets, n, dst); break;
+    case 2: GatherRow<2>(src, offsets, n, dst); break;
+    case 4: GatherRow<4>(src, offsets, n, dst); break;
+    case 8: GatherRow<8>(src, offsets, n, dst); break;
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(dst + i * static_cast<int64_t>(elem), src + offsets[i] * static_cast<int64_t>(elem),
+                    elem);
+      }
+  }
+}
+
 // The AVX2 transposes, unless the CPU lacks them or KILN_ISA=scalar.
 bool UseAvx2() {
   static const bool use = GetCpuInfo().avx2 && GetCpuInfo().BestIsa() != "scalar";
@@ -122,7 +145,9 @@ void CopyRunAny(size_t elem, const uint8_t* src, uint8_t* dst, int64_t n, int64_
     case 4: CopyRun<4>(src, dst, n, ss, ds); break;
     case 8: CopyRun<8>(src, dst, n, ss, ds); break;
     default:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * static_cast<int64_t>(elem), src + i * ss * static_cast<int64_t>(elem), elem);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(dst + i * ds * static_cast<int64_t>(elem), src + i * ss * static_cast<int64_t>(elem),
+                    elem);
   }
 }
 
@@ -142,7 +167,9 @@ void CopyTransposedAny(size_t elem, const uint8_t* src, uint8_t* dst, int64_t ro
       break;
     case 8: CopyTransposed<8>(src, dst, rows, cols, drs, scs); break;
     default:
-      for (int64_t r = 0; r < rows; ++r) CopyRunAny(elem, src + r * static_cast<int64_t>(elem), dst + r * drs * static_cast<int64_t>(elem), cols, scs, 1);
+      for (int64_t r = 0; r < rows; ++r)
+        CopyRunAny(elem, src + r * static_cast<int64_t>(elem), dst + r * drs * static_cast<int64_t>(elem),
+                   cols, scs, 1);
   }
 }
 
@@ -255,9 +282,8 @@ void StridedCopyReference(const StridedCopySpec& spec, const uint8_t* src, uint8
   int64_t total = 1;
   for (int64_t d : spec.dims) total *= d;
   const auto elem = static_cast<int64_t>(spec.elem_bytes);
-  Walk(spec.dims, spec.src_strides, spec.dst_strides, 0, total, [&](int64_t so, int64_t dof) {
-    std::memcpy(dst + dof * elem, src + so * elem, spec.elem_bytes);
-  });
+  Walk(spec.dims, spec.src_strides, spec.dst_strides, 0, total,
+       [&](int64_t so, int64_t dof) { std::memcpy(dst + dof * elem, src + so * elem, spec.elem_bytes); });
 }
 
 void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets, const uint8_t* src,
@@ -276,10 +302,9 @@ void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& 
   const size_t row_bytes = static_cast<size_t>(row * elem);
   bool contiguous = true;
   for (int64_t i = 1; i < row && contiguous; ++i) contiguous = inner[static_cast<size_t>(i)] == inner[0] + i;
-  // A source run of the inner table, precomputed as runs of equal steps
-  // would be; the simple loop is fast enough for tables.
   std::vector<int64_t> outer_dims;
-  for (size_t a = 0; a + 1 < offsets.size(); ++a) outer_dims.push_back(static_cast<int64_t>(offsets[a].size()));
+  for (size_t a = 0; a + 1 < offsets.size(); ++a)
+    outer_dims.push_back(static_cast<int64_t>(offsets[a].size()));
   MaybeParallel(pool, rows, total * elem, [&](int64_t b, int64_t e) {
     std::vector<int64_t> idx(outer_dims.size(), 0);
     int64_t rest = b;
@@ -297,14 +322,7 @@ void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& 
       } else if (contiguous) {
         std::memcpy(drow, src + (so + inner[0]) * elem, row_bytes);
       } else {
-        switch (elem_bytes) {
-          case 1: for (int64_t i = 0; i < row; ++i) reinterpret_cast<Elem<1>*>(drow)[i] = reinterpret_cast<const Elem<1>*>(src)[so + inner[static_cast<size_t>(i)]]; break;
-          case 2: for (int64_t i = 0; i < row; ++i) reinterpret_cast<Elem<2>*>(drow)[i] = reinterpret_cast<const Elem<2>*>(src)[so + inner[static_cast<size_t>(i)]]; break;
-          case 4: for (int64_t i = 0; i < row; ++i) reinterpret_cast<Elem<4>*>(drow)[i] = reinterpret_cast<const Elem<4>*>(src)[so + inner[static_cast<size_t>(i)]]; break;
-          case 8: for (int64_t i = 0; i < row; ++i) reinterpret_cast<Elem<8>*>(drow)[i] = reinterpret_cast<const Elem<8>*>(src)[so + inner[static_cast<size_t>(i)]]; break;
-          default:
-            for (int64_t i = 0; i < row; ++i) std::memcpy(drow + i * elem, src + (so + inner[static_cast<size_t>(i)]) * elem, elem_bytes);
-        }
+        GatherRowAny(elem_bytes, src + so * elem, inner.data(), row, drow);
       }
       prev_src = so;
       for (size_t a = idx.size(); a-- > 0;) {
@@ -315,8 +333,8 @@ void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& 
   });
 }
 
-void IndexTableCopyReference(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets, const uint8_t* src,
-                             uint8_t* dst) {
+void IndexTableCopyReference(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets,
+                             const uint8_t* src, uint8_t* dst) {
   int64_t total = 1;
   for (const auto& t : offsets) total *= static_cast<int64_t>(t.size());
   const auto elem = static_cast<int64_t>(elem_bytes);

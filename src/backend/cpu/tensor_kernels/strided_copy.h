@@ -19,10 +19,10 @@ class ThreadPool;
 namespace kiln::cpu {
 
 struct StridedCopySpec {
-  size_t elem_bytes = 4;              // 1, 2, 4 or 8
-  std::vector<int64_t> dims;          // the copied shape
-  std::vector<int64_t> src_strides;   // in elements; 0 repeats, negative walks backwards
-  std::vector<int64_t> dst_strides;   // in elements
+  size_t elem_bytes = 4;             // 1, 2, 4 or 8
+  std::vector<int64_t> dims;         // the copied shape
+  std::vector<int64_t> src_strides;  // in elements; 0 repeats, negative walks backwards
+  std::vector<int64_t> dst_strides;  // in elements
 };
 
 // dst[sum i_a * dst_strides[a]] = src[sum i_a * src_strides[a]] for every
@@ -37,8 +37,8 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& dims);
 // src[sum_a offsets[a][i_a]], offsets in elements.
 void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets, const uint8_t* src,
                     uint8_t* dst, ThreadPool* pool);
-void IndexTableCopyReference(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets, const uint8_t* src,
-                             uint8_t* dst);
+void IndexTableCopyReference(size_t elem_bytes, const std::vector<std::vector<int64_t>>& offsets,
+                             const uint8_t* src, uint8_t* dst);
 
 // memcpy, split over the pool when it is big.
 void ParallelMemcpy(void* dst, const void* src, size_t bytes, ThreadPool* pool);

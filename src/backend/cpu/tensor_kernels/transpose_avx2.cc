@@ -40,7 +40,8 @@ inline void CopyOne(const uint8_t* src, uint8_t* dst, int64_t r, int64_t c, int6
 
 }  // namespace
 
-void CopyTransposed4Avx2(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int64_t drs, int64_t scs) {
+void CopyTransposed4Avx2(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, int64_t drs,
+                         int64_t scs) {
   const auto* s = reinterpret_cast<const float*>(src);
   auto* d = reinterpret_cast<float*>(dst);
   const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
