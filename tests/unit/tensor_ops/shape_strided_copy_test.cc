@@ -126,6 +126,16 @@ TEST(ShapeStridedCopy, IndexTablesMatchTheReference) {
     IndexTableCopyReference(elem, tables, src.data(), ref.data());
     EXPECT_EQ(fast, ref) << "elem " << elem;
   }
+  // Inner tables that repeat each source 3 times, and one whose last run is cut short.
+  for (const std::vector<int64_t>& inner :
+       std::vector<std::vector<int64_t>>{{4, 4, 4, 5, 5, 5, 6, 6, 6}, {0, 0, 1, 1, 2}, {3, 3, 2, 2}}) {
+    std::vector<std::vector<int64_t>> t = {{0, 16, 16}, inner};
+    const std::vector<uint8_t> src = RandomBytes(32 * 4, 12);
+    std::vector<uint8_t> fast(3 * inner.size() * 4), ref(3 * inner.size() * 4);
+    IndexTableCopy(4, t, src.data(), fast.data(), nullptr);
+    IndexTableCopyReference(4, t, src.data(), ref.data());
+    EXPECT_EQ(fast, ref);
+  }
   // A contiguous inner table (reflect padding of rows only).
   std::vector<std::vector<int64_t>> rows = {{2 * 8, 1 * 8, 0, 8, 16, 24, 16}, {0, 1, 2, 3, 4, 5, 6, 7}};
   const std::vector<uint8_t> src = RandomBytes(32 * 2, 5);

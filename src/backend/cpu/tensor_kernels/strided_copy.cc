@@ -132,6 +132,50 @@ void GatherRowAny(size_t elem, const uint8_t* src, const int64_t* offsets, int64
   }
 }
 
+// dst = each of src[0..n/k) repeated k times (a nearest upsample's rows).
+template <size_t N, int64_t K>
+void RepeatRowFixed(const uint8_t* src, int64_t n, uint8_t* dst) {
+  const auto* s = reinterpret_cast<const Elem<N>*>(src);
+  auto* d = reinterpret_cast<Elem<N>*>(dst);
+  for (int64_t j = 0; j < n / K; ++j) {
+    for (int64_t r = 0; r < K; ++r) d[j * K + r] = s[j];
+  }
+}
+
+template <size_t N>
+void RepeatRow(const uint8_t* src, int64_t n, int64_t k, uint8_t* dst) {
+  if (k == 2) return RepeatRowFixed<N, 2>(src, n, dst);
+  const auto* s = reinterpret_cast<const Elem<N>*>(src);
+  auto* d = reinterpret_cast<Elem<N>*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = s[i / k];
+}
+
+void RepeatRowAny(size_t elem, const uint8_t* src, int64_t n, int64_t k, uint8_t* dst) {
+  switch (elem) {
+    case 1: RepeatRow<1>(src, n, k, dst); break;
+    case 2: RepeatRow<2>(src, n, k, dst); break;
+    case 4: RepeatRow<4>(src, n, k, dst); break;
+    case 8: RepeatRow<8>(src, n, k, dst); break;
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(dst + i * static_cast<int64_t>(elem), src + (i / k) * static_cast<int64_t>(elem), elem);
+      }
+  }
+}
+
+// k when table[i] == table[0] + i / k for every i (and the length is a
+// multiple of k), else 0.
+int64_t RepeatFactor(const std::vector<int64_t>& table) {
+  const auto n = static_cast<int64_t>(table.size());
+  int64_t k = 1;
+  while (k < n && table[static_cast<size_t>(k)] == table[0]) ++k;
+  if (k < 2 || n % k != 0) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (table[static_cast<size_t>(i)] != table[0] + i / k) return 0;
+  }
+  return k;
+}
+
 // The AVX2 transposes, unless the CPU lacks them or KILN_ISA=scalar.
 bool UseAvx2() {
   static const bool use = GetCpuInfo().avx2 && GetCpuInfo().BestIsa() != "scalar";
@@ -302,6 +346,7 @@ void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& 
   const size_t row_bytes = static_cast<size_t>(row * elem);
   bool contiguous = true;
   for (int64_t i = 1; i < row && contiguous; ++i) contiguous = inner[static_cast<size_t>(i)] == inner[0] + i;
+  const int64_t repeat = contiguous ? 0 : RepeatFactor(inner);
   std::vector<int64_t> outer_dims;
   for (size_t a = 0; a + 1 < offsets.size(); ++a)
     outer_dims.push_back(static_cast<int64_t>(offsets[a].size()));
@@ -321,6 +366,8 @@ void IndexTableCopy(size_t elem_bytes, const std::vector<std::vector<int64_t>>& 
         std::memcpy(drow, drow - row_bytes, row_bytes);  // a repeated source row (upsampling)
       } else if (contiguous) {
         std::memcpy(drow, src + (so + inner[0]) * elem, row_bytes);
+      } else if (repeat > 0) {
+        RepeatRowAny(elem_bytes, src + (so + inner[0]) * elem, row, repeat, drow);
       } else {
         GatherRowAny(elem_bytes, src + so * elem, inner.data(), row, drow);
       }
