@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <random>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/thread_pool.h"
@@ -96,12 +98,83 @@ TEST(ShapeSelectOps, SliceClampsAndStepsBothWays) {
   // A start past the dim with a negative step clamps to the last element.
   y = Op("Slice").In(x).In(Ints1({20})).In(Ints1({-20})).In(Ints1({1})).In(Ints1({-4})).Run();
   EXPECT_EQ(Values<float>(y), SliceReference(x, {0, 9}, {1, -4}, {4, 3}));
+  // A start before the beginning with a negative step clamps to element 0 (numpy would give nothing).
+  EXPECT_EQ(Values<float>(Op("Slice")
+                              .In(F32({3}, {0, 1, 2}))
+                              .In(Ints1({-6}))
+                              .In(Ints1({INT64_MIN}))
+                              .In(Ints1({0}))
+                              .In(Ints1({-1}))
+                              .Run()),
+            (std::vector<float>{0}));
   // Empty results.
   EXPECT_EQ(Op("Slice").In(x).In(Ints1({5})).In(Ints1({2})).In(Ints1({1})).Run().type().dims,
             (std::vector<int64_t>{4, 0}));
   // Opset 1: attributes.
   y = Op("Slice").In(x).Ints("starts", {1}).Ints("ends", {3}).Ints("axes", {0}).Opset(9).Run();
   EXPECT_EQ(Values<float>(y), SliceReference(x, {1, 0}, {1, 1}, {2, 10}));
+}
+
+// The ONNX spec's wording of Slice's clamping: a negative index counts from
+// the end; then starts clamp into [0, dim] for positive steps and
+// [0, dim - 1] for negative ones, ends into [0, dim] and [-1, dim - 1].
+// (Python's slicing differs in one place: a start before the beginning
+// with a negative step gives nothing there, one element here, as
+// onnxruntime does.)
+void OnnxSliceIndices(int64_t dim, int64_t step, int64_t* start, int64_t* end, int64_t* count) {
+  if (*start < 0) *start += dim;
+  if (*end < 0) *end += dim;
+  if (step > 0) {
+    *start = std::min(std::max<int64_t>(*start, 0), dim);
+    *end = std::min(std::max<int64_t>(*end, 0), dim);
+    *count = *end > *start ? (*end - *start - 1) / step + 1 : 0;
+  } else {
+    *start = std::min(std::max<int64_t>(*start, 0), dim - 1);
+    *end = std::min(std::max<int64_t>(*end, -1), dim - 1);
+    *count = *start > *end ? (*start - *end - 1) / (-step) + 1 : 0;
+  }
+}
+
+TEST(ShapeSelectOps, SliceMatchesTheSpecOnRandomCases) {
+  std::mt19937 rng(17);
+  const std::vector<int64_t> ends = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                                     -100, 100};
+  for (int iter = 0; iter < 300; ++iter) {
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    std::vector<int64_t> dims;
+    for (int a = 0; a < rank; ++a) dims.push_back(static_cast<int64_t>(rng() % 6));
+    TensorData x = Iota(dims);
+    std::vector<int64_t> starts, stops, axes, steps;
+    std::vector<int64_t> start(dims.size(), 0), step(dims.size(), 1), count = dims;
+    for (int a = 0; a < rank; ++a) {
+      if (rng() % 3 == 0) continue;  // this axis is not sliced
+      int64_t b = static_cast<int64_t>(rng() % 15) - 7, e = static_cast<int64_t>(rng() % 15) - 7;
+      if (rng() % 4 == 0) e = ends[rng() % ends.size()];
+      if (rng() % 6 == 0) b = ends[rng() % ends.size()];
+      int64_t st = static_cast<int64_t>(rng() % 3) + 1;
+      if (rng() % 2) st = -st;
+      starts.push_back(b);
+      stops.push_back(e);
+      axes.push_back(rng() % 2 ? a : a - rank);
+      steps.push_back(st);
+      int64_t s0 = b, s1 = e, n = 0;
+      if (dims[static_cast<size_t>(a)] == 0) {
+        n = 0;  // nothing to clamp into
+      } else {
+        OnnxSliceIndices(dims[static_cast<size_t>(a)], st, &s0, &s1, &n);
+      }
+      start[static_cast<size_t>(a)] = s0;
+      step[static_cast<size_t>(a)] = st;
+      count[static_cast<size_t>(a)] = n;
+    }
+    if (starts.empty()) continue;
+    TensorData y =
+        Op("Slice").In(x).In(Ints1(starts)).In(Ints1(stops)).In(Ints1(axes)).In(Ints1(steps)).Run();
+    ASSERT_EQ(y.type().dims, count) << "case " << iter << " dims " << DimsToString(dims) << " starts "
+                                    << DimsToString(starts) << " ends " << DimsToString(stops) << " axes "
+                                    << DimsToString(axes) << " steps " << DimsToString(steps);
+    ASSERT_EQ(Values<float>(y), SliceReference(x, start, step, count)) << "case " << iter;
+  }
 }
 
 TEST(ShapeSelectOps, SliceRejectsBadAxesAndZeroSteps) {
