@@ -294,6 +294,21 @@ TEST(ShapeResize, UpsampleAndResizeTenUseAsymmetricTruncation) {
       Reference(x, out, lin), "Upsample-9 linear");
 }
 
+TEST(ShapeResize, EmptyOutputsAndInputs) {
+  // Scales that floor an axis to 0, in every mode; and an empty batch.
+  for (const std::string mode : {"nearest", "linear", "cubic"}) {
+    TensorData y = Op("Resize")
+                       .In(RandomF32({1, 1, 2, 3}, 7))
+                       .Absent()
+                       .In(F32({4}, {1, 1, 0.4f, 2}))
+                       .Str("mode", mode)
+                       .Run();
+    EXPECT_EQ(y.type().dims, (std::vector<int64_t>{1, 1, 0, 6})) << mode;
+    y = Op("Resize").In(F32({0, 1, 2, 3}, {})).Absent().In(F32({4}, {1, 1, 2, 2})).Str("mode", mode).Run();
+    EXPECT_EQ(y.type().dims, (std::vector<int64_t>{0, 1, 4, 6})) << mode;
+  }
+}
+
 TEST(ShapeResize, RefusesWhatItDoesNotDo) {
   TensorData x = RandomF32({1, 1, 4, 4}, 6);
   const std::string anti = Op("Resize", "rs")

@@ -70,6 +70,7 @@ void ResamplePass(const float* src, float* dst, int64_t outer, int64_t in_len, i
                   const AxisTaps& taps, ThreadPool* pool) {
   const auto out_len = static_cast<int64_t>(taps.count());
   const int64_t per = taps.per_point;
+  if (outer * out_len * inner == 0) return;
   auto body = [&](int64_t b, int64_t e) {
     int64_t o = b / out_len, j = b % out_len;  // advanced without dividing per row
     for (int64_t r = b; r < e; ++r) {
@@ -127,6 +128,9 @@ void Extrapolate(const ResizePlan& plan, uint8_t* y, size_t elem, const uint8_t*
 Status RunResize(const ResizePlan& plan, const TensorCall& call, size_t elem, DType dtype) {
   const auto* x = static_cast<const uint8_t*>(call.inputs[0]);
   auto* y = static_cast<uint8_t*>(call.outputs[0]);
+  int64_t out_elems = 1;
+  for (int64_t d : plan.p.out_dims) out_elems *= d;
+  if (out_elems == 0) return Status::Ok();
   if (plan.p.mode == ResizeMode::kNearest) {
     IndexTableCopy(elem, plan.tables, x, y, call.pool);
   } else if (plan.passes.empty()) {
