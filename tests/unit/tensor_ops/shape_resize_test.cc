@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "unit/tensor_ops/shape_op_test_util.h"
 
@@ -306,6 +307,31 @@ TEST(ShapeResize, EmptyOutputsAndInputs) {
     EXPECT_EQ(y.type().dims, (std::vector<int64_t>{1, 1, 0, 6})) << mode;
     y = Op("Resize").In(F32({0, 1, 2, 3}, {})).Absent().In(F32({4}, {1, 1, 2, 2})).Str("mode", mode).Run();
     EXPECT_EQ(y.type().dims, (std::vector<int64_t>{0, 1, 4, 6})) << mode;
+  }
+}
+
+TEST(ShapeResize, HalfPrecisionInterpolatesInF32) {
+  // The f16 input's values in f32; the f16 result must be the f32 result rounded.
+  TensorData x32 = RandomF32({1, 2, 3, 5}, 8);
+  std::vector<uint16_t> h;
+  std::vector<float> rounded;
+  for (float v : Values<float>(x32)) {
+    h.push_back(F32ToF16(v));
+    rounded.push_back(F16ToF32(h.back()));
+  }
+  TensorData x16 = TensorData::FromValues<uint16_t>(DType::kF16, {1, 2, 3, 5}, h);
+  for (const std::string mode : {"linear", "cubic"}) {
+    TensorData y16 = Op("Resize").In(x16).Absent().In(F32({4}, {1, 1, 2, 1.5f})).Str("mode", mode).Run();
+    TensorData y32 = Op("Resize")
+                         .In(F32({1, 2, 3, 5}, rounded))
+                         .Absent()
+                         .In(F32({4}, {1, 1, 2, 1.5f}))
+                         .Str("mode", mode)
+                         .Run();
+    ASSERT_EQ(y16.type(), (TensorType{DType::kF16, {1, 2, 6, 7}}));
+    std::vector<uint16_t> want;
+    for (float v : Values<float>(y32)) want.push_back(F32ToF16(v));
+    EXPECT_EQ(Values<uint16_t>(y16), want) << mode;
   }
 }
 

@@ -4,6 +4,8 @@
 // resized axis, each output element a weighted sum of 2 or 4 taps along
 // that axis, which equals ONNX's N-linear / N-cubic formula up to rounding.
 // tf_crop_and_resize's out-of-range points get extrapolation_value.
+// f16/bf16 interpolate in f32 (converted in scratch), as they are stored
+// only.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "backend/cpu/tensor_kernels/shape_kernel_groups.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
 #include "backend/cpu/tensor_kernels/tensor_scalar.h"
+#include "core/half.h"
 #include "core/thread_pool.h"
 
 namespace kiln::cpu {
@@ -125,6 +128,42 @@ void Extrapolate(const ResizePlan& plan, uint8_t* y, size_t elem, const uint8_t*
   }
 }
 
+bool IsHalf(DType t) {
+  return t == DType::kF16 || t == DType::kBF16;
+}
+
+bool Interpolable(DType t) {
+  return t == DType::kF32 || IsHalf(t);
+}
+
+int64_t ElementsOf(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+void HalfToF32(DType t, const uint8_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = t == DType::kF16 ? F16ToF32(h) : Bf16ToF32(h);
+  }
+}
+
+void F32ToHalf(DType t, const float* src, int64_t n, uint8_t* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = t == DType::kF16 ? F32ToF16(src[i]) : F32ToBf16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+// Scratch of an interpolating plan: for f16/bf16 the input and output in
+// f32, then two intermediates of `intermediate` floats each.
+size_t InterpolationScratch(DType dtype, int64_t in_elems, int64_t out_elems, size_t intermediate) {
+  const size_t half = IsHalf(dtype) ? static_cast<size_t>(in_elems + out_elems) : 0;
+  return (half + 2 * intermediate) * sizeof(float);
+}
+
 Status RunResize(const ResizePlan& plan, const TensorCall& call, size_t elem, DType dtype) {
   const auto* x = static_cast<const uint8_t*>(call.inputs[0]);
   auto* y = static_cast<uint8_t*>(call.outputs[0]);
@@ -139,19 +178,28 @@ Status RunResize(const ResizePlan& plan, const TensorCall& call, size_t elem, DT
     ParallelMemcpy(y, x, static_cast<size_t>(n) * elem, call.pool);
   } else {
     std::vector<int64_t> cur = plan.p.in_dims;
+    auto* scratch = reinterpret_cast<float*>(call.scratch);
+    const int64_t in_elems = ElementsOf(plan.p.in_dims);
     const float* src = reinterpret_cast<const float*>(x);
-    float* bufs[2] = {reinterpret_cast<float*>(call.scratch),
-                      reinterpret_cast<float*>(call.scratch) + plan.scratch_elems};
+    float* y32 = reinterpret_cast<float*>(y);
+    if (IsHalf(dtype)) {
+      HalfToF32(dtype, x, in_elems, scratch);
+      src = scratch;
+      y32 = scratch + in_elems;
+      scratch += in_elems + out_elems;
+    }
+    float* bufs[2] = {scratch, scratch + plan.scratch_elems};
     for (size_t i = 0; i < plan.passes.size(); ++i) {
       const size_t a = plan.passes[i];
       int64_t outer = 1, inner = 1;
       for (size_t b = 0; b < a; ++b) outer *= cur[b];
       for (size_t b = a + 1; b < cur.size(); ++b) inner *= cur[b];
-      float* dst = i + 1 == plan.passes.size() ? reinterpret_cast<float*>(y) : bufs[i % 2];
+      float* dst = i + 1 == plan.passes.size() ? y32 : bufs[i % 2];
       ResamplePass(src, dst, outer, cur[a], inner, plan.taps[a], call.pool);
       cur[a] = plan.p.out_dims[a];
       src = dst;
     }
+    if (IsHalf(dtype)) F32ToHalf(dtype, y32, out_elems, y);
   }
   if (plan.extrapolates) {
     uint8_t fill[8] = {0};
@@ -176,19 +224,22 @@ Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
     const auto m = args.a().String("mode");
     if (m.ok() && *m != "nearest") mode = ResizeMode::kLinear;
   }
-  if (mode != ResizeMode::kNearest && dtype != DType::kF32) {
-    return Unsupported("{} {}: dtype {} is not supported for linear/cubic modes (f32 only)", args.op_type,
-                       args.node, DTypeName(dtype));
+  if (mode != ResizeMode::kNearest && !Interpolable(dtype)) {
+    return Unsupported("{} {}: dtype {} is not supported for linear/cubic modes (f32, f16, bf16)",
+                       args.op_type, args.node, DTypeName(dtype));
   }
   // A plan made at run time may need up to two intermediates, each no
   // bigger than the product of the larger of each axis' input and output.
+  const int64_t in_elems = args.inputs[0].ElementCount(), out_elems = out.ElementCount();
   size_t scratch = 0;
   if (fixed) {
-    scratch = 2 * fixed->scratch_elems * sizeof(float);
+    if (fixed->p.mode != ResizeMode::kNearest) {
+      scratch = InterpolationScratch(dtype, in_elems, out_elems, fixed->scratch_elems);
+    }
   } else {
     int64_t bound = 1;
     for (size_t a = 0; a < out.dims.size(); ++a) bound *= std::max(out.dims[a], args.inputs[0].dims[a]);
-    scratch = 2 * static_cast<size_t>(bound) * sizeof(float);
+    scratch = InterpolationScratch(dtype, in_elems, out_elems, static_cast<size_t>(bound));
   }
   TensorKernel k;
   k.impl = mode == ResizeMode::kNearest ? "index-table" : "separable";
@@ -196,7 +247,7 @@ Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
   k.run = [=](const TensorCall& call) -> Status {
     if (fixed) return RunResize(*fixed, call, elem, dtype);
     KILN_ASSIGN_OR_RETURN(ResizePlan plan, PlanResize(params->AtRun(call.inputs), out));
-    if (plan.p.mode != ResizeMode::kNearest && dtype != DType::kF32) {
+    if (plan.p.mode != ResizeMode::kNearest && !Interpolable(dtype)) {
       return Unsupported("{} {}: dtype {} is not supported for linear/cubic", params->op_type(),
                          params->node(), DTypeName(dtype));
     }
@@ -209,9 +260,11 @@ Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
 
 void AddResizeKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string limits =
-      "nearest (any dtype) | linear | cubic (f32); antialias=0; scales/sizes/roi known at compile time";
+      "nearest (any dtype) | linear | cubic (f32, f16, bf16); antialias=0; scales/sizes/roi known at compile "
+      "time";
   kernels->push_back({"Resize", MakeResize, MovableDTypes(), limits});
-  kernels->push_back({"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32)"});
+  kernels->push_back(
+      {"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32, f16, bf16)"});
 }
 
 }  // namespace kiln::cpu
