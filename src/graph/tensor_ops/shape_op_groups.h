@@ -7,7 +7,7 @@
 
 #include "graph/tensor_op.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 
 void AddShapeViewOpDefs(
     std::vector<TensorOpDef>* ops);  // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
@@ -24,4 +24,4 @@ TensorOpDef ShapeOpDef(const char* name, int min_in, int max_in,
 // FLOPs of an op that only moves data: none.
 double NoFlops(const ShapeContext& ctx, const std::vector<TensorType>& outputs);
 
-}  // namespace kiln
+}  // namespace kiln::shape_ops

@@ -8,7 +8,7 @@
 
 #include "core/half.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 namespace {
 
 template <typename T, typename Out>
@@ -623,4 +623,4 @@ Expected<BlockParams> ResolveBlock(const OpParamSource& src) {
   return b;
 }
 
-}  // namespace kiln
+}  // namespace kiln::shape_ops

@@ -17,7 +17,7 @@
 #include "graph/tensor_op.h"
 #include "graph/tensor_type.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 
 struct OpParamSource {
   std::string_view op_type;
@@ -132,4 +132,4 @@ struct BlockParams {
 };
 Expected<BlockParams> ResolveBlock(const OpParamSource& src);
 
-}  // namespace kiln
+}  // namespace kiln::shape_ops

@@ -8,7 +8,7 @@
 #include "graph/tensor_ops/shape_op_params.h"
 #include "graph/tensor_ops/tensor_op_families.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 namespace {
 
 TensorType WithDims(const TensorType& t, std::vector<int64_t> dims) {
@@ -170,10 +170,14 @@ void AddShapeViewOpDefs(std::vector<TensorOpDef>* ops) {
   ops->push_back(ShapeOpDef("SpaceToDepth", 1, 1, InferSpaceToDepth));
 }
 
+}  // namespace kiln::shape_ops
+
+namespace kiln {
+
 void AddShapeOpDefs(std::vector<TensorOpDef>* ops) {
-  AddShapeViewOpDefs(ops);
-  AddShapeSelectOpDefs(ops);
-  AddShapeGenerateOpDefs(ops);
+  shape_ops::AddShapeViewOpDefs(ops);
+  shape_ops::AddShapeSelectOpDefs(ops);
+  shape_ops::AddShapeGenerateOpDefs(ops);
 }
 
 }  // namespace kiln

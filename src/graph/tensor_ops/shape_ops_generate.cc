@@ -7,7 +7,7 @@
 #include "graph/tensor_ops/shape_op_groups.h"
 #include "graph/tensor_ops/shape_op_params.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 namespace {
 
 bool IsPlain(DType t) {
@@ -144,4 +144,4 @@ void AddShapeGenerateOpDefs(std::vector<TensorOpDef>* ops) {
   ops->push_back(upsample);
 }
 
-}  // namespace kiln
+}  // namespace kiln::shape_ops

@@ -8,7 +8,7 @@
 #include "graph/tensor_ops/shape_op_groups.h"
 #include "graph/tensor_ops/shape_op_params.h"
 
-namespace kiln {
+namespace kiln::shape_ops {
 namespace {
 
 bool IsIndexType(DType t) {
@@ -240,4 +240,4 @@ void AddShapeSelectOpDefs(std::vector<TensorOpDef>* ops) {
   ops->push_back(ShapeOpDef("NonZero", 1, 1, InferNonZero));
 }
 
-}  // namespace kiln
+}  // namespace kiln::shape_ops

@@ -9,7 +9,7 @@
 #include "backend/cpu/tensor_kernels/strided_copy.h"
 #include "core/thread_pool.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 namespace {
 
 std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
@@ -154,4 +154,4 @@ TEST(ShapeStridedCopy, ParallelMemcpyCopiesEveryByte) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

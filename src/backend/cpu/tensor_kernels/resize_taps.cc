@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
 namespace {
 
 int64_t RoundNearest(ResizeNearest mode, float x, bool downsampling) {
@@ -83,4 +85,4 @@ AxisTaps MakeAxisTaps(const ResizeParams& p, size_t axis) {
   return t;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -9,7 +9,7 @@
 
 #include "graph/tensor_ops/shape_op_params.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 
 struct AxisTaps {
   int64_t per_point = 1;
@@ -21,10 +21,10 @@ struct AxisTaps {
   size_t count() const { return index.size() / static_cast<size_t>(per_point); }
 };
 
-AxisTaps MakeAxisTaps(const ResizeParams& p, size_t axis);
+AxisTaps MakeAxisTaps(const shape_ops::ResizeParams& p, size_t axis);
 
 // The cubic convolution weights of the four taps around a point at
 // fraction t past its floor (Keys' kernel with parameter a).
 void CubicWeights(float a, float t, float w[4]);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -7,8 +7,10 @@
 #include "backend/cpu/tensor_kernels/strided_copy.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 
+void AddShapeViewKernels(std::vector<TensorKernelEntry>*
+                             kernels);  // Shape, Size, Reshape, ..., Transpose, Expand, Tile, DepthToSpace
 void AddShapeSelectKernels(
     std::vector<TensorKernelEntry>* kernels);  // Concat, Split, Slice, Gather*, Scatter*, Pad, NonZero
 void AddShapeGenerateKernels(
@@ -18,4 +20,4 @@ void AddResizeKernels(std::vector<TensorKernelEntry>* kernels);  // Resize, Upsa
 // A kernel copying input 0 to output 0 as `spec` says.
 TensorKernel StridedCopyKernel(StridedCopySpec spec);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -1,7 +1,9 @@
 // Parameters of the shape family's kernels.
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
 
 KernelParams::KernelParams(const TensorKernelArgs& args)
     : op_type_(args.op_type),
@@ -59,4 +61,4 @@ const std::vector<DType>& MovableDTypes() {
   return all;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

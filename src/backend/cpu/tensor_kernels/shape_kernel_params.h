@@ -11,7 +11,7 @@
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_ops/shape_op_params.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 
 // What a kernel keeps of its arguments to resolve parameters later.
 class KernelParams {
@@ -19,9 +19,9 @@ class KernelParams {
   explicit KernelParams(const TensorKernelArgs& args);
 
   // Parameters from the constants known now.
-  OpParamSource AtBind() const;
+  shape_ops::OpParamSource AtBind() const;
   // Parameters from a call's input buffers.
-  OpParamSource AtRun(const void* const* inputs) const;
+  shape_ops::OpParamSource AtRun(const void* const* inputs) const;
   // Whether every input in `which` is either omitted or a constant.
   bool Known(std::initializer_list<size_t> which) const;
 
@@ -45,4 +45,4 @@ Expected<size_t> MovableElementBytes(DType dtype);
 // Every plain dtype, for ops that only move bytes.
 const std::vector<DType>& MovableDTypes();
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -11,7 +11,10 @@
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_op.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
+
 namespace {
 
 // Shape and Size: the value shape inference computed, written out.
@@ -143,7 +146,7 @@ Expected<TensorKernel> MakeBlockRearrange(const TensorKernelArgs& args) {
 
 }  // namespace
 
-void AddShapeKernels(std::vector<TensorKernelEntry>* kernels) {
+void AddShapeViewKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType>& any = MovableDTypes();
   kernels->push_back({"Shape", MakeShapeValue, any, ""});
   kernels->push_back({"Size", MakeShapeValue, any, ""});
@@ -156,9 +159,17 @@ void AddShapeKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"Tile", MakeTile, any, "repeats known at compile time"});
   kernels->push_back({"DepthToSpace", MakeBlockRearrange, any, "4-d; DCR|CRD"});
   kernels->push_back({"SpaceToDepth", MakeBlockRearrange, any, "4-d"});
-  AddShapeSelectKernels(kernels);
-  AddShapeGenerateKernels(kernels);
-  AddResizeKernels(kernels);
+}
+
+}  // namespace kiln::cpu::shape_kernels
+
+namespace kiln::cpu {
+
+void AddShapeKernels(std::vector<TensorKernelEntry>* kernels) {
+  shape_kernels::AddShapeViewKernels(kernels);
+  shape_kernels::AddShapeSelectKernels(kernels);
+  shape_kernels::AddShapeGenerateKernels(kernels);
+  shape_kernels::AddResizeKernels(kernels);
 }
 
 }  // namespace kiln::cpu

@@ -8,7 +8,9 @@
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
 #include "backend/cpu/tensor_kernels/tensor_scalar.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
 namespace {
 
 Expected<TensorKernel> MakeConstantOfShape(const TensorKernelArgs& args) {
@@ -172,4 +174,4 @@ void AddShapeGenerateKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"EyeLike", MakeEyeLike, any, "dtype is an ONNX TensorProto type number"});
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

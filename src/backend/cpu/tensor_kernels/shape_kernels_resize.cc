@@ -18,7 +18,9 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
 namespace {
 
 struct ResizePlan {
@@ -267,4 +269,4 @@ void AddResizeKernels(std::vector<TensorKernelEntry>* kernels) {
       {"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32, f16, bf16)"});
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

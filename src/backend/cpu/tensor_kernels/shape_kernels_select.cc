@@ -12,7 +12,9 @@
 #include "backend/cpu/tensor_kernels/tensor_scalar.h"
 #include "core/thread_pool.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
+
+using namespace ::kiln::shape_ops;  // the parameters these kernels share with shape inference
 namespace {
 
 int64_t Product(const std::vector<int64_t>& d, size_t begin, size_t end) {
@@ -601,4 +603,4 @@ void AddShapeSelectKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"NonZero", MakeNonZero, any, "compile-time input only (folded)"});
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -8,7 +8,7 @@
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 namespace {
 
 // An element moved as N bytes (alignment 1, so any address is fine).
@@ -396,4 +396,4 @@ void IndexTableCopyReference(size_t elem_bytes, const std::vector<std::vector<in
   }
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

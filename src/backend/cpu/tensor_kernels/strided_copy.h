@@ -16,7 +16,7 @@ namespace kiln {
 class ThreadPool;
 }
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 
 struct StridedCopySpec {
   size_t elem_bytes = 4;             // 1, 2, 4 or 8
@@ -46,4 +46,4 @@ void ParallelMemcpy(void* dst, const void* src, size_t bytes, ThreadPool* pool);
 // Bytes below which a copy stays on the calling thread.
 inline constexpr int64_t kParallelCopyBytes = 1 << 18;
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

@@ -7,7 +7,7 @@
 
 #include "core/half.h"
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 namespace {
 
 template <typename T>
@@ -64,4 +64,4 @@ void FillElements(uint8_t* dst, const uint8_t* value, size_t elem_bytes, int64_t
   }
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels

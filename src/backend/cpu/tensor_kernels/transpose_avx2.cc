@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace kiln::cpu {
+namespace kiln::cpu::shape_kernels {
 namespace {
 
 // Rows r..r+7 of columns c..c+7: eight source loads, eight destination stores.
@@ -61,4 +61,4 @@ void CopyTransposed4Avx2(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t
   }
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::cpu::shape_kernels
