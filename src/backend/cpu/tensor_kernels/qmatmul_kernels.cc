@@ -1,0 +1,331 @@
+// The quantized matrix products: MatMulInteger (int32 out), QLinearMatMul
+// (requantized out) and kiln.QLinearMatMul (quant_ops.cc documents it).
+// With a constant 2-d B whose values minus its zero points fit in
+// [-127, 127], B is packed once for kiln's int8 GEMM kernels (w8a8/: AVX2
+// maddubs, AVX-VNNI, AVX-512 VNNI), which compute each exact int32 sum of
+// (a - c) (b - b_zp) with c = 128 for uint8 a, 0 for int8 a; the rest of
+// (a - a_zp) is added back through the row sums of B. Otherwise the plain
+// int32 loops run (the reference the fast path is tested against).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kernels/parallel.h"
+#include "backend/cpu/tensor_kernels/packed_gemm.h"
+#include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
+#include "backend/cpu/tensor_kernels/quant_values.h"
+#include "backend/cpu/w8a8/int8_gemm.h"
+#include "backend/cpu/w8a8/int8_gemm_kernels.h"
+#include "backend/cpu/w8a8/int8_weight.h"
+#include "graph/tensor_ops/matmul_shape.h"
+
+namespace kiln::cpu {
+namespace {
+
+size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+enum class OutKind { kInt32, kQuantized, kFloat };
+
+// Where each operand is among the op's inputs (-1: the op has none).
+struct QSlots {
+  int a = 0, a_scale = -1, a_zp = -1, b = 1, b_scale = -1, b_zp = -1, bias = -1, y_scale = -1, y_zp = -1;
+};
+
+QSlots SlotsFor(std::string_view op) {
+  QSlots s;
+  if (op == "MatMulInteger") {
+    s.a_zp = 2;
+    s.b_zp = 3;
+  } else {
+    s.a_scale = 1;
+    s.a_zp = 2;
+    s.b = 3;
+    s.b_scale = 4;
+    s.b_zp = 5;
+    if (op == "QLinearMatMul") {
+      s.y_scale = 6;
+      s.y_zp = 7;
+    } else {
+      s.bias = 6;
+      s.y_scale = 7;
+      s.y_zp = 8;
+    }
+  }
+  return s;
+}
+
+struct QMatMulPlan {
+  MatMulShape shape;
+  QSlots slots;
+  OutKind out = OutKind::kInt32;
+  DType a_type = DType::kU8, b_type = DType::kU8, out_type = DType::kI32;
+  DType a_zp_type = DType::kU8, b_zp_type = DType::kU8, y_zp_type = DType::kU8;
+  bool a_zp_per_row = false, b_zp_per_col = false, a_scale_per_row = false, b_scale_per_col = false;
+  bool has_bias = false;
+  // The int8 GEMM's packed B (fast path only).
+  Int8Kernel kernel = Int8Kernel::kReference;
+  int64_t kp = 0, panels = 0;
+  std::shared_ptr<std::vector<int8_t>> panel_bytes;  // 64-byte aligned view at panel_data
+  const int8_t* panel_data = nullptr;
+  std::shared_ptr<std::vector<int32_t>> w_sum;  // padded to whole panels
+  // Scratch layout (bytes).
+  size_t acc_bytes = 0, xq_bytes = 0, x_scale_bytes = 0, row_bytes = 0, y_bytes = 0;
+  std::vector<bool> present;  // per input slot: given by the node
+};
+
+// Input `slot` of the call, or null when the op has no such slot or the node omits it.
+const void* In(const QMatMulPlan& p, const TensorCall& call, int slot) {
+  return slot < 0 || static_cast<size_t>(slot) >= p.present.size() || !p.present[static_cast<size_t>(slot)]
+             ? nullptr
+             : call.inputs[slot];
+}
+
+float ReadScale(const QMatMulPlan& p, const TensorCall& call, int slot, int64_t i) {
+  const void* v = In(p, call, slot);
+  return v == nullptr ? 1.0f : static_cast<const float*>(v)[i];
+}
+
+// The int32 sums (a - a_zp)(b - b_zp) of every output element.
+void ReferenceAccumulate(const QMatMulPlan& p, const TensorCall& call, int32_t* acc) {
+  const MatMulShape& s = p.shape;
+  const void* a = call.inputs[p.slots.a];
+  const void* b = call.inputs[p.slots.b];
+  for (int64_t i = 0; i < s.batch; ++i) {
+    const int64_t a0 = s.a_index[static_cast<size_t>(i)] * s.m * s.k;
+    const int64_t b0 = s.b_index[static_cast<size_t>(i)] * s.k * s.n;
+    for (int64_t r = 0; r < s.m; ++r) {
+      int32_t* row = acc + (i * s.m + r) * s.n;
+      std::fill(row, row + s.n, 0);
+      const int32_t az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), p.a_zp_per_row ? r : 0);
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const int32_t av = ReadInt(p.a_type, a, a0 + r * s.k + kk) - az;
+        for (int64_t j = 0; j < s.n; ++j) {
+          const int32_t bz = ReadInt(p.b_zp_type, In(p, call, p.slots.b_zp), p.b_zp_per_col ? j : 0);
+          row[j] += av * (ReadInt(p.b_type, b, b0 + kk * s.n + j) - bz);
+        }
+      }
+    }
+  }
+}
+
+// Rows [r0, r1) of the result from their float values real (= the
+// dequantized product plus bias) into the output.
+void StoreQuantized(const QMatMulPlan& p, const TensorCall& call, int64_t row, int64_t j0, int64_t j1, const float* real) {
+  const int64_t n = p.shape.n;
+  const float y_scale = ReadScale(p, call, p.slots.y_scale, 0);
+  const int32_t y_zp = ReadInt(p.y_zp_type, In(p, call, p.slots.y_zp), 0);
+  for (int64_t j = j0; j < j1; ++j) {
+    StoreInt8(p.out_type, call.outputs[0], row * n + j, SaturateRound(real[j] / y_scale, y_zp, p.out_type));
+  }
+}
+
+Status RunReference(const QMatMulPlan& p, const TensorCall& call) {
+  const MatMulShape& s = p.shape;
+  const int64_t rows = s.batch * s.m;
+  int32_t* acc = p.out == OutKind::kInt32 ? static_cast<int32_t*>(call.outputs[0]) : reinterpret_cast<int32_t*>(call.scratch);
+  ReferenceAccumulate(p, call, acc);
+  if (p.out == OutKind::kInt32) return Status::Ok();
+  float* real = reinterpret_cast<float*>(call.scratch + p.acc_bytes);
+  const float* bias = p.has_bias ? static_cast<const float*>(call.inputs[p.slots.bias]) : nullptr;
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t r = row % s.m;
+    const float a_scale = ReadScale(p, call, p.slots.a_scale, p.a_scale_per_row ? r : 0);
+    float* out = p.out == OutKind::kFloat ? static_cast<float*>(call.outputs[0]) + row * s.n : real;
+    for (int64_t j = 0; j < s.n; ++j) {
+      const float scale = a_scale * ReadScale(p, call, p.slots.b_scale, p.b_scale_per_col ? j : 0);
+      out[j] = static_cast<float>(acc[row * s.n + j]) * scale + (bias != nullptr ? bias[j] : 0.0f);
+    }
+    if (p.out == OutKind::kQuantized) StoreQuantized(p, call, row, 0, s.n, real);
+  }
+  return Status::Ok();
+}
+
+bool TakesOffsetActivations(Int8Kernel kernel) {
+  return kernel == Int8Kernel::kAvxVnni || kernel == Int8Kernel::kAvx512Vnni;
+}
+
+void (*KernelFn(Int8Kernel kernel))(const Int8GemmArgs&) {
+  switch (kernel) {
+    case Int8Kernel::kAvx2: return &Int8GemmAvx2;
+    case Int8Kernel::kAvxVnni: return &Int8GemmAvxVnni;
+    case Int8Kernel::kAvx512Vnni: return &Int8GemmAvx512Vnni;
+    case Int8Kernel::kReference: break;
+  }
+  return &Int8GemmReference;
+}
+
+Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
+  const MatMulShape& s = p.shape;
+  const int64_t rows = s.batch * s.m, n = s.n, k = s.k, kp = p.kp;
+  const int64_t padded_n = p.panels * kInt8PanelRows;
+  KernelContext ctx{call.pool, BestIsa()};
+  uint8_t* xq = call.scratch;
+  float* x_scale = reinterpret_cast<float*>(call.scratch + p.xq_bytes);
+  float* w_scale = reinterpret_cast<float*>(call.scratch + p.xq_bytes + p.x_scale_bytes);
+  float* kbias = w_scale + padded_n;
+  float* y = p.out == OutKind::kFloat
+                 ? static_cast<float*>(call.outputs[0])
+                 : reinterpret_cast<float*>(call.scratch + p.xq_bytes + p.x_scale_bytes + p.row_bytes);
+  // Activations as the kernel's signed values x' = a - c (c = 128 for
+  // uint8), stored as x' or, for the VNNI kernels, x' + 128.
+  const bool offset = TakesOffsetActivations(p.kernel);
+  const bool a_unsigned = p.a_type == DType::kU8;
+  const uint8_t flip = a_unsigned != offset ? 0x80 : 0x00;
+  const uint8_t pad = offset ? 0x80 : 0x00;
+  const int32_t c = a_unsigned ? 128 : 0;
+  const uint8_t* a = static_cast<const uint8_t*>(call.inputs[p.slots.a]);
+  ParallelRanges(ctx, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(kp, 1)), [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t i = 0; i < k; ++i) xq[r * kp + i] = a[r * k + i] ^ flip;
+      for (int64_t i = k; i < kp; ++i) xq[r * kp + i] = pad;
+    }
+  });
+  const bool ints = p.out == OutKind::kInt32;
+  const float a_scale = ints ? 1.0f : ReadScale(p, call, p.slots.a_scale, 0);
+  const int32_t az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), 0);
+  const float* bias = p.has_bias ? static_cast<const float*>(call.inputs[p.slots.bias]) : nullptr;
+  std::fill(x_scale, x_scale + rows, a_scale);
+  const int32_t* w_sum = p.w_sum->data();
+  for (int64_t j = 0; j < padded_n; ++j) {
+    if (ints || j >= n) {
+      w_scale[j] = 1.0f;
+      kbias[j] = 0.0f;
+      continue;
+    }
+    w_scale[j] = ReadScale(p, call, p.slots.b_scale, p.b_scale_per_col ? j : 0);
+    kbias[j] = a_scale * w_scale[j] * static_cast<float>(static_cast<int64_t>(c - az) * w_sum[j]) +
+               (bias != nullptr ? bias[j] : 0.0f);
+  }
+  Int8GemmArgs args{};
+  args.xq = xq;
+  args.ldxq = kp;
+  args.x_scale = x_scale;
+  args.w_panels = p.panel_data;
+  args.w_scale = w_scale;
+  args.w_sum = w_sum;
+  args.n_total = n;
+  args.kp = kp;
+  args.bias = ints ? nullptr : kbias;
+  args.y = y;
+  args.ldy = n;
+  const auto fn = KernelFn(p.kernel);
+  ParallelGrid(ctx, rows, 8, p.panels, 4, [&](int64_t r0, int64_t r1, int64_t p0, int64_t p1, int) {
+    Int8GemmArgs cell = args;
+    cell.m_begin = r0;
+    cell.m_end = r1;
+    cell.panel_begin = p0;
+    cell.panel_end = p1;
+    fn(cell);
+    const int64_t j0 = p0 * kInt8PanelRows, j1 = std::min(n, p1 * kInt8PanelRows);
+    for (int64_t r = r0; r < r1; ++r) {
+      if (p.out == OutKind::kInt32) {
+        // y holds the exact sum of x' (b - b_zp); add (c - a_zp) times B's column sums.
+        const int32_t row_az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), p.a_zp_per_row ? r % s.m : 0);
+        int32_t* out = static_cast<int32_t*>(call.outputs[0]) + r * n;
+        for (int64_t j = j0; j < j1; ++j) out[j] = static_cast<int32_t>(y[r * n + j]) + (c - row_az) * w_sum[j];
+      } else if (p.out == OutKind::kQuantized) {
+        StoreQuantized(p, call, r, j0, j1, y + r * n);
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+// Packs constant B for the int8 GEMM when its values fit; false leaves the plan on the loops.
+bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
+  const MatMulShape& s = p->shape;
+  const TensorData* b = args.constants.size() > static_cast<size_t>(p->slots.b) ? args.constants[p->slots.b] : nullptr;
+  if (b == nullptr || s.b_matrices != 1 || args.inputs[p->slots.b].rank() != 2 || s.k > kInt8MaxK) return false;
+  if (s.n == 0 || s.k == 0 || s.batch * s.m == 0) return false;
+  // Exact int32 out needs |sum| < 2^24 through the kernels' float result.
+  if (p->out == OutKind::kInt32 && s.k * 128 * 127 >= (int64_t{1} << 24)) return false;
+  if (p->out != OutKind::kInt32 && (p->a_scale_per_row || p->a_zp_per_row)) return false;
+  const TensorData* bz = p->slots.b_zp >= 0 && args.has(p->slots.b_zp) ? args.constants[p->slots.b_zp] : nullptr;
+  if (p->slots.b_zp >= 0 && args.has(p->slots.b_zp) && bz == nullptr) return false;
+  p->kernel = BestInt8Kernel(BestIsa());
+  p->kp = (s.k + kInt8GroupK - 1) / kInt8GroupK * kInt8GroupK;
+  p->panels = (s.n + kInt8PanelRows - 1) / kInt8PanelRows;
+  const int64_t groups = p->kp / kInt8GroupK;
+  const int64_t bytes = p->panels * groups * kInt8PanelRows * kInt8GroupK;
+  p->panel_bytes = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(bytes + 64), 0);
+  auto addr = reinterpret_cast<uintptr_t>(p->panel_bytes->data());
+  int8_t* packed = p->panel_bytes->data() + ((64 - addr % 64) % 64);
+  p->w_sum = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(p->panels * kInt8PanelRows), 0);
+  for (int64_t j = 0; j < s.n; ++j) {
+    const int32_t zp = bz != nullptr ? ReadInt(p->b_zp_type, bz->data(), p->b_zp_per_col ? j : 0) : 0;
+    int32_t sum = 0;
+    for (int64_t kk = 0; kk < s.k; ++kk) {
+      const int32_t w = ReadInt(p->b_type, b->data(), kk * s.n + j) - zp;
+      if (w < -127 || w > 127) return false;
+      const int64_t panel = j / kInt8PanelRows, r = j % kInt8PanelRows, g = kk / kInt8GroupK;
+      packed[((panel * groups + g) * kInt8PanelRows + r) * kInt8GroupK + kk % kInt8GroupK] = static_cast<int8_t>(w);
+      sum += w;
+    }
+    (*p->w_sum)[static_cast<size_t>(j)] = sum;
+  }
+  p->panel_data = packed;
+  return true;
+}
+
+Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
+  auto plan = std::make_shared<QMatMulPlan>();
+  QMatMulPlan& p = *plan;
+  p.slots = SlotsFor(args.op_type);
+  KILN_ASSIGN_OR_RETURN(p.shape, MatMulShapeOf(args.op_type, args.node, args.inputs[p.slots.a].dims,
+                                               args.inputs[p.slots.b].dims));
+  const MatMulShape& s = p.shape;
+  p.a_type = args.inputs[p.slots.a].dtype;
+  p.b_type = args.inputs[p.slots.b].dtype;
+  auto present = [&](int slot) { return slot >= 0 && args.has(static_cast<size_t>(slot)); };
+  auto count = [&](int slot) { return present(slot) ? args.inputs[slot].ElementCount() : 1; };
+  for (int slot : {p.slots.a_scale, p.slots.b_scale, p.slots.y_scale}) {
+    if (present(slot) && args.inputs[slot].dtype != DType::kF32) {
+      return Unsupported("scale dtype {} (f32 only)", DTypeName(args.inputs[slot].dtype));
+    }
+  }
+  if (present(p.slots.a_zp)) p.a_zp_type = args.inputs[p.slots.a_zp].dtype;
+  if (present(p.slots.b_zp)) p.b_zp_type = args.inputs[p.slots.b_zp].dtype;
+  if (present(p.slots.a_zp) && p.a_zp_type != p.a_type) return InvalidArgument("a_zero_point's dtype differs from A's");
+  if (present(p.slots.b_zp) && p.b_zp_type != p.b_type) return InvalidArgument("b_zero_point's dtype differs from B's");
+  p.a_zp_per_row = count(p.slots.a_zp) > 1;
+  p.a_scale_per_row = count(p.slots.a_scale) > 1;
+  p.b_zp_per_col = count(p.slots.b_zp) > 1;
+  p.b_scale_per_col = count(p.slots.b_scale) > 1;
+  p.has_bias = present(p.slots.bias);
+  p.out_type = args.outputs[0].dtype;
+  p.out = p.out_type == DType::kI32 ? OutKind::kInt32 : p.out_type == DType::kF32 ? OutKind::kFloat : OutKind::kQuantized;
+  if (present(p.slots.y_zp)) p.y_zp_type = args.inputs[p.slots.y_zp].dtype;
+  for (size_t i = 0; i < args.inputs.size(); ++i) p.present.push_back(args.has(i));
+
+  const int64_t rows = s.batch * s.m;
+  const size_t real_row = AlignUp(static_cast<size_t>(s.n) * sizeof(float));
+  TensorKernel k;
+  if (PackForInt8Gemm(args, &p)) {
+    k.impl = std::string("kiln-int8-") + Int8KernelName(p.kernel) + " packed-weights";
+    p.xq_bytes = AlignUp(static_cast<size_t>(rows * p.kp));
+    p.x_scale_bytes = AlignUp(static_cast<size_t>(rows) * sizeof(float));
+    p.row_bytes = AlignUp(static_cast<size_t>(2 * p.panels * kInt8PanelRows) * sizeof(float));
+    p.y_bytes = p.out == OutKind::kFloat ? 0 : AlignUp(static_cast<size_t>(rows * s.n) * sizeof(float));
+    k.scratch_bytes = p.xq_bytes + p.x_scale_bytes + p.row_bytes + p.y_bytes;
+    k.run = [plan](const TensorCall& call) { return RunInt8Gemm(*plan, call); };
+    return k;
+  }
+  k.impl = "reference";
+  p.acc_bytes = p.out == OutKind::kInt32 ? 0 : AlignUp(static_cast<size_t>(rows * s.n) * sizeof(int32_t));
+  k.scratch_bytes = p.acc_bytes + (p.out == OutKind::kQuantized ? real_row : 0);
+  k.run = [plan](const TensorCall& call) { return RunReference(*plan, call); };
+  return k;
+}
+
+}  // namespace
+
+void AddQuantMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
+  const std::string limits =
+      "uint8/int8 operands; int8 GEMM kernels for a constant 2-d B (values minus zero point in [-127, 127])";
+  kernels->push_back({"MatMulInteger", MakeQMatMul, {DType::kU8, DType::kI8}, limits});
+  kernels->push_back({"QLinearMatMul", MakeQMatMul, {DType::kU8, DType::kI8}, limits});
+  kernels->push_back({"kiln.QLinearMatMul", MakeQMatMul, {DType::kU8, DType::kI8}, limits + "; per-tensor a"});
+}
+
+}  // namespace kiln::cpu
