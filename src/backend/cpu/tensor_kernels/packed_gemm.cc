@@ -20,9 +20,10 @@ constexpr int64_t kCellsPerThread = 4;
 
 int64_t PackedBFloats(int64_t k, int64_t n) { return (n + kPanelWidth - 1) / kPanelWidth * kPanelWidth * k; }
 
-void PackB(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale, float* dst) {
-  const int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
-  for (int64_t p = 0; p < panels; ++p) {
+// Panels [p0, p1) of PackB's layout.
+void PackPanels(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale, int64_t p0,
+                int64_t p1, float* dst) {
+  for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * kPanelWidth;
     const int64_t width = std::min<int64_t>(kPanelWidth, n - n0);
     float* panel = dst + p * k * kPanelWidth;
@@ -39,15 +40,24 @@ void PackB(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t strid
   }
 }
 
+void PackB(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale, float* dst) {
+  PackPanels(b, k, n, stride_k, stride_n, scale, 0, (n + kPanelWidth - 1) / kPanelWidth, dst);
+}
+
 void PackBMatrices(const KernelContext& ctx, const float* b, const int64_t* offsets, int64_t count, int64_t k,
                    int64_t n, int64_t stride_k, int64_t stride_n, float scale, float* dst) {
+  // Work items are (matrix, panel), so that one big B packs on every thread too.
   const int64_t floats = PackedBFloats(k, n);
-  ParallelRanges(ctx, count, std::max<int64_t>(1, 16384 / std::max<int64_t>(floats, 1)),
-                 [&](int64_t begin, int64_t end, int) {
-                   for (int64_t i = begin; i < end; ++i) {
-                     PackB(b + offsets[i], k, n, stride_k, stride_n, scale, dst + i * floats);
-                   }
-                 });
+  const int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
+  const int64_t panel_floats = std::max<int64_t>(k * kPanelWidth, 1);
+  ParallelRanges(ctx, count * panels, std::max<int64_t>(1, 32768 / panel_floats), [&](int64_t begin, int64_t end, int) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t i = item / panels, p0 = item % panels;
+      const int64_t p1 = std::min(panels, p0 + (end - item));
+      PackPanels(b + offsets[i], k, n, stride_k, stride_n, scale, p0, p1, dst + i * floats);
+      item += p1 - p0;
+    }
+  });
 }
 
 AlignedFloats::AlignedFloats(int64_t count) {
