@@ -203,14 +203,25 @@ TEST(QuantOps, ConstantInt8WeightsTakeTheInt8GemmKernels) {
   std::mt19937 rng(2);
   AttributeMap none;
   const TensorData a = RandomQ(DType::kU8, {4, 32}, &rng), b = RandomQ(DType::kI8, {32, 16}, &rng, -127, 127);
-  auto args = ArgsOf("MatMulInteger", {a, b}, {false, true}, &none);
+  // ArgsOf keeps pointers to the constants: they live in these vectors.
+  const std::vector<TensorData> small = {a, b};
+  auto args = ArgsOf("MatMulInteger", small, {false, true}, &none);
   args.outputs = {TensorType{DType::kI32, {4, 16}}};
   auto k = cpu::MakeTensorKernel(args);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_NE(k->impl.find("kiln-int8"), std::string::npos) << k->impl;
+  // A long K runs in chunks whose sums stay exact.
+  const TensorData a_long = RandomQ(DType::kU8, {4, 1500}, &rng), b_long = RandomQ(DType::kI8, {1500, 16}, &rng, -127, 127);
+  const std::vector<TensorData> long_inputs = {a_long, b_long};
+  auto long_args = ArgsOf("MatMulInteger", long_inputs, {false, true}, &none);
+  long_args.outputs = args.outputs;
+  auto chunked = cpu::MakeTensorKernel(long_args);
+  ASSERT_TRUE(chunked.ok());
+  EXPECT_NE(chunked->impl.find("kiln-int8"), std::string::npos) << chunked->impl;
   // -128 does not fit the kernels' weights: the plain loops run it.
   const TensorData wide = I8({32, 16}, std::vector<int8_t>(512, -128));
-  auto wide_args = ArgsOf("MatMulInteger", {a, wide}, {false, true}, &none);
+  const std::vector<TensorData> wide_inputs = {a, wide};
+  auto wide_args = ArgsOf("MatMulInteger", wide_inputs, {false, true}, &none);
   wide_args.outputs = args.outputs;
   auto loops = cpu::MakeTensorKernel(wide_args);
   ASSERT_TRUE(loops.ok());

@@ -66,9 +66,17 @@ struct QMatMulPlan {
   // The int8 GEMM's packed B (fast path only).
   Int8Kernel kernel = Int8Kernel::kReference;
   int64_t kp = 0, panels = 0;
+  // B in K chunks, each packed as its own weight (one chunk unless the
+  // int32 output needs sums that stay exact in fp32).
+  struct Chunk {
+    int64_t k0 = 0, kp = 0;        // first column, padded length
+    int64_t offset = 0;            // into the packed bytes
+    std::vector<int32_t> w_sum;    // this chunk's column sums, padded to whole panels
+  };
+  std::vector<Chunk> chunks;
   std::shared_ptr<std::vector<int8_t>> panel_bytes;  // 64-byte aligned view at panel_data
   const int8_t* panel_data = nullptr;
-  std::shared_ptr<std::vector<int32_t>> w_sum;  // padded to whole panels
+  std::shared_ptr<std::vector<int32_t>> w_sum;  // all of K's column sums, padded to whole panels
   // Scratch layout (bytes).
   size_t acc_bytes = 0, xq_bytes = 0, x_scale_bytes = 0, row_bytes = 0, y_bytes = 0;
   std::vector<bool> present;  // per input slot: given by the node
@@ -198,32 +206,43 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
                (bias != nullptr ? bias[j] : 0.0f);
   }
   Int8GemmArgs args{};
-  args.xq = xq;
   args.ldxq = kp;
   args.x_scale = x_scale;
-  args.w_panels = p.panel_data;
   args.w_scale = w_scale;
-  args.w_sum = w_sum;
   args.n_total = n;
-  args.kp = kp;
   args.bias = ints ? nullptr : kbias;
   args.y = y;
   args.ldy = n;
   const auto fn = KernelFn(p.kernel);
   ParallelGrid(ctx, rows, 8, p.panels, 4, [&](int64_t r0, int64_t r1, int64_t p0, int64_t p1, int) {
-    Int8GemmArgs cell = args;
-    cell.m_begin = r0;
-    cell.m_end = r1;
-    cell.panel_begin = p0;
-    cell.panel_end = p1;
-    fn(cell);
     const int64_t j0 = p0 * kInt8PanelRows, j1 = std::min(n, p1 * kInt8PanelRows);
+    for (size_t ci = 0; ci < p.chunks.size(); ++ci) {
+      const QMatMulPlan::Chunk& chunk = p.chunks[ci];
+      Int8GemmArgs cell = args;
+      cell.xq = xq + chunk.k0;
+      cell.w_panels = p.panel_data + chunk.offset;
+      cell.w_sum = chunk.w_sum.data();
+      cell.kp = chunk.kp;
+      cell.m_begin = r0;
+      cell.m_end = r1;
+      cell.panel_begin = p0;
+      cell.panel_end = p1;
+      fn(cell);
+      if (!ints) continue;
+      // y holds this chunk's exact sum of x' (b - b_zp).
+      for (int64_t r = r0; r < r1; ++r) {
+        int32_t* out = static_cast<int32_t*>(call.outputs[0]) + r * n;
+        for (int64_t j = j0; j < j1; ++j) {
+          out[j] = (ci == 0 ? 0 : out[j]) + static_cast<int32_t>(y[r * n + j]);
+        }
+      }
+    }
     for (int64_t r = r0; r < r1; ++r) {
       if (p.out == OutKind::kInt32) {
-        // y holds the exact sum of x' (b - b_zp); add (c - a_zp) times B's column sums.
+        // Add (c - a_zp) times B's column sums.
         const int32_t row_az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), p.a_zp_per_row ? r % s.m : 0);
         int32_t* out = static_cast<int32_t*>(call.outputs[0]) + r * n;
-        for (int64_t j = j0; j < j1; ++j) out[j] = static_cast<int32_t>(y[r * n + j]) + (c - row_az) * w_sum[j];
+        for (int64_t j = j0; j < j1; ++j) out[j] += (c - row_az) * w_sum[j];
       } else if (p.out == OutKind::kQuantized) {
         StoreQuantized(p, call, r, j0, j1, y + r * n);
       }
@@ -238,31 +257,48 @@ bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
   const TensorData* b = args.constants.size() > static_cast<size_t>(p->slots.b) ? args.constants[p->slots.b] : nullptr;
   if (b == nullptr || s.b_matrices != 1 || args.inputs[p->slots.b].rank() != 2 || s.k > kInt8MaxK) return false;
   if (s.n == 0 || s.k == 0 || s.batch * s.m == 0) return false;
-  // Exact int32 out needs |sum| < 2^24 through the kernels' float result.
-  if (p->out == OutKind::kInt32 && s.k * 128 * 127 >= (int64_t{1} << 24)) return false;
   if (p->out != OutKind::kInt32 && (p->a_scale_per_row || p->a_zp_per_row)) return false;
   const TensorData* bz = p->slots.b_zp >= 0 && args.has(p->slots.b_zp) ? args.constants[p->slots.b_zp] : nullptr;
   if (p->slots.b_zp >= 0 && args.has(p->slots.b_zp) && bz == nullptr) return false;
   p->kernel = BestInt8Kernel(BestIsa());
   p->kp = (s.k + kInt8GroupK - 1) / kInt8GroupK * kInt8GroupK;
   p->panels = (s.n + kInt8PanelRows - 1) / kInt8PanelRows;
-  const int64_t groups = p->kp / kInt8GroupK;
-  const int64_t bytes = p->panels * groups * kInt8PanelRows * kInt8GroupK;
+  // An int32 output goes through the kernels' fp32 result, exact while
+  // |sum| < 2^24: chunks of 1024 columns (1024 * 128 * 127 < 2^24).
+  const int64_t chunk_k = p->out == OutKind::kInt32 ? 1024 : p->kp;
+  const int64_t padded_n = p->panels * kInt8PanelRows;
+  int64_t bytes = 0;
+  for (int64_t k0 = 0; k0 < p->kp; k0 += chunk_k) {
+    QMatMulPlan::Chunk chunk;
+    chunk.k0 = k0;
+    chunk.kp = std::min(chunk_k, p->kp - k0);
+    chunk.offset = bytes;
+    chunk.w_sum.assign(static_cast<size_t>(padded_n), 0);
+    bytes += p->panels * chunk.kp * kInt8PanelRows;
+    p->chunks.push_back(std::move(chunk));
+  }
   p->panel_bytes = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(bytes + 64), 0);
   auto addr = reinterpret_cast<uintptr_t>(p->panel_bytes->data());
   int8_t* packed = p->panel_bytes->data() + ((64 - addr % 64) % 64);
-  p->w_sum = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(p->panels * kInt8PanelRows), 0);
-  for (int64_t j = 0; j < s.n; ++j) {
-    const int32_t zp = bz != nullptr ? ReadInt(p->b_zp_type, bz->data(), p->b_zp_per_col ? j : 0) : 0;
-    int32_t sum = 0;
-    for (int64_t kk = 0; kk < s.k; ++kk) {
-      const int32_t w = ReadInt(p->b_type, b->data(), kk * s.n + j) - zp;
-      if (w < -127 || w > 127) return false;
-      const int64_t panel = j / kInt8PanelRows, r = j % kInt8PanelRows, g = kk / kInt8GroupK;
-      packed[((panel * groups + g) * kInt8PanelRows + r) * kInt8GroupK + kk % kInt8GroupK] = static_cast<int8_t>(w);
-      sum += w;
+  p->w_sum = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(padded_n), 0);
+  for (QMatMulPlan::Chunk& chunk : p->chunks) {
+    const int64_t groups = chunk.kp / kInt8GroupK;
+    int8_t* base = packed + chunk.offset;
+    for (int64_t j = 0; j < s.n; ++j) {
+      const int32_t zp = bz != nullptr ? ReadInt(p->b_zp_type, bz->data(), p->b_zp_per_col ? j : 0) : 0;
+      int32_t sum = 0;
+      const int64_t panel = j / kInt8PanelRows, r = j % kInt8PanelRows;
+      for (int64_t kk = chunk.k0; kk < std::min(s.k, chunk.k0 + chunk.kp); ++kk) {
+        const int32_t w = ReadInt(p->b_type, b->data(), kk * s.n + j) - zp;
+        if (w < -127 || w > 127) return false;
+        const int64_t kc = kk - chunk.k0;
+        base[((panel * groups + kc / kInt8GroupK) * kInt8PanelRows + r) * kInt8GroupK + kc % kInt8GroupK] =
+            static_cast<int8_t>(w);
+        sum += w;
+      }
+      chunk.w_sum[static_cast<size_t>(j)] = sum;
+      (*p->w_sum)[static_cast<size_t>(j)] += sum;
     }
-    (*p->w_sum)[static_cast<size_t>(j)] = sum;
   }
   p->panel_data = packed;
   return true;
