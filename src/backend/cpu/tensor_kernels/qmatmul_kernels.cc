@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "backend/cpu/kernels/parallel.h"
+#include "backend/cpu/tensor_kernels/int8_packed_b.h"
 #include "backend/cpu/tensor_kernels/packed_gemm.h"
 #include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
 #include "backend/cpu/tensor_kernels/quant_values.h"
 #include "backend/cpu/w8a8/int8_gemm.h"
-#include "backend/cpu/w8a8/int8_gemm_kernels.h"
 #include "backend/cpu/w8a8/int8_weight.h"
 #include "graph/tensor_ops/matmul_shape.h"
 
@@ -63,20 +63,7 @@ struct QMatMulPlan {
   DType a_zp_type = DType::kU8, b_zp_type = DType::kU8, y_zp_type = DType::kU8;
   bool a_zp_per_row = false, b_zp_per_col = false, a_scale_per_row = false, b_scale_per_col = false;
   bool has_bias = false;
-  // The int8 GEMM's packed B (fast path only).
-  Int8Kernel kernel = Int8Kernel::kReference;
-  int64_t kp = 0, panels = 0;
-  // B in K chunks, each packed as its own weight (one chunk unless the
-  // int32 output needs sums that stay exact in fp32).
-  struct Chunk {
-    int64_t k0 = 0, kp = 0;        // first column, padded length
-    int64_t offset = 0;            // into the packed bytes
-    std::vector<int32_t> w_sum;    // this chunk's column sums, padded to whole panels
-  };
-  std::vector<Chunk> chunks;
-  std::shared_ptr<std::vector<int8_t>> panel_bytes;  // 64-byte aligned view at panel_data
-  const int8_t* panel_data = nullptr;
-  std::shared_ptr<std::vector<int32_t>> w_sum;  // all of K's column sums, padded to whole panels
+  Int8PackedB packed;  // B for the int8 GEMM (fast path only)
   // Scratch layout (bytes).
   size_t acc_bytes = 0, xq_bytes = 0, x_scale_bytes = 0, row_bytes = 0, y_bytes = 0;
   std::vector<bool> present;  // per input slot: given by the node
@@ -149,24 +136,11 @@ Status RunReference(const QMatMulPlan& p, const TensorCall& call) {
   return Status::Ok();
 }
 
-bool TakesOffsetActivations(Int8Kernel kernel) {
-  return kernel == Int8Kernel::kAvxVnni || kernel == Int8Kernel::kAvx512Vnni;
-}
-
-void (*KernelFn(Int8Kernel kernel))(const Int8GemmArgs&) {
-  switch (kernel) {
-    case Int8Kernel::kAvx2: return &Int8GemmAvx2;
-    case Int8Kernel::kAvxVnni: return &Int8GemmAvxVnni;
-    case Int8Kernel::kAvx512Vnni: return &Int8GemmAvx512Vnni;
-    case Int8Kernel::kReference: break;
-  }
-  return &Int8GemmReference;
-}
-
 Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
   const MatMulShape& s = p.shape;
-  const int64_t rows = s.batch * s.m, n = s.n, k = s.k, kp = p.kp;
-  const int64_t padded_n = p.panels * kInt8PanelRows;
+  const Int8PackedB& pb = p.packed;
+  const int64_t rows = s.batch * s.m, n = s.n, k = s.k, kp = pb.kp;
+  const int64_t padded_n = pb.padded_n();
   KernelContext ctx{call.pool, BestIsa()};
   uint8_t* xq = call.scratch;
   float* x_scale = reinterpret_cast<float*>(call.scratch + p.xq_bytes);
@@ -175,17 +149,13 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
   float* y = p.out == OutKind::kFloat
                  ? static_cast<float*>(call.outputs[0])
                  : reinterpret_cast<float*>(call.scratch + p.xq_bytes + p.x_scale_bytes + p.row_bytes);
-  // Activations as the kernel's signed values x' = a - c (c = 128 for
-  // uint8), stored as x' or, for the VNNI kernels, x' + 128.
-  const bool offset = TakesOffsetActivations(p.kernel);
   const bool a_unsigned = p.a_type == DType::kU8;
-  const uint8_t flip = a_unsigned != offset ? 0x80 : 0x00;
-  const uint8_t pad = offset ? 0x80 : 0x00;
   const int32_t c = a_unsigned ? 128 : 0;
+  const uint8_t pad = Int8KernelByte(a_unsigned ? 128 : 0, a_unsigned, pb.kernel);
   const uint8_t* a = static_cast<const uint8_t*>(call.inputs[p.slots.a]);
   ParallelRanges(ctx, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(kp, 1)), [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t i = 0; i < k; ++i) xq[r * kp + i] = a[r * k + i] ^ flip;
+      for (int64_t i = 0; i < k; ++i) xq[r * kp + i] = Int8KernelByte(a[r * k + i], a_unsigned, pb.kernel);
       for (int64_t i = k; i < kp; ++i) xq[r * kp + i] = pad;
     }
   });
@@ -194,7 +164,6 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
   const int32_t az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), 0);
   const float* bias = p.has_bias ? static_cast<const float*>(call.inputs[p.slots.bias]) : nullptr;
   std::fill(x_scale, x_scale + rows, a_scale);
-  const int32_t* w_sum = p.w_sum->data();
   for (int64_t j = 0; j < padded_n; ++j) {
     if (ints || j >= n) {
       w_scale[j] = 1.0f;
@@ -202,47 +171,28 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
       continue;
     }
     w_scale[j] = ReadScale(p, call, p.slots.b_scale, p.b_scale_per_col ? j : 0);
-    kbias[j] = a_scale * w_scale[j] * static_cast<float>(static_cast<int64_t>(c - az) * w_sum[j]) +
+    kbias[j] = a_scale * w_scale[j] * static_cast<float>(static_cast<int64_t>(c - az) * pb.w_sum[j]) +
                (bias != nullptr ? bias[j] : 0.0f);
   }
-  Int8GemmArgs args{};
-  args.ldxq = kp;
-  args.x_scale = x_scale;
-  args.w_scale = w_scale;
-  args.n_total = n;
-  args.bias = ints ? nullptr : kbias;
-  args.y = y;
-  args.ldy = n;
-  const auto fn = KernelFn(p.kernel);
-  ParallelGrid(ctx, rows, 8, p.panels, 4, [&](int64_t r0, int64_t r1, int64_t p0, int64_t p1, int) {
+  Int8Cell cell;
+  cell.b = &pb;
+  cell.xq = xq;
+  cell.ldxq = kp;
+  cell.x_scale = x_scale;
+  cell.w_scale = w_scale;
+  cell.bias = kbias;
+  cell.y = y;
+  cell.ldy = n;
+  cell.sums = ints ? static_cast<int32_t*>(call.outputs[0]) : nullptr;
+  ParallelGrid(ctx, rows, 8, pb.panels, 4, [&](int64_t r0, int64_t r1, int64_t p0, int64_t p1, int) {
+    RunInt8Cell(cell, r0, r1, p0, p1);
     const int64_t j0 = p0 * kInt8PanelRows, j1 = std::min(n, p1 * kInt8PanelRows);
-    for (size_t ci = 0; ci < p.chunks.size(); ++ci) {
-      const QMatMulPlan::Chunk& chunk = p.chunks[ci];
-      Int8GemmArgs cell = args;
-      cell.xq = xq + chunk.k0;
-      cell.w_panels = p.panel_data + chunk.offset;
-      cell.w_sum = chunk.w_sum.data();
-      cell.kp = chunk.kp;
-      cell.m_begin = r0;
-      cell.m_end = r1;
-      cell.panel_begin = p0;
-      cell.panel_end = p1;
-      fn(cell);
-      if (!ints) continue;
-      // y holds this chunk's exact sum of x' (b - b_zp).
-      for (int64_t r = r0; r < r1; ++r) {
-        int32_t* out = static_cast<int32_t*>(call.outputs[0]) + r * n;
-        for (int64_t j = j0; j < j1; ++j) {
-          out[j] = (ci == 0 ? 0 : out[j]) + static_cast<int32_t>(y[r * n + j]);
-        }
-      }
-    }
     for (int64_t r = r0; r < r1; ++r) {
-      if (p.out == OutKind::kInt32) {
+      if (ints) {
         // Add (c - a_zp) times B's column sums.
         const int32_t row_az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), p.a_zp_per_row ? r % s.m : 0);
         int32_t* out = static_cast<int32_t*>(call.outputs[0]) + r * n;
-        for (int64_t j = j0; j < j1; ++j) out[j] += (c - row_az) * w_sum[j];
+        for (int64_t j = j0; j < j1; ++j) out[j] += (c - row_az) * pb.w_sum[j];
       } else if (p.out == OutKind::kQuantized) {
         StoreQuantized(p, call, r, j0, j1, y + r * n);
       }
@@ -255,53 +205,19 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
 bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
   const MatMulShape& s = p->shape;
   const TensorData* b = args.constants.size() > static_cast<size_t>(p->slots.b) ? args.constants[p->slots.b] : nullptr;
-  if (b == nullptr || s.b_matrices != 1 || args.inputs[p->slots.b].rank() != 2 || s.k > kInt8MaxK) return false;
-  if (s.n == 0 || s.k == 0 || s.batch * s.m == 0) return false;
+  if (b == nullptr || s.b_matrices != 1 || args.inputs[p->slots.b].rank() != 2) return false;
+  if (s.batch * s.m == 0) return false;
   if (p->out != OutKind::kInt32 && (p->a_scale_per_row || p->a_zp_per_row)) return false;
   const TensorData* bz = p->slots.b_zp >= 0 && args.has(p->slots.b_zp) ? args.constants[p->slots.b_zp] : nullptr;
   if (p->slots.b_zp >= 0 && args.has(p->slots.b_zp) && bz == nullptr) return false;
-  p->kernel = BestInt8Kernel(BestIsa());
-  p->kp = (s.k + kInt8GroupK - 1) / kInt8GroupK * kInt8GroupK;
-  p->panels = (s.n + kInt8PanelRows - 1) / kInt8PanelRows;
-  // An int32 output goes through the kernels' fp32 result, exact while
-  // |sum| < 2^24: chunks of 1024 columns (1024 * 128 * 127 < 2^24).
-  const int64_t chunk_k = p->out == OutKind::kInt32 ? 1024 : p->kp;
-  const int64_t padded_n = p->panels * kInt8PanelRows;
-  int64_t bytes = 0;
-  for (int64_t k0 = 0; k0 < p->kp; k0 += chunk_k) {
-    QMatMulPlan::Chunk chunk;
-    chunk.k0 = k0;
-    chunk.kp = std::min(chunk_k, p->kp - k0);
-    chunk.offset = bytes;
-    chunk.w_sum.assign(static_cast<size_t>(padded_n), 0);
-    bytes += p->panels * chunk.kp * kInt8PanelRows;
-    p->chunks.push_back(std::move(chunk));
-  }
-  p->panel_bytes = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(bytes + 64), 0);
-  auto addr = reinterpret_cast<uintptr_t>(p->panel_bytes->data());
-  int8_t* packed = p->panel_bytes->data() + ((64 - addr % 64) % 64);
-  p->w_sum = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(padded_n), 0);
-  for (QMatMulPlan::Chunk& chunk : p->chunks) {
-    const int64_t groups = chunk.kp / kInt8GroupK;
-    int8_t* base = packed + chunk.offset;
-    for (int64_t j = 0; j < s.n; ++j) {
-      const int32_t zp = bz != nullptr ? ReadInt(p->b_zp_type, bz->data(), p->b_zp_per_col ? j : 0) : 0;
-      int32_t sum = 0;
-      const int64_t panel = j / kInt8PanelRows, r = j % kInt8PanelRows;
-      for (int64_t kk = chunk.k0; kk < std::min(s.k, chunk.k0 + chunk.kp); ++kk) {
-        const int32_t w = ReadInt(p->b_type, b->data(), kk * s.n + j) - zp;
-        if (w < -127 || w > 127) return false;
-        const int64_t kc = kk - chunk.k0;
-        base[((panel * groups + kc / kInt8GroupK) * kInt8PanelRows + r) * kInt8GroupK + kc % kInt8GroupK] =
-            static_cast<int8_t>(w);
-        sum += w;
-      }
-      chunk.w_sum[static_cast<size_t>(j)] = sum;
-      (*p->w_sum)[static_cast<size_t>(j)] += sum;
-    }
-  }
-  p->panel_data = packed;
-  return true;
+  const DType b_type = p->b_type, zp_type = p->b_zp_type;
+  const bool per_col = p->b_zp_per_col;
+  const int64_t n = s.n;
+  auto w = [&](int64_t j, int64_t kk) {
+    const int32_t zp = bz != nullptr ? ReadInt(zp_type, bz->data(), per_col ? j : 0) : 0;
+    return ReadInt(b_type, b->data(), kk * n + j) - zp;
+  };
+  return PackInt8B(s.n, s.k, p->out == OutKind::kInt32, w, &p->packed);
 }
 
 Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
@@ -338,10 +254,10 @@ Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
   const size_t real_row = AlignUp(static_cast<size_t>(s.n) * sizeof(float));
   TensorKernel k;
   if (PackForInt8Gemm(args, &p)) {
-    k.impl = std::string("kiln-int8-") + Int8KernelName(p.kernel) + " packed-weights";
-    p.xq_bytes = AlignUp(static_cast<size_t>(rows * p.kp));
+    k.impl = std::string("kiln-int8-") + Int8KernelName(p.packed.kernel) + " packed-weights";
+    p.xq_bytes = AlignUp(static_cast<size_t>(rows * p.packed.kp));
     p.x_scale_bytes = AlignUp(static_cast<size_t>(rows) * sizeof(float));
-    p.row_bytes = AlignUp(static_cast<size_t>(2 * p.panels * kInt8PanelRows) * sizeof(float));
+    p.row_bytes = AlignUp(static_cast<size_t>(2 * p.packed.padded_n()) * sizeof(float));
     p.y_bytes = p.out == OutKind::kFloat ? 0 : AlignUp(static_cast<size_t>(rows * s.n) * sizeof(float));
     k.scratch_bytes = p.xq_bytes + p.x_scale_bytes + p.row_bytes + p.y_bytes;
     k.run = [plan](const TensorCall& call) { return RunInt8Gemm(*plan, call); };
