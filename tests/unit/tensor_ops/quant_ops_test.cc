@@ -144,6 +144,23 @@ struct QCase {
   bool per_row_a, per_col_b;
 };
 
+// Whether the op with constant B runs on the int8 GEMM kernels.
+bool TakesInt8Kernels(const std::string& op, const std::vector<TensorData>& inputs, DType out) {
+  cpu::TensorKernelArgs args;
+  AttributeMap none;
+  args.op_type = op;
+  args.node = "q";
+  args.attrs = &none;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    args.inputs.push_back(inputs[i].type());
+    args.present.push_back(true);
+    args.constants.push_back(i == 0 ? nullptr : &inputs[i]);
+  }
+  args.outputs = {TensorType{out, {}}};
+  auto k = cpu::MakeTensorKernel(args);
+  return k.ok() && k->impl.find("kiln-int8") != std::string::npos;
+}
+
 const std::vector<QCase>& QCases() {
   static const std::vector<QCase> cases = {
       {{3, 5}, {5, 7}, DType::kU8, DType::kI8, false, false},
@@ -164,11 +181,13 @@ TEST(QuantOps, MatMulIntegerIsExactOnEveryPath) {
   for (const QCase& c : QCases()) {
     auto s = MatMulShapeOf("t", "t", c.a, c.b).value();
     const TensorData a = RandomQ(c.at, c.a, &rng);
-    // B's values near its zero point, so that the int8 kernels take it.
-    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, -10, 10);
+    // B's values within 127 of its zero point, so that the int8 kernels take it.
+    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
     const TensorData b = RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
     const TensorData az = RandomQ(c.at, c.per_row_a ? std::vector<int64_t>{s.m} : std::vector<int64_t>{}, &rng);
     const std::vector<int32_t> want = NaiveInt(a, b, &az, &bz);
+    // A batched B runs the loops; a 2-d one the int8 kernels.
+    EXPECT_EQ(TakesInt8Kernels("MatMulInteger", {a, b, az, bz}, DType::kI32), c.b.size() == 2) << DimsToString(c.b);
     for (bool constant : {false, true}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         auto out = RunOp("MatMulInteger", {a, b, az, bz}, constant, {}, p);
@@ -236,7 +255,7 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
     const TensorData a = RandomQ(c.at, c.a, &rng);
     const TensorData b = RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
     const TensorData az = RandomQ(c.at, {}, &rng);
-    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, -10, 10);
+    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
     std::vector<float> bs;
     for (int64_t j = 0; j < (c.per_col_b ? s.n : 1); ++j) bs.push_back(0.001f * static_cast<float>(1 + j % 7));
     const TensorData b_scale = TensorData::FromValues<float>(DType::kF32, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, bs);
@@ -251,6 +270,9 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
     }
     const float y_scale = static_cast<float>(largest / 100);
     std::vector<std::optional<TensorData>> inputs = {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz};
+    EXPECT_EQ(TakesInt8Kernels("QLinearMatMul", {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz}, yt),
+              c.b.size() == 2)
+        << DimsToString(c.b);
     auto ref = RunOp("QLinearMatMul", inputs, false);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
@@ -327,6 +349,79 @@ TEST(QuantOps, QLinearConvRequantizesTheIntegerConvolution) {
     const double real = (static_cast<double>((*ci)[0].As<int32_t>()[i]) + bias.As<int32_t>()[oc]) * 0.1 * w_scale.As<float>()[oc];
     const double want = std::max(0.0, std::min(255.0, std::nearbyint(real / 0.5) + 100));
     ASSERT_NEAR((*q)[0].As<uint8_t>()[i], want, 1.0) << i;
+  }
+}
+
+struct QConvCase {
+  std::vector<int64_t> x, w;
+  DType xt, wt;
+  int64_t group;
+  std::vector<int64_t> strides, pads, dilations;
+};
+
+TEST(QuantOps, QuantizedConvolutionsOnTheInt8KernelsMatchTheLoops) {
+  std::mt19937 rng(13);
+  ThreadPool pool(2);
+  const std::vector<QConvCase> cases = {
+      {{1, 3, 9, 11}, {8, 3, 3, 3}, DType::kU8, DType::kI8, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {{2, 4, 10, 7}, {6, 2, 3, 2}, DType::kU8, DType::kU8, 2, {2, 1}, {1, 0, 2, 1}, {1, 2}},
+      {{1, 6, 8, 8}, {6, 1, 3, 3}, DType::kI8, DType::kI8, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // depthwise
+      {{1, 5, 13}, {7, 5, 4}, DType::kU8, DType::kI8, 1, {3}, {2, 1}, {1}},                     // 1-d
+      {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, DType::kU8, DType::kI8, 1, {1, 2, 1}, {0, 1, 1, 1, 0, 1}, {1, 1, 2}},
+      {{1, 130, 5, 5}, {17, 130, 3, 3}, DType::kU8, DType::kI8, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // K past 1024
+  };
+  for (const QConvCase& c : cases) {
+    AttributeMap attrs;
+    attrs.SetInt("group", c.group);
+    attrs.SetInts("strides", c.strides);
+    attrs.SetInts("pads", c.pads);
+    attrs.SetInts("dilations", c.dilations);
+    const int64_t m = c.w[0];
+    const TensorData x = RandomQ(c.xt, c.x, &rng);
+    // Weights minus zero points within [-127, 127], as the int8 kernels take them.
+    const bool wu = c.wt == DType::kU8;
+    const TensorData w_zp = RandomQ(c.wt, {m}, &rng, wu ? 123 : -5, wu ? 128 : 5);
+    const TensorData w = RandomQ(c.wt, c.w, &rng, wu ? 10 : -122, wu ? 245 : 122);
+    const TensorData x_zp = RandomQ(c.xt, {}, &rng);
+    const std::string what = "x [" + DimsToString(c.x) + "] w [" + DimsToString(c.w) + "]";
+    {
+      const std::vector<TensorData> kept = {x, w, x_zp, w_zp};
+      auto args = ArgsOf("ConvInteger", kept, {false, true, false, true}, &attrs);
+      args.outputs = {TensorType{DType::kI32, {}}};  // only the dtype matters to the factory
+      auto kernel = cpu::MakeTensorKernel(args);
+      ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+      EXPECT_NE(kernel->impl.find("kiln-int8"), std::string::npos) << kernel->impl;
+    }
+    auto loops = RunOp("ConvInteger", {x, w, x_zp, w_zp}, false, attrs);
+    ASSERT_TRUE(loops.ok()) << loops.status().message();
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      auto fast = RunOp("ConvInteger", {x, w, x_zp, w_zp}, true, attrs, p);
+      ASSERT_TRUE(fast.ok()) << fast.status().message();
+      ASSERT_EQ(Values<int32_t>((*fast)[0]), Values<int32_t>((*loops)[0])) << what;
+    }
+    // QLinearConv with per-channel scales and a bias, y_scale near the data's range.
+    std::vector<float> ws;
+    std::vector<int32_t> bias;
+    for (int64_t j = 0; j < m; ++j) {
+      ws.push_back(0.002f * static_cast<float>(1 + j % 5));
+      bias.push_back(static_cast<int32_t>(j * 37 % 200) - 100);
+    }
+    const TensorData w_scale = TensorData::FromValues<float>(DType::kF32, {m}, ws);
+    const TensorData b = TensorData::FromValues<int32_t>(DType::kI32, {m}, bias);
+    int32_t largest = 1;
+    for (int32_t v : Values<int32_t>((*loops)[0])) largest = std::max(largest, std::abs(v));
+    const float y_scale = 0.05f * 0.01f * static_cast<float>(largest) / 100.0f;
+    const TensorData y_zp = c.xt == DType::kU8 ? U8({}, {128}) : I8({}, {0});
+    std::vector<std::optional<TensorData>> inputs = {x, Scalar(0.05f), x_zp, w, w_scale, w_zp, Scalar(y_scale), y_zp, b};
+    auto ref = RunOp("QLinearConv", inputs, false, attrs);
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      auto fast = RunOp("QLinearConv", inputs, true, attrs, p);
+      ASSERT_TRUE(fast.ok()) << fast.status().message();
+      for (int64_t i = 0; i < (*ref)[0].type().ElementCount(); ++i) {
+        ASSERT_NEAR(At((*fast)[0], i), At((*ref)[0], i), 1) << what << " " << i;
+      }
+    }
   }
 }
 
