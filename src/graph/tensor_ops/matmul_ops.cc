@@ -1,5 +1,10 @@
 // Shape inference of the matrix products: MatMul (numpy-style batched, 1-d
-// operands as ONNX defines them), Gemm and Einsum.
+// operands as ONNX defines them), Gemm and Einsum; and kiln.FusedMatMul,
+// the fused form of MatMul followed by the Add of a bias row:
+//
+//   kiln.FusedMatMul(A, B, [bias]) -> Y = MatMul(A, B) + bias
+//   bias: f32 with N elements (shape [N], or [1, ..., 1, N]), added to
+//   every row; no attributes. A and B as MatMul takes them (f32).
 #include "graph/tensor_ops/einsum_equation.h"
 #include "graph/tensor_ops/matmul_shape.h"
 #include "graph/tensor_ops/shape_helpers.h"
@@ -21,6 +26,14 @@ Expected<ShapeResult> InferMatMul(const ShapeContext& ctx) {
   }
   if (!IsMatMulDType(a.dtype)) return InvalidArgument("{} {}: dtype {} is not a number type MatMul takes", ctx.op_type, ctx.node, DTypeName(a.dtype));
   KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, a.dims, b.dims));
+  if (ctx.input(2).present()) {
+    const TensorType& bias = *ctx.input(2).type;
+    bool row = bias.dtype == a.dtype && bias.ElementCount() == s.n && (bias.dims.empty() || bias.dims.back() == s.n);
+    if (!row) {
+      return InvalidArgument("{} {}: bias {} must be {} with the {} output columns as its last axis", ctx.op_type,
+                             ctx.node, bias.ToString(), DTypeName(a.dtype), s.n);
+    }
+  }
   return OneOutput(TensorType{a.dtype, s.out_dims});
 }
 
@@ -109,6 +122,11 @@ void AddMatMulOpDefs(std::vector<TensorOpDef>* ops) {
   matmul.infer = InferMatMul;
   matmul.flops = MatMulFlops;
   ops->push_back(matmul);
+
+  TensorOpDef fused = matmul;
+  fused.op_type = "kiln.FusedMatMul";
+  fused.max_inputs = 3;
+  ops->push_back(fused);
 
   TensorOpDef gemm;
   gemm.op_type = "Gemm";

@@ -80,6 +80,33 @@ TEST(MatMulOps, PackedPathsMatchThePlainLoops) {
   }
 }
 
+TEST(MatMulOps, FusedMatMulAddsTheBiasRow) {
+  std::mt19937 rng(17);
+  ThreadPool pool(2);
+  for (const std::vector<int64_t>& bias_dims : {std::vector<int64_t>{37}, std::vector<int64_t>{1, 1, 37}}) {
+    const TensorData a = RandomF32({2, 5, 70}, &rng), b = RandomF32({70, 37}, &rng), bias = RandomF32(bias_dims, &rng);
+    std::vector<float> want = ReferenceMatMul(a, b);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += bias.As<float>()[i % 37];
+    for (bool constant : {false, true}) {
+      cpu::TensorOpRun run;
+      run.op_type = "kiln.FusedMatMul";
+      run.inputs = {a, b, bias};
+      run.inputs_are_constants = constant;
+      run.pool = &pool;
+      auto out = cpu::RunTensorOp(run);
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      ExpectNear((*out)[0], want, 70, "fused matmul");
+    }
+  }
+  cpu::TensorOpRun bad;
+  bad.op_type = "kiln.FusedMatMul";
+  bad.node = "fc";
+  bad.inputs = {RandomF32({2, 3}, &rng), RandomF32({3, 4}, &rng), RandomF32({3}, &rng)};
+  auto out = cpu::RunTensorOp(bad);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("kiln.FusedMatMul fc"), std::string::npos) << out.status().message();
+}
+
 TEST(MatMulOps, IntegerMatMulIsExact) {
   cpu::TensorOpRun run;
   run.op_type = "MatMul";

@@ -41,6 +41,7 @@ struct MatMulPlan {
 Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
   KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(args.op_type, args.node, args.inputs[0].dims, args.inputs[1].dims));
+  if (args.has(2) && dtype != DType::kF32) return Unsupported("{} with a bias: dtype {} (f32 only)", args.op_type, DTypeName(dtype));
   switch (dtype) {
     case DType::kF32: break;
     case DType::kF64: return ReferenceMatMulKernel<double>(s);
@@ -64,7 +65,8 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   } else {
     k.scratch_bytes = AlignUp(static_cast<size_t>(packed_floats) * sizeof(float));
   }
-  k.run = [plan](const TensorCall& call) {
+  const bool has_bias = args.has(2);
+  k.run = [plan, has_bias](const TensorCall& call) {
     const MatMulShape& s = plan->shape;
     KernelContext ctx{call.pool, BestIsa()};
     const float* packed = plan->packed ? plan->packed->data() : reinterpret_cast<float*>(call.scratch);
@@ -82,6 +84,7 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
     g.a_offset = plan->a_offset.data();
     g.packed = packed;
     g.b_index = s.b_index.data();
+    g.bias = has_bias ? static_cast<const float*>(call.inputs[2]) : nullptr;
     g.c = static_cast<float*>(call.outputs[0]);
     g.ldc = s.n;
     g.c_stride = s.m * s.n;
@@ -240,6 +243,7 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
 void AddMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"MatMul", MakeMatMul, {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
                       "numpy batch broadcasting; f32 on the packed linear kernels"});
+  kernels->push_back({"kiln.FusedMatMul", MakeMatMul, {DType::kF32}, "MatMul + bias row; f32"});
   kernels->push_back({"Gemm", MakeGemm, {DType::kF32, DType::kF64}, ""});
   kernels->push_back({"Einsum", MakeEinsum, {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
                       "two-operand products as batched matmuls (f32); any other equation on plain loops"});
