@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,18 +40,21 @@ TensorData U8(std::vector<int64_t> dims, std::vector<uint8_t> v) { return Tensor
 TensorData I8(std::vector<int64_t> dims, std::vector<int8_t> v) { return TensorData::FromValues<int8_t>(DType::kI8, std::move(dims), v); }
 
 TEST(QuantOps, QuantizeRoundsHalfToEvenAndSaturates) {
-  const TensorData x = TensorData::FromValues<float>(DType::kF32, {8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.f, -300.f, 3.49f});
+  const float inf = std::numeric_limits<float>::infinity();
+  const TensorData x = TensorData::FromValues<float>(
+      DType::kF32, {13}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.f, -300.f, 3.49f, 126.5f, -127.5f, 1e30f, -inf, inf});
   auto u = RunOp("QuantizeLinear", {x, Scalar(1.0f)});
   ASSERT_TRUE(u.ok()) << u.status().message();
   EXPECT_EQ((*u)[0].type().dtype, DType::kU8);
-  EXPECT_EQ(Values<uint8_t>((*u)[0]), (std::vector<uint8_t>{0, 2, 2, 0, 0, 255, 0, 3}));
+  EXPECT_EQ(Values<uint8_t>((*u)[0]), (std::vector<uint8_t>{0, 2, 2, 0, 0, 255, 0, 3, 126, 0, 255, 0, 255}));
   auto s = RunOp("QuantizeLinear", {x, Scalar(1.0f), I8({}, {0})});
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(Values<int8_t>((*s)[0]), (std::vector<int8_t>{0, 2, 2, 0, -2, 127, -128, 3}));
+  EXPECT_EQ(Values<int8_t>((*s)[0]), (std::vector<int8_t>{0, 2, 2, 0, -2, 127, -128, 3, 126, -128, 127, -128, 127}));
   auto z = RunOp("QuantizeLinear", {x, Scalar(2.0f), U8({}, {128})});
   ASSERT_TRUE(z.ok());
-  // x / 2 = 0.25 0.75 1.25 -0.25 -0.75 150 -150 1.745 -> 0 1 1 0 -1 150 -150 2, + 128.
-  EXPECT_EQ(Values<uint8_t>((*z)[0]), (std::vector<uint8_t>{128, 129, 129, 128, 127, 255, 0, 130}));
+  // x / 2 = 0.25 0.75 1.25 -0.25 -0.75 150 -150 1.745 63.25 -63.75 ... -> 0 1 1 0 -1 150 -150 2 63 -64, + 128.
+  EXPECT_EQ(Values<uint8_t>((*z)[0]),
+            (std::vector<uint8_t>{128, 129, 129, 128, 127, 255, 0, 130, 191, 64, 255, 0, 255}));
 }
 
 TEST(QuantOps, PerAxisQuantizeAndDequantize) {
@@ -84,6 +88,32 @@ TEST(QuantOps, PerAxisQuantizeAndDequantize) {
   auto q2 = RunOp("QuantizeLinear", {x, scale, zp}, false, axis);
   ASSERT_TRUE(q2.ok());
   EXPECT_EQ(Values<int8_t>((*q2)[0]), want);
+}
+
+TEST(QuantOps, PerAxisSplitsOverThreadsAtAnyElement) {
+  // [3, 5, 7001]: thread ranges end inside channels.
+  ThreadPool pool(2);
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  std::vector<float> xv(3 * 5 * 7001);
+  for (float& v : xv) v = dist(rng);
+  xv[5] = std::numeric_limits<float>::quiet_NaN();
+  const TensorData x = TensorData::FromValues<float>(DType::kF32, {3, 5, 7001}, xv);
+  const std::vector<float> sc = {0.01f, 0.02f, 0.03f, 0.015f, 0.025f};
+  const TensorData scale = TensorData::FromValues<float>(DType::kF32, {5}, sc);
+  const TensorData zp = U8({5}, {0, 128, 100, 30, 255});
+  auto q = RunOp("QuantizeLinear", {x, scale, zp}, false, {}, &pool);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  auto d = RunOp("DequantizeLinear", {(*q)[0], scale, zp}, false, {}, &pool);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const int zps[5] = {0, 128, 100, 30, 255};
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const size_t c = (i / 7001) % 5;
+    const float v = std::isnan(xv[i]) ? 0.0f : std::nearbyint(xv[i] / sc[c]);
+    const int want = static_cast<int>(std::max(0.0f, std::min(255.0f, v + static_cast<float>(zps[c]))));
+    ASSERT_EQ((*q)[0].As<uint8_t>()[i], want) << i;
+    ASSERT_EQ((*d)[0].As<float>()[i], static_cast<float>(want - zps[c]) * sc[c]) << i;
+  }
 }
 
 TEST(QuantOps, ScaleOfTheWrongLengthIsAnError) {

@@ -156,7 +156,7 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
     k.impl = "reference";
     k.run = [plan](const TensorCall& call) {
       ReferenceGemm<double>(*plan, static_cast<const double*>(call.inputs[0]),
-                            static_cast<const double*>(call.inputs[1]), static_cast<const double*>(call.inputs[2]),
+                            static_cast<const double*>(call.inputs[1]), plan->has_c ? static_cast<const double*>(call.inputs[2]) : nullptr,
                             static_cast<double*>(call.outputs[0]));
       return Status::Ok();
     };
@@ -190,7 +190,7 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
     KernelContext ctx{call.pool, BestIsa()};
     uint8_t* scratch = call.scratch;
     const float* a = static_cast<const float*>(call.inputs[0]);
-    const float* c = static_cast<const float*>(call.inputs[2]);
+    const float* c = p.has_c ? static_cast<const float*>(call.inputs[2]) : nullptr;
     float* y = static_cast<float*>(call.outputs[0]);
     if (p.trans_a) {
       float* at = reinterpret_cast<float*>(scratch);

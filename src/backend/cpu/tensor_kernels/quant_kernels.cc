@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "backend/cpu/kernels/parallel.h"
 #include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
 #include "backend/cpu/tensor_kernels/quant_values.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
@@ -38,29 +40,71 @@ Expected<AxisSplit> SplitFor(const TensorKernelArgs& args) {
   return s;
 }
 
+// x (f32 or int32) to Out (uint8 or int8) over elements [begin, end) of
+// the [outer, channels, inner] view.
+template <typename In, typename Out>
+void QuantizeRange(const AxisSplit& s, const In* x, const float* scale, const Out* zp, Out* y, int64_t begin,
+                   int64_t end) {
+  const float lo = std::is_signed_v<Out> ? -128.0f : 0.0f, hi = std::is_signed_v<Out> ? 127.0f : 255.0f;
+  for (int64_t i = begin; i < end;) {
+    const int64_t c = (i / s.inner) % s.channels;
+    const int64_t stop = std::min(end, (i / s.inner + 1) * s.inner);
+    const float sc = scale[c];
+    const float z = zp != nullptr ? static_cast<float>(zp[c]) : 0.0f;
+    for (int64_t j = i; j < stop; ++j) {
+      y[j] = static_cast<Out>(static_cast<int32_t>(RoundHalfEvenClamped(static_cast<float>(x[j]) / sc, z, lo, hi)));
+    }
+    i = stop;
+  }
+}
+
+template <typename In, typename Out>
+void DequantizeRange(const AxisSplit& s, const In* x, const float* scale, const In* zp, float* y, int64_t begin,
+                     int64_t end) {
+  for (int64_t i = begin; i < end;) {
+    const int64_t c = (i / s.inner) % s.channels;
+    const int64_t stop = std::min(end, (i / s.inner + 1) * s.inner);
+    const float sc = scale[c];
+    const int32_t z = zp != nullptr ? static_cast<int32_t>(zp[c]) : 0;
+    // (x - zp) in int32 first (exact), then one rounding.
+    for (int64_t j = i; j < stop; ++j) y[j] = static_cast<float>(static_cast<int32_t>(x[j]) - z) * sc;
+    i = stop;
+  }
+}
+
+// Elements per thread below which splitting costs more than it saves.
+constexpr int64_t kMinPerThread = 16384;
+
 Expected<TensorKernel> MakeQuantize(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(AxisSplit s, SplitFor(args));
   if (args.inputs[1].dtype != DType::kF32) return Unsupported("y_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
-  const DType x_type = args.inputs[0].dtype, zp_type = args.has(2) ? args.inputs[2].dtype : DType::kU8;
+  const DType x_type = args.inputs[0].dtype;
   const DType out = args.outputs[0].dtype;
-  const bool per_axis_zp = args.has(2) && args.inputs[2].ElementCount() > 1;
   const bool has_zp = args.has(2);
+  if (has_zp && args.inputs[2].ElementCount() != s.channels) {
+    return InvalidArgument("y_zero_point has {} values for {} scales", args.inputs[2].ElementCount(), s.channels);
+  }
+  const int64_t n = args.inputs[0].ElementCount();
   TensorKernel k;
-  k.impl = "reference";
-  k.run = [s, x_type, zp_type, out, per_axis_zp, has_zp](const TensorCall& call) {
+  k.impl = "kiln";
+  k.run = [s, x_type, out, has_zp, n](const TensorCall& call) {
     const float* scale = static_cast<const float*>(call.inputs[1]);
-    for (int64_t o = 0; o < s.outer; ++o) {
-      for (int64_t c = 0; c < s.channels; ++c) {
-        const float sc = scale[s.channels > 1 ? c : 0];
-        const int32_t zp = ReadInt(zp_type, has_zp ? call.inputs[2] : nullptr, per_axis_zp ? c : 0);
-        const int64_t base = (o * s.channels + c) * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          const float x = x_type == DType::kF32 ? static_cast<const float*>(call.inputs[0])[base + i]
-                                                : static_cast<float>(static_cast<const int32_t*>(call.inputs[0])[base + i]);
-          StoreInt8(out, call.outputs[0], base + i, SaturateRound(x / sc, zp, out));
-        }
+    const void* zp = has_zp ? call.inputs[2] : nullptr;
+    KernelContext ctx{call.pool, BestIsa()};
+    ParallelRanges(ctx, n, kMinPerThread, [&](int64_t begin, int64_t end, int) {
+      const bool f32 = x_type == DType::kF32;
+      if (out == DType::kI8) {
+        auto* y = static_cast<int8_t*>(call.outputs[0]);
+        const auto* z = static_cast<const int8_t*>(zp);
+        if (f32) QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
+        else QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
+      } else {
+        auto* y = static_cast<uint8_t*>(call.outputs[0]);
+        const auto* z = static_cast<const uint8_t*>(zp);
+        if (f32) QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
+        else QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
       }
-    }
+    });
     return Status::Ok();
   };
   return k;
@@ -70,24 +114,34 @@ Expected<TensorKernel> MakeDequantize(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(AxisSplit s, SplitFor(args));
   if (args.inputs[1].dtype != DType::kF32) return Unsupported("x_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
   const DType x_type = args.inputs[0].dtype;
-  const bool per_axis_zp = args.has(2) && args.inputs[2].ElementCount() > 1;
   const bool has_zp = args.has(2);
+  if (has_zp && args.inputs[2].ElementCount() != s.channels) {
+    return InvalidArgument("x_zero_point has {} values for {} scales", args.inputs[2].ElementCount(), s.channels);
+  }
+  const int64_t n = args.inputs[0].ElementCount();
   TensorKernel k;
-  k.impl = "reference";
-  k.run = [s, x_type, per_axis_zp, has_zp](const TensorCall& call) {
+  k.impl = "kiln";
+  k.run = [s, x_type, has_zp, n](const TensorCall& call) {
     const float* scale = static_cast<const float*>(call.inputs[1]);
+    const void* zp = has_zp ? call.inputs[2] : nullptr;
     float* y = static_cast<float*>(call.outputs[0]);
-    for (int64_t o = 0; o < s.outer; ++o) {
-      for (int64_t c = 0; c < s.channels; ++c) {
-        const float sc = scale[s.channels > 1 ? c : 0];
-        const int32_t zp = ReadInt(x_type, has_zp ? call.inputs[2] : nullptr, per_axis_zp ? c : 0);
-        const int64_t base = (o * s.channels + c) * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          // (x - zp) in int32 first (exact), then one rounding.
-          y[base + i] = static_cast<float>(ReadInt(x_type, call.inputs[0], base + i) - zp) * sc;
-        }
+    KernelContext ctx{call.pool, BestIsa()};
+    ParallelRanges(ctx, n, kMinPerThread, [&](int64_t begin, int64_t end, int) {
+      switch (x_type) {
+        case DType::kI8:
+          DequantizeRange<int8_t, float>(s, static_cast<const int8_t*>(call.inputs[0]), scale,
+                                         static_cast<const int8_t*>(zp), y, begin, end);
+          break;
+        case DType::kU8:
+          DequantizeRange<uint8_t, float>(s, static_cast<const uint8_t*>(call.inputs[0]), scale,
+                                          static_cast<const uint8_t*>(zp), y, begin, end);
+          break;
+        default:
+          DequantizeRange<int32_t, float>(s, static_cast<const int32_t*>(call.inputs[0]), scale,
+                                          static_cast<const int32_t*>(zp), y, begin, end);
+          break;
       }
-    }
+    });
     return Status::Ok();
   };
   return k;

@@ -3,7 +3,6 @@
 // value: half to even, then saturation.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -22,13 +21,23 @@ inline int32_t ReadInt(DType dtype, const void* p, int64_t i) {
   }
 }
 
-// round-half-to-even(v) + zero_point, saturated to dtype (u8 or i8); NaN
-// gives the zero point.
+// round-half-to-even(v) + zero_point, clamped to [lo, hi]; NaN gives the
+// zero point (clamped). Adding and subtracting 1.5 * 2^23 rounds any |v| <
+// 2^22 to an integer, ties to even, in the default rounding mode (v is
+// clamped first, far outside any 8-bit range); plain arithmetic, so that
+// the loops calling it vectorize.
+inline float RoundHalfEvenClamped(float v, float zero_point, float lo, float hi) {
+  constexpr float kMagic = 12582912.0f;
+  v = v == v ? v : 0.0f;
+  v = v < -4.0e6f ? -4.0e6f : (v > 4.0e6f ? 4.0e6f : v);
+  float r = ((v + kMagic) - kMagic) + zero_point;
+  return r < lo ? lo : (r > hi ? hi : r);
+}
+
+// The same to an int32 in dtype's range (u8 or i8).
 inline int32_t SaturateRound(float v, int32_t zero_point, DType dtype) {
-  const int32_t lo = dtype == DType::kI8 ? -128 : 0, hi = dtype == DType::kI8 ? 127 : 255;
-  if (std::isnan(v)) return zero_point < lo ? lo : zero_point > hi ? hi : zero_point;
-  const float r = std::nearbyint(v) + static_cast<float>(zero_point);
-  return r < static_cast<float>(lo) ? lo : r > static_cast<float>(hi) ? hi : static_cast<int32_t>(r);
+  const float lo = dtype == DType::kI8 ? -128.0f : 0.0f, hi = dtype == DType::kI8 ? 127.0f : 255.0f;
+  return static_cast<int32_t>(RoundHalfEvenClamped(v, static_cast<float>(zero_point), lo, hi));
 }
 
 inline void StoreInt8(DType dtype, void* p, int64_t i, int32_t v) {
