@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
 #include "backend/cpu/tensor_kernels/run_tensor_op.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/thread_pool.h"
@@ -174,6 +175,34 @@ struct QCase {
   bool per_row_a, per_col_b;
 };
 
+// The op on its plain int32 loops.
+Expected<std::vector<TensorData>> RunLoops(const std::string& op, const std::vector<std::optional<TensorData>>& inputs,
+                                           const TensorType& out) {
+  AttributeMap none;
+  cpu::TensorKernelArgs args;
+  args.op_type = op;
+  args.node = "q";
+  args.attrs = &none;
+  std::vector<const void*> ptrs;
+  for (const auto& in : inputs) {
+    args.inputs.push_back(in->type());
+    args.present.push_back(true);
+    args.constants.push_back(nullptr);
+    ptrs.push_back(in->data());
+  }
+  args.outputs = {out};
+  KILN_ASSIGN_OR_RETURN(cpu::TensorKernel k, cpu::MakeQMatMulReference(args));
+  auto bytes = std::make_shared<std::string>(out.Bytes(), '\0');
+  std::string scratch(k.scratch_bytes + 64, '\0');
+  void* out_ptr = bytes->data();
+  cpu::TensorCall call;
+  call.inputs = ptrs.data();
+  call.outputs = &out_ptr;
+  call.scratch = reinterpret_cast<uint8_t*>(scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64);
+  KILN_RETURN_IF_ERROR(k.run(call));
+  return std::vector<TensorData>{TensorData(out, bytes)};
+}
+
 // Whether the op with constant B runs on the int8 GEMM kernels.
 bool TakesInt8Kernels(const std::string& op, const std::vector<TensorData>& inputs, DType out) {
   cpu::TensorKernelArgs args;
@@ -267,14 +296,14 @@ TEST(QuantOps, ConstantInt8WeightsTakeTheInt8GemmKernels) {
   auto chunked = cpu::MakeTensorKernel(long_args);
   ASSERT_TRUE(chunked.ok());
   EXPECT_NE(chunked->impl.find("kiln-int8"), std::string::npos) << chunked->impl;
-  // -128 does not fit the kernels' weights: the plain loops run it.
+  // -128 does not fit the kernels' weights: the fp32 GEMM runs it.
   const TensorData wide = I8({32, 16}, std::vector<int8_t>(512, -128));
   const std::vector<TensorData> wide_inputs = {a, wide};
   auto wide_args = ArgsOf("MatMulInteger", wide_inputs, {false, true}, &none);
   wide_args.outputs = args.outputs;
   auto loops = cpu::MakeTensorKernel(wide_args);
   ASSERT_TRUE(loops.ok());
-  EXPECT_EQ(loops->impl, "reference");
+  EXPECT_NE(loops->impl.find("fp32-of-int8"), std::string::npos) << loops->impl;
 }
 
 TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
@@ -303,7 +332,7 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
     EXPECT_EQ(TakesInt8Kernels("QLinearMatMul", {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz}, yt),
               c.b.size() == 2)
         << DimsToString(c.b);
-    auto ref = RunOp("QLinearMatMul", inputs, false);
+    auto ref = RunLoops("QLinearMatMul", inputs, TensorType{yt, s.out_dims});
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
       const int64_t j = i % s.n;
@@ -312,8 +341,8 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
       const double want = std::max(yt == DType::kU8 ? 0.0 : -128.0, std::min(yt == DType::kU8 ? 255.0 : 127.0, q));
       ASSERT_NEAR(At((*ref)[0], i), want, 1.0) << i;
     }
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      auto fast = RunOp("QLinearMatMul", inputs, true, {}, p);
+    for (const auto& [constant, p] : std::vector<std::pair<bool, ThreadPool*>>{{true, nullptr}, {true, &pool}, {false, &pool}}) {
+      auto fast = RunOp("QLinearMatMul", inputs, constant, {}, p);
       ASSERT_TRUE(fast.ok()) << fast.status().message();
       for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
         ASSERT_NEAR(At((*fast)[0], i), At((*ref)[0], i), 1) << "[" << DimsToString(c.a) << "] x [" << DimsToString(c.b) << "] " << i;

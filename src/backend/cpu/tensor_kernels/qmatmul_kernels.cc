@@ -8,6 +8,7 @@
 // int32 loops run (the reference the fast path is tested against).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -66,6 +67,9 @@ struct QMatMulPlan {
   Int8PackedB packed;  // B for the int8 GEMM (fast path only)
   // Scratch layout (bytes).
   size_t acc_bytes = 0, xq_bytes = 0, x_scale_bytes = 0, row_bytes = 0, y_bytes = 0;
+  // The fp32 path (scratch bytes): A - a_zp, B - b_zp, B packed, the product.
+  size_t fa_bytes = 0, fb_bytes = 0, fpacked_bytes = 0, fc_bytes = 0;
+  std::vector<int64_t> a_offset, b_offset;
   std::vector<bool> present;  // per input slot: given by the node
 };
 
@@ -201,6 +205,82 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
   return Status::Ok();
 }
 
+// The products with both operands at run time (or weights the int8
+// kernels cannot take): A - a_zp and B - b_zp as fp32, whose products and
+// sums are exact integers while K * 255 * 255 < 2^24 (K <= 258), through the
+// fp32 packed GEMM; beyond that the sums round as fp32 arithmetic does,
+// which the requantized and fp32 outputs allow (MatMulInteger's exact int32
+// output then takes the loops).
+constexpr int64_t kExactFloatK = 258;
+
+template <typename T>
+void CenterRows(const T* x, int64_t rows, int64_t cols, const std::function<int32_t(int64_t, int64_t)>& zp, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(static_cast<int32_t>(x[r * cols + c]) - zp(r, c));
+  }
+}
+
+Status RunFloatGemm(const QMatMulPlan& p, const TensorCall& call) {
+  const MatMulShape& s = p.shape;
+  KernelContext ctx{call.pool, BestIsa()};
+  float* fa = reinterpret_cast<float*>(call.scratch);
+  float* fb = reinterpret_cast<float*>(call.scratch + p.fa_bytes);
+  float* packed = reinterpret_cast<float*>(call.scratch + p.fa_bytes + p.fb_bytes);
+  float* fc = reinterpret_cast<float*>(call.scratch + p.fa_bytes + p.fb_bytes + p.fpacked_bytes);
+  const void* a_zp = In(p, call, p.slots.a_zp);
+  const void* b_zp = In(p, call, p.slots.b_zp);
+  auto a_center = [&](int64_t row, int64_t) { return ReadInt(p.a_zp_type, a_zp, p.a_zp_per_row ? row % s.m : 0); };
+  auto b_center = [&](int64_t, int64_t col) { return ReadInt(p.b_zp_type, b_zp, p.b_zp_per_col ? col : 0); };
+  const int64_t a_rows = s.a_matrices * s.m;
+  if (p.a_type == DType::kU8) {
+    CenterRows(static_cast<const uint8_t*>(call.inputs[p.slots.a]), a_rows, s.k, a_center, fa);
+  } else {
+    CenterRows(static_cast<const int8_t*>(call.inputs[p.slots.a]), a_rows, s.k, a_center, fa);
+  }
+  const int64_t b_rows = s.b_matrices * s.k;
+  if (p.b_type == DType::kU8) {
+    CenterRows(static_cast<const uint8_t*>(call.inputs[p.slots.b]), b_rows, s.n, b_center, fb);
+  } else {
+    CenterRows(static_cast<const int8_t*>(call.inputs[p.slots.b]), b_rows, s.n, b_center, fb);
+  }
+  PackBMatrices(ctx, fb, p.b_offset.data(), s.b_matrices, s.k, s.n, s.n, 1, 1.0f, packed);
+  PackedGemm g;
+  g.batch = s.batch;
+  g.m = s.m;
+  g.n = s.n;
+  g.k = s.k;
+  g.a = fa;
+  g.lda = s.k;
+  g.a_offset = p.a_offset.data();
+  g.packed = packed;
+  g.b_index = s.b_index.data();
+  g.c = fc;
+  g.ldc = s.n;
+  g.c_stride = s.m * s.n;
+  RunPackedGemm(ctx, g);
+  const int64_t rows = s.batch * s.m;
+  if (p.out == OutKind::kInt32) {
+    int32_t* out = static_cast<int32_t*>(call.outputs[0]);
+    for (int64_t i = 0; i < rows * s.n; ++i) out[i] = static_cast<int32_t>(fc[i]);
+    return Status::Ok();
+  }
+  const float* bias = p.has_bias ? static_cast<const float*>(call.inputs[p.slots.bias]) : nullptr;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float a_scale = ReadScale(p, call, p.slots.a_scale, p.a_scale_per_row ? row % s.m : 0);
+    float* real = fc + row * s.n;
+    for (int64_t j = 0; j < s.n; ++j) {
+      real[j] = real[j] * (a_scale * ReadScale(p, call, p.slots.b_scale, p.b_scale_per_col ? j : 0)) +
+                (bias != nullptr ? bias[j] : 0.0f);
+    }
+    if (p.out == OutKind::kFloat) {
+      std::copy(real, real + s.n, static_cast<float*>(call.outputs[0]) + row * s.n);
+    } else {
+      StoreQuantized(p, call, row, 0, s.n, real);
+    }
+  }
+  return Status::Ok();
+}
+
 // Packs constant B for the int8 GEMM when its values fit; false leaves the plan on the loops.
 bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
   const MatMulShape& s = p->shape;
@@ -220,7 +300,7 @@ bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
   return PackInt8B(s.n, s.k, p->out == OutKind::kInt32, w, &p->packed);
 }
 
-Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
+Expected<TensorKernel> MakeQMatMulWith(const TensorKernelArgs& args, bool loops_only) {
   auto plan = std::make_shared<QMatMulPlan>();
   QMatMulPlan& p = *plan;
   p.slots = SlotsFor(args.op_type);
@@ -253,7 +333,7 @@ Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
   const int64_t rows = s.batch * s.m;
   const size_t real_row = AlignUp(static_cast<size_t>(s.n) * sizeof(float));
   TensorKernel k;
-  if (PackForInt8Gemm(args, &p)) {
+  if (!loops_only && PackForInt8Gemm(args, &p)) {
     k.impl = std::string("kiln-int8-") + Int8KernelName(p.packed.kernel) + " packed-weights";
     p.xq_bytes = AlignUp(static_cast<size_t>(rows * p.packed.kp));
     p.x_scale_bytes = AlignUp(static_cast<size_t>(rows) * sizeof(float));
@@ -263,6 +343,18 @@ Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
     k.run = [plan](const TensorCall& call) { return RunInt8Gemm(*plan, call); };
     return k;
   }
+  if (!loops_only && (p.out != OutKind::kInt32 || s.k <= kExactFloatK)) {
+    for (int64_t i : s.a_index) p.a_offset.push_back(i * s.m * s.k);
+    for (int64_t i = 0; i < s.b_matrices; ++i) p.b_offset.push_back(i * s.k * s.n);
+    p.fa_bytes = AlignUp(static_cast<size_t>(s.a_matrices * s.m * s.k) * sizeof(float));
+    p.fb_bytes = AlignUp(static_cast<size_t>(s.b_matrices * s.k * s.n) * sizeof(float));
+    p.fpacked_bytes = AlignUp(static_cast<size_t>(s.b_matrices * PackedBFloats(s.k, s.n)) * sizeof(float));
+    p.fc_bytes = AlignUp(static_cast<size_t>(rows * s.n) * sizeof(float));
+    k.impl = std::string(PackedGemmImpl()) + " fp32-of-int8";
+    k.scratch_bytes = p.fa_bytes + p.fb_bytes + p.fpacked_bytes + p.fc_bytes;
+    k.run = [plan](const TensorCall& call) { return RunFloatGemm(*plan, call); };
+    return k;
+  }
   k.impl = "reference";
   p.acc_bytes = p.out == OutKind::kInt32 ? 0 : AlignUp(static_cast<size_t>(rows * s.n) * sizeof(int32_t));
   k.scratch_bytes = p.acc_bytes + (p.out == OutKind::kQuantized ? real_row : 0);
@@ -270,7 +362,11 @@ Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
   return k;
 }
 
+Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) { return MakeQMatMulWith(args, false); }
+
 }  // namespace
+
+Expected<TensorKernel> MakeQMatMulReference(const TensorKernelArgs& args) { return MakeQMatMulWith(args, true); }
 
 void AddQuantMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string limits =

@@ -9,6 +9,8 @@ namespace kiln::cpu {
 
 // MatMulInteger, QLinearMatMul, kiln.QLinearMatMul.
 void AddQuantMatMulKernels(std::vector<TensorKernelEntry>* kernels);
+// Their plain int32 loops whatever the operands (tests compare with them).
+Expected<TensorKernel> MakeQMatMulReference(const TensorKernelArgs& args);
 // ConvInteger, QLinearConv.
 void AddQuantConvKernels(std::vector<TensorKernelEntry>* kernels);
 
