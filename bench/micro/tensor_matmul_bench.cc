@@ -38,7 +38,8 @@ TensorData Random(DType dtype, std::vector<int64_t> dims, int seed) {
 }
 
 std::string Label(const std::string& impl, int threads) {
-  return GetCpuInfo().model_name + " | isa " + IsaName(BestIsa()) + " | " + impl + " | " + std::to_string(threads) + "t";
+  return GetCpuInfo().model_name + " | isa " + IsaName(BestIsa()) + " | " + impl + " | " +
+         std::to_string(threads) + "t";
 }
 
 // Runs `kernel` over the inputs while the state asks.
@@ -108,17 +109,24 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
     b->Args({6, 197, 197, 64, 0, threads});
   }
 }
-BENCHMARK(BM_MatMulF32)->Apply(MatMulArgs)->ArgNames({"batch", "M", "K", "N", "const", "threads"})->UseRealTime();
+BENCHMARK(BM_MatMulF32)
+    ->Apply(MatMulArgs)
+    ->ArgNames({"batch", "M", "K", "N", "const", "threads"})
+    ->UseRealTime();
 
 // QLinearMatMul u8 x s8 with constant weights. Args: M, K, N, threads.
 void BM_QLinearMatMul(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   auto scalar_f = [](float v) { return TensorData::FromValues<float>(DType::kF32, {}, {v}); };
-  const std::vector<TensorData> inputs = {
-      Random(DType::kU8, {m, k}, 1), scalar_f(0.02f), TensorData::FromValues<uint8_t>(DType::kU8, {}, {128}),
-      Random(DType::kI8, {k, n}, 2), scalar_f(0.01f), TensorData::FromValues<int8_t>(DType::kI8, {}, {0}),
-      scalar_f(0.5f), TensorData::FromValues<uint8_t>(DType::kU8, {}, {128})};
+  const std::vector<TensorData> inputs = {Random(DType::kU8, {m, k}, 1),
+                                          scalar_f(0.02f),
+                                          TensorData::FromValues<uint8_t>(DType::kU8, {}, {128}),
+                                          Random(DType::kI8, {k, n}, 2),
+                                          scalar_f(0.01f),
+                                          TensorData::FromValues<int8_t>(DType::kI8, {}, {0}),
+                                          scalar_f(0.5f),
+                                          TensorData::FromValues<uint8_t>(DType::kU8, {}, {128})};
   AttributeMap attrs;
   TensorKernelArgs args;
   args.op_type = "QLinearMatMul";

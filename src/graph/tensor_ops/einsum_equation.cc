@@ -28,14 +28,16 @@ Expected<Term> ParseTerm(std::string_view node, std::string_view equation, std::
     if (c == ' ') continue;
     if (c == '.') {
       if (t.ellipsis_at >= 0 || text.substr(i, 3) != "...") {
-        return InvalidArgument("Einsum {}: equation '{}': a '.' that is not one '...' per term", node, equation);
+        return InvalidArgument("Einsum {}: equation '{}': a '.' that is not one '...' per term", node,
+                               equation);
       }
       t.ellipsis_at = static_cast<int>(t.letters.size());
       i += 2;
       continue;
     }
     const int label = LetterLabel(c);
-    if (label < 0) return InvalidArgument("Einsum {}: equation '{}': invalid character '{}'", node, equation, c);
+    if (label < 0)
+      return InvalidArgument("Einsum {}: equation '{}': invalid character '{}'", node, equation, c);
     t.letters.push_back(label);
   }
   return t;
@@ -66,8 +68,8 @@ Expected<EinsumEquation> ParseEinsum(std::string_view node, std::string_view equ
     begin = comma + 1;
   }
   if (terms.size() != dims.size()) {
-    return InvalidArgument("Einsum {}: equation '{}' has {} input terms for {} inputs", node, equation, terms.size(),
-                           dims.size());
+    return InvalidArgument("Einsum {}: equation '{}' has {} input terms for {} inputs", node, equation,
+                           terms.size(), dims.size());
   }
   // How many axes each ellipsis covers, and the longest.
   int ellipsis_rank = 0;
@@ -76,8 +78,8 @@ Expected<EinsumEquation> ParseEinsum(std::string_view node, std::string_view equ
     const int rank = static_cast<int>(dims[i].size());
     const int letters = static_cast<int>(terms[i].letters.size());
     if (terms[i].ellipsis_at < 0 ? rank != letters : rank < letters) {
-      return InvalidArgument("Einsum {}: equation '{}': term {} has {} letters for input {} of shape [{}]", node,
-                             equation, i, letters, i, DimsToString(dims[i]));
+      return InvalidArgument("Einsum {}: equation '{}': term {} has {} letters for input {} of shape [{}]",
+                             node, equation, i, letters, i, DimsToString(dims[i]));
     }
     covered[i] = rank - letters;
     ellipsis_rank = std::max(ellipsis_rank, covered[i]);
@@ -91,7 +93,8 @@ Expected<EinsumEquation> ParseEinsum(std::string_view node, std::string_view equ
     const Term& t = terms[i];
     for (int j = 0; j <= static_cast<int>(t.letters.size()); ++j) {
       if (j == t.ellipsis_at) {
-        for (int e = 0; e < covered[i]; ++e) labels.push_back(EinsumEquation::kEllipsisBase + ellipsis_rank - covered[i] + e);
+        for (int e = 0; e < covered[i]; ++e)
+          labels.push_back(EinsumEquation::kEllipsisBase + ellipsis_rank - covered[i] + e);
       }
       if (j < static_cast<int>(t.letters.size())) labels.push_back(t.letters[static_cast<size_t>(j)]);
     }
@@ -103,8 +106,8 @@ Expected<EinsumEquation> ParseEinsum(std::string_view node, std::string_view equ
       if (l >= EinsumEquation::kEllipsisBase) {
         // Ellipsis axes broadcast as numpy's do.
         if (s != 0 && s != d && s != 1 && d != 1) {
-          return InvalidArgument("Einsum {}: equation '{}': the ellipsis axes of the inputs do not broadcast", node,
-                                 equation);
+          return InvalidArgument("Einsum {}: equation '{}': the ellipsis axes of the inputs do not broadcast",
+                                 node, equation);
         }
         if (s == 0 || s == 1) s = d;
       } else {
@@ -126,7 +129,8 @@ Expected<EinsumEquation> ParseEinsum(std::string_view node, std::string_view equ
       if (count[static_cast<size_t>(l)] == 1) once.push_back(l);
     }
     // Labels 0..25 are a-z and 26..51 A-Z; numpy sorts upper case first.
-    std::stable_sort(once.begin(), once.end(), [](int a, int b) { return (a >= 26 ? a - 26 : a + 26) < (b >= 26 ? b - 26 : b + 26); });
+    std::stable_sort(once.begin(), once.end(),
+                     [](int a, int b) { return (a >= 26 ? a - 26 : a + 26) < (b >= 26 ? b - 26 : b + 26); });
     eq.output.insert(eq.output.end(), once.begin(), once.end());
   } else {
     KILN_ASSIGN_OR_RETURN(Term out, ParseTerm(node, equation, equation.substr(arrow + 2)));

@@ -21,17 +21,20 @@ Expected<ShapeResult> InferMatMul(const ShapeContext& ctx) {
   const TensorType& a = *ctx.input(0).type;
   const TensorType& b = *ctx.input(1).type;
   if (a.dtype != b.dtype) {
-    return InvalidArgument("{} {}: operand dtypes {} and {} differ", ctx.op_type, ctx.node, DTypeName(a.dtype),
-                           DTypeName(b.dtype));
+    return InvalidArgument("{} {}: operand dtypes {} and {} differ", ctx.op_type, ctx.node,
+                           DTypeName(a.dtype), DTypeName(b.dtype));
   }
-  if (!IsMatMulDType(a.dtype)) return InvalidArgument("{} {}: dtype {} is not a number type MatMul takes", ctx.op_type, ctx.node, DTypeName(a.dtype));
+  if (!IsMatMulDType(a.dtype))
+    return InvalidArgument("{} {}: dtype {} is not a number type MatMul takes", ctx.op_type, ctx.node,
+                           DTypeName(a.dtype));
   KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, a.dims, b.dims));
   if (ctx.input(2).present()) {
     const TensorType& bias = *ctx.input(2).type;
-    bool row = bias.dtype == a.dtype && bias.ElementCount() == s.n && (bias.dims.empty() || bias.dims.back() == s.n);
+    bool row =
+        bias.dtype == a.dtype && bias.ElementCount() == s.n && (bias.dims.empty() || bias.dims.back() == s.n);
     if (!row) {
-      return InvalidArgument("{} {}: bias {} must be {} with the {} output columns as its last axis", ctx.op_type,
-                             ctx.node, bias.ToString(), DTypeName(a.dtype), s.n);
+      return InvalidArgument("{} {}: bias {} must be {} with the {} output columns as its last axis",
+                             ctx.op_type, ctx.node, bias.ToString(), DTypeName(a.dtype), s.n);
     }
   }
   return OneOutput(TensorType{a.dtype, s.out_dims});
@@ -67,9 +70,11 @@ Expected<ShapeResult> InferGemm(const ShapeContext& ctx) {
     const TensorType& c = *ctx.input(2).type;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> bc, BroadcastDims(ctx, c.dims, {m, n}));
     if (c.rank() > 2 || bc != std::vector<int64_t>{m, n}) {
-      return InvalidArgument("Gemm {}: C [{}] does not broadcast to [{}, {}]", ctx.node, DimsToString(c.dims), m, n);
+      return InvalidArgument("Gemm {}: C [{}] does not broadcast to [{}, {}]", ctx.node, DimsToString(c.dims),
+                             m, n);
     }
-    if (c.dtype != a.dtype) return InvalidArgument("Gemm {}: C is {}, A is {}", ctx.node, DTypeName(c.dtype), DTypeName(a.dtype));
+    if (c.dtype != a.dtype)
+      return InvalidArgument("Gemm {}: C is {}, A is {}", ctx.node, DTypeName(c.dtype), DTypeName(a.dtype));
   }
   return OneOutput(TensorType{a.dtype, {m, n}});
 }

@@ -7,8 +7,8 @@
 
 namespace kiln {
 
-Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node, const std::vector<int64_t>& a_in,
-                                    const std::vector<int64_t>& b_in) {
+Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node,
+                                    const std::vector<int64_t>& a_in, const std::vector<int64_t>& b_in) {
   if (a_in.empty() || b_in.empty()) {
     return InvalidArgument("{} {}: operands must have rank 1 or more, got [{}] and [{}]", op, node,
                            DimsToString(a_in), DimsToString(b_in));
@@ -22,8 +22,8 @@ Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node, 
   s.k = a[a.size() - 1];
   s.n = b[b.size() - 1];
   if (b[b.size() - 2] != s.k) {
-    return InvalidArgument("{} {}: inner dimensions do not match: A [{}] has {} columns, B [{}] has {} rows", op,
-                           node, DimsToString(a_in), s.k, DimsToString(b_in), b[b.size() - 2]);
+    return InvalidArgument("{} {}: inner dimensions do not match: A [{}] has {} columns, B [{}] has {} rows",
+                           op, node, DimsToString(a_in), s.k, DimsToString(b_in), b[b.size() - 2]);
   }
   const std::vector<int64_t> a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   const size_t rank = std::max(a_batch.size(), b_batch.size());

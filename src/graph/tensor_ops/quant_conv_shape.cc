@@ -18,8 +18,9 @@ std::vector<int64_t> QConvGeometry::OutputDims() const {
 Expected<QConvGeometry> QConvGeometryOf(std::string_view op, std::string_view node, const AttributeMap& attrs,
                                         const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
   if (x.size() < 3 || w.size() != x.size()) {
-    return InvalidArgument("{} {}: input [{}] and weight [{}] must be [N, C, spatial...] and [M, C/group, kernel...]",
-                           op, node, DimsToString(x), DimsToString(w));
+    return InvalidArgument(
+        "{} {}: input [{}] and weight [{}] must be [N, C, spatial...] and [M, C/group, kernel...]", op, node,
+        DimsToString(x), DimsToString(w));
   }
   const size_t sd = x.size() - 2;
   QConvGeometry g;
@@ -29,16 +30,16 @@ Expected<QConvGeometry> QConvGeometryOf(std::string_view op, std::string_view no
   KILN_ASSIGN_OR_RETURN(g.group, IntAttrOr(attrs, "group", 1));
   if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 ||
       w[1] * g.group != g.in_channels) {
-    return InvalidArgument("{} {}: input channels {} != weight's {} x group {}", op, node, g.in_channels, w[1],
-                           g.group);
+    return InvalidArgument("{} {}: input channels {} != weight's {} x group {}", op, node, g.in_channels,
+                           w[1], g.group);
   }
   g.in.assign(x.begin() + 2, x.end());
   g.kernel.assign(w.begin() + 2, w.end());
   if (attrs.Has("kernel_shape")) {
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ks, attrs.Ints("kernel_shape"));
     if (ks != g.kernel) {
-      return InvalidArgument("{} {}: kernel_shape [{}] disagrees with the weight [{}]", op, node, DimsToString(ks),
-                             DimsToString(w));
+      return InvalidArgument("{} {}: kernel_shape [{}] disagrees with the weight [{}]", op, node,
+                             DimsToString(ks), DimsToString(w));
     }
   }
   g.strides.assign(sd, 1);
@@ -54,8 +55,8 @@ Expected<QConvGeometry> QConvGeometryOf(std::string_view op, std::string_view no
     KILN_ASSIGN_OR_RETURN(pads, attrs.Ints("pads"));
   }
   if (g.strides.size() != sd || g.dilations.size() != sd || pads.size() != 2 * sd) {
-    return InvalidArgument("{} {}: strides, dilations and pads must have {}, {} and {} values", op, node, sd, sd,
-                           2 * sd);
+    return InvalidArgument("{} {}: strides, dilations and pads must have {}, {} and {} values", op, node, sd,
+                           sd, 2 * sd);
   }
   std::string auto_pad = "NOTSET";
   if (attrs.Has("auto_pad")) {
@@ -77,12 +78,13 @@ Expected<QConvGeometry> QConvGeometryOf(std::string_view op, std::string_view no
       g.pad_begin[i] = pb;
       const int64_t span = g.in[i] + pb + pe - extent;
       if (span < 0) {
-        return InvalidArgument("{} {}: kernel extent {} exceeds the padded input {} on spatial axis {}", op, node,
-                               extent, g.in[i] + pb + pe, i);
+        return InvalidArgument("{} {}: kernel extent {} exceeds the padded input {} on spatial axis {}", op,
+                               node, extent, g.in[i] + pb + pe, i);
       }
       g.out[i] = span / g.strides[i] + 1;
     } else {
-      return InvalidArgument("{} {}: auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", op, node, auto_pad);
+      return InvalidArgument("{} {}: auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", op, node,
+                             auto_pad);
     }
   }
   return g;

@@ -19,11 +19,15 @@
 namespace kiln {
 namespace {
 
-bool IsInt8(DType t) { return t == DType::kU8 || t == DType::kI8; }
+bool IsInt8(DType t) {
+  return t == DType::kU8 || t == DType::kI8;
+}
 
 Status CheckInt8(const ShapeContext& ctx, size_t i, const char* what) {
   const DType t = ctx.input(i).type->dtype;
-  if (!IsInt8(t)) return InvalidArgument("{} {}: {} is {}, expected uint8 or int8", ctx.op_type, ctx.node, what, DTypeName(t));
+  if (!IsInt8(t))
+    return InvalidArgument("{} {}: {} is {}, expected uint8 or int8", ctx.op_type, ctx.node, what,
+                           DTypeName(t));
   return Status::Ok();
 }
 
@@ -33,7 +37,8 @@ Status CheckQuantParam(const ShapeContext& ctx, size_t i, const char* what, int6
   const TensorType& t = *ctx.input(i).type;
   const int64_t n = t.ElementCount();
   if (t.rank() > 1 || (n != 1 && n != per_axis)) {
-    return InvalidArgument("{} {}: {} [{}] must be a scalar{}", ctx.op_type, ctx.node, what, DimsToString(t.dims),
+    return InvalidArgument("{} {}: {} [{}] must be a scalar{}", ctx.op_type, ctx.node, what,
+                           DimsToString(t.dims),
                            per_axis > 1 ? " or 1-d of " + std::to_string(per_axis) : std::string());
   }
   return Status::Ok();
@@ -43,7 +48,9 @@ Status CheckQuantParam(const ShapeContext& ctx, size_t i, const char* what, int6
 Expected<int64_t> QuantAxisSize(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
   KILN_ASSIGN_OR_RETURN(int64_t block, IntAttrOr(ctx.a(), "block_size", 0));
-  if (block != 0) return Unsupported("{} {}: blocked quantization (block_size {}) is not supported", ctx.op_type, ctx.node, block);
+  if (block != 0)
+    return Unsupported("{} {}: blocked quantization (block_size {}) is not supported", ctx.op_type, ctx.node,
+                       block);
   KILN_ASSIGN_OR_RETURN(int64_t axis, IntAttrOr(ctx.a(), "axis", 1));
   if (x.rank() == 0 || ctx.input(1).type->ElementCount() == 1) return 1;
   KILN_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axis, x.rank()));
@@ -53,7 +60,8 @@ Expected<int64_t> QuantAxisSize(const ShapeContext& ctx) {
 Expected<ShapeResult> InferQuantize(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
   if (x.dtype != DType::kF32 && x.dtype != DType::kI32) {
-    return InvalidArgument("QuantizeLinear {}: x is {}, expected f32 (or int32)", ctx.node, DTypeName(x.dtype));
+    return InvalidArgument("QuantizeLinear {}: x is {}, expected f32 (or int32)", ctx.node,
+                           DTypeName(x.dtype));
   }
   KILN_ASSIGN_OR_RETURN(int64_t per_axis, QuantAxisSize(ctx));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 1, "y_scale", per_axis));
@@ -69,7 +77,8 @@ Expected<ShapeResult> InferQuantize(const ShapeContext& ctx) {
 Expected<ShapeResult> InferDequantize(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
   if (!IsInt8(x.dtype) && x.dtype != DType::kI32) {
-    return InvalidArgument("DequantizeLinear {}: x is {}, expected uint8, int8 or int32", ctx.node, DTypeName(x.dtype));
+    return InvalidArgument("DequantizeLinear {}: x is {}, expected uint8, int8 or int32", ctx.node,
+                           DTypeName(x.dtype));
   }
   KILN_ASSIGN_OR_RETURN(int64_t per_axis, QuantAxisSize(ctx));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 1, "x_scale", per_axis));
@@ -83,7 +92,8 @@ Expected<ShapeResult> InferDequantize(const ShapeContext& ctx) {
 
 Expected<ShapeResult> InferDynamicQuantize(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
-  if (x.dtype != DType::kF32) return InvalidArgument("DynamicQuantizeLinear {}: x is {}, expected f32", ctx.node, DTypeName(x.dtype));
+  if (x.dtype != DType::kF32)
+    return InvalidArgument("DynamicQuantizeLinear {}: x is {}, expected f32", ctx.node, DTypeName(x.dtype));
   ShapeResult r;
   r.outputs = {TensorType{DType::kU8, x.dims}, TensorType{DType::kF32, {}}, TensorType{DType::kU8, {}}};
   return r;
@@ -92,7 +102,8 @@ Expected<ShapeResult> InferDynamicQuantize(const ShapeContext& ctx) {
 Expected<ShapeResult> InferMatMulInteger(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 0, "A"));
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 1, "B"));
-  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, ctx.input(1).type->dims));
+  KILN_ASSIGN_OR_RETURN(
+      MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, ctx.input(1).type->dims));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 2, "a_zero_point", ctx.input(0).type->rank() >= 2 ? s.m : 1));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 3, "b_zero_point", ctx.input(1).type->rank() >= 2 ? s.n : 1));
   return OneOutput(TensorType{DType::kI32, s.out_dims});
@@ -104,7 +115,8 @@ Expected<ShapeResult> InferQLinearMatMul(const ShapeContext& ctx) {
   const bool fused = ctx.op_type != "QLinearMatMul";
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 0, "a"));
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 3, "b"));
-  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, ctx.input(3).type->dims));
+  KILN_ASSIGN_OR_RETURN(
+      MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, ctx.input(3).type->dims));
   const int64_t rows = ctx.input(0).type->rank() >= 2 ? s.m : 1;
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 1, "a_scale", fused ? 1 : rows));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 2, "a_zero_point", fused ? 1 : rows));
@@ -142,7 +154,8 @@ double QMatMulFlops(const ShapeContext& ctx, const std::vector<TensorType>&) {
 Expected<ShapeResult> InferConvInteger(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 0, "x"));
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 1, "w"));
-  KILN_ASSIGN_OR_RETURN(QConvGeometry g, QConvGeometryOf(ctx.op_type, ctx.node, ctx.a(), ctx.input(0).type->dims, ctx.input(1).type->dims));
+  KILN_ASSIGN_OR_RETURN(QConvGeometry g, QConvGeometryOf(ctx.op_type, ctx.node, ctx.a(),
+                                                         ctx.input(0).type->dims, ctx.input(1).type->dims));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 2, "x_zero_point", 1));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 3, "w_zero_point", g.out_channels));
   return OneOutput(TensorType{DType::kI32, g.OutputDims()});
@@ -151,7 +164,8 @@ Expected<ShapeResult> InferConvInteger(const ShapeContext& ctx) {
 Expected<ShapeResult> InferQLinearConv(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 0, "x"));
   KILN_RETURN_IF_ERROR(CheckInt8(ctx, 3, "w"));
-  KILN_ASSIGN_OR_RETURN(QConvGeometry g, QConvGeometryOf(ctx.op_type, ctx.node, ctx.a(), ctx.input(0).type->dims, ctx.input(3).type->dims));
+  KILN_ASSIGN_OR_RETURN(QConvGeometry g, QConvGeometryOf(ctx.op_type, ctx.node, ctx.a(),
+                                                         ctx.input(0).type->dims, ctx.input(3).type->dims));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 1, "x_scale", 1));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 2, "x_zero_point", 1));
   KILN_RETURN_IF_ERROR(CheckQuantParam(ctx, 4, "w_scale", g.out_channels));
@@ -161,7 +175,8 @@ Expected<ShapeResult> InferQLinearConv(const ShapeContext& ctx) {
   if (ctx.input(8).present()) {
     const TensorType& bias = *ctx.input(8).type;
     if (bias.dtype != DType::kI32 || bias.ElementCount() != g.out_channels || bias.rank() != 1) {
-      return InvalidArgument("QLinearConv {}: B {} must be int32 [{}]", ctx.node, bias.ToString(), g.out_channels);
+      return InvalidArgument("QLinearConv {}: B {} must be int32 [{}]", ctx.node, bias.ToString(),
+                             g.out_channels);
     }
   }
   DType out = DType::kU8;
@@ -176,7 +191,8 @@ double QConvFlops(const ShapeContext& ctx, const std::vector<TensorType>& output
   const size_t w = ctx.op_type == "ConvInteger" ? 1 : 3;
   const TensorType& wt = *ctx.input(w).type;
   if (outputs.empty() || wt.dims.empty()) return 0;
-  return 2.0 * static_cast<double>(outputs[0].ElementCount()) * static_cast<double>(wt.ElementCount() / wt.dims[0]);
+  return 2.0 * static_cast<double>(outputs[0].ElementCount()) *
+         static_cast<double>(wt.ElementCount() / wt.dims[0]);
 }
 
 TensorOpDef Def(const char* name, int min_in, int max_in, Expected<ShapeResult> (*infer)(const ShapeContext&),

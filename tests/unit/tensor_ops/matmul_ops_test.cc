@@ -40,8 +40,8 @@ void ExpectNear(const TensorData& got, const std::vector<float>& want, int64_t k
 std::vector<float> ReferenceMatMul(const TensorData& a, const TensorData& b) {
   auto s = MatMulShapeOf("MatMul", "ref", a.type().dims, b.type().dims).value();
   std::vector<float> c(static_cast<size_t>(s.batch * s.m * s.n));
-  cpu::ReferenceBatchedMatMul<float>(s.batch, s.m, s.n, s.k, a.As<float>(), s.a_index.data(), s.m * s.k, s.k, 1,
-                                     b.As<float>(), s.b_index.data(), s.k * s.n, s.n, 1, c.data());
+  cpu::ReferenceBatchedMatMul<float>(s.batch, s.m, s.n, s.k, a.As<float>(), s.a_index.data(), s.m * s.k, s.k,
+                                     1, b.As<float>(), s.b_index.data(), s.k * s.n, s.n, 1, c.data());
   return c;
 }
 
@@ -53,10 +53,18 @@ TEST(MatMulOps, PackedPathsMatchThePlainLoops) {
   std::mt19937 rng(7);
   ThreadPool pool(2);
   const std::vector<MatMulCase> cases = {
-      {{1, 1}, {1, 1}},           {{3, 5}, {5, 7}},           {{17, 33}, {33, 19}},
-      {{197, 64}, {64, 197}},     {{2, 3, 7, 9}, {2, 3, 9, 11}}, {{4, 1, 5, 6}, {3, 6, 17}},
-      {{5, 8}, {2, 3, 8, 4}},     {{9}, {9, 13}},             {{6, 10, 9}, {9}},
-      {{9}, {9}},                 {{1, 7, 3}, {4, 3, 1}},     {{37, 300}, {300, 35}},
+      {{1, 1}, {1, 1}},
+      {{3, 5}, {5, 7}},
+      {{17, 33}, {33, 19}},
+      {{197, 64}, {64, 197}},
+      {{2, 3, 7, 9}, {2, 3, 9, 11}},
+      {{4, 1, 5, 6}, {3, 6, 17}},
+      {{5, 8}, {2, 3, 8, 4}},
+      {{9}, {9, 13}},
+      {{6, 10, 9}, {9}},
+      {{9}, {9}},
+      {{1, 7, 3}, {4, 3, 1}},
+      {{37, 300}, {300, 35}},
   };
   for (const MatMulCase& c : cases) {
     const TensorData a = RandomF32(c.a, &rng), b = RandomF32(c.b, &rng);
@@ -70,8 +78,9 @@ TEST(MatMulOps, PackedPathsMatchThePlainLoops) {
         run.pool = p;
         auto out = cpu::RunTensorOp(run);
         ASSERT_TRUE(out.ok()) << out.status().message();
-        const std::string what = "[" + DimsToString(c.a) + "] x [" + DimsToString(c.b) + "] constant=" +
-                                 std::to_string(constant) + " threads=" + std::to_string(p ? 2 : 1);
+        const std::string what = "[" + DimsToString(c.a) + "] x [" + DimsToString(c.b) +
+                                 "] constant=" + std::to_string(constant) +
+                                 " threads=" + std::to_string(p ? 2 : 1);
         auto s = MatMulShapeOf("MatMul", "ref", c.a, c.b).value();
         EXPECT_EQ((*out)[0].type().dims, s.out_dims) << what;
         ExpectNear((*out)[0], want, s.k, what);
@@ -84,7 +93,8 @@ TEST(MatMulOps, FusedMatMulAddsTheBiasRow) {
   std::mt19937 rng(17);
   ThreadPool pool(2);
   for (const std::vector<int64_t>& bias_dims : {std::vector<int64_t>{37}, std::vector<int64_t>{1, 1, 37}}) {
-    const TensorData a = RandomF32({2, 5, 70}, &rng), b = RandomF32({70, 37}, &rng), bias = RandomF32(bias_dims, &rng);
+    const TensorData a = RandomF32({2, 5, 70}, &rng), b = RandomF32({70, 37}, &rng),
+                     bias = RandomF32(bias_dims, &rng);
     std::vector<float> want = ReferenceMatMul(a, b);
     for (size_t i = 0; i < want.size(); ++i) want[i] += bias.As<float>()[i % 37];
     for (bool constant : {false, true}) {
@@ -142,14 +152,16 @@ TEST(GemmOps, PackedPathsMatchThePlainLoops) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   const std::vector<GemmCase> cases = {
-      {3, 5, 7, false, false, 1.0, 1.0, {-1}},  {17, 33, 19, true, false, 0.5, 2.0, {33}},
-      {17, 33, 19, false, true, 1.0, 1.0, {1, 33}}, {8, 20, 300, true, true, 1.5, -1.0, {8, 1}},
+      {3, 5, 7, false, false, 1.0, 1.0, {-1}},       {17, 33, 19, true, false, 0.5, 2.0, {33}},
+      {17, 33, 19, false, true, 1.0, 1.0, {1, 33}},  {8, 20, 300, true, true, 1.5, -1.0, {8, 1}},
       {1, 1000, 384, false, true, 1.0, 1.0, {1000}}, {6, 7, 5, false, false, 2.0, 0.5, {6, 7}},
-      {4, 9, 3, false, true, 1.0, 3.0, {}},      {4, 9, 3, false, false, 1.0, 1.0, {1}},
+      {4, 9, 3, false, true, 1.0, 3.0, {}},          {4, 9, 3, false, false, 1.0, 1.0, {1}},
   };
   for (const GemmCase& c : cases) {
-    const TensorData a = RandomF32(c.trans_a ? std::vector<int64_t>{c.k, c.m} : std::vector<int64_t>{c.m, c.k}, &rng);
-    const TensorData b = RandomF32(c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n}, &rng);
+    const TensorData a =
+        RandomF32(c.trans_a ? std::vector<int64_t>{c.k, c.m} : std::vector<int64_t>{c.m, c.k}, &rng);
+    const TensorData b =
+        RandomF32(c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n}, &rng);
     const bool has_c = c.c != std::vector<int64_t>{-1};
     const TensorData cc = has_c ? RandomF32(c.c, &rng) : TensorData();
     std::vector<float> want(static_cast<size_t>(c.m * c.n));
@@ -278,7 +290,8 @@ TEST(EinsumOps, MatMulRewritesAndLoopsMatchThePlainLoop) {
 TEST(EinsumOps, PlainLoopComputesKnownValues) {
   const TensorData a = TensorData::FromValues<float>(DType::kF32, {2, 2}, {1, 2, 3, 4});
   const TensorData b = TensorData::FromValues<float>(DType::kF32, {2, 2}, {5, 6, 7, 8});
-  EXPECT_EQ(EinsumReference("ij,jk->ik", {a, b}, {DType::kF32, {2, 2}}), (std::vector<float>{19, 22, 43, 50}));
+  EXPECT_EQ(EinsumReference("ij,jk->ik", {a, b}, {DType::kF32, {2, 2}}),
+            (std::vector<float>{19, 22, 43, 50}));
   EXPECT_EQ(EinsumReference("ii->i", {a}, {DType::kF32, {2}}), (std::vector<float>{1, 4}));
   EXPECT_EQ(EinsumReference("ij->ji", {a}, {DType::kF32, {2, 2}}), (std::vector<float>{1, 3, 2, 4}));
   EXPECT_EQ(EinsumReference("ij,ij->", {a, b}, {DType::kF32, {}}), (std::vector<float>{70}));
@@ -332,20 +345,21 @@ TEST(MatMulOps, WeightsArePackedAtBindTimeAndEinsumBecomesAMatMul) {
   AttributeMap none;
   std::mt19937 rng(3);
   const TensorData w = RandomF32({64, 96}, &rng);
-  auto packed = cpu::MakeTensorKernel(ArgsFor("MatMul", &none, {{DType::kF32, {197, 64}}, w.type()}, {nullptr, &w}));
+  auto packed =
+      cpu::MakeTensorKernel(ArgsFor("MatMul", &none, {{DType::kF32, {197, 64}}, w.type()}, {nullptr, &w}));
   ASSERT_TRUE(packed.ok()) << packed.status().message();
   EXPECT_NE(packed->impl.find("packed-weights"), std::string::npos) << packed->impl;
   EXPECT_EQ(packed->scratch_bytes, 0u);
-  auto activations =
-      cpu::MakeTensorKernel(ArgsFor("MatMul", &none, {{DType::kF32, {197, 64}}, w.type()}, {nullptr, nullptr}));
+  auto activations = cpu::MakeTensorKernel(
+      ArgsFor("MatMul", &none, {{DType::kF32, {197, 64}}, w.type()}, {nullptr, nullptr}));
   ASSERT_TRUE(activations.ok());
   EXPECT_EQ(activations->impl.find("packed-weights"), std::string::npos) << activations->impl;
   EXPECT_GT(activations->scratch_bytes, 0u);
 
   AttributeMap eq;
   eq.SetString("equation", "bhid,bhjd->bhij");
-  auto einsum = cpu::MakeTensorKernel(
-      ArgsFor("Einsum", &eq, {{DType::kF32, {1, 6, 197, 64}}, {DType::kF32, {1, 6, 197, 64}}}, {nullptr, nullptr}));
+  auto einsum = cpu::MakeTensorKernel(ArgsFor(
+      "Einsum", &eq, {{DType::kF32, {1, 6, 197, 64}}, {DType::kF32, {1, 6, 197, 64}}}, {nullptr, nullptr}));
   ASSERT_TRUE(einsum.ok()) << einsum.status().message();
   EXPECT_NE(einsum->impl.find("batched-matmul"), std::string::npos) << einsum->impl;
   eq.SetString("equation", "bii->bi");

@@ -23,8 +23,8 @@ std::vector<T> Values(const TensorData& t) {
 }
 
 Expected<std::vector<TensorData>> RunOp(const std::string& op, std::vector<std::optional<TensorData>> inputs,
-                                      bool constants = false, AttributeMap attrs = {}, ThreadPool* pool = nullptr,
-                                      int num_outputs = 1) {
+                                        bool constants = false, AttributeMap attrs = {},
+                                        ThreadPool* pool = nullptr, int num_outputs = 1) {
   cpu::TensorOpRun run;
   run.op_type = op;
   run.node = "q";
@@ -36,24 +36,33 @@ Expected<std::vector<TensorData>> RunOp(const std::string& op, std::vector<std::
   return cpu::RunTensorOp(run);
 }
 
-TensorData Scalar(float v) { return TensorData::FromValues<float>(DType::kF32, {}, {v}); }
-TensorData U8(std::vector<int64_t> dims, std::vector<uint8_t> v) { return TensorData::FromValues<uint8_t>(DType::kU8, std::move(dims), v); }
-TensorData I8(std::vector<int64_t> dims, std::vector<int8_t> v) { return TensorData::FromValues<int8_t>(DType::kI8, std::move(dims), v); }
+TensorData Scalar(float v) {
+  return TensorData::FromValues<float>(DType::kF32, {}, {v});
+}
+TensorData U8(std::vector<int64_t> dims, std::vector<uint8_t> v) {
+  return TensorData::FromValues<uint8_t>(DType::kU8, std::move(dims), v);
+}
+TensorData I8(std::vector<int64_t> dims, std::vector<int8_t> v) {
+  return TensorData::FromValues<int8_t>(DType::kI8, std::move(dims), v);
+}
 
 TEST(QuantOps, QuantizeRoundsHalfToEvenAndSaturates) {
   const float inf = std::numeric_limits<float>::infinity();
   const TensorData x = TensorData::FromValues<float>(
-      DType::kF32, {13}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.f, -300.f, 3.49f, 126.5f, -127.5f, 1e30f, -inf, inf});
+      DType::kF32, {13},
+      {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.f, -300.f, 3.49f, 126.5f, -127.5f, 1e30f, -inf, inf});
   auto u = RunOp("QuantizeLinear", {x, Scalar(1.0f)});
   ASSERT_TRUE(u.ok()) << u.status().message();
   EXPECT_EQ((*u)[0].type().dtype, DType::kU8);
   EXPECT_EQ(Values<uint8_t>((*u)[0]), (std::vector<uint8_t>{0, 2, 2, 0, 0, 255, 0, 3, 126, 0, 255, 0, 255}));
   auto s = RunOp("QuantizeLinear", {x, Scalar(1.0f), I8({}, {0})});
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(Values<int8_t>((*s)[0]), (std::vector<int8_t>{0, 2, 2, 0, -2, 127, -128, 3, 126, -128, 127, -128, 127}));
+  EXPECT_EQ(Values<int8_t>((*s)[0]),
+            (std::vector<int8_t>{0, 2, 2, 0, -2, 127, -128, 3, 126, -128, 127, -128, 127}));
   auto z = RunOp("QuantizeLinear", {x, Scalar(2.0f), U8({}, {128})});
   ASSERT_TRUE(z.ok());
-  // x / 2 = 0.25 0.75 1.25 -0.25 -0.75 150 -150 1.745 63.25 -63.75 ... -> 0 1 1 0 -1 150 -150 2 63 -64, + 128.
+  // x / 2 = 0.25 0.75 1.25 -0.25 -0.75 150 -150 1.745 63.25 -63.75 ... -> 0 1 1 0 -1 150 -150 2 63 -64, +
+  // 128.
   EXPECT_EQ(Values<uint8_t>((*z)[0]),
             (std::vector<uint8_t>{128, 129, 129, 128, 127, 255, 0, 130, 191, 64, 255, 0, 255}));
 }
@@ -81,7 +90,8 @@ TEST(QuantOps, PerAxisQuantizeAndDequantize) {
   const std::vector<float> back = Values<float>((*d)[0]);
   for (int i = 0; i < 12; ++i) {
     const int c = (i / 2) % 3;
-    EXPECT_FLOAT_EQ(back[static_cast<size_t>(i)], static_cast<float>(want[static_cast<size_t>(i)] - zps[c]) * sc[c]);
+    EXPECT_FLOAT_EQ(back[static_cast<size_t>(i)],
+                    static_cast<float>(want[static_cast<size_t>(i)] - zps[c]) * sc[c]);
   }
   // A negative axis names the same axis.
   AttributeMap axis;
@@ -150,7 +160,8 @@ int32_t At(const TensorData& t, int64_t i) {
 }
 
 // The int32 products (a - a_zp)(b - b_zp), computed here from the definition.
-std::vector<int32_t> NaiveInt(const TensorData& a, const TensorData& b, const TensorData* az, const TensorData* bz) {
+std::vector<int32_t> NaiveInt(const TensorData& a, const TensorData& b, const TensorData* az,
+                              const TensorData* bz) {
   auto s = MatMulShapeOf("t", "t", a.type().dims, b.type().dims).value();
   std::vector<int32_t> out;
   for (int64_t i = 0; i < s.batch; ++i) {
@@ -160,7 +171,8 @@ std::vector<int32_t> NaiveInt(const TensorData& a, const TensorData& b, const Te
         const int32_t azv = az ? At(*az, az->type().ElementCount() > 1 ? r : 0) : 0;
         const int32_t bzv = bz ? At(*bz, bz->type().ElementCount() > 1 ? j : 0) : 0;
         for (int64_t kk = 0; kk < s.k; ++kk) {
-          sum += (At(a, s.a_index[i] * s.m * s.k + r * s.k + kk) - azv) * (At(b, s.b_index[i] * s.k * s.n + kk * s.n + j) - bzv);
+          sum += (At(a, s.a_index[i] * s.m * s.k + r * s.k + kk) - azv) *
+                 (At(b, s.b_index[i] * s.k * s.n + kk * s.n + j) - bzv);
         }
         out.push_back(sum);
       }
@@ -176,7 +188,8 @@ struct QCase {
 };
 
 // The op on its plain int32 loops.
-Expected<std::vector<TensorData>> RunLoops(const std::string& op, const std::vector<std::optional<TensorData>>& inputs,
+Expected<std::vector<TensorData>> RunLoops(const std::string& op,
+                                           const std::vector<std::optional<TensorData>>& inputs,
                                            const TensorType& out) {
   AttributeMap none;
   cpu::TensorKernelArgs args;
@@ -198,7 +211,8 @@ Expected<std::vector<TensorData>> RunLoops(const std::string& op, const std::vec
   cpu::TensorCall call;
   call.inputs = ptrs.data();
   call.outputs = &out_ptr;
-  call.scratch = reinterpret_cast<uint8_t*>(scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64);
+  call.scratch = reinterpret_cast<uint8_t*>(scratch.data() +
+                                            (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64);
   KILN_RETURN_IF_ERROR(k.run(call));
   return std::vector<TensorData>{TensorData(out, bytes)};
 }
@@ -241,19 +255,23 @@ TEST(QuantOps, MatMulIntegerIsExactOnEveryPath) {
     auto s = MatMulShapeOf("t", "t", c.a, c.b).value();
     const TensorData a = RandomQ(c.at, c.a, &rng);
     // B's values within 127 of its zero point, so that the int8 kernels take it.
-    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
-    const TensorData b = RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
-    const TensorData az = RandomQ(c.at, c.per_row_a ? std::vector<int64_t>{s.m} : std::vector<int64_t>{}, &rng);
+    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{},
+                                  &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
+    const TensorData b =
+        RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
+    const TensorData az =
+        RandomQ(c.at, c.per_row_a ? std::vector<int64_t>{s.m} : std::vector<int64_t>{}, &rng);
     const std::vector<int32_t> want = NaiveInt(a, b, &az, &bz);
     // A batched B runs the loops; a 2-d one the int8 kernels.
-    EXPECT_EQ(TakesInt8Kernels("MatMulInteger", {a, b, az, bz}, DType::kI32), c.b.size() == 2) << DimsToString(c.b);
+    EXPECT_EQ(TakesInt8Kernels("MatMulInteger", {a, b, az, bz}, DType::kI32), c.b.size() == 2)
+        << DimsToString(c.b);
     for (bool constant : {false, true}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         auto out = RunOp("MatMulInteger", {a, b, az, bz}, constant, {}, p);
         ASSERT_TRUE(out.ok()) << out.status().message();
         EXPECT_EQ((*out)[0].type().dims, s.out_dims);
-        EXPECT_EQ(Values<int32_t>((*out)[0]), want) << "[" << DimsToString(c.a) << "] x [" << DimsToString(c.b)
-                                                    << "] constant " << constant;
+        EXPECT_EQ(Values<int32_t>((*out)[0]), want)
+            << "[" << DimsToString(c.a) << "] x [" << DimsToString(c.b) << "] constant " << constant;
       }
     }
     // No zero points at all.
@@ -263,8 +281,8 @@ TEST(QuantOps, MatMulIntegerIsExactOnEveryPath) {
   }
 }
 
-cpu::TensorKernelArgs ArgsOf(const std::string& op, const std::vector<TensorData>& in, std::vector<bool> constant,
-                             const AttributeMap* attrs) {
+cpu::TensorKernelArgs ArgsOf(const std::string& op, const std::vector<TensorData>& in,
+                             std::vector<bool> constant, const AttributeMap* attrs) {
   cpu::TensorKernelArgs args;
   args.op_type = op;
   args.node = "q";
@@ -289,7 +307,8 @@ TEST(QuantOps, ConstantInt8WeightsTakeTheInt8GemmKernels) {
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_NE(k->impl.find("kiln-int8"), std::string::npos) << k->impl;
   // A long K runs in chunks whose sums stay exact.
-  const TensorData a_long = RandomQ(DType::kU8, {4, 1500}, &rng), b_long = RandomQ(DType::kI8, {1500, 16}, &rng, -127, 127);
+  const TensorData a_long = RandomQ(DType::kU8, {4, 1500}, &rng),
+                   b_long = RandomQ(DType::kI8, {1500, 16}, &rng, -127, 127);
   const std::vector<TensorData> long_inputs = {a_long, b_long};
   auto long_args = ArgsOf("MatMulInteger", long_inputs, {false, true}, &none);
   long_args.outputs = args.outputs;
@@ -312,12 +331,16 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
   for (const QCase& c : QCases()) {
     auto s = MatMulShapeOf("t", "t", c.a, c.b).value();
     const TensorData a = RandomQ(c.at, c.a, &rng);
-    const TensorData b = RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
+    const TensorData b =
+        RandomQ(c.bt, c.b, &rng, c.bt == DType::kU8 ? 10 : -117, c.bt == DType::kU8 ? 245 : 117);
     const TensorData az = RandomQ(c.at, {}, &rng);
-    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
+    const TensorData bz = RandomQ(c.bt, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{},
+                                  &rng, c.bt == DType::kU8 ? 123 : -10, c.bt == DType::kU8 ? 128 : 10);
     std::vector<float> bs;
-    for (int64_t j = 0; j < (c.per_col_b ? s.n : 1); ++j) bs.push_back(0.001f * static_cast<float>(1 + j % 7));
-    const TensorData b_scale = TensorData::FromValues<float>(DType::kF32, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, bs);
+    for (int64_t j = 0; j < (c.per_col_b ? s.n : 1); ++j)
+      bs.push_back(0.001f * static_cast<float>(1 + j % 7));
+    const TensorData b_scale = TensorData::FromValues<float>(
+        DType::kF32, c.per_col_b ? std::vector<int64_t>{s.n} : std::vector<int64_t>{}, bs);
     const float a_scale = 0.02f;
     const DType yt = c.at;
     const TensorData yz = yt == DType::kU8 ? U8({}, {128}) : I8({}, {3});
@@ -325,27 +348,34 @@ TEST(QuantOps, QLinearMatMulFastPathMatchesTheLoopsWithinOneStep) {
     // y_scale puts the largest |real| near 100 steps: little saturation.
     double largest = 1e-6;
     for (size_t i = 0; i < acc.size(); ++i) {
-      largest = std::max(largest, std::fabs(static_cast<double>(acc[i]) * a_scale * bs[c.per_col_b ? i % s.n : 0]));
+      largest =
+          std::max(largest, std::fabs(static_cast<double>(acc[i]) * a_scale * bs[c.per_col_b ? i % s.n : 0]));
     }
     const float y_scale = static_cast<float>(largest / 100);
-    std::vector<std::optional<TensorData>> inputs = {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz};
-    EXPECT_EQ(TakesInt8Kernels("QLinearMatMul", {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz}, yt),
-              c.b.size() == 2)
+    std::vector<std::optional<TensorData>> inputs = {a,  Scalar(a_scale), az, b, b_scale,
+                                                     bz, Scalar(y_scale), yz};
+    EXPECT_EQ(
+        TakesInt8Kernels("QLinearMatMul", {a, Scalar(a_scale), az, b, b_scale, bz, Scalar(y_scale), yz}, yt),
+        c.b.size() == 2)
         << DimsToString(c.b);
     auto ref = RunLoops("QLinearMatMul", inputs, TensorType{yt, s.out_dims});
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
       const int64_t j = i % s.n;
-      const double real = static_cast<double>(acc[static_cast<size_t>(i)]) * a_scale * bs[static_cast<size_t>(c.per_col_b ? j : 0)];
+      const double real = static_cast<double>(acc[static_cast<size_t>(i)]) * a_scale *
+                          bs[static_cast<size_t>(c.per_col_b ? j : 0)];
       const double q = std::nearbyint(real / y_scale) + At(yz, 0);
-      const double want = std::max(yt == DType::kU8 ? 0.0 : -128.0, std::min(yt == DType::kU8 ? 255.0 : 127.0, q));
+      const double want =
+          std::max(yt == DType::kU8 ? 0.0 : -128.0, std::min(yt == DType::kU8 ? 255.0 : 127.0, q));
       ASSERT_NEAR(At((*ref)[0], i), want, 1.0) << i;
     }
-    for (const auto& [constant, p] : std::vector<std::pair<bool, ThreadPool*>>{{true, nullptr}, {true, &pool}, {false, &pool}}) {
+    for (const auto& [constant, p] :
+         std::vector<std::pair<bool, ThreadPool*>>{{true, nullptr}, {true, &pool}, {false, &pool}}) {
       auto fast = RunOp("QLinearMatMul", inputs, constant, {}, p);
       ASSERT_TRUE(fast.ok()) << fast.status().message();
       for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
-        ASSERT_NEAR(At((*fast)[0], i), At((*ref)[0], i), 1) << "[" << DimsToString(c.a) << "] x [" << DimsToString(c.b) << "] " << i;
+        ASSERT_NEAR(At((*fast)[0], i), At((*ref)[0], i), 1)
+            << "[" << DimsToString(c.a) << "] x [" << DimsToString(c.b) << "] " << i;
       }
     }
   }
@@ -390,7 +420,8 @@ TEST(QuantOps, QLinearConvRequantizesTheIntegerConvolution) {
   // Two groups, per-channel weight scales, stride 2, bias.
   const TensorData x = RandomQ(DType::kU8, {1, 4, 7, 6}, &rng);
   const TensorData w = RandomQ(DType::kI8, {6, 2, 3, 3}, &rng, -127, 127);
-  const TensorData w_scale = TensorData::FromValues<float>(DType::kF32, {6}, {0.01f, 0.02f, 0.015f, 0.01f, 0.03f, 0.02f});
+  const TensorData w_scale =
+      TensorData::FromValues<float>(DType::kF32, {6}, {0.01f, 0.02f, 0.015f, 0.01f, 0.03f, 0.02f});
   const TensorData bias = TensorData::FromValues<int32_t>(DType::kI32, {6}, {100, -200, 0, 50, 1000, -7});
   AttributeMap attrs;
   attrs.SetInt("group", 2);
@@ -399,13 +430,15 @@ TEST(QuantOps, QLinearConvRequantizesTheIntegerConvolution) {
   const TensorData x_zp = U8({}, {128}), w_zp = I8({6}, {0, 0, 0, 0, 0, 0});
   auto ci = RunOp("ConvInteger", {x, w, x_zp, w_zp}, false, attrs);
   ASSERT_TRUE(ci.ok()) << ci.status().message();
-  auto q = RunOp("QLinearConv", {x, Scalar(0.1f), x_zp, w, w_scale, w_zp, Scalar(0.5f), U8({}, {100}), bias}, false, attrs);
+  auto q = RunOp("QLinearConv", {x, Scalar(0.1f), x_zp, w, w_scale, w_zp, Scalar(0.5f), U8({}, {100}), bias},
+                 false, attrs);
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_EQ((*q)[0].type(), (TensorType{DType::kU8, {1, 6, 4, 3}}));
   const int64_t per_channel = 12;
   for (int64_t i = 0; i < 6 * per_channel; ++i) {
     const int64_t oc = i / per_channel;
-    const double real = (static_cast<double>((*ci)[0].As<int32_t>()[i]) + bias.As<int32_t>()[oc]) * 0.1 * w_scale.As<float>()[oc];
+    const double real = (static_cast<double>((*ci)[0].As<int32_t>()[i]) + bias.As<int32_t>()[oc]) * 0.1 *
+                        w_scale.As<float>()[oc];
     const double want = std::max(0.0, std::min(255.0, std::nearbyint(real / 0.5) + 100));
     ASSERT_NEAR((*q)[0].As<uint8_t>()[i], want, 1.0) << i;
   }
@@ -425,9 +458,10 @@ TEST(QuantOps, QuantizedConvolutionsOnTheInt8KernelsMatchTheLoops) {
       {{1, 3, 9, 11}, {8, 3, 3, 3}, DType::kU8, DType::kI8, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {{2, 4, 10, 7}, {6, 2, 3, 2}, DType::kU8, DType::kU8, 2, {2, 1}, {1, 0, 2, 1}, {1, 2}},
       {{1, 6, 8, 8}, {6, 1, 3, 3}, DType::kI8, DType::kI8, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // depthwise
-      {{1, 5, 13}, {7, 5, 4}, DType::kU8, DType::kI8, 1, {3}, {2, 1}, {1}},                     // 1-d
+      {{1, 5, 13}, {7, 5, 4}, DType::kU8, DType::kI8, 1, {3}, {2, 1}, {1}},                   // 1-d
       {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, DType::kU8, DType::kI8, 1, {1, 2, 1}, {0, 1, 1, 1, 0, 1}, {1, 1, 2}},
-      {{1, 130, 5, 5}, {17, 130, 3, 3}, DType::kU8, DType::kI8, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // K past 1024
+      {{1, 130, 5, 5}, {17, 130, 3, 3}, DType::kU8, DType::kI8, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // K past
+                                                                                                   // 1024
   };
   for (const QConvCase& c : cases) {
     AttributeMap attrs;
@@ -471,7 +505,8 @@ TEST(QuantOps, QuantizedConvolutionsOnTheInt8KernelsMatchTheLoops) {
     for (int32_t v : Values<int32_t>((*loops)[0])) largest = std::max(largest, std::abs(v));
     const float y_scale = 0.05f * 0.01f * static_cast<float>(largest) / 100.0f;
     const TensorData y_zp = c.xt == DType::kU8 ? U8({}, {128}) : I8({}, {0});
-    std::vector<std::optional<TensorData>> inputs = {x, Scalar(0.05f), x_zp, w, w_scale, w_zp, Scalar(y_scale), y_zp, b};
+    std::vector<std::optional<TensorData>> inputs = {x,    Scalar(0.05f),   x_zp, w, w_scale,
+                                                     w_zp, Scalar(y_scale), y_zp, b};
     auto ref = RunOp("QLinearConv", inputs, false, attrs);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {

@@ -12,7 +12,9 @@
 namespace kiln::cpu {
 namespace {
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+size_t AlignUp(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 Expected<EinsumEquation> EquationOf(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(std::string equation, args.a().String("equation"));
@@ -51,7 +53,8 @@ LoopPlan MakeLoopPlan(const EinsumEquation& eq, const std::vector<TensorType>& i
     std::vector<int64_t> s(order.size(), 0);
     for (size_t axis = 0; axis < dims.size(); ++axis) {
       if (dims[axis] == 1) continue;
-      const size_t pos = static_cast<size_t>(std::find(order.begin(), order.end(), eq.inputs[i][axis]) - order.begin());
+      const size_t pos =
+          static_cast<size_t>(std::find(order.begin(), order.end(), eq.inputs[i][axis]) - order.begin());
       s[pos] += axis_stride[axis];
     }
     p.strides.push_back(std::move(s));
@@ -111,7 +114,8 @@ Expected<TensorKernel> LoopKernelFor(const EinsumEquation& eq, const TensorKerne
     case DType::kF64: return LoopKernel<double>(std::move(plan));
     case DType::kI32: return LoopKernel<int32_t>(std::move(plan));
     case DType::kI64: return LoopKernel<int64_t>(std::move(plan));
-    default: return Unsupported("dtype {} not supported (f32, f64, i32, i64)", DTypeName(args.inputs[0].dtype));
+    default:
+      return Unsupported("dtype {} not supported (f32, f64, i32, i64)", DTypeName(args.inputs[0].dtype));
   }
 }
 
@@ -138,7 +142,8 @@ bool IsIdentity(const std::vector<int>& perm) {
 // The axes of `labels` in the order of `want` (every label of want is in labels).
 std::vector<int> PermFor(const std::vector<int>& labels, const std::vector<int>& want) {
   std::vector<int> perm;
-  for (int l : want) perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
+  for (int l : want)
+    perm.push_back(static_cast<int>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
   return perm;
 }
 
@@ -235,7 +240,8 @@ Expected<TensorKernel> MakeEinsumReference(const TensorKernelArgs& args) {
 Expected<TensorKernel> MakeEinsum(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(EinsumEquation eq, EquationOf(args));
   auto plan = std::make_shared<MatMulPlan>();
-  if (args.inputs[0].dtype != DType::kF32 || !PlanMatMul(eq, args, plan.get())) return LoopKernelFor(eq, args);
+  if (args.inputs[0].dtype != DType::kF32 || !PlanMatMul(eq, args, plan.get()))
+    return LoopKernelFor(eq, args);
   TensorKernel k;
   k.impl = std::string(PackedGemmImpl()) + " batched-matmul";
   k.scratch_bytes = plan->a_bytes + plan->b_bytes + plan->packed_bytes + plan->c_bytes;
@@ -259,8 +265,8 @@ Expected<TensorKernel> MakeEinsum(const TensorKernelArgs& args) {
     }
     float* packed = reinterpret_cast<float*>(scratch);
     scratch += p.packed_bytes;
-    PackBMatrices(ctx, b, p.b_offset.data(), p.batch, p.k, p.n, p.b_transposed ? 1 : p.n, p.b_transposed ? p.k : 1,
-                  1.0f, packed);
+    PackBMatrices(ctx, b, p.b_offset.data(), p.batch, p.k, p.n, p.b_transposed ? 1 : p.n,
+                  p.b_transposed ? p.k : 1, 1.0f, packed);
     float* c = p.c_perm.empty() ? static_cast<float*>(call.outputs[0]) : reinterpret_cast<float*>(scratch);
     PackedGemm g;
     g.batch = p.batch;

@@ -13,7 +13,9 @@
 namespace kiln::cpu {
 namespace {
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+size_t AlignUp(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 template <typename T>
 TensorKernel ReferenceMatMulKernel(const MatMulShape& s) {
@@ -23,8 +25,8 @@ TensorKernel ReferenceMatMulKernel(const MatMulShape& s) {
   k.run = [shape](const TensorCall& call) {
     const MatMulShape& s = *shape;
     ReferenceBatchedMatMul<T>(s.batch, s.m, s.n, s.k, static_cast<const T*>(call.inputs[0]), s.a_index.data(),
-                              s.m * s.k, s.k, 1, static_cast<const T*>(call.inputs[1]), s.b_index.data(), s.k * s.n,
-                              s.n, 1, static_cast<T*>(call.outputs[0]));
+                              s.m * s.k, s.k, 1, static_cast<const T*>(call.inputs[1]), s.b_index.data(),
+                              s.k * s.n, s.n, 1, static_cast<T*>(call.outputs[0]));
     return Status::Ok();
   };
   return k;
@@ -33,15 +35,17 @@ TensorKernel ReferenceMatMulKernel(const MatMulShape& s) {
 // What the fp32 MatMul keeps between calls.
 struct MatMulPlan {
   MatMulShape shape;
-  std::vector<int64_t> a_offset;  // per output matrix, in floats
-  std::vector<int64_t> b_offset;  // per B matrix, in floats (for packing at run time)
+  std::vector<int64_t> a_offset;          // per output matrix, in floats
+  std::vector<int64_t> b_offset;          // per B matrix, in floats (for packing at run time)
   std::shared_ptr<AlignedFloats> packed;  // B packed at compile time, or null
 };
 
 Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
-  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(args.op_type, args.node, args.inputs[0].dims, args.inputs[1].dims));
-  if (args.has(2) && dtype != DType::kF32) return Unsupported("{} with a bias: dtype {} (f32 only)", args.op_type, DTypeName(dtype));
+  KILN_ASSIGN_OR_RETURN(MatMulShape s,
+                        MatMulShapeOf(args.op_type, args.node, args.inputs[0].dims, args.inputs[1].dims));
+  if (args.has(2) && dtype != DType::kF32)
+    return Unsupported("{} with a bias: dtype {} (f32 only)", args.op_type, DTypeName(dtype));
   switch (dtype) {
     case DType::kF32: break;
     case DType::kF64: return ReferenceMatMulKernel<double>(s);
@@ -59,8 +63,8 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   if (args.constants.size() > 1 && args.constants[1] != nullptr) {
     // A weight: packed once, here.
     plan->packed = std::make_shared<AlignedFloats>(packed_floats);
-    PackBMatrices(KernelContext{}, args.constants[1]->As<float>(), plan->b_offset.data(), s.b_matrices, s.k, s.n,
-                  s.n, 1, 1.0f, plan->packed->data());
+    PackBMatrices(KernelContext{}, args.constants[1]->As<float>(), plan->b_offset.data(), s.b_matrices, s.k,
+                  s.n, s.n, 1, 1.0f, plan->packed->data());
     k.impl += " packed-weights";
   } else {
     k.scratch_bytes = AlignUp(static_cast<size_t>(packed_floats) * sizeof(float));
@@ -71,8 +75,8 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
     KernelContext ctx{call.pool, BestIsa()};
     const float* packed = plan->packed ? plan->packed->data() : reinterpret_cast<float*>(call.scratch);
     if (!plan->packed) {
-      PackBMatrices(ctx, static_cast<const float*>(call.inputs[1]), plan->b_offset.data(), s.b_matrices, s.k, s.n,
-                    s.n, 1, 1.0f, reinterpret_cast<float*>(call.scratch));
+      PackBMatrices(ctx, static_cast<const float*>(call.inputs[1]), plan->b_offset.data(), s.b_matrices, s.k,
+                    s.n, s.n, 1, 1.0f, reinterpret_cast<float*>(call.scratch));
     }
     PackedGemm g;
     g.batch = s.batch;
@@ -99,11 +103,11 @@ struct GemmPlan {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   float alpha = 1, beta = 1;
-  std::vector<int64_t> c_dims;  // {} when there is no C (or beta is 0)
-  bool c_is_row = false;        // C broadcasts along rows only: the kernels' bias
-  std::shared_ptr<AlignedFloats> packed;  // alpha * B' packed, when B is a weight
+  std::vector<int64_t> c_dims;               // {} when there is no C (or beta is 0)
+  bool c_is_row = false;                     // C broadcasts along rows only: the kernels' bias
+  std::shared_ptr<AlignedFloats> packed;     // alpha * B' packed, when B is a weight
   std::shared_ptr<std::vector<float>> bias;  // beta * C as a row, when C is constant
-  size_t a_bytes = 0, b_bytes = 0;  // scratch: A' copy, packed B
+  size_t a_bytes = 0, b_bytes = 0;           // scratch: A' copy, packed B
   bool has_c = false;
 };
 
@@ -156,7 +160,8 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
     k.impl = "reference";
     k.run = [plan](const TensorCall& call) {
       ReferenceGemm<double>(*plan, static_cast<const double*>(call.inputs[0]),
-                            static_cast<const double*>(call.inputs[1]), plan->has_c ? static_cast<const double*>(call.inputs[2]) : nullptr,
+                            static_cast<const double*>(call.inputs[1]),
+                            plan->has_c ? static_cast<const double*>(call.inputs[2]) : nullptr,
                             static_cast<double*>(call.outputs[0]));
       return Status::Ok();
     };
@@ -183,7 +188,8 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
     p.bias = std::make_shared<std::vector<float>>(static_cast<size_t>(p.n));
     for (int64_t j = 0; j < p.n; ++j) (*p.bias)[static_cast<size_t>(j)] = p.beta * c[c_cols == 1 ? 0 : j];
   }
-  const size_t bias_bytes = p.has_c && p.c_is_row && !c_const ? AlignUp(static_cast<size_t>(p.n) * sizeof(float)) : 0;
+  const size_t bias_bytes =
+      p.has_c && p.c_is_row && !c_const ? AlignUp(static_cast<size_t>(p.n) * sizeof(float)) : 0;
   k.scratch_bytes = p.a_bytes + p.b_bytes + bias_bytes;
   k.run = [plan, b_stride_k, b_stride_n](const TensorCall& call) {
     const GemmPlan& p = *plan;
@@ -241,11 +247,15 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
 }  // namespace
 
 void AddMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
-  kernels->push_back({"MatMul", MakeMatMul, {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
+  kernels->push_back({"MatMul",
+                      MakeMatMul,
+                      {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
                       "numpy batch broadcasting; f32 on the packed linear kernels"});
   kernels->push_back({"kiln.FusedMatMul", MakeMatMul, {DType::kF32}, "MatMul + bias row; f32"});
   kernels->push_back({"Gemm", MakeGemm, {DType::kF32, DType::kF64}, ""});
-  kernels->push_back({"Einsum", MakeEinsum, {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
+  kernels->push_back({"Einsum",
+                      MakeEinsum,
+                      {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
                       "two-operand products as batched matmuls (f32); any other equation on plain loops"});
 }
 

@@ -12,17 +12,19 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr int64_t kRowTile = 6;            // the linear kernels' register tile height
-constexpr int64_t kMinPanelsPerCell = 4;   // 64 columns: enough chains to hide the FMA latency
+constexpr int64_t kRowTile = 6;           // the linear kernels' register tile height
+constexpr int64_t kMinPanelsPerCell = 4;  // 64 columns: enough chains to hide the FMA latency
 constexpr int64_t kCellsPerThread = 4;
 
 }  // namespace
 
-int64_t PackedBFloats(int64_t k, int64_t n) { return (n + kPanelWidth - 1) / kPanelWidth * kPanelWidth * k; }
+int64_t PackedBFloats(int64_t k, int64_t n) {
+  return (n + kPanelWidth - 1) / kPanelWidth * kPanelWidth * k;
+}
 
 // Panels [p0, p1) of PackB's layout.
-void PackPanels(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale, int64_t p0,
-                int64_t p1, float* dst) {
+void PackPanels(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale,
+                int64_t p0, int64_t p1, float* dst) {
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n0 = p * kPanelWidth;
     const int64_t width = std::min<int64_t>(kPanelWidth, n - n0);
@@ -40,7 +42,8 @@ void PackPanels(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t 
   }
 }
 
-void PackB(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale, float* dst) {
+void PackB(const float* b, int64_t k, int64_t n, int64_t stride_k, int64_t stride_n, float scale,
+           float* dst) {
   PackPanels(b, k, n, stride_k, stride_n, scale, 0, (n + kPanelWidth - 1) / kPanelWidth, dst);
 }
 
@@ -50,14 +53,15 @@ void PackBMatrices(const KernelContext& ctx, const float* b, const int64_t* offs
   const int64_t floats = PackedBFloats(k, n);
   const int64_t panels = (n + kPanelWidth - 1) / kPanelWidth;
   const int64_t panel_floats = std::max<int64_t>(k * kPanelWidth, 1);
-  ParallelRanges(ctx, count * panels, std::max<int64_t>(1, 32768 / panel_floats), [&](int64_t begin, int64_t end, int) {
-    for (int64_t item = begin; item < end;) {
-      const int64_t i = item / panels, p0 = item % panels;
-      const int64_t p1 = std::min(panels, p0 + (end - item));
-      PackPanels(b + offsets[i], k, n, stride_k, stride_n, scale, p0, p1, dst + i * floats);
-      item += p1 - p0;
-    }
-  });
+  ParallelRanges(ctx, count * panels, std::max<int64_t>(1, 32768 / panel_floats),
+                 [&](int64_t begin, int64_t end, int) {
+                   for (int64_t item = begin; item < end;) {
+                     const int64_t i = item / panels, p0 = item % panels;
+                     const int64_t p1 = std::min(panels, p0 + (end - item));
+                     PackPanels(b + offsets[i], k, n, stride_k, stride_n, scale, p0, p1, dst + i * floats);
+                     item += p1 - p0;
+                   }
+                 });
 }
 
 AlignedFloats::AlignedFloats(int64_t count) {
@@ -66,7 +70,9 @@ AlignedFloats::AlignedFloats(int64_t count) {
   std::memset(data_.get(), 0, bytes);
 }
 
-void AlignedFloats::Free::operator()(float* p) const { std::free(p); }
+void AlignedFloats::Free::operator()(float* p) const {
+  std::free(p);
+}
 
 void RunPackedGemm(const KernelContext& ctx, const PackedGemm& g) {
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
@@ -95,7 +101,8 @@ void RunPackedGemm(const KernelContext& ctx, const PackedGemm& g) {
   const int64_t row_tiles = (g.m + kRowTile - 1) / kRowTile;
   int64_t row_pieces = 1;
   if (threads > 1 && g.batch * col_chunks < want) {
-    row_pieces = std::clamp<int64_t>((want + g.batch * col_chunks - 1) / (g.batch * col_chunks), 1, row_tiles);
+    row_pieces =
+        std::clamp<int64_t>((want + g.batch * col_chunks - 1) / (g.batch * col_chunks), 1, row_tiles);
   }
   const int64_t cells = g.batch * col_chunks * row_pieces;
   ParallelChunks(ctx, cells, 1, [&](int64_t begin, int64_t end, int) {
@@ -124,9 +131,9 @@ void RunPackedGemm(const KernelContext& ctx, const PackedGemm& g) {
 }
 
 template <typename T>
-void ReferenceBatchedMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_index,
-                            int64_t a_matrix, int64_t a_rs, int64_t a_cs, const T* b, const int64_t* b_index,
-                            int64_t b_matrix, int64_t b_rs, int64_t b_cs, T* c) {
+void ReferenceBatchedMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a,
+                            const int64_t* a_index, int64_t a_matrix, int64_t a_rs, int64_t a_cs, const T* b,
+                            const int64_t* b_index, int64_t b_matrix, int64_t b_rs, int64_t b_cs, T* c) {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
   for (int64_t i = 0; i < batch; ++i) {
     const T* ai = a + a_index[i] * a_matrix;
@@ -144,16 +151,18 @@ void ReferenceBatchedMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, cons
   }
 }
 
-#define KILN_INSTANTIATE(T)                                                                                    \
-  template void ReferenceBatchedMatMul<T>(int64_t, int64_t, int64_t, int64_t, const T*, const int64_t*, int64_t, \
-                                          int64_t, int64_t, const T*, const int64_t*, int64_t, int64_t, int64_t, T*);
+#define KILN_INSTANTIATE(T)                                                                             \
+  template void ReferenceBatchedMatMul<T>(int64_t, int64_t, int64_t, int64_t, const T*, const int64_t*, \
+                                          int64_t, int64_t, int64_t, const T*, const int64_t*, int64_t, \
+                                          int64_t, int64_t, T*);
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 KILN_INSTANTIATE(int32_t)
 KILN_INSTANTIATE(int64_t)
 #undef KILN_INSTANTIATE
 
-void PermuteCopy(const float* src, const std::vector<int64_t>& src_dims, const std::vector<int>& perm, float* dst) {
+void PermuteCopy(const float* src, const std::vector<int64_t>& src_dims, const std::vector<int>& perm,
+                 float* dst) {
   const size_t rank = perm.size();
   std::vector<int64_t> src_strides(rank, 1);
   for (size_t d = rank; d-- > 1;) src_strides[d - 1] = src_strides[d] * src_dims[d];

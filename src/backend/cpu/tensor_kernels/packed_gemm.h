@@ -60,13 +60,14 @@ void RunPackedGemm(const KernelContext& ctx, const PackedGemm& g);
 // at a[a_index[i] * a_matrix + row * a_rs + col * a_cs] (B likewise), C
 // contiguous [batch, m, n]. Sums in double for floating types.
 template <typename T>
-void ReferenceBatchedMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_index,
-                            int64_t a_matrix, int64_t a_rs, int64_t a_cs, const T* b, const int64_t* b_index,
-                            int64_t b_matrix, int64_t b_rs, int64_t b_cs, T* c);
+void ReferenceBatchedMatMul(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a,
+                            const int64_t* a_index, int64_t a_matrix, int64_t a_rs, int64_t a_cs, const T* b,
+                            const int64_t* b_index, int64_t b_matrix, int64_t b_rs, int64_t b_cs, T* c);
 
 // Copies src (dims src_dims, row-major) to dst with dst's axis i being
 // src's axis perm[i].
-void PermuteCopy(const float* src, const std::vector<int64_t>& src_dims, const std::vector<int>& perm, float* dst);
+void PermuteCopy(const float* src, const std::vector<int64_t>& src_dims, const std::vector<int>& perm,
+                 float* dst);
 
 // "kiln-avx2" and so on: the implementation the fast path runs for --plan.
 const char* PackedGemmImpl();

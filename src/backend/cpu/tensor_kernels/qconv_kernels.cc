@@ -19,7 +19,7 @@ namespace kiln::cpu {
 namespace {
 
 struct QConvPlan {
-  QConvGeometry g;  // spatial vectors padded to 3 axes
+  QConvGeometry g;      // spatial vectors padded to 3 axes
   bool linear = false;  // QLinearConv (else ConvInteger)
   DType x_type = DType::kU8, w_type = DType::kU8, out_type = DType::kI32, y_zp_type = DType::kU8;
   bool w_zp_per_channel = false, w_scale_per_channel = false;
@@ -76,7 +76,8 @@ Status RunQConv(const QConvPlan& p, const TensorCall& call) {
                   for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
                     const int64_t i2 = o2 * g.strides[2] - g.pad_begin[2] + k2 * g.dilations[2];
                     if (i2 < 0 || i2 >= g.in[2]) continue;
-                    const int32_t xv = ReadInt(p.x_type, x, x_base + (i0 * g.in[1] + i1) * g.in[2] + i2) - x_zp;
+                    const int32_t xv =
+                        ReadInt(p.x_type, x, x_base + (i0 * g.in[1] + i1) * g.in[2] + i2) - x_zp;
                     const int32_t wv =
                         ReadInt(p.w_type, w, w_base + (k0 * g.kernel[1] + k1) * g.kernel[2] + k2) - w_zp;
                     acc += xv * wv;
@@ -99,7 +100,9 @@ Status RunQConv(const QConvPlan& p, const TensorCall& call) {
   return Status::Ok();
 }
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+size_t AlignUp(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 Status RunQConvInt8(const QConvPlan& p, const TensorCall& call) {
   const QConvGeometry& g = p.g;
@@ -120,7 +123,10 @@ Status RunQConvInt8(const QConvPlan& p, const TensorCall& call) {
   float* w_scale = reinterpret_cast<float*>(call.scratch + p.xq_bytes + p.x_scale_bytes);
   float* kbias = w_scale + padded_n;
   float* y = reinterpret_cast<float*>(call.scratch + p.xq_bytes + p.x_scale_bytes + p.row_bytes);
-  int32_t* sums = p.linear ? nullptr : reinterpret_cast<int32_t*>(call.scratch + p.xq_bytes + p.x_scale_bytes + p.row_bytes + p.y_bytes);
+  int32_t* sums =
+      p.linear
+          ? nullptr
+          : reinterpret_cast<int32_t*>(call.scratch + p.xq_bytes + p.x_scale_bytes + p.row_bytes + p.y_bytes);
   float xs = 1, y_scale = 1;
   int32_t y_zp = 0;
   if (p.linear) {
@@ -134,29 +140,32 @@ Status RunQConvInt8(const QConvPlan& p, const TensorCall& call) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
       const Int8PackedB& pb = p.packed[static_cast<size_t>(grp)];
       // im2col: row o holds the patch of output position o, (ic, k0, k1, k2) in the weights' order.
-      ParallelRanges(ctx, P, std::max<int64_t>(1, 8192 / std::max<int64_t>(kp, 1)), [&](int64_t r0, int64_t r1, int) {
-        for (int64_t o = r0; o < r1; ++o) {
-          const int64_t o2 = o % g.out[2], o1 = (o / g.out[2]) % g.out[1], o0 = o / (g.out[2] * g.out[1]);
-          uint8_t* row = xq + o * kp;
-          int64_t col = 0;
-          for (int64_t ic = 0; ic < cin_g; ++ic) {
-            const uint8_t* plane = x + (b * g.in_channels + grp * cin_g + ic) * in_size;
-            for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
-              const int64_t i0 = o0 * g.strides[0] - g.pad_begin[0] + k0 * g.dilations[0];
-              for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
-                const int64_t i1 = o1 * g.strides[1] - g.pad_begin[1] + k1 * g.dilations[1];
-                for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
-                  const int64_t i2 = o2 * g.strides[2] - g.pad_begin[2] + k2 * g.dilations[2];
-                  const bool inside = i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
-                  row[col++] = inside ? Int8KernelByte(plane[(i0 * g.in[1] + i1) * g.in[2] + i2], x_unsigned, kernel)
-                                      : zp_byte;
+      ParallelRanges(
+          ctx, P, std::max<int64_t>(1, 8192 / std::max<int64_t>(kp, 1)), [&](int64_t r0, int64_t r1, int) {
+            for (int64_t o = r0; o < r1; ++o) {
+              const int64_t o2 = o % g.out[2], o1 = (o / g.out[2]) % g.out[1], o0 = o / (g.out[2] * g.out[1]);
+              uint8_t* row = xq + o * kp;
+              int64_t col = 0;
+              for (int64_t ic = 0; ic < cin_g; ++ic) {
+                const uint8_t* plane = x + (b * g.in_channels + grp * cin_g + ic) * in_size;
+                for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+                  const int64_t i0 = o0 * g.strides[0] - g.pad_begin[0] + k0 * g.dilations[0];
+                  for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+                    const int64_t i1 = o1 * g.strides[1] - g.pad_begin[1] + k1 * g.dilations[1];
+                    for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+                      const int64_t i2 = o2 * g.strides[2] - g.pad_begin[2] + k2 * g.dilations[2];
+                      const bool inside =
+                          i0 >= 0 && i0 < g.in[0] && i1 >= 0 && i1 < g.in[1] && i2 >= 0 && i2 < g.in[2];
+                      row[col++] = inside ? Int8KernelByte(plane[(i0 * g.in[1] + i1) * g.in[2] + i2],
+                                                           x_unsigned, kernel)
+                                          : zp_byte;
+                    }
+                  }
                 }
               }
+              for (; col < kp; ++col) row[col] = pad_byte;
             }
-          }
-          for (; col < kp; ++col) row[col] = pad_byte;
-        }
-      });
+          });
       for (int64_t j = 0; j < padded_n; ++j) {
         const int64_t oc = grp * cout_g + j;
         if (!p.linear || j >= cout_g) {
@@ -187,7 +196,8 @@ Status RunQConvInt8(const QConvPlan& p, const TensorCall& call) {
           const int64_t out_base = (b * g.out_channels + oc) * P;
           if (p.linear) {
             for (int64_t r = r0; r < r1; ++r) {
-              StoreInt8(p.out_type, call.outputs[0], out_base + r, SaturateRound(y[r * cout_g + j] / y_scale, y_zp, p.out_type));
+              StoreInt8(p.out_type, call.outputs[0], out_base + r,
+                        SaturateRound(y[r * cout_g + j] / y_scale, y_zp, p.out_type));
             }
           } else {
             const int32_t fix = (c - x_zp) * pb.w_sum[static_cast<size_t>(j)];
@@ -236,8 +246,8 @@ Expected<TensorKernel> MakeQConv(const TensorKernelArgs& args) {
   QConvPlan& p = *plan;
   p.linear = args.op_type == "QLinearConv";
   const size_t w_slot = p.linear ? 3 : 1, w_zp_slot = p.linear ? 5 : 3;
-  KILN_ASSIGN_OR_RETURN(p.g, QConvGeometryOf(args.op_type, args.node, args.a(), args.inputs[0].dims,
-                                             args.inputs[w_slot].dims));
+  KILN_ASSIGN_OR_RETURN(
+      p.g, QConvGeometryOf(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[w_slot].dims));
   if (p.g.in.size() > 3) return Unsupported("{}-d convolutions (1-d to 3-d)", p.g.in.size());
   while (p.g.in.size() < 3) {
     p.g.in.push_back(1);
@@ -249,14 +259,16 @@ Expected<TensorKernel> MakeQConv(const TensorKernelArgs& args) {
   }
   p.x_type = args.inputs[0].dtype;
   p.w_type = args.inputs[w_slot].dtype;
-  if (args.has(2) && args.inputs[2].dtype != p.x_type) return InvalidArgument("x_zero_point's dtype differs from x's");
+  if (args.has(2) && args.inputs[2].dtype != p.x_type)
+    return InvalidArgument("x_zero_point's dtype differs from x's");
   if (args.has(w_zp_slot) && args.inputs[w_zp_slot].dtype != p.w_type) {
     return InvalidArgument("w_zero_point's dtype differs from w's");
   }
   p.w_zp_per_channel = args.has(w_zp_slot) && args.inputs[w_zp_slot].ElementCount() > 1;
   if (p.linear) {
     for (size_t slot : {size_t{1}, size_t{4}, size_t{6}}) {
-      if (args.inputs[slot].dtype != DType::kF32) return Unsupported("scale dtype {} (f32 only)", DTypeName(args.inputs[slot].dtype));
+      if (args.inputs[slot].dtype != DType::kF32)
+        return Unsupported("scale dtype {} (f32 only)", DTypeName(args.inputs[slot].dtype));
     }
     p.w_scale_per_channel = args.inputs[4].ElementCount() > 1;
     if (args.has(7)) p.y_zp_type = args.inputs[7].dtype;
@@ -278,7 +290,8 @@ Expected<TensorKernel> MakeQConv(const TensorKernelArgs& args) {
 }  // namespace
 
 void AddQuantConvKernels(std::vector<TensorKernelEntry>* kernels) {
-  const char* limits = "1-d to 3-d; int8 GEMM kernels for constant weights (values minus zero point in [-127, 127])";
+  const char* limits =
+      "1-d to 3-d; int8 GEMM kernels for constant weights (values minus zero point in [-127, 127])";
   kernels->push_back({"ConvInteger", MakeQConv, {DType::kU8, DType::kI8}, limits});
   kernels->push_back({"QLinearConv", MakeQConv, {DType::kU8, DType::kI8}, limits});
 }

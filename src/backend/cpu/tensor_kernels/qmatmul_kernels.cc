@@ -24,7 +24,9 @@
 namespace kiln::cpu {
 namespace {
 
-size_t AlignUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+size_t AlignUp(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 enum class OutKind { kInt32, kQuantized, kFloat };
 
@@ -110,7 +112,8 @@ void ReferenceAccumulate(const QMatMulPlan& p, const TensorCall& call, int32_t* 
 
 // Rows [r0, r1) of the result from their float values real (= the
 // dequantized product plus bias) into the output.
-void StoreQuantized(const QMatMulPlan& p, const TensorCall& call, int64_t row, int64_t j0, int64_t j1, const float* real) {
+void StoreQuantized(const QMatMulPlan& p, const TensorCall& call, int64_t row, int64_t j0, int64_t j1,
+                    const float* real) {
   const int64_t n = p.shape.n;
   const float y_scale = ReadScale(p, call, p.slots.y_scale, 0);
   const int32_t y_zp = ReadInt(p.y_zp_type, In(p, call, p.slots.y_zp), 0);
@@ -122,7 +125,8 @@ void StoreQuantized(const QMatMulPlan& p, const TensorCall& call, int64_t row, i
 Status RunReference(const QMatMulPlan& p, const TensorCall& call) {
   const MatMulShape& s = p.shape;
   const int64_t rows = s.batch * s.m;
-  int32_t* acc = p.out == OutKind::kInt32 ? static_cast<int32_t*>(call.outputs[0]) : reinterpret_cast<int32_t*>(call.scratch);
+  int32_t* acc = p.out == OutKind::kInt32 ? static_cast<int32_t*>(call.outputs[0])
+                                          : reinterpret_cast<int32_t*>(call.scratch);
   ReferenceAccumulate(p, call, acc);
   if (p.out == OutKind::kInt32) return Status::Ok();
   float* real = reinterpret_cast<float*>(call.scratch + p.acc_bytes);
@@ -157,12 +161,14 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
   const int32_t c = a_unsigned ? 128 : 0;
   const uint8_t pad = Int8KernelByte(a_unsigned ? 128 : 0, a_unsigned, pb.kernel);
   const uint8_t* a = static_cast<const uint8_t*>(call.inputs[p.slots.a]);
-  ParallelRanges(ctx, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(kp, 1)), [&](int64_t r0, int64_t r1, int) {
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t i = 0; i < k; ++i) xq[r * kp + i] = Int8KernelByte(a[r * k + i], a_unsigned, pb.kernel);
-      for (int64_t i = k; i < kp; ++i) xq[r * kp + i] = pad;
-    }
-  });
+  ParallelRanges(ctx, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(kp, 1)),
+                 [&](int64_t r0, int64_t r1, int) {
+                   for (int64_t r = r0; r < r1; ++r) {
+                     for (int64_t i = 0; i < k; ++i)
+                       xq[r * kp + i] = Int8KernelByte(a[r * k + i], a_unsigned, pb.kernel);
+                     for (int64_t i = k; i < kp; ++i) xq[r * kp + i] = pad;
+                   }
+                 });
   const bool ints = p.out == OutKind::kInt32;
   const float a_scale = ints ? 1.0f : ReadScale(p, call, p.slots.a_scale, 0);
   const int32_t az = ReadInt(p.a_zp_type, In(p, call, p.slots.a_zp), 0);
@@ -214,9 +220,11 @@ Status RunInt8Gemm(const QMatMulPlan& p, const TensorCall& call) {
 constexpr int64_t kExactFloatK = 258;
 
 template <typename T>
-void CenterRows(const T* x, int64_t rows, int64_t cols, const std::function<int32_t(int64_t, int64_t)>& zp, float* out) {
+void CenterRows(const T* x, int64_t rows, int64_t cols, const std::function<int32_t(int64_t, int64_t)>& zp,
+                float* out) {
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(static_cast<int32_t>(x[r * cols + c]) - zp(r, c));
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = static_cast<float>(static_cast<int32_t>(x[r * cols + c]) - zp(r, c));
   }
 }
 
@@ -229,7 +237,9 @@ Status RunFloatGemm(const QMatMulPlan& p, const TensorCall& call) {
   float* fc = reinterpret_cast<float*>(call.scratch + p.fa_bytes + p.fb_bytes + p.fpacked_bytes);
   const void* a_zp = In(p, call, p.slots.a_zp);
   const void* b_zp = In(p, call, p.slots.b_zp);
-  auto a_center = [&](int64_t row, int64_t) { return ReadInt(p.a_zp_type, a_zp, p.a_zp_per_row ? row % s.m : 0); };
+  auto a_center = [&](int64_t row, int64_t) {
+    return ReadInt(p.a_zp_type, a_zp, p.a_zp_per_row ? row % s.m : 0);
+  };
   auto b_center = [&](int64_t, int64_t col) { return ReadInt(p.b_zp_type, b_zp, p.b_zp_per_col ? col : 0); };
   const int64_t a_rows = s.a_matrices * s.m;
   if (p.a_type == DType::kU8) {
@@ -284,11 +294,13 @@ Status RunFloatGemm(const QMatMulPlan& p, const TensorCall& call) {
 // Packs constant B for the int8 GEMM when its values fit; false leaves the plan on the loops.
 bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
   const MatMulShape& s = p->shape;
-  const TensorData* b = args.constants.size() > static_cast<size_t>(p->slots.b) ? args.constants[p->slots.b] : nullptr;
+  const TensorData* b =
+      args.constants.size() > static_cast<size_t>(p->slots.b) ? args.constants[p->slots.b] : nullptr;
   if (b == nullptr || s.b_matrices != 1 || args.inputs[p->slots.b].rank() != 2) return false;
   if (s.batch * s.m == 0) return false;
   if (p->out != OutKind::kInt32 && (p->a_scale_per_row || p->a_zp_per_row)) return false;
-  const TensorData* bz = p->slots.b_zp >= 0 && args.has(p->slots.b_zp) ? args.constants[p->slots.b_zp] : nullptr;
+  const TensorData* bz =
+      p->slots.b_zp >= 0 && args.has(p->slots.b_zp) ? args.constants[p->slots.b_zp] : nullptr;
   if (p->slots.b_zp >= 0 && args.has(p->slots.b_zp) && bz == nullptr) return false;
   const DType b_type = p->b_type, zp_type = p->b_zp_type;
   const bool per_col = p->b_zp_per_col;
@@ -318,15 +330,19 @@ Expected<TensorKernel> MakeQMatMulWith(const TensorKernelArgs& args, bool loops_
   }
   if (present(p.slots.a_zp)) p.a_zp_type = args.inputs[p.slots.a_zp].dtype;
   if (present(p.slots.b_zp)) p.b_zp_type = args.inputs[p.slots.b_zp].dtype;
-  if (present(p.slots.a_zp) && p.a_zp_type != p.a_type) return InvalidArgument("a_zero_point's dtype differs from A's");
-  if (present(p.slots.b_zp) && p.b_zp_type != p.b_type) return InvalidArgument("b_zero_point's dtype differs from B's");
+  if (present(p.slots.a_zp) && p.a_zp_type != p.a_type)
+    return InvalidArgument("a_zero_point's dtype differs from A's");
+  if (present(p.slots.b_zp) && p.b_zp_type != p.b_type)
+    return InvalidArgument("b_zero_point's dtype differs from B's");
   p.a_zp_per_row = count(p.slots.a_zp) > 1;
   p.a_scale_per_row = count(p.slots.a_scale) > 1;
   p.b_zp_per_col = count(p.slots.b_zp) > 1;
   p.b_scale_per_col = count(p.slots.b_scale) > 1;
   p.has_bias = present(p.slots.bias);
   p.out_type = args.outputs[0].dtype;
-  p.out = p.out_type == DType::kI32 ? OutKind::kInt32 : p.out_type == DType::kF32 ? OutKind::kFloat : OutKind::kQuantized;
+  p.out = p.out_type == DType::kI32   ? OutKind::kInt32
+          : p.out_type == DType::kF32 ? OutKind::kFloat
+                                      : OutKind::kQuantized;
   if (present(p.slots.y_zp)) p.y_zp_type = args.inputs[p.slots.y_zp].dtype;
   for (size_t i = 0; i < args.inputs.size(); ++i) p.present.push_back(args.has(i));
 
@@ -362,18 +378,23 @@ Expected<TensorKernel> MakeQMatMulWith(const TensorKernelArgs& args, bool loops_
   return k;
 }
 
-Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) { return MakeQMatMulWith(args, false); }
+Expected<TensorKernel> MakeQMatMul(const TensorKernelArgs& args) {
+  return MakeQMatMulWith(args, false);
+}
 
 }  // namespace
 
-Expected<TensorKernel> MakeQMatMulReference(const TensorKernelArgs& args) { return MakeQMatMulWith(args, true); }
+Expected<TensorKernel> MakeQMatMulReference(const TensorKernelArgs& args) {
+  return MakeQMatMulWith(args, true);
+}
 
 void AddQuantMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string limits =
       "uint8/int8 operands; int8 GEMM kernels for a constant 2-d B (values minus zero point in [-127, 127])";
   kernels->push_back({"MatMulInteger", MakeQMatMul, {DType::kU8, DType::kI8}, limits});
   kernels->push_back({"QLinearMatMul", MakeQMatMul, {DType::kU8, DType::kI8}, limits});
-  kernels->push_back({"kiln.QLinearMatMul", MakeQMatMul, {DType::kU8, DType::kI8}, limits + "; per-tensor a"});
+  kernels->push_back(
+      {"kiln.QLinearMatMul", MakeQMatMul, {DType::kU8, DType::kI8}, limits + "; per-tensor a"});
 }
 
 }  // namespace kiln::cpu

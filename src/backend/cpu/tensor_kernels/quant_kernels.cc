@@ -52,15 +52,16 @@ void QuantizeRange(const AxisSplit& s, const In* x, const float* scale, const Ou
     const float sc = scale[c];
     const float z = zp != nullptr ? static_cast<float>(zp[c]) : 0.0f;
     for (int64_t j = i; j < stop; ++j) {
-      y[j] = static_cast<Out>(static_cast<int32_t>(RoundHalfEvenClamped(static_cast<float>(x[j]) / sc, z, lo, hi)));
+      y[j] = static_cast<Out>(
+          static_cast<int32_t>(RoundHalfEvenClamped(static_cast<float>(x[j]) / sc, z, lo, hi)));
     }
     i = stop;
   }
 }
 
 template <typename In, typename Out>
-void DequantizeRange(const AxisSplit& s, const In* x, const float* scale, const In* zp, float* y, int64_t begin,
-                     int64_t end) {
+void DequantizeRange(const AxisSplit& s, const In* x, const float* scale, const In* zp, float* y,
+                     int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end;) {
     const int64_t c = (i / s.inner) % s.channels;
     const int64_t stop = std::min(end, (i / s.inner + 1) * s.inner);
@@ -77,12 +78,14 @@ constexpr int64_t kMinPerThread = 16384;
 
 Expected<TensorKernel> MakeQuantize(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(AxisSplit s, SplitFor(args));
-  if (args.inputs[1].dtype != DType::kF32) return Unsupported("y_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
+  if (args.inputs[1].dtype != DType::kF32)
+    return Unsupported("y_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
   const DType x_type = args.inputs[0].dtype;
   const DType out = args.outputs[0].dtype;
   const bool has_zp = args.has(2);
   if (has_zp && args.inputs[2].ElementCount() != s.channels) {
-    return InvalidArgument("y_zero_point has {} values for {} scales", args.inputs[2].ElementCount(), s.channels);
+    return InvalidArgument("y_zero_point has {} values for {} scales", args.inputs[2].ElementCount(),
+                           s.channels);
   }
   const int64_t n = args.inputs[0].ElementCount();
   TensorKernel k;
@@ -96,13 +99,17 @@ Expected<TensorKernel> MakeQuantize(const TensorKernelArgs& args) {
       if (out == DType::kI8) {
         auto* y = static_cast<int8_t*>(call.outputs[0]);
         const auto* z = static_cast<const int8_t*>(zp);
-        if (f32) QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
-        else QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
+        if (f32)
+          QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
+        else
+          QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
       } else {
         auto* y = static_cast<uint8_t*>(call.outputs[0]);
         const auto* z = static_cast<const uint8_t*>(zp);
-        if (f32) QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
-        else QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
+        if (f32)
+          QuantizeRange(s, static_cast<const float*>(call.inputs[0]), scale, z, y, begin, end);
+        else
+          QuantizeRange(s, static_cast<const int32_t*>(call.inputs[0]), scale, z, y, begin, end);
       }
     });
     return Status::Ok();
@@ -112,11 +119,13 @@ Expected<TensorKernel> MakeQuantize(const TensorKernelArgs& args) {
 
 Expected<TensorKernel> MakeDequantize(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(AxisSplit s, SplitFor(args));
-  if (args.inputs[1].dtype != DType::kF32) return Unsupported("x_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
+  if (args.inputs[1].dtype != DType::kF32)
+    return Unsupported("x_scale dtype {} (f32 only)", DTypeName(args.inputs[1].dtype));
   const DType x_type = args.inputs[0].dtype;
   const bool has_zp = args.has(2);
   if (has_zp && args.inputs[2].ElementCount() != s.channels) {
-    return InvalidArgument("x_zero_point has {} values for {} scales", args.inputs[2].ElementCount(), s.channels);
+    return InvalidArgument("x_zero_point has {} values for {} scales", args.inputs[2].ElementCount(),
+                           s.channels);
   }
   const int64_t n = args.inputs[0].ElementCount();
   TensorKernel k;
@@ -164,7 +173,8 @@ Expected<TensorKernel> MakeDynamicQuantize(const TensorKernelArgs& args) {
     if (scale > 0) zp = SaturateRound((0.0f - lo) / scale, 0, DType::kU8);
     uint8_t* y = static_cast<uint8_t*>(call.outputs[0]);
     for (int64_t i = 0; i < n; ++i) {
-      y[i] = scale > 0 ? static_cast<uint8_t>(SaturateRound(x[i] / scale, zp, DType::kU8)) : static_cast<uint8_t>(zp);
+      y[i] = scale > 0 ? static_cast<uint8_t>(SaturateRound(x[i] / scale, zp, DType::kU8))
+                       : static_cast<uint8_t>(zp);
     }
     *static_cast<float*>(call.outputs[1]) = scale;
     *static_cast<uint8_t*>(call.outputs[2]) = static_cast<uint8_t>(zp);
@@ -176,9 +186,13 @@ Expected<TensorKernel> MakeDynamicQuantize(const TensorKernelArgs& args) {
 }  // namespace
 
 void AddQuantKernels(std::vector<TensorKernelEntry>* kernels) {
-  kernels->push_back({"QuantizeLinear", MakeQuantize, {DType::kF32, DType::kI32},
+  kernels->push_back({"QuantizeLinear",
+                      MakeQuantize,
+                      {DType::kF32, DType::kI32},
                       "uint8/int8 outputs, per tensor or per axis; no block_size"});
-  kernels->push_back({"DequantizeLinear", MakeDequantize, {DType::kU8, DType::kI8, DType::kI32},
+  kernels->push_back({"DequantizeLinear",
+                      MakeDequantize,
+                      {DType::kU8, DType::kI8, DType::kI32},
                       "per tensor or per axis; no block_size"});
   kernels->push_back({"DynamicQuantizeLinear", MakeDynamicQuantize, {DType::kF32}, ""});
   AddQuantMatMulKernels(kernels);
