@@ -4,7 +4,9 @@
 //
 //   kiln.FusedMatMul(A, B, [bias]) -> Y = MatMul(A, B) + bias
 //   bias: f32 with N elements (shape [N], or [1, ..., 1, N]), added to
-//   every row; no attributes. A and B as MatMul takes them (f32).
+//   every row. A and B as MatMul takes them (f32). Attribute trans_b (int,
+//   default 0): 1 when B is given as [..., N, K] (attention's K, with no
+//   Transpose before the product).
 #include "graph/tensor_ops/einsum_equation.h"
 #include "graph/tensor_ops/matmul_shape.h"
 #include "graph/tensor_ops/shape_helpers.h"
@@ -27,7 +29,8 @@ Expected<ShapeResult> InferMatMul(const ShapeContext& ctx) {
   if (!IsMatMulDType(a.dtype))
     return InvalidArgument("{} {}: dtype {} is not a number type MatMul takes", ctx.op_type, ctx.node,
                            DTypeName(a.dtype));
-  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, a.dims, b.dims));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> b_dims, MatMulBDims(ctx.op_type, ctx.a(), b.dims));
+  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(ctx.op_type, ctx.node, a.dims, b_dims));
   if (ctx.input(2).present()) {
     const TensorType& bias = *ctx.input(2).type;
     bool row =
@@ -41,7 +44,9 @@ Expected<ShapeResult> InferMatMul(const ShapeContext& ctx) {
 }
 
 double MatMulFlops(const ShapeContext& ctx, const std::vector<TensorType>&) {
-  auto s = MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, ctx.input(1).type->dims);
+  auto b_dims = MatMulBDims(ctx.op_type, ctx.a(), ctx.input(1).type->dims);
+  if (!b_dims.ok()) return 0;
+  auto s = MatMulShapeOf(ctx.op_type, ctx.node, ctx.input(0).type->dims, *b_dims);
   if (!s.ok()) return 0;
   return 2.0 * static_cast<double>(s->batch) * static_cast<double>(s->m) * static_cast<double>(s->n) *
          static_cast<double>(s->k);

@@ -2,6 +2,7 @@
 #include "graph/tensor_ops/matmul_shape.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "graph/tensor_type.h"
 
@@ -64,6 +65,19 @@ Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node,
   if (!a_vector) s.out_dims.push_back(s.m);
   if (!b_vector) s.out_dims.push_back(s.n);
   return s;
+}
+
+Expected<std::vector<int64_t>> MatMulBDims(std::string_view op, const AttributeMap& attrs,
+                                           std::vector<int64_t> b) {
+  if (op != "kiln.FusedMatMul") return b;
+  KILN_ASSIGN_OR_RETURN(int64_t trans_b, IntAttrOr(attrs, "trans_b", 0));
+  if (trans_b != 0 && trans_b != 1) return InvalidArgument("{}: trans_b must be 0 or 1, got {}", op, trans_b);
+  if (trans_b == 1) {
+    if (b.size() < 2)
+      return InvalidArgument("{}: trans_b needs B of rank 2 or more, got [{}]", op, DimsToString(b));
+    std::swap(b[b.size() - 1], b[b.size() - 2]);
+  }
+  return b;
 }
 
 Expected<int64_t> IntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback) {

@@ -28,6 +28,11 @@ struct MatMulShape {
 Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node, const std::vector<int64_t>& a,
                                     const std::vector<int64_t>& b);
 
+// B's dims as MatMul sees them: for kiln.FusedMatMul with trans_b = 1 (B
+// given as [..., N, K]) the last two swapped; as given otherwise.
+Expected<std::vector<int64_t>> MatMulBDims(std::string_view op, const AttributeMap& attrs,
+                                           std::vector<int64_t> b);
+
 // Attribute `name`, or `fallback` when the node does not set it.
 Expected<int64_t> IntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback);
 Expected<double> FloatAttrOr(const AttributeMap& attrs, const std::string& name, double fallback);

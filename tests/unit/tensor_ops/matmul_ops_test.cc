@@ -117,6 +117,34 @@ TEST(MatMulOps, FusedMatMulAddsTheBiasRow) {
   EXPECT_NE(out.status().message().find("kiln.FusedMatMul fc"), std::string::npos) << out.status().message();
 }
 
+TEST(MatMulOps, FusedMatMulTakesBTransposed) {
+  // Attention's Q K^T with K as [batch, heads, keys, dim].
+  std::mt19937 rng(19);
+  ThreadPool pool(2);
+  const TensorData q = RandomF32({2, 3, 17, 24}, &rng), key = RandomF32({2, 3, 13, 24}, &rng);
+  std::vector<float> kt(key.type().ElementCount());
+  for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t t = 0; t < 13; ++t) {
+      for (int64_t d = 0; d < 24; ++d)
+        kt[static_cast<size_t>((i * 24 + d) * 13 + t)] = key.As<float>()[(i * 13 + t) * 24 + d];
+    }
+  }
+  const std::vector<float> want =
+      ReferenceMatMul(q, TensorData::FromValues<float>(DType::kF32, {2, 3, 24, 13}, kt));
+  for (bool constant : {false, true}) {
+    cpu::TensorOpRun run;
+    run.op_type = "kiln.FusedMatMul";
+    run.attrs.SetInt("trans_b", 1);
+    run.inputs = {q, key};
+    run.inputs_are_constants = constant;
+    run.pool = &pool;
+    auto out = cpu::RunTensorOp(run);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ((*out)[0].type().dims, (std::vector<int64_t>{2, 3, 17, 13}));
+    ExpectNear((*out)[0], want, 24, "trans_b");
+  }
+}
+
 TEST(MatMulOps, IntegerMatMulIsExact) {
   cpu::TensorOpRun run;
   run.op_type = "MatMul";

@@ -42,9 +42,11 @@ struct MatMulPlan {
 
 Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
-  KILN_ASSIGN_OR_RETURN(MatMulShape s,
-                        MatMulShapeOf(args.op_type, args.node, args.inputs[0].dims, args.inputs[1].dims));
-  if (args.has(2) && dtype != DType::kF32)
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> b_dims,
+                        MatMulBDims(args.op_type, args.a(), args.inputs[1].dims));
+  const bool trans_b = b_dims != args.inputs[1].dims;
+  KILN_ASSIGN_OR_RETURN(MatMulShape s, MatMulShapeOf(args.op_type, args.node, args.inputs[0].dims, b_dims));
+  if ((args.has(2) || trans_b) && dtype != DType::kF32)
     return Unsupported("{} with a bias: dtype {} (f32 only)", args.op_type, DTypeName(dtype));
   switch (dtype) {
     case DType::kF32: break;
@@ -60,23 +62,25 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   const int64_t packed_floats = PackedBFloats(s.k, s.n) * s.b_matrices;
   TensorKernel k;
   k.impl = PackedGemmImpl();
+  // B's (k, n) element: B[k][n], or B[n][k] with trans_b.
+  const int64_t stride_k = trans_b ? 1 : s.n, stride_n = trans_b ? s.k : 1;
   if (args.constants.size() > 1 && args.constants[1] != nullptr) {
     // A weight: packed once, here.
     plan->packed = std::make_shared<AlignedFloats>(packed_floats);
     PackBMatrices(KernelContext{}, args.constants[1]->As<float>(), plan->b_offset.data(), s.b_matrices, s.k,
-                  s.n, s.n, 1, 1.0f, plan->packed->data());
+                  s.n, stride_k, stride_n, 1.0f, plan->packed->data());
     k.impl += " packed-weights";
   } else {
     k.scratch_bytes = AlignUp(static_cast<size_t>(packed_floats) * sizeof(float));
   }
   const bool has_bias = args.has(2);
-  k.run = [plan, has_bias](const TensorCall& call) {
+  k.run = [plan, has_bias, stride_k, stride_n](const TensorCall& call) {
     const MatMulShape& s = plan->shape;
     KernelContext ctx{call.pool, BestIsa()};
     const float* packed = plan->packed ? plan->packed->data() : reinterpret_cast<float*>(call.scratch);
     if (!plan->packed) {
       PackBMatrices(ctx, static_cast<const float*>(call.inputs[1]), plan->b_offset.data(), s.b_matrices, s.k,
-                    s.n, s.n, 1, 1.0f, reinterpret_cast<float*>(call.scratch));
+                    s.n, stride_k, stride_n, 1.0f, reinterpret_cast<float*>(call.scratch));
     }
     PackedGemm g;
     g.batch = s.batch;
@@ -251,7 +255,8 @@ void AddMatMulKernels(std::vector<TensorKernelEntry>* kernels) {
                       MakeMatMul,
                       {DType::kF32, DType::kF64, DType::kI32, DType::kI64},
                       "numpy batch broadcasting; f32 on the packed linear kernels"});
-  kernels->push_back({"kiln.FusedMatMul", MakeMatMul, {DType::kF32}, "MatMul + bias row; f32"});
+  kernels->push_back(
+      {"kiln.FusedMatMul", MakeMatMul, {DType::kF32}, "MatMul (B transposed with trans_b) + bias row; f32"});
   kernels->push_back({"Gemm", MakeGemm, {DType::kF32, DType::kF64}, ""});
   kernels->push_back({"Einsum",
                       MakeEinsum,
