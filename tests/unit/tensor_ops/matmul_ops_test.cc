@@ -243,8 +243,11 @@ TEST(GemmOps, MismatchedInnerDimensionIsAnError) {
 }
 
 // Einsum's kernel against its plain loop, run on the same inputs.
-std::vector<float> EinsumReference(const std::string& equation, const std::vector<TensorData>& inputs,
-                                   const TensorType& out_type) {
+// Runs Einsum's kernel (the plain loop's with `loops`) on inputs, those
+// marked in `constant` given to the factory as compile-time constants.
+std::vector<float> RunEinsum(const std::string& equation, const std::vector<TensorData>& inputs,
+                             const TensorType& out_type, bool loops, std::vector<bool> constant = {},
+                             ThreadPool* pool = nullptr, std::string* impl = nullptr) {
   AttributeMap attrs;
   attrs.SetString("equation", equation);
   cpu::TensorKernelArgs args;
@@ -252,23 +255,33 @@ std::vector<float> EinsumReference(const std::string& equation, const std::vecto
   args.node = "ref";
   args.attrs = &attrs;
   std::vector<const void*> ptrs;
-  for (const TensorData& t : inputs) {
-    args.inputs.push_back(t.type());
+  constant.resize(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    args.inputs.push_back(inputs[i].type());
     args.present.push_back(true);
-    args.constants.push_back(nullptr);
-    ptrs.push_back(t.data());
+    args.constants.push_back(constant[i] ? &inputs[i] : nullptr);
+    ptrs.push_back(inputs[i].data());
   }
   args.outputs = {out_type};
-  auto kernel = cpu::MakeEinsumReference(args);
+  auto kernel = loops ? cpu::MakeEinsumReference(args) : cpu::MakeTensorKernel(args);
   EXPECT_TRUE(kernel.ok()) << kernel.status().message();
+  if (impl != nullptr) *impl = kernel->impl;
   std::vector<float> out(static_cast<size_t>(out_type.ElementCount()) + 1);
   void* out_ptr = out.data();
+  std::vector<uint8_t> scratch(kernel->scratch_bytes + 128);
   cpu::TensorCall call;
   call.inputs = ptrs.data();
   call.outputs = &out_ptr;
+  call.scratch = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  call.pool = pool;
   EXPECT_TRUE(kernel->run(call).ok());
   out.pop_back();
   return out;
+}
+
+std::vector<float> EinsumReference(const std::string& equation, const std::vector<TensorData>& inputs,
+                                   const TensorType& out_type) {
+  return RunEinsum(equation, inputs, out_type, true);
 }
 
 struct EinsumCase {
@@ -312,6 +325,34 @@ TEST(EinsumOps, MatMulRewritesAndLoopsMatchThePlainLoop) {
       EXPECT_EQ((*out)[0].type().dims, c.out_dims) << c.equation;
       ExpectNear((*out)[0], want, 64, c.equation);
     }
+  }
+}
+
+TEST(EinsumOps, ConstantOperandsArePackedAtBindTime) {
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  struct Case {
+    std::string equation;
+    std::vector<std::vector<int64_t>> dims;
+    std::vector<int64_t> out;
+    std::vector<bool> constant;
+  };
+  const std::vector<Case> cases = {
+      {"bld,dh->blh", {{2, 7, 24}, {24, 19}}, {2, 7, 19}, {false, true}},
+      {"dh,bld->blh", {{24, 19}, {2, 7, 24}}, {2, 7, 19}, {true, false}},  // the constant is operand 0
+      {"bld,hd->bhl", {{2, 7, 24}, {19, 24}}, {2, 19, 7}, {false, true}},  // transposed, output permuted
+      {"ij,jk->ik", {{5, 6}, {6, 4}}, {5, 4}, {true, true}},
+  };
+  for (const Case& c : cases) {
+    std::vector<TensorData> inputs;
+    for (const auto& d : c.dims) inputs.push_back(RandomF32(d, &rng));
+    const TensorType out{DType::kF32, c.out};
+    const std::vector<float> want = RunEinsum(c.equation, inputs, out, true);
+    std::string impl;
+    const std::vector<float> got = RunEinsum(c.equation, inputs, out, false, c.constant, &pool, &impl);
+    EXPECT_NE(impl.find("packed-weights"), std::string::npos) << c.equation << ": " << impl;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f) << c.equation << " " << i;
   }
 }
 

@@ -129,6 +129,8 @@ struct MatMulPlan {
   std::vector<int64_t> c_dims;      // [batch..., M..., N...] label sizes
   std::vector<int> c_perm;          // output axis i = c axis c_perm[i]; empty: in order
   std::vector<int64_t> a_offset, b_offset, b_index;
+  int a_input = 0, b_input = 1;           // which operand plays A and which B
+  std::shared_ptr<AlignedFloats> packed;  // B packed at bind time when it is a constant
   size_t a_bytes = 0, b_bytes = 0, packed_bytes = 0, c_bytes = 0;
 };
 
@@ -148,10 +150,16 @@ std::vector<int> PermFor(const std::vector<int>& labels, const std::vector<int>&
 }
 
 // Whether eq is such a product; fills the plan.
-bool PlanMatMul(const EinsumEquation& eq, const TensorKernelArgs& args, MatMulPlan* p) {
+// With `swap`, operand 1 plays A and operand 0 B (so that a constant
+// operand 0 is the one packed at bind time).
+bool PlanMatMul(const EinsumEquation& eq, const TensorKernelArgs& args, bool swap, MatMulPlan* p) {
   if (eq.inputs.size() != 2) return false;
-  const auto& al = eq.inputs[0];
-  const auto& bl = eq.inputs[1];
+  p->a_input = swap ? 1 : 0;
+  p->b_input = swap ? 0 : 1;
+  const auto& al = eq.inputs[static_cast<size_t>(p->a_input)];
+  const auto& bl = eq.inputs[static_cast<size_t>(p->b_input)];
+  const TensorType& at = args.inputs[static_cast<size_t>(p->a_input)];
+  const TensorType& bt = args.inputs[static_cast<size_t>(p->b_input)];
   auto has = [](const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); };
   for (const auto* labels : {&al, &bl}) {
     std::vector<int> sorted = *labels;
@@ -177,10 +185,10 @@ bool PlanMatMul(const EinsumEquation& eq, const TensorKernelArgs& args, MatMulPl
   }
   // Shared labels must have the same size in both (no broadcasting).
   for (size_t axis = 0; axis < al.size(); ++axis) {
-    if (args.inputs[0].dims[axis] != eq.size[static_cast<size_t>(al[axis])]) return false;
+    if (at.dims[axis] != eq.size[static_cast<size_t>(al[axis])]) return false;
   }
   for (size_t axis = 0; axis < bl.size(); ++axis) {
-    if (args.inputs[1].dims[axis] != eq.size[static_cast<size_t>(bl[axis])]) return false;
+    if (bt.dims[axis] != eq.size[static_cast<size_t>(bl[axis])]) return false;
   }
   auto product = [&](const std::vector<int>& labels) {
     int64_t n = 1;
@@ -191,8 +199,8 @@ bool PlanMatMul(const EinsumEquation& eq, const TensorKernelArgs& args, MatMulPl
   p->m = product(ms);
   p->n = product(ns);
   p->k = product(ks);
-  p->a_dims = args.inputs[0].dims;
-  p->b_dims = args.inputs[1].dims;
+  p->a_dims = at.dims;
+  p->b_dims = bt.dims;
   std::vector<int> a_want = batch;
   a_want.insert(a_want.end(), ms.begin(), ms.end());
   a_want.insert(a_want.end(), ks.begin(), ks.end());
@@ -237,36 +245,56 @@ Expected<TensorKernel> MakeEinsumReference(const TensorKernelArgs& args) {
   return LoopKernelFor(eq, args);
 }
 
+// B as panels: permuted into [batch, K, N] where needed (through `scratch`,
+// p.b_bytes), then packed into `packed`.
+void PackEinsumB(const KernelContext& ctx, const MatMulPlan& p, const float* b, float* scratch,
+                 float* packed) {
+  if (!p.b_perm.empty()) {
+    PermuteCopy(b, p.b_dims, p.b_perm, scratch);
+    b = scratch;
+  }
+  PackBMatrices(ctx, b, p.b_offset.data(), p.batch, p.k, p.n, p.b_transposed ? 1 : p.n,
+                p.b_transposed ? p.k : 1, 1.0f, packed);
+}
+
 Expected<TensorKernel> MakeEinsum(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(EinsumEquation eq, EquationOf(args));
   auto plan = std::make_shared<MatMulPlan>();
-  if (args.inputs[0].dtype != DType::kF32 || !PlanMatMul(eq, args, plan.get()))
+  auto constant = [&](size_t i) { return i < args.constants.size() ? args.constants[i] : nullptr; };
+  const bool swap = constant(0) != nullptr && constant(1) == nullptr;
+  if (args.inputs[0].dtype != DType::kF32 || !PlanMatMul(eq, args, swap, plan.get()))
     return LoopKernelFor(eq, args);
   TensorKernel k;
   k.impl = std::string(PackedGemmImpl()) + " batched-matmul";
+  if (const TensorData* b = constant(static_cast<size_t>(plan->b_input))) {
+    // A constant operand: permuted and packed once, here.
+    std::vector<float> permuted(plan->b_bytes / sizeof(float));
+    plan->packed = std::make_shared<AlignedFloats>(static_cast<int64_t>(plan->packed_bytes / sizeof(float)));
+    PackEinsumB(KernelContext{}, *plan, b->As<float>(), permuted.data(), plan->packed->data());
+    plan->b_bytes = 0;
+    plan->packed_bytes = 0;
+    k.impl += " packed-weights";
+  }
   k.scratch_bytes = plan->a_bytes + plan->b_bytes + plan->packed_bytes + plan->c_bytes;
   k.run = [plan](const TensorCall& call) {
     const MatMulPlan& p = *plan;
     KernelContext ctx{call.pool, BestIsa()};
     uint8_t* scratch = call.scratch;
-    const float* a = static_cast<const float*>(call.inputs[0]);
-    const float* b = static_cast<const float*>(call.inputs[1]);
+    const float* a = static_cast<const float*>(call.inputs[p.a_input]);
     if (!p.a_perm.empty()) {
       float* dst = reinterpret_cast<float*>(scratch);
       PermuteCopy(a, p.a_dims, p.a_perm, dst);
       a = dst;
       scratch += p.a_bytes;
     }
-    if (!p.b_perm.empty()) {
-      float* dst = reinterpret_cast<float*>(scratch);
-      PermuteCopy(b, p.b_dims, p.b_perm, dst);
-      b = dst;
-      scratch += p.b_bytes;
+    const float* packed = p.packed ? p.packed->data() : nullptr;
+    if (packed == nullptr) {
+      float* b_scratch = reinterpret_cast<float*>(scratch);
+      float* dst = reinterpret_cast<float*>(scratch + p.b_bytes);
+      PackEinsumB(ctx, p, static_cast<const float*>(call.inputs[p.b_input]), b_scratch, dst);
+      packed = dst;
+      scratch += p.b_bytes + p.packed_bytes;
     }
-    float* packed = reinterpret_cast<float*>(scratch);
-    scratch += p.packed_bytes;
-    PackBMatrices(ctx, b, p.b_offset.data(), p.batch, p.k, p.n, p.b_transposed ? 1 : p.n,
-                  p.b_transposed ? p.k : 1, 1.0f, packed);
     float* c = p.c_perm.empty() ? static_cast<float*>(call.outputs[0]) : reinterpret_cast<float*>(scratch);
     PackedGemm g;
     g.batch = p.batch;
