@@ -4,10 +4,12 @@
 // [-127, 127], B is packed once for kiln's int8 GEMM kernels (w8a8/: AVX2
 // maddubs, AVX-VNNI, AVX-512 VNNI), which compute each exact int32 sum of
 // (a - c) (b - b_zp) with c = 128 for uint8 a, 0 for int8 a; the rest of
-// (a - a_zp) is added back through the row sums of B. Otherwise the plain
-// int32 loops run (the reference the fast path is tested against).
+// (a - a_zp) is added back through the row sums of B. Otherwise (B at run
+// time, batched, or out of range) A - a_zp and B - b_zp go through the fp32
+// packed GEMM (RunFloatGemm says when its sums are exact). The plain int32
+// loops are the reference both are tested against, and run MatMulInteger
+// where fp32 sums would not be exact.
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
