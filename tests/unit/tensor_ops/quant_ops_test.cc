@@ -400,6 +400,27 @@ TEST(QuantOps, FusedQLinearMatMulGivesTheDequantizedProductPlusBias) {
   }
 }
 
+TEST(QuantOps, FusedQLinearMatMulRequantizesWithTheBias) {
+  std::mt19937 rng(12);
+  const TensorData a = RandomQ(DType::kI8, {2, 9, 40}, &rng),
+                   b = RandomQ(DType::kI8, {40, 21}, &rng, -127, 127);
+  std::vector<float> bias_v;
+  for (int j = 0; j < 21; ++j) bias_v.push_back(0.3f * static_cast<float>(j % 5) - 0.6f);
+  const TensorData bias = TensorData::FromValues<float>(DType::kF32, {21}, bias_v);
+  const TensorData az = I8({}, {-3}), bz = I8({}, {0}), yz = I8({}, {5});
+  auto real = RunOp("kiln.QLinearMatMul", {a, Scalar(0.05f), az, b, Scalar(0.01f), bz, bias});
+  ASSERT_TRUE(real.ok()) << real.status().message();
+  auto want = RunOp("QuantizeLinear", {(*real)[0], Scalar(0.04f), yz});
+  ASSERT_TRUE(want.ok());
+  for (bool constant : {false, true}) {
+    auto q = RunOp("kiln.QLinearMatMul",
+                   {a, Scalar(0.05f), az, b, Scalar(0.01f), bz, bias, Scalar(0.04f), yz}, constant);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ((*q)[0].type(), (TensorType{DType::kI8, {2, 9, 21}}));
+    for (int64_t i = 0; i < 2 * 9 * 21; ++i) ASSERT_NEAR(At((*q)[0], i), At((*want)[0], i), 1) << i;
+  }
+}
+
 TEST(QuantOps, ConvIntegerMatchesTheOnnxExample) {
   const TensorData x = U8({1, 1, 3, 3}, {2, 3, 4, 5, 6, 7, 8, 9, 10});
   const TensorData w = U8({1, 1, 2, 2}, {1, 1, 1, 1});
