@@ -20,6 +20,7 @@ tests/onnx_oracle/node_modules, see scripts/setup.sh).
 """
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 import zlib
 
@@ -312,37 +314,51 @@ def calibrate_and_quantize(entry, out_dir, name, seed):
     return result
 
 
+def build_one(kind, index, out_dir):
+    """Builds one model of the lists above; returns its manifest entry."""
+    torch.set_num_threads(1)
+    t0 = time.monotonic()
+    if kind == "classifier":
+        spec = CLASSIFIERS[index]
+        entry = build_classifier(spec, out_dir, 1000 + index)
+    elif kind == "detector":
+        spec = DETECTORS[index]
+        entry = build_detector(spec, out_dir, 2000 + index)
+    else:
+        spec = QDQ[index]
+        base = spec["base"]
+        builder = build_detector if "size" in base else build_classifier
+        float_entry = builder(base, out_dir, 3000 + index)
+        entry = calibrate_and_quantize(float_entry, out_dir, spec["name"], 3000 + index)
+        shutil.rmtree(os.path.join(out_dir, base["name"]))
+    print(f"  {spec['name']} ({time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
+    return entry
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--no-qdq", action="store_true", help="skip the QDQ models (they need onnxruntime)")
+    parser.add_argument("--jobs", type=int, default=2, help="models exported at the same time (default 2)")
     args = parser.parse_args()
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     out_dir = os.path.abspath(args.out_dir)
     os.makedirs(out_dir, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
     wanted = lambda name: only is None or name in only  # noqa: E731
 
-    entries = []
-    for i, spec in enumerate(CLASSIFIERS):
-        if wanted(spec["name"]):
-            entries.append(build_classifier(spec, out_dir, 1000 + i))
-            print(f"  {spec['name']}", file=sys.stderr)
-    for i, spec in enumerate(DETECTORS):
-        if wanted(spec["name"]):
-            entries.append(build_detector(spec, out_dir, 2000 + i))
-            print(f"  {spec['name']}", file=sys.stderr)
+    tasks = [("classifier", i) for i, s in enumerate(CLASSIFIERS) if wanted(s["name"])]
+    tasks += [("detector", i) for i, s in enumerate(DETECTORS) if wanted(s["name"])]
     if not args.no_qdq:
-        for i, spec in enumerate(QDQ):
-            if not wanted(spec["name"]):
-                continue
-            base = spec["base"]
-            builder = build_detector if "size" in base else build_classifier
-            float_entry = builder(base, out_dir, 3000 + i)
-            entries.append(calibrate_and_quantize(float_entry, out_dir, spec["name"], 3000 + i))
-            shutil.rmtree(os.path.join(out_dir, base["name"]))
-            print(f"  {spec['name']}", file=sys.stderr)
+        tasks += [("qdq", i) for i, s in enumerate(QDQ) if wanted(s["name"])]
+    started = time.monotonic()
+    # The exports are single-threaded work: one process per core. Forked
+    # before torch has started any thread pool.
+    if args.jobs > 1 and len(tasks) > 1:
+        with multiprocessing.get_context("fork").Pool(min(args.jobs, len(tasks))) as pool:
+            entries = pool.starmap(build_one, [(kind, i, out_dir) for kind, i in tasks])
+    else:
+        entries = [build_one(kind, i, out_dir) for kind, i in tasks]
 
     # With --only, the other models' entries of an earlier run stay listed.
     manifest_path = os.path.join(out_dir, "manifest.json")
@@ -353,6 +369,7 @@ def main():
         entries = [e for e in earlier if e["name"] not in made] + entries
     with open(manifest_path, "w") as f:
         json.dump({"models": entries}, f, indent=1)
+    print(f"{len(entries)} models in {out_dir} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return 0
 
 
