@@ -2,7 +2,7 @@
 // Reads and writes NumPy .npy files (format versions 1.0, 2.0 and 3.0 on read,
 // 1.0 on write), little-endian, C order, for the element types ONNX models
 // exchange with onnxruntime: float32, float16, float64, int64, int32, int16,
-// int8, uint8, uint16 and bool. A float16 array is held as raw Uint16 bits,
+// int8, uint8, uint16, uint32, uint64 and bool. A float16 array is held as raw Uint16 bits,
 // as onnxruntime-node takes it.
 
 const MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);  // \x93NUMPY
@@ -19,6 +19,8 @@ const DTYPES = [
   { descr: 'i1', ort: 'int8', array: Int8Array },
   { descr: 'u1', ort: 'uint8', array: Uint8Array },
   { descr: 'u2', ort: 'uint16', array: Uint16Array },
+  { descr: 'u4', ort: 'uint32', array: Uint32Array },
+  { descr: 'u8', ort: 'uint64', array: BigUint64Array },
   { descr: 'b1', ort: 'bool', array: Uint8Array },
 ];
 

@@ -109,6 +109,7 @@ async function createSession(modelPath, threads) {
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,  // errors only: old-opset notices would drown the job log
   });
 }
 

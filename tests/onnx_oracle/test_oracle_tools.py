@@ -236,3 +236,20 @@ def test_qdq_quantize_runs_on_onnxruntime_close_to_float(tmp_path):
     yf = np.load(tmp_path / "calib" / "y.npy")
     assert np.abs(yq - yf).max() < 0.05 * np.abs(yf).max()
     assert not np.array_equal(yq, yf)
+
+
+NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
+
+
+@pytest.mark.skipif(not os.path.isdir(NODE_TESTS), reason="libonnx-testdata is not installed (scripts/setup.sh)")
+def test_node_test_jobs_reproduce_the_expected_outputs(tmp_path):
+    subprocess.run([sys.executable, os.path.join(HERE, "node_test_jobs.py"), NODE_TESTS, str(tmp_path),
+                    "--filter", "test_conv_with"], check=True, capture_output=True)
+    jobs = json.loads((tmp_path / "jobs.json").read_text())
+    assert len(jobs) >= 4
+    node_js(ORT_RUN, "--jobs", str(tmp_path / "jobs.json"))
+    for job in jobs:
+        test = os.path.dirname(job["output_dir"])
+        r = subprocess.run([sys.executable, COMPARE, str(tmp_path / test / "expected"), str(tmp_path / test / "ort")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout
