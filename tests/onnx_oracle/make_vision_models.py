@@ -11,8 +11,8 @@ input shapes (what `kiln run --input-shape` is given for dynamic ones),
 opset, whether constants were folded, and whether it is QDQ-quantized.
 
 The set covers the families kiln must run, exported in different ways (opset
-9 to 17, with and without constant folding, BatchNormalization kept or fused,
-dynamic batch and spatial dims): torchvision's MobileNetV3-Small,
+7 to 17, with and without constant folding, BatchNormalization kept or fused,
+dynamic batch and spatial dims, external data): torchvision's MobileNetV3-Small,
 ShuffleNetV2 x0.5, SqueezeNet 1.1 and ResNet-18; a ViT-Tiny (patch 16, dim
 192, 4 layers, 3 heads); a YOLOv8n-style detector at 320 and 640; QDQ int8
 ResNet-18 and YOLOv8n (calibrated with onnxruntime: needs node and
@@ -173,6 +173,12 @@ CLASSIFIERS = [
     dict(name="resnet18_dynamic_batch", build=lambda: torchvision_model("resnet18"),
          opset=12, fold=True, shape=(3, 3, 224, 224), names=(["input"], ["logits"]),
          dynamic={"input": {0: "N"}, "logits": {0: "N"}}),
+    # Opset 7: Slice, Split and Reshape in their oldest forms (attributes, not inputs).
+    dict(name="shufflenet_v2_x0_5_opset7", build=lambda: torchvision_model("shufflenet_v2_x0_5"),
+         opset=7, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"])),
+    # Weights in a separate file (ONNX external data), as exporters write large models.
+    dict(name="resnet18_external_data", build=lambda: torchvision_model("resnet18"),
+         opset=13, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"]), external_data=True),
     dict(name="vit_tiny_opset14", build=vit_tiny, opset=14, fold=True, shape=(1, 3, 224, 224),
          names=(["pixel_values"], ["logits"])),
     dict(name="vit_tiny_opset17_nofold", build=vit_tiny, opset=17, fold=False, shape=(1, 3, 224, 224),
@@ -237,6 +243,9 @@ def build_classifier(spec, out_dir, seed):
     path = os.path.join(model_dir, "model.onnx")
     m = export(model, torch.from_numpy(x), path, spec["opset"], spec["fold"], spec["names"],
                spec.get("dynamic"), spec.get("keep_bn", False))
+    if spec.get("external_data"):
+        onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location="model.onnx.data", size_threshold=1024)
     inputs = save_inputs(out_dir, model_dir, m, [x])
     return dict(name=spec["name"], family="classifier", model=os.path.relpath(path, out_dir),
                 inputs=inputs, input_shapes={n: list(spec["shape"]) for n in inputs},
