@@ -13,3 +13,15 @@ if(KILN_NODE)
 else()
   message(STATUS "node not found: the onnxruntime reference tests are left out (scripts/setup.sh installs it)")
 endif()
+
+# Every vision test model (tests/onnx_oracle/make_vision_models.py, generated
+# once into the build tree) through `kiln run` and onnxruntime, compared
+# output by output. On when the CLI has `kiln run`.
+option(KILN_ONNX_MODEL_COMPARISONS "compare kiln run with onnxruntime on the vision test models" OFF)
+if(KILN_NODE AND KILN_ONNX_MODEL_COMPARISONS AND TARGET kiln_cli)
+  add_test(NAME onnx_model_comparisons
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_oracle/run_model_comparisons.sh
+            $<TARGET_FILE:kiln_cli> ${PROJECT_BINARY_DIR}/onnx-models)
+  set_tests_properties(onnx_model_comparisons PROPERTIES LABELS "onnx;node;models" TIMEOUT 900 PROCESSORS 2
+    ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
+endif()
