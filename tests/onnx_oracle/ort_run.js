@@ -25,6 +25,9 @@
 //
 // Sessions use onnxruntime's defaults: graphOptimizationLevel 'all',
 // sequential execution; intraOpNumThreads is --threads (2 unless given).
+// --optimization disabled|basic|extended|all changes the graph optimization
+// level (with 'disabled' a QDQ model runs as written: Quantize/Dequantize as
+// separate float steps instead of fused int8 kernels).
 
 const fs = require('fs');
 const os = require('os');
@@ -45,14 +48,15 @@ const ort = loadOrt();
 
 function usage(message) {
   if (message) process.stderr.write(`ort_run: ${message}\n`);
-  process.stderr.write('usage: node ort_run.js --model M.onnx --input NAME=FILE.npy ... --output-dir DIR [--threads N] [--all-intermediates]\n' +
-                       '       node ort_run.js --jobs JOBS.json [--threads N]\n' +
-                       '       node ort_run.js --model M.onnx [--input NAME=FILE.npy ...] [--input-shape NAME:D0,D1,..] --bench N [--warmup W] [--threads N]\n');
+  process.stderr.write('usage: node ort_run.js --model M.onnx --input NAME=FILE.npy ... --output-dir DIR [--all-intermediates]\n' +
+                       '       node ort_run.js --jobs JOBS.json\n' +
+                       '       node ort_run.js --model M.onnx [--input NAME=FILE.npy ...] [--input-shape NAME:D0,D1,..] --bench N [--warmup W]\n' +
+                       '  all: [--threads N (2)] [--optimization disabled|basic|extended|all (all)]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const a = { inputs: {}, inputShapes: {}, threads: 2, warmup: 5, allIntermediates: false };
+  const a = { inputs: {}, inputShapes: {}, threads: 2, optimization: 'all', warmup: 5, allIntermediates: false };
   for (let i = 0; i < argv.length; ++i) {
     const flag = argv[i];
     const value = () => {
@@ -68,6 +72,13 @@ function parseArgs(argv) {
       case '--output-dir': a.outputDir = value(); break;
       case '--jobs': a.jobs = value(); break;
       case '--threads': a.threads = count(value()); break;
+      case '--optimization': {
+        a.optimization = value();
+        if (!['disabled', 'basic', 'extended', 'all'].includes(a.optimization)) {
+          usage(`--optimization is one of disabled, basic, extended, all; got '${a.optimization}'`);
+        }
+        break;
+      }
       case '--bench': a.bench = count(value()); break;
       case '--warmup': a.warmup = count(value()); break;
       case '--all-intermediates': a.allIntermediates = true; break;
@@ -102,13 +113,14 @@ function sanitizeName(name) {
   return name.replace(/[^A-Za-z0-9._-]/g, '_');
 }
 
-async function createSession(modelPath, threads) {
+// opts: { threads, optimization }
+async function createSession(modelPath, opts) {
   return ort.InferenceSession.create(modelPath, {
     executionProviders: ['cpu'],
-    intraOpNumThreads: threads,
+    intraOpNumThreads: opts.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
+    graphOptimizationLevel: opts.optimization,
     logSeverityLevel: 3,  // errors only: old-opset notices would drown the job log
   });
 }
@@ -155,7 +167,7 @@ function writeOutputs(results, outputDir) {
   return written.size;
 }
 
-async function runOnce(job, threads) {
+async function runOnce(job, opts) {
   let modelPath = job.model;
   let exposed = null;
   if (job.allIntermediates) {
@@ -163,7 +175,7 @@ async function runOnce(job, threads) {
     modelPath = exposed.path;
   }
   try {
-    const session = await createSession(modelPath, threads);
+    const session = await createSession(modelPath, opts);
     const feeds = feedsFromFiles(session, job.inputs, job.model);
     requireAllInputs(session, feeds, job.model);
     const results = await session.run(feeds);
@@ -175,7 +187,7 @@ async function runOnce(job, threads) {
   }
 }
 
-async function runJobs(jobsFile, threads) {
+async function runJobs(jobsFile, opts) {
   const base = path.dirname(path.resolve(jobsFile));
   const jobs = JSON.parse(fs.readFileSync(jobsFile, 'utf8'));
   if (!Array.isArray(jobs)) throw new Error(`${jobsFile}: expected a JSON list of jobs`);
@@ -191,7 +203,7 @@ async function runJobs(jobsFile, threads) {
       const inputs = {};
       for (const [name, file] of Object.entries(j.inputs || {})) inputs[name] = abs(file);
       await runOnce({ model: abs(j.model), inputs, outputDir: abs(j.output_dir),
-                      allIntermediates: !!j.all_intermediates }, threads);
+                      allIntermediates: !!j.all_intermediates }, opts);
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       process.stdout.write(JSON.stringify({ job: i, model: j.model, ok: true, ms: +ms.toFixed(3) }) + '\n');
     } catch (e) {
@@ -234,7 +246,7 @@ function percentile(sorted, p) {
 }
 
 async function bench(a) {
-  const session = await createSession(a.model, a.threads);
+  const session = await createSession(a.model, a);
   const feeds = feedsFromFiles(session, a.inputs, a.model);
   for (const meta of session.inputMetadata) {
     if (meta.name in feeds) continue;
@@ -261,7 +273,7 @@ async function bench(a) {
     version: ort.env.versions.node,
     model: a.model,
     threads: a.threads,
-    graph_optimization_level: 'all',
+    graph_optimization_level: a.optimization,
     warmup: a.warmup,
     runs: a.bench,
     p50_ms: r3(percentile(sorted, 50)),
@@ -278,7 +290,7 @@ async function main() {
   const a = parseArgs(process.argv.slice(2));
   if (a.jobs) {
     if (a.model || a.bench !== undefined) usage('--jobs runs alone (no --model or --bench)');
-    return (await runJobs(a.jobs, a.threads)) === 0 ? 0 : 1;
+    return (await runJobs(a.jobs, a)) === 0 ? 0 : 1;
   }
   if (!a.model) usage('--model or --jobs is required');
   if (a.bench !== undefined) {
@@ -288,7 +300,7 @@ async function main() {
   }
   if (!a.outputDir) usage('--output-dir is required');
   const n = await runOnce({ model: a.model, inputs: a.inputs, outputDir: a.outputDir,
-                            allIntermediates: a.allIntermediates }, a.threads);
+                            allIntermediates: a.allIntermediates }, a);
   process.stderr.write(`ort_run: wrote ${n} output(s) to ${a.outputDir}\n`);
   return 0;
 }

@@ -157,6 +157,10 @@ def test_ort_run_jobs_and_bench(tmp_path, conv_model):
     report = json.loads(bench.stdout)
     assert report["runs"] == 20 and report["threads"] == 1
     assert 0 < report["min_ms"] <= report["p50_ms"] <= report["p90_ms"] <= report["p99_ms"]
+    as_written = json.loads(node_js(ORT_RUN, "--model", path, "--bench", "2", "--optimization", "disabled").stdout)
+    assert as_written["graph_optimization_level"] == "disabled"
+    bad = node_js(ORT_RUN, "--model", path, "--bench", "2", "--optimization", "most", check=False)
+    assert bad.returncode == 2 and "--optimization is one of" in bad.stderr
 
 
 def run_compare(tmp_path, ref, test, *extra):
