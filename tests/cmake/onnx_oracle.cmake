@@ -8,7 +8,7 @@ if(KILN_NODE)
   add_test(NAME onnx_oracle_tools
     COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/onnx_oracle/test_oracle_tools.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(onnx_oracle_tools PROPERTIES LABELS "onnx;python;node" TIMEOUT 120
+  set_tests_properties(onnx_oracle_tools PROPERTIES LABELS "onnx;python;node" TIMEOUT 300
     ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 else()
   message(STATUS "node not found: the onnxruntime reference tests are left out (scripts/setup.sh installs it)")

@@ -257,3 +257,38 @@ def test_node_test_jobs_reproduce_the_expected_outputs(tmp_path):
         r = subprocess.run([sys.executable, COMPARE, str(tmp_path / test / "expected"), str(tmp_path / test / "ort")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stdout
+
+
+def test_yolo_reference_decode_matches_torchvision_nms_and_maps_back_through_the_letterbox():
+    import torch
+    import torchvision
+    import yolo_reference_decode as yrd
+
+    rng = np.random.default_rng(3)
+    anchors, classes = 400, 5
+    out = np.zeros((1, 4 + classes, anchors), np.float32)
+    out[0, 0] = rng.uniform(0, 320, anchors)
+    out[0, 1] = rng.uniform(40, 280, anchors)
+    out[0, 2:4] = rng.uniform(10, 80, (2, anchors))
+    out[0, 4:] = rng.uniform(0, 0.6, (classes, anchors))
+    # A 480x360 picture letterboxed into 320x320: gain 2/3, 40 rows of padding on top.
+    dets = yrd.decode(out, (480, 360), (320, 320), conf=0.25, iou=0.45, max_det=1000)
+
+    pred = out[0].T.astype(np.float64)
+    cls = pred[:, 4:].argmax(1)
+    score = pred[:, 4:].max(1)
+    keep = score >= 0.25
+    cx, cy, w, h = pred[keep, 0], pred[keep, 1], pred[keep, 2], pred[keep, 3]
+    boxes = torch.tensor(np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], 1))
+    ref = torchvision.ops.batched_nms(boxes, torch.tensor(score[keep]), torch.tensor(cls[keep]), 0.45)
+    assert len(dets) == len(ref) > 10
+    for d, i in zip(dets, ref.tolist()):
+        b = boxes[i].numpy()
+        expect = [(b[0]) * 1.5, (b[1] - 40) * 1.5, (b[2]) * 1.5, (b[3] - 40) * 1.5]
+        expect = [min(max(expect[0], 0), 480), min(max(expect[1], 0), 360),
+                  min(max(expect[2], 0), 480), min(max(expect[3], 0), 360)]
+        np.testing.assert_allclose(d["box"], expect, atol=2e-3)
+        assert d["class"] == int(cls[keep][i])
+    assert [d["score"] for d in dets] == sorted((d["score"] for d in dets), reverse=True)
+    assert len(yrd.decode(out, (480, 360), (320, 320), conf=0.25, iou=0.45, max_det=1000, agnostic=True)) < len(dets)
+    assert yrd.decode(out, (480, 360), (320, 320), conf=0.25, iou=0.45, max_det=7) == dets[:7]
