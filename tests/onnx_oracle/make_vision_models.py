@@ -176,6 +176,9 @@ CLASSIFIERS = [
     # Opset 7: Slice, Split and Reshape in their oldest forms (attributes, not inputs).
     dict(name="shufflenet_v2_x0_5_opset7", build=lambda: torchvision_model("shufflenet_v2_x0_5"),
          opset=7, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"])),
+    # Initializers also listed as graph inputs (older exporters' default).
+    dict(name="mobilenet_v3_small_initializers_as_inputs", build=lambda: torchvision_model("mobilenet_v3_small"),
+         opset=11, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"]), initializers_as_inputs=True),
     # Weights in a separate file (ONNX external data), as exporters write large models.
     dict(name="resnet18_external_data", build=lambda: torchvision_model("resnet18"),
          opset=13, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"]), external_data=True),
@@ -202,14 +205,15 @@ QDQ = [
 ]
 
 
-def export(model, args, path, opset, fold, names, dynamic=None, keep_bn=False):
+def export(model, args, path, opset, fold, names, dynamic=None, keep_bn=False, initializers_as_inputs=False):
     input_names, output_names = names
     training = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, path, opset_version=opset, do_constant_folding=fold,
                           input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic, training=training)
+                          dynamic_axes=dynamic, training=training,
+                          keep_initializers_as_inputs=initializers_as_inputs)
     m = onnx.load(path)
     onnx.checker.check_model(m)
     return m
@@ -242,7 +246,7 @@ def build_classifier(spec, out_dir, seed):
     os.makedirs(model_dir, exist_ok=True)
     path = os.path.join(model_dir, "model.onnx")
     m = export(model, torch.from_numpy(x), path, spec["opset"], spec["fold"], spec["names"],
-               spec.get("dynamic"), spec.get("keep_bn", False))
+               spec.get("dynamic"), spec.get("keep_bn", False), spec.get("initializers_as_inputs", False))
     if spec.get("external_data"):
         onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
                   location="model.onnx.data", size_threshold=1024)
