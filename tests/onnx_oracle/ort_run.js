@@ -174,15 +174,15 @@ async function runOnce(job, opts) {
     exposed = exposeIntermediates(modelPath);
     modelPath = exposed.path;
   }
+  let session = null;
   try {
-    const session = await createSession(modelPath, opts);
+    session = await createSession(modelPath, opts);
     const feeds = feedsFromFiles(session, job.inputs, job.model);
     requireAllInputs(session, feeds, job.model);
-    const results = await session.run(feeds);
-    const n = writeOutputs(results, job.outputDir);
-    await session.release();
-    return n;
+    return writeOutputs(await session.run(feeds), job.outputDir);
   } finally {
+    // A batch goes on after a failed job: its session must not stay alive.
+    if (session) await session.release();
     if (exposed) exposed.cleanup();
   }
 }

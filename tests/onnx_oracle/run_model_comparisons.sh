@@ -96,20 +96,20 @@ while IFS=$'\t' read -r name model inputs shapes; do
   # shellcheck disable=SC2086  # the argument lists are split on purpose
   if ! "$kiln" run "$model" $inputs $shapes --output-dir "$work/kiln/$name"; then
     failed+=("$name (kiln run failed)")
-    summary+=("$(printf '%-36s %10s  %s' "$name" "-" "RUN FAILED")")
+    summary+=("$(printf '%-44s %10s  %s' "$name" "-" "RUN FAILED")")
     continue
   fi
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   if "$python" "$here/compare_npy.py" "$work/ort/$name" "$work/kiln/$name" --rel "$rel" --cos "$cos"; then
-    summary+=("$(printf '%-36s %10s  %s' "$name" "$ms" "ok")")
+    summary+=("$(printf '%-44s %10s  %s' "$name" "$ms" "ok")")
   else
     failed+=("$name")
-    summary+=("$(printf '%-36s %10s  %s' "$name" "$ms" "MISMATCH")")
+    summary+=("$(printf '%-44s %10s  %s' "$name" "$ms" "MISMATCH")")
   fi
 done < "$plan"
 
 echo
-printf '%-36s %10s  %s\n' "model" "kiln ms" "result (kiln run wall time, compile included)"
+printf '%-44s %10s  %s\n' "model" "kiln ms" "result (kiln run wall time, compile included)"
 printf '%s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED: ${failed[*]}"
