@@ -150,9 +150,11 @@ def torchvision_model(name):
     return getattr(tvm, name)(weights=None)
 
 
-# name, builder, input shape, export settings. Seeds differ per model.
+# Each model: name, constructor (build), opset, constant folding (fold), the
+# input shape it runs at, (input names, output names) or None for torch's
+# defaults, and optionally dynamic axes, keep_bn (BatchNormalization nodes
+# kept), initializers_as_inputs, external_data. Seeds differ per model.
 CLASSIFIERS = [
-    # (name, constructor, opset, constant folding, keep BatchNormalization, dynamic axes, shape, io names)
     dict(name="mobilenet_v3_small", build=lambda: torchvision_model("mobilenet_v3_small"),
          opset=13, fold=True, shape=(1, 3, 224, 224), names=(["input"], ["logits"])),
     dict(name="mobilenet_v3_small_opset14_nofold", build=lambda: torchvision_model("mobilenet_v3_small"),
@@ -188,6 +190,8 @@ CLASSIFIERS = [
          names=(["pixel_values"], ["logits"])),
 ]
 
+# Detectors: size is the export resolution; run_shape the one inputs are made
+# at (defaults to 1x3xsize x size).
 DETECTORS = [
     dict(name="yolov8n_320", opset=12, fold=True, size=320),
     dict(name="yolov8n_640_nofold", opset=17, fold=False, size=640),
@@ -196,7 +200,8 @@ DETECTORS = [
          dynamic={"images": {2: "height", 3: "width"}, "output0": {2: "anchors"}}),
 ]
 
-# QDQ variants: (name, float model it is made from, opset of that export)
+# QDQ variants: the float model each is quantized from (exported, calibrated,
+# then removed).
 QDQ = [
     dict(name="resnet18_qdq", base=dict(name="resnet18_float13", build=lambda: torchvision_model("resnet18"),
                                         opset=13, fold=True, shape=(1, 3, 224, 224),
