@@ -45,7 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def sanitize(name):
     """The file name rule of ort_run.js and kiln run."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return "_" + s if s in ("", ".", "..") else s
 
 
 # ----------------------------------------------------------------- weights

@@ -26,7 +26,8 @@ from onnx import numpy_helper
 
 
 def sanitize(name):
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return "_" + s if s in ("", ".", "..") else s
 
 
 def is_tensor(value_info):

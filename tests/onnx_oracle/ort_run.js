@@ -108,9 +108,12 @@ function parseArgs(argv) {
   return a;
 }
 
-// The file name an output is written under (kiln run follows the same rule).
+// The file name an output is written under, less '.npy' (kiln run follows the
+// same rule): characters outside [A-Za-z0-9._-] become '_'; an empty name,
+// '.' and '..' get a '_' in front.
 function sanitizeName(name) {
-  return name.replace(/[^A-Za-z0-9._-]/g, '_');
+  const s = name.replace(/[^A-Za-z0-9._-]/g, '_');
+  return s === '' || s === '.' || s === '..' ? '_' + s : s;
 }
 
 // opts: { threads, optimization }
