@@ -1,0 +1,75 @@
+// kiln's own fp32 2-d convolution (1-d runs as height 1): how a node's
+// convolution is laid out for the vector kernels, decided and packed once
+// when the kernel is made, and the per-ISA entry points that run it.
+//
+// Two paths:
+// - GEMM: per group, Y[M/g, pixels] = W[M/g, K] * im2col(X)[K, pixels] with
+//   K = C/g * kh * kw. The weights are packed in panels of kMr output
+//   channels (k-major inside a panel, zero rows past M/g); the im2col
+//   rows are gathered per (K block x pixel block) into a thread's scratch,
+//   or read straight from the input for 1x1 / stride 1 / no pad. A register
+//   tile of kMr channels x NR pixels accumulates over K and applies bias,
+//   residual and activation before its one store.
+// - depthwise (one input and one output channel per group): per plane, the
+//   input is copied once into a zero-padded, stride-phase-split scratch
+//   plane, so that every tap of every output row is a contiguous vector load.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv_window.h"
+#include "graph/tensor_ops/fused_activation.h"
+
+namespace kiln {
+class ThreadPool;
+}
+
+namespace kiln::cpu {
+
+enum class ConvPath { kGemm, kDepthwise };
+
+struct ConvPlan {
+  Window3 g;  // g.in[0] == g.out[0] == g.kernel[0] == 1
+  FusedEpilogue epilogue;
+  Isa isa = Isa::kAvx2;
+  ConvPath path = ConvPath::kGemm;
+  int mr = 0;  // output channels per register tile (GEMM)
+  int nr = 0;  // pixels per register tile
+  int64_t k = 0;         // C/g * kh * kw
+  int64_t m_panels = 0;  // panels of mr rows per group
+  int64_t kc = 0;        // K block
+  int64_t nc = 0;        // pixel block
+  bool direct_b = false;  // 1x1, stride 1, no pad: the input is the im2col matrix
+  std::vector<float> packed_w;  // GEMM: [group][panel][k][mr]; depthwise: [M][kh*kw]
+  std::vector<float> bias;      // [M], zeros when the node has none
+  int64_t scratch_floats_per_thread = 0;
+};
+
+// Whether the vector paths take this geometry (2-d or 1-d, and an ISA with
+// vectors); the rest runs the reference.
+bool ConvPlanApplies(const Window3& g, Isa isa);
+
+// Decides the path and blocking and packs w [M, C/g, kh, kw] (and bias, may
+// be null) for `isa`.
+ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias, Isa isa,
+                      int threads);
+
+// Runs the plan on one call: x [N, C, H, W] -> y [N, M, OH, OW]; residual
+// (the output's shape) may be null. scratch holds
+// scratch_floats_per_thread floats per pool thread.
+void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
+                 ThreadPool* pool);
+
+// The per-ISA implementations (conv2d_avx2.cc, conv2d_avx512.cc).
+namespace avx2 {
+void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
+                 ThreadPool* pool);
+}
+namespace avx512 {
+void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
+                 ThreadPool* pool);
+}
+
+}  // namespace kiln::cpu

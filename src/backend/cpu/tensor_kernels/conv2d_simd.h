@@ -1,0 +1,291 @@
+// The vector code of kiln's own 2-d convolution for any Simd traits S
+// (SimdAvx2, SimdAvx512): the register-tile GEMM with its fused epilogue,
+// the im2col gather, and the depthwise loop. See conv2d_plan.h for the
+// layouts. Include only from conv2d_avx2.cc / conv2d_avx512.cc.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/kernels/simd_math.h"
+#include "backend/cpu/tensor_kernels/conv2d_plan.h"
+#include "core/thread_pool.h"
+
+namespace kiln::cpu {
+
+template <class S>
+inline typename S::V ConvActivate(const FusedEpilogue& e, typename S::V v) {
+  using V = typename S::V;
+  switch (e.activation) {
+    case FusedActivation::kNone: return v;
+    case FusedActivation::kRelu: return S::Max(v, S::Zero());
+    case FusedActivation::kLeakyRelu: return S::Select(S::Less(v, S::Zero()), S::Mul(v, S::Set1(e.alpha)), v);
+    case FusedActivation::kClip: return S::Min(S::Max(v, S::Set1(e.alpha)), S::Set1(e.beta));
+    case FusedActivation::kHardSigmoid:
+      return S::Min(S::Max(S::Fma(v, S::Set1(e.alpha), S::Set1(e.beta)), S::Zero()), S::Set1(1.0f));
+    case FusedActivation::kHardSwish: {
+      const V gate = S::Min(S::Max(S::Add(S::Div(v, S::Set1(6.0f)), S::Set1(0.5f)), S::Zero()), S::Set1(1.0f));
+      return S::Mul(v, gate);
+    }
+    case FusedActivation::kSilu: return VecSilu<S>(v);
+    case FusedActivation::kSigmoid: return S::Div(S::Set1(1.0f), S::Add(S::Set1(1.0f), VecExp<S>(S::Sub(S::Zero(), v))));
+    case FusedActivation::kTanh: return VecTanh<S>(v);
+  }
+  return v;
+}
+
+// Bias, residual and activation on a finished vector of `lanes` outputs.
+template <class S>
+inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float bias, const float* residual, int lanes) {
+  v = S::Add(v, S::Set1(bias));
+  if (residual == nullptr) return ConvActivate<S>(e, v);
+  const auto r = lanes == S::kLanes ? S::Load(residual) : S::LoadPart(residual, lanes);
+  if (e.residual_before_activation) return ConvActivate<S>(e, S::Add(v, r));
+  return S::Add(ConvActivate<S>(e, v), r);
+}
+
+// C[MR x n_valid] (+)= A panel [kc][MR] * B [kc rows, ldb apart]; on the
+// last K block also the epilogue. Rows past m_valid are computed (A is zero
+// there) but not stored.
+template <class S, int MR, int NV>
+inline void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m_valid,
+                     int n_valid, bool first, bool last, const float* bias, const float* residual,
+                     const FusedEpilogue& e) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  V acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = S::Zero();
+  }
+  if (n_valid == NV * L) {
+    for (int64_t k = 0; k < kc; ++k) {
+      V bv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = S::Load(b + k * ldb + v * L);
+      const float* ak = a + k * MR;
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const V av = S::Set1(ak[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = S::Fma(av, bv[v], acc[r][v]);
+      }
+    }
+  } else {
+    int lanes[NV];
+    for (int v = 0; v < NV; ++v) lanes[v] = std::clamp(n_valid - v * L, 0, L);
+    for (int64_t k = 0; k < kc; ++k) {
+      V bv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = lanes[v] > 0 ? S::LoadPart(b + k * ldb + v * L, lanes[v]) : S::Zero();
+      const float* ak = a + k * MR;
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const V av = S::Set1(ak[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = S::Fma(av, bv[v], acc[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < m_valid; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      const int lanes = std::clamp(n_valid - v * L, 0, L);
+      if (lanes == 0) break;
+      float* cp = c + r * ldc + v * L;
+      V out = acc[r][v];
+      if (!first) out = S::Add(out, lanes == L ? S::Load(cp) : S::LoadPart(cp, lanes));
+      if (last) out = ConvFinish<S>(e, out, bias[r], residual != nullptr ? residual + r * ldc + v * L : nullptr, lanes);
+      if (lanes == L) {
+        S::Store(cp, out);
+      } else {
+        S::StorePart(cp, out, lanes);
+      }
+    }
+  }
+}
+
+// Rows k0 .. k0+kc of one group's im2col matrix, columns (output pixels)
+// n0 .. n0+ncols, into dst (rows ld apart). Zeros where a tap falls in the pad.
+// (A template on S only so that each ISA's copy stays its own.)
+template <class S>
+void GatherIm2col(const Window3& g, const float* xg, int64_t k0, int64_t kc, int64_t n0, int64_t ncols,
+                         float* dst, int64_t ld) {
+  const int64_t kh = g.kernel[1], kw = g.kernel[2], H = g.in[1], W = g.in[2], OW = g.out[2];
+  const int64_t sh = g.stride[1], sw = g.stride[2];
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const int64_t k = k0 + kk;
+    const int64_t ch = k / (kh * kw), tap = k % (kh * kw), ki = tap / kw, kj = tap % kw;
+    const float* xc = xg + ch * H * W;
+    float* d = dst + kk * ld;
+    int64_t n = n0, oh = n0 / OW, ow = n0 % OW;
+    while (n < n0 + ncols) {
+      const int64_t run = std::min(OW - ow, n0 + ncols - n);
+      const int64_t ih = oh * sh - g.pad_begin[1] + ki * g.dilation[1];
+      if (ih < 0 || ih >= H) {
+        std::memset(d, 0, sizeof(float) * static_cast<size_t>(run));
+      } else {
+        const float* row = xc + ih * W;
+        const int64_t iw0 = ow * sw - g.pad_begin[2] + kj * g.dilation[2];
+        // Outputs t in [lo, hi) read inside the row.
+        int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
+        int64_t hi = iw0 >= W ? 0 : (W - iw0 + sw - 1) / sw;
+        lo = std::min(lo, run);
+        hi = std::clamp(hi, lo, run);
+        for (int64_t t = 0; t < lo; ++t) d[t] = 0.0f;
+        if (sw == 1) {
+          std::memcpy(d + lo, row + iw0 + lo, sizeof(float) * static_cast<size_t>(hi - lo));
+        } else {
+          for (int64_t t = lo; t < hi; ++t) d[t] = row[iw0 + t * sw];
+        }
+        for (int64_t t = hi; t < run; ++t) d[t] = 0.0f;
+      }
+      d += run;
+      n += run;
+      ow = 0;
+      ++oh;
+    }
+  }
+}
+
+template <class S, int MR, int NV>
+void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float* y, float* scratch,
+                 ThreadPool* pool) {
+  constexpr int NR = NV * S::kLanes;
+  const Window3& g = p.g;
+  const int64_t P = g.OutPixels(), in_pixels = g.InPixels();
+  const int64_t mg = g.GroupOut(), cg = g.GroupIn();
+  const int64_t n_blocks = (P + p.nc - 1) / p.nc;
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  // Enough work items for the threads: split output channels when the
+  // pixel blocks alone are too few (late layers: 7x7 pixels, 512 channels).
+  const int64_t base_items = g.group * n_blocks;
+  int64_t m_blocks = 1;
+  if (base_items < 4 * threads) {
+    m_blocks = std::min<int64_t>((4 * threads + base_items - 1) / base_items, std::max<int64_t>(1, p.m_panels / 2));
+  }
+  const int64_t panels_per_block = (p.m_panels + m_blocks - 1) / m_blocks;
+  m_blocks = (p.m_panels + panels_per_block - 1) / panels_per_block;
+  const int64_t items = base_items * m_blocks;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* xn = x + n * g.in_channels * in_pixels;
+    float* yn = y + n * g.out_channels * P;
+    const float* rn = residual != nullptr ? residual + n * g.out_channels * P : nullptr;
+    auto body = [&](int64_t begin, int64_t end, int thread) {
+      float* buf = scratch + thread * p.scratch_floats_per_thread;
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t grp = item / (n_blocks * m_blocks), rest = item % (n_blocks * m_blocks);
+        const int64_t n0 = (rest / m_blocks) * p.nc, ncols = std::min(p.nc, P - n0);
+        const int64_t mp0 = (rest % m_blocks) * panels_per_block;
+        const int64_t mp1 = std::min(p.m_panels, mp0 + panels_per_block);
+        const float* xg = xn + grp * cg * in_pixels;
+        for (int64_t k0 = 0; k0 < p.k; k0 += p.kc) {
+          const int64_t kc = std::min(p.kc, p.k - k0);
+          const float* b = xg + k0 * P + n0;
+          int64_t ldb = P;
+          if (!p.direct_b) {
+            GatherIm2col<S>(g, xg, k0, kc, n0, ncols, buf, p.nc);
+            b = buf;
+            ldb = p.nc;
+          }
+          for (int64_t j0 = 0; j0 < ncols; j0 += NR) {
+            const int nv = static_cast<int>(std::min<int64_t>(NR, ncols - j0));
+            for (int64_t mp = mp0; mp < mp1; ++mp) {
+              const int64_t m_first = mp * MR;
+              const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
+              const int64_t c_offset = (grp * mg + m_first) * P + n0 + j0;
+              ConvTile<S, MR, NV>(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, b + j0, ldb,
+                                  yn + c_offset, P, m_valid, nv, k0 == 0, k0 + kc == p.k,
+                                  p.bias.data() + grp * mg + m_first, rn != nullptr ? rn + c_offset : nullptr,
+                                  p.epilogue);
+            }
+          }
+        }
+      }
+    };
+    if (pool != nullptr) {
+      pool->ParallelFor(items, 1, body);
+    } else {
+      body(0, items, 0);
+    }
+  }
+}
+
+template <class S>
+void RunConvDepthwise(const ConvPlan& p, const float* x, const float* residual, float* y, float* scratch,
+                      ThreadPool* pool) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  constexpr int kVectors = 4;  // independent accumulators per step
+  const Window3& g = p.g;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t kh = g.kernel[1], kw = g.kernel[2], taps = kh * kw;
+  const int64_t s = g.stride[2], phase_w = p.nc;
+  const int64_t padded_h = H + g.pad_begin[1] + g.pad_end[1];
+  const int64_t planes = g.batch * g.out_channels;
+  auto body = [&](int64_t begin, int64_t end, int thread) {
+    float* buf = scratch + thread * p.scratch_floats_per_thread;
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t ch = plane % g.out_channels;
+      const float* xp = x + plane * H * W;
+      std::memset(buf, 0, sizeof(float) * static_cast<size_t>(padded_h * s * phase_w));
+      for (int64_t ih = 0; ih < H; ++ih) {
+        float* row = buf + (ih + g.pad_begin[1]) * s * phase_w;
+        for (int64_t iw = 0; iw < W; ++iw) {
+          const int64_t col = iw + g.pad_begin[2];
+          row[(col % s) * phase_w + col / s] = xp[ih * W + iw];
+        }
+      }
+      const float* wp = p.packed_w.data() + ch * taps;
+      const float bias = p.bias[static_cast<size_t>(ch)];
+      float* yp = y + plane * OH * OW;
+      const float* rp = residual != nullptr ? residual + plane * OH * OW : nullptr;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        for (int64_t ow0 = 0; ow0 < OW; ow0 += kVectors * L) {
+          V acc[kVectors];
+          for (int v = 0; v < kVectors; ++v) acc[v] = S::Zero();
+          for (int64_t ki = 0; ki < kh; ++ki) {
+            const float* rowbase = buf + (oh * g.stride[1] + ki * g.dilation[1]) * s * phase_w;
+            for (int64_t kj = 0; kj < kw; ++kj) {
+              const int64_t t = kj * g.dilation[2];
+              const float* src = rowbase + (t % s) * phase_w + t / s + ow0;
+              const V wv = S::Set1(wp[ki * kw + kj]);
+#pragma GCC unroll 4
+              for (int v = 0; v < kVectors; ++v) acc[v] = S::Fma(wv, S::Load(src + v * L), acc[v]);
+            }
+          }
+          for (int v = 0; v < kVectors; ++v) {
+            const int64_t at = ow0 + v * L;
+            const int lanes = static_cast<int>(std::clamp<int64_t>(OW - at, 0, L));
+            if (lanes == 0) break;
+            const int64_t yi = oh * OW + at;
+            const V out = ConvFinish<S>(p.epilogue, acc[v], bias, rp != nullptr ? rp + yi : nullptr, lanes);
+            if (lanes == L) {
+              S::Store(yp + yi, out);
+            } else {
+              S::StorePart(yp + yi, out, lanes);
+            }
+          }
+        }
+      }
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(planes, 1, body);
+  } else {
+    body(0, planes, 0);
+  }
+}
+
+template <class S, int MR, int NV>
+void RunConvPlanWith(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
+                     ThreadPool* pool) {
+  if (plan.path == ConvPath::kDepthwise) {
+    RunConvDepthwise<S>(plan, x, residual, y, scratch, pool);
+  } else {
+    RunConvGemm<S, MR, NV>(plan, x, residual, y, scratch, pool);
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,199 @@
+// Pooling kernels (see pooling.h). Each output plane is independent, so
+// planes (n, c) go to the pool's threads; the windows are clipped to the
+// input once per output row rather than tested per tap.
+#include "backend/cpu/tensor_kernels/pooling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/tensor_kernels/conv_window.h"
+#include "core/thread_pool.h"
+
+namespace kiln::cpu {
+namespace {
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+struct PoolParams {
+  Window3 g;
+  PoolKind kind = PoolKind::kMax;
+  bool count_include_pad = false;
+  bool column_major_indices = false;  // storage_order 1
+  double p = 2.0;                     // LpPool's norm
+};
+
+// Taps of one axis for output o: the first input index, and how many taps
+// fall inside the input [lo, hi) and inside the padded input (for
+// count_include_pad, the window clipped at the padded input's end).
+struct AxisTaps {
+  int64_t start, first_tap, end_tap, padded_taps;
+};
+
+AxisTaps TapsOf(const Window3& g, int axis, int64_t o) {
+  const int64_t start = o * g.stride[axis] - g.pad_begin[axis];
+  const int64_t d = g.dilation[axis], k = g.kernel[axis];
+  AxisTaps t{start, 0, k, 0};
+  while (t.first_tap < k && start + t.first_tap * d < 0) ++t.first_tap;
+  while (t.end_tap > t.first_tap && start + (t.end_tap - 1) * d >= g.in[axis]) --t.end_tap;
+  const int64_t padded_end = g.in[axis] + g.pad_end[axis];
+  int64_t in_padded = 0;
+  for (int64_t i = 0; i < k; ++i) in_padded += start + i * d < padded_end ? 1 : 0;
+  t.padded_taps = in_padded;
+  return t;
+}
+
+void PoolPlanes(const PoolParams& p, const float* x, float* y, int64_t* indices, int64_t begin, int64_t end) {
+  const Window3& g = p.g;
+  const int64_t in_pixels = g.InPixels(), out_pixels = g.OutPixels();
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* xp = x + plane * in_pixels;
+    int64_t yi = plane * out_pixels;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const AxisTaps td = TapsOf(g, 0, od);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const AxisTaps th = TapsOf(g, 1, oh);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++yi) {
+          const AxisTaps tw = TapsOf(g, 2, ow);
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_at = -1;
+          double sum = 0.0;
+          int64_t count = 0;
+          for (int64_t a = td.first_tap; a < td.end_tap; ++a) {
+            const int64_t id = td.start + a * g.dilation[0];
+            for (int64_t b = th.first_tap; b < th.end_tap; ++b) {
+              const int64_t ih = th.start + b * g.dilation[1];
+              const float* row = xp + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t c = tw.first_tap; c < tw.end_tap; ++c) {
+                const int64_t iw = tw.start + c * g.dilation[2];
+                const float v = row[iw];
+                if (p.kind == PoolKind::kMax) {
+                  if (v > best || best_at < 0) {
+                    best = v;
+                    best_at = (id * g.in[1] + ih) * g.in[2] + iw;
+                    if (p.column_major_indices) best_at = (iw * g.in[1] + ih) * g.in[0] + id;
+                  }
+                } else if (p.kind == PoolKind::kAverage) {
+                  sum += v;
+                } else {
+                  sum += std::pow(std::fabs(static_cast<double>(v)), p.p);
+                }
+                ++count;
+              }
+            }
+          }
+          if (p.kind == PoolKind::kMax) {
+            y[yi] = best;
+            if (indices != nullptr) indices[yi] = plane * in_pixels + std::max<int64_t>(best_at, 0);
+          } else if (p.kind == PoolKind::kAverage) {
+            const int64_t divisor = p.count_include_pad ? td.padded_taps * th.padded_taps * tw.padded_taps : count;
+            y[yi] = divisor > 0 ? static_cast<float>(sum / static_cast<double>(divisor)) : 0.0f;
+          } else {
+            y[yi] = static_cast<float>(std::pow(sum, 1.0 / p.p));
+          }
+        }
+      }
+    }
+  }
+}
+
+Status CheckF32(const TensorKernelArgs& args) {
+  if (args.inputs[0].dtype != DType::kF32) {
+    return Unsupported("{} {}: dtype {} not supported (f32 only)", args.op_type, args.node,
+                       DTypeName(args.inputs[0].dtype));
+  }
+  return Status::Ok();
+}
+
+Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
+  KILN_RETURN_IF_ERROR(CheckF32(args));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, PoolGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims));
+  if (geometry.spatial > 3) {
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node, geometry.spatial);
+  }
+  PoolParams p;
+  p.g = ToWindow3(geometry);
+  p.kind = args.op_type == "MaxPool" ? PoolKind::kMax : args.op_type == "AveragePool" ? PoolKind::kAverage : PoolKind::kLp;
+  p.count_include_pad = IntAttrOr(args.a(), "count_include_pad", 0) != 0;
+  p.column_major_indices = IntAttrOr(args.a(), "storage_order", 0) == 1;
+  p.p = static_cast<double>(IntAttrOr(args.a(), "p", 2));
+  const bool with_indices = args.outputs.size() > 1;
+  TensorKernel k;
+  k.impl = "kiln";
+  k.run = [p, with_indices](const TensorCall& call) {
+    const auto* x = static_cast<const float*>(call.inputs[0]);
+    auto* y = static_cast<float*>(call.outputs[0]);
+    auto* indices = with_indices ? static_cast<int64_t*>(call.outputs[1]) : nullptr;
+    const int64_t planes = p.g.batch * p.g.in_channels;
+    if (call.pool == nullptr) {
+      PoolPlanes(p, x, y, indices, 0, planes);
+    } else {
+      call.pool->ParallelFor(planes, 1, [&](int64_t b, int64_t e, int) { PoolPlanes(p, x, y, indices, b, e); });
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
+Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
+  KILN_RETURN_IF_ERROR(CheckF32(args));
+  const auto& dims = args.inputs[0].dims;
+  const int64_t planes = dims[0] * dims[1];
+  const int64_t pixels = args.inputs[0].ElementCount() / std::max<int64_t>(planes, 1);
+  const PoolKind kind = args.op_type == "GlobalMaxPool"       ? PoolKind::kMax
+                        : args.op_type == "GlobalAveragePool" ? PoolKind::kAverage
+                                                              : PoolKind::kLp;
+  const double p = static_cast<double>(IntAttrOr(args.a(), "p", 2));
+  TensorKernel k;
+  k.impl = "kiln";
+  k.run = [=](const TensorCall& call) {
+    const auto* x = static_cast<const float*>(call.inputs[0]);
+    auto* y = static_cast<float*>(call.outputs[0]);
+    auto body = [&](int64_t b, int64_t e, int) {
+      for (int64_t plane = b; plane < e; ++plane) {
+        const float* xp = x + plane * pixels;
+        if (kind == PoolKind::kMax) {
+          float best = xp[0];
+          for (int64_t i = 1; i < pixels; ++i) best = std::max(best, xp[i]);
+          y[plane] = best;
+        } else if (kind == PoolKind::kAverage) {
+          // Eight partial sums: vectorizes, and keeps rounding error low on large planes.
+          float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t i = 0;
+          for (; i + 8 <= pixels; i += 8) {
+            for (int j = 0; j < 8; ++j) part[j] += xp[i + j];
+          }
+          double sum = 0.0;
+          for (int j = 0; j < 8; ++j) sum += part[j];
+          for (; i < pixels; ++i) sum += xp[i];
+          y[plane] = static_cast<float>(sum / static_cast<double>(pixels));
+        } else {
+          double sum = 0.0;
+          for (int64_t i = 0; i < pixels; ++i) sum += std::pow(std::fabs(static_cast<double>(xp[i])), p);
+          y[plane] = static_cast<float>(std::pow(sum, 1.0 / p));
+        }
+      }
+    };
+    if (call.pool == nullptr) {
+      body(0, planes, 0);
+    } else {
+      call.pool->ParallelFor(planes, 8, body);
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
+}  // namespace
+
+void AddPoolKernels(std::vector<TensorKernelEntry>* kernels) {
+  const char* limits = "1-d to 3-d; f32; auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID; ceil_mode; dilations";
+  kernels->push_back({"MaxPool", MakePool, {DType::kF32}, std::string(limits) + "; Indices with storage_order 0|1"});
+  kernels->push_back({"AveragePool", MakePool, {DType::kF32}, std::string(limits) + "; count_include_pad"});
+  kernels->push_back({"LpPool", MakePool, {DType::kF32}, limits});
+  kernels->push_back({"GlobalAveragePool", MakeGlobalPool, {DType::kF32}, "f32"});
+  kernels->push_back({"GlobalMaxPool", MakeGlobalPool, {DType::kF32}, "f32"});
+  kernels->push_back({"GlobalLpPool", MakeGlobalPool, {DType::kF32}, "f32"});
+}
+
+}  // namespace kiln::cpu
