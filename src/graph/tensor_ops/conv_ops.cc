@@ -70,7 +70,9 @@ double ConvFlops(const ShapeContext& ctx, const std::vector<TensorType>& outputs
 
 Expected<ShapeResult> InferPool(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
-  KILN_RETURN_IF_ERROR(CheckFloat(ctx, x, "input"));
+  // MaxPool also takes 8-bit integers (opset 12).
+  const bool max_of_bytes = ctx.op_type == "MaxPool" && (x.dtype == DType::kU8 || x.dtype == DType::kI8);
+  if (!max_of_bytes) KILN_RETURN_IF_ERROR(CheckFloat(ctx, x, "input"));
   KILN_ASSIGN_OR_RETURN(WindowGeometry g, PoolGeometry(ctx.op_type, ctx.node, ctx.a(), x.dims));
   const int64_t storage_order = IntAttrOr(ctx.a(), "storage_order", 0);
   if (storage_order != 0 && storage_order != 1) {

@@ -169,7 +169,7 @@ TEST(Conv, EachIsaPlanMatchesTheReference) {
         const cpu::ConvPlan plan =
             cpu::MakeConvPlan(g, e, in.w.As<float>(), in.bias ? in.bias->As<float>() : nullptr, isa, 2);
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-          std::vector<float> scratch(static_cast<size_t>(plan.scratch_floats_per_thread * 2 + 1));
+          std::vector<float> scratch(static_cast<size_t>(plan.ScratchFloats(2) + 1));
           std::vector<float> y(expected.size(), -7.0f);
           cpu::RunConvPlan(plan, in.x.As<float>(), res, y.data(), scratch.data(), p);
           ExpectClose(y.data(), expected.data(), static_cast<int64_t>(y.size()), 1e-5f, "plan");

@@ -133,3 +133,20 @@ TEST(Pool, ErrorsNameTheNode) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(MaxPool, Uint8) {
+  std::vector<uint8_t> v = {1, 200, 3, 4, 5, 6, 7, 8, 9};
+  auto y = Pool("MaxPool", TensorData::FromValues<uint8_t>(DType::kU8, {1, 1, 3, 3}, v), Attrs({2, 2}));
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  ASSERT_EQ((*y)[0].type(), (TensorType{DType::kU8, {1, 1, 2, 2}}));
+  const std::vector<uint8_t> expected = {200, 200, 8, 9};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ((*y)[0].As<uint8_t>()[i], expected[i]) << i;
+  auto avg = Pool("AveragePool", TensorData::FromValues<uint8_t>(DType::kU8, {1, 1, 3, 3}, v), Attrs({2, 2}));
+  ASSERT_FALSE(avg.ok());
+}
+
+}  // namespace
+}  // namespace kiln

@@ -50,8 +50,19 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   int64_t nc = std::max<int64_t>(p.nr, (512 / p.nr) * p.nr);
   if (pixels < nc) nc = (pixels + p.nr - 1) / p.nr * p.nr;
   p.nc = nc;
-  (void)threads;
-  p.scratch_floats_per_thread = p.direct_b ? 0 : p.kc * p.nc;
+  const int64_t base_items = g.group * ((pixels + p.nc - 1) / p.nc);
+  const int64_t t = std::max(1, threads);
+  if (base_items < 4 * t) {
+    p.m_blocks = std::min<int64_t>((4 * t + base_items - 1) / base_items, std::max<int64_t>(1, p.m_panels / 2));
+  }
+  p.panels_per_block = (p.m_panels + p.m_blocks - 1) / p.m_blocks;
+  p.m_blocks = (p.m_panels + p.panels_per_block - 1) / p.panels_per_block;
+  p.shared_im2col = !p.direct_b && p.m_blocks > 1;
+  if (p.shared_im2col) {
+    p.scratch_floats_shared = g.group * p.k * pixels;
+  } else if (!p.direct_b) {
+    p.scratch_floats_per_thread = p.kc * p.nc;
+  }
   // Weights: [group][panel][k][mr], zero rows past the group's channels.
   p.packed_w.assign(static_cast<size_t>(g.group * p.m_panels * p.k * p.mr), 0.0f);
   for (int64_t grp = 0; grp < g.group; ++grp) {

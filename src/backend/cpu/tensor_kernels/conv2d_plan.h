@@ -42,9 +42,18 @@ struct ConvPlan {
   int64_t kc = 0;        // K block
   int64_t nc = 0;        // pixel block
   bool direct_b = false;  // 1x1, stride 1, no pad: the input is the im2col matrix
+  // Work split: pixel blocks x blocks of m panels per group. When the
+  // channels are split (few pixels), the whole im2col matrix is gathered
+  // once into shared scratch first, instead of once per channel block.
+  int64_t m_blocks = 1;
+  int64_t panels_per_block = 0;
+  bool shared_im2col = false;
   std::vector<float> packed_w;  // GEMM: [group][panel][k][mr]; depthwise: [M][kh*kw]
   std::vector<float> bias;      // [M], zeros when the node has none
   int64_t scratch_floats_per_thread = 0;
+  int64_t scratch_floats_shared = 0;  // before the per-thread parts
+  // Scratch floats for a pool of `threads`.
+  int64_t ScratchFloats(int threads) const { return scratch_floats_shared + scratch_floats_per_thread * threads; }
 };
 
 // Whether the vector paths take this geometry (2-d or 1-d, and an ISA with
@@ -57,8 +66,8 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
                       int threads);
 
 // Runs the plan on one call: x [N, C, H, W] -> y [N, M, OH, OW]; residual
-// (the output's shape) may be null. scratch holds
-// scratch_floats_per_thread floats per pool thread.
+// (the output's shape) may be null. scratch holds ScratchFloats(threads)
+// floats for a pool of at most `threads` (the plan's) threads.
 void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
                  ThreadPool* pool);
 

@@ -49,7 +49,7 @@ inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float b
 // last K block also the epilogue. Rows past m_valid are computed (A is zero
 // there) but not stored.
 template <class S, int MR, int NV>
-inline void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m_valid,
+void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m_valid,
                      int n_valid, bool first, bool last, const float* bias, const float* residual,
                      const FusedEpilogue& e) {
   using V = typename S::V;
@@ -157,23 +157,29 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
   const int64_t P = g.OutPixels(), in_pixels = g.InPixels();
   const int64_t mg = g.GroupOut(), cg = g.GroupIn();
   const int64_t n_blocks = (P + p.nc - 1) / p.nc;
-  const int threads = pool != nullptr ? pool->num_threads() : 1;
-  // Enough work items for the threads: split output channels when the
-  // pixel blocks alone are too few (late layers: 7x7 pixels, 512 channels).
+  const int64_t m_blocks = p.m_blocks, panels_per_block = p.panels_per_block;
   const int64_t base_items = g.group * n_blocks;
-  int64_t m_blocks = 1;
-  if (base_items < 4 * threads) {
-    m_blocks = std::min<int64_t>((4 * threads + base_items - 1) / base_items, std::max<int64_t>(1, p.m_panels / 2));
-  }
-  const int64_t panels_per_block = (p.m_panels + m_blocks - 1) / m_blocks;
-  m_blocks = (p.m_panels + panels_per_block - 1) / panels_per_block;
   const int64_t items = base_items * m_blocks;
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* xn = x + n * g.in_channels * in_pixels;
     float* yn = y + n * g.out_channels * P;
     const float* rn = residual != nullptr ? residual + n * g.out_channels * P : nullptr;
+    if (p.shared_im2col) {
+      // Every group's whole im2col matrix [K, P], rows split over the threads.
+      auto gather = [&](int64_t begin, int64_t end, int) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t grp = row / p.k, k = row % p.k;
+          GatherIm2col<S>(g, xn + grp * cg * in_pixels, k, 1, 0, P, scratch + row * P, P);
+        }
+      };
+      if (pool != nullptr) {
+        pool->ParallelFor(g.group * p.k, 16, gather);
+      } else {
+        gather(0, g.group * p.k, 0);
+      }
+    }
     auto body = [&](int64_t begin, int64_t end, int thread) {
-      float* buf = scratch + thread * p.scratch_floats_per_thread;
+      float* buf = scratch + p.scratch_floats_shared + thread * p.scratch_floats_per_thread;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t grp = item / (n_blocks * m_blocks), rest = item % (n_blocks * m_blocks);
         const int64_t n0 = (rest / m_blocks) * p.nc, ncols = std::min(p.nc, P - n0);
@@ -184,7 +190,9 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
           const int64_t kc = std::min(p.kc, p.k - k0);
           const float* b = xg + k0 * P + n0;
           int64_t ldb = P;
-          if (!p.direct_b) {
+          if (p.shared_im2col) {
+            b = scratch + (grp * p.k + k0) * P + n0;
+          } else if (!p.direct_b) {
             GatherIm2col<S>(g, xg, k0, kc, n0, ncols, buf, p.nc);
             b = buf;
             ldb = p.nc;
@@ -195,7 +203,11 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
               const int64_t m_first = mp * MR;
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
               const int64_t c_offset = (grp * mg + m_first) * P + n0 + j0;
-              ConvTile<S, MR, NV>(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, b + j0, ldb,
+              // A narrower tile for the last pixels of a block (7x7 images: 48 + 1).
+              auto tile = nv > 2 * S::kLanes ? &ConvTile<S, MR, NV>
+                          : nv > S::kLanes   ? &ConvTile<S, MR, (NV < 2 ? NV : 2)>
+                                             : &ConvTile<S, MR, 1>;
+              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, b + j0, ldb,
                                   yn + c_offset, P, m_valid, nv, k0 == 0, k0 + kc == p.k,
                                   p.bias.data() + grp * mg + m_first, rn != nullptr ? rn + c_offset : nullptr,
                                   p.epilogue);
@@ -232,9 +244,19 @@ void RunConvDepthwise(const ConvPlan& p, const float* x, const float* residual, 
       std::memset(buf, 0, sizeof(float) * static_cast<size_t>(padded_h * s * phase_w));
       for (int64_t ih = 0; ih < H; ++ih) {
         float* row = buf + (ih + g.pad_begin[1]) * s * phase_w;
-        for (int64_t iw = 0; iw < W; ++iw) {
-          const int64_t col = iw + g.pad_begin[2];
-          row[(col % s) * phase_w + col / s] = xp[ih * W + iw];
+        const float* src = xp + ih * W;
+        if (s == 1) {
+          std::memcpy(row + g.pad_begin[2], src, sizeof(float) * static_cast<size_t>(W));
+          continue;
+        }
+        // Phase q holds padded columns j * s + q, i.e. input columns
+        // j * s + q - pad; written contiguously, read with stride s.
+        for (int64_t q = 0; q < s; ++q) {
+          const int64_t shift = q - g.pad_begin[2];
+          const int64_t j_lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
+          const int64_t j_hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / s + 1;
+          float* dst = row + q * phase_w;
+          for (int64_t j = j_lo; j < j_hi; ++j) dst[j] = src[j * s + shift];
         }
       }
       const float* wp = p.packed_w.data() + ch * taps;

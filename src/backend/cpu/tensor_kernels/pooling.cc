@@ -43,11 +43,13 @@ AxisTaps TapsOf(const Window3& g, int axis, int64_t o) {
   return t;
 }
 
-void PoolPlanes(const PoolParams& p, const float* x, float* y, int64_t* indices, int64_t begin, int64_t end) {
+// T: float for every pool; uint8_t / int8_t for MaxPool.
+template <typename T>
+void PoolPlanes(const PoolParams& p, const T* x, T* y, int64_t* indices, int64_t begin, int64_t end) {
   const Window3& g = p.g;
   const int64_t in_pixels = g.InPixels(), out_pixels = g.OutPixels();
   for (int64_t plane = begin; plane < end; ++plane) {
-    const float* xp = x + plane * in_pixels;
+    const T* xp = x + plane * in_pixels;
     int64_t yi = plane * out_pixels;
     for (int64_t od = 0; od < g.out[0]; ++od) {
       const AxisTaps td = TapsOf(g, 0, od);
@@ -55,7 +57,7 @@ void PoolPlanes(const PoolParams& p, const float* x, float* y, int64_t* indices,
         const AxisTaps th = TapsOf(g, 1, oh);
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++yi) {
           const AxisTaps tw = TapsOf(g, 2, ow);
-          float best = -std::numeric_limits<float>::infinity();
+          T best = std::numeric_limits<T>::lowest();
           int64_t best_at = -1;
           double sum = 0.0;
           int64_t count = 0;
@@ -63,10 +65,10 @@ void PoolPlanes(const PoolParams& p, const float* x, float* y, int64_t* indices,
             const int64_t id = td.start + a * g.dilation[0];
             for (int64_t b = th.first_tap; b < th.end_tap; ++b) {
               const int64_t ih = th.start + b * g.dilation[1];
-              const float* row = xp + (id * g.in[1] + ih) * g.in[2];
+              const T* row = xp + (id * g.in[1] + ih) * g.in[2];
               for (int64_t c = tw.first_tap; c < tw.end_tap; ++c) {
                 const int64_t iw = tw.start + c * g.dilation[2];
-                const float v = row[iw];
+                const T v = row[iw];
                 if (p.kind == PoolKind::kMax) {
                   if (v > best || best_at < 0) {
                     best = v;
@@ -83,13 +85,14 @@ void PoolPlanes(const PoolParams& p, const float* x, float* y, int64_t* indices,
             }
           }
           if (p.kind == PoolKind::kMax) {
-            y[yi] = best;
+            // A window with no tap inside the input (dilated past it) is -inf.
+            y[yi] = best_at < 0 && std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : best;
             if (indices != nullptr) indices[yi] = plane * in_pixels + std::max<int64_t>(best_at, 0);
           } else if (p.kind == PoolKind::kAverage) {
             const int64_t divisor = p.count_include_pad ? td.padded_taps * th.padded_taps * tw.padded_taps : count;
-            y[yi] = divisor > 0 ? static_cast<float>(sum / static_cast<double>(divisor)) : 0.0f;
+            y[yi] = divisor > 0 ? static_cast<T>(sum / static_cast<double>(divisor)) : T{};
           } else {
-            y[yi] = static_cast<float>(std::pow(sum, 1.0 / p.p));
+            y[yi] = static_cast<T>(std::pow(sum, 1.0 / p.p));
           }
         }
       }
@@ -105,8 +108,29 @@ Status CheckF32(const TensorKernelArgs& args) {
   return Status::Ok();
 }
 
+template <typename T>
+TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
+  TensorKernel k;
+  k.impl = "kiln";
+  k.run = [p, with_indices](const TensorCall& call) {
+    const auto* x = static_cast<const T*>(call.inputs[0]);
+    auto* y = static_cast<T*>(call.outputs[0]);
+    auto* indices = with_indices ? static_cast<int64_t*>(call.outputs[1]) : nullptr;
+    const int64_t planes = p.g.batch * p.g.in_channels;
+    if (call.pool == nullptr) {
+      PoolPlanes<T>(p, x, y, indices, 0, planes);
+    } else {
+      call.pool->ParallelFor(planes, 1, [&](int64_t b, int64_t e, int) { PoolPlanes<T>(p, x, y, indices, b, e); });
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
 Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
-  KILN_RETURN_IF_ERROR(CheckF32(args));
+  const DType dtype = args.inputs[0].dtype;
+  const bool max_of_bytes = args.op_type == "MaxPool" && (dtype == DType::kU8 || dtype == DType::kI8);
+  if (!max_of_bytes) KILN_RETURN_IF_ERROR(CheckF32(args));
   KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, PoolGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims));
   if (geometry.spatial > 3) {
     return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node, geometry.spatial);
@@ -118,21 +142,9 @@ Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
   p.column_major_indices = IntAttrOr(args.a(), "storage_order", 0) == 1;
   p.p = static_cast<double>(IntAttrOr(args.a(), "p", 2));
   const bool with_indices = args.outputs.size() > 1;
-  TensorKernel k;
-  k.impl = "kiln";
-  k.run = [p, with_indices](const TensorCall& call) {
-    const auto* x = static_cast<const float*>(call.inputs[0]);
-    auto* y = static_cast<float*>(call.outputs[0]);
-    auto* indices = with_indices ? static_cast<int64_t*>(call.outputs[1]) : nullptr;
-    const int64_t planes = p.g.batch * p.g.in_channels;
-    if (call.pool == nullptr) {
-      PoolPlanes(p, x, y, indices, 0, planes);
-    } else {
-      call.pool->ParallelFor(planes, 1, [&](int64_t b, int64_t e, int) { PoolPlanes(p, x, y, indices, b, e); });
-    }
-    return Status::Ok();
-  };
-  return k;
+  if (dtype == DType::kU8) return PoolKernel<uint8_t>(p, with_indices);
+  if (dtype == DType::kI8) return PoolKernel<int8_t>(p, with_indices);
+  return PoolKernel<float>(p, with_indices);
 }
 
 Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
@@ -188,7 +200,8 @@ Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
 
 void AddPoolKernels(std::vector<TensorKernelEntry>* kernels) {
   const char* limits = "1-d to 3-d; f32; auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID; ceil_mode; dilations";
-  kernels->push_back({"MaxPool", MakePool, {DType::kF32}, std::string(limits) + "; Indices with storage_order 0|1"});
+  kernels->push_back({"MaxPool", MakePool, {DType::kF32, DType::kU8, DType::kI8},
+                      std::string(limits) + "; Indices with storage_order 0|1; u8/i8 too"});
   kernels->push_back({"AveragePool", MakePool, {DType::kF32}, std::string(limits) + "; count_include_pad"});
   kernels->push_back({"LpPool", MakePool, {DType::kF32}, limits});
   kernels->push_back({"GlobalAveragePool", MakeGlobalPool, {DType::kF32}, "f32"});
