@@ -42,8 +42,6 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   p.mr = isa == Isa::kAvx512 ? 8 : 6;
   p.nr = isa == Isa::kAvx512 ? 48 : 16;
   p.m_panels = (mg + p.mr - 1) / p.mr;
-  p.direct_b = g.kernel[1] == 1 && g.kernel[2] == 1 && g.stride[1] == 1 && g.stride[2] == 1 &&
-               g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
   p.kc = std::min<int64_t>(p.k, 256);
   // A K block x pixel block of im2col fits in L2 with the weights' block.
   const int64_t pixels = g.OutPixels();
@@ -57,10 +55,12 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   }
   p.panels_per_block = (p.m_panels + p.m_blocks - 1) / p.m_blocks;
   p.m_blocks = (p.m_panels + p.panels_per_block - 1) / p.panels_per_block;
-  p.shared_im2col = !p.direct_b && p.m_blocks > 1;
+  p.shared_im2col = p.m_blocks > 1;
   if (p.shared_im2col) {
-    p.scratch_floats_shared = g.group * p.k * pixels;
-  } else if (!p.direct_b) {
+    // The panels of every group.
+    p.scratch_floats_shared = g.group * p.k * ((pixels + p.nr - 1) / p.nr) * p.nr;
+  } else {
+    // A block's panels.
     p.scratch_floats_per_thread = p.kc * p.nc;
   }
   // Weights: [group][panel][k][mr], zero rows past the group's channels.

@@ -4,12 +4,13 @@
 //
 // Two paths:
 // - GEMM: per group, Y[M/g, pixels] = W[M/g, K] * im2col(X)[K, pixels] with
-//   K = C/g * kh * kw. The weights are packed in panels of kMr output
+//   K = C/g * kh * kw. The weights are packed in panels of mr output
 //   channels (k-major inside a panel, zero rows past M/g); the im2col
-//   rows are gathered per (K block x pixel block) into a thread's scratch,
-//   or read straight from the input for 1x1 / stride 1 / no pad. A register
-//   tile of kMr channels x NR pixels accumulates over K and applies bias,
-//   residual and activation before its one store.
+//   matrix is gathered per (K block x pixel block) into a thread's scratch
+//   as panels of nr pixels (k-major, zero columns past the pixels), so that
+//   a tile streams both operands contiguously. A register tile of mr
+//   channels x nr pixels accumulates over K and applies bias, residual and
+//   activation before its one store.
 // - depthwise (one input and one output channel per group): per plane, the
 //   input is copied once into a zero-padded, stride-phase-split scratch
 //   plane, so that every tap of every output row is a contiguous vector load.
@@ -41,7 +42,6 @@ struct ConvPlan {
   int64_t m_panels = 0;  // panels of mr rows per group
   int64_t kc = 0;        // K block
   int64_t nc = 0;        // pixel block
-  bool direct_b = false;  // 1x1, stride 1, no pad: the input is the im2col matrix
   // Work split: pixel blocks x blocks of m panels per group. When the
   // channels are split (few pixels), the whole im2col matrix is gathered
   // once into shared scratch first, instead of once per channel block.

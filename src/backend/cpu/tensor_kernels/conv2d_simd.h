@@ -45,9 +45,9 @@ inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float b
   return S::Add(ConvActivate<S>(e, v), r);
 }
 
-// C[MR x n_valid] (+)= A panel [kc][MR] * B [kc rows, ldb apart]; on the
-// last K block also the epilogue. Rows past m_valid are computed (A is zero
-// there) but not stored.
+// C[MR x n_valid] (+)= A panel [kc][MR] * B [kc rows of NV whole vectors,
+// ldb apart]; on the last K block also the epilogue. Rows past m_valid and
+// columns past n_valid are computed (zeros in A and B there) but not stored.
 template <class S, int MR, int NV>
 void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m_valid,
                      int n_valid, bool first, bool last, const float* bias, const float* residual,
@@ -60,33 +60,16 @@ void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = S::Zero();
   }
-  if (n_valid == NV * L) {
-    for (int64_t k = 0; k < kc; ++k) {
-      V bv[NV];
+  for (int64_t k = 0; k < kc; ++k) {
+    V bv[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) bv[v] = S::Load(b + k * ldb + v * L);
-      const float* ak = a + k * MR;
+    for (int v = 0; v < NV; ++v) bv[v] = S::Load(b + k * ldb + v * L);
+    const float* ak = a + k * MR;
 #pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) {
-        const V av = S::Set1(ak[r]);
+    for (int r = 0; r < MR; ++r) {
+      const V av = S::Set1(ak[r]);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = S::Fma(av, bv[v], acc[r][v]);
-      }
-    }
-  } else {
-    int lanes[NV];
-    for (int v = 0; v < NV; ++v) lanes[v] = std::clamp(n_valid - v * L, 0, L);
-    for (int64_t k = 0; k < kc; ++k) {
-      V bv[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) bv[v] = lanes[v] > 0 ? S::LoadPart(b + k * ldb + v * L, lanes[v]) : S::Zero();
-      const float* ak = a + k * MR;
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) {
-        const V av = S::Set1(ak[r]);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = S::Fma(av, bv[v], acc[r][v]);
-      }
+      for (int v = 0; v < NV; ++v) acc[r][v] = S::Fma(av, bv[v], acc[r][v]);
     }
   }
   for (int r = 0; r < m_valid; ++r) {
@@ -149,6 +132,19 @@ void GatherIm2col(const Window3& g, const float* xg, int64_t k0, int64_t kc, int
   }
 }
 
+// One NR-wide panel of the im2col matrix: rows k0 .. k0+kc, pixels
+// n0 .. n0+ncols (ncols <= NR), k-major, columns past ncols zero, so that
+// tiles always load whole vectors and stream the panel in order.
+template <class S, int NR>
+void GatherPanel(const Window3& g, const float* xg, int64_t k0, int64_t kc, int64_t n0, int64_t ncols,
+                 float* dst) {
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    float* d = dst + kk * NR;
+    GatherIm2col<S>(g, xg, k0 + kk, 1, n0, ncols, d, NR);
+    if (ncols < NR) std::memset(d + ncols, 0, sizeof(float) * static_cast<size_t>(NR - ncols));
+  }
+}
+
 template <class S, int MR, int NV>
 void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float* y, float* scratch,
                  ThreadPool* pool) {
@@ -157,29 +153,31 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
   const int64_t P = g.OutPixels(), in_pixels = g.InPixels();
   const int64_t mg = g.GroupOut(), cg = g.GroupIn();
   const int64_t n_blocks = (P + p.nc - 1) / p.nc;
+  const int64_t n_panels = (P + NR - 1) / NR;  // per group, over all pixels
   const int64_t m_blocks = p.m_blocks, panels_per_block = p.panels_per_block;
-  const int64_t base_items = g.group * n_blocks;
-  const int64_t items = base_items * m_blocks;
+  const int64_t items = g.group * n_blocks * m_blocks;
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* xn = x + n * g.in_channels * in_pixels;
     float* yn = y + n * g.out_channels * P;
     const float* rn = residual != nullptr ? residual + n * g.out_channels * P : nullptr;
     if (p.shared_im2col) {
-      // Every group's whole im2col matrix [K, P], rows split over the threads.
+      // Every group's whole im2col matrix, as panels [group][pixel panel][K][NR],
+      // the panels split over the threads.
       auto gather = [&](int64_t begin, int64_t end, int) {
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t grp = row / p.k, k = row % p.k;
-          GatherIm2col<S>(g, xn + grp * cg * in_pixels, k, 1, 0, P, scratch + row * P, P);
+        for (int64_t panel = begin; panel < end; ++panel) {
+          const int64_t grp = panel / n_panels, j0 = (panel % n_panels) * NR;
+          GatherPanel<S, NR>(g, xn + grp * cg * in_pixels, 0, p.k, j0, std::min<int64_t>(NR, P - j0),
+                             scratch + panel * p.k * NR);
         }
       };
       if (pool != nullptr) {
-        pool->ParallelFor(g.group * p.k, 16, gather);
+        pool->ParallelFor(g.group * n_panels, 1, gather);
       } else {
-        gather(0, g.group * p.k, 0);
+        gather(0, g.group * n_panels, 0);
       }
     }
     auto body = [&](int64_t begin, int64_t end, int thread) {
-      float* buf = scratch + p.scratch_floats_shared + thread * p.scratch_floats_per_thread;
+      float* panels_buf = scratch + p.scratch_floats_shared + thread * p.scratch_floats_per_thread;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t grp = item / (n_blocks * m_blocks), rest = item % (n_blocks * m_blocks);
         const int64_t n0 = (rest / m_blocks) * p.nc, ncols = std::min(p.nc, P - n0);
@@ -188,29 +186,32 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
         const float* xg = xn + grp * cg * in_pixels;
         for (int64_t k0 = 0; k0 < p.k; k0 += p.kc) {
           const int64_t kc = std::min(p.kc, p.k - k0);
-          const float* b = xg + k0 * P + n0;
-          int64_t ldb = P;
+          // B as NR-wide panels of kc rows, panel_stride apart.
+          const float* b = panels_buf;
+          int64_t panel_stride = kc * NR;
           if (p.shared_im2col) {
-            b = scratch + (grp * p.k + k0) * P + n0;
-          } else if (!p.direct_b) {
-            GatherIm2col<S>(g, xg, k0, kc, n0, ncols, buf, p.nc);
-            b = buf;
-            ldb = p.nc;
+            b = scratch + ((grp * n_panels + n0 / NR) * p.k + k0) * NR;
+            panel_stride = p.k * NR;
+          } else {
+            for (int64_t j0 = 0; j0 < ncols; j0 += NR) {
+              GatherPanel<S, NR>(g, xg, k0, kc, n0 + j0, std::min<int64_t>(NR, ncols - j0),
+                                 panels_buf + (j0 / NR) * panel_stride);
+            }
           }
           for (int64_t j0 = 0; j0 < ncols; j0 += NR) {
             const int nv = static_cast<int>(std::min<int64_t>(NR, ncols - j0));
+            const float* bj = b + (j0 / NR) * panel_stride;
+            // A narrower tile for the last pixels of a block (7x7 images: 48 + 1).
+            auto tile = nv > 2 * S::kLanes ? &ConvTile<S, MR, NV>
+                        : nv > S::kLanes   ? &ConvTile<S, MR, (NV < 2 ? NV : 2)>
+                                           : &ConvTile<S, MR, 1>;
             for (int64_t mp = mp0; mp < mp1; ++mp) {
               const int64_t m_first = mp * MR;
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
               const int64_t c_offset = (grp * mg + m_first) * P + n0 + j0;
-              // A narrower tile for the last pixels of a block (7x7 images: 48 + 1).
-              auto tile = nv > 2 * S::kLanes ? &ConvTile<S, MR, NV>
-                          : nv > S::kLanes   ? &ConvTile<S, MR, (NV < 2 ? NV : 2)>
-                                             : &ConvTile<S, MR, 1>;
-              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, b + j0, ldb,
-                                  yn + c_offset, P, m_valid, nv, k0 == 0, k0 + kc == p.k,
-                                  p.bias.data() + grp * mg + m_first, rn != nullptr ? rn + c_offset : nullptr,
-                                  p.epilogue);
+              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, bj, NR, yn + c_offset, P,
+                   m_valid, nv, k0 == 0, k0 + kc == p.k, p.bias.data() + grp * mg + m_first,
+                   rn != nullptr ? rn + c_offset : nullptr, p.epilogue);
             }
           }
         }
