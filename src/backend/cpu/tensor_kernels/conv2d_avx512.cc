@@ -1,4 +1,4 @@
-// kiln's 2-d convolution with 16-lane vectors: 8 channels x 48 pixels per
+// kiln's 2-d convolution with 16-lane vectors: 6 channels x 64 pixels per
 // register tile. Compiled with AVX-512 flags; called only when the CPU has them.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -17,7 +17,7 @@ namespace kiln::cpu::avx512 {
 void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
                  ThreadPool* pool) {
 #if defined(__x86_64__)
-  RunConvPlanWith<SimdAvx512, 8, 3>(plan, x, residual, y, scratch, pool);
+  RunConvPlanWith<SimdAvx512, kAvx512Mr, kAvx512Nv>(plan, x, residual, y, scratch, pool);
 #else
   (void)plan, (void)x, (void)residual, (void)y, (void)scratch, (void)pool;
 #endif

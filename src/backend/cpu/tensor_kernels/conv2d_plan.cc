@@ -39,13 +39,16 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   p.path = ConvPath::kGemm;
   // Register tiles: AVX-512 8 channels x 3 vectors (24 of 32 registers
   // accumulate), AVX2 6 channels x 2 vectors (12 of 16).
-  p.mr = isa == Isa::kAvx512 ? 8 : 6;
-  p.nr = isa == Isa::kAvx512 ? 48 : 16;
+  p.mr = isa == Isa::kAvx512 ? kAvx512Mr : 6;
+  p.nr = isa == Isa::kAvx512 ? kAvx512Nv * 16 : 16;
   p.m_panels = (mg + p.mr - 1) / p.mr;
-  p.kc = std::min<int64_t>(p.k, 256);
-  // A K block x pixel block of im2col fits in L2 with the weights' block.
+  // K in as few blocks as possible of at most 1024 (each block is one more
+  // pass over the output tile), evenly split.
+  const int64_t k_blocks = (p.k + 1023) / 1024;
+  p.kc = (p.k + k_blocks - 1) / k_blocks;
+  // A K block x pixel block of im2col (up to 1024 x 192 floats) stays in L2.
   const int64_t pixels = g.OutPixels();
-  int64_t nc = std::max<int64_t>(p.nr, (512 / p.nr) * p.nr);
+  int64_t nc = std::max<int64_t>(p.nr, (192 / p.nr) * p.nr);
   if (pixels < nc) nc = (pixels + p.nr - 1) / p.nr * p.nr;
   p.nc = nc;
   const int64_t base_items = g.group * ((pixels + p.nc - 1) / p.nc);

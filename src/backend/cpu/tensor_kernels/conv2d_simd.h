@@ -5,8 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/kernels/simd_math.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
@@ -87,6 +90,20 @@ void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
       }
     }
   }
+}
+
+template <class S, int MR, int NV, size_t... I>
+auto TileTable(std::index_sequence<I...>) {
+  using Tile = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int, int, bool, bool,
+                        const float*, const float*, const FusedEpilogue&);
+  return std::array<Tile, NV>{&ConvTile<S, MR, static_cast<int>(I) + 1>...};
+}
+
+// The tile of MR rows and `vectors` (1..NV) vectors of pixels.
+template <class S, int MR, int NV>
+auto TileForVectors(int vectors) {
+  static const auto table = TileTable<S, MR, NV>(std::make_index_sequence<NV>());
+  return table[static_cast<size_t>(vectors - 1)];
 }
 
 // Rows k0 .. k0+kc of one group's im2col matrix, columns (output pixels)
@@ -202,9 +219,7 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
             const int nv = static_cast<int>(std::min<int64_t>(NR, ncols - j0));
             const float* bj = b + (j0 / NR) * panel_stride;
             // A narrower tile for the last pixels of a block (7x7 images: 48 + 1).
-            auto tile = nv > 2 * S::kLanes ? &ConvTile<S, MR, NV>
-                        : nv > S::kLanes   ? &ConvTile<S, MR, (NV < 2 ? NV : 2)>
-                                           : &ConvTile<S, MR, 1>;
+            const auto tile = TileForVectors<S, MR, NV>((nv + S::kLanes - 1) / S::kLanes);
             for (int64_t mp = mp0; mp < mp1; ++mp) {
               const int64_t m_first = mp * MR;
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
@@ -237,6 +252,14 @@ void RunConvDepthwise(const ConvPlan& p, const float* x, const float* residual, 
   const int64_t s = g.stride[2], phase_w = p.nc;
   const int64_t padded_h = H + g.pad_begin[1] + g.pad_end[1];
   const int64_t planes = g.batch * g.out_channels;
+  // Where tap (ki, kj) reads, from an output row's start in the phase-split plane.
+  std::vector<int64_t> tap_offset(static_cast<size_t>(taps));
+  for (int64_t ki = 0; ki < kh; ++ki) {
+    for (int64_t kj = 0; kj < kw; ++kj) {
+      const int64_t t = kj * g.dilation[2];
+      tap_offset[static_cast<size_t>(ki * kw + kj)] = ki * g.dilation[1] * s * phase_w + (t % s) * phase_w + t / s;
+    }
+  }
   auto body = [&](int64_t begin, int64_t end, int thread) {
     float* buf = scratch + thread * p.scratch_floats_per_thread;
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -268,15 +291,12 @@ void RunConvDepthwise(const ConvPlan& p, const float* x, const float* residual, 
         for (int64_t ow0 = 0; ow0 < OW; ow0 += kVectors * L) {
           V acc[kVectors];
           for (int v = 0; v < kVectors; ++v) acc[v] = S::Zero();
-          for (int64_t ki = 0; ki < kh; ++ki) {
-            const float* rowbase = buf + (oh * g.stride[1] + ki * g.dilation[1]) * s * phase_w;
-            for (int64_t kj = 0; kj < kw; ++kj) {
-              const int64_t t = kj * g.dilation[2];
-              const float* src = rowbase + (t % s) * phase_w + t / s + ow0;
-              const V wv = S::Set1(wp[ki * kw + kj]);
+          const float* base = buf + oh * g.stride[1] * s * phase_w + ow0;
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const float* src = base + tap_offset[static_cast<size_t>(tap)];
+            const V wv = S::Set1(wp[tap]);
 #pragma GCC unroll 4
-              for (int v = 0; v < kVectors; ++v) acc[v] = S::Fma(wv, S::Load(src + v * L), acc[v]);
-            }
+            for (int v = 0; v < kVectors; ++v) acc[v] = S::Fma(wv, S::Load(src + v * L), acc[v]);
           }
           for (int v = 0; v < kVectors; ++v) {
             const int64_t at = ow0 + v * L;
