@@ -65,6 +65,9 @@ std::vector<ConvCase> Cases() {
       {"kernel_covers_input", 3, 5, 1, {3, 4}, {3, 4}},
       {"wide_k_blocks", 300, 10, 1, {6, 6}, {1, 1}},
       {"deep_k_3x3", 40, 33, 1, {7, 7}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      // K = 1080: two K blocks, so tiles accumulate through the output.
+      {"two_k_blocks", 120, 14, 1, {5, 6}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"two_k_blocks_many_pixels", 130, 7, 1, {15, 16}, {3, 3}, {}, {}, {1, 1, 1, 1}, nullptr, true},
   };
 }
 
