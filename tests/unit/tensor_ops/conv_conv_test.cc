@@ -56,6 +56,8 @@ std::vector<ConvCase> Cases() {
       {"grouped_1x1", 12, 24, 3, {6, 5}, {1, 1}},
       {"depthwise_3x3", 16, 16, 16, {14, 15}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"depthwise_3x3_stride2", 10, 10, 10, {17, 16}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"depthwise_stride2_odd_width_no_pad", 3, 3, 3, {9, 11}, {3, 3}, {2, 2}},
+      {"depthwise_stride3", 4, 4, 4, {10, 13}, {3, 3}, {3, 3}, {}, {1, 2, 1, 0}},
       {"depthwise_5x5_dilation2", 4, 4, 4, {13, 11}, {5, 5}, {}, {2, 2}, {4, 4, 4, 4}, nullptr, false},
       {"depthwise_multiplier2", 4, 8, 4, {9, 9}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"batch2", 5, 6, 1, {6, 7}, {3, 3}, {}, {}, {1, 1, 1, 1}, nullptr, true, 2},
