@@ -3,6 +3,7 @@
 // (the same weight tensor) over strides, pads, dilations and groups.
 #include <gtest/gtest.h>
 
+#include "core/thread_pool.h"
 #include "unit/tensor_ops/conv_test_util.h"
 
 namespace kiln {
@@ -93,6 +94,64 @@ TEST(ConvTranspose, ChannelMismatchIsAnError) {
   auto y = RunOne("ConvTranspose", {conv_test::RandomTensor({1, 3, 4, 4}, 1), conv_test::RandomTensor({2, 2, 3, 3}, 2)}, {});
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("ConvTranspose up1: input channels 3"), std::string::npos) << y.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The GEMM + scatter path (weights known when the kernel is made) against
+// the reference loops, on one and two threads.
+TEST(ConvTranspose, GemmPathMatchesTheReference) {
+  struct Case {
+    int64_t c, m, group;
+    std::vector<int64_t> in, kernel, strides, dilations, pads, output_padding, output_shape;
+  };
+  const std::vector<Case> cases = {
+      {8, 6, 1, {7, 9}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {}, {}},
+      {6, 4, 2, {5, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {}},
+      {5, 7, 1, {4, 5}, {3, 4}, {1, 3}, {2, 1}, {2, 0, 1, 1}, {}, {}},
+      {4, 4, 4, {6, 6}, {4, 4}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {}, {}},
+      {3, 2, 1, {3, 3}, {3, 3}, {3, 2}, {1, 1}, {}, {}, {10, 8}},
+      {6, 5, 1, {11}, {3}, {2}, {2}, {1, 2}, {1}, {}},
+  };
+  ThreadPool pool(2);
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    AttributeMap a;
+    a.SetInt("group", c.group);
+    a.SetInts("strides", c.strides);
+    a.SetInts("dilations", c.dilations);
+    if (!c.pads.empty()) a.SetInts("pads", c.pads);
+    if (!c.output_padding.empty()) a.SetInts("output_padding", c.output_padding);
+    if (!c.output_shape.empty()) a.SetInts("output_shape", c.output_shape);
+    std::vector<int64_t> x_dims = {2, c.c}, w_dims = {c.c, c.m / c.group};
+    x_dims.insert(x_dims.end(), c.in.begin(), c.in.end());
+    w_dims.insert(w_dims.end(), c.kernel.begin(), c.kernel.end());
+    cpu::TensorOpRun run;
+    run.op_type = "ConvTranspose";
+    run.attrs = a;
+    run.inputs = {conv_test::RandomTensor(x_dims, seed++), conv_test::RandomTensor(w_dims, seed++),
+                  conv_test::RandomTensor({c.m}, seed++)};
+    run.inputs_are_constants = true;
+    std::optional<TensorData> expected;
+    {
+      conv_test::ScopedConvImpl scoped("reference");
+      auto out = cpu::RunTensorOp(run);
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      expected = (*out)[0];
+    }
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      run.pool = p;
+      auto out = cpu::RunTensorOp(run);
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      ASSERT_EQ((*out)[0].type(), expected->type());
+      conv_test::ExpectClose((*out)[0].As<float>(), expected->As<float>(), expected->type().ElementCount(), 1e-5f,
+                             "gemm col2im");
+    }
+  }
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 // ConvTranspose (here) and the pools (pooling.cc). MatMul, Gemm and Einsum
 // register in mm_kernels.cc.
 //
+// ConvTranspose runs as the GEMM of kiln's convolution plus a scatter
+// (conv_transpose_plan.h), or the reference loops.
 // A Conv runs one of: kiln's own vector kernels (conv2d_plan.h: GEMM over
 // packed weights, a depthwise loop), oneDNN (conv_onednn.h), or the direct
 // reference (conv_reference.h, for 3-d, weights known only at run time, and
 // machines without AVX2). KILN_CONV=kiln|onednn|reference forces one where
 // it applies (benchmarks, tests); otherwise the faster for the shape runs.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
+#include "backend/cpu/tensor_kernels/conv_transpose_plan.h"
 #include "backend/cpu/tensor_kernels/pooling.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/thread_pool.h"
@@ -112,8 +116,26 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   }
   const Window3 g = ToWindow3(geometry);
   const bool has_bias = args.has(2);
+  const float* w = ConstantFloats(args, 1);
+  const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
+  const Isa isa = BestIsa();
+  if (w != nullptr && (!has_bias || bias != nullptr) && ConvTransposePlanApplies(g, isa) &&
+      ForcedConvImpl() != "reference") {
+    const int threads = std::max(1, args.num_threads);
+    auto plan = std::make_shared<const ConvTransposePlan>(MakeConvTransposePlan(g, w, bias, isa, threads));
+    TensorKernel k;
+    k.impl = std::string("kiln-") + IsaName(isa) + "-gemm-col2im";
+    k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
+    k.run = [plan, threads](const TensorCall& call) {
+      ThreadPool* pool = call.pool != nullptr && call.pool->num_threads() <= threads ? call.pool : nullptr;
+      RunConvTransposePlan(*plan, static_cast<const float*>(call.inputs[0]), static_cast<float*>(call.outputs[0]),
+                           reinterpret_cast<float*>(call.scratch), pool);
+      return Status::Ok();
+    };
+    return k;
+  }
   TensorKernel k;
-  k.impl = "kiln";
+  k.impl = "reference";
   k.run = [g, has_bias](const TensorCall& call) {
     const auto* x = static_cast<const float*>(call.inputs[0]);
     const auto* w = static_cast<const float*>(call.inputs[1]);
