@@ -43,6 +43,9 @@ std::vector<ConvCase> Cases() {
       {"1x1", 16, 24, 1, {9, 7}, {1, 1}},
       {"1x1_many_channels_odd_pixels", 67, 45, 1, {5, 11}, {1, 1}, {}, {}, {}, nullptr, false},
       {"1x1_stride2", 8, 16, 1, {9, 9}, {1, 1}, {2, 2}},
+      // Enough pixels that whole panels are read from the input in place.
+      {"1x1_in_place_many_pixels", 5, 7, 1, {41, 39}, {1, 1}},
+      {"grouped_1x1_in_place", 8, 12, 4, {20, 21}, {1, 1}},
       {"3x3_pad1", 8, 16, 1, {12, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"3x3_stride2_pad1", 12, 20, 1, {15, 16}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
       {"3x3_asymmetric_pads", 5, 7, 1, {8, 6}, {3, 3}, {}, {}, {0, 2, 1, 0}},

@@ -59,6 +59,8 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   p.panels_per_block = (p.m_panels + p.m_blocks - 1) / p.m_blocks;
   p.m_blocks = (p.m_panels + p.panels_per_block - 1) / p.panels_per_block;
   p.shared_im2col = p.m_blocks > 1;
+  p.identity_im2col = g.kernel[1] == 1 && g.kernel[2] == 1 && g.stride[1] == 1 && g.stride[2] == 1 &&
+                      g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
   if (p.shared_im2col) {
     // The panels of every group.
     p.scratch_floats_shared = g.group * p.k * ((pixels + p.nr - 1) / p.nr) * p.nr;

@@ -55,6 +55,9 @@ struct ConvPlan {
   int64_t m_blocks = 1;
   int64_t panels_per_block = 0;
   bool shared_im2col = false;
+  // 1x1, stride 1, no pad: the im2col matrix is the input itself, so whole
+  // pixel panels are read from it in place (rows P apart) instead of copied.
+  bool identity_im2col = false;
   std::vector<float> packed_w;  // GEMM: [group][panel][k][mr]; depthwise: [M][kh*kw]
   std::vector<float> bias;      // [M], zeros when the node has none
   int64_t scratch_floats_per_thread = 0;

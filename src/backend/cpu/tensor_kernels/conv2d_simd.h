@@ -211,20 +211,24 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
             panel_stride = p.k * NR;
           } else {
             for (int64_t j0 = 0; j0 < ncols; j0 += NR) {
+              // Whole panels of a 1x1 convolution are read in place.
+              if (p.identity_im2col && ncols - j0 >= NR) continue;
               GatherPanel<S, NR>(g, xg, k0, kc, n0 + j0, std::min<int64_t>(NR, ncols - j0),
                                  panels_buf + (j0 / NR) * panel_stride);
             }
           }
           for (int64_t j0 = 0; j0 < ncols; j0 += NR) {
             const int nv = static_cast<int>(std::min<int64_t>(NR, ncols - j0));
-            const float* bj = b + (j0 / NR) * panel_stride;
+            const bool in_place = !p.shared_im2col && p.identity_im2col && nv == NR;
+            const float* bj = in_place ? xg + k0 * P + n0 + j0 : b + (j0 / NR) * panel_stride;
+            const int64_t ldb = in_place ? P : NR;
             // A narrower tile for the last pixels of a block (7x7 images: 48 + 1).
             const auto tile = TileForVectors<S, MR, NV>((nv + S::kLanes - 1) / S::kLanes);
             for (int64_t mp = mp0; mp < mp1; ++mp) {
               const int64_t m_first = mp * MR;
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
               const int64_t c_offset = (grp * mg + m_first) * P + n0 + j0;
-              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, bj, NR, yn + c_offset, P,
+              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, bj, ldb, yn + c_offset, P,
                    m_valid, nv, k0 == 0, k0 + kc == p.k, p.bias.data() + grp * mg + m_first,
                    rn != nullptr ? rn + c_offset : nullptr, p.epilogue);
             }
