@@ -48,6 +48,9 @@ std::vector<ConvCase> Cases() {
       {"grouped_1x1_in_place", 8, 12, 4, {20, 21}, {1, 1}},
       {"3x3_pad1", 8, 16, 1, {12, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"3x3_stride2_pad1", 12, 20, 1, {15, 16}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      // Rows wide enough for the vector deinterleave of stride 2 (both ISAs).
+      {"3x3_stride2_wide_rows", 3, 5, 1, {12, 75}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"5x5_stride2_wide_rows_no_pad", 2, 4, 1, {9, 70}, {5, 5}, {2, 2}},
       {"3x3_asymmetric_pads", 5, 7, 1, {8, 6}, {3, 3}, {}, {}, {0, 2, 1, 0}},
       {"3x3_dilation2", 6, 9, 1, {11, 10}, {3, 3}, {}, {2, 2}, {2, 2, 2, 2}},
       {"5x3_strides_2_1", 4, 10, 1, {13, 9}, {5, 3}, {2, 1}, {}, {2, 1, 2, 1}},

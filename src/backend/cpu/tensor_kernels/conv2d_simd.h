@@ -4,6 +4,8 @@
 // layouts. Include only from conv2d_avx2.cc / conv2d_avx512.cc.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -106,6 +108,29 @@ auto TileForVectors(int vectors) {
   return table[static_cast<size_t>(vectors - 1)];
 }
 
+// d[t] = src[2 t] for t < n, with vector deinterleaves where two whole
+// vectors of src lie within its `avail` readable elements.
+template <class S>
+inline void CopyEvenElements(float* d, const float* src, int64_t n, int64_t avail) {
+  constexpr int L = S::kLanes;
+  int64_t t = 0;
+  if constexpr (L == 16) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (; t + L <= n && 2 * (t + L) <= avail; t += L) {
+      const __m512 a = _mm512_loadu_ps(src + 2 * t), b = _mm512_loadu_ps(src + 2 * t + L);
+      _mm512_storeu_ps(d + t, _mm512_permutex2var_ps(a, even, b));
+    }
+  } else if constexpr (L == 8) {
+    for (; t + L <= n && 2 * (t + L) <= avail; t += L) {
+      const __m256 a = _mm256_loadu_ps(src + 2 * t), b = _mm256_loadu_ps(src + 2 * t + L);
+      // [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6]
+      const __m256 pairs = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+      _mm256_storeu_ps(d + t, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xd8)));
+    }
+  }
+  for (; t < n; ++t) d[t] = src[2 * t];
+}
+
 // Rows k0 .. k0+kc of one group's im2col matrix, columns (output pixels)
 // n0 .. n0+ncols, into dst (rows ld apart). Zeros where a tap falls in the pad.
 // (A template on S only so that each ISA's copy stays its own.)
@@ -136,6 +161,8 @@ void GatherIm2col(const Window3& g, const float* xg, int64_t k0, int64_t kc, int
         for (int64_t t = 0; t < lo; ++t) d[t] = 0.0f;
         if (sw == 1) {
           std::memcpy(d + lo, row + iw0 + lo, sizeof(float) * static_cast<size_t>(hi - lo));
+        } else if (sw == 2) {
+          CopyEvenElements<S>(d + lo, row + iw0 + 2 * lo, hi - lo, W - (iw0 + 2 * lo));
         } else {
           for (int64_t t = lo; t < hi; ++t) d[t] = row[iw0 + t * sw];
         }
