@@ -14,8 +14,8 @@
 // Implementations: 0 kiln, 1 oneDNN NCHW, 2 oneDNN blocked (conv only).
 #include <benchmark/benchmark.h>
 
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
@@ -34,10 +34,10 @@ struct Layer {
 };
 
 const Layer kLayers[] = {
-    {"resnet_3x3_64_56", 64, 64, 1, 56, 3, 1},      {"resnet_1x1_64to256_56", 64, 256, 1, 56, 1, 1},
+    {"resnet_3x3_64_56", 64, 64, 1, 56, 3, 1},       {"resnet_1x1_64to256_56", 64, 256, 1, 56, 1, 1},
     {"resnet_1x1_256to64_56", 256, 64, 1, 56, 1, 1}, {"resnet_3x3_512_7", 512, 512, 1, 7, 3, 1},
-    {"stem_7x7s2_3to64_224", 3, 64, 1, 224, 7, 2},  {"yolo_3x3s2_64to128_160", 64, 128, 1, 160, 3, 2},
-    {"dw_3x3_144_56", 144, 144, 144, 56, 3, 1},     {"dw_3x3s2_96_112", 96, 96, 96, 112, 3, 2},
+    {"stem_7x7s2_3to64_224", 3, 64, 1, 224, 7, 2},   {"yolo_3x3s2_64to128_160", 64, 128, 1, 160, 3, 2},
+    {"dw_3x3_144_56", 144, 144, 144, 56, 3, 1},      {"dw_3x3s2_96_112", 96, 96, 96, 112, 3, 2},
 };
 
 std::vector<float> Random(size_t n, uint32_t seed) {
@@ -64,7 +64,8 @@ double PeakFlopsPerCoreSecond() {
   for (int rep = 0; rep < 3; ++rep) {
     const double start = ProcessCpuSeconds();
     benchmark::DoNotOptimize(loop.run(iterations));
-    peak = std::max(peak, loop.ops_per_iteration * static_cast<double>(iterations) / (ProcessCpuSeconds() - start));
+    peak = std::max(peak,
+                    loop.ops_per_iteration * static_cast<double>(iterations) / (ProcessCpuSeconds() - start));
   }
   return peak;
 }
@@ -87,7 +88,8 @@ void BM_Conv(benchmark::State& state) {
   attrs.SetInt("group", l.group);
   attrs.SetInts("strides", {l.stride, l.stride});
   attrs.SetInts("pads", {pad, pad, pad, pad});
-  const std::vector<int64_t> x_dims = {1, l.c, l.size, l.size}, w_dims = {l.m, l.c / l.group, l.kernel, l.kernel};
+  const std::vector<int64_t> x_dims = {1, l.c, l.size, l.size},
+                             w_dims = {l.m, l.c / l.group, l.kernel, l.kernel};
   auto geometry = ConvGeometry("Conv", "bench", attrs, x_dims, w_dims);
   if (!geometry.ok()) {
     state.SkipWithError(geometry.status().message().c_str());
@@ -115,9 +117,9 @@ void BM_Conv(benchmark::State& state) {
     const memory::desc dst_any(y_dims, memory::data_type::f32, tag::any);
     const memory::desc w_any(wd, memory::data_type::f32, tag::any);
     const memory::desc b_desc({l.m}, memory::data_type::f32, tag::x);
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         src_any, w_any, b_desc, dst_any, {l.stride, l.stride}, {0, 0},
-                                         {pad, pad}, {pad, pad});
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, src_any, w_any, b_desc, dst_any,
+                                         {l.stride, l.stride}, {0, 0}, {pad, pad}, {pad, pad});
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     dnnl::primitive_attr attr;
@@ -131,7 +133,8 @@ void BM_Conv(benchmark::State& state) {
     state.SetLabel(std::string(l.name) + " " + pd.impl_info_str());
     const double cpu_start = ProcessCpuSeconds();
     for (auto _ : state) {
-      conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dst}});
+      conv.execute(stream,
+                   {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dst}});
       stream.wait();
     }
     SetCounters(state, flops, ProcessCpuSeconds() - cpu_start);

@@ -14,10 +14,12 @@ Expected<std::vector<int64_t>> IntsOr(std::string_view op, std::string_view node
   auto v = attrs.Ints(name);
   if (!v.ok()) return InvalidArgument("{} {}: {}", op, node, v.status().message());
   if (v->size() != size) {
-    return InvalidArgument("{} {}: attribute {} has {} values, the op needs {}", op, node, name, v->size(), size);
+    return InvalidArgument("{} {}: attribute {} has {} values, the op needs {}", op, node, name, v->size(),
+                           size);
   }
   for (int64_t e : *v) {
-    if (e < min_value) return InvalidArgument("{} {}: attribute {} has the value {} (< {})", op, node, name, e, min_value);
+    if (e < min_value)
+      return InvalidArgument("{} {}: attribute {} has the value {} (< {})", op, node, name, e, min_value);
   }
   return *v;
 }
@@ -53,14 +55,15 @@ Status ResolveForward(std::string_view op, std::string_view node, const Attribut
       g->pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       g->pad_end[i] = total - g->pad_begin[i];
     } else {
-      return InvalidArgument("{} {}: auto_pad '{}' is none of NOTSET, SAME_UPPER, SAME_LOWER, VALID", op, node,
-                             auto_pad);
+      return InvalidArgument("{} {}: auto_pad '{}' is none of NOTSET, SAME_UPPER, SAME_LOWER, VALID", op,
+                             node, auto_pad);
     }
     const int64_t padded = in + g->pad_begin[i] + g->pad_end[i];
     if (dk > padded) {
-      return InvalidArgument("{} {}: the kernel ({} with dilation {}) is larger than the padded input ({}) along "
-                             "spatial axis {}",
-                             op, node, g->kernel[i], g->dilation[i], padded, i);
+      return InvalidArgument(
+          "{} {}: the kernel ({} with dilation {}) is larger than the padded input ({}) along "
+          "spatial axis {}",
+          op, node, g->kernel[i], g->dilation[i], padded, i);
     }
     int64_t out = (padded - dk) / st + 1;
     if (ceil_mode) {
@@ -75,8 +78,8 @@ Status ResolveForward(std::string_view op, std::string_view node, const Attribut
 
 Status CheckImage(std::string_view op, std::string_view node, const std::vector<int64_t>& x) {
   if (x.size() < 3) {
-    return InvalidArgument("{} {}: input [{}] needs a batch, a channel and at least one spatial axis", op, node,
-                           DimsToString(x));
+    return InvalidArgument("{} {}: input [{}] needs a batch, a channel and at least one spatial axis", op,
+                           node, DimsToString(x));
   }
   for (int64_t d : x) {
     if (d <= 0) return InvalidArgument("{} {}: input [{}] has an empty axis", op, node, DimsToString(x));
@@ -140,12 +143,12 @@ Expected<WindowGeometry> ConvGeometry(std::string_view op, std::string_view node
   }
   if (g.group < 1) return InvalidArgument("{} {}: group {} is not positive", op, node, g.group);
   if (g.in_channels != w[1] * g.group) {
-    return InvalidArgument("{} {}: input channels {} != weight's {} x group {}", op, node, g.in_channels, w[1],
-                           g.group);
+    return InvalidArgument("{} {}: input channels {} != weight's {} x group {}", op, node, g.in_channels,
+                           w[1], g.group);
   }
   if (g.out_channels % g.group != 0) {
-    return InvalidArgument("{} {}: output channels {} are not a multiple of group {}", op, node, g.out_channels,
-                           g.group);
+    return InvalidArgument("{} {}: output channels {} are not a multiple of group {}", op, node,
+                           g.out_channels, g.group);
   }
   if (attrs.Has("kernel_shape")) {
     auto ks = attrs.Ints("kernel_shape");
@@ -157,8 +160,9 @@ Expected<WindowGeometry> ConvGeometry(std::string_view op, std::string_view node
   return g;
 }
 
-Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_view node, const AttributeMap& attrs,
-                                               const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_view node,
+                                               const AttributeMap& attrs, const std::vector<int64_t>& x,
+                                               const std::vector<int64_t>& w) {
   KILN_RETURN_IF_ERROR(CheckImage(op, node, x));
   if (w.size() != x.size()) {
     return InvalidArgument("{} {}: weight [{}] and input [{}] differ in rank", op, node, DimsToString(w),
@@ -175,8 +179,9 @@ Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_
     if (d <= 0) return InvalidArgument("{} {}: weight [{}] has an empty axis", op, node, DimsToString(w));
   }
   if (w[0] != g.in_channels || g.in_channels % g.group != 0) {
-    return InvalidArgument("{} {}: input channels {} != weight's first axis {} (or not a multiple of group {})", op,
-                           node, g.in_channels, w[0], g.group);
+    return InvalidArgument(
+        "{} {}: input channels {} != weight's first axis {} (or not a multiple of group {})", op, node,
+        g.in_channels, w[0], g.group);
   }
   g.out_channels = w[1] * g.group;
   g.in.assign(x.begin() + 2, x.end());
@@ -197,18 +202,19 @@ Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_
     output_shape = *os;
     if (output_shape.size() == s + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
     if (output_shape.size() != s) {
-      return InvalidArgument("{} {}: output_shape has {} values for {} spatial axes", op, node, output_shape.size(),
-                             s);
+      return InvalidArgument("{} {}: output_shape has {} values for {} spatial axes", op, node,
+                             output_shape.size(), s);
     }
   }
   g.pad_begin.assign(s, 0);
   g.pad_end.assign(s, 0);
   g.out.assign(s, 0);
   for (size_t i = 0; i < s; ++i) {
-    const int64_t full = g.stride[i] * (g.in[i] - 1) + g.output_padding[i] + g.DilatedKernel(static_cast<int>(i));
+    const int64_t full =
+        g.stride[i] * (g.in[i] - 1) + g.output_padding[i] + g.DilatedKernel(static_cast<int>(i));
     if (g.output_padding[i] >= std::max(g.stride[i], g.dilation[i])) {
-      return InvalidArgument("{} {}: output_padding {} must be smaller than the stride or the dilation", op, node,
-                             g.output_padding[i]);
+      return InvalidArgument("{} {}: output_padding {} must be smaller than the stride or the dilation", op,
+                             node, g.output_padding[i]);
     }
     int64_t target = -1;
     if (!output_shape.empty()) {
@@ -229,7 +235,8 @@ Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_
       g.pad_end[i] = pads[i + s];
     }
     g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
-    if (g.out[i] <= 0) return InvalidArgument("{} {}: the pads leave an empty output along spatial axis {}", op, node, i);
+    if (g.out[i] <= 0)
+      return InvalidArgument("{} {}: the pads leave an empty output along spatial axis {}", op, node, i);
   }
   return g;
 }
@@ -242,14 +249,16 @@ Expected<WindowGeometry> PoolGeometry(std::string_view op, std::string_view node
   g.batch = x[0];
   g.in_channels = g.out_channels = x[1];
   g.in.assign(x.begin() + 2, x.end());
-  if (!attrs.Has("kernel_shape")) return InvalidArgument("{} {}: the attribute kernel_shape is required", op, node);
-  KILN_ASSIGN_OR_RETURN(g.kernel, IntsOr(op, node, attrs, "kernel_shape", static_cast<size_t>(g.spatial), 1, 1));
+  if (!attrs.Has("kernel_shape"))
+    return InvalidArgument("{} {}: the attribute kernel_shape is required", op, node);
+  KILN_ASSIGN_OR_RETURN(g.kernel,
+                        IntsOr(op, node, attrs, "kernel_shape", static_cast<size_t>(g.spatial), 1, 1));
   const bool ceil_mode = IntAttrOr(attrs, "ceil_mode", 0) != 0;
   KILN_RETURN_IF_ERROR(ResolveForward(op, node, attrs, ceil_mode, &g));
   for (int i = 0; i < g.spatial; ++i) {
     if (g.pad_begin[i] >= g.DilatedKernel(i) || g.pad_end[i] >= g.DilatedKernel(i)) {
-      return InvalidArgument("{} {}: a pad ({} / {}) as large as the window ({}) along spatial axis {}", op, node,
-                             g.pad_begin[i], g.pad_end[i], g.DilatedKernel(i), i);
+      return InvalidArgument("{} {}: a pad ({} / {}) as large as the window ({}) along spatial axis {}", op,
+                             node, g.pad_begin[i], g.pad_end[i], g.DilatedKernel(i), i);
     }
   }
   return g;

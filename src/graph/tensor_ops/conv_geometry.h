@@ -19,13 +19,13 @@ struct WindowGeometry {
   int64_t in_channels = 0;
   int64_t out_channels = 0;
   int64_t group = 1;
-  std::vector<int64_t> in;         // spatial input size
-  std::vector<int64_t> kernel;     // kernel size
+  std::vector<int64_t> in;      // spatial input size
+  std::vector<int64_t> kernel;  // kernel size
   std::vector<int64_t> stride;
   std::vector<int64_t> dilation;
   std::vector<int64_t> pad_begin;
   std::vector<int64_t> pad_end;
-  std::vector<int64_t> out;        // spatial output size
+  std::vector<int64_t> out;             // spatial output size
   std::vector<int64_t> output_padding;  // ConvTranspose only
 
   // The extent of a dilated kernel along axis i.
@@ -45,8 +45,9 @@ Expected<WindowGeometry> ConvGeometry(std::string_view op, std::string_view node
 
 // ConvTranspose: x [N, C, spatial...], w [C, M/group, k...]; output_shape,
 // output_padding and auto_pad as ONNX defines them.
-Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_view node, const AttributeMap& attrs,
-                                               const std::vector<int64_t>& x, const std::vector<int64_t>& w);
+Expected<WindowGeometry> ConvTransposeGeometry(std::string_view op, std::string_view node,
+                                               const AttributeMap& attrs, const std::vector<int64_t>& x,
+                                               const std::vector<int64_t>& w);
 
 // MaxPool, AveragePool, LpPool: kernel_shape from the attributes,
 // ceil_mode (the last window must start inside the input or its left pad).

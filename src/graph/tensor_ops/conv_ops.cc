@@ -36,7 +36,8 @@ Expected<WindowGeometry> ConvOf(const ShapeContext& ctx) {
     return InvalidArgument("{} {}: weight is {}, input {}", ctx.op_type, ctx.node, DTypeName(w.dtype),
                            DTypeName(x.dtype));
   }
-  if (ctx.op_type == "ConvTranspose") return ConvTransposeGeometry(ctx.op_type, ctx.node, ctx.a(), x.dims, w.dims);
+  if (ctx.op_type == "ConvTranspose")
+    return ConvTransposeGeometry(ctx.op_type, ctx.node, ctx.a(), x.dims, w.dims);
   return ConvGeometry(ctx.op_type, ctx.node, ctx.a(), x.dims, w.dims);
 }
 
@@ -48,8 +49,8 @@ Expected<ShapeResult> InferConv(const ShapeContext& ctx) {
     KILN_RETURN_IF_ERROR(ParseFusedEpilogue(ctx.op_type, ctx.node, ctx.a()).status());
     TensorOpInput r = ctx.input(3);
     if (r.present() && *r.type != out) {
-      return InvalidArgument("{} {}: residual {} is not the output's {}", ctx.op_type, ctx.node, r.type->ToString(),
-                             out.ToString());
+      return InvalidArgument("{} {}: residual {} is not the output's {}", ctx.op_type, ctx.node,
+                             r.type->ToString(), out.ToString());
     }
   }
   return OneOutput(out);
@@ -62,9 +63,10 @@ double ConvFlops(const ShapeContext& ctx, const std::vector<TensorType>& outputs
   // Multiply and add per tap; ConvTranspose's taps run over its input.
   const double pixels = ctx.op_type == "ConvTranspose" ? static_cast<double>(g->InPixels())
                                                        : static_cast<double>(g->OutPixels());
-  const double per_pixel = ctx.op_type == "ConvTranspose"
-                               ? static_cast<double>(g->in_channels) * static_cast<double>(g->out_channels / g->group)
-                               : static_cast<double>(g->out_channels) * static_cast<double>(g->in_channels / g->group);
+  const double per_pixel =
+      ctx.op_type == "ConvTranspose"
+          ? static_cast<double>(g->in_channels) * static_cast<double>(g->out_channels / g->group)
+          : static_cast<double>(g->out_channels) * static_cast<double>(g->in_channels / g->group);
   return 2.0 * static_cast<double>(g->batch) * pixels * per_pixel * static_cast<double>(g->KernelTaps());
 }
 
@@ -76,7 +78,8 @@ Expected<ShapeResult> InferPool(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(WindowGeometry g, PoolGeometry(ctx.op_type, ctx.node, ctx.a(), x.dims));
   const int64_t storage_order = IntAttrOr(ctx.a(), "storage_order", 0);
   if (storage_order != 0 && storage_order != 1) {
-    return InvalidArgument("{} {}: storage_order {} is neither 0 nor 1", ctx.op_type, ctx.node, storage_order);
+    return InvalidArgument("{} {}: storage_order {} is neither 0 nor 1", ctx.op_type, ctx.node,
+                           storage_order);
   }
   ShapeResult r = OneOutput(TensorType{x.dtype, g.OutputDims()});
   if (ctx.num_outputs > 1) r.outputs.push_back(TensorType{DType::kI64, g.OutputDims()});
@@ -93,8 +96,8 @@ Expected<ShapeResult> InferGlobalPool(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
   KILN_RETURN_IF_ERROR(CheckFloat(ctx, x, "input"));
   if (x.rank() < 3) {
-    return InvalidArgument("{} {}: input [{}] needs a batch, a channel and a spatial axis", ctx.op_type, ctx.node,
-                           DimsToString(x.dims));
+    return InvalidArgument("{} {}: input [{}] needs a batch, a channel and a spatial axis", ctx.op_type,
+                           ctx.node, DimsToString(x.dims));
   }
   std::vector<int64_t> dims(x.dims.size(), 1);
   dims[0] = x.dims[0];
@@ -107,7 +110,8 @@ double GlobalPoolFlops(const ShapeContext& ctx, const std::vector<TensorType>& o
   return static_cast<double>(ctx.input(0).type->ElementCount());
 }
 
-TensorOpDef Def(const char* name, int min_in, int max_in, int max_out, Expected<ShapeResult> (*infer)(const ShapeContext&),
+TensorOpDef Def(const char* name, int min_in, int max_in, int max_out,
+                Expected<ShapeResult> (*infer)(const ShapeContext&),
                 double (*flops)(const ShapeContext&, const std::vector<TensorType>&)) {
   TensorOpDef d;
   d.op_type = name;

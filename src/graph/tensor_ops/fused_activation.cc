@@ -10,7 +10,8 @@
 
 namespace kiln {
 
-Expected<FusedEpilogue> ParseFusedEpilogue(std::string_view op, std::string_view node, const AttributeMap& attrs) {
+Expected<FusedEpilogue> ParseFusedEpilogue(std::string_view op, std::string_view node,
+                                           const AttributeMap& attrs) {
   FusedEpilogue e;
   e.residual_before_activation = IntAttrOr(attrs, "residual_before_activation", 0) != 0;
   if (!attrs.Has("activation")) return e;
@@ -45,9 +46,10 @@ Expected<FusedEpilogue> ParseFusedEpilogue(std::string_view op, std::string_view
   } else if (a == "Tanh") {
     e.activation = FusedActivation::kTanh;
   } else {
-    return Unsupported("{} {}: activation '{}' is none of Relu, LeakyRelu, Clip, HardSigmoid, HardSwish, Silu, "
-                       "Sigmoid, Tanh",
-                       op, node, a);
+    return Unsupported(
+        "{} {}: activation '{}' is none of Relu, LeakyRelu, Clip, HardSigmoid, HardSwish, Silu, "
+        "Sigmoid, Tanh",
+        op, node, a);
   }
   return e;
 }

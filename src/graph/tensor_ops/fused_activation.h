@@ -10,7 +10,17 @@
 
 namespace kiln {
 
-enum class FusedActivation { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kSilu, kSigmoid, kTanh };
+enum class FusedActivation {
+  kNone,
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kHardSigmoid,
+  kHardSwish,
+  kSilu,
+  kSigmoid,
+  kTanh
+};
 
 struct FusedEpilogue {
   FusedActivation activation = FusedActivation::kNone;
@@ -22,7 +32,8 @@ struct FusedEpilogue {
 // The epilogue a node's attributes ask for; an unknown activation is an
 // error naming op and node. Defaults follow ONNX (LeakyRelu 0.01,
 // HardSigmoid 0.2 / 0.5, Clip unbounded).
-Expected<FusedEpilogue> ParseFusedEpilogue(std::string_view op, std::string_view node, const AttributeMap& attrs);
+Expected<FusedEpilogue> ParseFusedEpilogue(std::string_view op, std::string_view node,
+                                           const AttributeMap& attrs);
 
 // The activation on one value (the reference every vector path matches).
 float ApplyFusedActivation(const FusedEpilogue& e, float x);

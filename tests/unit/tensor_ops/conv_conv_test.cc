@@ -130,12 +130,13 @@ TEST(Conv, ReferenceMatchesHandComputedValues) {
   cpu::TensorOpRun run;
   run.op_type = "Conv";
   run.attrs.SetInts("pads", {1, 1, 1, 1});
-  run.inputs = {conv_test::Floats({1, 1, 5, 5}, x), conv_test::Floats({1, 1, 3, 3}, std::vector<float>(9, 1.0f))};
+  run.inputs = {conv_test::Floats({1, 1, 5, 5}, x),
+                conv_test::Floats({1, 1, 3, 3}, std::vector<float>(9, 1.0f))};
   conv_test::ScopedConvImpl scoped("reference");
   auto out = cpu::RunTensorOp(run);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  const std::vector<float> expected = {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108, 117, 81,
-                                       93, 144, 153, 162, 111, 72, 111, 117, 123, 84};
+  const std::vector<float> expected = {12,  21, 27, 33,  24,  33,  54,  63, 72,  51,  63,  99, 108,
+                                       117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84};
   ASSERT_EQ((*out)[0].type().dims, (std::vector<int64_t>{1, 1, 5, 5}));
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ((*out)[0].As<float>()[i], expected[i]) << i;
 }
@@ -151,8 +152,9 @@ TEST(Conv, EveryPathMatchesTheReference) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         const std::vector<float> got = RunOp(c, in, impl, p);
         ASSERT_EQ(got.size(), expected.size());
-        ExpectClose(got.data(), expected.data(), static_cast<int64_t>(got.size()), 1e-5f,
-                    std::string(impl != nullptr ? impl : "default") + (p != nullptr ? " 2 threads" : " 1 thread"));
+        ExpectClose(
+            got.data(), expected.data(), static_cast<int64_t>(got.size()), 1e-5f,
+            std::string(impl != nullptr ? impl : "default") + (p != nullptr ? " 2 threads" : " 1 thread"));
       }
     }
   }
@@ -174,7 +176,8 @@ TEST(Conv, EachIsaPlanMatchesTheReference) {
       ASSERT_TRUE(cpu::ConvPlanApplies(g, isa));
       FusedEpilogue e;
       e.activation = FusedActivation::kSilu;
-      const std::vector<float> residual = conv_test::RandomFloats(conv_test::Count(geometry->OutputDims()), seed);
+      const std::vector<float> residual =
+          conv_test::RandomFloats(conv_test::Count(geometry->OutputDims()), seed);
       for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
         const std::vector<float> expected = Reference(c, in, e, res);
         const cpu::ConvPlan plan =
@@ -197,9 +200,9 @@ TEST(FusedConv, EveryActivationAndResidualPlacementMatchesTheReference) {
     const char* name;
     std::optional<double> alpha, beta;
   };
-  const std::vector<Act> acts = {{"Relu"},        {"LeakyRelu", 0.1},          {"Clip", -0.5, 0.6},
-                                 {"HardSigmoid"}, {"HardSigmoid", 0.3, 0.4},   {"HardSwish"},
-                                 {"Silu"},        {"Sigmoid"},                 {"Tanh"}};
+  const std::vector<Act> acts = {
+      {"Relu"},      {"LeakyRelu", 0.1}, {"Clip", -0.5, 0.6}, {"HardSigmoid"}, {"HardSigmoid", 0.3, 0.4},
+      {"HardSwish"}, {"Silu"},           {"Sigmoid"},         {"Tanh"}};
   ThreadPool pool(2);
   for (const ConvCase* cc : {&c, &dw}) {
     const Inputs in = MakeInputs(*cc, 7);
@@ -219,8 +222,8 @@ TEST(FusedConv, EveryActivationAndResidualPlacementMatchesTheReference) {
           const std::vector<float> expected =
               Reference(*cc, in, *e, with_residual ? residual.As<float>() : nullptr);
           for (const char* impl : {"kiln", "onednn", "reference"}) {
-            SCOPED_TRACE(std::string(cc->name) + " " + act.name + " " + impl + (with_residual ? " residual" : "") +
-                         (before ? " before" : " after"));
+            SCOPED_TRACE(std::string(cc->name) + " " + act.name + " " + impl +
+                         (with_residual ? " residual" : "") + (before ? " before" : " after"));
             conv_test::ScopedConvImpl scoped(impl);
             cpu::TensorOpRun run;
             run.op_type = "kiln.FusedConv";
@@ -231,7 +234,8 @@ TEST(FusedConv, EveryActivationAndResidualPlacementMatchesTheReference) {
             run.pool = &pool;
             auto out = cpu::RunTensorOp(run);
             ASSERT_TRUE(out.ok()) << out.status().message();
-            ExpectClose((*out)[0].As<float>(), expected.data(), static_cast<int64_t>(expected.size()), 2e-5f, "fused");
+            ExpectClose((*out)[0].As<float>(), expected.data(), static_cast<int64_t>(expected.size()), 2e-5f,
+                        "fused");
           }
         }
       }
@@ -279,7 +283,8 @@ TEST(Conv, RunTimeWeightsRunTheReference) {
   auto out = cpu::RunTensorOp(run);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const std::vector<float> expected = Reference(c, in);
-  ExpectClose((*out)[0].As<float>(), expected.data(), static_cast<int64_t>(expected.size()), 1e-6f, "runtime");
+  ExpectClose((*out)[0].As<float>(), expected.data(), static_cast<int64_t>(expected.size()), 1e-6f,
+              "runtime");
 }
 
 Status RunConvStatus(const std::vector<int64_t>& x, const std::vector<int64_t>& w, AttributeMap attrs,
@@ -303,7 +308,8 @@ void ExpectError(const Status& s, const std::string& part) {
 }
 
 TEST(Conv, BadShapesAndAttributesGiveClearErrors) {
-  ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 4, 3, 3}, {}), "Conv conv7: input channels 3 != weight's 4 x group 1");
+  ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 4, 3, 3}, {}),
+              "Conv conv7: input channels 3 != weight's 4 x group 1");
   AttributeMap grouped;
   grouped.SetInt("group", 2);
   ExpectError(RunConvStatus({1, 6, 8, 8}, {4, 2, 3, 3}, grouped), "input channels 6 != weight's 2 x group 2");
@@ -317,7 +323,8 @@ TEST(Conv, BadShapesAndAttributesGiveClearErrors) {
   ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 3, 3}, {}), "differ in rank");
   AttributeMap act;
   act.SetString("activation", "Gelu");
-  ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 3, 3, 3}, act, "kiln.FusedConv"), "kiln.FusedConv conv7: activation 'Gelu'");
+  ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 3, 3, 3}, act, "kiln.FusedConv"),
+              "kiln.FusedConv conv7: activation 'Gelu'");
   ExpectError(RunConvStatus({1, 3, 8, 8}, {4, 3, 3, 3}, {}, "kiln.FusedConv", RandomTensor({1, 4, 5, 5}, 4)),
               "residual f32[1,4,5,5] is not the output's f32[1,4,6,6]");
 }
@@ -326,7 +333,8 @@ TEST(Conv, F16IsRefusedByTheKernelWithAClearError) {
   cpu::TensorOpRun run;
   run.op_type = "Conv";
   run.node = "half";
-  run.inputs = {TensorData::Zeros({DType::kF16, {1, 1, 3, 3}}), TensorData::Zeros({DType::kF16, {1, 1, 1, 1}})};
+  run.inputs = {TensorData::Zeros({DType::kF16, {1, 1, 3, 3}}),
+                TensorData::Zeros({DType::kF16, {1, 1, 1, 1}})};
   auto out = cpu::RunTensorOp(run);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("Conv half"), std::string::npos) << out.status().message();
@@ -339,7 +347,8 @@ TEST(Conv, F16IsRefusedByTheKernelWithAClearError) {
 namespace kiln {
 namespace {
 
-std::string ImplFor(const char* forced, const std::vector<int64_t>& x, const std::vector<int64_t>& w, int64_t group) {
+std::string ImplFor(const char* forced, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                    int64_t group) {
   conv_test::ScopedConvImpl scoped(forced);
   AttributeMap attrs;
   attrs.SetInt("group", group);

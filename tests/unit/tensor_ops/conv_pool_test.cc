@@ -29,7 +29,8 @@ void ExpectValues(const TensorData& t, const std::vector<int64_t>& dims, const s
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(t.As<float>()[i], expected[i], 1e-5f) << i;
 }
 
-AttributeMap Attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides = {}, std::vector<int64_t> pads = {}) {
+AttributeMap Attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides = {},
+                   std::vector<int64_t> pads = {}) {
   AttributeMap a;
   a.SetInts("kernel_shape", std::move(kernel));
   if (!strides.empty()) a.SetInts("strides", std::move(strides));
@@ -40,8 +41,8 @@ AttributeMap Attrs(std::vector<int64_t> kernel, std::vector<int64_t> strides = {
 TEST(MaxPool, PadsCeilModeDilationsAndSameUpper) {
   auto y = Pool("MaxPool", Ramp({1, 1, 5, 5}), Attrs({5, 5}, {}, {2, 2, 2, 2}));
   ASSERT_TRUE(y.ok()) << y.status().message();
-  ExpectValues((*y)[0], {1, 1, 5, 5}, {13, 14, 15, 15, 15, 18, 19, 20, 20, 20, 23, 24, 25, 25, 25,
-                                       23, 24, 25, 25, 25, 23, 24, 25, 25, 25});
+  ExpectValues((*y)[0], {1, 1, 5, 5}, {13, 14, 15, 15, 15, 18, 19, 20, 20, 20, 23, 24, 25,
+                                       25, 25, 23, 24, 25, 25, 25, 23, 24, 25, 25, 25});
   AttributeMap ceil = Attrs({3, 3}, {2, 2});
   ceil.SetInt("ceil_mode", 1);
   y = Pool("MaxPool", Ramp({1, 1, 4, 4}), ceil);
@@ -63,8 +64,8 @@ TEST(MaxPool, IndicesInBothStorageOrders) {
   auto y = Pool("MaxPool", Ramp({1, 1, 5, 5}), Attrs({5, 5}, {}, {2, 2, 2, 2}), 2);
   ASSERT_TRUE(y.ok()) << y.status().message();
   ASSERT_EQ((*y)[1].type(), (TensorType{DType::kI64, {1, 1, 5, 5}}));
-  const std::vector<int64_t> expected = {12, 13, 14, 14, 14, 17, 18, 19, 19, 19, 22, 23, 24, 24, 24,
-                                         22, 23, 24, 24, 24, 22, 23, 24, 24, 24};
+  const std::vector<int64_t> expected = {12, 13, 14, 14, 14, 17, 18, 19, 19, 19, 22, 23, 24,
+                                         24, 24, 22, 23, 24, 24, 24, 22, 23, 24, 24, 24};
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ((*y)[1].As<int64_t>()[i], expected[i]) << i;
   AttributeMap column_major = Attrs({2, 2}, {2, 2});
   column_major.SetInt("storage_order", 1);
@@ -82,14 +83,15 @@ TEST(MaxPool, IndicesInBothStorageOrders) {
 TEST(AveragePool, CountIncludePadAndCeilMode) {
   auto y = Pool("AveragePool", Ramp({1, 1, 5, 5}), Attrs({5, 5}, {}, {2, 2, 2, 2}));
   ASSERT_TRUE(y.ok()) << y.status().message();
-  ExpectValues((*y)[0], {1, 1, 5, 5}, {7, 7.5, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12, 12.5, 13,
-                                       13.5, 14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18, 18.5, 19});
+  ExpectValues((*y)[0], {1, 1, 5, 5}, {7,  7.5,  8,  8.5,  9,  9.5,  10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5,
+                                       14, 14.5, 15, 15.5, 16, 16.5, 17, 17.5, 18, 18.5, 19});
   AttributeMap with_pad = Attrs({5, 5}, {}, {2, 2, 2, 2});
   with_pad.SetInt("count_include_pad", 1);
   y = Pool("AveragePool", Ramp({1, 1, 5, 5}), with_pad);
   ASSERT_TRUE(y.ok()) << y.status().message();
-  ExpectValues((*y)[0], {1, 1, 5, 5}, {2.52, 3.6, 4.8, 4.08, 3.24, 4.56, 6.4, 8.4, 7.04, 5.52, 7.2, 10, 13,
-                                       10.8, 8.4, 6.96, 9.6, 12.4, 10.24, 7.92, 6.12, 8.4, 10.8, 8.88, 6.84});
+  ExpectValues((*y)[0], {1, 1, 5, 5},
+               {2.52, 3.6, 4.8,  4.08, 3.24, 4.56,  6.4,  8.4,  7.04, 5.52, 7.2,  10,  13,
+                10.8, 8.4, 6.96, 9.6,  12.4, 10.24, 7.92, 6.12, 8.4,  10.8, 8.88, 6.84});
   AttributeMap ceil = Attrs({3, 3}, {2, 2});
   ceil.SetInt("ceil_mode", 1);
   y = Pool("AveragePool", Ramp({1, 1, 4, 4}), ceil);
@@ -121,11 +123,13 @@ TEST(GlobalPool, AverageMaxAndLp) {
 TEST(Pool, ErrorsNameTheNode) {
   auto y = Pool("MaxPool", Ramp({1, 1, 4, 4}), {});
   ASSERT_FALSE(y.ok());
-  EXPECT_NE(y.status().message().find("MaxPool pool3: the attribute kernel_shape is required"), std::string::npos)
+  EXPECT_NE(y.status().message().find("MaxPool pool3: the attribute kernel_shape is required"),
+            std::string::npos)
       << y.status().message();
   y = Pool("AveragePool", Ramp({1, 1, 2, 2}), Attrs({3, 3}));
   ASSERT_FALSE(y.ok());
-  EXPECT_NE(y.status().message().find("AveragePool pool3: the kernel"), std::string::npos) << y.status().message();
+  EXPECT_NE(y.status().message().find("AveragePool pool3: the kernel"), std::string::npos)
+      << y.status().message();
   y = Pool("GlobalAveragePool", Ramp({4}), {});
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("GlobalAveragePool pool3"), std::string::npos) << y.status().message();

@@ -22,11 +22,14 @@ Expected<TensorData> RunOne(const char* op, std::vector<TensorData> inputs, Attr
 TEST(ConvTranspose, DocumentedExample) {
   std::vector<float> x(9);
   for (int i = 0; i < 9; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
-  auto y = RunOne("ConvTranspose",
-               {conv_test::Floats({1, 1, 3, 3}, x), conv_test::Floats({1, 2, 3, 3}, std::vector<float>(18, 1.0f))}, {});
+  auto y = RunOne(
+      "ConvTranspose",
+      {conv_test::Floats({1, 1, 3, 3}, x), conv_test::Floats({1, 2, 3, 3}, std::vector<float>(18, 1.0f))},
+      {});
   ASSERT_TRUE(y.ok()) << y.status().message();
   ASSERT_EQ(y->type().dims, (std::vector<int64_t>{1, 2, 5, 5}));
-  const std::vector<float> plane = {0, 1, 3, 3, 2, 3, 8, 15, 12, 7, 9, 21, 36, 27, 15, 9, 20, 33, 24, 13, 6, 13, 21, 15, 8};
+  const std::vector<float> plane = {0,  1,  3, 3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                                    27, 15, 9, 20, 33, 24, 13, 6,  13, 21, 15, 8};
   for (size_t i = 0; i < 50; ++i) EXPECT_EQ(y->As<float>()[i], plane[i % 25]) << i;
 }
 
@@ -54,7 +57,8 @@ TEST(ConvTranspose, OutputShapePaddingAndAutoPad) {
 
 double Dot(const TensorData& a, const TensorData& b) {
   double s = 0.0;
-  for (int64_t i = 0; i < a.type().ElementCount(); ++i) s += static_cast<double>(a.As<float>()[i]) * b.As<float>()[i];
+  for (int64_t i = 0; i < a.type().ElementCount(); ++i)
+    s += static_cast<double>(a.As<float>()[i]) * b.As<float>()[i];
   return s;
 }
 
@@ -91,9 +95,11 @@ TEST(ConvTranspose, IsTheAdjointOfConv) {
 }
 
 TEST(ConvTranspose, ChannelMismatchIsAnError) {
-  auto y = RunOne("ConvTranspose", {conv_test::RandomTensor({1, 3, 4, 4}, 1), conv_test::RandomTensor({2, 2, 3, 3}, 2)}, {});
+  auto y = RunOne("ConvTranspose",
+                  {conv_test::RandomTensor({1, 3, 4, 4}, 1), conv_test::RandomTensor({2, 2, 3, 3}, 2)}, {});
   ASSERT_FALSE(y.ok());
-  EXPECT_NE(y.status().message().find("ConvTranspose up1: input channels 3"), std::string::npos) << y.status().message();
+  EXPECT_NE(y.status().message().find("ConvTranspose up1: input channels 3"), std::string::npos)
+      << y.status().message();
 }
 
 }  // namespace
@@ -148,8 +154,8 @@ TEST(ConvTranspose, GemmPathMatchesTheReference) {
       auto out = cpu::RunTensorOp(run);
       ASSERT_TRUE(out.ok()) << out.status().message();
       ASSERT_EQ((*out)[0].type(), expected->type());
-      conv_test::ExpectClose((*out)[0].As<float>(), expected->As<float>(), expected->type().ElementCount(), 1e-5f,
-                             "gemm col2im");
+      conv_test::ExpectClose((*out)[0].As<float>(), expected->As<float>(), expected->type().ElementCount(),
+                             1e-5f, "gemm col2im");
     }
   }
 }

@@ -9,8 +9,8 @@ bool ConvPlanApplies(const Window3& g, Isa isa) {
   return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
 }
 
-ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias, Isa isa,
-                      int threads) {
+ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias,
+                      Isa isa, int threads) {
   ConvPlan p;
   p.g = g;
   p.epilogue = epilogue;
@@ -54,7 +54,8 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   const int64_t base_items = g.group * ((pixels + p.nc - 1) / p.nc);
   const int64_t t = std::max(1, threads);
   if (base_items < 4 * t) {
-    p.m_blocks = std::min<int64_t>((4 * t + base_items - 1) / base_items, std::max<int64_t>(1, p.m_panels / 2));
+    p.m_blocks =
+        std::min<int64_t>((4 * t + base_items - 1) / base_items, std::max<int64_t>(1, p.m_panels / 2));
   }
   p.panels_per_block = (p.m_panels + p.m_blocks - 1) / p.m_blocks;
   p.m_blocks = (p.m_panels + p.panels_per_block - 1) / p.panels_per_block;

@@ -43,8 +43,8 @@ struct ConvPlan {
   FusedEpilogue epilogue;
   Isa isa = Isa::kAvx2;
   ConvPath path = ConvPath::kGemm;
-  int mr = 0;  // output channels per register tile (GEMM)
-  int nr = 0;  // pixels per register tile
+  int mr = 0;            // output channels per register tile (GEMM)
+  int nr = 0;            // pixels per register tile
   int64_t k = 0;         // C/g * kh * kw
   int64_t m_panels = 0;  // panels of mr rows per group
   int64_t kc = 0;        // K block
@@ -63,7 +63,9 @@ struct ConvPlan {
   int64_t scratch_floats_per_thread = 0;
   int64_t scratch_floats_shared = 0;  // before the per-thread parts
   // Scratch floats for a pool of `threads`.
-  int64_t ScratchFloats(int threads) const { return scratch_floats_shared + scratch_floats_per_thread * threads; }
+  int64_t ScratchFloats(int threads) const {
+    return scratch_floats_shared + scratch_floats_per_thread * threads;
+  }
 };
 
 // Whether the vector paths take this geometry (2-d or 1-d, and an ISA with
@@ -72,8 +74,8 @@ bool ConvPlanApplies(const Window3& g, Isa isa);
 
 // Decides the path and blocking and packs w [M, C/g, kh, kw] (and bias, may
 // be null) for `isa`.
-ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias, Isa isa,
-                      int threads);
+ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias,
+                      Isa isa, int threads);
 
 // Runs the plan on one call: x [N, C, H, W] -> y [N, M, OH, OW]; residual
 // (the output's shape) may be null. scratch holds ScratchFloats(threads)

@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/kernels/simd_math.h"
@@ -30,11 +30,13 @@ inline typename S::V ConvActivate(const FusedEpilogue& e, typename S::V v) {
     case FusedActivation::kHardSigmoid:
       return S::Min(S::Max(S::Fma(v, S::Set1(e.alpha), S::Set1(e.beta)), S::Zero()), S::Set1(1.0f));
     case FusedActivation::kHardSwish: {
-      const V gate = S::Min(S::Max(S::Add(S::Div(v, S::Set1(6.0f)), S::Set1(0.5f)), S::Zero()), S::Set1(1.0f));
+      const V gate =
+          S::Min(S::Max(S::Add(S::Div(v, S::Set1(6.0f)), S::Set1(0.5f)), S::Zero()), S::Set1(1.0f));
       return S::Mul(v, gate);
     }
     case FusedActivation::kSilu: return VecSilu<S>(v);
-    case FusedActivation::kSigmoid: return S::Div(S::Set1(1.0f), S::Add(S::Set1(1.0f), VecExp<S>(S::Sub(S::Zero(), v))));
+    case FusedActivation::kSigmoid:
+      return S::Div(S::Set1(1.0f), S::Add(S::Set1(1.0f), VecExp<S>(S::Sub(S::Zero(), v))));
     case FusedActivation::kTanh: return VecTanh<S>(v);
   }
   return v;
@@ -42,7 +44,8 @@ inline typename S::V ConvActivate(const FusedEpilogue& e, typename S::V v) {
 
 // Bias, residual and activation on a finished vector of `lanes` outputs.
 template <class S>
-inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float bias, const float* residual, int lanes) {
+inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float bias, const float* residual,
+                                int lanes) {
   v = S::Add(v, S::Set1(bias));
   if (residual == nullptr) return ConvActivate<S>(e, v);
   const auto r = lanes == S::kLanes ? S::Load(residual) : S::LoadPart(residual, lanes);
@@ -55,8 +58,8 @@ inline typename S::V ConvFinish(const FusedEpilogue& e, typename S::V v, float b
 // columns past n_valid are computed (zeros in A and B there) but not stored.
 template <class S, int MR, int NV>
 void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int m_valid,
-                     int n_valid, bool first, bool last, const float* bias, const float* residual,
-                     const FusedEpilogue& e) {
+              int n_valid, bool first, bool last, const float* bias, const float* residual,
+              const FusedEpilogue& e) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
   V acc[MR][NV];
@@ -84,7 +87,9 @@ void ConvTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
       float* cp = c + r * ldc + v * L;
       V out = acc[r][v];
       if (!first) out = S::Add(out, lanes == L ? S::Load(cp) : S::LoadPart(cp, lanes));
-      if (last) out = ConvFinish<S>(e, out, bias[r], residual != nullptr ? residual + r * ldc + v * L : nullptr, lanes);
+      if (last)
+        out =
+            ConvFinish<S>(e, out, bias[r], residual != nullptr ? residual + r * ldc + v * L : nullptr, lanes);
       if (lanes == L) {
         S::Store(cp, out);
       } else {
@@ -136,7 +141,7 @@ inline void CopyEvenElements(float* d, const float* src, int64_t n, int64_t avai
 // (A template on S only so that each ISA's copy stays its own.)
 template <class S>
 void GatherIm2col(const Window3& g, const float* xg, int64_t k0, int64_t kc, int64_t n0, int64_t ncols,
-                         float* dst, int64_t ld) {
+                  float* dst, int64_t ld) {
   const int64_t kh = g.kernel[1], kw = g.kernel[2], H = g.in[1], W = g.in[2], OW = g.out[2];
   const int64_t sh = g.stride[1], sw = g.stride[2];
   for (int64_t kk = 0; kk < kc; ++kk) {
@@ -255,8 +260,8 @@ void RunConvGemm(const ConvPlan& p, const float* x, const float* residual, float
               const int64_t m_first = mp * MR;
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, mg - m_first));
               const int64_t c_offset = (grp * mg + m_first) * P + n0 + j0;
-              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, bj, ldb, yn + c_offset, P,
-                   m_valid, nv, k0 == 0, k0 + kc == p.k, p.bias.data() + grp * mg + m_first,
+              tile(kc, p.packed_w.data() + ((grp * p.m_panels + mp) * p.k + k0) * MR, bj, ldb, yn + c_offset,
+                   P, m_valid, nv, k0 == 0, k0 + kc == p.k, p.bias.data() + grp * mg + m_first,
                    rn != nullptr ? rn + c_offset : nullptr, p.epilogue);
             }
           }
@@ -288,7 +293,8 @@ void RunConvDepthwise(const ConvPlan& p, const float* x, const float* residual, 
   for (int64_t ki = 0; ki < kh; ++ki) {
     for (int64_t kj = 0; kj < kw; ++kj) {
       const int64_t t = kj * g.dilation[2];
-      tap_offset[static_cast<size_t>(ki * kw + kj)] = ki * g.dilation[1] * s * phase_w + (t % s) * phase_w + t / s;
+      tap_offset[static_cast<size_t>(ki * kw + kj)] =
+          ki * g.dilation[1] * s * phase_w + (t % s) * phase_w + t / s;
     }
   }
   auto body = [&](int64_t begin, int64_t end, int thread) {

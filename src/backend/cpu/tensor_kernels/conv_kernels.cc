@@ -46,7 +46,8 @@ const float* ConstantFloats(const TensorKernelArgs& args, size_t i) {
   return i < args.constants.size() && args.constants[i] != nullptr ? args.constants[i]->As<float>() : nullptr;
 }
 
-TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue, bool has_bias, bool has_residual) {
+TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue, bool has_bias,
+                                 bool has_residual) {
   TensorKernel k;
   k.impl = "reference";
   k.run = [=](const TensorCall& call) {
@@ -62,10 +63,11 @@ TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue
 
 Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   KILN_RETURN_IF_ERROR(CheckF32(args));
-  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry,
-                        ConvGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, ConvGeometry(args.op_type, args.node, args.a(),
+                                                              args.inputs[0].dims, args.inputs[1].dims));
   if (geometry.spatial > 3) {
-    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node, geometry.spatial);
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node,
+                       geometry.spatial);
   }
   FusedEpilogue epilogue;
   if (args.op_type == "kiln.FusedConv") {
@@ -94,7 +96,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   auto plan = std::make_shared<const ConvPlan>(MakeConvPlan(g, epilogue, w, bias, isa, args.num_threads));
   const int threads = std::max(1, args.num_threads);
   TensorKernel k;
-  k.impl = std::string("kiln-") + IsaName(isa) + (plan->path == ConvPath::kDepthwise ? "-depthwise" : "-gemm");
+  k.impl =
+      std::string("kiln-") + IsaName(isa) + (plan->path == ConvPath::kDepthwise ? "-depthwise" : "-gemm");
   k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
   k.run = [plan, has_residual, threads](const TensorCall& call) {
     // More threads than the scratch was sized for run on the caller alone.
@@ -109,10 +112,12 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
 
 Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   KILN_RETURN_IF_ERROR(CheckF32(args));
-  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, ConvTransposeGeometry(args.op_type, args.node, args.a(),
-                                                                       args.inputs[0].dims, args.inputs[1].dims));
+  KILN_ASSIGN_OR_RETURN(
+      WindowGeometry geometry,
+      ConvTransposeGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims));
   if (geometry.spatial > 3) {
-    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node, geometry.spatial);
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node,
+                       geometry.spatial);
   }
   const Window3 g = ToWindow3(geometry);
   const bool has_bias = args.has(2);
@@ -128,8 +133,9 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
     k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
     k.run = [plan, threads](const TensorCall& call) {
       ThreadPool* pool = call.pool != nullptr && call.pool->num_threads() <= threads ? call.pool : nullptr;
-      RunConvTransposePlan(*plan, static_cast<const float*>(call.inputs[0]), static_cast<float*>(call.outputs[0]),
-                           reinterpret_cast<float*>(call.scratch), pool);
+      RunConvTransposePlan(*plan, static_cast<const float*>(call.inputs[0]),
+                           static_cast<float*>(call.outputs[0]), reinterpret_cast<float*>(call.scratch),
+                           pool);
       return Status::Ok();
     };
     return k;
@@ -145,7 +151,8 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
     if (call.pool == nullptr) {
       ReferenceConvTranspose(g, x, w, bias, y, 0, planes);
     } else {
-      call.pool->ParallelFor(planes, 1, [&](int64_t b, int64_t e, int) { ReferenceConvTranspose(g, x, w, bias, y, b, e); });
+      call.pool->ParallelFor(
+          planes, 1, [&](int64_t b, int64_t e, int) { ReferenceConvTranspose(g, x, w, bias, y, b, e); });
     }
     return Status::Ok();
   };
@@ -159,10 +166,16 @@ void AddConvKernels(std::vector<TensorKernelEntry>* kernels) {
       "1-d and 2-d vectorized (3-d by the reference loops); f32; group, dilations, strides, pads, "
       "auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID";
   kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits});
-  kernels->push_back({"kiln.FusedConv", MakeConv, {DType::kF32},
-                      conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual"});
-  kernels->push_back({"ConvTranspose", MakeConvTranspose, {DType::kF32},
-                      "1-d to 3-d; f32; group, dilations, strides, pads, output_padding, output_shape, auto_pad"});
+  kernels->push_back(
+      {"kiln.FusedConv",
+       MakeConv,
+       {DType::kF32},
+       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual"});
+  kernels->push_back(
+      {"ConvTranspose",
+       MakeConvTranspose,
+       {DType::kF32},
+       "1-d to 3-d; f32; group, dilations, strides, pads, output_padding, output_shape, auto_pad"});
   AddPoolKernels(kernels);
 }
 

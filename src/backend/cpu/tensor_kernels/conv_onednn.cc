@@ -80,8 +80,9 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     // oneDNN counts dilation from 0 (no gap), ONNX from 1.
     const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
     const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         conv->src, w_any, b_desc, conv->dst, strides, dilates, pad_l, pad_r);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, conv->src, w_any, b_desc,
+                                         conv->dst, strides, dilates, pad_l, pad_r);
     dnnl::post_ops ops;
     // The residual is copied into the output first; `sum` adds it where the epilogue says.
     if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
@@ -93,7 +94,8 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     conv->primitive = dnnl::convolution_forward(pd);
     conv->weights_desc = pd.weights_desc();
     conv->weights = memory(pd.weights_desc(), engine);
-    memory user_w(memory::desc(w_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine, const_cast<float*>(w));
+    memory user_w(memory::desc(w_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine,
+                  const_cast<float*>(w));
     dnnl::stream stream(engine);
     dnnl::reorder(user_w, conv->weights).execute(stream, user_w, conv->weights);
     conv->bias = memory(b_desc, engine);

@@ -28,7 +28,8 @@ void ReferenceConv(const Window3& g, const float* x, const float* w, const float
                   for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
                     const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
-                    acc += xc[(id * g.in[1] + ih) * g.in[2] + iw] * wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
+                    acc += xc[(id * g.in[1] + ih) * g.in[2] + iw] *
+                           wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
                   }
                 }
               }

@@ -47,7 +47,8 @@ bool ConvTransposePlanApplies(const Window3& g, Isa isa) {
   return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
 }
 
-ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa, int threads) {
+ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa,
+                                        int threads) {
   ConvTransposePlan p;
   p.g = g;
   p.bias.assign(static_cast<size_t>(g.out_channels), 0.0f);
@@ -68,7 +69,8 @@ ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const 
     for (int64_t c = 0; c < cg; ++c) {
       for (int64_t mo = 0; mo < mg; ++mo) {
         for (int64_t tap = 0; tap < taps; ++tap) {
-          wt[static_cast<size_t>(((grp * mg + mo) * taps + tap) * cg + c)] = w[((grp * cg + c) * mg + mo) * taps + tap];
+          wt[static_cast<size_t>(((grp * mg + mo) * taps + tap) * cg + c)] =
+              w[((grp * cg + c) * mg + mo) * taps + tap];
         }
       }
     }
@@ -78,14 +80,16 @@ ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const 
   return p;
 }
 
-void RunConvTransposePlan(const ConvTransposePlan& p, const float* x, float* y, float* scratch, ThreadPool* pool) {
+void RunConvTransposePlan(const ConvTransposePlan& p, const float* x, float* y, float* scratch,
+                          ThreadPool* pool) {
   const Window3& g = p.g;
   float* cols = scratch;
   for (int64_t n = 0; n < g.batch; ++n) {
     RunConvPlan(p.gemm, x + n * g.in_channels * g.InPixels(), nullptr, cols, scratch + p.cols_floats, pool);
     float* yn = y + n * g.out_channels * g.OutPixels();
     if (pool != nullptr) {
-      pool->ParallelFor(g.out_channels, 1, [&](int64_t b, int64_t e, int) { ScatterColumns(p, cols, yn, b, e); });
+      pool->ParallelFor(g.out_channels, 1,
+                        [&](int64_t b, int64_t e, int) { ScatterColumns(p, cols, yn, b, e); });
     } else {
       ScatterColumns(p, cols, yn, 0, g.out_channels);
     }

@@ -14,8 +14,8 @@
 namespace kiln::cpu {
 
 struct ConvTransposePlan {
-  Window3 g;          // the ConvTranspose's geometry (g.in: its input)
-  ConvPlan gemm;      // the 1x1 convolution making the columns
+  Window3 g;                // the ConvTranspose's geometry (g.in: its input)
+  ConvPlan gemm;            // the 1x1 convolution making the columns
   std::vector<float> bias;  // [M], zeros when absent
   int64_t cols_floats = 0;  // group * M/g * taps * H * W
   int64_t ScratchFloats(int threads) const { return cols_floats + gemm.ScratchFloats(threads); }
@@ -25,9 +25,11 @@ struct ConvTransposePlan {
 bool ConvTransposePlanApplies(const Window3& g, Isa isa);
 
 // w [C, M/g, kh, kw] is re-laid out (and packed) now; bias may be null.
-ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa, int threads);
+ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa,
+                                        int threads);
 
 // x [N, C, H, W] -> y [N, M, OH, OW]; scratch holds ScratchFloats(threads).
-void RunConvTransposePlan(const ConvTransposePlan& plan, const float* x, float* y, float* scratch, ThreadPool* pool);
+void RunConvTransposePlan(const ConvTransposePlan& plan, const float* x, float* y, float* scratch,
+                          ThreadPool* pool);
 
 }  // namespace kiln::cpu

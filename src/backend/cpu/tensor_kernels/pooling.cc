@@ -86,10 +86,12 @@ void PoolPlanes(const PoolParams& p, const T* x, T* y, int64_t* indices, int64_t
           }
           if (p.kind == PoolKind::kMax) {
             // A window with no tap inside the input (dilated past it) is -inf.
-            y[yi] = best_at < 0 && std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : best;
+            y[yi] = best_at < 0 && std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                                        : best;
             if (indices != nullptr) indices[yi] = plane * in_pixels + std::max<int64_t>(best_at, 0);
           } else if (p.kind == PoolKind::kAverage) {
-            const int64_t divisor = p.count_include_pad ? td.padded_taps * th.padded_taps * tw.padded_taps : count;
+            const int64_t divisor =
+                p.count_include_pad ? td.padded_taps * th.padded_taps * tw.padded_taps : count;
             y[yi] = divisor > 0 ? static_cast<T>(sum / static_cast<double>(divisor)) : T{};
           } else {
             y[yi] = static_cast<T>(std::pow(sum, 1.0 / p.p));
@@ -120,7 +122,8 @@ TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
     if (call.pool == nullptr) {
       PoolPlanes<T>(p, x, y, indices, 0, planes);
     } else {
-      call.pool->ParallelFor(planes, 1, [&](int64_t b, int64_t e, int) { PoolPlanes<T>(p, x, y, indices, b, e); });
+      call.pool->ParallelFor(planes, 1,
+                             [&](int64_t b, int64_t e, int) { PoolPlanes<T>(p, x, y, indices, b, e); });
     }
     return Status::Ok();
   };
@@ -131,13 +134,17 @@ Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
   const bool max_of_bytes = args.op_type == "MaxPool" && (dtype == DType::kU8 || dtype == DType::kI8);
   if (!max_of_bytes) KILN_RETURN_IF_ERROR(CheckF32(args));
-  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, PoolGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry,
+                        PoolGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims));
   if (geometry.spatial > 3) {
-    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node, geometry.spatial);
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node,
+                       geometry.spatial);
   }
   PoolParams p;
   p.g = ToWindow3(geometry);
-  p.kind = args.op_type == "MaxPool" ? PoolKind::kMax : args.op_type == "AveragePool" ? PoolKind::kAverage : PoolKind::kLp;
+  p.kind = args.op_type == "MaxPool"       ? PoolKind::kMax
+           : args.op_type == "AveragePool" ? PoolKind::kAverage
+                                           : PoolKind::kLp;
   p.count_include_pad = IntAttrOr(args.a(), "count_include_pad", 0) != 0;
   p.column_major_indices = IntAttrOr(args.a(), "storage_order", 0) == 1;
   p.p = static_cast<double>(IntAttrOr(args.a(), "p", 2));
@@ -200,7 +207,9 @@ Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
 
 void AddPoolKernels(std::vector<TensorKernelEntry>* kernels) {
   const char* limits = "1-d to 3-d; f32; auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID; ceil_mode; dilations";
-  kernels->push_back({"MaxPool", MakePool, {DType::kF32, DType::kU8, DType::kI8},
+  kernels->push_back({"MaxPool",
+                      MakePool,
+                      {DType::kF32, DType::kU8, DType::kI8},
                       std::string(limits) + "; Indices with storage_order 0|1; u8/i8 too"});
   kernels->push_back({"AveragePool", MakePool, {DType::kF32}, std::string(limits) + "; count_include_pad"});
   kernels->push_back({"LpPool", MakePool, {DType::kF32}, limits});
