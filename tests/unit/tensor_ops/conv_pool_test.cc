@@ -154,3 +154,78 @@ TEST(MaxPool, Uint8) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+struct Geometry {
+  std::vector<int64_t> in, kernel, strides, dilations, pads;
+  int ceil = 0;
+};
+
+std::vector<Geometry> Geometries() {
+  return {
+      {{13, 12}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, {{9, 10}, {2, 3}, {1, 2}, {1, 1}, {0, 1, 1, 0}},
+      {{11, 11}, {3, 3}, {2, 2}, {2, 2}, {2, 2, 2, 2}}, {{10, 9}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1},
+      {{20, 33}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, {{8, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}}};
+}
+
+AttributeMap AttrsOf(const Geometry& g) {
+  AttributeMap a = Attrs(g.kernel, g.strides, g.pads);
+  a.SetInts("dilations", g.dilations);
+  a.SetInt("ceil_mode", g.ceil);
+  return a;
+}
+
+// MaxPool's row-at-a-time path (no Indices) against the per-window path
+// that also finds the indices.
+TEST(MaxPool, RowPathMatchesTheWindowPath) {
+  uint32_t seed = 3;
+  for (const Geometry& g : Geometries()) {
+    std::vector<int64_t> dims = {2, 3};
+    dims.insert(dims.end(), g.in.begin(), g.in.end());
+    const TensorData x = conv_test::RandomTensor(dims, seed++);
+    auto rows = Pool("MaxPool", x, AttrsOf(g), 1);
+    auto windows = Pool("MaxPool", x, AttrsOf(g), 2);
+    ASSERT_TRUE(rows.ok()) << rows.status().message();
+    ASSERT_TRUE(windows.ok()) << windows.status().message();
+    ASSERT_EQ((*rows)[0].type(), (*windows)[0].type());
+    for (int64_t i = 0; i < (*rows)[0].type().ElementCount(); ++i) {
+      ASSERT_EQ((*rows)[0].As<float>()[i], (*windows)[0].As<float>()[i]) << i;
+    }
+  }
+}
+
+// AveragePool counting the pads is a depthwise convolution with weights
+// 1 / taps.
+TEST(AveragePool, CountingPadsEqualsADepthwiseConvolution) {
+  uint32_t seed = 30;
+  for (const Geometry& g : Geometries()) {
+    if (g.ceil != 0) continue;
+    std::vector<int64_t> dims = {1, 3};
+    dims.insert(dims.end(), g.in.begin(), g.in.end());
+    const TensorData x = conv_test::RandomTensor(dims, seed++);
+    AttributeMap a = AttrsOf(g);
+    a.SetInt("count_include_pad", 1);
+    auto avg = Pool("AveragePool", x, a, 1);
+    ASSERT_TRUE(avg.ok()) << avg.status().message();
+    const int64_t taps = g.kernel[0] * g.kernel[1];
+    cpu::TensorOpRun conv;
+    conv.op_type = "Conv";
+    conv.attrs.SetInt("group", 3);
+    conv.attrs.SetInts("strides", g.strides);
+    conv.attrs.SetInts("dilations", g.dilations);
+    conv.attrs.SetInts("pads", g.pads);
+    conv.inputs = {x, conv_test::Floats({3, 1, g.kernel[0], g.kernel[1]},
+                                        std::vector<float>(static_cast<size_t>(3 * taps),
+                                                           1.0f / static_cast<float>(taps)))};
+    auto y = cpu::RunTensorOp(conv);
+    ASSERT_TRUE(y.ok()) << y.status().message();
+    ASSERT_EQ((*y)[0].type(), (*avg)[0].type());
+    conv_test::ExpectClose((*avg)[0].As<float>(), (*y)[0].As<float>(), (*y)[0].type().ElementCount(), 1e-5f,
+                           "avg");
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -4,8 +4,12 @@
 #include "backend/cpu/tensor_kernels/pooling.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/tensor_kernels/conv_window.h"
 #include "core/thread_pool.h"
@@ -14,14 +18,6 @@ namespace kiln::cpu {
 namespace {
 
 enum class PoolKind { kMax, kAverage, kLp };
-
-struct PoolParams {
-  Window3 g;
-  PoolKind kind = PoolKind::kMax;
-  bool count_include_pad = false;
-  bool column_major_indices = false;  // storage_order 1
-  double p = 2.0;                     // LpPool's norm
-};
 
 // Taps of one axis for output o: the first input index, and how many taps
 // fall inside the input [lo, hi) and inside the padded input (for
@@ -44,6 +40,23 @@ AxisTaps TapsOf(const Window3& g, int axis, int64_t o) {
 }
 
 // T: float for every pool; uint8_t / int8_t for MaxPool.
+struct PoolParams {
+  Window3 g;
+  PoolKind kind = PoolKind::kMax;
+  bool count_include_pad = false;
+  bool column_major_indices = false;  // storage_order 1
+  double p = 2.0;                     // LpPool's norm
+  // Per axis and output index, the window's taps (computed once).
+  std::array<std::vector<AxisTaps>, 3> taps;
+};
+
+PoolParams WithTapTables(PoolParams p) {
+  for (int axis = 0; axis < 3; ++axis) {
+    for (int64_t o = 0; o < p.g.out[axis]; ++o) p.taps[axis].push_back(TapsOf(p.g, axis, o));
+  }
+  return p;
+}
+
 template <typename T>
 void PoolPlanes(const PoolParams& p, const T* x, T* y, int64_t* indices, int64_t begin, int64_t end) {
   const Window3& g = p.g;
@@ -52,11 +65,11 @@ void PoolPlanes(const PoolParams& p, const T* x, T* y, int64_t* indices, int64_t
     const T* xp = x + plane * in_pixels;
     int64_t yi = plane * out_pixels;
     for (int64_t od = 0; od < g.out[0]; ++od) {
-      const AxisTaps td = TapsOf(g, 0, od);
+      const AxisTaps& td = p.taps[0][od];
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        const AxisTaps th = TapsOf(g, 1, oh);
+        const AxisTaps& th = p.taps[1][oh];
         for (int64_t ow = 0; ow < g.out[2]; ++ow, ++yi) {
-          const AxisTaps tw = TapsOf(g, 2, ow);
+          const AxisTaps& tw = p.taps[2][ow];
           T best = std::numeric_limits<T>::lowest();
           int64_t best_at = -1;
           double sum = 0.0;
@@ -110,6 +123,65 @@ Status CheckF32(const TensorKernelArgs& args) {
   return Status::Ok();
 }
 
+// Max (without indices) and average a row of outputs at a time: for each
+// tap, one pass over the outputs whose tap is inside the row (ranges from
+// the tables), which the compiler vectorizes; no branch per element.
+template <typename T>
+void PoolPlanesByRows(const PoolParams& p, const T* x, T* y, int64_t begin, int64_t end) {
+  const Window3& g = p.g;
+  const int64_t in_pixels = g.InPixels(), OW = g.out[2], W = g.in[2], sw = g.stride[2];
+  const bool is_max = p.kind == PoolKind::kMax;
+  using Acc = std::conditional_t<std::is_same_v<T, float>, float, T>;
+  std::vector<Acc> acc(static_cast<size_t>(OW));
+  // Per kw tap: the column offset and the outputs [lo, hi) it reads inside the row.
+  std::vector<int64_t> offset(static_cast<size_t>(g.kernel[2])), lo(offset.size()), hi(offset.size());
+  for (int64_t kj = 0; kj < g.kernel[2]; ++kj) {
+    const int64_t off = kj * g.dilation[2] - g.pad_begin[2];
+    offset[static_cast<size_t>(kj)] = off;
+    lo[static_cast<size_t>(kj)] = std::min(OW, off >= 0 ? 0 : (-off + sw - 1) / sw);
+    hi[static_cast<size_t>(kj)] = std::clamp<int64_t>(W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1, 0, OW);
+  }
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const T* xp = x + plane * in_pixels;
+    T* yp = y + plane * g.OutPixels();
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const AxisTaps& td = p.taps[0][static_cast<size_t>(od)];
+      for (int64_t oh = 0; oh < g.out[1]; ++oh, yp += OW) {
+        const AxisTaps& th = p.taps[1][static_cast<size_t>(oh)];
+        std::fill(acc.begin(), acc.end(), is_max ? std::numeric_limits<Acc>::lowest() : Acc{});
+        for (int64_t a = td.first_tap; a < td.end_tap; ++a) {
+          const int64_t id = td.start + a * g.dilation[0];
+          for (int64_t b = th.first_tap; b < th.end_tap; ++b) {
+            const T* row = xp + (id * g.in[1] + th.start + b * g.dilation[1]) * W;
+            for (size_t kj = 0; kj < offset.size(); ++kj) {
+              const T* src = row + offset[kj];
+              if (is_max) {
+                for (int64_t ow = lo[kj]; ow < hi[kj]; ++ow)
+                  acc[static_cast<size_t>(ow)] = std::max(acc[static_cast<size_t>(ow)], src[ow * sw]);
+              } else {
+                for (int64_t ow = lo[kj]; ow < hi[kj]; ++ow) acc[static_cast<size_t>(ow)] += src[ow * sw];
+              }
+            }
+          }
+        }
+        const int64_t rows_taps = (td.end_tap - td.first_tap) * (th.end_tap - th.first_tap);
+        const int64_t rows_padded = td.padded_taps * th.padded_taps;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const AxisTaps& tw = p.taps[2][static_cast<size_t>(ow)];
+          if (is_max) {
+            yp[ow] = acc[static_cast<size_t>(ow)];
+          } else {
+            const int64_t divisor =
+                p.count_include_pad ? rows_padded * tw.padded_taps : rows_taps * (tw.end_tap - tw.first_tap);
+            yp[ow] =
+                divisor > 0 ? static_cast<T>(acc[static_cast<size_t>(ow)] / static_cast<Acc>(divisor)) : T{};
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
   TensorKernel k;
@@ -119,11 +191,18 @@ TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
     auto* y = static_cast<T*>(call.outputs[0]);
     auto* indices = with_indices ? static_cast<int64_t*>(call.outputs[1]) : nullptr;
     const int64_t planes = p.g.batch * p.g.in_channels;
+    const bool by_rows = indices == nullptr && p.kind != PoolKind::kLp;
+    auto body = [&](int64_t b, int64_t e, int) {
+      if (by_rows) {
+        PoolPlanesByRows<T>(p, x, y, b, e);
+      } else {
+        PoolPlanes<T>(p, x, y, indices, b, e);
+      }
+    };
     if (call.pool == nullptr) {
-      PoolPlanes<T>(p, x, y, indices, 0, planes);
+      body(0, planes, 0);
     } else {
-      call.pool->ParallelFor(planes, 1,
-                             [&](int64_t b, int64_t e, int) { PoolPlanes<T>(p, x, y, indices, b, e); });
+      call.pool->ParallelFor(planes, 1, body);
     }
     return Status::Ok();
   };
@@ -148,6 +227,7 @@ Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
   p.count_include_pad = IntAttrOr(args.a(), "count_include_pad", 0) != 0;
   p.column_major_indices = IntAttrOr(args.a(), "storage_order", 0) == 1;
   p.p = static_cast<double>(IntAttrOr(args.a(), "p", 2));
+  p = WithTapTables(std::move(p));
   const bool with_indices = args.outputs.size() > 1;
   if (dtype == DType::kU8) return PoolKernel<uint8_t>(p, with_indices);
   if (dtype == DType::kI8) return PoolKernel<int8_t>(p, with_indices);
