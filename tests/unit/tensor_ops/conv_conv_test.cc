@@ -381,3 +381,75 @@ TEST(Conv, ForcedImplementationsAreTheOnesThatRun) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// NCHW <-> the layout named (n, c, h, w index the logical tensor).
+std::vector<float> ToLayout(const float* nchw, int64_t n, int64_t c, int64_t hw, const std::string& layout,
+                            bool inverse) {
+  std::vector<float> out(static_cast<size_t>(n * c * hw));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p;
+        const int64_t laid =
+            layout == "nhwc" ? (i * hw + p) * c + ch : (((i * (c / 16) + ch / 16) * hw + p) * 16 + ch % 16);
+        if (inverse) {
+          out[static_cast<size_t>(plain)] = nchw[laid];
+        } else {
+          out[static_cast<size_t>(laid)] = nchw[plain];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(FusedConv, BlockedAndChannelsLastActivationsOnOneDnn) {
+  if (!cpu::IsaAvailable(cpu::Isa::kAvx2)) GTEST_SKIP() << "no vector ISA";
+  const ConvCase c = {"blocked", 16, 32, 1, {9, 10}, {3, 3}, {2, 1}, {}, {1, 1, 1, 1}, nullptr, true, 2};
+  const Inputs in = MakeInputs(c, 77);
+  auto geometry = ConvGeometry("Conv", "n", AttrsOf(c), in.x_dims, in.w_dims);
+  ASSERT_TRUE(geometry.ok());
+  const std::vector<int64_t> y_dims = geometry->OutputDims();
+  const int64_t y_hw = y_dims[2] * y_dims[3], x_hw = c.in[0] * c.in[1];
+  const TensorData residual = RandomTensor(y_dims, 78);
+  FusedEpilogue e;
+  e.activation = FusedActivation::kSilu;
+  const std::vector<float> expected = Reference(c, in, e, residual.As<float>());
+  for (const std::string layout : {"nchw16c", "nhwc"}) {
+    SCOPED_TRACE(layout);
+    cpu::TensorOpRun run;
+    run.op_type = "kiln.FusedConv";
+    run.attrs = AttrsOf(c);
+    run.attrs.SetString("activation", "Silu");
+    run.attrs.SetString("activation_layout", layout);
+    run.inputs = {
+        conv_test::Floats(in.x_dims, ToLayout(in.x.As<float>(), c.batch, c.c, x_hw, layout, false)), in.w,
+        *in.bias,
+        conv_test::Floats(y_dims, ToLayout(residual.As<float>(), c.batch, c.m, y_hw, layout, false))};
+    run.inputs_are_constants = true;
+    auto out = cpu::RunTensorOp(run);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const std::vector<float> got = ToLayout((*out)[0].As<float>(), c.batch, c.m, y_hw, layout, true);
+    ExpectClose(got.data(), expected.data(), static_cast<int64_t>(expected.size()), 2e-5f, layout);
+  }
+  // Channels that are not whole blocks are refused, not overrun.
+  const ConvCase odd = {"odd", 8, 16, 1, {5, 5}, {3, 3}};
+  const Inputs odd_in = MakeInputs(odd, 79);
+  cpu::TensorOpRun run;
+  run.op_type = "Conv";
+  run.node = "c9";
+  run.attrs.SetString("activation_layout", "nchw16c");
+  run.inputs = {odd_in.x, odd_in.w};
+  run.inputs_are_constants = true;
+  auto out = cpu::RunTensorOp(run);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("Conv c9: nchw16c activations need channel counts"),
+            std::string::npos)
+      << out.status().message();
+}
+
+}  // namespace
+}  // namespace kiln

@@ -9,6 +9,9 @@
 // reference (conv_reference.h, for 3-d, weights known only at run time, and
 // machines without AVX2). KILN_CONV=kiln|onednn|reference forces one where
 // it applies (benchmarks, tests); otherwise the faster for the shape runs.
+// The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
+// choice, TensorLayoutName's spelling) makes input, output and residual
+// that layout; those run on oneDNN.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +82,33 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
   const bool packable = w != nullptr && (!has_bias || bias != nullptr);
   const std::string forced = ForcedConvImpl();
+  // Activations the layout stage keeps blocked or channels-last run on oneDNN.
+  if (args.a().Has("activation_layout")) {
+    auto name = args.a().String("activation_layout");
+    const std::string layout_name = name.ok() ? *name : "";
+    TensorLayout layout = TensorLayout::kRowMajor;
+    if (layout_name == "nchw16c") {
+      layout = TensorLayout::kNCHW16c;
+    } else if (layout_name == "nhwc") {
+      layout = TensorLayout::kNHWC;
+    } else if (layout_name != "row-major") {
+      return InvalidArgument("{} {}: activation_layout '{}' is none of row-major, nhwc, nchw16c",
+                             args.op_type, args.node, layout_name);
+    }
+    // Blocks of 16 without padding, so the buffers are the size the dims say.
+    if (layout == TensorLayout::kNCHW16c && (g.in_channels % 16 != 0 || g.out_channels % 16 != 0)) {
+      return Unsupported("{} {}: nchw16c activations need channel counts that are multiples of 16 ({} -> {})",
+                         args.op_type, args.node, g.in_channels, g.out_channels);
+    }
+    if (layout != TensorLayout::kRowMajor) {
+      if (!packable || !OneDnnConvApplies(g, BestIsa())) {
+        return Unsupported(
+            "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
+            args.node, layout_name);
+      }
+      return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
+    }
+  }
   if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
 
   const Isa isa = BestIsa();

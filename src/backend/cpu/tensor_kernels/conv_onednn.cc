@@ -70,7 +70,7 @@ bool PreferOneDnn(const Window3& g, Isa isa) {
 }
 
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
-                                      const float* bias, bool has_residual) {
+                                      const float* bias, bool has_residual, TensorLayout layout) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -83,8 +83,11 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     const memory::dims w_dims =
         grouped ? memory::dims{g.group, g.GroupOut(), g.GroupIn(), g.kernel[1], g.kernel[2]}
                 : memory::dims{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
-    conv->src = memory::desc(src_dims, dt::f32, tag::nchw);
-    conv->dst = memory::desc(dst_dims, dt::f32, tag::nchw);
+    const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
+                            : layout == TensorLayout::kNHWC  ? tag::nhwc
+                                                             : tag::nchw;
+    conv->src = memory::desc(src_dims, dt::f32, activations);
+    conv->dst = memory::desc(dst_dims, dt::f32, activations);
     const memory::desc w_any(w_dims, dt::f32, tag::any);
     const memory::desc b_desc({g.out_channels}, dt::f32, tag::x);
     const memory::dims strides = {g.stride[1], g.stride[2]};

@@ -8,6 +8,7 @@
 #include "backend/cpu/tensor_kernels/conv_window.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_ops/fused_activation.h"
+#include "graph/tensor_type.h"
 
 namespace kiln::cpu {
 
@@ -20,8 +21,13 @@ bool OneDnnConvApplies(const Window3& g, Isa isa);
 bool PreferOneDnn(const Window3& g, Isa isa);
 
 // The kernel; an error when oneDNN refuses the shape or post-ops.
-// w [M, C/g, kh, kw] and bias (may be null) are read now.
+// w [M, C/g, kh, kw] and bias (may be null) are read now. `layout` is the
+// activations' layout (input, output and residual alike): row-major NCHW,
+// NHWC, or NCHW16c (channels in blocks of 16, zero-padded: the buffers hold
+// N x ceil(C/16) x H x W x 16 floats), the layout oneDNN's fastest
+// convolutions use.
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
-                                      const float* bias, bool has_residual);
+                                      const float* bias, bool has_residual,
+                                      TensorLayout layout = TensorLayout::kRowMajor);
 
 }  // namespace kiln::cpu
