@@ -12,6 +12,11 @@
 //   4 stem 7x7/2 3->64 at 224x224     5 YOLO 3x3/2 64->128 at 160x160
 //   6 MobileNet depthwise 3x3 144 at 56x56   7 depthwise 3x3/2 96 at 112x112
 // Implementations: 0 kiln, 1 oneDNN NCHW, 2 oneDNN blocked (conv only).
+// oneDNN runs on OpenMP's threads, not kiln's pool: set OMP_NUM_THREADS to
+// the `threads` argument (and OMP_WAIT_POLICY=PASSIVE, or its spinning
+// threads slow whatever runs next), e.g.
+//   OMP_NUM_THREADS=1 conv_bench --benchmark_filter='threads:1'
+// GFLOP per CPU-second is the figure to compare on a shared machine.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
