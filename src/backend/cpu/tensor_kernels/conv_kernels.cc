@@ -9,6 +9,9 @@
 // reference (conv_reference.h, for 3-d, weights known only at run time, and
 // machines without AVX2). KILN_CONV=kiln|onednn|reference forces one where
 // it applies (benchmarks, tests); otherwise the faster for the shape runs.
+// No kernel here takes an output that aliases one of its inputs (the
+// residual included): the GEMM writes partial sums before it reads the
+// residual.
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
 // that layout; those run on oneDNN.
