@@ -1,0 +1,329 @@
+// The binary elementwise kernels with numpy broadcasting (arithmetic,
+// comparisons, logic, bit ops), the variadic Min/Max/Sum/Mean, Where and
+// PRelu. f32 Add/Sub/Mul/Div run their rows through the vector table.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "backend/cpu/tensor_kernels/broadcast_loop.h"
+#include "backend/cpu/tensor_kernels/elementwise_kernels.h"
+#include "backend/cpu/tensor_kernels/tensor_vec.h"
+
+namespace kiln::cpu {
+namespace {
+
+BroadcastPlan PlanFor(const TensorKernelArgs& args, size_t first, size_t count) {
+  std::vector<std::vector<int64_t>> dims;
+  for (size_t i = first; i < first + count; ++i) dims.push_back(args.inputs[i].dims);
+  return MakeBroadcastPlan(args.outputs[0].dims, dims);
+}
+
+// A kernel computing out = f(a, b) for inputs 0 and 1.
+template <typename A, typename B, typename U, typename F>
+TensorKernel BinaryKernel(const TensorKernelArgs& args, F f) {
+  BroadcastPlan plan = PlanFor(args, 0, 2);
+  TensorKernel k;
+  k.impl = "reference";
+  k.run = [plan = std::move(plan), f](const TensorCall& call) {
+    BroadcastBinary(call.pool, plan, static_cast<const A*>(call.inputs[0]), static_cast<const B*>(call.inputs[1]),
+                    static_cast<U*>(call.outputs[0]), f);
+    return Status::Ok();
+  };
+  return k;
+}
+
+TensorKernel VecBinaryKernel(const TensorKernelArgs& args, VecBinaryOp op) {
+  BroadcastPlan plan = PlanFor(args, 0, 2);
+  TensorKernel k;
+  k.impl = std::string("kiln-") + IsaName(TensorVec().isa);
+  k.run = [plan = std::move(plan), op](const TensorCall& call) {
+    const float* a = static_cast<const float*>(call.inputs[0]);
+    const float* b = static_cast<const float*>(call.inputs[1]);
+    float* out = static_cast<float*>(call.outputs[0]);
+    const TensorVecTable& vec = TensorVec();
+    ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
+      vec.binary(op, a + c.offset(0), plan.step[0], b + c.offset(1), plan.step[1], out + r * plan.inner, plan.inner);
+    });
+    return Status::Ok();
+  };
+  return k;
+}
+
+// a / b truncated toward zero (as C and ONNX); b = -1 wraps instead of trapping.
+template <typename T>
+T IntDiv(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+  }
+  return static_cast<T>(a / b);
+}
+template <typename T>
+T IntRem(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return 0;
+  }
+  return static_cast<T>(a % b);
+}
+
+template <typename T>
+TensorKernel CheckedIntKernel(const TensorKernelArgs& args, TensorKernel inner) {
+  const int64_t nb = args.inputs[1].ElementCount();
+  std::string op(args.op_type), node(args.node);
+  auto run = inner.run;
+  inner.run = [run, nb, op, node](const TensorCall& call) {
+    const T* b = static_cast<const T*>(call.inputs[1]);
+    for (int64_t i = 0; i < nb; ++i) {
+      if (b[i] == 0) return InvalidArgument("{} {}: integer division by zero (divisor element {})", op, node, i);
+    }
+    return run(call);
+  };
+  return inner;
+}
+
+template <typename T>
+Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
+  const std::string_view op = args.op_type;
+  if (op == "Add") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a + b); });
+  if (op == "Sub") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a - b); });
+  if (op == "Mul") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a * b); });
+  if (op == "Div") {
+    if constexpr (std::is_integral_v<T>) {
+      return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) { return IntDiv(a, b); }));
+    } else {
+      return BinaryKernel<T, T, T>(args, [](T a, T b) { return a / b; });
+    }
+  }
+  if (op == "Mod") {
+    const bool fmod = IntAttrOr(args, "fmod", 0) != 0;
+    if constexpr (std::is_integral_v<T>) {
+      if (fmod) return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) { return IntRem(a, b); }));
+      // The remainder takes the divisor's sign (Python's %).
+      return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) {
+                                   T r = IntRem(a, b);
+                                   if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+                                   return r;
+                                 }));
+    } else {
+      if (!fmod) return InvalidArgument("{} {}: fmod=0 on floats (ONNX requires fmod=1)", args.op_type, args.node);
+      return BinaryKernel<T, T, T>(args, [](T a, T b) { return std::fmod(a, b); });
+    }
+  }
+  if (op == "Equal") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a == b); });
+  if (op == "Less") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a < b); });
+  if (op == "Greater") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a > b); });
+  if (op == "LessOrEqual") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a <= b); });
+  if (op == "GreaterOrEqual") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a >= b); });
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    if (op == "BitShift") {
+      const std::string dir = StringAttrOr(args, "direction", "");
+      constexpr U kBits = sizeof(T) * 8;
+      if (dir == "LEFT") {
+        return BinaryKernel<T, T, T>(args, [](T a, T b) {
+          const U s = static_cast<U>(b);
+          return static_cast<T>(s >= kBits ? U(0) : static_cast<U>(static_cast<U>(a) << s));
+        });
+      }
+      if (dir == "RIGHT") {
+        return BinaryKernel<T, T, T>(args, [](T a, T b) {
+          const U s = static_cast<U>(b);
+          return static_cast<T>(s >= kBits ? U(0) : static_cast<U>(static_cast<U>(a) >> s));
+        });
+      }
+      return InvalidArgument("{} {}: direction \"{}\" (LEFT or RIGHT)", args.op_type, args.node, dir);
+    }
+    if (op == "BitwiseAnd") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a & b); });
+    if (op == "BitwiseOr") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a | b); });
+    if (op == "BitwiseXor") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a ^ b); });
+  }
+  return UnsupportedDType(args, args.inputs[0].dtype, "this op takes integers");
+}
+
+// Pow: base T, exponent E, result T.
+template <typename T, typename E>
+TensorKernel PowKernel(const TensorKernelArgs& args) {
+  return BinaryKernel<T, E, T>(args, [](T a, E b) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) {
+      return std::pow(a, b);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    } else {
+      // Integer results of a float power, truncated; out-of-range values saturate.
+      const double r = std::pow(static_cast<double>(a), static_cast<double>(b));
+      if (!(r == r)) return T(0);
+      if (r >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+      if (r <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+      return static_cast<T>(r);
+    }
+  });
+}
+
+Expected<TensorKernel> MakePow(const TensorKernelArgs& args) {
+  Expected<TensorKernel> result = UnsupportedDType(args, args.inputs[0].dtype, "f32, f64, f16, i64, i32");
+  const DType tb = args.inputs[0].dtype;
+  const DType te = args.inputs[1].dtype;
+  const auto is_pow_type = [](DType t) {
+    return t == DType::kF32 || t == DType::kF64 || t == DType::kI64 || t == DType::kI32;
+  };
+  if (!is_pow_type(tb)) return result;
+  if (!is_pow_type(te)) return UnsupportedDType(args, te, "exponent f32, f64, f16, i64, i32");
+  VisitNumeric(tb, [&](auto base) {
+    VisitNumeric(te, [&](auto exponent) {
+      using T = decltype(base);
+      using E = decltype(exponent);
+      if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
+                     std::is_same_v<T, int32_t>) &&
+                    (std::is_same_v<E, float> || std::is_same_v<E, double> || std::is_same_v<E, int64_t> ||
+                     std::is_same_v<E, int32_t>)) {
+        result = PowKernel<T, E>(args);
+      }
+    });
+  });
+  return result;
+}
+
+Expected<TensorKernel> MakeBinaryWide(const TensorKernelArgs& args) {
+  const std::string_view op = args.op_type;
+  const DType t = args.inputs[0].dtype;
+  if (op == "Pow") return MakePow(args);
+  if (t == DType::kF32) {
+    if (op == "Add") return VecBinaryKernel(args, VecBinaryOp::kAdd);
+    if (op == "Sub") return VecBinaryKernel(args, VecBinaryOp::kSub);
+    if (op == "Mul") return VecBinaryKernel(args, VecBinaryOp::kMul);
+    if (op == "Div") return VecBinaryKernel(args, VecBinaryOp::kDiv);
+  }
+  if (op == "And" || op == "Or" || op == "Xor") {
+    if (t != DType::kBool) return UnsupportedDType(args, t, "bool only");
+    if (op == "And") return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t(a && b); });
+    if (op == "Or") return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t(a || b); });
+    return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t((a != 0) != (b != 0)); });
+  }
+  if (t == DType::kBool && op != "Equal" && op != "BitwiseAnd" && op != "BitwiseOr" && op != "BitwiseXor") {
+    return UnsupportedDType(args, t, "numeric types");
+  }
+  Expected<TensorKernel> result = UnsupportedDType(args, t, "f32, f64, f16 and integers");
+  VisitNumeric(t, [&](auto zero) { result = Arithmetic<decltype(zero)>(args); });
+  return result;
+}
+
+}  // namespace
+
+Expected<TensorKernel> MakeBinaryKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeBinaryWide); }
+
+namespace {
+
+// Min, Max, Sum, Mean: out = in0 broadcast, then out = f(out, in_k).
+template <typename T, typename F>
+TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool vec_add) {
+  const auto& out_dims = args.outputs[0].dims;
+  std::vector<BroadcastPlan> plans;
+  for (const TensorType& in : args.inputs) plans.push_back(MakeBroadcastPlan(out_dims, {out_dims, in.dims}));
+  const int64_t n = args.outputs[0].ElementCount();
+  const size_t count = args.inputs.size();
+  TensorKernel k;
+  k.impl = vec_add ? std::string("kiln-") + IsaName(TensorVec().isa) : "reference";
+  k.run = [plans = std::move(plans), f, mean, vec_add, n, count](const TensorCall& call) {
+    T* out = static_cast<T*>(call.outputs[0]);
+    // The first input broadcast to the output: out = in0 (the left operand ignored).
+    BroadcastBinary(call.pool, plans[0], out, static_cast<const T*>(call.inputs[0]), out, [](T, T b) { return b; });
+    for (size_t i = 1; i < count; ++i) {
+      const T* in = static_cast<const T*>(call.inputs[i]);
+      if constexpr (std::is_same_v<T, float>) {
+        if (vec_add) {
+          const TensorVecTable& vec = TensorVec();
+          const BroadcastPlan& plan = plans[i];
+          ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
+            vec.binary(VecBinaryOp::kAdd, out + c.offset(0), plan.step[0], in + c.offset(1), plan.step[1],
+                       out + r * plan.inner, plan.inner);
+          });
+          continue;
+        }
+      }
+      BroadcastBinary(call.pool, plans[i], out, in, out, f);
+    }
+    if (mean) {
+      const T scale = static_cast<T>(count);
+      for (int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(out[j] / scale);
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
+template <typename T>
+Expected<TensorKernel> Variadic(const TensorKernelArgs& args) {
+  const std::string_view op = args.op_type;
+  // Max and Min propagate NaN as numpy's maximum and minimum do.
+  if (op == "Max") return VariadicKernel<T>(args, [](T a, T b) { return (a >= b || a != a) ? a : b; }, false, false);
+  if (op == "Min") return VariadicKernel<T>(args, [](T a, T b) { return (a <= b || a != a) ? a : b; }, false, false);
+  const bool vec = std::is_same_v<T, float>;
+  if (op == "Sum") return VariadicKernel<T>(args, [](T a, T b) { return static_cast<T>(a + b); }, false, vec);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (op == "Mean") return VariadicKernel<T>(args, [](T a, T b) { return static_cast<T>(a + b); }, true, vec);
+  }
+  return UnsupportedDType(args, args.inputs[0].dtype, "floats");
+}
+
+Expected<TensorKernel> MakeVariadicWide(const TensorKernelArgs& args) {
+  const DType t = args.inputs[0].dtype;
+  if (t == DType::kBool) return UnsupportedDType(args, t, "numeric types");
+  Expected<TensorKernel> result = UnsupportedDType(args, t, "numeric types");
+  VisitNumeric(t, [&](auto zero) { result = Variadic<decltype(zero)>(args); });
+  return result;
+}
+
+template <typename T>
+TensorKernel WhereKernel(const TensorKernelArgs& args) {
+  BroadcastPlan plan = PlanFor(args, 0, 3);
+  TensorKernel k;
+  k.impl = "reference";
+  k.run = [plan = std::move(plan)](const TensorCall& call) {
+    const uint8_t* cond = static_cast<const uint8_t*>(call.inputs[0]);
+    const T* x = static_cast<const T*>(call.inputs[1]);
+    const T* y = static_cast<const T*>(call.inputs[2]);
+    T* out = static_cast<T*>(call.outputs[0]);
+    const int64_t n = plan.inner;
+    const int64_t sc = plan.step[0], sx = plan.step[1], sy = plan.step[2];
+    ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
+      const uint8_t* pc = cond + c.offset(0);
+      const T* px = x + c.offset(1);
+      const T* py = y + c.offset(2);
+      T* po = out + r * n;
+      for (int64_t i = 0; i < n; ++i) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+    });
+    return Status::Ok();
+  };
+  return k;
+}
+
+template <typename T>
+TensorKernel PReluKernel(const TensorKernelArgs& args) {
+  return BinaryKernel<T, T, T>(args, [](T x, T slope) { return x < 0 ? static_cast<T>(x * slope) : x; });
+}
+
+Expected<TensorKernel> MakePReluWide(const TensorKernelArgs& args) {
+  const DType t = args.inputs[0].dtype;
+  Expected<TensorKernel> result = UnsupportedDType(args, t, "f32, f64, f16, signed integers");
+  if (t == DType::kBool || t == DType::kU8) return result;
+  VisitNumeric(t, [&](auto zero) { result = PReluKernel<decltype(zero)>(args); });
+  return result;
+}
+
+}  // namespace
+
+Expected<TensorKernel> MakeVariadicKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeVariadicWide); }
+
+Expected<TensorKernel> MakeWhereKernel(const TensorKernelArgs& args) {
+  switch (ElementBytes(args.outputs[0].dtype)) {
+    case 1: return WhereKernel<uint8_t>(args);
+    case 2: return WhereKernel<uint16_t>(args);
+    case 4: return WhereKernel<uint32_t>(args);
+    case 8: return WhereKernel<uint64_t>(args);
+    default: return UnsupportedDType(args, args.outputs[0].dtype, "plain types");
+  }
+}
+
+Expected<TensorKernel> MakePReluKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakePReluWide); }
+
+}  // namespace kiln::cpu
