@@ -154,7 +154,13 @@ Expected<ShapeResult> InferDropout(const ShapeContext& ctx) {
     if (!v.ok() || v->size() != 1) {
       return InvalidArgument("{} {}: training_mode must be one bool", ctx.op_type, ctx.node);
     }
-    if ((*v)[0] != 0) {
+    // Training with ratio 0 drops nothing: still the identity.
+    bool drops = (*v)[0] != 0;
+    if (drops && ctx.input(1).present() && ctx.input(1).constant != nullptr) {
+      auto ratio = ctx.input(1).constant->ToDoubles();
+      drops = !(ratio.ok() && ratio->size() == 1 && (*ratio)[0] == 0.0);
+    }
+    if (drops) {
       return Unsupported("{} {}: training_mode is true; kiln runs Dropout in inference only", ctx.op_type, ctx.node);
     }
   }

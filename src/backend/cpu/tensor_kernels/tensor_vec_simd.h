@@ -134,8 +134,9 @@ void VecTensorSoftmaxRows(const float* x, float* y, int64_t rows, int64_t cols, 
     }
     const float sum = S::ReduceAdd(vsum);
     if (log) {
-      const auto offset = S::Set1(row_max + __builtin_logf(sum));
-      VecMapUnary<S>(xr, yr, cols, [&](typename S::V v) { return S::Sub(v, offset); });
+      // (x - max) - log(sum): the shift first, so that large inputs keep their digits.
+      const auto log_sum = S::Set1(__builtin_logf(sum));
+      VecMapUnary<S>(xr, yr, cols, [&](typename S::V v) { return S::Sub(S::Sub(v, shift), log_sum); });
     } else {
       const auto inv = S::Set1(1.0f / sum);
       VecMapUnary<S>(yr, yr, cols, [&](typename S::V v) { return S::Mul(v, inv); });
