@@ -192,7 +192,9 @@ void AddElementwiseOpDefs(std::vector<TensorOpDef>* ops) {
         "Round",    "Sign",      "Sin",      "Cos",         "Tan",         "Asin",       "Acos",    "Atan",
         "Sinh",     "Cosh",      "Asinh",    "Acosh",       "Atanh",       "Tanh",       "Sigmoid", "Relu",
         "LeakyRelu", "Elu",      "Selu",     "Celu",        "HardSigmoid", "HardSwish",  "Softplus", "Softsign",
-        "Gelu",     "Erf",       "Mish",     "ThresholdedRelu", "Identity", "BitwiseNot"}) {
+        "Gelu",     "Erf",       "Mish",     "ThresholdedRelu", "Identity", "BitwiseNot",
+        // kiln's own: x * Sigmoid(x) in one pass, for the fuse stage to form from Mul(x, Sigmoid(x)).
+        "kiln.Silu"}) {
     Add(ops, name, 1, 1, SameAsInput0);
   }
   for (const char* name : {"Add", "Sub", "Mul", "Div", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {

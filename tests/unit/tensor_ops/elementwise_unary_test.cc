@@ -72,6 +72,7 @@ TEST(ElementwiseUnary, FloatOpsMatchLibm) {
       {"Mish", [](double x) { return x * std::tanh(Softplus(x)); }},
       {"ThresholdedRelu", [](double x) { return x > 1.0 ? x : 0.0; }},
       {"Identity", [](double x) { return x; }},
+      {"kiln.Silu", [](double x) { return x * Sigmoid(x); }},
   };
   for (const UnaryCase& c : cases) {
     SCOPED_TRACE(c.op);
@@ -92,6 +93,16 @@ TEST(ElementwiseUnary, FloatOpsMatchLibm) {
     ASSERT_EQ(got64.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got64[i], want[i], 1e-12 + 1e-7 * std::fabs(want[i])) << i;
   }
+}
+
+TEST(ElementwiseUnary, FusedSiluEqualsMulOfSigmoid) {
+  const std::vector<float> x = {-30.0f, -5.0f, -1.0f, -0.1f, 0.0f, 0.1f, 1.0f, 5.0f, 30.0f, 2.5f, -2.5f, 0.7f, 9.0f,
+                                -9.0f, 3.0f, -3.0f, 4.0f};
+  const int64_t n = static_cast<int64_t>(x.size());
+  TensorData sig = Run1({"Sigmoid", {F32({n}, x)}});
+  const std::vector<float> two_pass = Values<float>(Run1({"Mul", {F32({n}, x), sig}}));
+  const std::vector<float> fused = Values<float>(Run1({"kiln.Silu", {F32({n}, x)}}));
+  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(fused[i], two_pass[i], 1e-6f * (1.0f + std::fabs(two_pass[i]))) << i;
 }
 
 TEST(ElementwiseUnary, AttributesOverrideDefaults) {

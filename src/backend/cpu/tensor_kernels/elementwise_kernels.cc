@@ -20,6 +20,7 @@ void AddElementwiseKernels(std::vector<TensorKernelEntry>* kernels) {
     kernels->push_back({name, MakeUnaryKernel, kFloats, ""});
   }
   kernels->push_back({"Gelu", MakeUnaryKernel, kFloats, "approximate none|tanh"});
+  kernels->push_back({"kiln.Silu", MakeUnaryKernel, kFloats, "x * Sigmoid(x)"});
   for (const char* name : {"Abs", "Neg", "Sign", "Relu"}) kernels->push_back({name, MakeUnaryKernel, kNumeric, ""});
   kernels->push_back({"IsNaN", MakeUnaryKernel, kFloats, ""});
   kernels->push_back({"IsInf", MakeUnaryKernel, kFloats, ""});

@@ -59,10 +59,15 @@ std::optional<VecUnaryOp> VecOpFor(const TensorKernelArgs& args, float* alpha, f
   }
   if (op == "HardSwish") return VecUnaryOp::kHardSwish;
   if (op == "Sigmoid") return VecUnaryOp::kSigmoid;
+  if (op == "kiln.Silu") return VecUnaryOp::kSilu;
   if (op == "Tanh") return VecUnaryOp::kTanh;
   if (op == "Exp") return VecUnaryOp::kExp;
   if (op == "Erf") return VecUnaryOp::kErf;
-  if (op == "Gelu") return StringAttrOr(args, "approximate", "none") == "tanh" ? VecUnaryOp::kGeluTanh : VecUnaryOp::kGelu;
+  if (op == "Gelu") {
+    const std::string approx = StringAttrOr(args, "approximate", "none");
+    if (approx == "tanh") return VecUnaryOp::kGeluTanh;
+    if (approx == "none") return VecUnaryOp::kGelu;
+  }
   return std::nullopt;
 }
 
@@ -100,6 +105,7 @@ Expected<TensorKernel> FloatUnary(const TensorKernelArgs& args, int64_t n) {
   if (op == "Tanh") return MapKernel<T, T>(n, [](T x) { return std::tanh(x); });
   if (op == "Erf") return MapKernel<T, T>(n, [](T x) { return std::erf(x); });
   if (op == "Sigmoid") return MapKernel<T, T>(n, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+  if (op == "kiln.Silu") return MapKernel<T, T>(n, [](T x) { return x / (T(1) + std::exp(-x)); });
   if (op == "Relu") return MapKernel<T, T>(n, [](T x) { return x < 0 ? T(0) : x; });
   if (op == "LeakyRelu") {
     const T alpha = static_cast<T>(FloatAttrOr(args, "alpha", 0.01f));
@@ -255,11 +261,13 @@ TensorKernel ClipKernel(const TensorKernelArgs& args) {
     if (call.inputs[2] != nullptr) high = ScalarAt<T>(call.inputs[2]);
     const T* x = static_cast<const T*>(call.inputs[0]);
     T* y = static_cast<T*>(call.outputs[0]);
-    ParallelRanges(call.pool, n, kParallelGrain, [&](int64_t b, int64_t e) {
-      // NaN stays NaN; written as max/min so that it vectorizes.
+    ParallelRanges(call.pool, n, kParallelGrain, [&, low, high](int64_t b, int64_t e) {
+      // NaN stays NaN; written as max/min, with the bounds in locals that
+      // the stores cannot alias, so that it vectorizes.
+      const T lo_v = low, hi_v = high;
       for (int64_t i = b; i < e; ++i) {
-        const T v = low > x[i] ? low : x[i];
-        y[i] = v > high ? high : v;
+        const T v = lo_v > x[i] ? lo_v : x[i];
+        y[i] = v > hi_v ? hi_v : v;
       }
     });
     return Status::Ok();

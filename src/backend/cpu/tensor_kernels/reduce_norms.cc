@@ -126,7 +126,9 @@ void Moments(const float* x, int64_t n, double epsilon, double* mean, double* in
 }
 
 // GroupNormalization with groups = channels is InstanceNormalization.
-Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t groups, bool per_channel_params) {
+// Scale and bias each hold one value per channel or per group.
+Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t groups, bool scale_per_channel,
+                                       bool bias_per_channel) {
   KILN_RETURN_IF_ERROR(RequireF32(args));
   const auto& dims = args.inputs[0].dims;
   const AxisView v = ViewAround(dims, 1, 2);  // outer = N, axis = C, inner = spatial
@@ -149,9 +151,10 @@ Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t gro
                        double mean, inv_std;
                        Moments(xg, group_size, epsilon, &mean, &inv_std);
                        for (int64_t c = 0; c < per_group; ++c) {
-                         const int64_t param = per_channel_params ? g * per_group + c : g;
-                         const float mul = static_cast<float>(scale[param] * inv_std);
-                         const float add = static_cast<float>(bias[param] - mean * scale[param] * inv_std);
+                         const float sc = scale[scale_per_channel ? g * per_group + c : g];
+                         const float bi = bias[bias_per_channel ? g * per_group + c : g];
+                         const float mul = static_cast<float>(sc * inv_std);
+                         const float add = static_cast<float>(bi - mean * sc * inv_std);
                          const float* xc = xg + c * v.inner;
                          float* yc = yg + c * v.inner;
                          for (int64_t i = 0; i < v.inner; ++i) yc[i] = xc[i] * mul + add;
@@ -164,13 +167,13 @@ Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t gro
 }
 
 Expected<TensorKernel> MakeInstanceNormF32(const TensorKernelArgs& args) {
-  return GroupNormKernel(args, args.inputs[0].dims[1], true);
+  return GroupNormKernel(args, args.inputs[0].dims[1], true, true);
 }
 
 Expected<TensorKernel> MakeGroupNormF32(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(int64_t groups, args.a().Int("num_groups"));
   const int64_t c = args.inputs[0].dims[1];
-  return GroupNormKernel(args, groups, args.inputs[1].ElementCount() == c && groups != c ? true : groups == c);
+  return GroupNormKernel(args, groups, args.inputs[1].ElementCount() == c, args.inputs[2].ElementCount() == c);
 }
 
 Expected<TensorKernel> MakeLpNormF32(const TensorKernelArgs& args) {
