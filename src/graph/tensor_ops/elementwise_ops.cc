@@ -101,7 +101,8 @@ Expected<ShapeResult> InferToBool(const ShapeContext& ctx) {
 
 Expected<ShapeResult> InferNot(const ShapeContext& ctx) {
   if (ctx.input(0).type->dtype != DType::kBool) {
-    return InvalidArgument("{} {}: input is {}, not bool", ctx.op_type, ctx.node, DTypeName(ctx.input(0).type->dtype));
+    return InvalidArgument("{} {}: input is {}, not bool", ctx.op_type, ctx.node,
+                           DTypeName(ctx.input(0).type->dtype));
   }
   return SameAsInput0(ctx);
 }
@@ -134,7 +135,8 @@ Expected<ShapeResult> InferClip(const ShapeContext& ctx) {
 Expected<ShapeResult> InferCast(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t to, ctx.a().Int("to"));
   std::optional<DType> dtype = DTypeFromOnnxNumber(to);
-  if (!dtype) return Unsupported("{} {}: cast to ONNX data type {} is not supported", ctx.op_type, ctx.node, to);
+  if (!dtype)
+    return Unsupported("{} {}: cast to ONNX data type {} is not supported", ctx.op_type, ctx.node, to);
   return OneOutput(TensorType{*dtype, ctx.input(0).type->dims});
 }
 
@@ -161,12 +163,14 @@ Expected<ShapeResult> InferDropout(const ShapeContext& ctx) {
       drops = !(ratio.ok() && ratio->size() == 1 && (*ratio)[0] == 0.0);
     }
     if (drops) {
-      return Unsupported("{} {}: training_mode is true; kiln runs Dropout in inference only", ctx.op_type, ctx.node);
+      return Unsupported("{} {}: training_mode is true; kiln runs Dropout in inference only", ctx.op_type,
+                         ctx.node);
     }
   }
   if (ctx.opset < 7 && ctx.a().Has("is_test")) {
     KILN_ASSIGN_OR_RETURN(int64_t is_test, ctx.a().Int("is_test"));
-    if (is_test == 0) return Unsupported("{} {}: is_test=0 (training); kiln runs inference only", ctx.op_type, ctx.node);
+    if (is_test == 0)
+      return Unsupported("{} {}: is_test=0 (training); kiln runs inference only", ctx.op_type, ctx.node);
   }
   ShapeResult r = OneOutput(*ctx.input(0).type);
   if (ctx.num_outputs > 1) r.outputs.push_back(TensorType{DType::kBool, ctx.input(0).type->dims});
@@ -188,20 +192,21 @@ void Add(std::vector<TensorOpDef>* ops, const char* name, int min_in, int max_in
 
 void AddElementwiseOpDefs(std::vector<TensorOpDef>* ops) {
   for (const char* name :
-       {"Abs",      "Neg",       "Exp",      "Log",         "Sqrt",        "Reciprocal", "Floor",   "Ceil",
-        "Round",    "Sign",      "Sin",      "Cos",         "Tan",         "Asin",       "Acos",    "Atan",
-        "Sinh",     "Cosh",      "Asinh",    "Acosh",       "Atanh",       "Tanh",       "Sigmoid", "Relu",
-        "LeakyRelu", "Elu",      "Selu",     "Celu",        "HardSigmoid", "HardSwish",  "Softplus", "Softsign",
-        "Gelu",     "Erf",       "Mish",     "ThresholdedRelu", "Identity", "BitwiseNot",
+       {"Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos",
+        "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Tanh", "Sigmoid", "Relu",
+        "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Gelu", "Erf",
+        "Mish", "ThresholdedRelu", "Identity", "BitwiseNot",
         // kiln's own: x * Sigmoid(x) in one pass, for the fuse stage to form from Mul(x, Sigmoid(x)).
         "kiln.Silu"}) {
     Add(ops, name, 1, 1, SameAsInput0);
   }
-  for (const char* name : {"Add", "Sub", "Mul", "Div", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+  for (const char* name :
+       {"Add", "Sub", "Mul", "Div", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
     Add(ops, name, 2, 2, InferBroadcastSameType);
   }
   Add(ops, "Pow", 2, 2, InferPow);
-  for (const char* name : {"Min", "Max", "Sum", "Mean"}) Add(ops, name, 1, kManyInputs, InferBroadcastSameType);
+  for (const char* name : {"Min", "Max", "Sum", "Mean"})
+    Add(ops, name, 1, kManyInputs, InferBroadcastSameType);
   for (const char* name : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
     Add(ops, name, 2, 2, InferCompare);
   }

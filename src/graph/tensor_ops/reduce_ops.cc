@@ -13,11 +13,14 @@ int64_t IntOr(const ShapeContext& ctx, const char* name, int64_t fallback) {
   return v.ok() ? *v : fallback;
 }
 
-bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kF64 || t == DType::kBF16; }
+bool IsFloat(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kF64 || t == DType::kBF16;
+}
 
 Status RequireFloat(const ShapeContext& ctx, size_t i) {
   const DType t = ctx.input(i).type->dtype;
-  if (!IsFloat(t)) return InvalidArgument("{} {}: input {} is {}, not a float type", ctx.op_type, ctx.node, i, DTypeName(t));
+  if (!IsFloat(t))
+    return InvalidArgument("{} {}: input {} is {}, not a float type", ctx.op_type, ctx.node, i, DTypeName(t));
   return Status::Ok();
 }
 
@@ -106,7 +109,8 @@ Expected<ShapeResult> InferTopK(const ShapeContext& ctx) {
     KILN_ASSIGN_OR_RETURN(k, ctx.a().Int("k"));
   }
   if (k < 0 || k > dims[axis]) {
-    return InvalidArgument("{} {}: K = {} is outside [0, {}] (axis {})", ctx.op_type, ctx.node, k, dims[axis], axis);
+    return InvalidArgument("{} {}: K = {} is outside [0, {}] (axis {})", ctx.op_type, ctx.node, k, dims[axis],
+                           axis);
   }
   dims[axis] = k;
   ShapeResult r;
@@ -124,20 +128,23 @@ Status RequireCount(const ShapeContext& ctx, size_t i, int64_t count, const char
                            DimsToString(in.type->dims), count);
   }
   if (in.type->dtype != ctx.input(0).type->dtype) {
-    return InvalidArgument("{} {}: {} is {} but X is {}", ctx.op_type, ctx.node, what, DTypeName(in.type->dtype),
-                           DTypeName(ctx.input(0).type->dtype));
+    return InvalidArgument("{} {}: {} is {} but X is {}", ctx.op_type, ctx.node, what,
+                           DTypeName(in.type->dtype), DTypeName(ctx.input(0).type->dtype));
   }
   return Status::Ok();
 }
 
-int64_t Channels(const TensorType& t) { return t.rank() >= 2 ? t.dims[1] : 1; }
+int64_t Channels(const TensorType& t) {
+  return t.rank() >= 2 ? t.dims[1] : 1;
+}
 
 Expected<ShapeResult> InferBatchNorm(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(RequireFloat(ctx, 0));
   if (IntOr(ctx, "training_mode", 0) != 0 || ctx.num_outputs > 1) {
-    return Unsupported("{} {}: training mode (running mean/variance outputs) is not supported; kiln runs "
-                       "BatchNormalization in inference form",
-                       ctx.op_type, ctx.node);
+    return Unsupported(
+        "{} {}: training mode (running mean/variance outputs) is not supported; kiln runs "
+        "BatchNormalization in inference form",
+        ctx.op_type, ctx.node);
   }
   if (ctx.opset < 9 && IntOr(ctx, "spatial", 1) == 0) {
     return Unsupported("{} {}: spatial=0 is not supported", ctx.op_type, ctx.node);
@@ -150,7 +157,8 @@ Expected<ShapeResult> InferBatchNorm(const ShapeContext& ctx) {
 
 Expected<ShapeResult> InferInstanceNorm(const ShapeContext& ctx) {
   KILN_RETURN_IF_ERROR(RequireFloat(ctx, 0));
-  if (ctx.input(0).type->rank() < 2) return InvalidArgument("{} {}: X must have rank >= 2", ctx.op_type, ctx.node);
+  if (ctx.input(0).type->rank() < 2)
+    return InvalidArgument("{} {}: X must have rank >= 2", ctx.op_type, ctx.node);
   const int64_t c = Channels(*ctx.input(0).type);
   KILN_RETURN_IF_ERROR(RequireCount(ctx, 1, c, "scale"));
   KILN_RETURN_IF_ERROR(RequireCount(ctx, 2, c, "B"));
@@ -165,7 +173,8 @@ Expected<ShapeResult> InferGroupNorm(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t groups, ctx.a().Int("num_groups"));
   const int64_t c = x.dims[1];
   if (groups <= 0 || c % groups != 0) {
-    return InvalidArgument("{} {}: num_groups {} does not divide the {} channels", ctx.op_type, ctx.node, groups, c);
+    return InvalidArgument("{} {}: num_groups {} does not divide the {} channels", ctx.op_type, ctx.node,
+                           groups, c);
   }
   for (size_t i = 1; i < 3; ++i) {
     const int64_t n = ctx.input(i).type->ElementCount();
@@ -183,13 +192,14 @@ Expected<ShapeResult> InferLayerNorm(const ShapeContext& ctx) {
     TensorOpInput in = ctx.input(i);
     if (!in.present()) continue;
     if (in.type->dtype != x.dtype) {
-      return InvalidArgument("{} {}: input {} is {} but X is {}", ctx.op_type, ctx.node, i, DTypeName(in.type->dtype),
-                             DTypeName(x.dtype));
+      return InvalidArgument("{} {}: input {} is {} but X is {}", ctx.op_type, ctx.node, i,
+                             DTypeName(in.type->dtype), DTypeName(x.dtype));
     }
     KILN_ASSIGN_OR_RETURN(auto b, BroadcastDims(ctx, norm_dims, in.type->dims));
     if (b != norm_dims) {
-      return InvalidArgument("{} {}: {} [{}] does not broadcast to the normalized dims [{}]", ctx.op_type, ctx.node,
-                             i == 1 ? "Scale" : "B", DimsToString(in.type->dims), DimsToString(norm_dims));
+      return InvalidArgument("{} {}: {} [{}] does not broadcast to the normalized dims [{}]", ctx.op_type,
+                             ctx.node, i == 1 ? "Scale" : "B", DimsToString(in.type->dims),
+                             DimsToString(norm_dims));
     }
   }
   ShapeResult r = OneOutput(x);
@@ -232,8 +242,8 @@ void Add(std::vector<TensorOpDef>* ops, const char* name, int min_in, int max_in
 }  // namespace
 
 void AddReduceOpDefs(std::vector<TensorOpDef>* ops) {
-  for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+  for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                           "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
     Add(ops, name, 1, 2, InferReduce);
   }
   Add(ops, "ArgMax", 1, 1, InferArgReduce);

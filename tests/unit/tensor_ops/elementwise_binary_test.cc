@@ -55,13 +55,13 @@ struct Shapes {
 
 TEST(ElementwiseBinary, ArithmeticBroadcastsLikeNumpy) {
   const std::vector<Shapes> shapes = {
-      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},        // same shape
-      {{2, 3, 4}, {}, {2, 3, 4}},               // scalar
-      {{1}, {2, 3, 4}, {2, 3, 4}},              // scalar on the left
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},           // same shape
+      {{2, 3, 4}, {}, {2, 3, 4}},                  // scalar
+      {{1}, {2, 3, 4}, {2, 3, 4}},                 // scalar on the left
       {{2, 3, 5, 5}, {1, 3, 1, 1}, {2, 3, 5, 5}},  // per-channel on NCHW
-      {{2, 7, 6}, {6}, {2, 7, 6}},              // bias along the last axis
-      {{3, 1}, {1, 4}, {3, 4}},                 // both sides
-      {{2, 1, 4}, {3, 1}, {2, 3, 4}},           // both sides, ranks differ
+      {{2, 7, 6}, {6}, {2, 7, 6}},                 // bias along the last axis
+      {{3, 1}, {1, 4}, {3, 4}},                    // both sides
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}},              // both sides, ranks differ
       {{4, 1, 3, 1}, {1, 5, 1, 2}, {4, 5, 3, 2}},
       {{2, 0, 3}, {3}, {2, 0, 3}},  // empty
       {{33}, {33}, {33}},           // a partial vector at the end
@@ -131,13 +131,15 @@ TEST(ElementwiseBinary, IntegerDivisionTruncatesAndModFollowsFmod) {
   test::ExpectError({"Mod", {I64({1}, {1}), I64({1}, {0})}}, "division by zero");
   EXPECT_EQ(Values<int32_t>(Run1({"Add", {I32({2, 1}, {1, 2}), I32({3}, {10, 20, 30})}})),
             (std::vector<int32_t>{11, 21, 31, 12, 22, 32}));
-  EXPECT_EQ(Values<int64_t>(Run1({"Mul", {I64({2}, {3, -4}), I64({}, {5})}})), (std::vector<int64_t>{15, -20}));
+  EXPECT_EQ(Values<int64_t>(Run1({"Mul", {I64({2}, {3, -4}), I64({}, {5})}})),
+            (std::vector<int64_t>{15, -20}));
 }
 
 TEST(ElementwiseBinary, PowMixesTypes) {
   EXPECT_EQ(Values<int64_t>(Run1({"Pow", {I64({3}, {2, 3, -2}), I64({3}, {10, 2, 3})}})),
             (std::vector<int64_t>{1024, 9, -8}));
-  EXPECT_EQ(Values<int32_t>(Run1({"Pow", {I32({2}, {4, 9}), F32({1}, {0.5f})}})), (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(Values<int32_t>(Run1({"Pow", {I32({2}, {4, 9}), F32({1}, {0.5f})}})),
+            (std::vector<int32_t>{2, 3}));
   test::ExpectNear(Values<float>(Run1({"Pow", {F32({2}, {2.0f, 3.0f}), I64({1}, {3})}})), {8.0, 27.0});
 }
 
@@ -150,7 +152,8 @@ TEST(ElementwiseBinary, ComparisonsAndLogic) {
   EXPECT_EQ(Values<uint8_t>(Run1({"LessOrEqual", {a, b}})), (std::vector<uint8_t>{1, 1, 0, 0}));
   EXPECT_EQ(Values<uint8_t>(Run1({"GreaterOrEqual", {a, b}})), (std::vector<uint8_t>{0, 1, 1, 0}));
   EXPECT_EQ(Run1({"Less", {a, b}}).type().dtype, DType::kBool);
-  EXPECT_EQ(Values<uint8_t>(Run1({"Equal", {I64({3}, {1, 2, 3}), I64({1}, {2})}})), (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_EQ(Values<uint8_t>(Run1({"Equal", {I64({3}, {1, 2, 3}), I64({1}, {2})}})),
+            (std::vector<uint8_t>{0, 1, 0}));
   TensorData p = test::Bool({4}, {0, 0, 1, 1});
   TensorData q = test::Bool({4}, {0, 1, 0, 1});
   EXPECT_EQ(Values<uint8_t>(Run1({"And", {p, q}})), (std::vector<uint8_t>{0, 0, 0, 1}));
@@ -169,9 +172,12 @@ TEST(ElementwiseBinary, BitShiftAndBitwise) {
   EXPECT_EQ(Values<uint8_t>(Run1(right)), (std::vector<uint8_t>{4, 63, 0}));
   right.attrs.SetString("direction", "UP");
   test::ExpectError(right, "direction");
-  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseAnd", {I32({2}, {12, 7}), I32({2}, {10, 1})}})), (std::vector<int32_t>{8, 1}));
-  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseOr", {I32({2}, {12, 7}), I32({2}, {10, 8})}})), (std::vector<int32_t>{14, 15}));
-  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseXor", {I32({2}, {12, 7}), I32({2}, {10, 7})}})), (std::vector<int32_t>{6, 0}));
+  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseAnd", {I32({2}, {12, 7}), I32({2}, {10, 1})}})),
+            (std::vector<int32_t>{8, 1}));
+  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseOr", {I32({2}, {12, 7}), I32({2}, {10, 8})}})),
+            (std::vector<int32_t>{14, 15}));
+  EXPECT_EQ(Values<int32_t>(Run1({"BitwiseXor", {I32({2}, {12, 7}), I32({2}, {10, 7})}})),
+            (std::vector<int32_t>{6, 0}));
   EXPECT_EQ(Values<int32_t>(Run1({"BitwiseNot", {I32({2}, {0, -1})}})), (std::vector<int32_t>{-1, 0}));
 }
 
@@ -186,7 +192,8 @@ TEST(ElementwiseBinary, VariadicOps) {
   test::ExpectNear(Values<float>(Run1({"Sum", {b}})), {3, 0, 2});
   const float nan = std::numeric_limits<float>::quiet_NaN();
   test::ExpectNear(Values<float>(Run1({"Max", {F32({2}, {nan, 1.0f}), F32({2}, {1.0f, nan})}})), {NAN, NAN});
-  EXPECT_EQ(Values<int64_t>(Run1({"Max", {I64({3}, {1, 5, -2}), I64({1}, {0})}})), (std::vector<int64_t>{1, 5, 0}));
+  EXPECT_EQ(Values<int64_t>(Run1({"Max", {I64({3}, {1, 5, -2}), I64({1}, {0})}})),
+            (std::vector<int64_t>{1, 5, 0}));
   EXPECT_EQ(Values<int32_t>(Run1({"Sum", {I32({2}, {1, 5}), I32({2}, {2, 2}), I32({1}, {10})}})),
             (std::vector<int32_t>{13, 17}));
   test::ExpectError({"Sum", {F32({2}, {1, 2}), F32({3}, {1, 2, 3})}}, "do not broadcast");

@@ -24,8 +24,12 @@ struct UnaryCase {
   std::vector<float> inputs = kInputs;
 };
 
-double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double Softplus(double x) { return std::log1p(std::exp(x)); }
+double Sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+double Softplus(double x) {
+  return std::log1p(std::exp(x));
+}
 
 TEST(ElementwiseUnary, FloatOpsMatchLibm) {
   const std::vector<float> unit = {-0.9f, -0.5f, -0.1f, 0.0f, 0.2f, 0.7f, 0.95f};
@@ -39,8 +43,12 @@ TEST(ElementwiseUnary, FloatOpsMatchLibm) {
       {"Reciprocal", [](double x) { return 1.0 / x; }, positive},
       {"Floor", [](double x) { return std::floor(x); }},
       {"Ceil", [](double x) { return std::ceil(x); }},
-      {"Round", [](double x) { return std::nearbyint(x); }, {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 2.6f, -2.4f}},
-      {"Sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
+      {"Round",
+       [](double x) { return std::nearbyint(x); },
+       {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 2.6f, -2.4f}},
+      {"Sign", [](double x) { return x > 0   ? 1.0
+                                     : x < 0 ? -1.0
+                                             : 0.0; }},
       {"Sin", [](double x) { return std::sin(x); }},
       {"Cos", [](double x) { return std::cos(x); }},
       {"Tan", [](double x) { return std::tan(x); }, unit},
@@ -91,18 +99,20 @@ TEST(ElementwiseUnary, FloatOpsMatchLibm) {
     TensorData y64 = Run1({c.op, {test::F64({n}, inputs64)}});
     const std::vector<double> got64 = Values<double>(y64);
     ASSERT_EQ(got64.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got64[i], want[i], 1e-12 + 1e-7 * std::fabs(want[i])) << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got64[i], want[i], 1e-12 + 1e-7 * std::fabs(want[i])) << i;
   }
 }
 
 TEST(ElementwiseUnary, FusedSiluEqualsMulOfSigmoid) {
-  const std::vector<float> x = {-30.0f, -5.0f, -1.0f, -0.1f, 0.0f, 0.1f, 1.0f, 5.0f, 30.0f, 2.5f, -2.5f, 0.7f, 9.0f,
-                                -9.0f, 3.0f, -3.0f, 4.0f};
+  const std::vector<float> x = {-30.0f, -5.0f, -1.0f, -0.1f, 0.0f,  0.1f, 1.0f,  5.0f, 30.0f,
+                                2.5f,   -2.5f, 0.7f,  9.0f,  -9.0f, 3.0f, -3.0f, 4.0f};
   const int64_t n = static_cast<int64_t>(x.size());
   TensorData sig = Run1({"Sigmoid", {F32({n}, x)}});
   const std::vector<float> two_pass = Values<float>(Run1({"Mul", {F32({n}, x), sig}}));
   const std::vector<float> fused = Values<float>(Run1({"kiln.Silu", {F32({n}, x)}}));
-  for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(fused[i], two_pass[i], 1e-6f * (1.0f + std::fabs(two_pass[i]))) << i;
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(fused[i], two_pass[i], 1e-6f * (1.0f + std::fabs(two_pass[i]))) << i;
 }
 
 TEST(ElementwiseUnary, AttributesOverrideDefaults) {
@@ -166,8 +176,9 @@ TEST(ElementwiseUnary, ClipAttributeAndInputForms) {
   test::ExpectNear(Values<float>(Run1({"Clip", {x, std::nullopt, F32({}, {1.0f})}})), {-3, -1, 0, 1, 1});
   test::ExpectNear(Values<float>(Run1({"Clip", {x, F32({}, {-1.0f})}})), {-1, -1, 0, 2, 9});
   test::ExpectNear(Values<float>(Run1({"Clip", {x}})), {-3, -1, 0, 2, 9});
-  EXPECT_EQ(Values<int64_t>(Run1({"Clip", {test::I64({3}, {-9, 4, 99}), test::I64({}, {0}), test::I64({}, {10})}})),
-            (std::vector<int64_t>{0, 4, 10}));
+  EXPECT_EQ(
+      Values<int64_t>(Run1({"Clip", {test::I64({3}, {-9, 4, 99}), test::I64({}, {0}), test::I64({}, {10})}})),
+      (std::vector<int64_t>{0, 4, 10}));
   test::ExpectError({"Clip", {x, F32({2}, {0.0f, 1.0f})}}, "scalar");
 }
 
@@ -181,14 +192,17 @@ TEST(ElementwiseUnary, CastBetweenTypes) {
   // Floats to integers truncate toward zero; NaN becomes 0 and out-of-range values saturate.
   TensorData f = F32({6}, {-2.7f, 2.7f, 0.0f, nan, 1e30f, -1e30f});
   EXPECT_EQ(Values<int64_t>(cast(f, 7)),
-            (std::vector<int64_t>{-2, 2, 0, 0, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::lowest()}));
-  EXPECT_EQ(Values<int32_t>(cast(f, 6)), (std::vector<int32_t>{-2, 2, 0, 0, std::numeric_limits<int32_t>::max(),
-                                                                 std::numeric_limits<int32_t>::lowest()}));
+            (std::vector<int64_t>{-2, 2, 0, 0, std::numeric_limits<int64_t>::max(),
+                                  std::numeric_limits<int64_t>::lowest()}));
+  EXPECT_EQ(Values<int32_t>(cast(f, 6)),
+            (std::vector<int32_t>{-2, 2, 0, 0, std::numeric_limits<int32_t>::max(),
+                                  std::numeric_limits<int32_t>::lowest()}));
   EXPECT_EQ(Values<uint8_t>(cast(f, 9)), (std::vector<uint8_t>{1, 1, 0, 1, 1, 1}));
   EXPECT_EQ(cast(f, 9).type().dtype, DType::kBool);
   // Integers wrap when they narrow (as C and numpy).
   EXPECT_EQ(Values<uint8_t>(cast(test::I64({3}, {255, 256, -1}), 2)), (std::vector<uint8_t>{255, 0, 255}));
-  EXPECT_EQ(Values<double>(cast(test::I64({2}, {-3, 1LL << 40}), 11)), (std::vector<double>{-3.0, 1099511627776.0}));
+  EXPECT_EQ(Values<double>(cast(test::I64({2}, {-3, 1LL << 40}), 11)),
+            (std::vector<double>{-3.0, 1099511627776.0}));
   EXPECT_EQ(Values<float>(cast(test::Bool({2}, {1, 0}), 1)), (std::vector<float>{1.0f, 0.0f}));
   // f16 round trip of exactly representable values, and rounding to nearest.
   TensorData h = cast(F32({3}, {1.5f, -0.25f, 65504.0f}), 10);

@@ -50,11 +50,16 @@ TEST(TensorVec, UnaryMatchesReference) {
     float rel, abs;
   };
   const std::vector<Case> cases = {
-      {VecUnaryOp::kRelu, 0, 0, 0, 0},           {VecUnaryOp::kLeakyRelu, 0.1f, 0, 0, 0},
-      {VecUnaryOp::kHardSigmoid, 0.2f, 0.5f, 1e-6f, 1e-7f}, {VecUnaryOp::kHardSwish, 0, 0, 1e-6f, 1e-7f},
-      {VecUnaryOp::kSigmoid, 0, 0, 4e-7f, 1e-7f}, {VecUnaryOp::kSilu, 0, 0, 4e-7f, 1e-7f},
-      {VecUnaryOp::kTanh, 0, 0, 4e-7f, 1e-7f},    {VecUnaryOp::kExp, 0, 0, 4e-7f, 0},
-      {VecUnaryOp::kErf, 0, 0, 4e-7f, 1e-7f},     {VecUnaryOp::kGelu, 0, 0, 1e-6f, 1e-7f},
+      {VecUnaryOp::kRelu, 0, 0, 0, 0},
+      {VecUnaryOp::kLeakyRelu, 0.1f, 0, 0, 0},
+      {VecUnaryOp::kHardSigmoid, 0.2f, 0.5f, 1e-6f, 1e-7f},
+      {VecUnaryOp::kHardSwish, 0, 0, 1e-6f, 1e-7f},
+      {VecUnaryOp::kSigmoid, 0, 0, 4e-7f, 1e-7f},
+      {VecUnaryOp::kSilu, 0, 0, 4e-7f, 1e-7f},
+      {VecUnaryOp::kTanh, 0, 0, 4e-7f, 1e-7f},
+      {VecUnaryOp::kExp, 0, 0, 4e-7f, 0},
+      {VecUnaryOp::kErf, 0, 0, 4e-7f, 1e-7f},
+      {VecUnaryOp::kGelu, 0, 0, 1e-6f, 1e-7f},
       {VecUnaryOp::kGeluTanh, 0, 0, 1e-6f, 1e-7f},
   };
   for (Isa isa : VectorIsas()) {
@@ -123,10 +128,13 @@ TEST(TensorVec, LayerNormRowsMatchReference) {
       const std::vector<float> scale = Random(cols, 6, 0.5f, 1.5f);
       const std::vector<float> bias = Random(cols, 7, -1.0f, 1.0f);
       for (bool with_bias : {false, true}) {
-        std::vector<float> want(rows * cols), got(rows * cols), mean_w(rows), mean_g(rows), inv_w(rows), inv_g(rows);
+        std::vector<float> want(rows * cols), got(rows * cols), mean_w(rows), mean_g(rows), inv_w(rows),
+            inv_g(rows);
         const float* b = with_bias ? bias.data() : nullptr;
-        ref.layer_norm_rows(x.data(), scale.data(), b, want.data(), rows, cols, 1e-5f, mean_w.data(), inv_w.data());
-        vec.layer_norm_rows(x.data(), scale.data(), b, got.data(), rows, cols, 1e-5f, mean_g.data(), inv_g.data());
+        ref.layer_norm_rows(x.data(), scale.data(), b, want.data(), rows, cols, 1e-5f, mean_w.data(),
+                            inv_w.data());
+        vec.layer_norm_rows(x.data(), scale.data(), b, got.data(), rows, cols, 1e-5f, mean_g.data(),
+                            inv_g.data());
         SCOPED_TRACE(std::string(IsaName(isa)) + " cols " + std::to_string(cols));
         ExpectClose(got, want, 1e-5f, 2e-5f);
         ExpectClose(mean_g, mean_w, 1e-5f, 1e-6f);

@@ -70,15 +70,21 @@ TEST(Reduce, EveryKindAgainstALoop) {
   const std::vector<Kind> kinds = {
       {"ReduceSum", 0, [](double a, double v) { return a + v; }, [](double a, double) { return a; }},
       {"ReduceMean", 0, [](double a, double v) { return a + v; }, [](double a, double n) { return a / n; }},
-      {"ReduceMax", -INFINITY, [](double a, double v) { return std::max(a, v); }, [](double a, double) { return a; }},
-      {"ReduceMin", INFINITY, [](double a, double v) { return std::min(a, v); }, [](double a, double) { return a; }},
+      {"ReduceMax", -INFINITY, [](double a, double v) { return std::max(a, v); },
+       [](double a, double) { return a; }},
+      {"ReduceMin", INFINITY, [](double a, double v) { return std::min(a, v); },
+       [](double a, double) { return a; }},
       {"ReduceProd", 1, [](double a, double v) { return a * v; }, [](double a, double) { return a; }},
-      {"ReduceL1", 0, [](double a, double v) { return a + std::fabs(v); }, [](double a, double) { return a; }},
-      {"ReduceL2", 0, [](double a, double v) { return a + v * v; }, [](double a, double) { return std::sqrt(a); }},
-      {"ReduceLogSum", 0, [](double a, double v) { return a + v; }, [](double a, double) { return std::log(a); }},
+      {"ReduceL1", 0, [](double a, double v) { return a + std::fabs(v); },
+       [](double a, double) { return a; }},
+      {"ReduceL2", 0, [](double a, double v) { return a + v * v; },
+       [](double a, double) { return std::sqrt(a); }},
+      {"ReduceLogSum", 0, [](double a, double v) { return a + v; },
+       [](double a, double) { return std::log(a); }},
       {"ReduceLogSumExp", 0, [](double a, double v) { return a + std::exp(v); },
        [](double a, double) { return std::log(a); }},
-      {"ReduceSumSquare", 0, [](double a, double v) { return a + v * v; }, [](double a, double) { return a; }},
+      {"ReduceSumSquare", 0, [](double a, double v) { return a + v * v; },
+       [](double a, double) { return a; }},
   };
   for (const Kind& k : kinds) {
     SCOPED_TRACE(k.op);
@@ -109,7 +115,8 @@ TEST(Reduce, IntegerReductions) {
   EXPECT_EQ(Values<int64_t>(Run1(Reduce("ReduceSum", x, {1}, 0))), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(Values<int64_t>(Run1(Reduce("ReduceMax", x, {0}, 0))), (std::vector<int64_t>{4, 5, 3}));
   EXPECT_EQ(Values<int64_t>(Run1(Reduce("ReduceProd", x, {0, 1}, 0))), (std::vector<int64_t>{720}));
-  EXPECT_EQ(Values<int32_t>(Run1(Reduce("ReduceMin", I32({3}, {4, -1, 2}), {0}))), (std::vector<int32_t>{-1}));
+  EXPECT_EQ(Values<int32_t>(Run1(Reduce("ReduceMin", I32({3}, {4, -1, 2}), {0}))),
+            (std::vector<int32_t>{-1}));
 }
 
 TEST(Reduce, BadAxesAreErrors) {
@@ -137,7 +144,8 @@ TEST(ArgReduce, FirstOrLastIndexAlongAnAxis) {
   test::ExpectError(bad, "out of range");
 }
 
-std::vector<double> SoftmaxLoop(const std::vector<float>& x, int64_t outer, int64_t axis, int64_t inner, int kind) {
+std::vector<double> SoftmaxLoop(const std::vector<float>& x, int64_t outer, int64_t axis, int64_t inner,
+                                int kind) {
   std::vector<double> y(x.size());
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < inner; ++j) {
@@ -168,7 +176,8 @@ TEST(Softmax, PerAxisFromOpset13AndFlattenedBefore) {
   for (int kind = 0; kind < 3; ++kind) {
     SCOPED_TRACE(ops[kind]);
     // Opset 13: default axis -1; axis 1 alone (strided).
-    test::ExpectNear(Values<float>(Run1({ops[kind], {F32(dims, x)}})), SoftmaxLoop(x, 24, 5, 1, kind), 1e-5, 1e-6);
+    test::ExpectNear(Values<float>(Run1({ops[kind], {F32(dims, x)}})), SoftmaxLoop(x, 24, 5, 1, kind), 1e-5,
+                     1e-6);
     OpCall axis1{ops[kind], {F32(dims, x)}};
     axis1.attrs.SetInt("axis", 1);
     test::ExpectNear(Values<float>(Run1(axis1)), SoftmaxLoop(x, 2, 3, 20, kind), 1e-5, 1e-6);
@@ -206,7 +215,8 @@ TEST(CumSum, ExclusiveAndReverse) {
   c.attrs.SetInt("exclusive", 1);
   c.attrs.SetInt("reverse", 1);
   EXPECT_EQ(Values<float>(Run1(c)), (std::vector<float>{5, 3, 0, 11, 6, 0}));
-  EXPECT_EQ(Values<int64_t>(Run1({"CumSum", {I64({3}, {1, 2, 3}), I64({}, {0})}})), (std::vector<int64_t>{1, 3, 6}));
+  EXPECT_EQ(Values<int64_t>(Run1({"CumSum", {I64({3}, {1, 2, 3}), I64({}, {0})}})),
+            (std::vector<int64_t>{1, 3, 6}));
   test::ExpectError({"CumSum", {x, I64({}, {2})}}, "out of range");
 }
 
@@ -253,7 +263,8 @@ TEST(LayerNorm, RowsWithStatisticsAndBroadcastScale) {
     mean[r] = s / cols;
     for (int64_t c = 0; c < cols; ++c) sq += std::pow(x[r * cols + c] - mean[r], 2);
     inv[r] = 1.0 / std::sqrt(sq / cols + 1e-5);
-    for (int64_t c = 0; c < cols; ++c) want[r * cols + c] = (x[r * cols + c] - mean[r]) * inv[r] * scale[c] + bias[c];
+    for (int64_t c = 0; c < cols; ++c)
+      want[r * cols + c] = (x[r * cols + c] - mean[r]) * inv[r] * scale[c] + bias[c];
   }
   OpCall c{"LayerNormalization", {F32({2, 3, cols}, x), F32({cols}, scale), F32({cols}, bias)}};
   c.num_outputs = 3;
@@ -277,7 +288,8 @@ TEST(LayerNorm, RowsWithStatisticsAndBroadcastScale) {
     for (int64_t i = 0; i < n; ++i) want2[b * n + i] = 2.0 * (x[b * n + i] - m) / std::sqrt(sq / n + 1e-3);
   }
   test::ExpectNear(Values<float>(Run1(wide)), want2, 1e-5, 1e-5);
-  test::ExpectError({"LayerNormalization", {F32({2, 4}, Random(8, 1)), F32({3}, {1, 1, 1})}}, "do not broadcast");
+  test::ExpectError({"LayerNormalization", {F32({2, 4}, Random(8, 1)), F32({3}, {1, 1, 1})}},
+                    "do not broadcast");
 }
 
 TEST(Normalization, BatchInstanceGroupLpMvn) {
@@ -326,8 +338,9 @@ TEST(Normalization, BatchInstanceGroupLpMvn) {
     }
     return y;
   };
-  test::ExpectNear(Values<float>(Run1({"InstanceNormalization", {F32(dims, x), F32({4}, scale), F32({4}, bias)}})),
-                   group_norm(1, true), 1e-5, 1e-5);
+  test::ExpectNear(
+      Values<float>(Run1({"InstanceNormalization", {F32(dims, x), F32({4}, scale), F32({4}, bias)}})),
+      group_norm(1, true), 1e-5, 1e-5);
   OpCall group18{"GroupNormalization", {F32(dims, x), F32({2}, {0.5f, 1.0f}), F32({2}, {0.1f, -0.2f})}};
   group18.attrs.SetInt("num_groups", 2);
   group18.opset = 18;
@@ -344,7 +357,8 @@ TEST(Normalization, BatchInstanceGroupLpMvn) {
   lp.attrs.SetInt("p", 1);
   test::ExpectNear(Values<float>(Run1(lp)), {3.0 / 7, 4.0 / 7, 0, 0.25, -0.25, 0.5});
   lp.attrs.SetInt("p", 2);
-  test::ExpectNear(Values<float>(Run1(lp)), {0.6, 0.8, 0, 1 / std::sqrt(6.0), -1 / std::sqrt(6.0), 2 / std::sqrt(6.0)});
+  test::ExpectNear(Values<float>(Run1(lp)),
+                   {0.6, 0.8, 0, 1 / std::sqrt(6.0), -1 / std::sqrt(6.0), 2 / std::sqrt(6.0)});
 
   // MVN over N, H, W per channel (the default axes).
   std::vector<double> mvn(48);

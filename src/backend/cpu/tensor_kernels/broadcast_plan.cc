@@ -3,7 +3,8 @@
 
 namespace kiln::cpu {
 
-BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& inputs) {
+BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out,
+                                const std::vector<std::vector<int64_t>>& inputs) {
   const size_t rank = out.size();
   const size_t n = inputs.size();
   // Per input, per output dim: the element stride (0 where it repeats).
@@ -39,7 +40,7 @@ BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out, const std::vect
   BroadcastPlan plan;
   plan.step.assign(n, 0);
   plan.outer_stride.resize(n);
-  if (dims.empty()) {  // one element
+  if (dims.empty()) {                      // one element
     for (int64_t d : out) plan.rows *= d;  // 0 when some dim is 0
     plan.rows = plan.rows == 0 ? 0 : 1;
     return plan;

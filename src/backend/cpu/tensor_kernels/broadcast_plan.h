@@ -14,9 +14,9 @@ namespace kiln::cpu {
 
 struct BroadcastPlan {
   int64_t rows = 1;
-  int64_t inner = 1;              // elements per row (the output's rows are contiguous)
-  std::vector<int64_t> step;      // per input: 0 or 1 along the inner run
-  std::vector<int64_t> outer;     // the outer dimensions, outermost first
+  int64_t inner = 1;                               // elements per row (the output's rows are contiguous)
+  std::vector<int64_t> step;                       // per input: 0 or 1 along the inner run
+  std::vector<int64_t> outer;                      // the outer dimensions, outermost first
   std::vector<std::vector<int64_t>> outer_stride;  // per input, per outer dimension (elements)
 
   int num_inputs() const { return static_cast<int>(step.size()); }
@@ -24,7 +24,8 @@ struct BroadcastPlan {
 
 // The plan for inputs of `inputs` dims broadcast to `out` (which they must
 // broadcast to; shape inference has checked).
-BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& inputs);
+BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out,
+                                const std::vector<std::vector<int64_t>>& inputs);
 
 // Each input's offset at the start of a row, advanced row by row.
 class BroadcastCursor {

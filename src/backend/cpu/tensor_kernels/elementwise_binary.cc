@@ -26,8 +26,8 @@ TensorKernel BinaryKernel(const TensorKernelArgs& args, F f) {
   TensorKernel k;
   k.impl = "reference";
   k.run = [plan = std::move(plan), f](const TensorCall& call) {
-    BroadcastBinary(call.pool, plan, static_cast<const A*>(call.inputs[0]), static_cast<const B*>(call.inputs[1]),
-                    static_cast<U*>(call.outputs[0]), f);
+    BroadcastBinary(call.pool, plan, static_cast<const A*>(call.inputs[0]),
+                    static_cast<const B*>(call.inputs[1]), static_cast<U*>(call.outputs[0]), f);
     return Status::Ok();
   };
   return k;
@@ -43,7 +43,8 @@ TensorKernel VecBinaryKernel(const TensorKernelArgs& args, VecBinaryOp op) {
     float* out = static_cast<float*>(call.outputs[0]);
     const TensorVecTable& vec = TensorVec();
     ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-      vec.binary(op, a + c.offset(0), plan.step[0], b + c.offset(1), plan.step[1], out + r * plan.inner, plan.inner);
+      vec.binary(op, a + c.offset(0), plan.step[0], b + c.offset(1), plan.step[1], out + r * plan.inner,
+                 plan.inner);
     });
     return Status::Ok();
   };
@@ -74,7 +75,8 @@ TensorKernel CheckedIntKernel(const TensorKernelArgs& args, TensorKernel inner) 
   inner.run = [run, nb, op, node](const TensorCall& call) {
     const T* b = static_cast<const T*>(call.inputs[1]);
     for (int64_t i = 0; i < nb; ++i) {
-      if (b[i] == 0) return InvalidArgument("{} {}: integer division by zero (divisor element {})", op, node, i);
+      if (b[i] == 0)
+        return InvalidArgument("{} {}: integer division by zero (divisor element {})", op, node, i);
     }
     return run(call);
   };
@@ -97,7 +99,8 @@ Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
   if (op == "Mod") {
     const bool fmod = IntAttrOr(args, "fmod", 0) != 0;
     if constexpr (std::is_integral_v<T>) {
-      if (fmod) return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) { return IntRem(a, b); }));
+      if (fmod)
+        return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) { return IntRem(a, b); }));
       // The remainder takes the divisor's sign (Python's %).
       return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) {
                                    T r = IntRem(a, b);
@@ -105,7 +108,8 @@ Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
                                    return r;
                                  }));
     } else {
-      if (!fmod) return InvalidArgument("{} {}: fmod=0 on floats (ONNX requires fmod=1)", args.op_type, args.node);
+      if (!fmod)
+        return InvalidArgument("{} {}: fmod=0 on floats (ONNX requires fmod=1)", args.op_type, args.node);
       return BinaryKernel<T, T, T>(args, [](T a, T b) { return std::fmod(a, b); });
     }
   }
@@ -113,7 +117,8 @@ Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
   if (op == "Less") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a < b); });
   if (op == "Greater") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a > b); });
   if (op == "LessOrEqual") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a <= b); });
-  if (op == "GreaterOrEqual") return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a >= b); });
+  if (op == "GreaterOrEqual")
+    return BinaryKernel<T, T, uint8_t>(args, [](T a, T b) { return uint8_t(a >= b); });
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     if (op == "BitShift") {
@@ -133,9 +138,11 @@ Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
       }
       return InvalidArgument("{} {}: direction \"{}\" (LEFT or RIGHT)", args.op_type, args.node, dir);
     }
-    if (op == "BitwiseAnd") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a & b); });
+    if (op == "BitwiseAnd")
+      return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a & b); });
     if (op == "BitwiseOr") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a | b); });
-    if (op == "BitwiseXor") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a ^ b); });
+    if (op == "BitwiseXor")
+      return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a ^ b); });
   }
   return UnsupportedDType(args, args.inputs[0].dtype, "this op takes integers");
 }
@@ -173,9 +180,9 @@ Expected<TensorKernel> MakePow(const TensorKernelArgs& args) {
       using T = decltype(base);
       using E = decltype(exponent);
       if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
-                     std::is_same_v<T, int32_t>) &&
-                    (std::is_same_v<E, float> || std::is_same_v<E, double> || std::is_same_v<E, int64_t> ||
-                     std::is_same_v<E, int32_t>)) {
+                     std::is_same_v<T, int32_t>)&&(std::is_same_v<E, float> || std::is_same_v<E, double> ||
+                                                   std::is_same_v<E, int64_t> ||
+                                                   std::is_same_v<E, int32_t>)) {
         result = PowKernel<T, E>(args);
       }
     });
@@ -195,9 +202,14 @@ Expected<TensorKernel> MakeBinaryWide(const TensorKernelArgs& args) {
   }
   if (op == "And" || op == "Or" || op == "Xor") {
     if (t != DType::kBool) return UnsupportedDType(args, t, "bool only");
-    if (op == "And") return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t(a && b); });
-    if (op == "Or") return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t(a || b); });
-    return BinaryKernel<uint8_t, uint8_t, uint8_t>(args, [](uint8_t a, uint8_t b) { return uint8_t((a != 0) != (b != 0)); });
+    if (op == "And")
+      return BinaryKernel<uint8_t, uint8_t, uint8_t>(args,
+                                                     [](uint8_t a, uint8_t b) { return uint8_t(a && b); });
+    if (op == "Or")
+      return BinaryKernel<uint8_t, uint8_t, uint8_t>(args,
+                                                     [](uint8_t a, uint8_t b) { return uint8_t(a || b); });
+    return BinaryKernel<uint8_t, uint8_t, uint8_t>(
+        args, [](uint8_t a, uint8_t b) { return uint8_t((a != 0) != (b != 0)); });
   }
   if (t == DType::kBool && op != "Equal" && op != "BitwiseAnd" && op != "BitwiseOr" && op != "BitwiseXor") {
     return UnsupportedDType(args, t, "numeric types");
@@ -209,7 +221,9 @@ Expected<TensorKernel> MakeBinaryWide(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeBinaryKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeBinaryWide); }
+Expected<TensorKernel> MakeBinaryKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeBinaryWide);
+}
 
 namespace {
 
@@ -226,7 +240,8 @@ TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool v
   k.run = [plans = std::move(plans), f, mean, vec_add, n, count](const TensorCall& call) {
     T* out = static_cast<T*>(call.outputs[0]);
     // The first input broadcast to the output: out = in0 (the left operand ignored).
-    BroadcastBinary(call.pool, plans[0], out, static_cast<const T*>(call.inputs[0]), out, [](T, T b) { return b; });
+    BroadcastBinary(call.pool, plans[0], out, static_cast<const T*>(call.inputs[0]), out,
+                    [](T, T b) { return b; });
     for (size_t i = 1; i < count; ++i) {
       const T* in = static_cast<const T*>(call.inputs[i]);
       if constexpr (std::is_same_v<T, float>) {
@@ -255,12 +270,20 @@ template <typename T>
 Expected<TensorKernel> Variadic(const TensorKernelArgs& args) {
   const std::string_view op = args.op_type;
   // Max and Min propagate NaN as numpy's maximum and minimum do.
-  if (op == "Max") return VariadicKernel<T>(args, [](T a, T b) { return (a >= b || a != a) ? a : b; }, false, false);
-  if (op == "Min") return VariadicKernel<T>(args, [](T a, T b) { return (a <= b || a != a) ? a : b; }, false, false);
+  if (op == "Max")
+    return VariadicKernel<T>(
+        args, [](T a, T b) { return (a >= b || a != a) ? a : b; }, false, false);
+  if (op == "Min")
+    return VariadicKernel<T>(
+        args, [](T a, T b) { return (a <= b || a != a) ? a : b; }, false, false);
   const bool vec = std::is_same_v<T, float>;
-  if (op == "Sum") return VariadicKernel<T>(args, [](T a, T b) { return static_cast<T>(a + b); }, false, vec);
+  if (op == "Sum")
+    return VariadicKernel<T>(
+        args, [](T a, T b) { return static_cast<T>(a + b); }, false, vec);
   if constexpr (std::is_floating_point_v<T>) {
-    if (op == "Mean") return VariadicKernel<T>(args, [](T a, T b) { return static_cast<T>(a + b); }, true, vec);
+    if (op == "Mean")
+      return VariadicKernel<T>(
+          args, [](T a, T b) { return static_cast<T>(a + b); }, true, vec);
   }
   return UnsupportedDType(args, args.inputs[0].dtype, "floats");
 }
@@ -312,7 +335,9 @@ Expected<TensorKernel> MakePReluWide(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeVariadicKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeVariadicWide); }
+Expected<TensorKernel> MakeVariadicKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeVariadicWide);
+}
 
 Expected<TensorKernel> MakeWhereKernel(const TensorKernelArgs& args) {
   switch (ElementBytes(args.outputs[0].dtype)) {
@@ -324,6 +349,8 @@ Expected<TensorKernel> MakeWhereKernel(const TensorKernelArgs& args) {
   }
 }
 
-Expected<TensorKernel> MakePReluKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakePReluWide); }
+Expected<TensorKernel> MakePReluKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakePReluWide);
+}
 
 }  // namespace kiln::cpu

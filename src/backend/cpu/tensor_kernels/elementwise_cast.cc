@@ -25,7 +25,8 @@ struct Bool {
 };
 
 template <typename T>
-constexpr bool kIsFloatLike = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BHalf>;
+constexpr bool kIsFloatLike =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BHalf>;
 
 template <typename T>
 double AsDouble(T x) {

@@ -6,22 +6,25 @@ namespace kiln::cpu {
 
 void AddElementwiseKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType> kFloats = {DType::kF32, DType::kF16, DType::kF64};
-  const std::vector<DType> kNumeric = {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32,
-                                       DType::kI16, DType::kI8,  DType::kU8};
+  const std::vector<DType> kNumeric = {DType::kF32, DType::kF16, DType::kF64, DType::kI64,
+                                       DType::kI32, DType::kI16, DType::kI8,  DType::kU8};
   std::vector<DType> all = kNumeric;
   all.push_back(DType::kBool);
   const std::vector<DType> kIntegers = {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8};
-  std::vector<DType> signed_numeric = {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32, DType::kI16, DType::kI8};
+  std::vector<DType> signed_numeric = {DType::kF32, DType::kF16, DType::kF64, DType::kI64,
+                                       DType::kI32, DType::kI16, DType::kI8};
 
-  for (const char* name : {"Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin",
-                           "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Tanh", "Sigmoid", "LeakyRelu",
-                           "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Erf", "Mish",
-                           "ThresholdedRelu"}) {
+  for (const char* name :
+       {"Exp",         "Log",       "Sqrt",     "Reciprocal", "Floor",     "Ceil", "Round",          "Sin",
+        "Cos",         "Tan",       "Asin",     "Acos",       "Atan",      "Sinh", "Cosh",           "Asinh",
+        "Acosh",       "Atanh",     "Tanh",     "Sigmoid",    "LeakyRelu", "Elu",  "Selu",           "Celu",
+        "HardSigmoid", "HardSwish", "Softplus", "Softsign",   "Erf",       "Mish", "ThresholdedRelu"}) {
     kernels->push_back({name, MakeUnaryKernel, kFloats, ""});
   }
   kernels->push_back({"Gelu", MakeUnaryKernel, kFloats, "approximate none|tanh"});
   kernels->push_back({"kiln.Silu", MakeUnaryKernel, kFloats, "x * Sigmoid(x)"});
-  for (const char* name : {"Abs", "Neg", "Sign", "Relu"}) kernels->push_back({name, MakeUnaryKernel, kNumeric, ""});
+  for (const char* name : {"Abs", "Neg", "Sign", "Relu"})
+    kernels->push_back({name, MakeUnaryKernel, kNumeric, ""});
   kernels->push_back({"IsNaN", MakeUnaryKernel, kFloats, ""});
   kernels->push_back({"IsInf", MakeUnaryKernel, kFloats, ""});
   kernels->push_back({"Identity", MakeUnaryKernel, all, ""});
@@ -30,14 +33,17 @@ void AddElementwiseKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"Dropout", MakeDropoutKernel, all, "inference only (training_mode false)"});
   kernels->push_back({"Clip", MakeClipKernel, kNumeric, ""});
 
-  for (const char* name : {"Add", "Sub", "Mul", "Div"}) kernels->push_back({name, MakeBinaryKernel, kNumeric, ""});
+  for (const char* name : {"Add", "Sub", "Mul", "Div"})
+    kernels->push_back({name, MakeBinaryKernel, kNumeric, ""});
   kernels->push_back({"Mod", MakeBinaryKernel, kNumeric, "fmod=1 for floats"});
-  kernels->push_back({"Pow", MakeBinaryKernel, {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32}, ""});
+  kernels->push_back(
+      {"Pow", MakeBinaryKernel, {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32}, ""});
   for (const char* name : {"Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
     kernels->push_back({name, MakeBinaryKernel, kNumeric, ""});
   }
   kernels->push_back({"Equal", MakeBinaryKernel, all, ""});
-  for (const char* name : {"And", "Or", "Xor"}) kernels->push_back({name, MakeBinaryKernel, {DType::kBool}, ""});
+  for (const char* name : {"And", "Or", "Xor"})
+    kernels->push_back({name, MakeBinaryKernel, {DType::kBool}, ""});
   kernels->push_back({"BitShift", MakeBinaryKernel, kIntegers, "shifts the unsigned bits"});
   std::vector<DType> bitwise = kIntegers;
   bitwise.push_back(DType::kBool);

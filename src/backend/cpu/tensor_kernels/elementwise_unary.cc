@@ -111,22 +111,24 @@ Expected<TensorKernel> FloatUnary(const TensorKernelArgs& args, int64_t n) {
     const T alpha = static_cast<T>(FloatAttrOr(args, "alpha", 0.01f));
     return MapKernel<T, T>(n, [alpha](T x) { return x < 0 ? alpha * x : x; });
   }
-  if (op == "Elu") return MapKernel<T, T>(n, [alpha_attr](T x) { return x < 0 ? alpha_attr * std::expm1(x) : x; });
+  if (op == "Elu")
+    return MapKernel<T, T>(n, [alpha_attr](T x) { return x < 0 ? alpha_attr * std::expm1(x) : x; });
   if (op == "Selu") {
     const T alpha = static_cast<T>(FloatAttrOr(args, "alpha", 1.67326319217681884765625f));
     const T gamma = static_cast<T>(FloatAttrOr(args, "gamma", 1.05070102214813232421875f));
-    return MapKernel<T, T>(n, [alpha, gamma](T x) { return x <= 0 ? gamma * (alpha * std::exp(x) - alpha) : gamma * x; });
+    return MapKernel<T, T>(
+        n, [alpha, gamma](T x) { return x <= 0 ? gamma * (alpha * std::exp(x) - alpha) : gamma * x; });
   }
   if (op == "Celu") {
     if (alpha_attr == 0) return InvalidArgument("{} {}: alpha must not be 0", args.op_type, args.node);
-    return MapKernel<T, T>(n, [a = alpha_attr](T x) {
-      return std::max(T(0), x) + std::min(T(0), a * std::expm1(x / a));
-    });
+    return MapKernel<T, T>(
+        n, [a = alpha_attr](T x) { return std::max(T(0), x) + std::min(T(0), a * std::expm1(x / a)); });
   }
   if (op == "HardSigmoid") {
     const T alpha = static_cast<T>(FloatAttrOr(args, "alpha", 0.2f));
     const T beta = static_cast<T>(FloatAttrOr(args, "beta", 0.5f));
-    return MapKernel<T, T>(n, [alpha, beta](T x) { return std::min(T(1), std::max(T(0), alpha * x + beta)); });
+    return MapKernel<T, T>(n,
+                           [alpha, beta](T x) { return std::min(T(1), std::max(T(0), alpha * x + beta)); });
   }
   if (op == "HardSwish") {
     return MapKernel<T, T>(n, [](T x) { return x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5))); });
@@ -134,7 +136,8 @@ Expected<TensorKernel> FloatUnary(const TensorKernelArgs& args, int64_t n) {
   if (op == "Softplus") return MapKernel<T, T>(n, [](T x) { return Softplus(x); });
   if (op == "Softsign") return MapKernel<T, T>(n, [](T x) { return x / (T(1) + std::abs(x)); });
   if (op == "Mish") return MapKernel<T, T>(n, [](T x) { return x * std::tanh(Softplus(x)); });
-  if (op == "ThresholdedRelu") return MapKernel<T, T>(n, [alpha_attr](T x) { return x > alpha_attr ? x : T(0); });
+  if (op == "ThresholdedRelu")
+    return MapKernel<T, T>(n, [alpha_attr](T x) { return x > alpha_attr ? x : T(0); });
   if (op == "Gelu") {
     const std::string approx = StringAttrOr(args, "approximate", "none");
     if (approx == "tanh") {
@@ -143,7 +146,8 @@ Expected<TensorKernel> FloatUnary(const TensorKernelArgs& args, int64_t n) {
         return T(0.5) * x * (T(1) + std::tanh(u));
       });
     }
-    if (approx != "none") return InvalidArgument("{} {}: approximate={} (none or tanh)", args.op_type, args.node, approx);
+    if (approx != "none")
+      return InvalidArgument("{} {}: approximate={} (none or tanh)", args.op_type, args.node, approx);
     return MapKernel<T, T>(n, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476))); });
   }
   if (op == "IsNaN") return MapKernel<T, uint8_t>(n, [](T x) { return static_cast<uint8_t>(std::isnan(x)); });
@@ -166,7 +170,8 @@ Expected<TensorKernel> IntegerUnary(const TensorKernelArgs& args, int64_t n) {
     if (op == "Abs") return MapKernel<T, T>(n, [](T x) { return x < 0 ? static_cast<T>(0 - x) : x; });
     if (op == "Neg") return MapKernel<T, T>(n, [](T x) { return static_cast<T>(0 - x); });
     if (op == "Relu") return MapKernel<T, T>(n, [](T x) { return x < 0 ? T(0) : x; });
-    if (op == "Sign") return MapKernel<T, T>(n, [](T x) { return static_cast<T>(x > 0 ? 1 : x < 0 ? -1 : 0); });
+    if (op == "Sign")
+      return MapKernel<T, T>(n, [](T x) { return static_cast<T>(x > 0 ? 1 : x < 0 ? -1 : 0); });
   } else {
     if (op == "Abs" || op == "Relu") return MapKernel<T, T>(n, [](T x) { return x; });
     if (op == "Sign") return MapKernel<T, T>(n, [](T x) { return static_cast<T>(x > 0 ? 1 : 0); });
@@ -210,7 +215,8 @@ Expected<TensorKernel> MakeUnaryKernel(const TensorKernelArgs& args) {
   if (args.op_type == "Identity") return CopyKernel(args.outputs[0].Bytes());
   if (args.op_type == "Not") {
     if (t != DType::kBool) return UnsupportedDType(args, t, "bool only");
-    return MapKernel<uint8_t, uint8_t>(args.outputs[0].ElementCount(), [](uint8_t x) { return uint8_t(x == 0); });
+    return MapKernel<uint8_t, uint8_t>(args.outputs[0].ElementCount(),
+                                       [](uint8_t x) { return uint8_t(x == 0); });
   }
   if (args.op_type == "BitwiseNot" && t == DType::kBool) return UnsupportedDType(args, t, "integers");
   return MakeViaF32(args, MakeUnaryF32OrWider);

@@ -33,7 +33,8 @@ Expected<ReduceKind> KindOf(const TensorKernelArgs& args) {
 
 // The input's dims with the reduced ones set to 1 (keepdims form), from
 // the axes; shape inference has checked them.
-std::vector<int64_t> KeepDimsShape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes, bool noop) {
+std::vector<int64_t> KeepDimsShape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes,
+                                   bool noop) {
   std::vector<int64_t> out = in;
   if (axes.empty()) {
     if (!noop) std::fill(out.begin(), out.end(), 1);
@@ -75,7 +76,8 @@ Status RunReduce(ReduceKind kind, const BroadcastPlan& plan, int64_t in_n, int64
   if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) {
     const bool is_max = kind == ReduceKind::kMax;
     T init = is_max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-    if constexpr (kFloat) init = is_max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    if constexpr (kFloat)
+      init = is_max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
     std::fill(y, y + out_n, init);
     if (is_max) {
       ReduceWalk(plan, x, y, [](T& a, T v, int64_t) { a = (v > a || v != v) ? v : a; });
@@ -87,9 +89,9 @@ Status RunReduce(ReduceKind kind, const BroadcastPlan& plan, int64_t in_n, int64
   // Sums and products: double for floats (and for the integer ops that
   // take roots or logs), int64 for integer sums and products.
   using A = std::conditional_t<kFloat, double, int64_t>;
-  const bool exact_int = !kFloat && (kind == ReduceKind::kSum || kind == ReduceKind::kProd ||
-                                     kind == ReduceKind::kSumSquare || kind == ReduceKind::kMean ||
-                                     kind == ReduceKind::kL1);
+  const bool exact_int =
+      !kFloat && (kind == ReduceKind::kSum || kind == ReduceKind::kProd || kind == ReduceKind::kSumSquare ||
+                  kind == ReduceKind::kMean || kind == ReduceKind::kL1);
   double* dacc = reinterpret_cast<double*>(scratch);
   A* acc = reinterpret_cast<A*>(scratch);
   auto to_t = [](double v) {
@@ -106,8 +108,12 @@ Status RunReduce(ReduceKind kind, const BroadcastPlan& plan, int64_t in_n, int64
     std::fill(acc, acc + out_n, kind == ReduceKind::kProd ? A(1) : A(0));
     switch (kind) {
       case ReduceKind::kProd: ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a *= v; }); break;
-      case ReduceKind::kSumSquare: ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a += A(v) * A(v); }); break;
-      case ReduceKind::kL1: ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a += v < 0 ? -A(v) : A(v); }); break;
+      case ReduceKind::kSumSquare:
+        ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a += A(v) * A(v); });
+        break;
+      case ReduceKind::kL1:
+        ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a += v < 0 ? -A(v) : A(v); });
+        break;
       default: ReduceWalk(plan, x, acc, [](A& a, T v, int64_t) { a += v; }); break;
     }
     for (int64_t o = 0; o < out_n; ++o) {
@@ -120,7 +126,9 @@ Status RunReduce(ReduceKind kind, const BroadcastPlan& plan, int64_t in_n, int64
   std::fill(dacc, dacc + out_n, kind == ReduceKind::kProd ? 1.0 : 0.0);
   switch (kind) {
     case ReduceKind::kProd: ReduceWalk(plan, x, dacc, [](double& a, T v, int64_t) { a *= double(v); }); break;
-    case ReduceKind::kL1: ReduceWalk(plan, x, dacc, [](double& a, T v, int64_t) { a += std::abs(double(v)); }); break;
+    case ReduceKind::kL1:
+      ReduceWalk(plan, x, dacc, [](double& a, T v, int64_t) { a += std::abs(double(v)); });
+      break;
     case ReduceKind::kL2:
     case ReduceKind::kSumSquare:
       ReduceWalk(plan, x, dacc, [](double& a, T v, int64_t) { a += double(v) * double(v); });
@@ -144,7 +152,8 @@ Status RunReduce(ReduceKind kind, const BroadcastPlan& plan, int64_t in_n, int64
   }
   for (int64_t o = 0; o < out_n; ++o) {
     double v = dacc[o];
-    if (kind == ReduceKind::kMean) v = count == 0 ? std::numeric_limits<double>::quiet_NaN() : v / double(count);
+    if (kind == ReduceKind::kMean)
+      v = count == 0 ? std::numeric_limits<double>::quiet_NaN() : v / double(count);
     if (kind == ReduceKind::kL2) v = std::sqrt(v);
     if (kind == ReduceKind::kLogSum) v = std::log(v);
     y[o] = to_t(v);
@@ -190,7 +199,8 @@ Expected<TensorKernel> MakeReduceWide(const TensorKernelArgs& args) {
       const std::vector<int64_t> keep = KeepDimsShape(in_dims, axes, noop);
       int64_t n = 1;
       for (int64_t d : keep) n *= d;
-      if (n != out_n) return InvalidArgument("{} {}: the axes input changed since the shapes were inferred", op, node);
+      if (n != out_n)
+        return InvalidArgument("{} {}: the axes input changed since the shapes were inferred", op, node);
       plan = MakeBroadcastPlan(in_dims, {keep});
     }
     Status status = Status::Ok();
@@ -218,7 +228,8 @@ bool VisitOrdered(DType t, F&& f) {
 
 Expected<TensorKernel> MakeReduceKernel(const TensorKernelArgs& args) {
   if (args.has(1) && args.inputs[1].dtype != DType::kI64) {
-    return InvalidArgument("{} {}: axes are {}, not i64", args.op_type, args.node, DTypeName(args.inputs[1].dtype));
+    return InvalidArgument("{} {}: axes are {}, not i64", args.op_type, args.node,
+                           DTypeName(args.inputs[1].dtype));
   }
   return MakeViaF32(args, MakeReduceWide);
 }
@@ -247,7 +258,8 @@ Expected<TensorKernel> MakeArgReduceWide(const TensorKernelArgs& args) {
           T best_v = p[0];
           for (int64_t a = 1; a < v.axis; ++a) {
             const T cur = p[a * v.inner];
-            const bool better = is_max ? (last ? cur >= best_v : cur > best_v) : (last ? cur <= best_v : cur < best_v);
+            const bool better =
+                is_max ? (last ? cur >= best_v : cur > best_v) : (last ? cur <= best_v : cur < best_v);
             if (better) {
               best = a;
               best_v = cur;
@@ -278,7 +290,8 @@ Expected<TensorKernel> MakeCumSumWide(const TensorKernelArgs& args) {
   const bool reverse = IntAttrOr(args, "reverse", 0) != 0;
   const DType axis_type = args.inputs[1].dtype;
   if (axis_type != DType::kI64 && axis_type != DType::kI32) {
-    return InvalidArgument("{} {}: axis is {}, not i32 or i64", args.op_type, args.node, DTypeName(axis_type));
+    return InvalidArgument("{} {}: axis is {}, not i32 or i64", args.op_type, args.node,
+                           DTypeName(axis_type));
   }
   const std::string op(args.op_type), node(args.node);
   TensorKernel k;
@@ -327,7 +340,9 @@ Expected<TensorKernel> MakeCumSumWide(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeCumSumKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeCumSumWide); }
+Expected<TensorKernel> MakeCumSumKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeCumSumWide);
+}
 
 namespace {
 
@@ -381,6 +396,8 @@ Expected<TensorKernel> MakeTopKWide(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeTopKKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeTopKWide); }
+Expected<TensorKernel> MakeTopKKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeTopKWide);
+}
 
 }  // namespace kiln::cpu

@@ -21,8 +21,8 @@ AxisView ViewAround(const std::vector<int64_t>& dims, int64_t begin, int64_t end
 void AddReduceKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType> kFloats = {DType::kF32, DType::kF16};
   const std::vector<DType> kReduceTypes = {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32};
-  for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+  for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                           "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
     kernels->push_back({name, MakeReduceKernel, kReduceTypes, "axes constant"});
   }
   std::vector<DType> arg_types = kReduceTypes;
@@ -38,7 +38,8 @@ void AddReduceKernels(std::vector<TensorKernelEntry>* kernels) {
   kernels->push_back({"LayerNormalization", MakeLayerNormKernel, kFloats, ""});
   kernels->push_back({"BatchNormalization", MakeBatchNormKernel, kFloats, "inference form only"});
   kernels->push_back({"InstanceNormalization", MakeInstanceNormKernel, kFloats, ""});
-  kernels->push_back({"GroupNormalization", MakeGroupNormKernel, kFloats, "scale/bias per group or per channel"});
+  kernels->push_back(
+      {"GroupNormalization", MakeGroupNormKernel, kFloats, "scale/bias per group or per channel"});
   kernels->push_back({"LpNormalization", MakeLpNormKernel, kFloats, "p 1|2"});
   kernels->push_back({"MeanVarianceNormalization", MakeMvnKernel, kFloats, ""});
 }

@@ -19,7 +19,9 @@ Status RequireF32(const TensorKernelArgs& args) {
   return Status::Ok();
 }
 
-size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+size_t Align64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 // Copies src (of dims `from`) broadcast to `to` into dst.
 void ExpandTo(const BroadcastPlan& plan, const float* src, float* dst) {
@@ -57,7 +59,8 @@ Expected<TensorKernel> MakeLayerNormF32(const TensorKernelArgs& args) {
     float* mean = want_mean ? static_cast<float*>(call.outputs[1]) : nullptr;
     float* inv = want_inv ? static_cast<float*>(call.outputs[2]) : nullptr;
     float* scale_buf = reinterpret_cast<float*>(call.scratch);
-    float* bias_buf = reinterpret_cast<float*>(call.scratch + Align64(static_cast<size_t>(cols) * sizeof(float)));
+    float* bias_buf =
+        reinterpret_cast<float*>(call.scratch + Align64(static_cast<size_t>(cols) * sizeof(float)));
     if (expand_scale) {
       ExpandTo(scale_plan, scale, scale_buf);
       scale = scale_buf;
@@ -93,7 +96,8 @@ Expected<TensorKernel> MakeBatchNormF32(const TensorKernelArgs& args) {
     const float* var = static_cast<const float*>(call.inputs[4]);
     float* y = static_cast<float*>(call.outputs[0]);
     float* mul = reinterpret_cast<float*>(call.scratch);
-    float* add = reinterpret_cast<float*>(call.scratch + Align64(static_cast<size_t>(v.axis) * sizeof(float)));
+    float* add =
+        reinterpret_cast<float*>(call.scratch + Align64(static_cast<size_t>(v.axis) * sizeof(float)));
     for (int64_t c = 0; c < v.axis; ++c) {
       mul[c] = static_cast<float>(scale[c] / std::sqrt(static_cast<double>(var[c]) + epsilon));
       add[c] = bias[c] - mean[c] * mul[c];
@@ -142,7 +146,8 @@ Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t gro
     const float* bias = static_cast<const float*>(call.inputs[2]);
     float* y = static_cast<float*>(call.outputs[0]);
     const int64_t group_size = per_group * v.inner;
-    ParallelRanges(call.pool, v.outer * groups, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(group_size, 1)),
+    ParallelRanges(call.pool, v.outer * groups,
+                   std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(group_size, 1)),
                    [&](int64_t b, int64_t e) {
                      for (int64_t ng = b; ng < e; ++ng) {
                        const int64_t g = ng % groups;
@@ -173,7 +178,8 @@ Expected<TensorKernel> MakeInstanceNormF32(const TensorKernelArgs& args) {
 Expected<TensorKernel> MakeGroupNormF32(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(int64_t groups, args.a().Int("num_groups"));
   const int64_t c = args.inputs[0].dims[1];
-  return GroupNormKernel(args, groups, args.inputs[1].ElementCount() == c, args.inputs[2].ElementCount() == c);
+  return GroupNormKernel(args, groups, args.inputs[1].ElementCount() == c,
+                         args.inputs[2].ElementCount() == c);
 }
 
 Expected<TensorKernel> MakeLpNormF32(const TensorKernelArgs& args) {
@@ -198,7 +204,8 @@ Expected<TensorKernel> MakeLpNormF32(const TensorKernelArgs& args) {
           norm += l1 ? std::abs(e) : e * e;
         }
         if (!l1) norm = std::sqrt(norm);
-        for (int64_t a = 0; a < v.axis; ++a) y[base + a * v.inner] = static_cast<float>(x[base + a * v.inner] / norm);
+        for (int64_t a = 0; a < v.axis; ++a)
+          y[base + a * v.inner] = static_cast<float>(x[base + a * v.inner] / norm);
       }
     }
     return Status::Ok();
@@ -256,18 +263,27 @@ Expected<TensorKernel> MakeMvnF32(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeLayerNormKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeLayerNormF32); }
+Expected<TensorKernel> MakeLayerNormKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeLayerNormF32);
+}
 Expected<TensorKernel> MakeBatchNormKernel(const TensorKernelArgs& args) {
   if (args.outputs.size() > 1 || IntAttrOr(args, "training_mode", 0) != 0) {
-    return Unsupported("{} {}: training mode is not supported (inference form only)", args.op_type, args.node);
+    return Unsupported("{} {}: training mode is not supported (inference form only)", args.op_type,
+                       args.node);
   }
   return MakeViaF32(args, MakeBatchNormF32);
 }
 Expected<TensorKernel> MakeInstanceNormKernel(const TensorKernelArgs& args) {
   return MakeViaF32(args, MakeInstanceNormF32);
 }
-Expected<TensorKernel> MakeGroupNormKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeGroupNormF32); }
-Expected<TensorKernel> MakeLpNormKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeLpNormF32); }
-Expected<TensorKernel> MakeMvnKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeMvnF32); }
+Expected<TensorKernel> MakeGroupNormKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeGroupNormF32);
+}
+Expected<TensorKernel> MakeLpNormKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeLpNormF32);
+}
+Expected<TensorKernel> MakeMvnKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeMvnF32);
+}
 
 }  // namespace kiln::cpu

@@ -63,7 +63,7 @@ void Hardmax(const float* x, float* y, int64_t axis, int64_t inner) {
 
 Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
   if (args.inputs[0].dtype != DType::kF32) return UnsupportedDType(args, args.inputs[0].dtype, "f32 and f16");
-  const Kind kind = args.op_type == "Softmax" ? Kind::kSoftmax
+  const Kind kind = args.op_type == "Softmax"      ? Kind::kSoftmax
                     : args.op_type == "LogSoftmax" ? Kind::kLogSoftmax
                                                    : Kind::kHardmax;
   const auto& dims = args.inputs[0].dims;
@@ -96,7 +96,8 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
     }
     // Strided: one block at a time on this thread (stats in scratch).
     float* stats = reinterpret_cast<float*>(call.scratch);
-    for (int64_t o = 0; o < v.outer; ++o) StridedSoftmax(x + o * block, y + o * block, v.axis, v.inner, log, stats);
+    for (int64_t o = 0; o < v.outer; ++o)
+      StridedSoftmax(x + o * block, y + o * block, v.axis, v.inner, log, stats);
     return Status::Ok();
   };
   return k;
@@ -104,6 +105,8 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
 
 }  // namespace
 
-Expected<TensorKernel> MakeSoftmaxKernel(const TensorKernelArgs& args) { return MakeViaF32(args, MakeSoftmaxF32); }
+Expected<TensorKernel> MakeSoftmaxKernel(const TensorKernelArgs& args) {
+  return MakeViaF32(args, MakeSoftmaxF32);
+}
 
 }  // namespace kiln::cpu

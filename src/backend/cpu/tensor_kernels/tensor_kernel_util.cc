@@ -29,7 +29,9 @@ Status UnsupportedDType(const TensorKernelArgs& args, DType t, const char* suppo
 
 namespace {
 
-size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+size_t Align64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 void F16ToF32Array(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
@@ -43,7 +45,8 @@ void F32ToF16Array(const float* src, uint16_t* dst, int64_t n) {
 
 Expected<TensorKernel> MakeViaF32(const TensorKernelArgs& args, TensorKernelFactory f) {
   bool any_f16 = false;
-  for (size_t i = 0; i < args.inputs.size(); ++i) any_f16 |= args.has(i) && args.inputs[i].dtype == DType::kF16;
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    any_f16 |= args.has(i) && args.inputs[i].dtype == DType::kF16;
   for (const TensorType& t : args.outputs) any_f16 |= t.dtype == DType::kF16;
   if (!any_f16) return f(args);
 
@@ -89,7 +92,8 @@ Expected<TensorKernel> MakeViaF32(const TensorKernelArgs& args, TensorKernelFact
   k.impl = inner.impl + " via f32";
   const size_t num_in = args.inputs.size();
   const size_t num_out = args.outputs.size();
-  k.run = [inner = std::move(inner), in_buffers, out_buffers, num_in, num_out, converted](const TensorCall& call) {
+  k.run = [inner = std::move(inner), in_buffers, out_buffers, num_in, num_out,
+           converted](const TensorCall& call) {
     std::vector<const void*> ins(call.inputs, call.inputs + num_in);
     std::vector<void*> outs(call.outputs, call.outputs + num_out);
     for (const Buffer& b : in_buffers) {

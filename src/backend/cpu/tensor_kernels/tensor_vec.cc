@@ -63,8 +63,8 @@ void SoftmaxRowsRef(const float* x, float* y, int64_t rows, int64_t cols, bool l
   }
 }
 
-void LayerNormRowsRef(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t cols,
-                      float epsilon, float* mean_out, float* inv_std_out) {
+void LayerNormRowsRef(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
+                      int64_t cols, float epsilon, float* mean_out, float* inv_std_out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
@@ -85,7 +85,8 @@ void LayerNormRowsRef(const float* x, const float* scale, const float* bias, flo
 }  // namespace
 
 const TensorVecTable& TensorVecTableRef() {
-  static constexpr TensorVecTable kTable = {Isa::kScalar, &BinaryRef, &UnaryRef, &SoftmaxRowsRef, &LayerNormRowsRef};
+  static constexpr TensorVecTable kTable = {Isa::kScalar, &BinaryRef, &UnaryRef, &SoftmaxRowsRef,
+                                            &LayerNormRowsRef};
   return kTable;
 }
 

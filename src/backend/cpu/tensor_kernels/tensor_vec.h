@@ -41,8 +41,8 @@ struct TensorVecTable {
   // Each row normalized to mean 0, variance 1 (two passes), then times
   // scale[c] plus bias[c] (bias may be null). mean / inv_std (may be null)
   // receive each row's statistics.
-  void (*layer_norm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t cols,
-                          float epsilon, float* mean, float* inv_std);
+  void (*layer_norm_rows)(const float* x, const float* scale, const float* bias, float* y, int64_t rows,
+                          int64_t cols, float epsilon, float* mean, float* inv_std);
 };
 
 // The table for `isa`; REQUIRES IsaAvailable(isa) to run its kernels.

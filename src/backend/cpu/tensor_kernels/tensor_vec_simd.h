@@ -51,7 +51,8 @@ void VecTensorUnary(VecUnaryOp op, float alpha, float beta, const float* x, floa
     case VecUnaryOp::kHardSwish: {
       const V sixth = S::Set1(1.0f / 6.0f);
       const V half = S::Set1(0.5f);
-      return VecMapUnary<S>(x, y, n, [&](V v) { return S::Mul(v, S::Min(one, S::Max(zero, S::Fma(v, sixth, half)))); });
+      return VecMapUnary<S>(
+          x, y, n, [&](V v) { return S::Mul(v, S::Min(one, S::Max(zero, S::Fma(v, sixth, half)))); });
     }
     case VecUnaryOp::kSigmoid: return VecMapUnary<S>(x, y, n, [](V v) { return VecSigmoid<S>(v); });
     case VecUnaryOp::kSilu: return VecMapUnary<S>(x, y, n, [](V v) { return VecSilu<S>(v); });
@@ -65,7 +66,8 @@ void VecTensorUnary(VecUnaryOp op, float alpha, float beta, const float* x, floa
 
 // One operand pattern of a binary op: a and b vectors, or one a scalar.
 template <class S, class F>
-void VecMapBinary(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t n, F f) {
+void VecMapBinary(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t n,
+                  F f) {
   constexpr int L = S::kLanes;
   int64_t i = 0;
   if (a_step != 0 && b_step != 0) {
@@ -96,14 +98,18 @@ void VecMapBinary(const float* a, int64_t a_step, const float* b, int64_t b_step
 }
 
 template <class S>
-void VecTensorBinary(VecBinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
-                     int64_t n) {
+void VecTensorBinary(VecBinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                     float* out, int64_t n) {
   using V = typename S::V;
   switch (op) {
-    case VecBinaryOp::kAdd: return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Add(x, y); });
-    case VecBinaryOp::kSub: return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Sub(x, y); });
-    case VecBinaryOp::kMul: return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Mul(x, y); });
-    case VecBinaryOp::kDiv: return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Div(x, y); });
+    case VecBinaryOp::kAdd:
+      return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Add(x, y); });
+    case VecBinaryOp::kSub:
+      return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Sub(x, y); });
+    case VecBinaryOp::kMul:
+      return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Mul(x, y); });
+    case VecBinaryOp::kDiv:
+      return VecMapBinary<S>(a, a_step, b, b_step, out, n, [](V x, V y) { return S::Div(x, y); });
   }
 }
 
