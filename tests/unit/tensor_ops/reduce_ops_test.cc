@@ -207,6 +207,21 @@ TEST(Softmax, AttentionSizedRowsOverThreads) {
   test::ExpectNear(serial, SoftmaxLoop(x, 12 * 197, 197, 1, 0), 1e-5, 1e-7);
 }
 
+TEST(Softmax, ChannelSoftmaxOverThreads) {
+  // A detector's distribution head: softmax over 16 bins along axis 1.
+  ThreadPool pool(2);
+  const std::vector<float> x = Random(16 * 4 * 2100, 5, -6.0f, 6.0f);
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    OpCall c{op, {F32({1, 16, 4, 2100}, x)}};
+    c.attrs.SetInt("axis", 1);
+    const std::vector<float> serial = Values<float>(Run1(c));
+    c.pool = &pool;
+    EXPECT_EQ(Values<float>(Run1(c)), serial) << op;
+    test::ExpectNear(serial, SoftmaxLoop(x, 1, 16, 4 * 2100, std::string(op) == "Softmax" ? 0 : 1), 1e-5,
+                     1e-6);
+  }
+}
+
 TEST(CumSum, ExclusiveAndReverse) {
   TensorData x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(Values<float>(Run1({"CumSum", {x, I64({}, {1})}})), (std::vector<float>{1, 3, 6, 4, 9, 15}));

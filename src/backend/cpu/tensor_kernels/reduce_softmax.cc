@@ -15,37 +15,44 @@ namespace {
 
 enum class Kind { kSoftmax, kLogSoftmax, kHardmax };
 
-// Softmax over the middle axis of one [axis, inner] block, all inner
-// columns at once; stats holds 2 * inner floats.
-void StridedSoftmax(const float* x, float* y, int64_t axis, int64_t inner, bool log, float* stats) {
-  float* mx = stats;
-  float* sum = stats + inner;
-  for (int64_t j = 0; j < inner; ++j) {
+// Softmax over the middle axis of one [axis, inner] block, for inner
+// columns [jb, je): every step is a loop over contiguous columns (the
+// exponentials through the vector table), so a channel softmax such as a
+// detector's distribution head runs at vector speed. `stats` holds 3 *
+// stride floats, of which this call uses columns [jb, je).
+void StridedSoftmax(const TensorVecTable& vec, const float* x, float* y, int64_t axis, int64_t stride,
+                    int64_t jb, int64_t je, bool log, float* stats) {
+  const int64_t n = je - jb;
+  float* mx = stats + jb;
+  float* sum = stats + stride + jb;
+  float* e = stats + 2 * stride + jb;
+  for (int64_t j = 0; j < n; ++j) {
     mx[j] = -std::numeric_limits<float>::infinity();
     sum[j] = 0.0f;
   }
   for (int64_t a = 0; a < axis; ++a) {
-    const float* row = x + a * inner;
-    for (int64_t j = 0; j < inner; ++j) mx[j] = row[j] > mx[j] ? row[j] : mx[j];
+    const float* row = x + a * stride + jb;
+    for (int64_t j = 0; j < n; ++j) mx[j] = row[j] > mx[j] ? row[j] : mx[j];
   }
   for (int64_t a = 0; a < axis; ++a) {
-    const float* row = x + a * inner;
-    float* out = y + a * inner;
-    for (int64_t j = 0; j < inner; ++j) {
-      const float e = std::exp(row[j] - mx[j]);
-      sum[j] += e;
-      if (!log) out[j] = e;
-    }
+    const float* row = x + a * stride + jb;
+    float* out = y + a * stride + jb;
+    for (int64_t j = 0; j < n; ++j) out[j] = row[j] - mx[j];
+    float* exps = log ? e : out;
+    vec.unary(VecUnaryOp::kExp, 0.0f, 0.0f, out, exps, n);
+    for (int64_t j = 0; j < n; ++j) sum[j] += exps[j];
   }
   if (log) {
-    for (int64_t j = 0; j < inner; ++j) sum[j] = std::log(sum[j]);
+    for (int64_t j = 0; j < n; ++j) sum[j] = std::log(sum[j]);
     for (int64_t a = 0; a < axis; ++a) {
-      for (int64_t j = 0; j < inner; ++j) y[a * inner + j] = (x[a * inner + j] - mx[j]) - sum[j];
+      float* out = y + a * stride + jb;
+      for (int64_t j = 0; j < n; ++j) out[j] -= sum[j];
     }
   } else {
-    for (int64_t j = 0; j < inner; ++j) sum[j] = 1.0f / sum[j];
+    for (int64_t j = 0; j < n; ++j) sum[j] = 1.0f / sum[j];
     for (int64_t a = 0; a < axis; ++a) {
-      for (int64_t j = 0; j < inner; ++j) y[a * inner + j] *= sum[j];
+      float* out = y + a * stride + jb;
+      for (int64_t j = 0; j < n; ++j) out[j] *= sum[j];
     }
   }
 }
@@ -74,9 +81,8 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
   const AxisView v = opset < 13 ? ViewAround(dims, axis, rank) : ViewAround(dims, axis, axis + 1);
   TensorKernel k;
   const bool rows = v.inner == 1;
-  k.impl = rows && kind != Kind::kHardmax ? std::string("kiln-") + IsaName(TensorVec().isa) : "reference";
-  const int threads = args.num_threads;
-  k.scratch_bytes = static_cast<size_t>(std::max(threads, 1)) * 2 * v.inner * sizeof(float) + 64;
+  k.impl = kind != Kind::kHardmax ? std::string("kiln-") + IsaName(TensorVec().isa) : "reference";
+  k.scratch_bytes = 3 * static_cast<size_t>(v.inner) * sizeof(float);
   k.run = [v, kind, rows](const TensorCall& call) {
     const float* x = static_cast<const float*>(call.inputs[0]);
     float* y = static_cast<float*>(call.outputs[0]);
@@ -94,10 +100,16 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
       });
       return Status::Ok();
     }
-    // Strided: one block at a time on this thread (stats in scratch).
+    // Strided: block by block, the columns of a block split over the pool
+    // (each piece uses its own columns of the statistics).
     float* stats = reinterpret_cast<float*>(call.scratch);
-    for (int64_t o = 0; o < v.outer; ++o)
-      StridedSoftmax(x + o * block, y + o * block, v.axis, v.inner, log, stats);
+    const TensorVecTable& vec = TensorVec();
+    const int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(v.axis, 1));
+    for (int64_t o = 0; o < v.outer; ++o) {
+      ParallelRanges(call.pool, v.inner, grain, [&](int64_t jb, int64_t je) {
+        StridedSoftmax(vec, x + o * block, y + o * block, v.axis, v.inner, jb, je, log, stats);
+      });
+    }
     return Status::Ok();
   };
   return k;
