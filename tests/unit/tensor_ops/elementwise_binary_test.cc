@@ -141,6 +141,15 @@ TEST(ElementwiseBinary, PowMixesTypes) {
   EXPECT_EQ(Values<int32_t>(Run1({"Pow", {I32({2}, {4, 9}), F32({1}, {0.5f})}})),
             (std::vector<int32_t>{2, 3}));
   test::ExpectNear(Values<float>(Run1({"Pow", {F32({2}, {2.0f, 3.0f}), I64({1}, {3})}})), {8.0, 27.0});
+  // One exponent: 2 and 1 skip pow (exactly), others call it.
+  TensorData base = F32({4}, {-1.5f, 0.0f, 3.0f, 0.25f});
+  EXPECT_EQ(Values<float>(Run1({"Pow", {base, F32({}, {2.0f})}})),
+            (std::vector<float>{2.25f, 0.0f, 9.0f, 0.0625f}));
+  EXPECT_EQ(Values<float>(Run1({"Pow", {base, I64({1}, {2})}})),
+            (std::vector<float>{2.25f, 0.0f, 9.0f, 0.0625f}));
+  EXPECT_EQ(Values<float>(Run1({"Pow", {base, I32({}, {1})}})), Values<float>(base));
+  test::ExpectNear(Values<float>(Run1({"Pow", {base, test::F64({}, {0.5})}})),
+                   {NAN, 0.0, std::sqrt(3.0), 0.5});
 }
 
 TEST(ElementwiseBinary, ComparisonsAndLogic) {

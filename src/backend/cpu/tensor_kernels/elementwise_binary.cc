@@ -166,7 +166,43 @@ TensorKernel PowKernel(const TensorKernelArgs& args) {
   });
 }
 
+// f32 x^e with one exponent, read at run time: e = 2 and e = 1 (the
+// decomposed normalizations' Pow(x, 2)) are exact as x * x and x, so they
+// skip pow; other exponents call it.
+template <typename E>
+TensorKernel PowScalarF32Kernel(int64_t n) {
+  TensorKernel k;
+  k.impl = "reference";
+  k.run = [n](const TensorCall& call) {
+    const float* x = static_cast<const float*>(call.inputs[0]);
+    const float e = static_cast<float>(*static_cast<const E*>(call.inputs[1]));
+    float* y = static_cast<float*>(call.outputs[0]);
+    ParallelRanges(call.pool, n, kParallelGrain, [&, e](int64_t b, int64_t end) {
+      if (e == 2.0f) {
+        for (int64_t i = b; i < end; ++i) y[i] = x[i] * x[i];
+      } else if (e == 1.0f) {
+        for (int64_t i = b; i < end; ++i) y[i] = x[i];
+      } else {
+        for (int64_t i = b; i < end; ++i) y[i] = std::pow(x[i], e);
+      }
+    });
+    return Status::Ok();
+  };
+  return k;
+}
+
 Expected<TensorKernel> MakePow(const TensorKernelArgs& args) {
+  if (args.inputs[0].dtype == DType::kF32 && args.inputs[1].ElementCount() == 1 &&
+      args.outputs[0].dims == args.inputs[0].dims) {
+    const int64_t n = args.outputs[0].ElementCount();
+    switch (args.inputs[1].dtype) {
+      case DType::kF32: return PowScalarF32Kernel<float>(n);
+      case DType::kF64: return PowScalarF32Kernel<double>(n);
+      case DType::kI64: return PowScalarF32Kernel<int64_t>(n);
+      case DType::kI32: return PowScalarF32Kernel<int32_t>(n);
+      default: break;
+    }
+  }
   Expected<TensorKernel> result = UnsupportedDType(args, args.inputs[0].dtype, "f32, f64, f16, i64, i32");
   const DType tb = args.inputs[0].dtype;
   const DType te = args.inputs[1].dtype;
@@ -308,13 +344,30 @@ TensorKernel WhereKernel(const TensorKernelArgs& args) {
     T* out = static_cast<T*>(call.outputs[0]);
     const int64_t n = plan.inner;
     const int64_t sc = plan.step[0], sx = plan.step[1], sy = plan.step[2];
-    ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-      const uint8_t* pc = cond + c.offset(0);
-      const T* px = x + c.offset(1);
-      const T* py = y + c.offset(2);
-      T* po = out + r * n;
-      for (int64_t i = 0; i < n; ++i) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
-    });
+    // The loop for each pattern of steps, so that the common ones vectorize.
+    auto rows = [&](auto csc, auto csx, auto csy) {
+      constexpr int64_t kc = decltype(csc)::value, kx = decltype(csx)::value, ky = decltype(csy)::value;
+      ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
+        const uint8_t* pc = cond + c.offset(0);
+        const T* px = x + c.offset(1);
+        const T* py = y + c.offset(2);
+        T* po = out + r * n;
+        for (int64_t i = 0; i < n; ++i) po[i] = pc[i * kc] ? px[i * kx] : py[i * ky];
+      });
+    };
+    using One = std::integral_constant<int64_t, 1>;
+    using Zero = std::integral_constant<int64_t, 0>;
+    const int pattern = (sc != 0 ? 4 : 0) | (sx != 0 ? 2 : 0) | (sy != 0 ? 1 : 0);
+    switch (pattern) {
+      case 7: rows(One{}, One{}, One{}); break;
+      case 6: rows(One{}, One{}, Zero{}); break;
+      case 5: rows(One{}, Zero{}, One{}); break;
+      case 4: rows(One{}, Zero{}, Zero{}); break;
+      case 3: rows(Zero{}, One{}, One{}); break;
+      case 2: rows(Zero{}, One{}, Zero{}); break;
+      case 1: rows(Zero{}, Zero{}, One{}); break;
+      default: rows(Zero{}, Zero{}, Zero{}); break;
+    }
     return Status::Ok();
   };
   return k;
