@@ -230,6 +230,30 @@ TEST(ElementwiseUnary, F16RunsThroughF32) {
   for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(F16ToF32(got[i]), 1.0 / (1.0 + std::exp(-in[i])), 1e-3);
 }
 
+TEST(ElementwiseUnary, F16BinaryWhereAndSoftmax) {
+  auto half = [](std::vector<int64_t> dims, std::vector<float> v) {
+    std::vector<uint16_t> bits;
+    for (float f : v) bits.push_back(F32ToF16(f));
+    return TensorData::FromValues<uint16_t>(DType::kF16, std::move(dims), bits);
+  };
+  auto floats = [](const TensorData& t) {
+    std::vector<float> v;
+    for (uint16_t b : Values<uint16_t>(t)) v.push_back(F16ToF32(b));
+    return v;
+  };
+  TensorData a = half({2, 2}, {1.0f, 2.0f, 3.0f, 4.0f});
+  TensorData b = half({2}, {0.5f, -1.0f});
+  TensorData sum = Run1({"Add", {a, b}});
+  EXPECT_EQ(sum.type(), (TensorType{DType::kF16, {2, 2}}));
+  EXPECT_EQ(floats(sum), (std::vector<float>{1.5f, 1.0f, 3.5f, 3.0f}));
+  EXPECT_EQ(Values<uint8_t>(Run1({"Less", {a, b}})), (std::vector<uint8_t>{0, 0, 0, 0}));
+  TensorData picked = Run1({"Where", {test::Bool({2}, {1, 0}), a, b}});
+  EXPECT_EQ(floats(picked), (std::vector<float>{1.0f, -1.0f, 3.0f, -1.0f}));
+  const std::vector<float> soft = floats(Run1({"Softmax", {a}}));
+  const double e = std::exp(1.0);
+  test::ExpectNear(soft, {1 / (1 + e), e / (1 + e), 1 / (1 + e), e / (1 + e)}, 1e-3, 1e-4);
+}
+
 TEST(ElementwiseUnary, DropoutIsTheIdentityInInference) {
   TensorData x = F32({2, 2}, {1.0f, -2.0f, 3.0f, 4.0f});
   OpCall c{"Dropout", {x, F32({}, {0.5f})}};
