@@ -107,6 +107,26 @@ TEST(ElementwiseBinary, LargeTensorsSplitOverThreadsGiveTheSameResult) {
     threaded.pool = &pool;
     EXPECT_EQ(Values<float>(Run1(serial)), Values<float>(Run1(threaded))) << op;
   }
+  // Same shapes merge into one long row, which is split by columns.
+  const std::vector<float> x2 = Random(Count(x_dims), 13);
+  for (const char* op : {"Add", "Sum", "Max"}) {
+    OpCall serial{op, {F32(x_dims, x), F32(x_dims, x2)}};
+    OpCall threaded = serial;
+    threaded.pool = &pool;
+    const std::vector<float> want = Values<float>(Run1(serial));
+    EXPECT_EQ(Values<float>(Run1(threaded)), want) << op;
+    if (std::string(op) != "Max") {
+      for (size_t i = 0; i < want.size(); i += 997) EXPECT_EQ(want[i], x[i] + x2[i]) << i;
+    }
+  }
+  std::vector<uint8_t> mask(x.size());
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = (i * 7) % 3 == 0;
+  OpCall where{"Where", {test::Bool(x_dims, mask), F32(x_dims, x), F32({}, {0.0f})}};
+  OpCall where_threaded = where;
+  where_threaded.pool = &pool;
+  const std::vector<float> picked = Values<float>(Run1(where_threaded));
+  EXPECT_EQ(picked, Values<float>(Run1(where)));
+  for (size_t i = 0; i < picked.size(); i += 991) EXPECT_EQ(picked[i], mask[i] ? x[i] : 0.0f) << i;
   OpCall sig{"Sigmoid", {F32(x_dims, x)}};
   OpCall sig_threaded = sig;
   sig_threaded.pool = &pool;

@@ -10,13 +10,25 @@
 
 namespace kiln::cpu {
 
-// row(r, cursor) for every output row, rows split over the pool.
+// row(r, cursor, begin, end) for columns [begin, end) of every output row:
+// rows split over the pool, or, when there are only a few long rows (two
+// same-shape tensors merge into one), each row's columns.
 template <typename RowFn>
 void ForEachBroadcastRow(ThreadPool* pool, const BroadcastPlan& plan, RowFn&& row) {
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(plan.inner, 1));
+  const int64_t inner = std::max<int64_t>(plan.inner, 1);
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  if (threads > 1 && plan.rows < 2 * threads && plan.inner >= 2 * kParallelGrain) {
+    BroadcastCursor cursor(plan, 0);
+    for (int64_t r = 0; r < plan.rows; ++r, cursor.Next()) {
+      ParallelRanges(pool, plan.inner, kParallelGrain,
+                     [&](int64_t begin, int64_t end) { row(r, cursor, begin, end); });
+    }
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / inner);
   ParallelRanges(pool, plan.rows, grain, [&](int64_t begin, int64_t end) {
     BroadcastCursor cursor(plan, begin);
-    for (int64_t r = begin; r < end; ++r, cursor.Next()) row(r, cursor);
+    for (int64_t r = begin; r < end; ++r, cursor.Next()) row(r, cursor, int64_t{0}, plan.inner);
   });
 }
 
@@ -27,21 +39,22 @@ void BroadcastBinary(ThreadPool* pool, const BroadcastPlan& plan, const A* a, co
   const int64_t n = plan.inner;
   const int64_t sa = plan.step[0];
   const int64_t sb = plan.step[1];
-  ForEachBroadcastRow(pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-    const A* pa = a + c.offset(0);
-    const B* pb = b + c.offset(1);
-    U* po = out + r * n;
+  ForEachBroadcastRow(pool, plan, [&](int64_t r, const BroadcastCursor& c, int64_t begin, int64_t end) {
+    const A* pa = a + c.offset(0) + begin * sa;
+    const B* pb = b + c.offset(1) + begin * sb;
+    U* po = out + r * n + begin;
+    const int64_t m = end - begin;
     if (sa != 0 && sb != 0) {
-      for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+      for (int64_t i = 0; i < m; ++i) po[i] = f(pa[i], pb[i]);
     } else if (sa != 0) {
       const B vb = *pb;
-      for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], vb);
+      for (int64_t i = 0; i < m; ++i) po[i] = f(pa[i], vb);
     } else if (sb != 0) {
       const A va = *pa;
-      for (int64_t i = 0; i < n; ++i) po[i] = f(va, pb[i]);
+      for (int64_t i = 0; i < m; ++i) po[i] = f(va, pb[i]);
     } else {
       const U v = f(*pa, *pb);
-      for (int64_t i = 0; i < n; ++i) po[i] = v;
+      for (int64_t i = 0; i < m; ++i) po[i] = v;
     }
   });
 }

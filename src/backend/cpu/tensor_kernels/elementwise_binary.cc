@@ -42,10 +42,12 @@ TensorKernel VecBinaryKernel(const TensorKernelArgs& args, VecBinaryOp op) {
     const float* b = static_cast<const float*>(call.inputs[1]);
     float* out = static_cast<float*>(call.outputs[0]);
     const TensorVecTable& vec = TensorVec();
-    ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-      vec.binary(op, a + c.offset(0), plan.step[0], b + c.offset(1), plan.step[1], out + r * plan.inner,
-                 plan.inner);
-    });
+    ForEachBroadcastRow(call.pool, plan,
+                        [&](int64_t r, const BroadcastCursor& c, int64_t begin, int64_t end) {
+                          vec.binary(op, a + c.offset(0) + begin * plan.step[0], plan.step[0],
+                                     b + c.offset(1) + begin * plan.step[1], plan.step[1],
+                                     out + r * plan.inner + begin, end - begin);
+                        });
     return Status::Ok();
   };
   return k;
@@ -284,10 +286,12 @@ TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool v
         if (vec_add) {
           const TensorVecTable& vec = TensorVec();
           const BroadcastPlan& plan = plans[i];
-          ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-            vec.binary(VecBinaryOp::kAdd, out + c.offset(0), plan.step[0], in + c.offset(1), plan.step[1],
-                       out + r * plan.inner, plan.inner);
-          });
+          ForEachBroadcastRow(call.pool, plan,
+                              [&](int64_t r, const BroadcastCursor& c, int64_t begin, int64_t end) {
+                                vec.binary(VecBinaryOp::kAdd, out + c.offset(0) + begin * plan.step[0],
+                                           plan.step[0], in + c.offset(1) + begin * plan.step[1],
+                                           plan.step[1], out + r * plan.inner + begin, end - begin);
+                              });
           continue;
         }
       }
@@ -347,13 +351,15 @@ TensorKernel WhereKernel(const TensorKernelArgs& args) {
     // The loop for each pattern of steps, so that the common ones vectorize.
     auto rows = [&](auto csc, auto csx, auto csy) {
       constexpr int64_t kc = decltype(csc)::value, kx = decltype(csx)::value, ky = decltype(csy)::value;
-      ForEachBroadcastRow(call.pool, plan, [&](int64_t r, const BroadcastCursor& c) {
-        const uint8_t* pc = cond + c.offset(0);
-        const T* px = x + c.offset(1);
-        const T* py = y + c.offset(2);
-        T* po = out + r * n;
-        for (int64_t i = 0; i < n; ++i) po[i] = pc[i * kc] ? px[i * kx] : py[i * ky];
-      });
+      ForEachBroadcastRow(call.pool, plan,
+                          [&](int64_t r, const BroadcastCursor& c, int64_t begin, int64_t end) {
+                            const uint8_t* pc = cond + c.offset(0) + begin * kc;
+                            const T* px = x + c.offset(1) + begin * kx;
+                            const T* py = y + c.offset(2) + begin * ky;
+                            T* po = out + r * n + begin;
+                            for (int64_t i = 0; i < end - begin; ++i)
+                              po[i] = pc[i * kc] ? px[i * kx] : py[i * ky];
+                          });
     };
     using One = std::integral_constant<int64_t, 1>;
     using Zero = std::integral_constant<int64_t, 0>;
