@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -73,6 +74,44 @@ TEST(TensorVec, UnaryMatchesReference) {
         ref.unary(c.op, c.alpha, c.beta, x.data(), want.data(), n);
         vec.unary(c.op, c.alpha, c.beta, x.data(), got.data(), n);
         ExpectClose(got, want, c.rel, c.abs);
+      }
+    }
+  }
+}
+
+TEST(TensorVec, UnaryExtremesMatchReference) {
+  const TensorVecTable& ref = TensorVecFor(Isa::kScalar);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {-inf,
+                                -100.0f,
+                                -88.5f,
+                                -20.0f,
+                                -1e-30f,
+                                -0.0f,
+                                0.0f,
+                                1e-30f,
+                                20.0f,
+                                88.5f,
+                                100.0f,
+                                inf,
+                                std::numeric_limits<float>::quiet_NaN()};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (Isa isa : VectorIsas()) {
+    for (VecUnaryOp op : {VecUnaryOp::kRelu, VecUnaryOp::kSigmoid, VecUnaryOp::kTanh, VecUnaryOp::kExp,
+                          VecUnaryOp::kErf, VecUnaryOp::kHardSigmoid}) {
+      std::vector<float> want(n), got(n);
+      ref.unary(op, 0.2f, 0.5f, x.data(), want.data(), n);
+      TensorVecFor(isa).unary(op, 0.2f, 0.5f, x.data(), got.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        SCOPED_TRACE(std::string(IsaName(isa)) + " op " + std::to_string(static_cast<int>(op)) + " x " +
+                     std::to_string(x[i]));
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i]));
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(got[i], want[i]);
+        } else {
+          EXPECT_NEAR(got[i], want[i], 1e-37f + 1e-6f * std::fabs(want[i]));
+        }
       }
     }
   }

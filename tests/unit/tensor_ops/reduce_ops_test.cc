@@ -395,3 +395,37 @@ TEST(Normalization, BatchInstanceGroupLpMvn) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Tensors with a zero dimension run without touching memory they do not own.
+TEST(EmptyTensors, EveryFamilyMember) {
+  TensorData empty = test::F32({0, 3}, {});
+  EXPECT_EQ(Run1({"Add", {empty, test::F32({3}, {1, 2, 3})}}).type(), (TensorType{DType::kF32, {0, 3}}));
+  EXPECT_EQ(Run1({"Softmax", {empty}}).type(), (TensorType{DType::kF32, {0, 3}}));
+  EXPECT_EQ(Run1({"Sigmoid", {empty}}).type(), (TensorType{DType::kF32, {0, 3}}));
+  EXPECT_EQ(Run1({"LayerNormalization", {empty, test::F32({3}, {1, 1, 1})}}).type(),
+            (TensorType{DType::kF32, {0, 3}}));
+  OpCall sum{"ReduceSum", {empty, test::I64({1}, {0})}};
+  EXPECT_EQ(test::Values<float>(Run1(sum)), (std::vector<float>{0, 0, 0}));
+  OpCall max{"ReduceMax", {empty}};
+  max.attrs.SetInts("axes", {0});
+  max.opset = 13;
+  EXPECT_EQ(test::Values<float>(Run1(max))[0], -std::numeric_limits<float>::infinity());
+  OpCall arg{"ArgMax", {empty}};
+  test::ExpectError(arg, "empty");
+  OpCall topk{"TopK", {empty, test::I64({1}, {0})}};
+  topk.num_outputs = 2;
+  ASSERT_TRUE(test::Run(topk).ok());
+  EXPECT_EQ(Run1({"CumSum", {empty, test::I64({}, {0})}}).type(), (TensorType{DType::kF32, {0, 3}}));
+  OpCall cast{"Cast", {empty}};
+  cast.attrs.SetInt("to", 7);
+  EXPECT_EQ(Run1(cast).type(), (TensorType{DType::kI64, {0, 3}}));
+  EXPECT_EQ(Run1({"Where", {test::Bool({0, 1}, {}), empty, test::F32({}, {0})}}).type(),
+            (TensorType{DType::kF32, {0, 3}}));
+  EXPECT_EQ(Run1({"Sum", {empty, empty, test::F32({1}, {2})}}).type(), (TensorType{DType::kF32, {0, 3}}));
+}
+
+}  // namespace
+}  // namespace kiln

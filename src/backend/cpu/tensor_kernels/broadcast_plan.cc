@@ -62,6 +62,7 @@ BroadcastPlan MakeBroadcastPlan(const std::vector<int64_t>& out,
 
 BroadcastCursor::BroadcastCursor(const BroadcastPlan& plan, int64_t row)
     : plan_(plan), index_(plan.outer.size(), 0), offsets_(plan.step.size(), 0) {
+  if (plan.rows == 0) return;  // an empty tensor: no rows to walk (and a zero dimension to divide by)
   for (size_t d = plan.outer.size(); d-- > 0;) {
     index_[d] = row % plan.outer[d];
     row /= plan.outer[d];

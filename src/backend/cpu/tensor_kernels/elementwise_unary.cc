@@ -71,6 +71,12 @@ std::optional<VecUnaryOp> VecOpFor(const TensorKernelArgs& args, float* alpha, f
   return std::nullopt;
 }
 
+// v clamped to [0, 1]; NaN stays NaN (as numpy's clip).
+template <typename T>
+T Clamp01(T v) {
+  return v < 0 ? T(0) : v > 1 ? T(1) : v;
+}
+
 template <typename T>
 T Softplus(T x) {
   return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
@@ -127,11 +133,10 @@ Expected<TensorKernel> FloatUnary(const TensorKernelArgs& args, int64_t n) {
   if (op == "HardSigmoid") {
     const T alpha = static_cast<T>(FloatAttrOr(args, "alpha", 0.2f));
     const T beta = static_cast<T>(FloatAttrOr(args, "beta", 0.5f));
-    return MapKernel<T, T>(n,
-                           [alpha, beta](T x) { return std::min(T(1), std::max(T(0), alpha * x + beta)); });
+    return MapKernel<T, T>(n, [alpha, beta](T x) { return Clamp01(alpha * x + beta); });
   }
   if (op == "HardSwish") {
-    return MapKernel<T, T>(n, [](T x) { return x * std::min(T(1), std::max(T(0), x / T(6) + T(0.5))); });
+    return MapKernel<T, T>(n, [](T x) { return x * Clamp01(x / T(6) + T(0.5)); });
   }
   if (op == "Softplus") return MapKernel<T, T>(n, [](T x) { return Softplus(x); });
   if (op == "Softsign") return MapKernel<T, T>(n, [](T x) { return x / (T(1) + std::abs(x)); });

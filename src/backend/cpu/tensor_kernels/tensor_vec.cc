@@ -10,12 +10,17 @@ namespace kiln::cpu {
 namespace ref {
 namespace {
 
+// v clamped to [0, 1]; NaN stays NaN (as numpy's clip).
+float Clamp01(float v) {
+  return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+}
+
 float Unary(VecUnaryOp op, float alpha, float beta, float x) {
   switch (op) {
     case VecUnaryOp::kRelu: return x < 0.0f ? 0.0f : x;
     case VecUnaryOp::kLeakyRelu: return x < 0.0f ? alpha * x : x;
-    case VecUnaryOp::kHardSigmoid: return std::min(1.0f, std::max(0.0f, alpha * x + beta));
-    case VecUnaryOp::kHardSwish: return x * std::min(1.0f, std::max(0.0f, x / 6.0f + 0.5f));
+    case VecUnaryOp::kHardSigmoid: return Clamp01(alpha * x + beta);
+    case VecUnaryOp::kHardSwish: return x * Clamp01(x / 6.0f + 0.5f);
     case VecUnaryOp::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
     case VecUnaryOp::kSilu: return x / (1.0f + std::exp(-x));
     case VecUnaryOp::kTanh: return std::tanh(x);
