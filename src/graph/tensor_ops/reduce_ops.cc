@@ -1,6 +1,7 @@
 // Shape inference of the reduce family of tensor ops: the Reduce* ops,
 // ArgMax/ArgMin, the softmax family, CumSum, TopK and the normalizations.
 #include <algorithm>
+#include <string>
 
 #include "graph/tensor_ops/shape_helpers.h"
 #include "graph/tensor_ops/tensor_op_families.h"
@@ -227,6 +228,22 @@ Expected<ShapeResult> InferMvn(const ShapeContext& ctx) {
   return SameAsInput0(ctx);
 }
 
+// FLOPs per input element: reductions read each once; softmax takes an
+// exp, a max, a sum and a scale per element; normalizations two passes of
+// statistics and a scale and shift.
+double InputElements(const ShapeContext& ctx) {
+  return static_cast<double>(ctx.input(0).type->ElementCount());
+}
+double ReduceFlops(const ShapeContext& ctx, const std::vector<TensorType>&) {
+  return InputElements(ctx);
+}
+double SoftmaxFlops(const ShapeContext& ctx, const std::vector<TensorType>&) {
+  return 5.0 * InputElements(ctx);
+}
+double NormFlops(const ShapeContext& ctx, const std::vector<TensorType>&) {
+  return 7.0 * InputElements(ctx);
+}
+
 void Add(std::vector<TensorOpDef>* ops, const char* name, int min_in, int max_in,
          Expected<ShapeResult> (*infer)(const ShapeContext&), int min_out = 1, int max_out = 1) {
   TensorOpDef d;
@@ -236,6 +253,14 @@ void Add(std::vector<TensorOpDef>* ops, const char* name, int min_in, int max_in
   d.min_outputs = min_out;
   d.max_outputs = max_out;
   d.infer = infer;
+  const std::string op = name;
+  if (op.rfind("Reduce", 0) == 0 || op.rfind("Arg", 0) == 0 || op == "CumSum" || op == "TopK") {
+    d.flops = ReduceFlops;
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
+    d.flops = SoftmaxFlops;
+  } else if (op.find("Normalization") != std::string::npos) {
+    d.flops = NormFlops;
+  }
   ops->push_back(d);
 }
 

@@ -153,6 +153,11 @@ TEST(ElementwiseBinary, IntegerDivisionTruncatesAndModFollowsFmod) {
             (std::vector<int32_t>{11, 21, 31, 12, 22, 32}));
   EXPECT_EQ(Values<int64_t>(Run1({"Mul", {I64({2}, {3, -4}), I64({}, {5})}})),
             (std::vector<int64_t>{15, -20}));
+  // Overflow wraps (two's complement) instead of being undefined.
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Values<int64_t>(Run1({"Add", {I64({1}, {top}), I64({1}, {1})}})),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::lowest()}));
+  EXPECT_EQ(Values<int32_t>(Run1({"Mul", {I32({1}, {1 << 30}), I32({1}, {4})}})), (std::vector<int32_t>{0}));
 }
 
 TEST(ElementwiseBinary, PowMixesTypes) {

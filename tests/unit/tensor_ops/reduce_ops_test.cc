@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "elementwise_reduce_test_util.h"
+#include "graph/tensor_op.h"
 
 namespace kiln {
 namespace {
@@ -425,6 +426,28 @@ TEST(EmptyTensors, EveryFamilyMember) {
   EXPECT_EQ(Run1({"Where", {test::Bool({0, 1}, {}), empty, test::F32({}, {0})}}).type(),
             (TensorType{DType::kF32, {0, 3}}));
   EXPECT_EQ(Run1({"Sum", {empty, empty, test::F32({1}, {2})}}).type(), (TensorType{DType::kF32, {0, 3}}));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(ReduceFlops, CountTheInputNotTheOutput) {
+  const TensorType x{DType::kF32, {4, 100}};
+  const AttributeMap attrs;
+  ShapeContext ctx;
+  ctx.attrs = &attrs;
+  ctx.inputs.push_back(TensorOpInput{&x, nullptr});
+  ctx.op_type = "ReduceSum";
+  EXPECT_EQ(TensorOpFlops(ctx, {TensorType{DType::kF32, {1, 1}}}), 400.0);
+  ctx.op_type = "Softmax";
+  EXPECT_EQ(TensorOpFlops(ctx, {x}), 2000.0);
+  ctx.op_type = "LayerNormalization";
+  EXPECT_EQ(TensorOpFlops(ctx, {x}), 2800.0);
+  ctx.op_type = "Relu";
+  EXPECT_EQ(TensorOpFlops(ctx, {x}), 400.0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // PRelu. f32 Add/Sub/Mul/Div run their rows through the vector table.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -53,6 +54,17 @@ TensorKernel VecBinaryKernel(const TensorKernelArgs& args, VecBinaryOp op) {
   return k;
 }
 
+// a op b; integers wrap on overflow (computed unsigned, where C++ defines it).
+template <typename T, typename Op>
+T Wrapping(T a, T b, Op op) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return op(a, b);
+  }
+}
+
 // a / b truncated toward zero (as C and ONNX); b = -1 wraps instead of trapping.
 template <typename T>
 T IntDiv(T a, T b) {
@@ -88,9 +100,13 @@ TensorKernel CheckedIntKernel(const TensorKernelArgs& args, TensorKernel inner) 
 template <typename T>
 Expected<TensorKernel> Arithmetic(const TensorKernelArgs& args) {
   const std::string_view op = args.op_type;
-  if (op == "Add") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a + b); });
-  if (op == "Sub") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a - b); });
-  if (op == "Mul") return BinaryKernel<T, T, T>(args, [](T a, T b) { return static_cast<T>(a * b); });
+  if (op == "Add")
+    return BinaryKernel<T, T, T>(args, [](T a, T b) { return Wrapping<T>(a, b, std::plus<>()); });
+  if (op == "Sub")
+    return BinaryKernel<T, T, T>(args, [](T a, T b) { return Wrapping<T>(a, b, std::minus<>()); });
+  if (op == "Mul") {
+    return BinaryKernel<T, T, T>(args, [](T a, T b) { return Wrapping<T>(a, b, std::multiplies<>()); });
+  }
   if (op == "Div") {
     if constexpr (std::is_integral_v<T>) {
       return CheckedIntKernel<T>(args, BinaryKernel<T, T, T>(args, [](T a, T b) { return IntDiv(a, b); }));
@@ -319,7 +335,7 @@ Expected<TensorKernel> Variadic(const TensorKernelArgs& args) {
   const bool vec = std::is_same_v<T, float>;
   if (op == "Sum")
     return VariadicKernel<T>(
-        args, [](T a, T b) { return static_cast<T>(a + b); }, false, vec);
+        args, [](T a, T b) { return Wrapping<T>(a, b, std::plus<>()); }, false, vec);
   if constexpr (std::is_floating_point_v<T>) {
     if (op == "Mean")
       return VariadicKernel<T>(

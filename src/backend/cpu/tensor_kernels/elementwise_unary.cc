@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "backend/cpu/tensor_kernels/elementwise_kernels.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
@@ -172,8 +173,10 @@ template <typename T>
 Expected<TensorKernel> IntegerUnary(const TensorKernelArgs& args, int64_t n) {
   const std::string_view op = args.op_type;
   if constexpr (std::is_signed_v<T>) {
-    if (op == "Abs") return MapKernel<T, T>(n, [](T x) { return x < 0 ? static_cast<T>(0 - x) : x; });
-    if (op == "Neg") return MapKernel<T, T>(n, [](T x) { return static_cast<T>(0 - x); });
+    // Negation in unsigned arithmetic: the most negative value wraps to itself (no overflow).
+    using U = std::make_unsigned_t<T>;
+    if (op == "Abs") return MapKernel<T, T>(n, [](T x) { return x < 0 ? static_cast<T>(U(0) - U(x)) : x; });
+    if (op == "Neg") return MapKernel<T, T>(n, [](T x) { return static_cast<T>(U(0) - U(x)); });
     if (op == "Relu") return MapKernel<T, T>(n, [](T x) { return x < 0 ? T(0) : x; });
     if (op == "Sign")
       return MapKernel<T, T>(n, [](T x) { return static_cast<T>(x > 0 ? 1 : x < 0 ? -1 : 0); });
