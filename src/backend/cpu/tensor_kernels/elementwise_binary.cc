@@ -291,8 +291,13 @@ TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool v
   const size_t count = args.inputs.size();
   TensorKernel k;
   k.impl = vec_add ? std::string("kiln-") + IsaName(TensorVec().isa) : "reference";
+  // The result builds up in the output, unless the output is one of the
+  // later inputs (an in-place plan): then in scratch, copied at the end.
+  k.scratch_bytes = static_cast<size_t>(n) * sizeof(T);
   k.run = [plans = std::move(plans), f, mean, vec_add, n, count](const TensorCall& call) {
-    T* out = static_cast<T*>(call.outputs[0]);
+    bool aliased = false;
+    for (size_t i = 1; i < count; ++i) aliased |= call.inputs[i] == call.outputs[0];
+    T* out = aliased ? reinterpret_cast<T*>(call.scratch) : static_cast<T*>(call.outputs[0]);
     // The first input broadcast to the output: out = in0 (the left operand ignored).
     BroadcastBinary(call.pool, plans[0], out, static_cast<const T*>(call.inputs[0]), out,
                     [](T, T b) { return b; });
@@ -317,6 +322,7 @@ TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool v
       const T scale = static_cast<T>(count);
       for (int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(out[j] / scale);
     }
+    if (aliased && n > 0) std::memcpy(call.outputs[0], out, static_cast<size_t>(n) * sizeof(T));
     return Status::Ok();
   };
   return k;

@@ -320,11 +320,12 @@ Expected<TensorKernel> MakeCumSumWide(const TensorKernelArgs& args) {
             for (int64_t s = 0; s < v.axis; ++s) {
               const int64_t a = reverse ? v.axis - 1 - s : s;
               const int64_t at = base + a * v.inner;
+              const T v = x[at];  // read before the write: y may be x
               if (exclusive) {
                 y[at] = static_cast<T>(sum);
-                sum += x[at];
+                sum += v;
               } else {
-                sum += x[at];
+                sum += v;
                 y[at] = static_cast<T>(sum);
               }
             }
