@@ -123,7 +123,7 @@ Expected<TensorKernel> MakeCastKernel(const TensorKernelArgs& args) {
     const size_t bytes = args.outputs[0].Bytes();
     k.impl = "copy";
     k.run = [bytes](const TensorCall& call) {
-      if (bytes > 0) std::memcpy(call.outputs[0], call.inputs[0], bytes);
+      if (bytes > 0 && call.outputs[0] != call.inputs[0]) std::memcpy(call.outputs[0], call.inputs[0], bytes);
       return Status::Ok();
     };
     return k;
