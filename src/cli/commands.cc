@@ -17,6 +17,7 @@ void RegisterAll(CLI::App& app) {
   RegisterGenerate(app);
   RegisterInspect(app);
   RegisterQuantize(app);
+  RegisterRun(app);
   RegisterServe(app);
   RegisterTokenize(app);
 }

@@ -21,6 +21,7 @@ void RegisterEval(CLI::App& app);
 void RegisterGenerate(CLI::App& app);
 void RegisterInspect(CLI::App& app);
 void RegisterQuantize(CLI::App& app);
+void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 

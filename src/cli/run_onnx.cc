@@ -1,0 +1,77 @@
+// `kiln run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR`: runs an
+// ONNX graph once on .npy inputs and writes every output as DIR/<name>.npy.
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/backend_plugin_flag.h"
+#include "cli/commands.h"
+#include "cli/onnx_feeds.h"
+#include "core/npy.h"
+#include "onnx/onnx_io_names.h"
+#include "onnx/onnx_session.h"
+
+namespace kiln::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> input_shapes;
+  std::vector<std::string> fixed_inputs;
+  std::string output_dir;
+  std::string backend = "cpu";
+  std::vector<std::string> backend_plugins;
+  int threads = 0;
+};
+
+Status RunOnnx(const RunArgs& a) {
+  KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
+  KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(a.inputs));
+  KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
+  options.backend = a.backend;
+  options.threads = a.threads;
+  KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
+  std::string expected;
+  for (const OnnxTensorInfo& i : session->inputs()) {
+    expected += fmt::format(" {}:{}[{}]", i.name, DTypeName(i.dtype), DimsToString(i.dims));
+    if (!feeds.count(i.name)) return InvalidArgument("input {} has no --input (the model's inputs:{})", i.name, expected);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, session->Run(feeds));
+  std::error_code ec;
+  std::filesystem::create_directories(a.output_dir, ec);
+  if (ec) return InvalidArgument("--output-dir {}: {}", a.output_dir, ec.message());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const std::string path = (std::filesystem::path(a.output_dir) / TensorFileName(session->outputs()[j].name)).string();
+    KILN_RETURN_IF_ERROR(WriteNpy(path, outputs[j].type.dtype, outputs[j].type.dims, outputs[j].bytes.data(),
+                                  outputs[j].bytes.size()));
+    fmt::print("{} {} -> {}\n", session->outputs()[j].name, outputs[j].type.ToString(), path);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model once on .npy inputs, writing its outputs as .npy");
+  auto a = std::make_shared<RunArgs>();
+  cmd->add_option("model", a->model, "An .onnx file")->required();
+  cmd->add_option("--input", a->inputs, "NAME=FILE.npy (or an ONNX TensorProto FILE.pb): a graph input (repeatable)");
+  cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes an input's shape, e.g. images:1,3,640,640");
+  cmd->add_option("--fixed-input", a->fixed_inputs,
+                  "NAME: compile with this --input's value fixed (a shape, scales or pads fed as a graph input)");
+  cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
+  cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
+  AddBackendPluginFlag(cmd, &a->backend_plugins);
+  cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  cmd->callback([a]() {
+    Status s = RunOnnx(*a);
+    if (!s.ok()) {
+      fmt::print(stderr, "kiln run: {}\n", s.ToString());
+      SetExitCode(1);
+    }
+  });
+}
+
+}  // namespace kiln::cli
