@@ -158,6 +158,7 @@ Status FoldConstants(Graph& g, std::vector<std::string>* log) {
     run.node = n.name;
     run.attrs = n.named_attrs;
     run.num_outputs = static_cast<int>(n.outputs.size());
+    if (n.opset > 0) run.opset = n.opset;
     run.inputs_are_constants = true;
     for (ValueId in : n.inputs) {
       if (in == kNoValue) {
