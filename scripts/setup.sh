@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries the engine links
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsentencepiece-dev libcpp-httplib-dev libxxhash-dev libdnnl-dev
+  # image files for kiln detect and kiln ocr
+  libjpeg62-turbo-dev libpng-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece

@@ -42,3 +42,5 @@ kiln_layering_case(tokenizer jinja/interpreter.h engine/llm_engine.h)
 kiln_layering_case(grammar tokenizer/tokenizer.h engine/llm_engine.h)
 # The ONNX reader reads files for the compiler; it knows nothing of the compiler.
 kiln_layering_case(onnx core/status.h compiler/compiled_model.h)
+# The vision pipelines run models through the ONNX session; they know nothing of the compiler.
+kiln_layering_case(vision onnx/onnx_session.h compiler/compiled_model.h)
