@@ -38,13 +38,23 @@ done
 if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
 if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# npm packages pinned by a test folder's package-lock.json, installed there
+# (npm ci) unless that exact lockfile is already installed: the PP-OCR
+# models kiln ocr's tests run (tests/ocr_models/).
+for dir in tests/ocr_models; do
+  dir="$(dirname "$0")/../$dir"
+  stamp="$dir/node_modules/.kiln-installed-lock"
+  if [ -f "$stamp" ] && cmp -s "$stamp" "$dir/package-lock.json"; then continue; fi
+  echo "setup: npm ci in $dir"
+  (cd "$dir" && npm ci --no-audit --no-fund)
+  cp "$dir/package-lock.json" "$stamp"
+done
