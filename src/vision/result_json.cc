@@ -15,9 +15,9 @@ double Round4(double v) { return std::round(v * 10000) / 10000; }
 
 }  // namespace
 
-nlohmann::json DetectionsJson(const std::string& image_path, const Image& image,
+nlohmann::ordered_json DetectionsJson(const std::string& image_path, const Image& image,
                               const std::vector<Detection>& detections) {
-  nlohmann::json list = nlohmann::json::array();
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Detection& d : detections) {
     list.push_back({{"box", {Round2(d.box[0]), Round2(d.box[1]), Round2(d.box[2]), Round2(d.box[3])}},
                     {"score", Round4(d.score)},
@@ -26,10 +26,10 @@ nlohmann::json DetectionsJson(const std::string& image_path, const Image& image,
   return {{"image", image_path}, {"width", image.width}, {"height", image.height}, {"detections", list}};
 }
 
-nlohmann::json OcrJson(const std::string& image_path, const Image& image, const std::vector<OcrLine>& lines) {
-  nlohmann::json list = nlohmann::json::array();
+nlohmann::ordered_json OcrJson(const std::string& image_path, const Image& image, const std::vector<OcrLine>& lines) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const OcrLine& l : lines) {
-    nlohmann::json box = nlohmann::json::array();
+    nlohmann::ordered_json box = nlohmann::ordered_json::array();
     for (const auto& p : l.box) box.push_back({Round2(p[0]), Round2(p[1])});
     list.push_back({{"text", l.text}, {"score", Round4(l.score)}, {"box", box}});
   }

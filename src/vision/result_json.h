@@ -18,9 +18,9 @@
 
 namespace kiln {
 
-nlohmann::json DetectionsJson(const std::string& image_path, const Image& image,
+nlohmann::ordered_json DetectionsJson(const std::string& image_path, const Image& image,
                               const std::vector<Detection>& detections);
-nlohmann::json OcrJson(const std::string& image_path, const Image& image, const std::vector<OcrLine>& lines);
+nlohmann::ordered_json OcrJson(const std::string& image_path, const Image& image, const std::vector<OcrLine>& lines);
 
 // Box outlines in their class's color, each labeled "class score".
 void DrawDetections(Image* image, const std::vector<Detection>& detections);
