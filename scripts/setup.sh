@@ -19,6 +19,8 @@ PACKAGES=(
   # the ONNX reader's tests: models written by onnx.helper, and the ONNX
   # test data (backend node tests and more)
   python3-onnx libonnx-testdata
+  # kiln ocr's end-to-end test renders its picture of text with PIL
+  python3-pil fonts-dejavu-core
   # structured output: outputs validated against the JSON Schema test suite
   python3-jsonschema json-schema-test-suite
   # the chat page's browser test (driven by playwright-core from npm)
