@@ -116,6 +116,21 @@ def reference(head, width, height, side, conf, iou_threshold, max_det=300):
     return out
 
 
+def check_refusals(kiln, tmp, image, raw):
+    """A truncated image and a head of the wrong shape are errors that say so."""
+    with open(image, "rb") as f:
+        data = f.read()
+    cut = os.path.join(tmp, "cut.png")
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) // 2])
+    bad_head = os.path.join(tmp, "bad_head.npy")
+    np.save(bad_head, np.zeros((1, 4, 100), np.float32))
+    for img, head, message in [(cut, raw, "truncated or corrupt"), (image, bad_head, "4 + classes")]:
+        r = subprocess.run([kiln, "detect", "--raw-output", head, "--image", img, "--json",
+                            os.path.join(tmp, "refused.json")], capture_output=True, text=True)
+        assert r.returncode == 1 and message in r.stderr, (r.returncode, r.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kiln")
@@ -137,6 +152,8 @@ def main():
             raw = os.path.join(tmp, "head.npy")
             np.save(raw, head)
         width, height = png_size(image)
+        if not args.raw:
+            check_refusals(args.kiln, tmp, image, raw)
         out_json = os.path.join(tmp, "out.json")
         cmd = [args.kiln, "detect", "--raw-output", raw, "--image", image, "--json", out_json,
                "--input-size", str(args.input_size), "--conf", str(args.conf), "--iou", str(args.iou)]
