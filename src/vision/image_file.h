@@ -19,9 +19,9 @@ struct ImageDecodeLimits {
   int64_t max_pixels = int64_t{1} << 26;
 };
 
-// Decodes JPEG (baseline, progressive; grayscale, YCbCr, CMYK) or PNG (any
-// bit depth and color type; alpha is composited over white) by the file's
-// signature.
+// Decodes JPEG (baseline, progressive; grayscale, YCbCr, CMYK; turned as
+// its EXIF orientation says) or PNG (any bit depth and color type; alpha is
+// composited over white) by the file's signature.
 Expected<Image> DecodeImage(const uint8_t* data, size_t size, const ImageDecodeLimits& limits = {});
 Expected<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageDecodeLimits& limits = {});
 Expected<Image> DecodePng(const uint8_t* data, size_t size, const ImageDecodeLimits& limits = {});

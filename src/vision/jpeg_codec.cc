@@ -14,6 +14,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "vision/exif_orientation.h"
 #include "vision/image_file.h"
 
 namespace kiln {
@@ -61,6 +62,7 @@ struct JpegJob {
   Image image;
   std::vector<uint8_t> row;
   std::string error;  // set when the data is refused before the longjmp
+  int orientation = 1;  // EXIF
 };
 
 // Returns false with job->err.message or job->error set on failure.
@@ -68,7 +70,14 @@ bool RunDecode(JpegJob* job, const uint8_t* data, size_t size, int64_t max_pixel
   jpeg_decompress_struct* cinfo = &job->cinfo;
   if (setjmp(job->err.jump)) return false;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
+  jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_read_header(cinfo, TRUE);
+  for (jpeg_saved_marker_ptr m = cinfo->marker_list; m; m = m->next) {
+    if (m->marker == JPEG_APP0 + 1) {
+      const int o = ExifOrientation(m->data, m->data_length);
+      if (o != 1) job->orientation = o;
+    }
+  }
   if (static_cast<int64_t>(cinfo->image_width) * cinfo->image_height > max_pixels) {
     job->error = "JPEG image of " + std::to_string(cinfo->image_width) + "x" + std::to_string(cinfo->image_height) +
                  " pixels is larger than the limit of " + std::to_string(max_pixels) + " pixels";
@@ -157,6 +166,7 @@ Expected<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageDecodeLi
     return Corrupt("not a readable JPEG image: {}", job->err.message);
   }
   if (job->err.truncated) return Corrupt("JPEG data is truncated (the file ends before the image does)");
+  if (job->orientation != 1) return ApplyExifOrientation(job->image, job->orientation);
   return std::move(job->image);
 }
 

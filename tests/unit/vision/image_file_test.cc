@@ -126,3 +126,57 @@ TEST(ImageFile, MissingFileNamesThePath) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// An APP1 segment holding a little- or big-endian TIFF with one IFD entry:
+// Orientation = `orientation`.
+std::vector<uint8_t> ExifSegment(int orientation, bool little) {
+  std::vector<uint8_t> tiff;
+  auto put16 = [&](uint32_t v) {
+    if (little) tiff.insert(tiff.end(), {uint8_t(v), uint8_t(v >> 8)});
+    else tiff.insert(tiff.end(), {uint8_t(v >> 8), uint8_t(v)});
+  };
+  auto put32 = [&](uint32_t v) {
+    if (little) put16(v & 0xffff), put16(v >> 16);
+    else put16(v >> 16), put16(v & 0xffff);
+  };
+  tiff.push_back(little ? 'I' : 'M');
+  tiff.push_back(little ? 'I' : 'M');
+  put16(42);
+  put32(8);
+  put16(1);
+  put16(0x0112), put16(3), put32(1), put16(orientation), put16(0);
+  put32(0);
+  std::vector<uint8_t> payload{'E', 'x', 'i', 'f', 0, 0};
+  payload.insert(payload.end(), tiff.begin(), tiff.end());
+  const size_t len = payload.size() + 2;
+  std::vector<uint8_t> seg{0xff, 0xe1, uint8_t(len >> 8), uint8_t(len)};
+  seg.insert(seg.end(), payload.begin(), payload.end());
+  return seg;
+}
+
+TEST(ImageFile, JpegExifOrientationIsApplied) {
+  // A 32x16 image, left half dark, right half bright.
+  Image img(32, 16);
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 32; ++x) std::fill_n(img.pixel(x, y), 3, x < 16 ? 20 : 230);
+  const auto jpeg = *EncodeJpeg(img, 95);
+  for (bool little : {true, false}) {
+    // Orientation 6: turned clockwise for display, 16x32, the bright half below.
+    std::vector<uint8_t> tagged(jpeg.begin(), jpeg.begin() + 2);
+    const auto seg = ExifSegment(6, little);
+    tagged.insert(tagged.end(), seg.begin(), seg.end());
+    tagged.insert(tagged.end(), jpeg.begin() + 2, jpeg.end());
+    auto r = DecodeImage(tagged.data(), tagged.size());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->width, 16);
+    ASSERT_EQ(r->height, 32);
+    EXPECT_LT(r->pixel(8, 4)[0], 60);
+    EXPECT_GT(r->pixel(8, 28)[0], 190);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
