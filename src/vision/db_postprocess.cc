@@ -149,8 +149,10 @@ Expected<std::vector<TextBox>> DbPostprocess(const float* prob, int map_width, i
     std::array<PointF, 4> mapped;
     for (int i = 0; i < 4; ++i) {
       const PointF p = grown[i];
-      mapped[i] = {std::clamp(std::round(p[0] / map_width * image_width), 0.0, static_cast<double>(image_width)),
-                   std::clamp(std::round(p[1] / map_height * image_height), 0.0, static_cast<double>(image_height))};
+      // Halves to even, as numpy's round.
+      mapped[i] = {std::clamp(std::nearbyint(p[0] / map_width * image_width), 0.0, static_cast<double>(image_width)),
+                   std::clamp(std::nearbyint(p[1] / map_height * image_height), 0.0,
+                              static_cast<double>(image_height))};
     }
     const auto ordered = OrderBoxCorners(mapped);
     TextBox box;

@@ -34,21 +34,35 @@ bool SolveHomography(const double src[4][2], const double dst[4][2], double h[9]
   return true;
 }
 
-void SampleBilinear(const Image& image, double x, double y, uint8_t out[3]) {
-  x = std::clamp(x, 0.0, image.width - 1.0);
-  y = std::clamp(y, 0.0, image.height - 1.0);
-  const int x0 = static_cast<int>(x), y0 = static_cast<int>(y);
-  const int x1 = std::min(x0 + 1, image.width - 1), y1 = std::min(y0 + 1, image.height - 1);
-  const double fx = x - x0, fy = y - y0;
-  const uint8_t* p00 = image.pixel(x0, y0);
-  const uint8_t* p01 = image.pixel(x1, y0);
-  const uint8_t* p10 = image.pixel(x0, y1);
-  const uint8_t* p11 = image.pixel(x1, y1);
-  for (int c = 0; c < 3; ++c) {
-    const double top = p00[c] + (p01[c] - p00[c]) * fx;
-    const double bottom = p10[c] + (p11[c] - p10[c]) * fx;
-    out[c] = static_cast<uint8_t>(std::clamp(std::lround(top + (bottom - top) * fy), 0L, 255L));
+// OpenCV's bicubic weights (A = -0.75) for a fractional offset t.
+void CubicWeights(double t, double w[4]) {
+  constexpr double A = -0.75;
+  w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
+  w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+  w[2] = ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1;
+  w[3] = 1 - w[0] - w[1] - w[2];
+}
+
+// Bicubic sampling with the image's edge pixels repeated outside it.
+void SampleBicubic(const Image& image, double x, double y, uint8_t out[3]) {
+  // Far outside, every tap is an edge pixel anyway.
+  x = std::clamp(x, -2.0, image.width + 1.0);
+  y = std::clamp(y, -2.0, image.height + 1.0);
+  const int x0 = static_cast<int>(std::floor(x)), y0 = static_cast<int>(std::floor(y));
+  double wx[4], wy[4];
+  CubicWeights(x - x0, wx);
+  CubicWeights(y - y0, wy);
+  double acc[3] = {0, 0, 0};
+  for (int j = 0; j < 4; ++j) {
+    const int sy = std::clamp(y0 - 1 + j, 0, image.height - 1);
+    for (int i = 0; i < 4; ++i) {
+      const int sx = std::clamp(x0 - 1 + i, 0, image.width - 1);
+      const uint8_t* p = image.pixel(sx, sy);
+      const double w = wx[i] * wy[j];
+      for (int c = 0; c < 3; ++c) acc[c] += w * p[c];
+    }
   }
+  for (int c = 0; c < 3; ++c) out[c] = static_cast<uint8_t>(std::clamp(std::lround(acc[c]), 0L, 255L));
 }
 
 }  // namespace
@@ -77,7 +91,7 @@ Expected<Image> CropTextBox(const Image& image, const std::array<std::array<floa
       const double w = h[6] * x + h[7] * y + h[8];
       if (std::fabs(w) < 1e-12) continue;
       const double sx = (h[0] * x + h[1] * y + h[2]) / w, sy = (h[3] * x + h[4] * y + h[5]) / w;
-      SampleBilinear(image, sx, sy, out.pixel(x, y));
+      SampleBicubic(image, sx, sy, out.pixel(x, y));
     }
   }
   if (height >= 1.5 * width) return Rotate90CounterClockwise(out);

@@ -3,7 +3,8 @@
 // top and bottom edges, height = the longer of the left and right edges
 // (both truncated to integers); the quadrilateral is mapped onto that
 // rectangle by the perspective transform through its four corners and
-// sampled bilinearly (edge pixels repeated outside the image); a crop at
+// sampled bicubically as OpenCV's INTER_CUBIC (edge pixels repeated outside
+// the image); a crop at
 // least 1.5 times as tall as wide is rotated 90 degrees counterclockwise
 // (vertical text read as a line).
 #pragma once
