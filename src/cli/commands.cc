@@ -19,6 +19,7 @@ void RegisterAll(CLI::App& app) {
   RegisterInspect(app);
   RegisterOcr(app);
   RegisterQuantize(app);
+  RegisterRun(app);
   RegisterServe(app);
   RegisterTokenize(app);
 }

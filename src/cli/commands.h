@@ -23,6 +23,7 @@ void RegisterGenerate(CLI::App& app);
 void RegisterInspect(CLI::App& app);
 void RegisterOcr(CLI::App& app);
 void RegisterQuantize(CLI::App& app);
+void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 

@@ -2,16 +2,17 @@
 // image; boxes, scores and classes as JSON, and optionally drawn.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/vision_models.h"
+#include "core/npy.h"
 #include "onnx/onnx_input_shape.h"
 #include "vision/detect_pipeline.h"
 #include "vision/image_file.h"
-#include "vision/npy_file.h"
 #include "vision/result_json.h"
 
 namespace kiln::cli {
@@ -54,7 +55,10 @@ Status RunDetect(const DetectArgs& a) {
   if (!a.raw_output.empty()) {
     // The head's output from elsewhere (another runtime) for this image
     // letterboxed to --input-size: decoded as if kiln had run the model.
-    KILN_ASSIGN_OR_RETURN(HostTensor head, ReadNpyFloat32(a.raw_output));
+    KILN_ASSIGN_OR_RETURN(NpyArray npy, ReadNpy(a.raw_output));
+    HostTensor head(TensorType{npy.dtype, npy.dims});
+    if (npy.data.size() != head.bytes.size()) return Internal("{}: .npy size mismatch", a.raw_output);
+    std::copy(npy.data.begin(), npy.data.end(), head.bytes.begin());
     const LetterboxGeometry g = ComputeLetterbox(image.width, image.height, a.input_size, a.input_size);
     KILN_ASSIGN_OR_RETURN(detections, DetectionsFromHead(head, g, options));
   } else {

@@ -168,8 +168,13 @@ void RegisterInspect(CLI::App& app) {
         fmt::print(stderr, "kiln inspect: {}\n", printed.ToString());
         SetExitCode(1);
       } else if (a->plan) {
-        fmt::print(stderr, "kiln inspect: --plan: ONNX graphs cannot be compiled yet\n");
-        SetExitCode(2);
+        Status plugins = LoadBackendPlugins(a->backend_plugins);
+        Status planned = plugins.ok() ? PrintOnnxPlan(a->model, a->input_shapes, a->backend, a->threads, a->nodes)
+                                      : plugins;
+        if (!planned.ok()) {
+          fmt::print(stderr, "kiln inspect: {}\n", planned.ToString());
+          SetExitCode(1);
+        }
       }
       return;
     }

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <map>
 
+#include "compiler/compiled_tensor_graph.h"
 #include "onnx/onnx_input_shape.h"
 #include "onnx/onnx_reader.h"
+#include "onnx/onnx_session.h"
 
 namespace kiln::cli {
 namespace {
@@ -88,6 +90,28 @@ Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>&
   fmt::print("op types: {}\n", CountsText(totals.op_counts));
   fmt::print("initializers: {} tensors, {} bytes ({})\n", totals.initializers, totals.initializer_bytes,
              CountsText(totals.initializer_types));
+  return Status::Ok();
+}
+
+Status PrintOnnxPlan(const std::string& path, const std::vector<std::string>& input_shapes,
+                     const std::string& backend, int threads, bool nodes) {
+  OnnxSessionOptions options;
+  for (const std::string& s : input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
+  options.backend = backend;
+  options.threads = threads;
+  KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(path, options));
+  std::vector<TensorType> types;
+  for (const OnnxTensorInfo& i : session->inputs()) {
+    for (int64_t d : i.dims) {
+      if (d < 0) {
+        return InvalidArgument("input {} has shape [{}]: fix it with --input-shape {}:DIMS to compile", i.name,
+                               DimsToString(i.dims), i.name);
+      }
+    }
+    types.push_back(TensorType{i.dtype, i.dims});
+  }
+  KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * compiled, session->Compiled(types));
+  fmt::print("\n{}", TensorPlanText(*compiled, nodes));
   return Status::Ok();
 }
 

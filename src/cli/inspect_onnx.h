@@ -16,4 +16,10 @@ bool IsOnnxPath(const std::string& path);
 // shapes), op-type counts and initializer bytes.
 Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>& input_shapes);
 
+// Compiles the model for `backend` at its input shapes (every dimension
+// fixed by the file or by --input-shape) and prints the plan of the four
+// stages; `nodes` adds a line per node.
+Status PrintOnnxPlan(const std::string& path, const std::vector<std::string>& input_shapes,
+                     const std::string& backend, int threads, bool nodes);
+
 }  // namespace kiln::cli

@@ -54,6 +54,8 @@ struct CompileReport {
   FuseReport fuse;
   LayoutReport layout;
   std::vector<BucketPlan> buckets;
+  // Tensor graphs: "images:1,3,640,640" (the shapes their one Program is for).
+  std::string input_shapes;
   std::map<int32_t, size_t> arena_bytes;  // allocated: max over buckets
   std::map<int32_t, std::string> domain_names;
   double compile_seconds = 0;

@@ -69,8 +69,8 @@ Status Legalize(Graph& g, const Backend& target, const Backend& cpu, const Shape
 
     std::string cpu_why;
     if (cpu.support().Match(g, node, &cpu_why) == nullptr) {
-      return Unsupported("node {} ({}): not supported by the {} backend either: {}", node.name, OpName(node.op),
-                         cpu.name(), cpu_why);
+      return Unsupported("node {} ({}): not supported by the {} backend either: {}", node.name,
+                         node.op == OpKind::kTensorOp ? node.op_type : OpName(node.op), cpu.name(), cpu_why);
     }
     node.backend = cpu.name();
     if (!cpu_target) {
@@ -78,6 +78,7 @@ Status Legalize(Graph& g, const Backend& target, const Backend& cpu, const Shape
       Fallback f;
       f.node = node.name;
       f.op = node.op;
+      f.op_type = node.op_type;
       f.reason = why_not;
       f.flops = cost.flops;
       // The node's activations cross to host memory and back (an upper

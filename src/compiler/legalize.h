@@ -18,6 +18,7 @@ class Backend;
 struct Fallback {
   std::string node;    // node name
   OpKind op = OpKind::kAdd;
+  std::string op_type;  // kTensorOp: the tensor op's name
   std::string reason;  // why the target refused it
   // Estimated at the cost shape: the work moved to the CPU, and the bytes
   // that cross between memory domains because of it.

@@ -56,7 +56,7 @@ Program::Program(ShapeEnv capacity, std::vector<Step> steps,
 Status Program::Run(const RunState& state, const DumpFn* dump) const {
   const SyncFault fault = g_sync_fault.load();
   ShapeEnv actual;
-  if (dump != nullptr) {
+  if (dump != nullptr && state.batch != nullptr) {
     actual.tokens = state.batch->num_tokens;
     actual.output_rows = state.batch->num_output_rows;
     actual.context_rows = state.context_rows;
@@ -85,7 +85,11 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
     for (const auto& [name, v] : step_outputs_[i]) {
       if (v.rows == RowSpace::kNone) continue;
       BoundValue shown = v;
-      if (v.is_output) {
+      if (v.io_slot >= 0) {
+        shown.data = v.Resolve(state);
+        shown.io_slot = -1;
+        shown.domain = HostMemory().id();
+      } else if (v.is_output) {
         shown.data = reinterpret_cast<uint8_t*>(state.logits);
         shown.row_stride = state.logits_stride;
         shown.domain = HostMemory().id();

@@ -40,10 +40,11 @@ std::string CompileReport::ToString(const Graph& g, bool per_node) const {
       flops += f.flops;
       bytes += f.bytes_moved;
     }
-    s += fmt::format("  fallbacks to cpu: {} nodes, per decoded token {} and {} moved between domains\n",
-                     legalize.fallbacks.size(), Flops(flops), Bytes(bytes));
+    s += fmt::format("  fallbacks to cpu: {} nodes, {} {} and {} moved between domains\n", legalize.fallbacks.size(),
+                     input_shapes.empty() ? "per decoded token" : "per run", Flops(flops), Bytes(bytes));
     for (const Fallback& f : legalize.fallbacks) {
-      s += fmt::format("    {:<44} {:<14} {:>12} {:>10}  {}\n", f.node, OpName(f.op), Flops(f.flops),
+      s += fmt::format("    {:<44} {:<14} {:>12} {:>10}  {}\n", f.node, f.op_type.empty() ? OpName(f.op) : f.op_type,
+                       Flops(f.flops),
                        Bytes(f.bytes_moved), f.reason);
     }
   }
@@ -74,7 +75,11 @@ std::string CompileReport::ToString(const Graph& g, bool per_node) const {
                                 Bytes(static_cast<double>(bytes)),
                                 Bytes(static_cast<double>(naive == b.naive_bytes.end() ? 0 : naive->second)));
     }
-    s += fmt::format("    bucket {:>5} tokens: {} steps,{}\n", b.env.tokens, b.steps, per_domain);
+    if (!input_shapes.empty()) {
+      s += fmt::format("    {}: {} steps,{}\n", input_shapes, b.steps, per_domain);
+    } else {
+      s += fmt::format("    bucket {:>5} tokens: {} steps,{}\n", b.env.tokens, b.steps, per_domain);
+    }
   }
   for (const auto& [d, bytes] : arena_bytes) {
     s += fmt::format("  allocated arena {}: {}\n", domain_names.count(d) ? domain_names.at(d) : "?",
@@ -82,9 +87,13 @@ std::string CompileReport::ToString(const Graph& g, bool per_node) const {
   }
 
   s += "\n[4 bind]\n";
-  s += fmt::format("  {} programs (token buckets", buckets.size());
-  for (const BucketPlan& b : buckets) s += fmt::format(" {}", b.env.tokens);
-  s += "); block tables, positions and lengths are runtime inputs\n";
+  if (!input_shapes.empty()) {
+    s += fmt::format("  1 program for input shapes {}; another shape compiles another\n", input_shapes);
+  } else {
+    s += fmt::format("  {} programs (token buckets", buckets.size());
+    for (const BucketPlan& b : buckets) s += fmt::format(" {}", b.env.tokens);
+    s += "); block tables, positions and lengths are runtime inputs\n";
+  }
 
   if (per_node) {
     s += "\n[placement]\n";

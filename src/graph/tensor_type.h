@@ -25,6 +25,7 @@ struct TensorType {
 
   bool operator==(const TensorType& o) const { return dtype == o.dtype && dims == o.dims; }
   bool operator!=(const TensorType& o) const { return !(*this == o); }
+  bool operator<(const TensorType& o) const { return dtype != o.dtype ? dtype < o.dtype : dims < o.dims; }
 };
 
 // "1,3,224,224" (for messages and plans).

@@ -530,4 +530,15 @@ Status DecodeModel(const uint8_t* data, size_t size, int max_depth, int64_t max_
   return Status::Ok();
 }
 
+Status DecodeTensorProto(const uint8_t* data, size_t size, int64_t max_items, Tensor* tensor) {
+  DecodeState state;
+  state.max_items = max_items;
+  Wire w(data, data + size, data, &state, 4);
+  if (!DecodeTensor(w, tensor) || !w.ok()) {
+    if (state.items > max_items) return ResourceExhausted("the tensor holds {}: larger than kiln reads", state.error);
+    return Corrupt("not a valid ONNX TensorProto ({} bytes; {})", size, state.error.empty() ? "malformed" : state.error);
+  }
+  return Status::Ok();
+}
+
 }  // namespace kiln::onnx_proto

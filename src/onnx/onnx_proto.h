@@ -159,4 +159,7 @@ struct Model {
 // well-formed ModelProto: truncated, mistyped fields, lengths beyond the end.
 Status DecodeModel(const uint8_t* data, size_t size, int max_depth, int64_t max_items, Model* model);
 
+// Decodes a lone TensorProto (a .pb file of the ONNX test data).
+Status DecodeTensorProto(const uint8_t* data, size_t size, int64_t max_items, Tensor* tensor);
+
 }  // namespace kiln::onnx_proto

@@ -6,6 +6,7 @@
 #include "onnx/onnx_graph_reader.h"
 #include "onnx/onnx_proto.h"
 #include "onnx/onnx_read_context.h"
+#include "onnx/onnx_tensor_reader.h"
 
 namespace kiln {
 namespace {
@@ -83,6 +84,29 @@ Expected<OnnxModel> ReadOnnxModel(const std::string& path, const OnnxReadOptions
   Expected<OnnxModel> model = ParseOnnxModel(file->data(), file->size(), dir, options);
   if (!model.ok()) return model.status().WithContext(path);
   return model;
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+Expected<OnnxTensor> ReadOnnxTensorFile(const std::string& path, const OnnxLimits& limits) {
+  std::error_code ec;
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return IoError("{}: {}", path, ec.message());
+  if (size > limits.max_file_bytes) return ResourceExhausted("{}: {} bytes, above the limit", path, size);
+  KILN_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  onnx_proto::Tensor proto;
+  Status decoded = onnx_proto::DecodeTensorProto(static_cast<const uint8_t*>(file->data()), file->size(),
+                                                 limits.max_proto_items, &proto);
+  if (!decoded.ok()) return decoded.WithContext(path);
+  OnnxReadOptions options;
+  options.limits = limits;
+  OnnxReadContext ctx;
+  ctx.options = &options;
+  auto t = ReadOnnxTensor(proto, "tensor", &ctx);
+  if (!t.ok()) return t.status().WithContext(path);
+  return t;
 }
 
 }  // namespace kiln

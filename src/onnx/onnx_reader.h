@@ -46,4 +46,8 @@ Expected<OnnxModel> ReadOnnxModel(const std::string& path, const OnnxReadOptions
 Expected<OnnxModel> ParseOnnxModel(const void* data, size_t size, const std::string& base_dir,
                                    const OnnxReadOptions& options = {});
 
+// Reads a file holding one TensorProto (ONNX's test data: input_0.pb). The
+// tensor must hold its data itself (no external data).
+Expected<OnnxTensor> ReadOnnxTensorFile(const std::string& path, const OnnxLimits& limits = {});
+
 }  // namespace kiln

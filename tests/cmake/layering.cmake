@@ -40,7 +40,7 @@ kiln_layering_case(quant core/half.h backend/backend.h)
 kiln_layering_case(tokenizer jinja/interpreter.h engine/llm_engine.h)
 # Grammars see the tokenizer's vocabulary; the engine that samples under them is above.
 kiln_layering_case(grammar tokenizer/tokenizer.h engine/llm_engine.h)
-# The ONNX reader reads files for the compiler; it knows nothing of the compiler.
-kiln_layering_case(onnx core/status.h compiler/compiled_model.h)
-# The vision pipelines run models through the ONNX session; they know nothing of the compiler.
-kiln_layering_case(vision onnx/onnx_session.h compiler/compiled_model.h)
+# The ONNX front end feeds the compiler; it knows nothing of the LLM engine.
+kiln_layering_case(onnx compiler/bind.h engine/llm_engine.h)
+# The vision pipelines run models through the ONNX session; they know nothing of the LLM engine.
+kiln_layering_case(vision onnx/onnx_session.h engine/llm_engine.h)

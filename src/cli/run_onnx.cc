@@ -1,0 +1,94 @@
+// `kiln run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR`: runs an
+// ONNX graph once on .npy inputs and writes every output as DIR/<name>.npy.
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/backend_plugin_flag.h"
+#include "cli/commands.h"
+#include "core/npy.h"
+#include "onnx/onnx_input_shape.h"
+#include "onnx/onnx_io_names.h"
+#include "onnx/onnx_reader.h"
+#include "onnx/onnx_session.h"
+
+namespace kiln::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> input_shapes;
+  std::string output_dir;
+  std::string backend = "cpu";
+  std::vector<std::string> backend_plugins;
+  int threads = 0;
+};
+
+Status RunOnnx(const RunArgs& a) {
+  KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
+  OnnxSessionOptions options;
+  for (const std::string& s : a.input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
+  options.backend = a.backend;
+  options.threads = a.threads;
+  std::map<std::string, HostTensor> feeds;
+  for (const std::string& spec : a.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("--input {}: expected NAME=FILE.npy", spec);
+    const std::string name = spec.substr(0, eq);
+    const std::string file = spec.substr(eq + 1);
+    HostTensor t;
+    if (file.size() > 3 && file.compare(file.size() - 3, 3, ".pb") == 0) {
+      // ONNX's test data: a TensorProto.
+      KILN_ASSIGN_OR_RETURN(OnnxTensor pb, ReadOnnxTensorFile(file));
+      t.type = TensorType{pb.dtype, pb.dims};
+      t.bytes.assign(pb.data.begin(), pb.data.end());
+    } else {
+      KILN_ASSIGN_OR_RETURN(NpyArray npy, ReadNpy(file));
+      t.type = TensorType{npy.dtype, npy.dims};
+      t.bytes.assign(npy.data.begin(), npy.data.end());
+    }
+    if (!feeds.emplace(name, std::move(t)).second) return InvalidArgument("--input {} given twice", name);
+  }
+  KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
+  std::string expected;
+  for (const OnnxTensorInfo& i : session->inputs()) {
+    expected += fmt::format(" {}:{}[{}]", i.name, DTypeName(i.dtype), DimsToString(i.dims));
+    if (!feeds.count(i.name)) return InvalidArgument("input {} has no --input (the model's inputs:{})", i.name, expected);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, session->Run(feeds));
+  std::error_code ec;
+  std::filesystem::create_directories(a.output_dir, ec);
+  if (ec) return InvalidArgument("--output-dir {}: {}", a.output_dir, ec.message());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const std::string path = (std::filesystem::path(a.output_dir) / TensorFileName(session->outputs()[j].name)).string();
+    KILN_RETURN_IF_ERROR(WriteNpy(path, outputs[j].type.dtype, outputs[j].type.dims, outputs[j].bytes.data(),
+                                  outputs[j].bytes.size()));
+    fmt::print("{} {} -> {}\n", session->outputs()[j].name, outputs[j].type.ToString(), path);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model once on .npy inputs, writing its outputs as .npy");
+  auto a = std::make_shared<RunArgs>();
+  cmd->add_option("model", a->model, "An .onnx file")->required();
+  cmd->add_option("--input", a->inputs, "NAME=FILE.npy (or an ONNX TensorProto FILE.pb): a graph input (repeatable)");
+  cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes an input's shape, e.g. images:1,3,640,640");
+  cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
+  cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
+  AddBackendPluginFlag(cmd, &a->backend_plugins);
+  cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  cmd->callback([a]() {
+    Status s = RunOnnx(*a);
+    if (!s.ok()) {
+      fmt::print(stderr, "kiln run: {}\n", s.ToString());
+      SetExitCode(1);
+    }
+  });
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,142 @@
+// Compiling and running a tensor graph.
+#include "compiler/compiled_tensor_graph.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "compiler/bind.h"
+#include "compiler/tensor_fusions.h"
+#include "compiler/tensor_rewrites.h"
+#include "core/cpu_info.h"
+#include "core/thread_pool.h"
+
+namespace kiln {
+
+CompiledTensorGraph::~CompiledTensorGraph() = default;
+
+Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Graph graph, std::vector<ValueId> inputs,
+                                                                            std::vector<ValueId> outputs,
+                                                                            const TensorCompileOptions& options,
+                                                                            std::vector<std::string> folded) {
+  auto start = std::chrono::steady_clock::now();
+  auto m = std::unique_ptr<CompiledTensorGraph>(new CompiledTensorGraph());
+  m->graph_ = std::move(graph);
+  m->inputs_ = std::move(inputs);
+  m->outputs_ = std::move(outputs);
+  Graph& g = m->graph_;
+  BackendRegistry& backends = BackendRegistry::Get();
+  Backend* target = backends.Find(options.backend);
+  if (target == nullptr) {
+    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
+                    "or KILN_BACKEND_PATH)",
+                    options.backend, backends.Names());
+  }
+  if (options.precision != Precision::kFp32) {
+    return Unsupported("precision {}: ONNX graphs compile in fp32 for now", PrecisionName(options.precision));
+  }
+  CompileReport& report = m->report_;
+  report.backend = target->name();
+  report.precision = options.precision;
+  report.threads = options.threads;
+  for (Backend* b : backends.All()) report.domain_names[b->domain().id()] = b->domain().name();
+  for (std::string& f : folded) report.legalize.rewrites.push_back(std::move(f));
+
+  // Stage 1: legalize: the rewrites every target gets, then placement (the
+  // cost shape of a tensor graph is the graph itself).
+  KILN_RETURN_IF_ERROR(RewriteTensorGraph(g, &report.legalize.rewrites));
+  const ShapeEnv env{1, 1, 1, 1};
+  KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), env, &report.legalize));
+  // Stage 3: fuse.
+  if (options.fuse) KILN_RETURN_IF_ERROR(FuseTensorOps(g, backends, &report.fuse.fusions));
+  report.fuse.precision.push_back("fp32 throughout (softmax and normalizations in fp32)");
+  // Stage 2: domains, transfers, the arena.
+  KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
+  KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
+  report.arena_bytes = plan.arena_bytes;
+  std::map<int32_t, uint8_t*> bases;
+  for (auto& [d, bytes] : plan.arena_bytes) {
+    MemoryDomain* domain = nullptr;
+    for (Backend* b : backends.All()) {
+      if (b->domain().id() == d) domain = &b->domain();
+    }
+    if (domain == nullptr) return Internal("no backend owns memory domain {}", d);
+    KILN_ASSIGN_OR_RETURN(DomainBuffer buf, DomainBuffer::Allocate(*domain, bytes));
+    bases[d] = buf.data();
+    m->arenas_.push_back(std::move(buf));
+  }
+  // Stage 4: bind.
+  BindInputs in;
+  in.graph = &g;
+  in.plan = &plan;
+  in.arena_base = bases;
+  in.packed = &m->packed_;
+  in.backends = &backends;
+  KILN_ASSIGN_OR_RETURN(m->program_, BindProgram(in));
+  report.buckets.push_back({plan.env, plan.arena_bytes, plan.naive_bytes, m->program_->steps().size()});
+  for (const Node& n : g.nodes()) m->flops_ += EstimateCost(g, n, env).flops;
+  m->io_.resize(m->inputs_.size() + m->outputs_.size());
+  report.isa = GetCpuInfo().BestIsa();
+  std::vector<std::string> shapes;
+  for (ValueId v : m->inputs_) shapes.push_back(g.value(v).name + ":" + DimsToString(g.value(v).dims));
+  report.input_shapes = fmt::format("{}", fmt::join(shapes, " "));
+  report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+std::vector<TensorType> CompiledTensorGraph::input_types() const {
+  std::vector<TensorType> t;
+  for (ValueId v : inputs_) t.push_back(graph_.value(v).tensor_type());
+  return t;
+}
+
+std::vector<TensorType> CompiledTensorGraph::output_types() const {
+  std::vector<TensorType> t;
+  for (ValueId v : outputs_) t.push_back(graph_.value(v).tensor_type());
+  return t;
+}
+
+Status CompiledTensorGraph::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                                ThreadPool* pool, const DumpFn* dump) {
+  if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
+    return InvalidArgument("run: {} inputs and {} outputs given, the graph has {} and {}", inputs.size(),
+                           outputs.size(), inputs_.size(), outputs_.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr && graph_.value(inputs_[i]).cols > 0) {
+      return InvalidArgument("run: no buffer for input {}", graph_.value(inputs_[i]).name);
+    }
+    io_[i] = const_cast<void*>(inputs[i]);  // only read
+  }
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (outputs[j] == nullptr && graph_.value(outputs_[j]).cols > 0) {
+      return InvalidArgument("run: no buffer for output {}", graph_.value(outputs_[j]).name);
+    }
+    io_[inputs.size() + j] = outputs[j];
+  }
+  Status error;
+  RunState state;
+  state.pool = pool;
+  state.tensor_io = io_.data();
+  state.tensor_error = &error;
+  KILN_RETURN_IF_ERROR(program_->Run(state, dump));
+  return error;
+}
+
+std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
+  const Graph& g = compiled.graph();
+  std::string s = compiled.report().ToString(g, false);
+  if (!per_node) return s;
+  s += "\n[nodes]\n";
+  for (const Node& n : g.nodes()) {
+    std::string out;
+    for (ValueId o : n.outputs) out += (out.empty() ? "" : " ") + g.value(o).tensor_type().ToString();
+    const std::string op = n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op);
+    std::string fused = n.fused_from.empty() ? "" : fmt::format("  (fused {})", fmt::join(n.fused_from, ", "));
+    s += fmt::format("  {:<40} {:<18} {:<10} {}{}\n", n.name, op, n.backend, out, fused);
+  }
+  return s;
+}
+
+}  // namespace kiln

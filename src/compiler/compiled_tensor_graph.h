@@ -1,0 +1,66 @@
+// An N-dimensional tensor graph (an imported ONNX model at one set of input
+// shapes) compiled for this machine: the four stages once, then one Program
+// that runs on the caller's input and output buffers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/compiled_model.h"
+#include "core/status.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+class ThreadPool;
+
+struct TensorCompileOptions {
+  std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
+  Precision precision = Precision::kFp32;
+  bool fuse = true;  // conv + bias + activation (+ residual), and the other tensor fusions
+  int threads = 0;   // the threads runs will use (for the report)
+};
+
+class CompiledTensorGraph {
+ public:
+  // `inputs`/`outputs`: the graph's input and output values, whose io_slot
+  // is their index (inputs first, then outputs). `folded`: what the
+  // importer folded, for the plan.
+  static Expected<std::unique_ptr<CompiledTensorGraph>> Compile(Graph graph, std::vector<ValueId> inputs,
+                                                                std::vector<ValueId> outputs,
+                                                                const TensorCompileOptions& options,
+                                                                std::vector<std::string> folded = {});
+  ~CompiledTensorGraph();
+
+  const Graph& graph() const { return graph_; }
+  const CompileReport& report() const { return report_; }
+  std::vector<TensorType> input_types() const;
+  std::vector<TensorType> output_types() const;
+  // Floating-point operations of one run (for GFLOP/s).
+  double flops() const { return flops_; }
+
+  // One run: reads inputs[i] (of input_types()[i]) and writes outputs[j].
+  // Errors a kernel reports from run-time values (an index out of range)
+  // come back here. Not reentrant.
+  Status Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, ThreadPool* pool,
+             const DumpFn* dump = nullptr);
+
+ private:
+  CompiledTensorGraph() = default;
+
+  Graph graph_;
+  std::vector<ValueId> inputs_, outputs_;
+  CompileReport report_;
+  PackedWeights packed_;
+  std::vector<DomainBuffer> arenas_;
+  std::unique_ptr<Program> program_;
+  std::vector<void*> io_;  // per run, sized once
+  double flops_ = 0;
+};
+
+// The plan text of a tensor graph: CompileReport::ToString plus the folded
+// nodes and, per node, its placement, implementation and output type.
+std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node);
+
+}  // namespace kiln

@@ -1,0 +1,157 @@
+// Loading, compiling per input shape, and running ONNX models.
+#include "onnx/onnx_session.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/compiled_tensor_graph.h"
+#include "core/thread_pool.h"
+#include "onnx/onnx_import.h"
+#include "onnx/onnx_reader.h"
+
+namespace kiln {
+
+struct OnnxSession::Impl {
+  OnnxModel model;
+  OnnxSessionOptions options;
+  std::vector<OnnxTensorInfo> inputs, outputs;
+  std::map<std::vector<TensorType>, std::unique_ptr<CompiledTensorGraph>> compiled;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+OnnxSession::OnnxSession() : impl_(std::make_unique<Impl>()) {}
+OnnxSession::~OnnxSession() = default;
+
+namespace {
+
+OnnxTensorInfo InfoOf(const OnnxValueInfo& v) {
+  OnnxTensorInfo info;
+  info.name = v.name;
+  info.dtype = v.dtype.value_or(DType::kF32);
+  if (v.shape) {
+    for (const OnnxDim& d : *v.shape) info.dims.push_back(d.is_static() ? *d.value : -1);
+  }
+  return info;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path, const OnnxSessionOptions& options) {
+  auto s = std::unique_ptr<OnnxSession>(new OnnxSession());
+  Impl& m = *s->impl_;
+  OnnxReadOptions read;
+  read.input_shapes = options.input_shapes;
+  KILN_ASSIGN_OR_RETURN(m.model, ReadOnnxModel(path, read));
+  m.options = options;
+  for (const OnnxValueInfo& v : m.model.graph.inputs) {
+    if (!v.dtype) return InvalidArgument("{}: input {} has no element type", path, v.name);
+    m.inputs.push_back(InfoOf(v));
+  }
+  for (const OnnxValueInfo& v : m.model.graph.outputs) m.outputs.push_back(InfoOf(v));
+  m.pool = std::make_unique<ThreadPool>(options.threads);
+  // Inputs whose every dimension is known: compile now, so a bad graph
+  // fails at load.
+  std::vector<TensorType> types;
+  bool all_static = true;
+  for (const OnnxTensorInfo& i : m.inputs) {
+    for (int64_t d : i.dims) all_static = all_static && d >= 0;
+    types.push_back(TensorType{i.dtype, i.dims});
+  }
+  if (all_static) KILN_RETURN_IF_ERROR(s->Compiled(types).status());
+  return s;
+}
+
+const std::vector<OnnxTensorInfo>& OnnxSession::inputs() const { return impl_->inputs; }
+const std::vector<OnnxTensorInfo>& OnnxSession::outputs() const { return impl_->outputs; }
+
+Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorType>& types) {
+  Impl& m = *impl_;
+  if (types.size() != m.inputs.size()) {
+    return InvalidArgument("the model takes {} inputs, {} given", m.inputs.size(), types.size());
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    const OnnxTensorInfo& info = m.inputs[i];
+    if (types[i].dtype != info.dtype) {
+      return InvalidArgument("input {}: dtype {} given, the model takes {}", info.name, DTypeName(types[i].dtype),
+                             DTypeName(info.dtype));
+    }
+    bool fits = types[i].dims.size() == info.dims.size();
+    for (size_t d = 0; fits && d < info.dims.size(); ++d) {
+      fits = types[i].dims[d] >= 0 && (info.dims[d] < 0 || info.dims[d] == types[i].dims[d]);
+    }
+    if (!fits) {
+      return InvalidArgument("input {}: shape [{}] given, the model takes [{}] (-1: any size)", info.name,
+                             DimsToString(types[i].dims), DimsToString(info.dims));
+    }
+  }
+  auto it = m.compiled.find(types);
+  if (it != m.compiled.end()) return it->second.get();
+  KILN_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxGraph(m.model, types));
+  TensorCompileOptions options;
+  options.backend = m.options.backend;
+  options.precision = m.options.precision;
+  options.threads = m.pool->num_threads();
+  KILN_ASSIGN_OR_RETURN(auto compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
+                                                                    imported.outputs, options,
+                                                                    std::move(imported.folded)));
+  CompiledTensorGraph* raw = compiled.get();
+  m.compiled.emplace(types, std::move(compiled));
+  return raw;
+}
+
+Expected<std::vector<TensorType>> OnnxSession::OutputTypes(const std::vector<TensorType>& inputs) {
+  KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * c, Compiled(inputs));
+  return c->output_types();
+}
+
+Status OnnxSession::Run(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
+  std::vector<TensorType> types;
+  std::vector<const void*> in;
+  for (const TensorRef& r : inputs) {
+    types.push_back(r.type);
+    in.push_back(r.data);
+  }
+  KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * c, Compiled(types));
+  const std::vector<TensorType> want = c->output_types();
+  if (outputs.size() != want.size()) {
+    return InvalidArgument("the model has {} outputs, {} buffers given", want.size(), outputs.size());
+  }
+  std::vector<void*> out;
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (outputs[j].type != want[j]) {
+      return InvalidArgument("output {}: buffer of {} given, the output is {}", impl_->outputs[j].name,
+                             outputs[j].type.ToString(), want[j].ToString());
+    }
+    out.push_back(outputs[j].data);
+  }
+  return c->Run(in, out, impl_->pool.get());
+}
+
+Expected<std::vector<HostTensor>> OnnxSession::Run(const std::map<std::string, HostTensor>& inputs) {
+  std::vector<TensorRef> refs;
+  for (const OnnxTensorInfo& info : impl_->inputs) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) return InvalidArgument("input {} is missing", info.name);
+    if (it->second.bytes.size() != it->second.type.Bytes()) {
+      return InvalidArgument("input {}: {} bytes for {}", info.name, it->second.bytes.size(), it->second.type.ToString());
+    }
+    refs.push_back(TensorRef{it->second.type, const_cast<uint8_t*>(it->second.bytes.data())});
+  }
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const OnnxTensorInfo& info : impl_->inputs) known = known || info.name == name;
+    if (!known) return InvalidArgument("the model has no input named {}", name);
+  }
+  std::vector<TensorType> types;
+  for (const TensorRef& r : refs) types.push_back(r.type);
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, OutputTypes(types));
+  std::vector<HostTensor> outputs;
+  std::vector<TensorRef> out_refs;
+  for (const TensorType& t : out_types) outputs.emplace_back(t);
+  for (HostTensor& h : outputs) out_refs.push_back(h.ref());
+  KILN_RETURN_IF_ERROR(Run(refs, out_refs));
+  return outputs;
+}
+
+}  // namespace kiln
