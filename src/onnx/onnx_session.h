@@ -39,9 +39,14 @@ struct OnnxSessionOptions {
   // `--input-shape`: dims for inputs whose declared shape is symbolic or
   // missing (or to replace it).
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Inputs whose values are fixed at compile time: a shape, scales or
+  // pads fed as a graph input, which kiln's static shapes need to know. A
+  // run must pass the same values.
+  std::map<std::string, HostTensor> fixed_inputs;
   std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
   Precision precision = Precision::kFp32;
-  int threads = 0;  // 0: physical cores
+  int threads = 0;    // 0: physical cores
+  bool fuse = true;   // the fuse stage's conv epilogues (off: for kiln diff)
 };
 
 // A graph input or output as a caller sees it: its name and its type, with
@@ -53,6 +58,7 @@ struct OnnxTensorInfo {
 };
 
 class CompiledTensorGraph;
+class ThreadPool;
 
 class OnnxSession {
  public:
@@ -76,6 +82,8 @@ class OnnxSession {
 
   // The compiled Program of these input shapes (for --plan, kiln diff, bench).
   Expected<CompiledTensorGraph*> Compiled(const std::vector<TensorType>& inputs);
+  // The threads runs use (for running a Compiled() graph directly).
+  ThreadPool* pool();
 
  private:
   OnnxSession();
