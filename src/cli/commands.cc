@@ -12,10 +12,12 @@ int ExitCode() { return g_exit_code; }
 void RegisterAll(CLI::App& app) {
   RegisterBackends(app);
   RegisterBench(app);
+  RegisterDetect(app);
   RegisterDiff(app);
   RegisterEval(app);
   RegisterGenerate(app);
   RegisterInspect(app);
+  RegisterOcr(app);
   RegisterQuantize(app);
   RegisterRun(app);
   RegisterServe(app);

@@ -16,10 +16,12 @@ int ExitCode();
 // Subcommands.
 void RegisterBackends(CLI::App& app);
 void RegisterBench(CLI::App& app);
+void RegisterDetect(CLI::App& app);
 void RegisterDiff(CLI::App& app);
 void RegisterEval(CLI::App& app);
 void RegisterGenerate(CLI::App& app);
 void RegisterInspect(CLI::App& app);
+void RegisterOcr(CLI::App& app);
 void RegisterQuantize(CLI::App& app);
 void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);

@@ -42,3 +42,5 @@ kiln_layering_case(tokenizer jinja/interpreter.h engine/llm_engine.h)
 kiln_layering_case(grammar tokenizer/tokenizer.h engine/llm_engine.h)
 # The ONNX front end feeds the compiler; it knows nothing of the LLM engine.
 kiln_layering_case(onnx compiler/bind.h engine/llm_engine.h)
+# The vision pipelines run models through the ONNX session; they know nothing of the LLM engine.
+kiln_layering_case(vision onnx/onnx_session.h engine/llm_engine.h)

