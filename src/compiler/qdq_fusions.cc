@@ -91,6 +91,38 @@ std::optional<std::vector<float>> BiasOf(const Graph& g, const Node& conv, int64
   return out;
 }
 
+// The conv's bias as int32 per output channel when it is
+// DequantizeLinear(int32 constant) with zero points 0: the form a quantizer
+// writes with bias scale sx * sw, added to the int32 sums as it is.
+const TensorData* IntegerBias(const Graph& g, const Node& conv, int64_t channels) {
+  if (conv.inputs.size() < 3 || conv.inputs[2] == kNoValue) return nullptr;
+  const Node* dq = DequantizeOf(g, conv.inputs[2]);
+  if (dq == nullptr || !ZeroPointConstant(g, *dq)) return nullptr;
+  const TensorData* q = ConstantOf(g, dq->inputs[0]);
+  if (q == nullptr || q->type().dtype != DType::kI32 || q->type().ElementCount() != channels) return nullptr;
+  if (const TensorData* zp = ConstantOf(g, ZeroPointOf(*dq))) {
+    for (int64_t i = 0; i < zp->type().ElementCount(); ++i) {
+      if (zp->As<int32_t>()[i] != 0) return nullptr;
+    }
+  }
+  return q;
+}
+
+// The QuantizeLinear that alone reads `y`, with a constant scalar f32 scale
+// and a constant scalar (or absent) zero point; else null.
+Node* RequantizeOf(Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId y) {
+  if (g.value(y).is_output || consumers[static_cast<size_t>(y)].size() != 1) return nullptr;
+  Node& q = g.nodes()[static_cast<size_t>(consumers[static_cast<size_t>(y)][0])];
+  if (q.dead || q.op != OpKind::kTensorOp || q.op_type != "QuantizeLinear" || q.inputs[0] != y) return nullptr;
+  const TensorData* s = ConstantOf(g, q.inputs[1]);
+  if (s == nullptr || s->type().dtype != DType::kF32 || s->type().ElementCount() != 1) return nullptr;
+  if (q.inputs.size() >= 3 && q.inputs[2] != kNoValue) {
+    const TensorData* z = ConstantOf(g, q.inputs[2]);
+    if (z == nullptr || z->type().ElementCount() != 1) return nullptr;
+  }
+  return &q;
+}
+
 Node TensorNode(const Node& like, std::string op_type, std::string name, std::vector<ValueId> inputs,
                 ValueId output) {
   Node n;
@@ -104,7 +136,9 @@ Node TensorNode(const Node& like, std::string op_type, std::string name, std::ve
 }
 
 // The nodes that replace `conv`, or nothing when it is not a QDQ convolution.
-std::vector<Node> RewriteConv(Graph& g, const Node& conv) {
+std::vector<Node> RewriteConv(Graph& g, const std::vector<std::vector<int32_t>>& consumers, const Node& conv,
+                              bool* requantized) {
+  *requantized = false;
   if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return {};
   const Node* xdq = DequantizeOf(g, conv.inputs[0]);
   const Node* wdq = DequantizeOf(g, conv.inputs[1]);
@@ -114,7 +148,7 @@ std::vector<Node> RewriteConv(Graph& g, const Node& conv) {
   if (w == nullptr || !IsInt8(w->type().dtype) || ConstantOf(g, xq) != nullptr || !IsInt8(g.value(xq).dtype)) {
     return {};
   }
-  const Value& y = g.value(conv.outputs[0]);
+  const Value y = g.value(conv.outputs[0]);  // a copy: adding values reallocates them
   if (y.dtype != DType::kF32 || y.dims.size() < 3 || w->type().dims.size() != y.dims.size()) return {};
   const int64_t channels = y.dims[1];
   if (w->type().dims[0] != channels) return {};
@@ -132,6 +166,47 @@ std::vector<Node> RewriteConv(Graph& g, const Node& conv) {
       // Per-channel zero points must run along axis 0 as the scales do.
       if (n != channels || ConstantOf(g, wdq->inputs[1])->type().ElementCount() != channels) return {};
     }
+  }
+  // Followed by QuantizeLinear (and the bias integer or absent): requantize
+  // as a QLinearConv does, y_q = round(float(sums + bias) * (sx * sw / sy)) + zy.
+  Node* requant = RequantizeOf(g, consumers, conv.outputs[0]);
+  const TensorData* int_bias = IntegerBias(g, conv, channels);
+  const bool has_any_bias = conv.inputs.size() >= 3 && conv.inputs[2] != kNoValue;
+  if (requant != nullptr && (!has_any_bias || int_bias != nullptr)) {
+    const float sy = ConstantOf(g, requant->inputs[1])->As<float>()[0];
+    std::vector<float> multiplier(static_cast<size_t>(channels));
+    for (int64_t o = 0; o < channels; ++o) {
+      multiplier[static_cast<size_t>(o)] = (*sx)[0] * (*sw)[static_cast<size_t>(o)] / sy;
+    }
+    std::vector<int64_t> per_channel(y.dims.size(), 1);
+    per_channel[1] = channels;
+    std::vector<Node> out;
+    ValueId acc = g.AddTensorValue(conv.name + ".acc_i32", TensorType{DType::kI32, y.dims});
+    Node ci = TensorNode(conv, "ConvInteger", conv.name, {xq, wq, ZeroPointOf(*xdq), ZeroPointOf(*wdq)}, acc);
+    while (!ci.inputs.empty() && ci.inputs.back() == kNoValue) ci.inputs.pop_back();
+    ci.named_attrs = conv.named_attrs;
+    ci.fused_from = {xdq->name, wdq->name, conv.name, requant->name};
+    out.push_back(std::move(ci));
+    if (int_bias != nullptr) {
+      std::vector<int32_t> b(int_bias->As<int32_t>(), int_bias->As<int32_t>() + channels);
+      const ValueId bc = g.AddConstant(conv.name + ".qdq_bias_i32", TensorData::FromValues(DType::kI32, per_channel, b));
+      const ValueId biased = g.AddTensorValue(conv.name + ".acc_bias_i32", TensorType{DType::kI32, y.dims});
+      out.push_back(TensorNode(conv, "Add", conv.name + ".bias", {acc, bc}, biased));
+      acc = biased;
+    }
+    const ValueId accf = g.AddTensorValue(conv.name + ".acc_f32", TensorType{DType::kF32, y.dims});
+    Node cast = TensorNode(conv, "Cast", conv.name + ".to_f32", {acc}, accf);
+    cast.named_attrs.SetInt("to", 1);  // ONNX FLOAT
+    out.push_back(std::move(cast));
+    const ValueId m =
+        g.AddConstant(conv.name + ".qdq_multiplier", TensorData::FromValues(DType::kF32, per_channel, multiplier));
+    const ValueId steps = g.AddTensorValue(conv.name + ".quant_steps", TensorType{DType::kF32, y.dims});
+    out.push_back(TensorNode(conv, "Mul", conv.name + ".requantize", {accf, m}, steps));
+    // The QuantizeLinear now only rounds, adds its zero point and saturates.
+    requant->inputs[0] = steps;
+    requant->inputs[1] = g.AddConstant(conv.name + ".unit_scale", TensorData::FromValues(DType::kF32, {}, std::vector<float>{1.0f}));
+    *requantized = true;
+    return out;
   }
   bool has_bias = false;
   auto bias = BiasOf(g, conv, channels, &has_bias);
@@ -168,14 +243,19 @@ std::vector<Node> RewriteConv(Graph& g, const Node& conv) {
 
 Status FuseQdqConvolutions(Graph& g, std::vector<std::string>* log) {
   std::map<size_t, std::vector<Node>> replaced;
+  const auto consumers = g.Consumers();
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
     if (n.dead || n.op != OpKind::kTensorOp || n.op_type != "Conv") continue;
-    std::vector<Node> with = RewriteConv(g, n);
+    bool requantized = false;
+    std::vector<Node> with = RewriteConv(g, consumers, n, &requantized);
     if (with.empty()) continue;
-    log->push_back(fmt::format("Conv {}: DequantizeLinear inputs fused, runs as ConvInteger (exact int32 sums) "
-                               "scaled to f32",
-                               n.name));
+    log->push_back(requantized ? fmt::format("Conv {}: DequantizeLinear inputs and QuantizeLinear output fused, "
+                                             "runs as ConvInteger (exact int32 sums) requantized",
+                                             n.name)
+                               : fmt::format("Conv {}: DequantizeLinear inputs fused, runs as ConvInteger (exact "
+                                             "int32 sums) scaled to f32",
+                                             n.name));
     replaced[i] = std::move(with);
   }
   if (replaced.empty()) return Status::Ok();
