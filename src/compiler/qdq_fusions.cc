@@ -1,4 +1,4 @@
-// QDQ convolutions on integer kernels (see qdq_fusions.h).
+// QDQ convolutions and matrix products on integer kernels (see qdq_fusions.h).
 #include "compiler/qdq_fusions.h"
 
 #include <cstdint>
@@ -135,127 +135,199 @@ Node TensorNode(const Node& like, std::string op_type, std::string name, std::ve
   return n;
 }
 
-// The nodes that replace `conv`, or nothing when it is not a QDQ convolution.
-std::vector<Node> RewriteConv(Graph& g, const std::vector<std::vector<int32_t>>& consumers, const Node& conv,
-                              bool* requantized) {
-  *requantized = false;
-  if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return {};
-  const Node* xdq = DequantizeOf(g, conv.inputs[0]);
-  const Node* wdq = DequantizeOf(g, conv.inputs[1]);
-  if (xdq == nullptr || wdq == nullptr) return {};
-  const ValueId xq = xdq->inputs[0], wq = wdq->inputs[0];
-  const TensorData* w = ConstantOf(g, wq);
-  if (w == nullptr || !IsInt8(w->type().dtype) || ConstantOf(g, xq) != nullptr || !IsInt8(g.value(xq).dtype)) {
-    return {};
+// A convolution or matrix product over DequantizeLinear'd int8 inputs,
+// matched: the integer op that computes its sums and the dequantization
+// parameters per output channel.
+struct IntegerProduct {
+  Node op;                           // ConvInteger or MatMulInteger; its output is set later
+  int64_t channels = 0;              // output channels (conv axis 1, matrix columns)
+  std::vector<int64_t> per_channel;  // the broadcast shape of per-channel constants
+  float sx = 0;
+  std::vector<float> sw;
+  std::vector<std::string> fused_from;
+};
+
+// The activation's DequantizeLinear: a non-constant int8 tensor, one constant
+// scale, a constant scalar zero point.
+const Node* ActivationDequantize(const Graph& g, ValueId v, float* sx) {
+  const Node* dq = DequantizeOf(g, v);
+  if (dq == nullptr) return nullptr;
+  const ValueId xq = dq->inputs[0];
+  if (ConstantOf(g, xq) != nullptr || !IsInt8(g.value(xq).dtype) || !ZeroPointConstant(g, *dq)) return nullptr;
+  if (const TensorData* zx = ConstantOf(g, ZeroPointOf(*dq)); zx != nullptr && zx->type().ElementCount() != 1) {
+    return nullptr;
   }
-  const Value y = g.value(conv.outputs[0]);  // a copy: adding values reallocates them
-  if (y.dtype != DType::kF32 || y.dims.size() < 3 || w->type().dims.size() != y.dims.size()) return {};
-  const int64_t channels = y.dims[1];
-  if (w->type().dims[0] != channels) return {};
-  // The activation's parameters: one scale, a constant zero point.
-  auto sx = ChannelScales(g, *xdq, static_cast<int64_t>(g.value(xq).dims.size()), -1, 1);
-  if (!sx || !ZeroPointConstant(g, *xdq) || !ZeroPointConstant(g, *wdq)) return {};
-  if (const TensorData* zx = ConstantOf(g, ZeroPointOf(*xdq)); zx != nullptr && zx->type().ElementCount() != 1) {
-    return {};
-  }
-  auto sw = ChannelScales(g, *wdq, static_cast<int64_t>(w->type().dims.size()), 0, channels);
-  if (!sw) return {};
-  if (const TensorData* zw = ConstantOf(g, ZeroPointOf(*wdq))) {
+  auto s = ChannelScales(g, *dq, static_cast<int64_t>(g.value(xq).dims.size()), -1, 1);
+  if (!s) return nullptr;
+  *sx = (*s)[0];
+  return dq;
+}
+
+// The weights' DequantizeLinear: a constant int8 tensor whose scale (and zero
+// point) is per tensor or per channel along `axis`.
+const Node* WeightDequantize(const Graph& g, ValueId v, int64_t axis, int64_t channels, std::vector<float>* sw) {
+  const Node* dq = DequantizeOf(g, v);
+  if (dq == nullptr || !ZeroPointConstant(g, *dq)) return nullptr;
+  const TensorData* w = ConstantOf(g, dq->inputs[0]);
+  if (w == nullptr || !IsInt8(w->type().dtype)) return nullptr;
+  auto s = ChannelScales(g, *dq, static_cast<int64_t>(w->type().dims.size()), axis, channels);
+  if (!s) return nullptr;
+  if (const TensorData* zw = ConstantOf(g, ZeroPointOf(*dq))) {
     const int64_t n = zw->type().ElementCount();
-    if (n != 1) {
-      // Per-channel zero points must run along axis 0 as the scales do.
-      if (n != channels || ConstantOf(g, wdq->inputs[1])->type().ElementCount() != channels) return {};
-    }
+    if (n != 1 && (n != channels || ConstantOf(g, dq->inputs[1])->type().ElementCount() != channels)) return nullptr;
   }
-  // Followed by QuantizeLinear (and the bias integer or absent): requantize
-  // as a QLinearConv does, y_q = round(float(sums + bias) * (sx * sw / sy)) + zy.
-  Node* requant = RequantizeOf(g, consumers, conv.outputs[0]);
-  const TensorData* int_bias = IntegerBias(g, conv, channels);
-  const bool has_any_bias = conv.inputs.size() >= 3 && conv.inputs[2] != kNoValue;
-  if (requant != nullptr && (!has_any_bias || int_bias != nullptr)) {
+  *sw = std::move(*s);
+  return dq;
+}
+
+std::optional<IntegerProduct> MatchConv(const Graph& g, const Node& conv) {
+  if (conv.inputs.size() < 2) return std::nullopt;
+  const std::vector<int64_t>& y = g.value(conv.outputs[0]).dims;
+  if (y.size() < 3) return std::nullopt;
+  IntegerProduct p;
+  p.channels = y[1];
+  const Node* xdq = ActivationDequantize(g, conv.inputs[0], &p.sx);
+  const Node* wdq = WeightDequantize(g, conv.inputs[1], 0, p.channels, &p.sw);
+  if (xdq == nullptr || wdq == nullptr) return std::nullopt;
+  const TensorType& w = ConstantOf(g, wdq->inputs[0])->type();
+  if (w.dims.size() != y.size() || w.dims[0] != p.channels) return std::nullopt;
+  p.per_channel.assign(y.size(), 1);
+  p.per_channel[1] = p.channels;
+  p.op = TensorNode(conv, "ConvInteger", conv.name,
+                    {xdq->inputs[0], wdq->inputs[0], ZeroPointOf(*xdq), ZeroPointOf(*wdq)}, kNoValue);
+  p.op.named_attrs = conv.named_attrs;
+  p.fused_from = {xdq->name, wdq->name, conv.name};
+  return p;
+}
+
+// MatMul(x, W) and Gemm(x, W[, C]) with alpha = beta = 1, x not transposed;
+// W [K, N] (or [N, K] under transB, transposed here).
+std::optional<IntegerProduct> MatchMatMul(Graph& g, const Node& mm) {
+  const bool gemm = mm.op_type == "Gemm";
+  if (mm.inputs.size() < 2) return std::nullopt;
+  for (const char* one : {"alpha", "beta"}) {
+    if (mm.named_attrs.Has(one) && *mm.named_attrs.Float(one) != 1.0) return std::nullopt;
+  }
+  if (mm.named_attrs.Has("transA") && *mm.named_attrs.Int("transA") != 0) return std::nullopt;
+  const bool trans_b = mm.named_attrs.Has("transB") && *mm.named_attrs.Int("transB") != 0;
+  const std::vector<int64_t>& y = g.value(mm.outputs[0]).dims;
+  if (y.empty()) return std::nullopt;
+  IntegerProduct p;
+  p.channels = y.back();
+  const Node* xdq = ActivationDequantize(g, mm.inputs[0], &p.sx);
+  const Node* wdq = WeightDequantize(g, mm.inputs[1], trans_b ? 0 : 1, p.channels, &p.sw);
+  if (xdq == nullptr || wdq == nullptr) return std::nullopt;
+  const TensorData& w = *ConstantOf(g, wdq->inputs[0]);
+  if (w.type().dims.size() != 2 || w.type().dims[trans_b ? 0 : 1] != p.channels) return std::nullopt;
+  if (gemm && g.value(mm.inputs[0]).dims.size() != 2) return std::nullopt;
+  ValueId wq = wdq->inputs[0];
+  if (trans_b) {
+    const int64_t n = w.type().dims[0], k = w.type().dims[1];
+    const size_t bytes = 1;  // int8 or uint8
+    std::vector<uint8_t> t(static_cast<size_t>(n * k));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < k; ++j) t[static_cast<size_t>(j * n + i)] = w.data()[static_cast<size_t>(i * k + j) * bytes];
+    }
+    wq = g.AddConstant(mm.name + ".weights_kn", TensorData::FromValues(w.type().dtype, {k, n}, t));
+  }
+  p.per_channel = {p.channels};
+  p.op = TensorNode(mm, "MatMulInteger", mm.name, {xdq->inputs[0], wq, ZeroPointOf(*xdq), ZeroPointOf(*wdq)},
+                    kNoValue);
+  p.fused_from = {xdq->name, wdq->name, mm.name};
+  return p;
+}
+
+// The nodes that replace `node` (a Conv, MatMul or Gemm), or nothing when it
+// is not a QDQ product.
+std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t>>& consumers, const Node& node,
+                                 bool* requantized) {
+  *requantized = false;
+  if (node.outputs.size() != 1 || g.value(node.outputs[0]).dtype != DType::kF32) return {};
+  std::optional<IntegerProduct> matched = node.op_type == "Conv" ? MatchConv(g, node) : MatchMatMul(g, node);
+  if (!matched) return {};
+  IntegerProduct& p = *matched;
+  const int64_t channels = p.channels;
+  const Value y = g.value(node.outputs[0]);  // a copy: adding values reallocates them
+  const std::vector<int64_t>& per_channel = p.per_channel;
+  while (!p.op.inputs.empty() && p.op.inputs.back() == kNoValue) p.op.inputs.pop_back();
+  const ValueId bias_input = node.op_type != "MatMul" && node.inputs.size() >= 3 ? node.inputs[2] : kNoValue;
+  Node* requant = RequantizeOf(g, consumers, node.outputs[0]);
+  const TensorData* int_bias = bias_input == kNoValue ? nullptr : IntegerBias(g, node, channels);
+  bool has_bias = false;
+  std::optional<std::vector<float>> bias;
+  if (requant == nullptr || (bias_input != kNoValue && int_bias == nullptr)) {
+    requant = nullptr;
+    bias = node.op_type == "MatMul" ? std::vector<float>(static_cast<size_t>(channels), 0.0f)
+                                    : BiasOf(g, node, channels, &has_bias);
+    if (!bias) return {};
+  }
+  std::vector<Node> out;
+  ValueId acc = g.AddTensorValue(node.name + ".acc_i32", TensorType{DType::kI32, y.dims});
+  p.op.outputs = {acc};
+  if (requant != nullptr) p.fused_from.push_back(requant->name);
+  p.op.fused_from = p.fused_from;
+  out.push_back(std::move(p.op));
+  if (requant != nullptr) {
+    // Followed by QuantizeLinear (and the bias integer or absent): requantize
+    // as QLinearConv does, y_q = round(float(sums + bias) * (sx * sw / sy)) + zy.
     const float sy = ConstantOf(g, requant->inputs[1])->As<float>()[0];
     std::vector<float> multiplier(static_cast<size_t>(channels));
-    for (int64_t o = 0; o < channels; ++o) {
-      multiplier[static_cast<size_t>(o)] = (*sx)[0] * (*sw)[static_cast<size_t>(o)] / sy;
-    }
-    std::vector<int64_t> per_channel(y.dims.size(), 1);
-    per_channel[1] = channels;
-    std::vector<Node> out;
-    ValueId acc = g.AddTensorValue(conv.name + ".acc_i32", TensorType{DType::kI32, y.dims});
-    Node ci = TensorNode(conv, "ConvInteger", conv.name, {xq, wq, ZeroPointOf(*xdq), ZeroPointOf(*wdq)}, acc);
-    while (!ci.inputs.empty() && ci.inputs.back() == kNoValue) ci.inputs.pop_back();
-    ci.named_attrs = conv.named_attrs;
-    ci.fused_from = {xdq->name, wdq->name, conv.name, requant->name};
-    out.push_back(std::move(ci));
+    for (int64_t o = 0; o < channels; ++o) multiplier[static_cast<size_t>(o)] = p.sx * p.sw[static_cast<size_t>(o)] / sy;
     if (int_bias != nullptr) {
       std::vector<int32_t> b(int_bias->As<int32_t>(), int_bias->As<int32_t>() + channels);
-      const ValueId bc = g.AddConstant(conv.name + ".qdq_bias_i32", TensorData::FromValues(DType::kI32, per_channel, b));
-      const ValueId biased = g.AddTensorValue(conv.name + ".acc_bias_i32", TensorType{DType::kI32, y.dims});
-      out.push_back(TensorNode(conv, "Add", conv.name + ".bias", {acc, bc}, biased));
+      const ValueId bc = g.AddConstant(node.name + ".qdq_bias_i32", TensorData::FromValues(DType::kI32, per_channel, b));
+      const ValueId biased = g.AddTensorValue(node.name + ".acc_bias_i32", TensorType{DType::kI32, y.dims});
+      out.push_back(TensorNode(node, "Add", node.name + ".bias", {acc, bc}, biased));
       acc = biased;
     }
-    const ValueId accf = g.AddTensorValue(conv.name + ".acc_f32", TensorType{DType::kF32, y.dims});
-    Node cast = TensorNode(conv, "Cast", conv.name + ".to_f32", {acc}, accf);
+    const ValueId accf = g.AddTensorValue(node.name + ".acc_f32", TensorType{DType::kF32, y.dims});
+    Node cast = TensorNode(node, "Cast", node.name + ".to_f32", {acc}, accf);
     cast.named_attrs.SetInt("to", 1);  // ONNX FLOAT
     out.push_back(std::move(cast));
     const ValueId m =
-        g.AddConstant(conv.name + ".qdq_multiplier", TensorData::FromValues(DType::kF32, per_channel, multiplier));
-    const ValueId steps = g.AddTensorValue(conv.name + ".quant_steps", TensorType{DType::kF32, y.dims});
-    out.push_back(TensorNode(conv, "Mul", conv.name + ".requantize", {accf, m}, steps));
+        g.AddConstant(node.name + ".qdq_multiplier", TensorData::FromValues(DType::kF32, per_channel, multiplier));
+    const ValueId steps = g.AddTensorValue(node.name + ".quant_steps", TensorType{DType::kF32, y.dims});
+    out.push_back(TensorNode(node, "Mul", node.name + ".requantize", {accf, m}, steps));
     // The QuantizeLinear now only rounds, adds its zero point and saturates.
     requant->inputs[0] = steps;
-    requant->inputs[1] = g.AddConstant(conv.name + ".unit_scale", TensorData::FromValues(DType::kF32, {}, std::vector<float>{1.0f}));
+    requant->inputs[1] =
+        g.AddConstant(node.name + ".unit_scale", TensorData::FromValues(DType::kF32, {}, std::vector<float>{1.0f}));
     *requantized = true;
     return out;
   }
-  bool has_bias = false;
-  auto bias = BiasOf(g, conv, channels, &has_bias);
-  if (!bias) return {};
-
+  // An f32 output: y = float(sums) * (sx * sw) + b.
   std::vector<float> scale(static_cast<size_t>(channels));
-  for (int64_t o = 0; o < channels; ++o) scale[static_cast<size_t>(o)] = (*sx)[0] * (*sw)[static_cast<size_t>(o)];
-  std::vector<int64_t> per_channel(y.dims.size(), 1);
-  per_channel[1] = channels;
-
-  std::vector<Node> out;
-  const ValueId acc = g.AddTensorValue(conv.name + ".acc_i32", TensorType{DType::kI32, y.dims});
-  Node ci = TensorNode(conv, "ConvInteger", conv.name, {xq, wq, ZeroPointOf(*xdq), ZeroPointOf(*wdq)}, acc);
-  while (!ci.inputs.empty() && ci.inputs.back() == kNoValue) ci.inputs.pop_back();
-  ci.named_attrs = conv.named_attrs;
-  ci.fused_from = {xdq->name, wdq->name, conv.name};
-  out.push_back(std::move(ci));
-  const ValueId accf = g.AddTensorValue(conv.name + ".acc_f32", TensorType{DType::kF32, y.dims});
-  Node cast = TensorNode(conv, "Cast", conv.name + ".to_f32", {acc}, accf);
+  for (int64_t o = 0; o < channels; ++o) scale[static_cast<size_t>(o)] = p.sx * p.sw[static_cast<size_t>(o)];
+  const ValueId accf = g.AddTensorValue(node.name + ".acc_f32", TensorType{DType::kF32, y.dims});
+  Node cast = TensorNode(node, "Cast", node.name + ".to_f32", {acc}, accf);
   cast.named_attrs.SetInt("to", 1);  // ONNX FLOAT
   out.push_back(std::move(cast));
-  const ValueId s = g.AddConstant(conv.name + ".qdq_scale", TensorData::FromValues(DType::kF32, per_channel, scale));
+  const ValueId s = g.AddConstant(node.name + ".qdq_scale", TensorData::FromValues(DType::kF32, per_channel, scale));
   const ValueId scaled =
-      has_bias ? g.AddTensorValue(conv.name + ".scaled", TensorType{DType::kF32, y.dims}) : conv.outputs[0];
-  out.push_back(TensorNode(conv, "Mul", conv.name + ".scale", {accf, s}, scaled));
+      has_bias ? g.AddTensorValue(node.name + ".scaled", TensorType{DType::kF32, y.dims}) : node.outputs[0];
+  out.push_back(TensorNode(node, "Mul", node.name + ".scale", {accf, s}, scaled));
   if (has_bias) {
-    const ValueId b = g.AddConstant(conv.name + ".qdq_bias", TensorData::FromValues(DType::kF32, per_channel, *bias));
-    out.push_back(TensorNode(conv, "Add", conv.name + ".bias", {scaled, b}, conv.outputs[0]));
+    const ValueId b = g.AddConstant(node.name + ".qdq_bias", TensorData::FromValues(DType::kF32, per_channel, *bias));
+    out.push_back(TensorNode(node, "Add", node.name + ".bias", {scaled, b}, node.outputs[0]));
   }
   return out;
 }
 
 }  // namespace
 
-Status FuseQdqConvolutions(Graph& g, std::vector<std::string>* log) {
+Status FuseQdqProducts(Graph& g, std::vector<std::string>* log) {
   std::map<size_t, std::vector<Node>> replaced;
   const auto consumers = g.Consumers();
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
-    if (n.dead || n.op != OpKind::kTensorOp || n.op_type != "Conv") continue;
+    if (n.dead || n.op != OpKind::kTensorOp) continue;
+    if (n.op_type != "Conv" && n.op_type != "MatMul" && n.op_type != "Gemm") continue;
     bool requantized = false;
-    std::vector<Node> with = RewriteConv(g, consumers, n, &requantized);
+    std::vector<Node> with = RewriteProduct(g, consumers, n, &requantized);
     if (with.empty()) continue;
-    log->push_back(requantized ? fmt::format("Conv {}: DequantizeLinear inputs and QuantizeLinear output fused, "
-                                             "runs as ConvInteger (exact int32 sums) requantized",
-                                             n.name)
-                               : fmt::format("Conv {}: DequantizeLinear inputs fused, runs as ConvInteger (exact "
-                                             "int32 sums) scaled to f32",
-                                             n.name));
+    log->push_back(fmt::format("{} {}: DequantizeLinear inputs{} fused, runs as {} (exact int32 sums) {}", n.op_type,
+                               n.name, requantized ? " and QuantizeLinear output" : "", with[0].op_type,
+                               requantized ? "requantized" : "scaled to f32"));
     replaced[i] = std::move(with);
   }
   if (replaced.empty()) return Status::Ok();

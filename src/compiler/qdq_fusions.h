@@ -1,5 +1,5 @@
-// QDQ convolutions on integer kernels. A quantized ONNX model writes an int8
-// convolution as
+// QDQ convolutions and matrix products on integer kernels. A quantized ONNX
+// model writes an int8 convolution as
 //   Conv(DequantizeLinear(x_q, sx, zx), DequantizeLinear(W_q, sw, zw), b)
 // with W_q a constant and b a constant or DequantizeLinear(int32 constant).
 // Run as written, that is an fp32 convolution over dequantized values, whose
@@ -22,6 +22,6 @@
 
 namespace kiln {
 
-Status FuseQdqConvolutions(Graph& g, std::vector<std::string>* log);
+Status FuseQdqProducts(Graph& g, std::vector<std::string>* log);
 
 }  // namespace kiln
