@@ -22,7 +22,8 @@ const TensorData* ConstantOf(const Graph& g, ValueId v) {
 const Node* DequantizeOf(const Graph& g, ValueId v) {
   if (v == kNoValue || g.value(v).producer < 0) return nullptr;
   const Node& n = g.nodes()[static_cast<size_t>(g.value(v).producer)];
-  if (n.dead || n.op != OpKind::kTensorOp || n.op_type != "DequantizeLinear" || n.inputs.size() < 2) return nullptr;
+  if (n.dead || n.op != OpKind::kTensorOp || n.op_type != "DequantizeLinear" || n.inputs.size() < 2)
+    return nullptr;
   if (n.named_attrs.Has("block_size")) {
     auto b = n.named_attrs.Int("block_size");
     if (!b.ok() || *b != 0) return nullptr;
@@ -78,7 +79,8 @@ std::optional<std::vector<float>> BiasOf(const Graph& g, const Node& conv, int64
   const Node* dq = DequantizeOf(g, b);
   if (dq == nullptr || !ZeroPointConstant(g, *dq)) return std::nullopt;
   const TensorData* q = ConstantOf(g, dq->inputs[0]);
-  if (q == nullptr || q->type().dtype != DType::kI32 || q->type().ElementCount() != channels) return std::nullopt;
+  if (q == nullptr || q->type().dtype != DType::kI32 || q->type().ElementCount() != channels)
+    return std::nullopt;
   auto scales = ChannelScales(g, *dq, 1, 0, channels);
   if (!scales) return std::nullopt;
   const TensorData* zp = ConstantOf(g, ZeroPointOf(*dq));
@@ -86,7 +88,8 @@ std::optional<std::vector<float>> BiasOf(const Graph& g, const Node& conv, int64
   for (int64_t o = 0; o < channels; ++o) {
     const int32_t z = zp == nullptr ? 0 : zp->As<int32_t>()[zp->type().ElementCount() == 1 ? 0 : o];
     // As DequantizeLinear computes it: (q - zp) exact, then one rounding.
-    out[static_cast<size_t>(o)] = static_cast<float>(q->As<int32_t>()[o] - z) * (*scales)[static_cast<size_t>(o)];
+    out[static_cast<size_t>(o)] =
+        static_cast<float>(q->As<int32_t>()[o] - z) * (*scales)[static_cast<size_t>(o)];
   }
   return out;
 }
@@ -113,7 +116,8 @@ const TensorData* IntegerBias(const Graph& g, const Node& conv, int64_t channels
 Node* RequantizeOf(Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId y) {
   if (g.value(y).is_output || consumers[static_cast<size_t>(y)].size() != 1) return nullptr;
   Node& q = g.nodes()[static_cast<size_t>(consumers[static_cast<size_t>(y)][0])];
-  if (q.dead || q.op != OpKind::kTensorOp || q.op_type != "QuantizeLinear" || q.inputs[0] != y) return nullptr;
+  if (q.dead || q.op != OpKind::kTensorOp || q.op_type != "QuantizeLinear" || q.inputs[0] != y)
+    return nullptr;
   const TensorData* s = ConstantOf(g, q.inputs[1]);
   if (s == nullptr || s->type().dtype != DType::kF32 || s->type().ElementCount() != 1) return nullptr;
   if (q.inputs.size() >= 3 && q.inputs[2] != kNoValue) {
@@ -153,8 +157,10 @@ const Node* ActivationDequantize(const Graph& g, ValueId v, float* sx) {
   const Node* dq = DequantizeOf(g, v);
   if (dq == nullptr) return nullptr;
   const ValueId xq = dq->inputs[0];
-  if (ConstantOf(g, xq) != nullptr || !IsInt8(g.value(xq).dtype) || !ZeroPointConstant(g, *dq)) return nullptr;
-  if (const TensorData* zx = ConstantOf(g, ZeroPointOf(*dq)); zx != nullptr && zx->type().ElementCount() != 1) {
+  if (ConstantOf(g, xq) != nullptr || !IsInt8(g.value(xq).dtype) || !ZeroPointConstant(g, *dq))
+    return nullptr;
+  if (const TensorData* zx = ConstantOf(g, ZeroPointOf(*dq));
+      zx != nullptr && zx->type().ElementCount() != 1) {
     return nullptr;
   }
   auto s = ChannelScales(g, *dq, static_cast<int64_t>(g.value(xq).dims.size()), -1, 1);
@@ -165,7 +171,8 @@ const Node* ActivationDequantize(const Graph& g, ValueId v, float* sx) {
 
 // The weights' DequantizeLinear: a constant int8 tensor whose scale (and zero
 // point) is per tensor or per channel along `axis`.
-const Node* WeightDequantize(const Graph& g, ValueId v, int64_t axis, int64_t channels, std::vector<float>* sw) {
+const Node* WeightDequantize(const Graph& g, ValueId v, int64_t axis, int64_t channels,
+                             std::vector<float>* sw) {
   const Node* dq = DequantizeOf(g, v);
   if (dq == nullptr || !ZeroPointConstant(g, *dq)) return nullptr;
   const TensorData* w = ConstantOf(g, dq->inputs[0]);
@@ -174,7 +181,8 @@ const Node* WeightDequantize(const Graph& g, ValueId v, int64_t axis, int64_t ch
   if (!s) return nullptr;
   if (const TensorData* zw = ConstantOf(g, ZeroPointOf(*dq))) {
     const int64_t n = zw->type().ElementCount();
-    if (n != 1 && (n != channels || ConstantOf(g, dq->inputs[1])->type().ElementCount() != channels)) return nullptr;
+    if (n != 1 && (n != channels || ConstantOf(g, dq->inputs[1])->type().ElementCount() != channels))
+      return nullptr;
   }
   *sw = std::move(*s);
   return dq;
@@ -226,7 +234,8 @@ std::optional<IntegerProduct> MatchMatMul(Graph& g, const Node& mm) {
     const size_t bytes = 1;  // int8 or uint8
     std::vector<uint8_t> t(static_cast<size_t>(n * k));
     for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < k; ++j) t[static_cast<size_t>(j * n + i)] = w.data()[static_cast<size_t>(i * k + j) * bytes];
+      for (int64_t j = 0; j < k; ++j)
+        t[static_cast<size_t>(j * n + i)] = w.data()[static_cast<size_t>(i * k + j) * bytes];
     }
     wq = g.AddConstant(mm.name + ".weights_kn", TensorData::FromValues(w.type().dtype, {k, n}, t));
   }
@@ -239,8 +248,8 @@ std::optional<IntegerProduct> MatchMatMul(Graph& g, const Node& mm) {
 
 // The nodes that replace `node` (a Conv, MatMul or Gemm), or nothing when it
 // is not a QDQ product.
-std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t>>& consumers, const Node& node,
-                                 bool* requantized) {
+std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t>>& consumers,
+                                 const Node& node, bool* requantized) {
   *requantized = false;
   if (node.outputs.size() != 1 || g.value(node.outputs[0]).dtype != DType::kF32) return {};
   std::optional<IntegerProduct> matched = node.op_type == "Conv" ? MatchConv(g, node) : MatchMatMul(g, node);
@@ -272,10 +281,12 @@ std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t
     // as QLinearConv does, y_q = round(float(sums + bias) * (sx * sw / sy)) + zy.
     const float sy = ConstantOf(g, requant->inputs[1])->As<float>()[0];
     std::vector<float> multiplier(static_cast<size_t>(channels));
-    for (int64_t o = 0; o < channels; ++o) multiplier[static_cast<size_t>(o)] = p.sx * p.sw[static_cast<size_t>(o)] / sy;
+    for (int64_t o = 0; o < channels; ++o)
+      multiplier[static_cast<size_t>(o)] = p.sx * p.sw[static_cast<size_t>(o)] / sy;
     if (int_bias != nullptr) {
       std::vector<int32_t> b(int_bias->As<int32_t>(), int_bias->As<int32_t>() + channels);
-      const ValueId bc = g.AddConstant(node.name + ".qdq_bias_i32", TensorData::FromValues(DType::kI32, per_channel, b));
+      const ValueId bc =
+          g.AddConstant(node.name + ".qdq_bias_i32", TensorData::FromValues(DType::kI32, per_channel, b));
       const ValueId biased = g.AddTensorValue(node.name + ".acc_bias_i32", TensorType{DType::kI32, y.dims});
       out.push_back(TensorNode(node, "Add", node.name + ".bias", {acc, bc}, biased));
       acc = biased;
@@ -284,14 +295,14 @@ std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t
     Node cast = TensorNode(node, "Cast", node.name + ".to_f32", {acc}, accf);
     cast.named_attrs.SetInt("to", 1);  // ONNX FLOAT
     out.push_back(std::move(cast));
-    const ValueId m =
-        g.AddConstant(node.name + ".qdq_multiplier", TensorData::FromValues(DType::kF32, per_channel, multiplier));
+    const ValueId m = g.AddConstant(node.name + ".qdq_multiplier",
+                                    TensorData::FromValues(DType::kF32, per_channel, multiplier));
     const ValueId steps = g.AddTensorValue(node.name + ".quant_steps", TensorType{DType::kF32, y.dims});
     out.push_back(TensorNode(node, "Mul", node.name + ".requantize", {accf, m}, steps));
     // The QuantizeLinear now only rounds, adds its zero point and saturates.
     requant->inputs[0] = steps;
-    requant->inputs[1] =
-        g.AddConstant(node.name + ".unit_scale", TensorData::FromValues(DType::kF32, {}, std::vector<float>{1.0f}));
+    requant->inputs[1] = g.AddConstant(node.name + ".unit_scale",
+                                       TensorData::FromValues(DType::kF32, {}, std::vector<float>{1.0f}));
     *requantized = true;
     return out;
   }
@@ -302,12 +313,14 @@ std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t
   Node cast = TensorNode(node, "Cast", node.name + ".to_f32", {acc}, accf);
   cast.named_attrs.SetInt("to", 1);  // ONNX FLOAT
   out.push_back(std::move(cast));
-  const ValueId s = g.AddConstant(node.name + ".qdq_scale", TensorData::FromValues(DType::kF32, per_channel, scale));
+  const ValueId s =
+      g.AddConstant(node.name + ".qdq_scale", TensorData::FromValues(DType::kF32, per_channel, scale));
   const ValueId scaled =
       has_bias ? g.AddTensorValue(node.name + ".scaled", TensorType{DType::kF32, y.dims}) : node.outputs[0];
   out.push_back(TensorNode(node, "Mul", node.name + ".scale", {accf, s}, scaled));
   if (has_bias) {
-    const ValueId b = g.AddConstant(node.name + ".qdq_bias", TensorData::FromValues(DType::kF32, per_channel, *bias));
+    const ValueId b =
+        g.AddConstant(node.name + ".qdq_bias", TensorData::FromValues(DType::kF32, per_channel, *bias));
     out.push_back(TensorNode(node, "Add", node.name + ".bias", {scaled, b}, node.outputs[0]));
   }
   return out;
@@ -325,9 +338,9 @@ Status FuseQdqProducts(Graph& g, std::vector<std::string>* log) {
     bool requantized = false;
     std::vector<Node> with = RewriteProduct(g, consumers, n, &requantized);
     if (with.empty()) continue;
-    log->push_back(fmt::format("{} {}: DequantizeLinear inputs{} fused, runs as {} (exact int32 sums) {}", n.op_type,
-                               n.name, requantized ? " and QuantizeLinear output" : "", with[0].op_type,
-                               requantized ? "requantized" : "scaled to f32"));
+    log->push_back(fmt::format("{} {}: DequantizeLinear inputs{} fused, runs as {} (exact int32 sums) {}",
+                               n.op_type, n.name, requantized ? " and QuantizeLinear output" : "",
+                               with[0].op_type, requantized ? "requantized" : "scaled to f32"));
     replaced[i] = std::move(with);
   }
   if (replaced.empty()) return Status::Ok();
