@@ -231,11 +231,10 @@ std::optional<IntegerProduct> MatchMatMul(Graph& g, const Node& mm) {
   ValueId wq = wdq->inputs[0];
   if (trans_b) {
     const int64_t n = w.type().dims[0], k = w.type().dims[1];
-    const size_t bytes = 1;  // int8 or uint8
-    std::vector<uint8_t> t(static_cast<size_t>(n * k));
+    std::vector<uint8_t> t(static_cast<size_t>(n * k));  // int8 or uint8: one byte each
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < k; ++j)
-        t[static_cast<size_t>(j * n + i)] = w.data()[static_cast<size_t>(i * k + j) * bytes];
+        t[static_cast<size_t>(j * n + i)] = w.data()[static_cast<size_t>(i * k + j)];
     }
     wq = g.AddConstant(mm.name + ".weights_kn", TensorData::FromValues(w.type().dtype, {k, n}, t));
   }
