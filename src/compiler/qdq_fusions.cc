@@ -1,6 +1,7 @@
 // QDQ convolutions and matrix products on integer kernels (see qdq_fusions.h).
 #include "compiler/qdq_fusions.h"
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -96,8 +97,10 @@ std::optional<std::vector<float>> BiasOf(const Graph& g, const Node& conv, int64
 
 // The conv's bias as int32 per output channel when it is
 // DequantizeLinear(int32 constant) with zero points 0: the form a quantizer
-// writes with bias scale sx * sw, added to the int32 sums as it is.
-const TensorData* IntegerBias(const Graph& g, const Node& conv, int64_t channels) {
+// writes with bias scale sx * sw, added to the int32 sums as it is. A bias
+// scale other than sx * sw[oc] (beyond rounding) leaves it to the f32 form.
+const TensorData* IntegerBias(const Graph& g, const Node& conv, int64_t channels, float sx,
+                              const std::vector<float>& sw) {
   if (conv.inputs.size() < 3 || conv.inputs[2] == kNoValue) return nullptr;
   const Node* dq = DequantizeOf(g, conv.inputs[2]);
   if (dq == nullptr || !ZeroPointConstant(g, *dq)) return nullptr;
@@ -107,6 +110,12 @@ const TensorData* IntegerBias(const Graph& g, const Node& conv, int64_t channels
     for (int64_t i = 0; i < zp->type().ElementCount(); ++i) {
       if (zp->As<int32_t>()[i] != 0) return nullptr;
     }
+  }
+  auto scales = ChannelScales(g, *dq, 1, 0, channels);
+  if (!scales) return nullptr;
+  for (int64_t o = 0; o < channels; ++o) {
+    const double want = static_cast<double>(sx) * sw[static_cast<size_t>(o)];
+    if (std::fabs((*scales)[static_cast<size_t>(o)] - want) > 1e-6 * std::fabs(want)) return nullptr;
   }
   return q;
 }
@@ -260,7 +269,7 @@ std::vector<Node> RewriteProduct(Graph& g, const std::vector<std::vector<int32_t
   while (!p.op.inputs.empty() && p.op.inputs.back() == kNoValue) p.op.inputs.pop_back();
   const ValueId bias_input = node.op_type != "MatMul" && node.inputs.size() >= 3 ? node.inputs[2] : kNoValue;
   Node* requant = RequantizeOf(g, consumers, node.outputs[0]);
-  const TensorData* int_bias = bias_input == kNoValue ? nullptr : IntegerBias(g, node, channels);
+  const TensorData* int_bias = bias_input == kNoValue ? nullptr : IntegerBias(g, node, channels, p.sx, p.sw);
   bool has_bias = false;
   std::optional<std::vector<float>> bias;
   if (requant == nullptr || (bias_input != kNoValue && int_bias == nullptr)) {
