@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/bind.h"
+#include "compiler/qdq_fusions.h"
 #include "compiler/tensor_fusions.h"
 #include "compiler/tensor_rewrites.h"
 #include "core/cpu_info.h"
@@ -44,6 +45,8 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
 
   // Stage 1: legalize: the rewrites every target gets, then placement (the
   // cost shape of a tensor graph is the graph itself).
+  // QDQ convolutions and matrix products first: constant folding would turn their weights to fp32.
+  KILN_RETURN_IF_ERROR(FuseQdqProducts(g, &report.legalize.rewrites));
   KILN_RETURN_IF_ERROR(RewriteTensorGraph(g, &report.legalize.rewrites));
   const ShapeEnv env{1, 1, 1, 1};
   KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), env, &report.legalize));
