@@ -12,11 +12,21 @@ from .sampling_params import SamplingParams
 class Model(_native.OwnedHandle):
     """Weights, tokenizer and generation config, loaded once; LLM engines and
     Sessions built from it share them. `path` is a Hugging Face folder or a
-    .gguf file. With load_format="dummy", weights of the folder's (or
-    `preset`'s) shapes are generated in `dtype` ("f32", "f16", "bf16")."""
+    .gguf file; for an .onnx file, Model(path, ...) returns a kiln.OnnxModel
+    instead (see onnx_model.py). With load_format="dummy", weights of the
+    folder's (or `preset`'s) shapes are generated in `dtype` ("f32", "f16",
+    "bf16")."""
 
     _kind = "model"
     _destroy_function = "kiln_model_destroy"
+
+    def __new__(cls, path=None, *args, **kwargs):
+        # An .onnx file is a graph to run on arrays, not an LLM: Model("m.onnx",
+        # input_shapes=..., threads=...) returns a kiln.OnnxModel.
+        if cls is Model and isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".onnx"):
+            from .onnx_model import OnnxModel  # numpy only when ONNX is used
+            return OnnxModel(path, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, tokenizer: Optional[str] = None,
                  load_format: str = "auto", preset: Optional[str] = None, dtype: Optional[str] = None,
