@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "backend/backend.h"
 #include "capi/c_boundary.h"
 #include "capi/onnx_tensor_binding.h"
 #include "core/precision.h"
@@ -112,6 +113,14 @@ kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* opti
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return kiln::NotFound("{}: no such file or directory", path);
     KILN_ASSIGN_OR_RETURN(kiln::OnnxSessionOptions o, FromCOnnxOptions(options));
+    // A model with symbolic input shapes compiles only on its first run: an
+    // unknown backend is reported here rather than there.
+    const kiln::BackendRegistry& backends = kiln::BackendRegistry::Get();
+    if (backends.Find(o.backend) == nullptr) {
+      return kiln::NotFound("options.backend '{}': available backends are {} (others load as plugins: "
+                            "kiln_load_backend_plugin or KILN_BACKEND_PATH)",
+                            o.backend, backends.Names());
+    }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::OnnxSession> session, kiln::OnnxSession::Load(path, o));
     for (const auto* slots : {&session->inputs(), &session->outputs()}) {
       for (const kiln::OnnxTensorInfo& t : *slots) {

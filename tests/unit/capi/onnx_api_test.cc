@@ -253,6 +253,11 @@ TEST(CApiOnnx, LoadErrorsNameTheProblem) {
   EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(kiln_last_error(), "options.precision")) << kiln_last_error();
   kiln_onnx_options_default(&o);
+  o.backend = "no-such-backend";  // found at load even though the shapes compile later
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_NOT_FOUND);
+  EXPECT_TRUE(Contains(kiln_last_error(), "options.backend 'no-such-backend': available backends are"))
+      << kiln_last_error();
+  kiln_onnx_options_default(&o);
   o.num_input_shapes = 1;
   EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(kiln_last_error(), "input_shapes is NULL but num_input_shapes is 1")) << kiln_last_error();
