@@ -23,7 +23,7 @@ class Model(_native.OwnedHandle):
     def __new__(cls, path=None, *args, **kwargs):
         # An .onnx file is a graph to run on arrays, not an LLM: Model("m.onnx",
         # input_shapes=..., threads=...) returns a kiln.OnnxModel.
-        if cls is Model and isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".onnx"):
+        if cls is Model and _is_onnx_path(path):
             from .onnx_model import OnnxModel  # numpy only when ONNX is used
             return OnnxModel(path, *args, **kwargs)
         return super().__new__(cls)
@@ -67,6 +67,18 @@ class Model(_native.OwnedHandle):
         s = _native.SamplingParamsStruct()
         _native.lib().kiln_model_sampling_params_init(self.handle, ctypes.byref(s), ctypes.sizeof(s))
         return SamplingParams._from_struct(s)
+
+
+def _is_onnx_path(path) -> bool:
+    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".onnx")
+
+
+def load_llm_model(path, **load) -> Model:
+    """The Model at `path` for an LLM or a Session; an .onnx path (for which
+    Model gives an OnnxModel) is refused."""
+    if _is_onnx_path(path):
+        raise TypeError(f"{os.fspath(path)} is an ONNX model: run it with kiln.Model(path).run(...), not as an LLM")
+    return Model(path, **load)
 
 
 class Tokenizer:

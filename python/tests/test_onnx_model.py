@@ -198,3 +198,12 @@ def test_a_pytorch_export_matches_pytorch(tmp_path):
 def test_the_llm_model_class_still_loads_folders(qwen_model):
     assert isinstance(qwen_model, kiln.Model) and qwen_model.vocab_size == 2048
 
+
+def test_an_onnx_path_is_not_an_llm(models, two_relu):
+    with pytest.raises(TypeError, match="is an ONNX model"):
+        kiln.LLM(models / "two_relu.onnx")
+    with pytest.raises(TypeError, match="is an ONNX model"):
+        kiln.Session(str(models / "two_relu.onnx"))
+    with pytest.raises(TypeError, match="a Model, an LLM or a path"):
+        kiln.Session(two_relu)
+
