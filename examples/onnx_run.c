@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
     kiln_tensor_info info;
     Check(kiln_onnx_model_input_info(model, i, &info), "kiln_onnx_model_input_info");
     if (info.dtype != KILN_DTYPE_F32 || info.rank > MAX_RANK) {
-      fprintf(stderr, "input %s is %s of rank %zu; this example fills f32 inputs of rank <= %d only\n", info.name,
-              kiln_dtype_name(info.dtype), info.rank, MAX_RANK);
+      fprintf(stderr, "input %s is %s of rank %zu; this example fills f32 inputs of rank <= %d only\n",
+              info.name, kiln_dtype_name(info.dtype), info.rank, MAX_RANK);
       return 1;
     }
     int rank = GivenShape(argc, argv, info.name, input_dims[i]);

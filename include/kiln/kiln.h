@@ -532,7 +532,7 @@ static inline void kiln_onnx_options_default(kiln_onnx_options* options) {
  * fault. On success *model is a handle to release with
  * kiln_onnx_model_destroy. */
 KILN_API kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* options,
-                                         kiln_onnx_model** model);
+                                          kiln_onnx_model** model);
 
 /* Releases the model. REQUIRES: no call on it is in flight. Accepts NULL. */
 KILN_API void kiln_onnx_model_destroy(kiln_onnx_model* model);
@@ -553,9 +553,9 @@ typedef struct kiln_tensor_info {
 /* Input or output `index` (in the graph's order); an index past the end is
  * KILN_ERROR_OUT_OF_RANGE. */
 KILN_API kiln_status kiln_onnx_model_input_info(const kiln_onnx_model* model, size_t index,
-                                               kiln_tensor_info* info);
-KILN_API kiln_status kiln_onnx_model_output_info(const kiln_onnx_model* model, size_t index,
                                                 kiln_tensor_info* info);
+KILN_API kiln_status kiln_onnx_model_output_info(const kiln_onnx_model* model, size_t index,
+                                                 kiln_tensor_info* info);
 
 /* A tensor in the caller's memory, row-major. `data` holds `size_bytes`
  * bytes, at least the product of the dims times kiln_dtype_size(dtype).
@@ -579,8 +579,8 @@ typedef struct kiln_tensor {
  * KILN_ERROR_OUT_OF_RANGE (dims NULL and capacity 0: only the rank). The
  * output's dtype is kiln_onnx_model_output_info's. */
 KILN_API kiln_status kiln_onnx_model_output_shape(kiln_onnx_model* model, const kiln_tensor* inputs,
-                                                 size_t num_inputs, size_t output, int64_t* dims,
-                                                 size_t capacity, size_t* rank);
+                                                  size_t num_inputs, size_t output, int64_t* dims,
+                                                  size_t capacity, size_t* rank);
 
 /* Runs the model: reads `inputs` (one per graph input) and writes every
  * graph output into `outputs` (one per graph output, each of the dtype and
@@ -589,7 +589,7 @@ KILN_API kiln_status kiln_onnx_model_output_shape(kiln_onnx_model* model, const 
  * count, name, dtype or shape, a NULL buffer or one too small is an error
  * naming the tensor, and leaves every output untouched. */
 KILN_API kiln_status kiln_onnx_model_run(kiln_onnx_model* model, const kiln_tensor* inputs, size_t num_inputs,
-                                        kiln_tensor* outputs, size_t num_outputs);
+                                         kiln_tensor* outputs, size_t num_outputs);
 
 #ifdef __cplusplus
 } /* extern "C" */

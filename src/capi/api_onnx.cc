@@ -50,7 +50,8 @@ Expected<kiln::OnnxSessionOptions> FromCOnnxOptions(const kiln_onnx_options* giv
     if (s.rank > 0 && s.dims == nullptr) {
       return InvalidArgument("options.input_shapes[{}] ({}): dims is NULL but rank is {}", i, s.name, s.rank);
     }
-    if (s.rank > 64) return InvalidArgument("options.input_shapes[{}] ({}): rank {} beyond 64", i, s.name, s.rank);
+    if (s.rank > 64)
+      return InvalidArgument("options.input_shapes[{}] ({}): rank {} beyond 64", i, s.name, s.rank);
     std::vector<int64_t> dims(s.dims, s.dims + s.rank);
     for (size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] < 0) {
@@ -80,7 +81,8 @@ Status FillInfo(const std::vector<kiln::OnnxTensorInfo>& slots, size_t index, co
   }
   const kiln::OnnxTensorInfo& t = slots[index];
   std::optional<kiln_dtype> dtype = kiln::capi::ToCDType(t.dtype);
-  if (!dtype) return kiln::Unsupported("{} {}: dtype {} has no kiln_dtype", what, t.name, kiln::DTypeName(t.dtype));
+  if (!dtype)
+    return kiln::Unsupported("{} {}: dtype {} has no kiln_dtype", what, t.name, kiln::DTypeName(t.dtype));
   info->name = t.name.c_str();
   info->dtype = *dtype;
   info->rank = t.dims.size();
@@ -106,7 +108,8 @@ void kiln_onnx_options_init(kiln_onnx_options* options, size_t struct_size) {
   kiln::capi::WriteOptions(options, struct_size, DefaultCOnnxOptions());
 }
 
-kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* options, kiln_onnx_model** model) {
+kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* options,
+                                 kiln_onnx_model** model) {
   return Guard("kiln_onnx_model_load", [&]() -> Status {
     if (path == nullptr) return InvalidArgument("path is NULL");
     if (model == nullptr) return InvalidArgument("model (the output) is NULL");
@@ -117,9 +120,10 @@ kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* opti
     // unknown backend is reported here rather than there.
     const kiln::BackendRegistry& backends = kiln::BackendRegistry::Get();
     if (backends.Find(o.backend) == nullptr) {
-      return kiln::NotFound("options.backend '{}': available backends are {} (others load as plugins: "
-                            "kiln_load_backend_plugin or KILN_BACKEND_PATH)",
-                            o.backend, backends.Names());
+      return kiln::NotFound(
+          "options.backend '{}': available backends are {} (others load as plugins: "
+          "kiln_load_backend_plugin or KILN_BACKEND_PATH)",
+          o.backend, backends.Names());
     }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::OnnxSession> session, kiln::OnnxSession::Load(path, o));
     for (const auto* slots : {&session->inputs(), &session->outputs()}) {
@@ -199,9 +203,9 @@ kiln_status kiln_onnx_model_run(kiln_onnx_model* model, const kiln_tensor* input
   return Guard("kiln_onnx_model_run", [&]() -> Status {
     if (model == nullptr) return InvalidArgument("model is NULL");
     kiln::OnnxSession& session = *model->session;
-    KILN_ASSIGN_OR_RETURN(std::vector<kiln::TensorRef> in,
-                          kiln::capi::BindTensors(inputs, num_inputs, session.inputs(), "input",
-                                                  kiln::capi::BufferUse::kRead));
+    KILN_ASSIGN_OR_RETURN(
+        std::vector<kiln::TensorRef> in,
+        kiln::capi::BindTensors(inputs, num_inputs, session.inputs(), "input", kiln::capi::BufferUse::kRead));
     KILN_ASSIGN_OR_RETURN(std::vector<kiln::TensorRef> out,
                           kiln::capi::BindTensors(outputs, num_outputs, session.outputs(), "output",
                                                   kiln::capi::BufferUse::kWrite));

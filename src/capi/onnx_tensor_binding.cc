@@ -22,9 +22,9 @@ struct DTypePair {
 };
 
 constexpr DTypePair kDTypes[] = {
-    {KILN_DTYPE_F32, DType::kF32}, {KILN_DTYPE_F16, DType::kF16}, {KILN_DTYPE_BF16, DType::kBF16},
-    {KILN_DTYPE_F64, DType::kF64}, {KILN_DTYPE_I64, DType::kI64}, {KILN_DTYPE_I32, DType::kI32},
-    {KILN_DTYPE_I16, DType::kI16}, {KILN_DTYPE_I8, DType::kI8},   {KILN_DTYPE_U8, DType::kU8},
+    {KILN_DTYPE_F32, DType::kF32},   {KILN_DTYPE_F16, DType::kF16}, {KILN_DTYPE_BF16, DType::kBF16},
+    {KILN_DTYPE_F64, DType::kF64},   {KILN_DTYPE_I64, DType::kI64}, {KILN_DTYPE_I32, DType::kI32},
+    {KILN_DTYPE_I16, DType::kI16},   {KILN_DTYPE_I8, DType::kI8},   {KILN_DTYPE_U8, DType::kU8},
     {KILN_DTYPE_BOOL, DType::kBool},
 };
 
@@ -38,7 +38,8 @@ std::string SlotNames(const std::vector<OnnxTensorInfo>& slots) {
 // non-negative sizes whose byte count does not overflow.
 Expected<std::vector<int64_t>> DimsOf(const kiln_tensor& t, const std::string& label) {
   if (t.rank > kMaxRank) return InvalidArgument("{}: rank {} beyond {}", label, t.rank, kMaxRank);
-  if (t.rank > 0 && t.dims == nullptr) return InvalidArgument("{}: dims is NULL but rank is {}", label, t.rank);
+  if (t.rank > 0 && t.dims == nullptr)
+    return InvalidArgument("{}: dims is NULL but rank is {}", label, t.rank);
   std::vector<int64_t> dims(t.dims, t.dims + t.rank);
   for (size_t d = 0; d < dims.size(); ++d) {
     if (dims[d] < 0) return InvalidArgument("{}: dims[{}] is {}", label, d, dims[d]);
@@ -77,9 +78,11 @@ std::optional<kiln_dtype> ToCDType(DType dtype) {
 Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t count,
                                              const std::vector<OnnxTensorInfo>& slots, const char* what,
                                              BufferUse use) {
-  if (tensors == nullptr && count > 0) return InvalidArgument("{}s is NULL but num_{}s is {}", what, what, count);
+  if (tensors == nullptr && count > 0)
+    return InvalidArgument("{}s is NULL but num_{}s is {}", what, what, count);
   if (count != slots.size()) {
-    return InvalidArgument("the model has {} {}s ({}); {} given", slots.size(), what, SlotNames(slots), count);
+    return InvalidArgument("the model has {} {}s ({}); {} given", slots.size(), what, SlotNames(slots),
+                           count);
   }
   std::vector<TensorRef> bound(slots.size());
   std::vector<bool> given(slots.size(), false);
@@ -92,8 +95,8 @@ Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t 
         if (slots[s].name == t.name) slot = s;
       }
       if (slot == slots.size()) {
-        return InvalidArgument("{}s[{}]: the model has no {} named \"{}\" (its {}s: {})", what, i, what, t.name,
-                               what, SlotNames(slots));
+        return InvalidArgument("{}s[{}]: the model has no {} named \"{}\" (its {}s: {})", what, i, what,
+                               t.name, what, SlotNames(slots));
       }
     }
     const OnnxTensorInfo& info = slots[slot];
@@ -120,7 +123,8 @@ Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t 
 }
 
 Status CheckNoOverlap(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
-                      const std::vector<OnnxTensorInfo>& input_info, const std::vector<OnnxTensorInfo>& output_info) {
+                      const std::vector<OnnxTensorInfo>& input_info,
+                      const std::vector<OnnxTensorInfo>& output_info) {
   auto overlap = [](const TensorRef& a, const TensorRef& b) {
     const auto a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
     const size_t an = a.type.Bytes(), bn = b.type.Bytes();
@@ -129,12 +133,14 @@ Status CheckNoOverlap(const std::vector<TensorRef>& inputs, const std::vector<Te
   for (size_t j = 0; j < outputs.size(); ++j) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (overlap(outputs[j], inputs[i])) {
-        return InvalidArgument("output {}'s buffer overlaps input {}'s", output_info[j].name, input_info[i].name);
+        return InvalidArgument("output {}'s buffer overlaps input {}'s", output_info[j].name,
+                               input_info[i].name);
       }
     }
     for (size_t k = 0; k < j; ++k) {
       if (overlap(outputs[j], outputs[k])) {
-        return InvalidArgument("output {}'s buffer overlaps output {}'s", output_info[j].name, output_info[k].name);
+        return InvalidArgument("output {}'s buffer overlaps output {}'s", output_info[j].name,
+                               output_info[k].name);
       }
     }
   }

@@ -37,6 +37,7 @@ Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t 
 // An error when any two of these buffers share a byte (an output written
 // over an input the graph may still read, or two outputs over each other).
 Status CheckNoOverlap(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
-                      const std::vector<OnnxTensorInfo>& input_info, const std::vector<OnnxTensorInfo>& output_info);
+                      const std::vector<OnnxTensorInfo>& input_info,
+                      const std::vector<OnnxTensorInfo>& output_info);
 
 }  // namespace kiln::capi

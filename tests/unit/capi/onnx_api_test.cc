@@ -45,7 +45,8 @@ struct Buffer {
   std::vector<int64_t> dims;
   std::vector<float> values;
   kiln_tensor tensor(const char* name = nullptr) {
-    return kiln_tensor{name, KILN_DTYPE_F32, dims.size(), dims.data(), values.data(), values.size() * sizeof(float)};
+    return kiln_tensor{name,        KILN_DTYPE_F32, dims.size(),
+                       dims.data(), values.data(),  values.size() * sizeof(float)};
   }
 };
 
@@ -130,7 +131,8 @@ TEST(CApiOnnx, IntrospectionListsInputsAndOutputs) {
   ASSERT_EQ(kiln_onnx_model_output_info(model.get(), 1, &info), KILN_OK);
   EXPECT_STREQ(info.name, "yb");
   EXPECT_EQ(kiln_onnx_model_input_info(model.get(), 2, &info), KILN_ERROR_OUT_OF_RANGE);
-  EXPECT_EQ(std::string(kiln_last_error()), "kiln_onnx_model_input_info: input index 2: the model has 2 inputs");
+  EXPECT_EQ(std::string(kiln_last_error()),
+            "kiln_onnx_model_input_info: input index 2: the model has 2 inputs");
   EXPECT_EQ(kiln_onnx_model_output_info(model.get(), 0, nullptr), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_onnx_model_output_info(nullptr, 0, &info), KILN_ERROR_INVALID_ARGUMENT);
 }
@@ -167,7 +169,8 @@ TEST(CApiOnnx, OutputShapeFollowsTheInputShapes) {
   b_dims[1] = 4;
   EXPECT_EQ(kiln_onnx_model_output_shape(model.get(), inputs, 2, 0, dims, 4, &rank),
             KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(Contains(kiln_last_error(), "input b: shape [2,4] given, the model takes [2,3]")) << kiln_last_error();
+  EXPECT_TRUE(Contains(kiln_last_error(), "input b: shape [2,4] given, the model takes [2,3]"))
+      << kiln_last_error();
 }
 
 TEST(CApiOnnx, RunWritesIntoTheCallersBuffers) {
@@ -235,7 +238,8 @@ TEST(CApiOnnx, LoadErrorsNameTheProblem) {
             KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_onnx_model_load("/nonexistent/m.onnx", nullptr, &model), KILN_ERROR_NOT_FOUND);
   EXPECT_TRUE(Contains(kiln_last_error(), "/nonexistent/m.onnx")) << kiln_last_error();
-  EXPECT_EQ(kiln_onnx_model_load(CapiOnnxModel("truncated.onnx").c_str(), nullptr, &model), KILN_ERROR_CORRUPT);
+  EXPECT_EQ(kiln_onnx_model_load(CapiOnnxModel("truncated.onnx").c_str(), nullptr, &model),
+            KILN_ERROR_CORRUPT);
   EXPECT_TRUE(Contains(kiln_last_error(), "truncated.onnx")) << kiln_last_error();
   EXPECT_EQ(kiln_onnx_model_load(CapiOnnxModel("unknown_op.onnx").c_str(), nullptr, &model),
             KILN_ERROR_UNSUPPORTED);
@@ -260,7 +264,8 @@ TEST(CApiOnnx, LoadErrorsNameTheProblem) {
   kiln_onnx_options_default(&o);
   o.num_input_shapes = 1;
   EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(Contains(kiln_last_error(), "input_shapes is NULL but num_input_shapes is 1")) << kiln_last_error();
+  EXPECT_TRUE(Contains(kiln_last_error(), "input_shapes is NULL but num_input_shapes is 1"))
+      << kiln_last_error();
   int64_t bad_dims[] = {-3, 4};
   kiln_input_shape bad{"a", bad_dims, 2};
   o.input_shapes = &bad;
@@ -367,8 +372,8 @@ TEST(CApiOnnx, MalformedRunsAreClearErrorsAndWriteNothing) {
   expect(kiln_onnx_model_run(nullptr, nullptr, 0, nullptr, 0), KILN_ERROR_INVALID_ARGUMENT,
          "kiln_onnx_model_run: model is NULL");
   size_t rank = 0;
-  expect(kiln_onnx_model_output_shape(model.get(), nullptr, 0, 0, nullptr, 0, &rank), KILN_ERROR_INVALID_ARGUMENT,
-         "the model has 2 inputs (a, b); 0 given");
+  expect(kiln_onnx_model_output_shape(model.get(), nullptr, 0, 0, nullptr, 0, &rank),
+         KILN_ERROR_INVALID_ARGUMENT, "the model has 2 inputs (a, b); 0 given");
   EXPECT_EQ(ya.values, Empty({2, 4}).values);
 }
 
