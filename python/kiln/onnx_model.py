@@ -28,6 +28,11 @@ _NUMPY_DTYPES = {
 }
 
 
+# kiln_dtype codes by kiln dtype name, and by numpy dtype.
+_CODES = {name: code for code, name in _native.DTYPES.items()}
+_CODE_OF_NUMPY = {dtype: _CODES[name] for name, dtype in _NUMPY_DTYPES.items()}
+
+
 class TensorInfo(NamedTuple):
     """A graph input or output: its name, its numpy dtype (the kiln dtype's
     name, e.g. "bf16", where numpy has none) and its shape, with None for
@@ -173,9 +178,7 @@ class OnnxModel(_native.OwnedHandle):
 
     @staticmethod
     def _kiln_dtype(info: TensorInfo) -> int:
-        name = next(k for k, v in _NUMPY_DTYPES.items() if v == info.dtype) if isinstance(info.dtype, np.dtype) \
-            else info.dtype
-        return next(code for code, n in _native.DTYPES.items() if n == name)
+        return _CODE_OF_NUMPY[info.dtype] if isinstance(info.dtype, np.dtype) else _CODES[info.dtype]
 
     def _as_input(self, value, info: TensorInfo) -> np.ndarray:
         """`value` as a C-contiguous array of the input's dtype: itself when
@@ -204,8 +207,7 @@ class OnnxModel(_native.OwnedHandle):
     def _tensors(self, arrays, keep: list):
         tensors = (_native.Tensor * max(1, len(arrays)))()
         for t, array in zip(tensors, arrays):
-            code = next(c for c, n in _native.DTYPES.items() if _NUMPY_DTYPES.get(n) == array.dtype)
-            self._describe(t, array.shape, code, keep)
+            self._describe(t, array.shape, _CODE_OF_NUMPY[array.dtype], keep)
             t.data = array.ctypes.data
             t.size_bytes = array.nbytes
         return tensors
