@@ -98,9 +98,8 @@ class OnnxModel(_native.OwnedHandle):
                       ) -> Dict[str, Tuple[int, ...]]:
         """The shape of each output for inputs of these shapes (by name, or
         a sequence in input order), compiling for them if they are new."""
-        shapes = self._in_order(input_shapes, "input_shapes")
-        return dict(zip((o.name for o in self.outputs), self._shapes_for(tuple(tuple(int(d) for d in s)
-                                                                              for s in shapes))))
+        shapes = tuple(tuple(int(d) for d in s) for s in self._in_order(input_shapes, "input_shapes"))
+        return dict(zip((o.name for o in self.outputs), self._shapes_for(shapes)))
 
     def run(self, inputs: Union[Mapping[str, object], Sequence[object]], *,
             out: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, np.ndarray]:
