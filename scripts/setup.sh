@@ -17,6 +17,8 @@ PACKAGES=(
   # the ONNX reader's tests: models written by onnx.helper, and the ONNX
   # test data (backend node tests and more)
   python3-onnx libonnx-testdata
+  # the vision models the ONNX comparisons export (tests/onnx_oracle)
+  python3-torchvision
   # structured output: outputs validated against the JSON Schema test suite
   python3-jsonschema json-schema-test-suite
   # the chat page's browser test (driven by playwright-core from npm)
@@ -36,13 +38,25 @@ done
 if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
 if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# onnxruntime (npm onnxruntime-node, pinned by tests/onnx_oracle's lockfile),
+# the independent runtime kiln's ONNX outputs are compared with. Installed
+# next to its scripts, once per lockfile (the stamp holds the installed
+# lockfile). ONNXRUNTIME_NODE_INSTALL=skip: its install script would otherwise
+# download GPU libraries; the CPU provider ships in the package itself.
+oracle_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/onnx_oracle"
+oracle_stamp="$oracle_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$oracle_dir/package-lock.json" "$oracle_stamp"; then
+  echo "setup: installing onnxruntime-node into tests/onnx_oracle"
+  (cd "$oracle_dir" &&
+   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --ignore-scripts)
+  cp "$oracle_dir/package-lock.json" "$oracle_stamp"
+fi

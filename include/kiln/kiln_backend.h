@@ -128,6 +128,12 @@ typedef struct kiln_tensor {
    * life. */
   void* data;
   int32_t is_graph_output;
+  /* N-dimensional tensor ops (row_space KILN_ROWS_FIXED, layout "dense":
+   * row-major over `shape`, rank up to KILN_BACKEND_MAX_RANK): a
+   * compile-time constant (a convolution's weights) is host memory owned by
+   * kiln, valid for the kernel's life; copy what the kernel needs at bind,
+   * as for weights. An omitted optional input has rank -1 and no data. */
+  int32_t is_constant;
 } kiln_tensor;
 
 /* A weight as stored in the model: host memory owned by kiln, valid for
@@ -284,7 +290,7 @@ typedef struct kiln_support_entry {
   const char* const* weight_dtypes; /* for ops with weight matrices */
   uint32_t num_weight_dtypes;
   const char* weight_layout;     /* the layout weights are packed into, or NULL */
-  const char* activation_layout; /* NULL or "rows" (the only one this version places) */
+  const char* activation_layout; /* NULL or "rows"; "dense" for N-d tensor ops, whose `op` is the ONNX op name ("Conv") */
   int64_t max_cols;              /* largest output width (0: no limit) */
   int64_t max_head_dim;          /* attention and RoPE (0: no limit) */
   int32_t sliding_window;        /* attention: 1 when a window is supported */

@@ -22,6 +22,7 @@
 #include "backend/plugin/node_attributes.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
+#include "graph/tensor_op.h"
 #include "kiln/kiln_backend.h"
 #include "testaccel/poisoning_domain.h"
 #include "testaccel/worker_stream.h"
@@ -91,6 +92,19 @@ std::vector<kiln_support_entry> Support(bool matmuls) {
     s.push_back(Entry("attn_scores", false));
     s.push_back(Entry("masked_softmax", false));
     s.push_back(Entry("attn_values", false));
+  } else {
+    // A partial vision op list, as accelerators have: convolutions, pooling,
+    // the common activations and elementwise ops, concatenation and the
+    // classifier's matmul; everything else (Resize, Softmax, Transpose,
+    // Reshape, the shape ops, ...) falls back to the CPU.
+    for (const char* op : {"Conv", "kiln.FusedConv", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu",
+                           "Sigmoid", "Clip", "HardSwish", "HardSigmoid", "LeakyRelu", "Add", "Mul", "Concat",
+                           "Flatten", "Gemm"}) {
+      kiln_support_entry e = Entry(op, false);
+      e.activation_layout = "dense";
+      e.note = "dense layout, rank <= 8";
+      s.push_back(e);
+    }
   }
   return s;
 }
@@ -292,14 +306,71 @@ struct Kernel {
   Step step;
 };
 
+// An N-d tensor op node: its values rebuilt with their shapes; constants
+// (weights) copied now, as a device uploads them at bind.
+Status RebuildTensorNode(const kiln_node_desc& d, Kernel* k, Node* n) {
+  auto values = [&](const kiln_tensor* ts, uint32_t count, bool inputs, std::vector<ValueId>* ids,
+                    std::vector<BoundValue>* bound) -> Status {
+    for (uint32_t i = 0; i < count; ++i) {
+      const kiln_tensor& t = ts[i];
+      if (t.rank < 0 && inputs) {
+        ids->push_back(kNoValue);
+        bound->emplace_back();
+        continue;
+      }
+      if (t.rank > KILN_BACKEND_MAX_RANK || t.layout == nullptr || std::strcmp(t.layout, "dense") != 0) {
+        return Unsupported("{}: tensor {} of rank {} in layout '{}' (dense only)", n->name, i, t.rank,
+                           t.layout != nullptr ? t.layout : "");
+      }
+      auto dtype = DTypeFromName(t.dtype != nullptr ? t.dtype : "");
+      if (!dtype) return InvalidArgument("{}: tensor {} has unknown dtype", n->name, i);
+      TensorType type{*dtype, std::vector<int64_t>(t.shape, t.shape + t.rank)};
+      const std::string name = fmt::format("{}.{}{}", n->name, inputs ? "in" : "out", i);
+      ValueId id;
+      BoundValue b;
+      if (t.is_constant) {
+        auto bytes = std::make_shared<std::string>(static_cast<const char*>(t.data), type.Bytes());
+        id = k->graph.AddConstant(name, TensorData(type, bytes));
+        b.data = const_cast<uint8_t*>(k->graph.value(id).constant->data());
+      } else {
+        id = k->graph.AddTensorValue(name, type);
+        b.data = static_cast<uint8_t*>(t.data);
+      }
+      ids->push_back(id);
+      b.cols = type.ElementCount();
+      b.row_stride = b.cols;
+      b.dtype = *dtype;
+      b.rows = RowSpace::kFixed;
+      bound->push_back(b);
+    }
+    return Status::Ok();
+  };
+  KILN_RETURN_IF_ERROR(values(d.inputs, d.num_inputs, true, &n->inputs, &k->ctx.inputs));
+  return values(d.outputs, d.num_outputs, false, &n->outputs, &k->ctx.outputs);
+}
+
 Expected<std::unique_ptr<Kernel>> Rebuild(const StandIn& s, const kiln_node_desc& d) {
   auto k = std::make_unique<Kernel>();
   auto op = OpFromName(d.op != nullptr ? d.op : "");
-  if (!op) return InvalidArgument("unknown op '{}'", d.op != nullptr ? d.op : "");
+  const bool tensor_op = !op && d.op != nullptr && FindTensorOp(d.op) != nullptr;
+  if (!op && !tensor_op) return InvalidArgument("unknown op '{}'", d.op != nullptr ? d.op : "");
   bool supported = false;
   for (const kiln_support_entry& e : s.support) supported = supported || std::strcmp(e.op, d.op) == 0;
   if (!supported) return Unsupported("{} does not run {}", s.name, d.op);
   Node n;
+  if (tensor_op) {
+    n.op = OpKind::kTensorOp;
+    n.op_type = d.op;
+    n.name = d.name != nullptr ? d.name : "";
+    n.backend = s.name;
+    KILN_RETURN_IF_ERROR(AttributesFromList(d.attrs, d.num_attrs, &n.attrs, &n.named_attrs));
+    KILN_RETURN_IF_ERROR(RebuildTensorNode(d, k.get(), &n));
+    k->node = k->graph.AddNode(std::move(n));
+    k->ctx.graph = &k->graph;
+    k->ctx.node = &k->graph.nodes()[static_cast<size_t>(k->node)];
+    k->ctx.scratch = static_cast<uint8_t*>(d.scratch);
+    return k;
+  }
   n.op = *op;
   n.name = d.name != nullptr ? d.name : "";
   n.backend = s.name;
@@ -363,7 +434,10 @@ Expected<std::unique_ptr<Kernel>> Rebuild(const StandIn& s, const kiln_node_desc
 uint64_t ScratchBytes(void* self, const kiln_node_desc* d) {
   auto k = Rebuild(Self(self), *d);
   if (!k.ok()) return 0;
-  return Kernels().ScratchBytes((*k)->graph, *(*k)->ctx.node, (*k)->ctx.capacity);
+  const uint64_t bytes = Kernels().ScratchBytes((*k)->graph, *(*k)->ctx.node, (*k)->ctx.capacity);
+  // The node is rebuilt again at bind: drop what sizing made of this one.
+  Kernels().ForgetTensorKernel(*(*k)->ctx.node);
+  return bytes;
 }
 
 int32_t Bind(void* self, const kiln_node_desc* d, void** kernel, char* err, size_t err_size) {

@@ -21,6 +21,15 @@ bool Contains(const std::vector<DType>& ds, DType d) { return std::find(ds.begin
 // Why `e` does not support `node`, or "" when it does.
 std::string Mismatch(const SupportEntry& e, const Graph& g, const Node& node) {
   if (node.op == OpKind::kTensorOp) {
+    if (e.max_rank > 0) {
+      for (const auto* ids : {&node.inputs, &node.outputs}) {
+        for (ValueId v : *ids) {
+          if (v != kNoValue && static_cast<int64_t>(g.value(v).dims.size()) > e.max_rank) {
+            return fmt::format("rank {} beyond limit {}", g.value(v).dims.size(), e.max_rank);
+          }
+        }
+      }
+    }
     if (e.activation_dtypes.empty() || node.inputs.empty() || node.inputs[0] == kNoValue) return "";
     const DType d = g.value(node.inputs[0]).dtype;
     if (!Contains(e.activation_dtypes, d)) {

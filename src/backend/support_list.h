@@ -23,6 +23,7 @@ struct SupportEntry {
   std::string weight_layout;             // the layout weights are packed into, or ""
   int64_t max_cols = 0;                  // largest output width (0: no limit)
   int64_t max_head_dim = 0;              // attention and RoPE (0: no limit)
+  int64_t max_rank = 0;                  // tensor ops: the largest rank of any input or output (0: no limit)
   bool sliding_window = true;            // attention: supports a window
   std::string note;
 };

@@ -110,13 +110,17 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
     KILN_ASSIGN_OR_RETURN(int32_t d, domain_of_node(n));
     for (ValueId& in : n.inputs) {
       if (in == kNoValue) continue;
-      const Value& v = g.value(in);
-      if (v.is_marker() || v.domain == d) continue;
+      // A copy: adding values below moves the graph's values.
+      const Value v = g.value(in);
+      // Constants are weights: the node's backend takes them at bind.
+      if (v.is_marker() || v.domain == d || v.constant) continue;
       auto key = std::make_pair(in, d);
       auto it = copies.find(key);
       if (it == copies.end()) {
         ValueId c = g.AddValue(fmt::format("{}@{}", v.name, domain_names[d]), v.dtype, v.rows, v.cols);
         g.value(c).domain = d;
+        g.value(c).dims = v.dims;
+        g.value(c).layout = v.layout;
         Node t;
         t.op = OpKind::kTransfer;
         t.name = fmt::format("transfer.{}", v.name);
@@ -135,11 +139,13 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
     // a copy in its own domain, transferred after it.
     std::vector<Node> after;
     for (ValueId& o : n.outputs) {
-      Value& v = g.value(o);
+      const Value v = g.value(o);
       if (!v.is_output || d == host) continue;
       ValueId final_out = o;
       ValueId tmp = g.AddValue(v.name + "@" + domain_names[d], v.dtype, v.rows, v.cols);
       g.value(tmp).domain = d;
+      g.value(tmp).dims = v.dims;
+      g.value(tmp).layout = v.layout;
       g.value(final_out).domain = host;
       o = tmp;
       Node t;

@@ -14,6 +14,7 @@ std::vector<TensorOpDef> BuildTable() {
   AddShapeOpDefs(&ops);
   AddReduceOpDefs(&ops);
   AddConvOpDefs(&ops);
+  AddMatMulOpDefs(&ops);
   AddQuantOpDefs(&ops);
   std::sort(ops.begin(), ops.end(), [](const TensorOpDef& a, const TensorOpDef& b) { return a.op_type < b.op_type; });
   return ops;

@@ -120,6 +120,8 @@ size_t CpuBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv
   }
 }
 
+void CpuBackend::ForgetTensorKernel(const Node& node) { caches_->tensor_kernels.Forget(node); }
+
 Expected<Step> CpuBackend::Bind(const BindContext& ctx) {
   const Node& n = *ctx.node;
   for (const BoundValue& v : ctx.inputs) {

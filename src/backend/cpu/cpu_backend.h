@@ -30,6 +30,9 @@ class CpuBackend : public Backend {
   // The op's binder (backend/cpu/binders/).
   Expected<Step> Bind(const BindContext& ctx) override;
   bool has_native_bf16_dot() const override;
+  // Drops the tensor kernel ScratchBytes made for `node` when the node
+  // will not be bound (it is rebuilt elsewhere).
+  void ForgetTensorKernel(const Node& node);
 
  private:
   std::string name_ = "cpu";

@@ -9,6 +9,7 @@
 
 #include "backend/plugin/node_attributes.h"
 #include "format/weight_store.h"
+#include "graph/tensor_op.h"
 
 namespace kiln {
 namespace {
@@ -49,6 +50,33 @@ int32_t RowSpaceId(RowSpace r) {
   return KILN_ROWS_NONE;
 }
 
+// An N-d tensor op's value (`id` kNoValue: an omitted input).
+kiln_tensor DenseTensor(const Graph& g, ValueId id, const BoundValue& v) {
+  kiln_tensor t{};
+  t.struct_size = sizeof(kiln_tensor);
+  t.abi_version = KILN_BACKEND_ABI_VERSION;
+  t.layout = "dense";
+  t.row_space = KILN_ROWS_FIXED;
+  if (id == kNoValue) {
+    t.rank = -1;
+    t.dtype = "";
+    return t;
+  }
+  const Value& val = g.value(id);
+  t.dtype = DTypeName(val.dtype);
+  t.rank = static_cast<int32_t>(std::min<size_t>(val.dims.size(), KILN_BACKEND_MAX_RANK));
+  int64_t stride = 1;
+  for (int32_t i = t.rank - 1; i >= 0; --i) {
+    t.shape[i] = val.dims[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= t.shape[i];
+  }
+  t.data = v.data;
+  t.is_graph_output = v.is_output ? 1 : 0;
+  t.is_constant = val.constant ? 1 : 0;
+  return t;
+}
+
 kiln_tensor Tensor(const BoundValue& v, const ShapeEnv& capacity) {
   kiln_tensor t{};
   t.struct_size = sizeof(kiln_tensor);
@@ -81,18 +109,23 @@ kiln_weight_desc WeightDesc(const Weight& w) {
 
 // Everything a kiln_node_desc points at, kept alive for the call.
 struct NodeDescription {
-  NodeDescription(const Node& n, const std::vector<BoundValue>& in, const std::vector<BoundValue>& out,
+  NodeDescription(const Graph& g, const Node& n, const std::vector<BoundValue>& in, const std::vector<BoundValue>& out,
                   const ShapeEnv& capacity)
       : attrs(n.attrs, n.named_attrs) {
-    for (const BoundValue& v : in) inputs.push_back(Tensor(v, capacity));
-    for (const BoundValue& v : out) outputs.push_back(Tensor(v, capacity));
+    if (n.op == OpKind::kTensorOp) {
+      for (size_t i = 0; i < in.size(); ++i) inputs.push_back(DenseTensor(g, n.inputs[i], in[i]));
+      for (size_t i = 0; i < out.size(); ++i) outputs.push_back(DenseTensor(g, n.outputs[i], out[i]));
+    } else {
+      for (const BoundValue& v : in) inputs.push_back(Tensor(v, capacity));
+      for (const BoundValue& v : out) outputs.push_back(Tensor(v, capacity));
+    }
     for (const Weight* w : n.weights) descs.push_back(w != nullptr ? WeightDesc(*w) : kiln_weight_desc{});
     for (size_t i = 0; i < n.weights.size(); ++i) {
       refs.push_back({n.weights[i] != nullptr ? &descs[i] : nullptr, nullptr});
     }
     desc.struct_size = sizeof(kiln_node_desc);
     desc.abi_version = KILN_BACKEND_ABI_VERSION;
-    desc.op = OpName(n.op);
+    desc.op = n.op == OpKind::kTensorOp ? n.op_type.c_str() : OpName(n.op);
     desc.name = n.name.c_str();
     desc.attrs = attrs.data();
     desc.num_attrs = attrs.size();
@@ -120,7 +153,15 @@ struct NodeDescription {
 // Values as the binder sees them, for scratch sizing (no memory yet).
 std::vector<BoundValue> Shapes(const Graph& g, const std::vector<ValueId>& ids) {
   std::vector<BoundValue> out;
-  for (ValueId id : ids) out.push_back(ShapeOf(g, id));
+  for (ValueId id : ids) {
+    if (id == kNoValue) {
+      out.emplace_back();
+      continue;
+    }
+    BoundValue b = ShapeOf(g, id);
+    if (g.value(id).constant) b.data = const_cast<uint8_t*>(g.value(id).constant->data());
+    out.push_back(b);
+  }
   return out;
 }
 
@@ -265,9 +306,15 @@ Expected<SupportList> ConvertSupport(const kiln_backend& t) {
                          KILN_BACKEND_ABI_VERSION);
     }
     auto op = OpFromName(e.op != nullptr ? e.op : "");
-    if (!op) return InvalidArgument("support entry {} names unknown op '{}'", i, e.op != nullptr ? e.op : "");
+    // Not one of kiln's LLM ops: an N-d tensor op by its ONNX name.
+    const bool tensor_op = !op && e.op != nullptr && FindTensorOp(e.op) != nullptr;
+    if (!op && !tensor_op) return InvalidArgument("support entry {} names unknown op '{}'", i, e.op != nullptr ? e.op : "");
     SupportEntry s;
-    s.op = *op;
+    s.op = tensor_op ? OpKind::kTensorOp : *op;
+    if (tensor_op) {
+      s.op_type = e.op;
+      s.max_rank = KILN_BACKEND_MAX_RANK;
+    }
     auto dtypes = [&](const char* const* names, uint32_t n, std::vector<DType>* out) -> Status {
       for (uint32_t j = 0; j < n; ++j) {
         auto d = DTypeFromName(names != nullptr && names[j] != nullptr ? names[j] : "");
@@ -279,9 +326,10 @@ Expected<SupportList> ConvertSupport(const kiln_backend& t) {
     };
     KILN_RETURN_IF_ERROR(dtypes(e.activation_dtypes, e.num_activation_dtypes, &s.activation_dtypes));
     KILN_RETURN_IF_ERROR(dtypes(e.weight_dtypes, e.num_weight_dtypes, &s.weight_dtypes));
-    if (e.activation_layout != nullptr && std::strcmp(e.activation_layout, "rows") != 0) {
-      return Unsupported("support entry {} ({}): activation layout '{}' (this kiln places only 'rows')", i, e.op,
-                         e.activation_layout);
+    const char* wanted_layout = tensor_op ? "dense" : "rows";
+    if (e.activation_layout != nullptr && std::strcmp(e.activation_layout, wanted_layout) != 0) {
+      return Unsupported("support entry {} ({}): activation layout '{}' (this kiln places '{}' here)", i, e.op,
+                         e.activation_layout, wanted_layout);
     }
     s.weight_layout = e.weight_layout != nullptr ? e.weight_layout : "";
     s.max_cols = e.max_cols;
@@ -435,13 +483,13 @@ Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const Pa
 }
 
 size_t PluginBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const {
-  NodeDescription d(node, Shapes(g, node.inputs), Shapes(g, node.outputs), capacity);
+  NodeDescription d(g, node, Shapes(g, node.inputs), Shapes(g, node.outputs), capacity);
   return static_cast<size_t>(table_.scratch_bytes(table_.self, &d.desc));
 }
 
 Expected<Step> PluginBackend::Bind(const BindContext& ctx) {
   const Node& n = *ctx.node;
-  NodeDescription d(n, ctx.inputs, ctx.outputs, ctx.capacity);
+  NodeDescription d(*ctx.graph, n, ctx.inputs, ctx.outputs, ctx.capacity);
   for (size_t i = 0; i < d.refs.size() && i < ctx.packed.size(); ++i) {
     if (ctx.packed[i] == nullptr) continue;
     auto* p = dynamic_cast<const PluginPackedWeight*>(ctx.packed[i]);
@@ -476,7 +524,8 @@ Expected<Step> PluginBackend::Bind(const BindContext& ctx) {
     kiln_run_args a{};
     a.struct_size = sizeof(kiln_run_args);
     a.abi_version = KILN_BACKEND_ABI_VERSION;
-    const ForwardBatch& b = *s.batch;
+    static const ForwardBatch kNoBatch{};  // tensor graphs run without one
+    const ForwardBatch& b = s.batch != nullptr ? *s.batch : kNoBatch;
     a.num_tokens = b.num_tokens;
     a.token_ids = b.token_ids;
     a.positions = b.positions;

@@ -26,6 +26,9 @@ class TensorKernelCache {
     AttributeMap attrs;
     std::vector<TensorType> inputs, outputs;
     std::vector<const TensorData*> constants;
+    // Keeps the constants alive while the entry is, so that no other
+    // constant can take one's address.
+    std::vector<std::shared_ptr<const TensorData>> keep;
     TensorKernel kernel;
   };
   std::mutex mu_;

@@ -51,7 +51,12 @@ Expected<const TensorKernel*> TensorKernelCache::Get(const Graph& g, const Node&
   }
   if (it == kernels_.end()) {
     KILN_ASSIGN_OR_RETURN(TensorKernel kernel, MakeTensorKernel(args));
-    Entry e{n.op_type, n.name, n.named_attrs, args.inputs, args.outputs, args.constants, std::move(kernel)};
+    std::vector<std::shared_ptr<const TensorData>> keep;
+    for (ValueId in : n.inputs) {
+      if (in != kNoValue && g.value(in).constant) keep.push_back(g.value(in).constant);
+    }
+    Entry e{n.op_type, n.name, n.named_attrs, args.inputs, args.outputs, args.constants, std::move(keep),
+            std::move(kernel)};
     it = kernels_.emplace(&n, std::move(e)).first;
   }
   return &it->second.kernel;

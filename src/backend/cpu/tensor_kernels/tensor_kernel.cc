@@ -12,6 +12,7 @@ std::vector<TensorKernelEntry> BuildTable() {
   AddShapeKernels(&kernels);
   AddReduceKernels(&kernels);
   AddConvKernels(&kernels);
+  AddMatMulKernels(&kernels);
   AddQuantKernels(&kernels);
   std::sort(kernels.begin(), kernels.end(),
             [](const TensorKernelEntry& a, const TensorKernelEntry& b) { return a.op_type < b.op_type; });

@@ -82,6 +82,7 @@ void AddElementwiseKernels(std::vector<TensorKernelEntry>* kernels);
 void AddShapeKernels(std::vector<TensorKernelEntry>* kernels);
 void AddReduceKernels(std::vector<TensorKernelEntry>* kernels);
 void AddConvKernels(std::vector<TensorKernelEntry>* kernels);
+void AddMatMulKernels(std::vector<TensorKernelEntry>* kernels);
 void AddQuantKernels(std::vector<TensorKernelEntry>* kernels);
 
 }  // namespace kiln::cpu
