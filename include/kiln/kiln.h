@@ -586,8 +586,11 @@ KILN_API kiln_status kiln_onnx_model_output_shape(kiln_onnx_model* model, const 
  * graph output into `outputs` (one per graph output, each of the dtype and
  * shape kiln_onnx_model_output_shape gives), straight from and into the
  * caller's buffers. Everything is checked before anything runs: a wrong
- * count, name, dtype or shape, a NULL buffer or one too small is an error
- * naming the tensor, and leaves every output untouched. */
+ * count, name, dtype or shape, a NULL buffer, one too small, or an output
+ * buffer overlapping an input's or another output's is an error naming the
+ * tensor, and leaves every output untouched. Input values a graph cannot
+ * take (an index outside its axis) are an error of the run naming the node;
+ * the outputs may then be partly written. */
 KILN_API kiln_status kiln_onnx_model_run(kiln_onnx_model* model, const kiln_tensor* inputs, size_t num_inputs,
                                          kiln_tensor* outputs, size_t num_outputs);
 

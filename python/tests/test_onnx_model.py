@@ -195,6 +195,44 @@ def test_a_pytorch_export_matches_pytorch(tmp_path):
         np.testing.assert_array_equal(result["ry"], expected[1].numpy())
 
 
+def test_integer_inputs_and_outputs(models, run_calls):
+    model = kiln.Model(models / "gather.onnx", threads=2)
+    assert [(i.name, i.dtype, i.shape) for i in model.inputs] == [("ids", np.int64, (None,)),
+                                                                  ("table", np.float32, (6, 2))]
+    assert [(o.name, o.dtype, o.shape) for o in model.outputs] == [("rows", np.float32, (None, 2)),
+                                                                   ("column", np.int64, (None, 1))]
+    table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    ids = np.array([5, 0, -2, 3], dtype=np.int64)
+    result = model.run({"ids": ids, "table": table})
+    assert run_calls[0][0] == [ids.ctypes.data, table.ctypes.data]
+    np.testing.assert_array_equal(result["rows"], np.take(table, ids, axis=0))
+    np.testing.assert_array_equal(result["column"], ids[:, None])
+    assert result["column"].dtype == np.int64
+    # int32 ids and a list are converted once; float ids are refused.
+    np.testing.assert_array_equal(model.run([np.array([1, 2], np.int32), table])["rows"], table[1:3])
+    np.testing.assert_array_equal(model.run([[4], table])["column"], [[4]])
+    with pytest.raises(TypeError, match="float64 cannot be converted to int64"):
+        model.run([np.array([1.0]), table])
+    with pytest.raises(kiln.KilnError, match="Gather"):
+        model.run([np.array([6], np.int64), table])  # beyond the table: an error, no read out of bounds
+
+
+def test_a_pytorch_mlp_matches_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    path = tmp_path / "mlp.onnx"
+    torch.onnx.export(net, torch.randn(2, 8), str(path), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=13)
+    model = kiln.Model(path, threads=2)
+    for batch in (1, 5):
+        x = torch.randn(batch, 8)
+        with torch.no_grad():
+            expected = net(x).numpy()
+        got = model.run({"x": x.numpy()})["y"]
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_the_llm_model_class_still_loads_folders(qwen_model):
     assert isinstance(qwen_model, kiln.Model) and qwen_model.vocab_size == 2048
 

@@ -5,6 +5,8 @@ tests run into OUT_DIR. Usage: make_capi_onnx_models.py OUT_DIR
   two_relu.onnx     inputs a: f32[n,4] (n bound per run) and b: f32[2,3];
                     outputs ya = Relu(Relu(a)) and yb = Relu(b)
   static_relu.onnx  x: f32[1,3,2,2] -> y = Relu(x), every shape fixed
+  gather.onnx       ids: i64[n] picks rows of table: f32[6,2] -> rows: f32[n,2],
+                    and column: i64[n,1] = Unsqueeze(ids, axes 1)
   unknown_op.onnx   x: f32[2] through an op of a domain no backend knows
   truncated.onnx    the first half of two_relu.onnx"""
 import os
@@ -40,6 +42,14 @@ two_relu = save(helper.make_graph(
 
 save(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "static_relu",
                        [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])]), "static_relu.onnx")
+
+save(helper.make_graph(
+    [helper.make_node("Gather", ["table", "ids"], ["rows"], name="gather", axis=0),
+     helper.make_node("Unsqueeze", ["ids", "axes"], ["column"], name="unsqueeze")],
+    "gather",
+    [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"]), vi("table", [6, 2])],
+    [vi("rows", ["n", 2]), helper.make_tensor_value_info("column", TensorProto.INT64, ["n", 1])],
+    [helper.make_tensor("axes", TensorProto.INT64, [1], [1])]), "gather.onnx")
 
 unknown = helper.make_model(
     helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], name="frob", domain="org.example.nowhere")],

@@ -377,6 +377,35 @@ TEST(CApiOnnx, MalformedRunsAreClearErrorsAndWriteNothing) {
   EXPECT_EQ(ya.values, Empty({2, 4}).values);
 }
 
+// Integer inputs and outputs: ids (i64) pick rows of a table, and come back
+// as a column (i64); an id outside the table is a run-time error, not a read
+// out of bounds.
+TEST(CApiOnnx, IntegerTensorsAndRunTimeErrors) {
+  kiln_onnx_options o = TwoThreads();
+  OnnxModelPtr model = Load("gather.onnx", &o);
+  ASSERT_NE(model, nullptr);
+  kiln_tensor_info info;
+  ASSERT_EQ(kiln_onnx_model_input_info(model.get(), 0, &info), KILN_OK);
+  EXPECT_EQ(info.dtype, KILN_DTYPE_I64);
+  ASSERT_EQ(kiln_onnx_model_output_info(model.get(), 1, &info), KILN_OK);
+  EXPECT_EQ(info.dtype, KILN_DTYPE_I64);
+  std::vector<int64_t> ids = {4, 0, 5, -1}, ids_dims = {4}, table_dims = {6, 2}, rows_dims = {4, 2},
+                       column_dims = {4, 1};
+  std::vector<float> table = {0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51};
+  std::vector<float> rows(8, -1);
+  std::vector<int64_t> column(4, -7);
+  kiln_tensor in[] = {{"ids", KILN_DTYPE_I64, 1, ids_dims.data(), ids.data(), ids.size() * 8},
+                      {"table", KILN_DTYPE_F32, 2, table_dims.data(), table.data(), table.size() * 4}};
+  kiln_tensor out[] = {{"rows", KILN_DTYPE_F32, 2, rows_dims.data(), rows.data(), rows.size() * 4},
+                       {"column", KILN_DTYPE_I64, 2, column_dims.data(), column.data(), column.size() * 8}};
+  ASSERT_EQ(kiln_onnx_model_run(model.get(), in, 2, out, 2), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(rows, (std::vector<float>{40, 41, 0, 1, 50, 51, 50, 51}));
+  EXPECT_EQ(column, ids);
+  ids[1] = 6;
+  EXPECT_NE(kiln_onnx_model_run(model.get(), in, 2, out, 2), KILN_OK);
+  EXPECT_TRUE(Contains(kiln_last_error(), "Gather")) << kiln_last_error();
+}
+
 // Runs from several threads on one model take turns; each gets its own result.
 TEST(CApiOnnx, ConcurrentRunsOnOneModel) {
   kiln_onnx_options o = TwoThreads();
