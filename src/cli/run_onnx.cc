@@ -20,6 +20,7 @@ struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::vector<std::string> input_shapes;
+  std::vector<std::string> fixed_inputs;
   std::string output_dir;
   std::string backend = "cpu";
   std::vector<std::string> backend_plugins;
@@ -51,6 +52,11 @@ Status RunOnnx(const RunArgs& a) {
     }
     if (!feeds.emplace(name, std::move(t)).second) return InvalidArgument("--input {} given twice", name);
   }
+  for (const std::string& name : a.fixed_inputs) {
+    auto it = feeds.find(name);
+    if (it == feeds.end()) return InvalidArgument("--fixed-input {}: no --input of that name", name);
+    options.fixed_inputs[name] = it->second;
+  }
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::string expected;
   for (const OnnxTensorInfo& i : session->inputs()) {
@@ -78,6 +84,8 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("model", a->model, "An .onnx file")->required();
   cmd->add_option("--input", a->inputs, "NAME=FILE.npy (or an ONNX TensorProto FILE.pb): a graph input (repeatable)");
   cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes an input's shape, e.g. images:1,3,640,640");
+  cmd->add_option("--fixed-input", a->fixed_inputs,
+                  "NAME: compile with this --input's value fixed (a shape, scales or pads fed as a graph input)");
   cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
   cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);

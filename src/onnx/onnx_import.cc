@@ -88,7 +88,8 @@ Expected<AttributeMap> ConvertAttributes(const OnnxNode& node) {
 
 }  // namespace
 
-Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<TensorType>& input_types) {
+Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<TensorType>& input_types,
+                                     const std::map<std::string, TensorData>& fixed) {
   const OnnxGraph& og = model.graph;
   if (input_types.size() != og.inputs.size()) {
     return InvalidArgument("the model has {} inputs, {} types given", og.inputs.size(), input_types.size());
@@ -102,8 +103,17 @@ Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<T
     ValueId v = g.AddTensorValue(og.inputs[i].name, input_types[i]);
     g.value(v).is_graph_input = true;
     g.value(v).io_slot = static_cast<int32_t>(i);
-    values[og.inputs[i].name] = v;
     out.inputs.push_back(v);
+    auto f = fixed.find(og.inputs[i].name);
+    if (f != fixed.end()) {
+      if (f->second.type() != input_types[i]) {
+        return InvalidArgument("input {}: fixed value of {} for an input of {}", og.inputs[i].name,
+                               f->second.type().ToString(), input_types[i].ToString());
+      }
+      values[og.inputs[i].name] = g.AddConstant(og.inputs[i].name + ".fixed", f->second);
+    } else {
+      values[og.inputs[i].name] = v;
+    }
   }
   for (const OnnxTensor& t : og.initializers) {
     if (values.count(t.name)) continue;  // a graph input of that name overrides its default

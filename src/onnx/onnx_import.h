@@ -6,6 +6,7 @@
 // has static shapes. Errors name the node (and its op and domain).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,10 @@ struct OnnxImport {
 // mask is cheaper to compute at run time than to keep in memory).
 inline constexpr size_t kMaxFoldedBytes = size_t{16} << 20;
 
-// `input_types` in the order of model.graph.inputs.
-Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<TensorType>& input_types);
+// `input_types` in the order of model.graph.inputs. `fixed`: inputs whose
+// values are bound at compile time (a shape or scales given as a graph
+// input): the graph reads them as constants; their io slot stays, unread.
+Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<TensorType>& input_types,
+                                     const std::map<std::string, TensorData>& fixed = {});
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // Loading, compiling per input shape, and running ONNX models.
 #include "onnx/onnx_session.h"
 
+#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@ struct OnnxSession::Impl {
   std::vector<OnnxTensorInfo> inputs, outputs;
   std::map<std::vector<TensorType>, std::unique_ptr<CompiledTensorGraph>> compiled;
   std::unique_ptr<ThreadPool> pool;
+  std::map<std::string, TensorData> fixed;
 };
 
 OnnxSession::OnnxSession() : impl_(std::make_unique<Impl>()) {}
@@ -47,6 +49,16 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path
   for (const OnnxValueInfo& v : m.model.graph.inputs) {
     if (!v.dtype) return InvalidArgument("{}: input {} has no element type", path, v.name);
     m.inputs.push_back(InfoOf(v));
+    auto f = options.fixed_inputs.find(v.name);
+    if (f != options.fixed_inputs.end()) {
+      const HostTensor& h = f->second;
+      if (h.bytes.size() != h.type.Bytes()) return InvalidArgument("fixed input {}: {} bytes for {}", v.name, h.bytes.size(), h.type.ToString());
+      m.fixed[v.name] = TensorData(h.type, std::make_shared<const std::string>(h.bytes.begin(), h.bytes.end()));
+      m.inputs.back().dims = h.type.dims;
+    }
+  }
+  for (const auto& [name, t] : options.fixed_inputs) {
+    if (!m.fixed.count(name)) return InvalidArgument("fixed input {}: the model has no input of that name", name);
   }
   for (const OnnxValueInfo& v : m.model.graph.outputs) m.outputs.push_back(InfoOf(v));
   m.pool = std::make_unique<ThreadPool>(options.threads);
@@ -87,7 +99,7 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   }
   auto it = m.compiled.find(types);
   if (it != m.compiled.end()) return it->second.get();
-  KILN_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxGraph(m.model, types));
+  KILN_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxGraph(m.model, types, m.fixed));
   TensorCompileOptions options;
   options.backend = m.options.backend;
   options.precision = m.options.precision;
@@ -113,6 +125,13 @@ Status OnnxSession::Run(const std::vector<TensorRef>& inputs, const std::vector<
     in.push_back(r.data);
   }
   KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * c, Compiled(types));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto f = impl_->fixed.find(impl_->inputs[i].name);
+    if (f != impl_->fixed.end() && std::memcmp(f->second.data(), inputs[i].data, f->second.bytes()) != 0) {
+      return InvalidArgument("input {}: its value was fixed at compile time; this run passes another",
+                             impl_->inputs[i].name);
+    }
+  }
   const std::vector<TensorType> want = c->output_types();
   if (outputs.size() != want.size()) {
     return InvalidArgument("the model has {} outputs, {} buffers given", want.size(), outputs.size());

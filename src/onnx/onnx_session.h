@@ -39,6 +39,10 @@ struct OnnxSessionOptions {
   // `--input-shape`: dims for inputs whose declared shape is symbolic or
   // missing (or to replace it).
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Inputs whose values are fixed at compile time: a shape, scales or
+  // pads fed as a graph input, which kiln's static shapes need to know. A
+  // run must pass the same values.
+  std::map<std::string, HostTensor> fixed_inputs;
   std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
   Precision precision = Precision::kFp32;
   int threads = 0;  // 0: physical cores
