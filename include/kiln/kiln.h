@@ -503,6 +503,20 @@ KILN_API const char* kiln_dtype_name(kiln_dtype dtype);
 /* Bytes of one element (bool: 1); 0 for a value outside the enum. */
 KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
 
+/* A tensor in the caller's memory, row-major. `data` holds `size_bytes`
+ * bytes, at least the product of the dims times kiln_dtype_size(dtype).
+ * Passed to a run as an input it is only read; as an output, written. */
+typedef struct kiln_tensor {
+  /* The graph input or output it is; NULL: the one at its position in the
+   * array. Each input and output must be given exactly once. */
+  const char* name;
+  kiln_dtype dtype;
+  size_t rank;
+  const int64_t* dims;
+  void* data;
+  size_t size_bytes;
+} kiln_tensor;
+
 /* Fixes the dimensions of one graph input at load (`--input-shape`): for an
  * input whose declared shape is symbolic or missing, or to replace it. */
 typedef struct kiln_input_shape {
@@ -515,6 +529,12 @@ typedef struct kiln_onnx_options {
   size_t struct_size;
   const kiln_input_shape* input_shapes; /* NULL: the shapes the file declares */
   size_t num_input_shapes;
+  /* Inputs whose values are fixed at compile time (`kiln run --fixed-input`):
+   * a shape, scales or pads the graph takes as an input, which static shapes
+   * need to know. Each names its input; the values are copied at load, and
+   * every run must pass the same. */
+  const kiln_tensor* fixed_inputs;
+  size_t num_fixed_inputs;
   const char* backend;   /* "cpu" (NULL); what it cannot run falls back to the CPU */
   const char* precision; /* "fp32" (NULL), "mixed" or "bf16" */
   int32_t threads;       /* compute threads; 0: one per physical core */
@@ -556,20 +576,6 @@ KILN_API kiln_status kiln_onnx_model_input_info(const kiln_onnx_model* model, si
                                                 kiln_tensor_info* info);
 KILN_API kiln_status kiln_onnx_model_output_info(const kiln_onnx_model* model, size_t index,
                                                  kiln_tensor_info* info);
-
-/* A tensor in the caller's memory, row-major. `data` holds `size_bytes`
- * bytes, at least the product of the dims times kiln_dtype_size(dtype).
- * Passed to a run as an input it is only read; as an output, written. */
-typedef struct kiln_tensor {
-  /* The graph input or output it is; NULL: the one at its position in the
-   * array. Each input and output must be given exactly once. */
-  const char* name;
-  kiln_dtype dtype;
-  size_t rank;
-  const int64_t* dims;
-  void* data;
-  size_t size_bytes;
-} kiln_tensor;
 
 /* The shape output `output` has when the model runs on inputs of these
  * shapes (their data is not read and may be NULL), compiling the program

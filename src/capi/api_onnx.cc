@@ -1,9 +1,12 @@
 // The C API's ONNX models: loading, introspection, output shapes for given
 // input shapes, and runs on the caller's buffers.
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "backend/backend.h"
 #include "capi/c_boundary.h"
@@ -31,6 +34,8 @@ kiln_onnx_options DefaultCOnnxOptions() {
   o.struct_size = sizeof(o);
   o.input_shapes = nullptr;
   o.num_input_shapes = 0;
+  o.fixed_inputs = nullptr;
+  o.num_fixed_inputs = 0;
   o.backend = nullptr;
   o.precision = nullptr;
   o.threads = 0;
@@ -60,6 +65,21 @@ Expected<kiln::OnnxSessionOptions> FromCOnnxOptions(const kiln_onnx_options* giv
     }
     if (!o.input_shapes.emplace(s.name, std::move(dims)).second) {
       return InvalidArgument("options.input_shapes[{}]: {} is given twice", i, s.name);
+    }
+  }
+  if (c.fixed_inputs == nullptr && c.num_fixed_inputs > 0) {
+    return InvalidArgument("options.fixed_inputs is NULL but num_fixed_inputs is {}", c.num_fixed_inputs);
+  }
+  for (size_t i = 0; i < c.num_fixed_inputs; ++i) {
+    const kiln_tensor& t = c.fixed_inputs[i];
+    if (t.name == nullptr) return InvalidArgument("options.fixed_inputs[{}].name is NULL", i);
+    const std::string label = fmt::format("options.fixed_inputs[{}] ({})", i, t.name);
+    KILN_ASSIGN_OR_RETURN(kiln::TensorRef ref,
+                          kiln::capi::CheckedTensor(t, label, kiln::capi::BufferUse::kRead));
+    kiln::HostTensor copy(ref.type);
+    std::memcpy(copy.bytes.data(), ref.data, copy.bytes.size());
+    if (!o.fixed_inputs.emplace(t.name, std::move(copy)).second) {
+      return InvalidArgument("options.fixed_inputs[{}]: {} is given twice", i, t.name);
     }
   }
   if (c.backend != nullptr) o.backend = c.backend;

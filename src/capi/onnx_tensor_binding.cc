@@ -103,23 +103,27 @@ Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t 
     const std::string label = fmt::format("{}s[{}] ({})", what, i, info.name);
     if (given[slot]) return InvalidArgument("{}: given twice", label);
     given[slot] = true;
-    KILN_ASSIGN_OR_RETURN(DType dtype, FromCDType(t.dtype, label.c_str()));
-    if (dtype != info.dtype) {
-      return InvalidArgument("{}: dtype {} given, the model's is {}", label, DTypeName(dtype),
-                             DTypeName(info.dtype));
+    KILN_ASSIGN_OR_RETURN(bound[slot], CheckedTensor(t, label, use));
+    if (bound[slot].type.dtype != info.dtype) {
+      return InvalidArgument("{}: dtype {} given, the model's is {}", label,
+                             DTypeName(bound[slot].type.dtype), DTypeName(info.dtype));
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, DimsOf(t, label));
-    KILN_ASSIGN_OR_RETURN(uint64_t bytes, BytesOf(dtype, dims, label));
-    if (use != BufferUse::kTypesOnly) {
-      if (t.data == nullptr) return InvalidArgument("{}: data is NULL", label);
-      if (t.size_bytes < bytes) {
-        return OutOfRange("{}: size_bytes is {}; {}[{}] needs {}", label, t.size_bytes, DTypeName(dtype),
-                          DimsToString(dims), bytes);
-      }
-    }
-    bound[slot] = TensorRef{TensorType{dtype, std::move(dims)}, t.data};
   }
   return bound;
+}
+
+Expected<TensorRef> CheckedTensor(const kiln_tensor& t, const std::string& label, BufferUse use) {
+  KILN_ASSIGN_OR_RETURN(DType dtype, FromCDType(t.dtype, label.c_str()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, DimsOf(t, label));
+  KILN_ASSIGN_OR_RETURN(uint64_t bytes, BytesOf(dtype, dims, label));
+  if (use != BufferUse::kTypesOnly) {
+    if (t.data == nullptr) return InvalidArgument("{}: data is NULL", label);
+    if (t.size_bytes < bytes) {
+      return OutOfRange("{}: size_bytes is {}; {}[{}] needs {}", label, t.size_bytes, DTypeName(dtype),
+                        DimsToString(dims), bytes);
+    }
+  }
+  return TensorRef{TensorType{dtype, std::move(dims)}, t.data};
 }
 
 Status CheckNoOverlap(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,

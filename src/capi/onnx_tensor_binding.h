@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -33,6 +34,11 @@ enum class BufferUse { kTypesOnly, kRead, kWrite };
 Expected<std::vector<TensorRef>> BindTensors(const kiln_tensor* tensors, size_t count,
                                              const std::vector<OnnxTensorInfo>& slots, const char* what,
                                              BufferUse use);
+
+// One tensor (named `label` in messages) checked as BindTensors checks
+// each: a known dtype, well-formed dims and, with a buffer use, a non-NULL
+// buffer of at least the tensor's size.
+Expected<TensorRef> CheckedTensor(const kiln_tensor& t, const std::string& label, BufferUse use);
 
 // An error when any two of these buffers share a byte (an output written
 // over an input the graph may still read, or two outputs over each other).

@@ -7,6 +7,8 @@ tests run into OUT_DIR. Usage: make_capi_onnx_models.py OUT_DIR
   static_relu.onnx  x: f32[1,3,2,2] -> y = Relu(x), every shape fixed
   gather.onnx       ids: i64[n] picks rows of table: f32[6,2] -> rows: f32[n,2],
                     and column: i64[n,1] = Unsqueeze(ids, axes 1)
+  reshape.onnx      x: f32[6] reshaped to the graph input shape: i64[2] -> y,
+                    which compiles only with shape's value fixed
   unknown_op.onnx   x: f32[2] through an op of a domain no backend knows
   truncated.onnx    the first half of two_relu.onnx"""
 import os
@@ -50,6 +52,11 @@ save(helper.make_graph(
     [helper.make_tensor_value_info("ids", TensorProto.INT64, ["n"]), vi("table", [6, 2])],
     [vi("rows", ["n", 2]), helper.make_tensor_value_info("column", TensorProto.INT64, ["n", 1])],
     [helper.make_tensor("axes", TensorProto.INT64, [1], [1])]), "gather.onnx")
+
+save(helper.make_graph(
+    [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "reshape",
+    [vi("x", [6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])], [vi("y", ["r", "c"])]),
+    "reshape.onnx")
 
 unknown = helper.make_model(
     helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], name="frob", domain="org.example.nowhere")],

@@ -92,6 +92,8 @@ TEST(CApiOnnx, OptionsDefaultsAndOlderStructs) {
   EXPECT_EQ(o.num_input_shapes, 0u);
   EXPECT_EQ(o.backend, nullptr);
   EXPECT_EQ(o.precision, nullptr);
+  EXPECT_EQ(o.fixed_inputs, nullptr);
+  EXPECT_EQ(o.num_fixed_inputs, 0u);
   EXPECT_EQ(o.threads, 0);
   // A caller built against a shorter struct: the rest is left alone.
   alignas(kiln_onnx_options) unsigned char bytes[sizeof(kiln_onnx_options)];
@@ -404,6 +406,67 @@ TEST(CApiOnnx, IntegerTensorsAndRunTimeErrors) {
   ids[1] = 6;
   EXPECT_NE(kiln_onnx_model_run(model.get(), in, 2, out, 2), KILN_OK);
   EXPECT_TRUE(Contains(kiln_last_error(), "Gather")) << kiln_last_error();
+}
+
+// A graph input that static shapes need (Reshape's shape) compiles once its
+// value is fixed at load; runs must then pass that value.
+TEST(CApiOnnx, FixedInputs) {
+  const std::string path = CapiOnnxModel("reshape.onnx");
+  kiln_onnx_model* model = nullptr;
+  EXPECT_NE(kiln_onnx_model_load(path.c_str(), nullptr, &model), KILN_OK);
+  EXPECT_TRUE(Contains(kiln_last_error(), "shape")) << kiln_last_error();
+  EXPECT_EQ(model, nullptr);
+
+  int64_t shape[] = {3, 2}, shape_dims[] = {2}, x_dims[] = {6};
+  kiln_tensor fixed{"shape", KILN_DTYPE_I64, 1, shape_dims, shape, sizeof shape};
+  kiln_onnx_options o = TwoThreads();
+  o.fixed_inputs = &fixed;
+  o.num_fixed_inputs = 1;
+  OnnxModelPtr loaded = Load("reshape.onnx", &o);
+  ASSERT_NE(loaded, nullptr);
+  shape[0] = 99;  // copied at load: the caller's array may change
+  int64_t passed[] = {3, 2};
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, y(6, 0);
+  int64_t y_dims[4];
+  size_t rank = 0;
+  kiln_tensor in[] = {{"x", KILN_DTYPE_F32, 1, x_dims, x.data(), 24},
+                      {"shape", KILN_DTYPE_I64, 1, shape_dims, passed, sizeof passed}};
+  ASSERT_EQ(kiln_onnx_model_output_shape(loaded.get(), in, 2, 0, y_dims, 4, &rank), KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(rank, 2u);
+  EXPECT_EQ(y_dims[0], 3);
+  EXPECT_EQ(y_dims[1], 2);
+  kiln_tensor out{"y", KILN_DTYPE_F32, 2, y_dims, y.data(), 24};
+  ASSERT_EQ(kiln_onnx_model_run(loaded.get(), in, 2, &out, 1), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(y, x);
+  passed[0] = 2;
+  passed[1] = 3;
+  EXPECT_EQ(kiln_onnx_model_run(loaded.get(), in, 2, &out, 1), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "input shape: its value was fixed at compile time"))
+      << kiln_last_error();
+
+  // Malformed fixed inputs.
+  fixed.dtype = KILN_DTYPE_I32;  // the same bytes, read as 4 values of another type
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "fixed input shape: dtype i32 given, the model's is i64"))
+      << kiln_last_error();
+  fixed.dtype = KILN_DTYPE_I64;
+  fixed.data = nullptr;
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "options.fixed_inputs[0] (shape): data is NULL"))
+      << kiln_last_error();
+  fixed.data = shape;
+  fixed.name = nullptr;
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "options.fixed_inputs[0].name is NULL")) << kiln_last_error();
+  fixed.name = "nope";
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "nope")) << kiln_last_error();
+  o.fixed_inputs = nullptr;
+  EXPECT_EQ(kiln_onnx_model_load(path.c_str(), &o, &model), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "fixed_inputs is NULL but num_fixed_inputs is 1"))
+      << kiln_last_error();
+  EXPECT_EQ(model, nullptr);
 }
 
 // Runs from several threads on one model take turns; each gets its own result.
