@@ -137,6 +137,17 @@ class SessionOptions(ctypes.Structure):
     ]
 
 
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_size_t),
+        ("dims", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+        ("size_bytes", ctypes.c_size_t),
+    ]
+
+
 class InputShape(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("dims", ctypes.POINTER(ctypes.c_int64)), ("rank", ctypes.c_size_t)]
 
@@ -146,6 +157,8 @@ class OnnxOptions(ctypes.Structure):
         ("struct_size", ctypes.c_size_t),
         ("input_shapes", ctypes.POINTER(InputShape)),
         ("num_input_shapes", ctypes.c_size_t),
+        ("fixed_inputs", ctypes.POINTER(Tensor)),
+        ("num_fixed_inputs", ctypes.c_size_t),
         ("backend", ctypes.c_char_p),
         ("precision", ctypes.c_char_p),
         ("threads", ctypes.c_int32),
@@ -158,17 +171,6 @@ class TensorInfoStruct(ctypes.Structure):
         ("dtype", ctypes.c_int),
         ("rank", ctypes.c_size_t),
         ("dims", ctypes.POINTER(ctypes.c_int64)),
-    ]
-
-
-class Tensor(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int),
-        ("rank", ctypes.c_size_t),
-        ("dims", ctypes.POINTER(ctypes.c_int64)),
-        ("data", ctypes.c_void_p),
-        ("size_bytes", ctypes.c_size_t),
     ]
 
 

@@ -47,16 +47,21 @@ class OnnxModel(_native.OwnedHandle):
     """An ONNX model compiled for this machine. `input_shapes` fixes the
     dimensions of inputs whose declared shape is symbolic, as
     {"x": (1, 3, 640, 640)} (like `kiln run --input-shape`); otherwise each
-    new set of input shapes is compiled on its first run and kept. Options:
-    threads (0: one per physical core), backend ("cpu"), precision ("fp32",
-    "mixed", "bf16"). Runs on one model take turns; it may be shared by
+    new set of input shapes is compiled on its first run and kept.
+    `fixed_inputs` ({"shape": [1, -1]}) compiles the values of graph inputs
+    that static shapes need (a shape, scales or pads fed as an input, as
+    `kiln run --fixed-input`); run() fills them in when left out, and a run
+    passing other values is an error. Arrays keep their dtype; lists become
+    int64 or float32. Options: threads (0: one per physical core), backend
+    ("cpu"), precision ("fp32", "mixed", "bf16"). Runs on one model take turns; it may be shared by
     threads. `kiln.Model(path)` returns an OnnxModel for an .onnx path."""
 
     _kind = "ONNX model"
     _destroy_function = "kiln_onnx_model_destroy"
 
     def __init__(self, path: Union[str, os.PathLike], *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                 threads: int = 0, backend: Optional[str] = None, precision: Optional[str] = None):
+                 fixed_inputs: Optional[Mapping[str, object]] = None, threads: int = 0,
+                 backend: Optional[str] = None, precision: Optional[str] = None):
         lib = _native.lib()
         options = _native.OnnxOptions()
         lib.kiln_onnx_options_init(ctypes.byref(options), ctypes.sizeof(options))
@@ -73,6 +78,16 @@ class OnnxModel(_native.OwnedHandle):
                 entry.rank = len(dims)
             options.input_shapes = entries
             options.num_input_shapes = len(shapes)
+        self._fixed = {name: _fixed_value(value) for name, value in (fixed_inputs or {}).items()}
+        if self._fixed:
+            tensors = (_native.Tensor * len(self._fixed))()
+            for t, (name, array) in zip(tensors, self._fixed.items()):
+                self._describe(t, array.shape, _CODE_OF_NUMPY[array.dtype], keep)
+                t.name = _native.encode(name, "fixed_inputs name")
+                t.data = array.ctypes.data
+                t.size_bytes = array.nbytes
+            options.fixed_inputs = tensors
+            options.num_fixed_inputs = len(self._fixed)
         options.backend = _native.encode(backend, "backend") if backend is not None else None
         options.precision = _native.encode(precision, "precision") if precision is not None else None
         options.threads = int(threads)
@@ -133,9 +148,14 @@ class OnnxModel(_native.OwnedHandle):
     __call__ = run
 
     def _in_order(self, values, what: str) -> list:
-        """`values` (a mapping by input name, or a sequence) in input order."""
+        """`values` (a mapping by input name, or a sequence) in input order.
+        In a mapping, fixed inputs may be left out: their fixed values (or
+        shapes) are used."""
         names = [i.name for i in self.inputs]
         if isinstance(values, Mapping):
+            if any(name not in values for name in self._fixed):
+                fixed = {n: (a.shape if what == "input_shapes" else a) for n, a in self._fixed.items()}
+                values = {**fixed, **values}
             missing = [n for n in names if n not in values]
             extra = [k for k in values if k not in names]
             if missing or extra:
@@ -219,3 +239,17 @@ class OnnxModel(_native.OwnedHandle):
         tensor.dtype = dtype_code
         tensor.rank = len(shape)
         tensor.dims = ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
+
+
+def _fixed_value(value) -> np.ndarray:
+    """A fixed input's value as a C-contiguous array: an array keeps its
+    dtype; anything else becomes int64 (integers) or float32 (floats), the
+    dtypes ONNX uses for shapes, pads and scales."""
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value) if value.ndim else value.copy()
+    array = np.asarray(value)
+    if array.dtype.kind == "f":
+        array = array.astype(np.float32)
+    elif array.dtype.kind in "iu":
+        array = array.astype(np.int64)
+    return np.ascontiguousarray(array) if array.ndim else array

@@ -217,6 +217,21 @@ def test_integer_inputs_and_outputs(models, run_calls):
         model.run([np.array([6], np.int64), table])  # beyond the table: an error, no read out of bounds
 
 
+def test_fixed_inputs(models):
+    with pytest.raises(kiln.KilnError, match="shape"):
+        kiln.Model(models / "reshape.onnx")  # Reshape's shape must be known to compile
+    model = kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": [3, 2]}, threads=2)
+    assert model.inputs[1] == kiln.TensorInfo("shape", np.dtype(np.int64), (2,))
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(model.run({"x": x})["y"], x.reshape(3, 2))  # the fixed value filled in
+    np.testing.assert_array_equal(model.run({"x": x, "shape": np.array([3, 2])})["y"], x.reshape(3, 2))
+    assert model.output_shapes({"x": (6,)}) == {"y": (3, 2)}
+    with pytest.raises(kiln.InvalidArgumentError, match="its value was fixed at compile time"):
+        model.run([x, np.array([2, 3])])
+    with pytest.raises(kiln.InvalidArgumentError, match="dtype f32 given, the model's is i64"):
+        kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": [3.0, 2.0]})
+
+
 def test_a_pytorch_mlp_matches_pytorch(tmp_path):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
