@@ -22,8 +22,11 @@
 #include "bench/serve_benchmark.h"
 #include "bench/svg_chart.h"
 #include "bench/throughput_report.h"
+#include "cli/bench_onnx.h"
+#include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/inspect_onnx.h"
 #include "core/cpu_info.h"
 #include "core/mapped_file.h"
 #include "format/model_config.h"
@@ -193,9 +196,24 @@ struct LatencyArgs {
   OutputArgs out;
   bench::LatencyOptions options;
   std::string json_schema_file;
+  OnnxBenchArgs onnx;  // -m MODEL.onnx
 };
 
 Status RunLatency(const LatencyArgs& a) {
+  if (IsOnnxPath(a.engine.options.model)) {
+    KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.engine.backend_plugins));
+    OnnxBenchArgs o = a.onnx;
+    o.model = a.engine.options.model;
+    o.backend = a.engine.options.backend;
+    o.threads = a.engine.options.threads;
+    o.warmup = a.options.warmup;
+    o.runs = a.options.runs;
+    o.json = a.out.json;
+    Progress progress;
+    const int threads = o.threads > 0 ? o.threads : std::max(1, GetCpuInfo().physical_cores);
+    std::unique_ptr<bench::Roofline> roofline = RooflineFor(a.out, threads, progress);
+    return RunOnnxLatency(o, roofline ? roofline->AtThreads(threads) : nullptr, MachineLine());
+  }
   bench::LatencyOptions o = a.options;
   KILN_ASSIGN_OR_RETURN(o.engine, ResolveModel(a.engine));
   if (!a.json_schema_file.empty()) {
@@ -246,6 +264,16 @@ void RegisterBenchLatency(CLI::App* bench) {
   cmd->add_option("--json-schema", args->json_schema_file,
                   "Constrain every output by this JSON Schema file (TPOT then includes the grammar masks); its output "
                   "must be longer than --output-len");
+  const std::string onnx = "ONNX models (-m MODEL.onnx)";
+  cmd->add_option("--input", args->onnx.inputs, "NAME=FILE.npy: a graph input (others: seeded random)")->group(onnx);
+  cmd->add_option("--input-shape", args->onnx.input_shapes, "NAME:DIMS fixes an input's shape")->group(onnx);
+  cmd->add_option("--fixed-input", args->onnx.fixed_inputs, "NAME: compile with this --input's value fixed")
+      ->group(onnx);
+  cmd->add_flag("--layers", args->onnx.layers, "Per-node times and GFLOP/s of the nodes of 50 MFLOP or more")
+      ->group(onnx);
+  cmd->add_option("--onnxruntime", args->onnx.onnxruntime,
+                  "ort_run.js (tests/onnx_oracle/): run onnxruntime side by side, same inputs and threads")
+      ->group(onnx);
   cmd->add_flag("--compare-unconstrained", o.compare_unconstrained,
                 "With --json-schema: pair each measured run with the same run unconstrained and report the TPOT ratio");
   cmd->callback([args]() {

@@ -9,6 +9,8 @@
 
 #include "accuracy/tensor_compare.h"
 #include "cli/commands.h"
+#include "cli/diff_onnx.h"
+#include "cli/inspect_onnx.h"
 #include "cli/engine_flags.h"
 #include "engine/model_session.h"
 #include "format/weight_store.h"
@@ -28,6 +30,7 @@ struct Side {
   std::string kv_cache_dtype = "f32";
   std::string backend = "cpu";
   bool w8a8 = false;  // activations quantized per token at run time
+  bool no_fuse = false;  // ONNX graphs: compile without the fusions
 };
 
 struct DiffArgs {
@@ -38,6 +41,9 @@ struct DiffArgs {
   std::string values = "invariant";
   int threads = 0;
   bool json = false;
+  // ONNX graphs.
+  std::vector<std::string> inputs, input_shapes, fixed_inputs;
+  std::string against;
 };
 
 // One run of one side on `ids`, all positions' values captured.
@@ -74,9 +80,8 @@ std::string SideLabel(const Side& s) {
                      s.w8a8 ? ", w8a8" : "");
 }
 
-// Returns the exit status.
-Expected<int> RunDiff(const DiffArgs& args) {
-  if (args.a.model.empty()) return InvalidArgument("no model A");
+// Compares two runs of an LLM on the prompt.
+Expected<DiffComparison> CompareLlm(const DiffArgs& args) {
   if (args.prompt.empty()) return InvalidArgument("no prompt: give --prompt TEXT");
   Side b = args.b;
   if (b.model.empty()) b.model = args.a.model;
@@ -93,7 +98,36 @@ Expected<int> RunDiff(const DiffArgs& args) {
 
   std::function<bool(const std::string&)> keep;
   if (args.values == "invariant") keep = IsLayoutInvariantValue;
-  const std::vector<DiffRow> rows = DiffValues(*values_a, *values_b, keep);
+  DiffComparison c;
+  c.a = SideLabel(args.a);
+  c.b = SideLabel(b);
+  c.input = fmt::format("prompt: {} tokens", ids.size());
+  c.tokens = static_cast<int64_t>(ids.size());
+  c.rows = DiffValues(*values_a, *values_b, keep);
+  return c;
+}
+
+// Returns the exit status.
+Expected<int> RunDiff(const DiffArgs& args) {
+  if (args.a.model.empty()) return InvalidArgument("no model A");
+  DiffComparison c;
+  if (IsOnnxPath(args.a.model)) {
+    OnnxDiffArgs o;
+    o.model = args.a.model;
+    o.inputs = args.inputs;
+    o.input_shapes = args.input_shapes;
+    o.fixed_inputs = args.fixed_inputs;
+    o.against = args.against;
+    o.threads = args.threads;
+    o.a_backend = args.a.backend;
+    o.b_backend = args.b.backend;
+    o.a_fuse = !args.a.no_fuse;
+    o.b_fuse = !args.b.no_fuse;
+    KILN_ASSIGN_OR_RETURN(c, CompareOnnx(o));
+  } else {
+    KILN_ASSIGN_OR_RETURN(c, CompareLlm(args));
+  }
+  const std::vector<DiffRow>& rows = c.rows;
   if (rows.empty()) return InvalidArgument("A and B have no value of the same name and shape to compare");
   const int64_t first = FirstBelow(rows, args.threshold);
   double min_cosine = 1;
@@ -102,9 +136,9 @@ Expected<int> RunDiff(const DiffArgs& args) {
 
   if (args.json) {
     nlohmann::ordered_json j;
-    j["a"] = SideLabel(args.a);
-    j["b"] = SideLabel(b);
-    j["tokens"] = ids.size();
+    j["a"] = c.a;
+    j["b"] = c.b;
+    if (c.tokens >= 0) j["tokens"] = c.tokens;
     j["threshold"] = args.threshold;
     j["values"] = nlohmann::json::array();
     for (const DiffRow& r : rows) {
@@ -120,8 +154,7 @@ Expected<int> RunDiff(const DiffArgs& args) {
     j["failed"] = failed;
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("A: {}\nB: {}\nprompt: {} tokens; {} values compared\n\n", SideLabel(args.a), SideLabel(b), ids.size(),
-               rows.size());
+    fmt::print("A: {}\nB: {}\n{}; {} values compared\n\n", c.a, c.b, c.input, rows.size());
     fmt::print("{:>5}  {:<28} {:>12} {:>12} {:>12}\n", "layer", "tensor", "cosine", "max abs", "mean abs");
     for (const DiffRow& r : rows) {
       fmt::print("{:>5}  {:<28} {:>12.6f} {:>12.4g} {:>12.4g}{}\n", r.layer >= 0 ? fmt::format("{}", r.layer) : "-",
@@ -149,9 +182,17 @@ void RegisterDiff(CLI::App& app) {
       "by layer.\nExit status: 0 compared, 1 a value's cosine below --fail-below, 2 error.");
   auto args = std::make_shared<DiffArgs>();
   DiffArgs& a = *args;
-  cmd->add_option("A", a.a.model, "The first model: a Hugging Face folder or a .gguf file")->required();
+  cmd->add_option("A", a.a.model, "The first model: a Hugging Face folder, a .gguf file or an .onnx file")->required();
   cmd->add_option("B", a.b.model, "The second model (default: A again, with B's options)");
-  cmd->add_option("-p,--prompt", a.prompt, "The prompt both run on (tokenized with A's tokenizer)")->required();
+  cmd->add_option("-p,--prompt", a.prompt, "The prompt both run on (tokenized with A's tokenizer); LLMs only");
+  const std::string onnx = "ONNX graphs";
+  cmd->add_option("--input", a.inputs, "NAME=FILE.npy (or .pb): a graph input (repeatable)")->group(onnx);
+  cmd->add_option("--input-shape", a.input_shapes, "NAME:DIMS fixes an input's shape")->group(onnx);
+  cmd->add_option("--fixed-input", a.fixed_inputs, "NAME: compile with this --input's value fixed")->group(onnx);
+  cmd->add_option("--against", a.against,
+                  "DIR: compare A with another runtime's intermediate values, DIR/<value name>.npy each "
+                  "(tests/onnx_oracle/ort_run.js --all-intermediates writes onnxruntime's)")
+      ->group(onnx);
   cmd->add_option("--threshold", a.threshold, "Report the first value whose cosine similarity is below this")
       ->capture_default_str();
   cmd->add_option("--fail-below", a.fail_below, "Exit with status 1 when any value's cosine is below this");
@@ -173,6 +214,7 @@ void RegisterDiff(CLI::App& app) {
         ->group(per_side);
     cmd->add_flag(prefix + "w8a8", side->w8a8, "W8A8: int8 weights and activations quantized per token")
         ->group(per_side);
+    cmd->add_flag(prefix + "no-fuse", side->no_fuse, "ONNX graphs: compile without the fusions")->group(per_side);
   }
   cmd->callback([args]() {
     auto code = RunDiff(*args);

@@ -7,10 +7,9 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
+#include "cli/onnx_feeds.h"
 #include "core/npy.h"
-#include "onnx/onnx_input_shape.h"
 #include "onnx/onnx_io_names.h"
-#include "onnx/onnx_reader.h"
 #include "onnx/onnx_session.h"
 
 namespace kiln::cli {
@@ -29,34 +28,10 @@ struct RunArgs {
 
 Status RunOnnx(const RunArgs& a) {
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
-  OnnxSessionOptions options;
-  for (const std::string& s : a.input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
+  KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(a.inputs));
+  KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
   options.backend = a.backend;
   options.threads = a.threads;
-  std::map<std::string, HostTensor> feeds;
-  for (const std::string& spec : a.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("--input {}: expected NAME=FILE.npy", spec);
-    const std::string name = spec.substr(0, eq);
-    const std::string file = spec.substr(eq + 1);
-    HostTensor t;
-    if (file.size() > 3 && file.compare(file.size() - 3, 3, ".pb") == 0) {
-      // ONNX's test data: a TensorProto.
-      KILN_ASSIGN_OR_RETURN(OnnxTensor pb, ReadOnnxTensorFile(file));
-      t.type = TensorType{pb.dtype, pb.dims};
-      t.bytes.assign(pb.data.begin(), pb.data.end());
-    } else {
-      KILN_ASSIGN_OR_RETURN(NpyArray npy, ReadNpy(file));
-      t.type = TensorType{npy.dtype, npy.dims};
-      t.bytes.assign(npy.data.begin(), npy.data.end());
-    }
-    if (!feeds.emplace(name, std::move(t)).second) return InvalidArgument("--input {} given twice", name);
-  }
-  for (const std::string& name : a.fixed_inputs) {
-    auto it = feeds.find(name);
-    if (it == feeds.end()) return InvalidArgument("--fixed-input {}: no --input of that name", name);
-    options.fixed_inputs[name] = it->second;
-  }
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::string expected;
   for (const OnnxTensorInfo& i : session->inputs()) {

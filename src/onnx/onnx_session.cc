@@ -109,6 +109,7 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   options.backend = m.options.backend;
   options.precision = m.options.precision;
   options.threads = m.pool->num_threads();
+  options.fuse = m.options.fuse;
   KILN_ASSIGN_OR_RETURN(auto compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
                                                                     imported.outputs, options,
                                                                     std::move(imported.folded)));
@@ -151,6 +152,8 @@ Status OnnxSession::Run(const std::vector<TensorRef>& inputs, const std::vector<
   }
   return c->Run(in, out, impl_->pool.get());
 }
+
+ThreadPool* OnnxSession::pool() { return impl_->pool.get(); }
 
 Expected<std::vector<HostTensor>> OnnxSession::Run(const std::map<std::string, HostTensor>& inputs) {
   std::vector<TensorRef> refs;

@@ -45,7 +45,8 @@ struct OnnxSessionOptions {
   std::map<std::string, HostTensor> fixed_inputs;
   std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
   Precision precision = Precision::kFp32;
-  int threads = 0;  // 0: physical cores
+  int threads = 0;    // 0: physical cores
+  bool fuse = true;   // the fuse stage's conv epilogues (off: for kiln diff)
 };
 
 // A graph input or output as a caller sees it: its name and its type, with
@@ -57,6 +58,7 @@ struct OnnxTensorInfo {
 };
 
 class CompiledTensorGraph;
+class ThreadPool;
 
 class OnnxSession {
  public:
@@ -80,6 +82,8 @@ class OnnxSession {
 
   // The compiled Program of these input shapes (for --plan, kiln diff, bench).
   Expected<CompiledTensorGraph*> Compiled(const std::vector<TensorType>& inputs);
+  // The threads runs use (for running a Compiled() graph directly).
+  ThreadPool* pool();
 
  private:
   OnnxSession();

@@ -1,8 +1,215 @@
-// The CPU's tensor kernels of the conv family.
+// The CPU's kernels of the convolution family: Conv, kiln.FusedConv,
+// ConvTranspose (here) and the pools (pooling.cc). MatMul, Gemm and Einsum
+// register in mm_kernels.cc.
+//
+// ConvTranspose runs as the GEMM of kiln's convolution plus a scatter
+// (conv_transpose_plan.h), or the reference loops.
+// A Conv runs one of: kiln's own vector kernels (conv2d_plan.h: GEMM over
+// packed weights, a depthwise loop), oneDNN (conv_onednn.h), or the direct
+// reference (conv_reference.h, for 3-d, weights known only at run time, and
+// machines without AVX2). KILN_CONV=kiln|onednn|reference forces one where
+// it applies (benchmarks, tests); otherwise the faster for the shape runs.
+// No kernel here takes an output that aliases one of its inputs (the
+// residual included): the GEMM writes partial sums before it reads the
+// residual.
+// The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
+// choice, TensorLayoutName's spelling) makes input, output and residual
+// that layout; those run on oneDNN.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv2d_plan.h"
+#include "backend/cpu/tensor_kernels/conv_onednn.h"
+#include "backend/cpu/tensor_kernels/conv_reference.h"
+#include "backend/cpu/tensor_kernels/conv_transpose_plan.h"
+#include "backend/cpu/tensor_kernels/pooling.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
+#include "core/thread_pool.h"
 
 namespace kiln::cpu {
+namespace {
 
-void AddConvKernels(std::vector<TensorKernelEntry>* kernels) { (void)kernels; }
+Status CheckF32(const TensorKernelArgs& args) {
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    if (args.has(i) && args.inputs[i].dtype != DType::kF32) {
+      return Unsupported("{} {}: dtype {} not supported (f32 only)", args.op_type, args.node,
+                         DTypeName(args.inputs[i].dtype));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ForcedConvImpl() {
+  const char* v = std::getenv("KILN_CONV");
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+const float* ConstantFloats(const TensorKernelArgs& args, size_t i) {
+  return i < args.constants.size() && args.constants[i] != nullptr ? args.constants[i]->As<float>() : nullptr;
+}
+
+TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue, bool has_bias,
+                                 bool has_residual) {
+  TensorKernel k;
+  k.impl = "reference";
+  k.run = [=](const TensorCall& call) {
+    const auto* x = static_cast<const float*>(call.inputs[0]);
+    const auto* w = static_cast<const float*>(call.inputs[1]);
+    const float* bias = has_bias ? static_cast<const float*>(call.inputs[2]) : nullptr;
+    const float* residual = has_residual ? static_cast<const float*>(call.inputs[3]) : nullptr;
+    ReferenceConv(g, x, w, bias, residual, epilogue, static_cast<float*>(call.outputs[0]));
+    return Status::Ok();
+  };
+  return k;
+}
+
+Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
+  KILN_RETURN_IF_ERROR(CheckF32(args));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, ConvGeometry(args.op_type, args.node, args.a(),
+                                                              args.inputs[0].dims, args.inputs[1].dims));
+  if (geometry.spatial > 3) {
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node,
+                       geometry.spatial);
+  }
+  FusedEpilogue epilogue;
+  if (args.op_type == "kiln.FusedConv") {
+    KILN_ASSIGN_OR_RETURN(epilogue, ParseFusedEpilogue(args.op_type, args.node, args.a()));
+  }
+  const Window3 g = ToWindow3(geometry);
+  const bool has_bias = args.has(2), has_residual = args.has(3);
+  const float* w = ConstantFloats(args, 1);
+  const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
+  const bool packable = w != nullptr && (!has_bias || bias != nullptr);
+  const std::string forced = ForcedConvImpl();
+  // Activations the layout stage keeps blocked or channels-last run on oneDNN.
+  if (args.a().Has("activation_layout")) {
+    auto name = args.a().String("activation_layout");
+    const std::string layout_name = name.ok() ? *name : "";
+    TensorLayout layout = TensorLayout::kRowMajor;
+    if (layout_name == "nchw16c") {
+      layout = TensorLayout::kNCHW16c;
+    } else if (layout_name == "nhwc") {
+      layout = TensorLayout::kNHWC;
+    } else if (layout_name != "row-major") {
+      return InvalidArgument("{} {}: activation_layout '{}' is none of row-major, nhwc, nchw16c",
+                             args.op_type, args.node, layout_name);
+    }
+    // Blocks of 16 without padding, so the buffers are the size the dims say.
+    if (layout == TensorLayout::kNCHW16c && (g.in_channels % 16 != 0 || g.out_channels % 16 != 0)) {
+      return Unsupported("{} {}: nchw16c activations need channel counts that are multiples of 16 ({} -> {})",
+                         args.op_type, args.node, g.in_channels, g.out_channels);
+    }
+    if (layout != TensorLayout::kRowMajor) {
+      if (!packable || !OneDnnConvApplies(g, BestIsa())) {
+        return Unsupported(
+            "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
+            args.node, layout_name);
+      }
+      return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
+    }
+  }
+  if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
+
+  const Isa isa = BestIsa();
+  const bool kiln_applies = ConvPlanApplies(g, isa);
+  const bool onednn_applies = OneDnnConvApplies(g, isa);
+  bool use_onednn = onednn_applies && (forced == "onednn" || (forced != "kiln" && PreferOneDnn(g, isa)));
+  if (!kiln_applies && !onednn_applies) return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
+  if (!kiln_applies) use_onednn = true;
+
+  if (use_onednn) {
+    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual);
+    if (conv.ok()) return conv;
+    if (!kiln_applies) return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
+  }
+  auto plan = std::make_shared<const ConvPlan>(MakeConvPlan(g, epilogue, w, bias, isa, args.num_threads));
+  const int threads = std::max(1, args.num_threads);
+  TensorKernel k;
+  k.impl =
+      std::string("kiln-") + IsaName(isa) + (plan->path == ConvPath::kDepthwise ? "-depthwise" : "-gemm");
+  k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
+  k.run = [plan, has_residual, threads](const TensorCall& call) {
+    // More threads than the scratch was sized for run on the caller alone.
+    ThreadPool* pool = call.pool != nullptr && call.pool->num_threads() <= threads ? call.pool : nullptr;
+    RunConvPlan(*plan, static_cast<const float*>(call.inputs[0]),
+                has_residual ? static_cast<const float*>(call.inputs[3]) : nullptr,
+                static_cast<float*>(call.outputs[0]), reinterpret_cast<float*>(call.scratch), pool);
+    return Status::Ok();
+  };
+  return k;
+}
+
+Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
+  KILN_RETURN_IF_ERROR(CheckF32(args));
+  KILN_ASSIGN_OR_RETURN(
+      WindowGeometry geometry,
+      ConvTransposeGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims));
+  if (geometry.spatial > 3) {
+    return Unsupported("{} {}: {} spatial axes (1 to 3 supported)", args.op_type, args.node,
+                       geometry.spatial);
+  }
+  const Window3 g = ToWindow3(geometry);
+  const bool has_bias = args.has(2);
+  const float* w = ConstantFloats(args, 1);
+  const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
+  const Isa isa = BestIsa();
+  if (w != nullptr && (!has_bias || bias != nullptr) && ConvTransposePlanApplies(g, isa) &&
+      ForcedConvImpl() != "reference") {
+    const int threads = std::max(1, args.num_threads);
+    auto plan = std::make_shared<const ConvTransposePlan>(MakeConvTransposePlan(g, w, bias, isa, threads));
+    TensorKernel k;
+    k.impl = std::string("kiln-") + IsaName(isa) + "-gemm-col2im";
+    k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
+    k.run = [plan, threads](const TensorCall& call) {
+      ThreadPool* pool = call.pool != nullptr && call.pool->num_threads() <= threads ? call.pool : nullptr;
+      RunConvTransposePlan(*plan, static_cast<const float*>(call.inputs[0]),
+                           static_cast<float*>(call.outputs[0]), reinterpret_cast<float*>(call.scratch),
+                           pool);
+      return Status::Ok();
+    };
+    return k;
+  }
+  TensorKernel k;
+  k.impl = "reference";
+  k.run = [g, has_bias](const TensorCall& call) {
+    const auto* x = static_cast<const float*>(call.inputs[0]);
+    const auto* w = static_cast<const float*>(call.inputs[1]);
+    const float* bias = has_bias ? static_cast<const float*>(call.inputs[2]) : nullptr;
+    auto* y = static_cast<float*>(call.outputs[0]);
+    const int64_t planes = g.batch * g.out_channels;
+    if (call.pool == nullptr) {
+      ReferenceConvTranspose(g, x, w, bias, y, 0, planes);
+    } else {
+      call.pool->ParallelFor(
+          planes, 1, [&](int64_t b, int64_t e, int) { ReferenceConvTranspose(g, x, w, bias, y, b, e); });
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
+}  // namespace
+
+void AddConvKernels(std::vector<TensorKernelEntry>* kernels) {
+  const std::string conv_limits =
+      "1-d and 2-d vectorized (3-d by the reference loops); f32; group, dilations, strides, pads, "
+      "auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID";
+  kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits});
+  kernels->push_back(
+      {"kiln.FusedConv",
+       MakeConv,
+       {DType::kF32},
+       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual"});
+  kernels->push_back(
+      {"ConvTranspose",
+       MakeConvTranspose,
+       {DType::kF32},
+       "1-d to 3-d; f32; group, dilations, strides, pads, output_padding, output_shape, auto_pad"});
+  AddPoolKernels(kernels);
+}
 
 }  // namespace kiln::cpu

@@ -26,6 +26,7 @@ Expected<std::vector<TensorData>> RunTensorOp(const TensorOpRun& run) {
   args.node = run.node;
   args.attrs = &run.attrs;
   args.outputs = shapes.outputs;
+  args.opset = run.opset;
   for (const auto& in : run.inputs) {
     args.inputs.push_back(in ? in->type() : TensorType{});
     args.present.push_back(in.has_value());

@@ -36,6 +36,7 @@ struct TensorKernelArgs {
   std::vector<const TensorData*> constants;
   std::vector<TensorType> outputs;
   int num_threads = 1;
+  int opset = 17;  // the default domain's opset the model imports (Softmax's axis semantics change at 13)
 
   const AttributeMap& a() const { return *attrs; }
   bool has(size_t i) const { return i < present.size() && present[i]; }

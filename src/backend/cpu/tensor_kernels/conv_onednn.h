@@ -1,0 +1,33 @@
+// Convolutions through oneDNN: the weights reordered once, when the kernel
+// is made, into the layout oneDNN's chosen implementation wants; plain NCHW
+// activations in and out; bias, activation and residual as oneDNN post-ops.
+// oneDNN runs on its own (OpenMP) threads, not the call's pool.
+#pragma once
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv_window.h"
+#include "backend/cpu/tensor_kernels/tensor_kernel.h"
+#include "graph/tensor_ops/fused_activation.h"
+#include "graph/tensor_type.h"
+
+namespace kiln::cpu {
+
+// Whether oneDNN can take this convolution (1-d or 2-d, and an ISA of at
+// least AVX2, which oneDNN is then capped at, so that KILN_ISA holds for it).
+bool OneDnnConvApplies(const Window3& g, Isa isa);
+
+// Whether oneDNN beats kiln's own kernels on this shape (as measured by
+// bench/micro/conv_bench.cc).
+bool PreferOneDnn(const Window3& g, Isa isa);
+
+// The kernel; an error when oneDNN refuses the shape or post-ops.
+// w [M, C/g, kh, kw] and bias (may be null) are read now. `layout` is the
+// activations' layout (input, output and residual alike): row-major NCHW,
+// NHWC, or NCHW16c (channels in blocks of 16, zero-padded: the buffers hold
+// N x ceil(C/16) x H x W x 16 floats), the layout oneDNN's fastest
+// convolutions use.
+Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
+                                      const float* bias, bool has_residual,
+                                      TensorLayout layout = TensorLayout::kRowMajor);
+
+}  // namespace kiln::cpu
