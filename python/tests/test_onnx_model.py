@@ -248,6 +248,37 @@ def test_a_pytorch_mlp_matches_pytorch(tmp_path):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_a_pytorch_cnn_matches_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.conv1(x))
+            y = torch.relu(self.conv2(y) + y)  # a residual add
+            return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+    net = Net().eval()
+    path = tmp_path / "cnn.onnx"
+    torch.onnx.export(net, torch.randn(1, 3, 12, 12), str(path), input_names=["images"], output_names=["logits"],
+                      dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}}, opset_version=13)
+    model = kiln.Model(path, threads=2)
+    for batch in (1, 3):
+        x = torch.randn(batch, 3, 12, 12)
+        with torch.no_grad():
+            expected = net(x).numpy()
+        out = np.empty((batch, 5), np.float32)
+        got = model.run({"images": x.numpy()}, out={"logits": out})["logits"]
+        assert got is out
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_the_llm_model_class_still_loads_folders(qwen_model):
     assert isinstance(qwen_model, kiln.Model) and qwen_model.vocab_size == 2048
 
