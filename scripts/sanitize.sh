@@ -38,14 +38,15 @@ run_server() {
 }
 
 # The parsers of untrusted files (safetensors, GGUF, tokenizer.json,
-# tokenizer.model, chat templates, prompt files; UTF-8, JSON and byte sizes
-# in core) with their corpus of broken files, the engine's scheduling and
+# tokenizer.model, chat templates, prompt files, ONNX files; UTF-8, JSON,
+# .npy and byte sizes in core), the tensor ops' kernels with their corpus of broken files, the engine's scheduling and
 # paging, and the C API boundary, under ASan and UBSan in the same build as
 # the server (the library objects are shared).
 run_library() {
   local build=${SERVER_ASAN_BUILD:-build-asan}
   echo "sanitize: parsers, engine and C API (address, undefined) in $build"
-  sanitizer_build "$build" address,undefined test_core test_format test_tokenizer test_engine test_capi test_cli kiln_cli
+  sanitizer_build "$build" address,undefined test_core test_format test_tokenizer test_engine test_capi test_cli \
+    test_onnx test_tensor_ops kiln_cli
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   "$build/tests/test_core"
@@ -56,6 +57,10 @@ run_library() {
   "$build/tests/test_engine" --gtest_filter='-BatchEqualsAloneTest.*'
   "$build/tests/test_capi"
   "$build/tests/test_cli"
+  # ONNX files, the importer and the tensor kernels (the node suite runs
+  # every claimed op on the test data's inputs).
+  OMP_WAIT_POLICY=PASSIVE "$build/tests/test_onnx"
+  OMP_WAIT_POLICY=PASSIVE "$build/tests/test_tensor_ops"
 }
 
 # The stand-in accelerators under ThreadSanitizer: their worker threads,

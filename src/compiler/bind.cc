@@ -44,9 +44,12 @@ Expected<Step> BindTransfer(const BindContext& ctx, const std::map<int32_t, Back
   step.executor = executor;
   step.enqueue = [=](const RunState& s) {
     RowCopy c;
-    c.dst = o.is_output ? static_cast<void*>(s.logits) : o.data;
-    c.dst_pitch = static_cast<size_t>(o.is_output ? s.logits_stride : o.row_stride) * e;
-    c.src = x.data;
+    // A tensor graph's inputs and outputs are the caller's buffers of this
+    // run; an LLM's output is its logits.
+    const bool logits = o.is_output && o.io_slot < 0;
+    c.dst = o.io_slot >= 0 ? static_cast<void*>(o.Resolve(s)) : logits ? static_cast<void*>(s.logits) : o.data;
+    c.dst_pitch = static_cast<size_t>(logits ? s.logits_stride : o.row_stride) * e;
+    c.src = x.Resolve(s);
     c.src_pitch = static_cast<size_t>(x.row_stride) * e;
     c.row_bytes = row_bytes;
     c.rows = static_cast<size_t>(s.RowsIn(x.rows));

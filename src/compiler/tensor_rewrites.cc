@@ -148,7 +148,9 @@ int NormalizeAxes(Graph& g, std::vector<std::string>* log) {
 // once, here, on the CPU.
 Status FoldConstants(Graph& g, std::vector<std::string>* log) {
   for (Node& n : g.nodes()) {
-    if (n.dead || n.op != OpKind::kTensorOp || n.inputs.empty() || n.op_type == "DequantizeLinear") continue;
+    // DequantizeLinear of int8 weights reaches here unfolded (the importer
+    // keeps it for int8 fusions); what no fusion took becomes fp32 weights.
+    if (n.dead || n.op != OpKind::kTensorOp || n.inputs.empty()) continue;
     bool all_constant = true;
     for (ValueId in : n.inputs) all_constant = all_constant && (in == kNoValue || g.value(in).constant != nullptr);
     if (!all_constant) continue;
@@ -158,6 +160,7 @@ Status FoldConstants(Graph& g, std::vector<std::string>* log) {
     run.node = n.name;
     run.attrs = n.named_attrs;
     run.num_outputs = static_cast<int>(n.outputs.size());
+    if (n.opset > 0) run.opset = n.opset;
     run.inputs_are_constants = true;
     for (ValueId in : n.inputs) {
       if (in == kNoValue) {

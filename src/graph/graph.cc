@@ -213,6 +213,7 @@ NodeCost EstimateCost(const Graph& g, const Node& node, const ShapeEnv& env) {
       ctx.op_type = node.op_type;
       ctx.node = node.name;
       ctx.attrs = &node.named_attrs;
+      if (node.opset > 0) ctx.opset = node.opset;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         if (node.inputs[i] == kNoValue) {
           ctx.inputs.push_back({});

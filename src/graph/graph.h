@@ -102,6 +102,7 @@ struct Node {
   // kTensorOp: the op's name in graph/tensor_op.h's table ("Conv"); its
   // attributes are in named_attrs. An omitted optional input is kNoValue.
   std::string op_type;
+  int32_t opset = 0;  // kTensorOp: the default-domain opset of its model (semantics change across versions)
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // Weights in op order: linear (W0, W1, ..., then biases or nullptr per W),

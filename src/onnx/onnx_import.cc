@@ -210,6 +210,7 @@ Expected<OnnxImport> ImportOnnxGraph(const OnnxModel& model, const std::vector<T
     Node n;
     n.op = OpKind::kTensorOp;
     n.op_type = node.op_type;
+    n.opset = opset;
     n.name = node.name;
     n.named_attrs = std::move(attrs);
     n.inputs = std::move(inputs);

@@ -20,13 +20,13 @@ void ForEachBroadcastRow(ThreadPool* pool, const BroadcastPlan& plan, RowFn&& ro
   if (threads > 1 && plan.rows < 2 * threads && plan.inner >= 2 * kParallelGrain) {
     BroadcastCursor cursor(plan, 0);
     for (int64_t r = 0; r < plan.rows; ++r, cursor.Next()) {
-      ParallelRanges(pool, plan.inner, kParallelGrain,
+      SplitRanges(pool, plan.inner, kParallelGrain,
                      [&](int64_t begin, int64_t end) { row(r, cursor, begin, end); });
     }
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / inner);
-  ParallelRanges(pool, plan.rows, grain, [&](int64_t begin, int64_t end) {
+  SplitRanges(pool, plan.rows, grain, [&](int64_t begin, int64_t end) {
     BroadcastCursor cursor(plan, begin);
     for (int64_t r = begin; r < end; ++r, cursor.Next()) row(r, cursor, int64_t{0}, plan.inner);
   });

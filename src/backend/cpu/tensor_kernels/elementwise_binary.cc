@@ -195,7 +195,7 @@ TensorKernel PowScalarF32Kernel(int64_t n) {
     const float* x = static_cast<const float*>(call.inputs[0]);
     const float e = static_cast<float>(*static_cast<const E*>(call.inputs[1]));
     float* y = static_cast<float*>(call.outputs[0]);
-    ParallelRanges(call.pool, n, kParallelGrain, [&, e](int64_t b, int64_t end) {
+    SplitRanges(call.pool, n, kParallelGrain, [&, e](int64_t b, int64_t end) {
       if (e == 2.0f) {
         for (int64_t i = b; i < end; ++i) y[i] = x[i] * x[i];
       } else if (e == 1.0f) {

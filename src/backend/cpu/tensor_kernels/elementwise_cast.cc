@@ -138,7 +138,7 @@ Expected<TensorKernel> MakeCastKernel(const TensorKernelArgs& args) {
       k.run = [n](const TensorCall& call) {
         const From* x = static_cast<const From*>(call.inputs[0]);
         To* y = static_cast<To*>(call.outputs[0]);
-        ParallelRanges(call.pool, n, kParallelGrain, [&](int64_t b, int64_t e) {
+        SplitRanges(call.pool, n, kParallelGrain, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) y[i] = Convert<From, To>(x[i]);
         });
         return Status::Ok();

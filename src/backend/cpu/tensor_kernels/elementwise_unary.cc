@@ -23,7 +23,7 @@ TensorKernel MapKernel(int64_t n, F f) {
   k.run = [n, f](const TensorCall& call) {
     const T* x = static_cast<const T*>(call.inputs[0]);
     U* y = static_cast<U*>(call.outputs[0]);
-    ParallelRanges(call.pool, n, kParallelGrain, [&](int64_t b, int64_t e) {
+    SplitRanges(call.pool, n, kParallelGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
     });
     return Status::Ok();
@@ -38,7 +38,7 @@ TensorKernel VecUnaryKernel(VecUnaryOp op, float alpha, float beta, int64_t n) {
     const float* x = static_cast<const float*>(call.inputs[0]);
     float* y = static_cast<float*>(call.outputs[0]);
     const TensorVecTable& vec = TensorVec();
-    ParallelRanges(call.pool, n, kParallelGrain,
+    SplitRanges(call.pool, n, kParallelGrain,
                    [&](int64_t b, int64_t e) { vec.unary(op, alpha, beta, x + b, y + b, e - b); });
     return Status::Ok();
   };
@@ -275,7 +275,7 @@ TensorKernel ClipKernel(const TensorKernelArgs& args) {
     if (call.inputs[2] != nullptr) high = ScalarAt<T>(call.inputs[2]);
     const T* x = static_cast<const T*>(call.inputs[0]);
     T* y = static_cast<T*>(call.outputs[0]);
-    ParallelRanges(call.pool, n, kParallelGrain, [&, low, high](int64_t b, int64_t e) {
+    SplitRanges(call.pool, n, kParallelGrain, [&, low, high](int64_t b, int64_t e) {
       // NaN stays NaN; written as max/min, with the bounds in locals that
       // the stores cannot alias, so that it vectorizes.
       const T lo_v = low, hi_v = high;

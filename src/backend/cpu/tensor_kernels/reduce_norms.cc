@@ -71,7 +71,7 @@ Expected<TensorKernel> MakeLayerNormF32(const TensorKernelArgs& args) {
     }
     const TensorVecTable& vec = TensorVec();
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1));
-    ParallelRanges(call.pool, rows, grain, [&](int64_t b, int64_t e) {
+    SplitRanges(call.pool, rows, grain, [&](int64_t b, int64_t e) {
       vec.layer_norm_rows(x + b * cols, scale, bias, y + b * cols, e - b, cols, epsilon,
                           mean != nullptr ? mean + b : nullptr, inv != nullptr ? inv + b : nullptr);
     });
@@ -104,7 +104,7 @@ Expected<TensorKernel> MakeBatchNormF32(const TensorKernelArgs& args) {
     }
     const int64_t planes = v.outer * v.axis;
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(v.inner, 1));
-    ParallelRanges(call.pool, planes, grain, [&](int64_t b, int64_t e) {
+    SplitRanges(call.pool, planes, grain, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {
         const int64_t c = p % v.axis;
         const float m = mul[c], a = add[c];
@@ -146,7 +146,7 @@ Expected<TensorKernel> GroupNormKernel(const TensorKernelArgs& args, int64_t gro
     const float* bias = static_cast<const float*>(call.inputs[2]);
     float* y = static_cast<float*>(call.outputs[0]);
     const int64_t group_size = per_group * v.inner;
-    ParallelRanges(call.pool, v.outer * groups,
+    SplitRanges(call.pool, v.outer * groups,
                    std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(group_size, 1)),
                    [&](int64_t b, int64_t e) {
                      for (int64_t ng = b; ng < e; ++ng) {

@@ -95,7 +95,7 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
     if (rows) {
       const TensorVecTable& vec = TensorVec();
       const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(v.axis, 1));
-      ParallelRanges(call.pool, v.outer, grain, [&](int64_t b, int64_t e) {
+      SplitRanges(call.pool, v.outer, grain, [&](int64_t b, int64_t e) {
         vec.softmax_rows(x + b * v.axis, y + b * v.axis, e - b, v.axis, log);
       });
       return Status::Ok();
@@ -106,7 +106,7 @@ Expected<TensorKernel> MakeSoftmaxF32(const TensorKernelArgs& args) {
     const TensorVecTable& vec = TensorVec();
     const int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(v.axis, 1));
     for (int64_t o = 0; o < v.outer; ++o) {
-      ParallelRanges(call.pool, v.inner, grain, [&](int64_t jb, int64_t je) {
+      SplitRanges(call.pool, v.inner, grain, [&](int64_t jb, int64_t je) {
         StridedSoftmax(vec, x + o * block, y + o * block, v.axis, v.inner, jb, je, log, stats);
       });
     }

@@ -22,7 +22,7 @@ inline constexpr int64_t kParallelGrain = 16384;
 // body(begin, end) over pieces of [0, n), each at least `grain` long, on
 // the pool when there is one and enough work.
 template <typename Body>
-void ParallelRanges(ThreadPool* pool, int64_t n, int64_t grain, Body&& body) {
+void SplitRanges(ThreadPool* pool, int64_t n, int64_t grain, Body&& body) {
   if (n <= 0) return;
   if (pool == nullptr || pool->num_threads() <= 1 || n < 2 * grain) {
     body(int64_t{0}, n);

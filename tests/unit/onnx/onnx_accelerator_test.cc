@@ -1,0 +1,74 @@
+// A vision graph on the test accelerator, whose support list has
+// convolutions and activations but not Softmax, Resize or Transpose: those
+// fall back to the CPU with their cost in the plan, values cross between the
+// memory domains, and the outputs are the CPU's.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "compiler/compiled_tensor_graph.h"
+#include "onnx/onnx_session.h"
+
+namespace kiln {
+namespace {
+
+std::string MakeModel() {
+  const std::string path = ::testing::TempDir() + "/accel_vision.onnx";
+  const std::string cmd = "/usr/bin/python3 -c \"\n"
+                          "import numpy as np, onnx, onnx.numpy_helper as nh\n"
+                          "from onnx import helper as h, TensorProto as T\n"
+                          "r = np.random.default_rng(3)\n"
+                          "W1 = nh.from_array(r.standard_normal((8, 3, 3, 3)).astype(np.float32), 'W1')\n"
+                          "W2 = nh.from_array(r.standard_normal((4, 8, 1, 1)).astype(np.float32), 'W2')\n"
+                          "sc = nh.from_array(np.array([1, 1, 2, 2], dtype=np.float32), 'sc')\n"
+                          "n = [h.make_node('Conv', ['x', 'W1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),\n"
+                          "     h.make_node('Relu', ['c1'], ['r1'], name='relu1'),\n"
+                          "     h.make_node('Resize', ['r1', '', 'sc'], ['u'], name='up', mode='nearest'),\n"
+                          "     h.make_node('Conv', ['u', 'W2'], ['c2'], name='conv2'),\n"
+                          "     h.make_node('Softmax', ['c2'], ['y'], name='softmax', axis=1)]\n"
+                          "g = h.make_graph(n, 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 3, 8, 8])],\n"
+                          "                 [h.make_tensor_value_info('y', T.FLOAT, None)], [W1, W2, sc])\n"
+                          "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '" +
+                          path + "')\n\"";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return path;
+}
+
+std::vector<float> RunOn(const std::string& path, const std::string& backend, std::string* plan) {
+  OnnxSessionOptions options;
+  options.backend = backend;
+  auto session = OnnxSession::Load(path, options);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return {};
+  HostTensor x(TensorType{DType::kF32, {1, 3, 8, 8}});
+  for (int i = 0; i < 192; ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 19) / 19.0f - 0.5f;
+  auto out = (*session)->Run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.status().message();
+  if (!out.ok()) return {};
+  auto compiled = (*session)->Compiled({x.type});
+  if (compiled.ok()) *plan = TensorPlanText(**compiled, true);
+  const HostTensor& y = (*out)[0];
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.type.ElementCount());
+}
+
+TEST(OnnxOnAccelerator, UnsupportedOpsFallBackWithTheirCostAndOutputsMatchTheCpu) {
+  const std::string path = MakeModel();
+  std::string cpu_plan, accel_plan;
+  const std::vector<float> cpu = RunOn(path, "cpu", &cpu_plan);
+  const std::vector<float> accel = RunOn(path, "testaccel", &accel_plan);
+  ASSERT_EQ(cpu.size(), 4u * 16 * 16);
+  ASSERT_EQ(accel.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(accel[i], cpu[i], 1e-5f) << i;
+  // The plan names each fallback with its op and cost, and the transfers.
+  EXPECT_NE(accel_plan.find("fallbacks to cpu: 2 nodes"), std::string::npos) << accel_plan;
+  EXPECT_NE(accel_plan.find("Resize"), std::string::npos);
+  EXPECT_NE(accel_plan.find("Softmax"), std::string::npos);
+  EXPECT_NE(accel_plan.find("transfer"), std::string::npos);
+  EXPECT_NE(accel_plan.find("conv epilogue: conv1 + relu1"), std::string::npos) << accel_plan;
+  EXPECT_EQ(cpu_plan.find("fallbacks to cpu"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
