@@ -53,8 +53,9 @@ class OnnxModel(_native.OwnedHandle):
     `kiln run --fixed-input`); run() fills them in when left out, and a run
     passing other values is an error. Arrays keep their dtype; lists become
     int64 or float32. Options: threads (0: one per physical core), backend
-    ("cpu"), precision ("fp32", "mixed", "bf16"). Runs on one model take turns; it may be shared by
-    threads. `kiln.Model(path)` returns an OnnxModel for an .onnx path."""
+    ("cpu"), precision ("fp32", "mixed", "bf16"). Runs on one model take
+    turns; it may be shared by threads. `kiln.Model(path)` returns an
+    OnnxModel for an .onnx path."""
 
     _kind = "ONNX model"
     _destroy_function = "kiln_onnx_model_destroy"
@@ -242,14 +243,14 @@ class OnnxModel(_native.OwnedHandle):
 
 
 def _fixed_value(value) -> np.ndarray:
-    """A fixed input's value as a C-contiguous array: an array keeps its
+    """A fixed input's value as a C-contiguous copy: an array keeps its
     dtype; anything else becomes int64 (integers) or float32 (floats), the
     dtypes ONNX uses for shapes, pads and scales."""
-    if isinstance(value, np.ndarray):
-        return np.ascontiguousarray(value) if value.ndim else value.copy()
-    array = np.asarray(value)
-    if array.dtype.kind == "f":
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array is not value and array.dtype.kind == "f":
         array = array.astype(np.float32)
-    elif array.dtype.kind in "iu":
+    elif array is not value and array.dtype.kind in "iu":
         array = array.astype(np.int64)
-    return np.ascontiguousarray(array) if array.ndim else array
+    if array.dtype not in _CODE_OF_NUMPY:
+        raise TypeError(f"fixed input of dtype {array.dtype}: kiln takes {', '.join(map(str, _CODE_OF_NUMPY))}")
+    return np.array(array, order="C")  # a copy: the caller's array may change later

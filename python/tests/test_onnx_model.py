@@ -220,7 +220,9 @@ def test_integer_inputs_and_outputs(models, run_calls):
 def test_fixed_inputs(models):
     with pytest.raises(kiln.KilnError, match="shape"):
         kiln.Model(models / "reshape.onnx")  # Reshape's shape must be known to compile
-    model = kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": [3, 2]}, threads=2)
+    shape = np.array([3, 2])
+    model = kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": shape}, threads=2)
+    shape[0] = 1  # the value was copied
     assert model.inputs[1] == kiln.TensorInfo("shape", np.dtype(np.int64), (2,))
     x = np.arange(6, dtype=np.float32)
     np.testing.assert_array_equal(model.run({"x": x})["y"], x.reshape(3, 2))  # the fixed value filled in
@@ -230,6 +232,8 @@ def test_fixed_inputs(models):
         model.run([x, np.array([2, 3])])
     with pytest.raises(kiln.InvalidArgumentError, match="dtype f32 given, the model's is i64"):
         kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": [3.0, 2.0]})
+    with pytest.raises(TypeError, match="fixed input of dtype <U1"):
+        kiln.Model(models / "reshape.onnx", fixed_inputs={"shape": ["a"]})
 
 
 def test_a_pytorch_mlp_matches_pytorch(tmp_path):
