@@ -1,5 +1,6 @@
 /* kiln's C API: load a model, generate text (blocking or streamed), tokenize,
- * render chat prompts, and run forward passes over a KV cache of your own. */
+ * render chat prompts, run forward passes over a KV cache of your own, and
+ * run ONNX models on tensors in your own memory. */
 #ifndef KILN_KILN_H_
 #define KILN_KILN_H_
 
@@ -30,8 +31,9 @@ extern "C" {
  * C++ exception ever leaves the library; running out of memory is
  * KILN_ERROR_OUT_OF_MEMORY. Output parameters are left untouched on failure.
  *
- * Ownership. Handles (kiln_model, kiln_engine, kiln_session) are created by
- * kiln_*_create / kiln_model_load and released by the matching
+ * Ownership. Handles (kiln_model, kiln_engine, kiln_session,
+ * kiln_onnx_model) are created by kiln_*_create / kiln_model_load /
+ * kiln_onnx_model_load and released by the matching
  * kiln_*_destroy, which accepts NULL. Strings the library returns through a
  * `char**` are the caller's and are released with kiln_string_free();
  * completions with kiln_completion_free(). Pointers the library passes to a
@@ -465,6 +467,138 @@ KILN_API int32_t kiln_session_vocab_size(const kiln_session* session);
 /* max_seqs and max_tokens_per_seq as created (the latter resolved). */
 KILN_API int32_t kiln_session_max_seqs(const kiln_session* session);
 KILN_API int32_t kiln_session_max_tokens_per_seq(const kiln_session* session);
+
+/* ------------------------------------------------------------------------
+ * ONNX models: a graph read from a .onnx file, compiled for this machine
+ * and run on tensors in the caller's memory.
+ *
+ * Inputs are read from, and outputs written into, the caller's buffers
+ * (row-major, native byte order): nothing is copied on the way in or out.
+ * One compiled program is kept per distinct set of input shapes; the first
+ * run (or kiln_onnx_model_output_shape) of new shapes compiles it. Calls on
+ * one kiln_onnx_model are serialized by the model (one run at a time);
+ * separate models run in parallel.
+ * ---------------------------------------------------------------------- */
+
+typedef struct kiln_onnx_model kiln_onnx_model;
+
+/* Element types of ONNX inputs and outputs. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_F32 = 0,
+  KILN_DTYPE_F16 = 1,
+  KILN_DTYPE_BF16 = 2,
+  KILN_DTYPE_F64 = 3,
+  KILN_DTYPE_I64 = 4,
+  KILN_DTYPE_I32 = 5,
+  KILN_DTYPE_I16 = 6,
+  KILN_DTYPE_I8 = 7,
+  KILN_DTYPE_U8 = 8,
+  KILN_DTYPE_BOOL = 9 /* one byte per element, 0 or 1 */
+} kiln_dtype;
+
+/* The dtype's name ("f32", "i64", "bool", ...), or "" for a value outside
+ * the enum. */
+KILN_API const char* kiln_dtype_name(kiln_dtype dtype);
+
+/* Bytes of one element (bool: 1); 0 for a value outside the enum. */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+/* A tensor in the caller's memory, row-major. `data` holds `size_bytes`
+ * bytes, at least the product of the dims times kiln_dtype_size(dtype).
+ * Passed to a run as an input it is only read; as an output, written. */
+typedef struct kiln_tensor {
+  /* The graph input or output it is; NULL: the one at its position in the
+   * array. Each input and output must be given exactly once. */
+  const char* name;
+  kiln_dtype dtype;
+  size_t rank;
+  const int64_t* dims;
+  void* data;
+  size_t size_bytes;
+} kiln_tensor;
+
+/* Fixes the dimensions of one graph input at load (`--input-shape`): for an
+ * input whose declared shape is symbolic or missing, or to replace it. */
+typedef struct kiln_input_shape {
+  const char* name;    /* the graph input */
+  const int64_t* dims; /* `rank` sizes, each >= 0 */
+  size_t rank;
+} kiln_input_shape;
+
+typedef struct kiln_onnx_options {
+  size_t struct_size;
+  const kiln_input_shape* input_shapes; /* NULL: the shapes the file declares */
+  size_t num_input_shapes;
+  /* Inputs whose values are fixed at compile time (`kiln run --fixed-input`):
+   * a shape, scales or pads the graph takes as an input, which static shapes
+   * need to know. Each names its input; the values are copied at load, and
+   * every run must pass the same. */
+  const kiln_tensor* fixed_inputs;
+  size_t num_fixed_inputs;
+  const char* backend;   /* "cpu" (NULL); what it cannot run falls back to the CPU */
+  const char* precision; /* "fp32" (NULL), "mixed" or "bf16" */
+  int32_t threads;       /* compute threads; 0: one per physical core */
+} kiln_onnx_options;
+
+/* Fills `options` with the defaults, struct_size included. */
+KILN_API void kiln_onnx_options_init(kiln_onnx_options* options, size_t struct_size);
+static inline void kiln_onnx_options_default(kiln_onnx_options* options) {
+  kiln_onnx_options_init(options, sizeof(*options));
+}
+
+/* Reads an ONNX model (external-data initializers next to it are read too)
+ * and, when every input's shape is known, compiles it, so that a graph kiln
+ * cannot run fails here. Errors name the file and the node or tensor at
+ * fault. On success *model is a handle to release with
+ * kiln_onnx_model_destroy. */
+KILN_API kiln_status kiln_onnx_model_load(const char* path, const kiln_onnx_options* options,
+                                          kiln_onnx_model** model);
+
+/* Releases the model. REQUIRES: no call on it is in flight. Accepts NULL. */
+KILN_API void kiln_onnx_model_destroy(kiln_onnx_model* model);
+
+/* The number of graph inputs and outputs (0 for NULL). */
+KILN_API size_t kiln_onnx_model_num_inputs(const kiln_onnx_model* model);
+KILN_API size_t kiln_onnx_model_num_outputs(const kiln_onnx_model* model);
+
+/* A graph input or output as the model declares it. `name` and `dims` point
+ * into the model and stay valid while it lives. */
+typedef struct kiln_tensor_info {
+  const char* name;
+  kiln_dtype dtype;
+  size_t rank;
+  const int64_t* dims; /* `rank` sizes; -1 for one that the inputs of a run bind */
+} kiln_tensor_info;
+
+/* Input or output `index` (in the graph's order); an index past the end is
+ * KILN_ERROR_OUT_OF_RANGE. */
+KILN_API kiln_status kiln_onnx_model_input_info(const kiln_onnx_model* model, size_t index,
+                                                kiln_tensor_info* info);
+KILN_API kiln_status kiln_onnx_model_output_info(const kiln_onnx_model* model, size_t index,
+                                                 kiln_tensor_info* info);
+
+/* The shape output `output` has when the model runs on inputs of these
+ * shapes (their data is not read and may be NULL), compiling the program
+ * of those shapes if it is new: size output buffers with it. Writes the
+ * output's rank to *rank and its dims to `dims`, which holds `capacity`
+ * values; when they do not fit, nothing is written and the call fails with
+ * KILN_ERROR_OUT_OF_RANGE (dims NULL and capacity 0: only the rank). The
+ * output's dtype is kiln_onnx_model_output_info's. */
+KILN_API kiln_status kiln_onnx_model_output_shape(kiln_onnx_model* model, const kiln_tensor* inputs,
+                                                  size_t num_inputs, size_t output, int64_t* dims,
+                                                  size_t capacity, size_t* rank);
+
+/* Runs the model: reads `inputs` (one per graph input) and writes every
+ * graph output into `outputs` (one per graph output, each of the dtype and
+ * shape kiln_onnx_model_output_shape gives), straight from and into the
+ * caller's buffers. Everything is checked before anything runs: a wrong
+ * count, name, dtype or shape, a NULL buffer, one too small, or an output
+ * buffer overlapping an input's or another output's is an error naming the
+ * tensor, and leaves every output untouched. Input values a graph cannot
+ * take (an index outside its axis) are an error of the run naming the node;
+ * the outputs may then be partly written. */
+KILN_API kiln_status kiln_onnx_model_run(kiln_onnx_model* model, const kiln_tensor* inputs, size_t num_inputs,
+                                         kiln_tensor* outputs, size_t num_outputs);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -5,6 +5,10 @@
     outputs = llm.generate(["Hello"], SamplingParams(temperature=0, max_tokens=32))
     print(outputs[0].outputs[0].text)
 
+    import kiln, numpy as np
+    model = kiln.Model("model.onnx")             # ONNX: a kiln.OnnxModel
+    outputs = model.run({"x": np.zeros((1, 3, 224, 224), np.float32)})  # {name: array}
+
 libkiln.so is found through $KILN_LIBRARY, next to this package, in the
 repository's build trees, or by the system's loader (see _native.py)."""
 
@@ -17,6 +21,7 @@ from .sampling_params import SamplingParams
 
 __all__ = [
     "LLM", "Model", "Tokenizer", "Session", "SamplingParams", "RequestOutput", "CompletionOutput", "StreamEvent",
+    "OnnxModel", "TensorInfo",
     "KilnError", "InvalidArgumentError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "ResourceExhaustedError", "KilnIOError", "CancelledError", "InternalError", "KilnMemoryError",
     "library_version", "set_log_level", "load_backend_plugin",
@@ -24,10 +29,13 @@ __all__ = [
 
 
 def __getattr__(name):
-    # Session needs numpy; the rest of the package does not.
+    # Session and OnnxModel need numpy; the rest of the package does not.
     if name == "Session":
         from .session import Session
         return Session
+    if name in ("OnnxModel", "TensorInfo"):
+        from . import onnx_model
+        return getattr(onnx_model, name)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")
 
 

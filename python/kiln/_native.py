@@ -137,6 +137,46 @@ class SessionOptions(ctypes.Structure):
     ]
 
 
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_size_t),
+        ("dims", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+        ("size_bytes", ctypes.c_size_t),
+    ]
+
+
+class InputShape(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dims", ctypes.POINTER(ctypes.c_int64)), ("rank", ctypes.c_size_t)]
+
+
+class OnnxOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("input_shapes", ctypes.POINTER(InputShape)),
+        ("num_input_shapes", ctypes.c_size_t),
+        ("fixed_inputs", ctypes.POINTER(Tensor)),
+        ("num_fixed_inputs", ctypes.c_size_t),
+        ("backend", ctypes.c_char_p),
+        ("precision", ctypes.c_char_p),
+        ("threads", ctypes.c_int32),
+    ]
+
+
+class TensorInfoStruct(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_size_t),
+        ("dims", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+# kiln_dtype values and their names (include/kiln/kiln.h).
+DTYPES = {0: "f32", 1: "f16", 2: "bf16", 3: "f64", 4: "i64", 5: "i32", 6: "i16", 7: "i8", 8: "u8", 9: "bool"}
+
 LOGITS_LAST, LOGITS_ALL, LOGITS_NONE = 0, 1, 2
 FINISH_REASONS = {0: None, 1: "stop", 2: "length", 3: "abort", 4: "error"}
 
@@ -189,6 +229,20 @@ _PROTOTYPES = {
     "kiln_session_vocab_size": (ctypes.c_int32, [_P]),
     "kiln_session_max_seqs": (ctypes.c_int32, [_P]),
     "kiln_session_max_tokens_per_seq": (ctypes.c_int32, [_P]),
+    "kiln_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "kiln_dtype_size": (ctypes.c_size_t, [ctypes.c_int]),
+    "kiln_onnx_options_init": (None, [ctypes.POINTER(OnnxOptions), ctypes.c_size_t]),
+    "kiln_onnx_model_load": (_STATUS, [ctypes.c_char_p, ctypes.POINTER(OnnxOptions), ctypes.POINTER(_P)]),
+    "kiln_onnx_model_destroy": (None, [_P]),
+    "kiln_onnx_model_num_inputs": (ctypes.c_size_t, [_P]),
+    "kiln_onnx_model_num_outputs": (ctypes.c_size_t, [_P]),
+    "kiln_onnx_model_input_info": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(TensorInfoStruct)]),
+    "kiln_onnx_model_output_info": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(TensorInfoStruct)]),
+    "kiln_onnx_model_output_shape": (_STATUS, [_P, ctypes.POINTER(Tensor), ctypes.c_size_t, ctypes.c_size_t,
+                                               ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t,
+                                               ctypes.POINTER(ctypes.c_size_t)]),
+    "kiln_onnx_model_run": (_STATUS, [_P, ctypes.POINTER(Tensor), ctypes.c_size_t, ctypes.POINTER(Tensor),
+                                      ctypes.c_size_t]),
 }
 
 

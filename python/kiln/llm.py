@@ -9,7 +9,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _native
 from .errors import NotFoundError
-from .model import Model, Tokenizer
+from .model import Model, Tokenizer, load_llm_model
 from .outputs import CompletionOutput, RequestOutput, StreamEvent
 from .sampling_params import SamplingParams
 
@@ -49,7 +49,7 @@ class LLM(_native.OwnedHandle):
                 raise TypeError(f"{sorted(load)} apply when loading from a path, not to a loaded Model")
             self.model = model
         else:
-            self.model = Model(model, **load)
+            self.model = load_llm_model(model, **load)
         lib = _native.lib()
         o = _native.EngineOptions()
         lib.kiln_engine_options_init(ctypes.byref(o), ctypes.sizeof(o))

@@ -12,11 +12,21 @@ from .sampling_params import SamplingParams
 class Model(_native.OwnedHandle):
     """Weights, tokenizer and generation config, loaded once; LLM engines and
     Sessions built from it share them. `path` is a Hugging Face folder or a
-    .gguf file. With load_format="dummy", weights of the folder's (or
-    `preset`'s) shapes are generated in `dtype` ("f32", "f16", "bf16")."""
+    .gguf file; for an .onnx file, Model(path, ...) returns a kiln.OnnxModel
+    instead (see onnx_model.py). With load_format="dummy", weights of the
+    folder's (or `preset`'s) shapes are generated in `dtype` ("f32", "f16",
+    "bf16")."""
 
     _kind = "model"
     _destroy_function = "kiln_model_destroy"
+
+    def __new__(cls, path=None, *args, **kwargs):
+        # An .onnx file is a graph to run on arrays, not an LLM: Model("m.onnx",
+        # input_shapes=..., threads=...) returns a kiln.OnnxModel.
+        if cls is Model and _is_onnx_path(path):
+            from .onnx_model import OnnxModel  # numpy only when ONNX is used
+            return OnnxModel(path, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, tokenizer: Optional[str] = None,
                  load_format: str = "auto", preset: Optional[str] = None, dtype: Optional[str] = None,
@@ -57,6 +67,18 @@ class Model(_native.OwnedHandle):
         s = _native.SamplingParamsStruct()
         _native.lib().kiln_model_sampling_params_init(self.handle, ctypes.byref(s), ctypes.sizeof(s))
         return SamplingParams._from_struct(s)
+
+
+def _is_onnx_path(path) -> bool:
+    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".onnx")
+
+
+def load_llm_model(path, **load) -> Model:
+    """The Model at `path` for an LLM or a Session; an .onnx path (for which
+    Model gives an OnnxModel) is refused."""
+    if _is_onnx_path(path):
+        raise TypeError(f"{os.fspath(path)} is an ONNX model: run it with kiln.Model(path).run(...), not as an LLM")
+    return Model(path, **load)
 
 
 class Tokenizer:

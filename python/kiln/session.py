@@ -8,7 +8,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _native
-from .model import Model
+from .model import Model, load_llm_model
 
 _MODES = {"last": _native.LOGITS_LAST, "all": _native.LOGITS_ALL, "none": _native.LOGITS_NONE}
 
@@ -29,7 +29,7 @@ class Session(_native.OwnedHandle):
                  max_batch_tokens: int = 512, precision: Optional[str] = None,
                  kv_cache_dtype: Optional[str] = None, block_size: int = 16, backend: Optional[str] = None):
         if isinstance(model, (str, os.PathLike)):
-            model = Model(model)
+            model = load_llm_model(model)
         elif not isinstance(model, Model):
             model = getattr(model, "model", model)  # an LLM
             if not isinstance(model, Model):

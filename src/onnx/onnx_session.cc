@@ -52,6 +52,11 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path
     auto f = options.fixed_inputs.find(v.name);
     if (f != options.fixed_inputs.end()) {
       const HostTensor& h = f->second;
+      // A value of another dtype would be read as the input's type.
+      if (h.type.dtype != m.inputs.back().dtype) {
+        return InvalidArgument("fixed input {}: dtype {} given, the model's is {}", v.name, DTypeName(h.type.dtype),
+                               DTypeName(m.inputs.back().dtype));
+      }
       if (h.bytes.size() != h.type.Bytes()) return InvalidArgument("fixed input {}: {} bytes for {}", v.name, h.bytes.size(), h.type.ToString());
       m.fixed[v.name] = TensorData(h.type, std::make_shared<const std::string>(h.bytes.begin(), h.bytes.end()));
       m.inputs.back().dims = h.type.dims;

@@ -13,7 +13,15 @@ add_executable(capi_c_test ${KILN_CAPI_TEST_DIR}/c_api_test.c)
 set_target_properties(capi_c_test PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
 target_compile_options(capi_c_test PRIVATE -Wall -Wextra -Wpedantic -Werror)
 target_link_libraries(capi_c_test PRIVATE kiln)
-add_test(NAME capi_c_program COMMAND capi_c_test ${KILN_CAPI_SHARED_DIR}/models/tiny-qwen2)
+# The ONNX models the C program runs, written at build time.
+set(capi_onnx_dir ${PROJECT_BINARY_DIR}/capi_c_onnx_models)
+add_custom_command(OUTPUT ${capi_onnx_dir}/two_relu.onnx
+  COMMAND /usr/bin/python3 ${KILN_CAPI_TEST_DIR}/make_capi_onnx_models.py ${capi_onnx_dir}
+  DEPENDS ${KILN_CAPI_TEST_DIR}/make_capi_onnx_models.py
+  COMMENT "Writing the C API test's ONNX models" VERBATIM)
+add_custom_target(capi_c_onnx_models DEPENDS ${capi_onnx_dir}/two_relu.onnx)
+add_dependencies(capi_c_test capi_c_onnx_models)
+add_test(NAME capi_c_program COMMAND capi_c_test ${KILN_CAPI_SHARED_DIR}/models/tiny-qwen2 ${capi_onnx_dir})
 set_tests_properties(capi_c_program PROPERTIES LABELS "capi" ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
 
 add_test(NAME capi_exported_symbols

@@ -2,7 +2,8 @@
 # Installs the build into a fresh prefix, builds examples/ against it with
 # the C compiler (through find_package(kiln) and through pkg-config), and
 # checks that the examples generate what the installed `kiln generate` does
-# and report a missing model by its path.
+# (and that onnx_run runs an ONNX model) and report a missing model by its
+# path.
 # Usage: install_examples_test.sh CMAKE BUILD_DIR SOURCE_DIR MODEL_DIR
 set -euo pipefail
 cmake=$1 build=$2 source=$3 model=$4
@@ -38,6 +39,17 @@ fi
 got=$("$work/examples/session" "$model" "$prompt" 24 2>"$work/session.err")
 if [[ $got != "$expected" ]]; then
   printf 'session example:\n%s\n--- expected:\n%s\n' "$got" "$expected"
+  exit 1
+fi
+
+# An ONNX model on the example's own buffers: relu(relu(a)) of a's pattern
+# -3 -2 -1 0 1 2 3 -3 sums to 6, relu(b) of -3 .. 2 to 3.
+/usr/bin/python3 "$source/tests/unit/capi/make_capi_onnx_models.py" "$work/onnx" >/dev/null
+got=$("$work/examples/onnx_run" "$work/onnx/two_relu.onnx" a:2,4 2>"$work/onnx_run.err")
+expected_onnx=$'ya f32[2,4] sum 6\nyb f32[2,3] sum 3'
+if [[ $got != "$expected_onnx" ]]; then
+  printf 'onnx_run example:\n%s\n--- expected:\n%s\n' "$got" "$expected_onnx"
+  cat "$work/onnx_run.err"
   exit 1
 fi
 
