@@ -46,3 +46,13 @@ if(KILN_NODE AND TARGET kiln_cli)
   set_tests_properties(onnx_ocr_model_comparisons PROPERTIES LABELS "onnx;node;models" TIMEOUT 300
     ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# The node tests of the ops kiln claims against onnxruntime as well as
+# against the expected outputs the test data carries.
+if(KILN_NODE AND TARGET test_onnx)
+  add_test(NAME onnx_node_tests_vs_onnxruntime
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_oracle/run_node_tests_ort.sh
+            $<TARGET_FILE:test_onnx> ${PROJECT_BINARY_DIR}/onnx-node-tests-ort)
+  set_tests_properties(onnx_node_tests_vs_onnxruntime PROPERTIES LABELS "onnx;node" TIMEOUT 600
+    ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -20,7 +21,9 @@
 #include "accuracy/tensor_compare.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/half.h"
+#include "core/npy.h"
 #include "graph/tensor_data.h"
+#include "onnx/onnx_io_names.h"
 #include "onnx/onnx_reader.h"
 #include "onnx/onnx_session.h"
 #include "testing/test_paths.h"
@@ -107,7 +110,46 @@ struct Outcome {
   bool claimed = false;
   bool passed = false;
   std::string why;
+  // Against onnxruntime's outputs (KILN_NODE_TESTS_ORT_DIR): compared at all, and agreeing.
+  bool ort_compared = false;
+  bool ort_agrees = false;
+  std::string ort_why;
 };
+
+// onnxruntime's outputs of the node tests, as tests/onnx_oracle/node_test_jobs.py
+// and ort_run.js --jobs write them: <dir>/<test>/ort/<output name>.npy. Empty: not compared.
+std::string OrtDir() {
+  const char* d = std::getenv("KILN_NODE_TESTS_ORT_DIR");
+  return d != nullptr ? d : "";
+}
+
+// kiln's output j against onnxruntime's; sets the outcome's ort fields.
+void CompareWithOrt(const fs::path& dir, const OnnxModel& model, const std::vector<HostTensor>& out, Outcome* o) {
+  const fs::path ort = fs::path(OrtDir()) / dir.filename() / "ort";
+  if (OrtDir().empty() || !fs::is_directory(ort)) return;
+  for (size_t j = 0; j < out.size() && j < model.graph.outputs.size(); ++j) {
+    const fs::path f = ort / TensorFileName(model.graph.outputs[j].name);
+    if (!fs::exists(f)) return;  // onnxruntime did not run this test
+  }
+  o->ort_compared = true;
+  for (size_t j = 0; j < out.size(); ++j) {
+    auto npy = ReadNpy((ort / TensorFileName(model.graph.outputs[j].name)).string());
+    if (!npy.ok()) {
+      o->ort_why = npy.status().message();
+      return;
+    }
+    OnnxTensor want;
+    want.dtype = npy->dtype;
+    want.dims = npy->dims;
+    want.data = npy->data;
+    std::string m = Mismatch(out[j], want);
+    if (!m.empty()) {
+      o->ort_why = fmt::format("output {} against onnxruntime: {}", j, m);
+      return;
+    }
+  }
+  o->ort_agrees = true;
+}
 
 Outcome RunNodeTest(const fs::path& dir) {
   Outcome o;
@@ -172,6 +214,7 @@ Outcome RunNodeTest(const fs::path& dir) {
     }
   }
   o.passed = true;
+  CompareWithOrt(dir, *model, *out, &o);
   return o;
 }
 
@@ -200,7 +243,7 @@ TEST(OnnxNodeSuite, ClaimedOpsPassTheirNodeTests) {
   std::sort(dirs.begin(), dirs.end());
   const auto expected = ExpectedFailures();
   struct Tally {
-    int tests = 0, claimed = 0, passed = 0;
+    int tests = 0, claimed = 0, passed = 0, ort_compared = 0, ort_agrees = 0;
   };
   std::map<std::string, Tally> per_op;
   std::vector<std::string> unexpected, now_passing;
@@ -211,27 +254,41 @@ TEST(OnnxNodeSuite, ClaimedOpsPassTheirNodeTests) {
     t.tests++;
     t.claimed += o.claimed;
     t.passed += o.passed;
+    t.ort_compared += o.ort_compared;
+    t.ort_agrees += o.ort_agrees;
+    if (o.ort_compared && !o.ort_agrees && !expected.count(test)) unexpected.push_back(test + ": " + o.ort_why);
     const bool listed = expected.count(test) != 0;
     if (o.claimed && !o.passed && !listed) unexpected.push_back(test + ": " + o.why);
     if (o.passed && listed) now_passing.push_back(test);
   }
-  int tests = 0, claimed = 0, passed = 0;
-  std::string table = "| op type | node tests | claimed | passed |\n|---|---:|---:|---:|\n";
+  int tests = 0, claimed = 0, passed = 0, ort_compared = 0, ort_agrees = 0;
+  const bool with_ort = !OrtDir().empty();
+  std::string table = with_ort ? "| op type | node tests | claimed | passed | compared with onnxruntime | agree |\n"
+                                 "|---|---:|---:|---:|---:|---:|\n"
+                               : "| op type | node tests | claimed | passed |\n|---|---:|---:|---:|\n";
   std::string unclaimed;
   for (const auto& [op, t] : per_op) {
     tests += t.tests;
     claimed += t.claimed;
     passed += t.passed;
+    ort_compared += t.ort_compared;
+    ort_agrees += t.ort_agrees;
     if (t.claimed == 0) {
       unclaimed += (unclaimed.empty() ? "" : ", ") + op;
       continue;
     }
-    table += fmt::format("| {} | {} | {} | {} |\n", op, t.tests, t.claimed, t.passed);
+    table += with_ort ? fmt::format("| {} | {} | {} | {} | {} | {} |\n", op, t.tests, t.claimed, t.passed,
+                                    t.ort_compared, t.ort_agrees)
+                      : fmt::format("| {} | {} | {} | {} |\n", op, t.tests, t.claimed, t.passed);
   }
-  std::ofstream out(testing::BinaryDir() + "/onnx_node_tests.md");
+  std::ofstream out(testing::BinaryDir() + (with_ort ? "/onnx_node_tests_ort.md" : "/onnx_node_tests.md"));
   out << fmt::format("# ONNX backend node tests (libonnx-testdata)\n\n{} tests; {} of ops kiln claims; {} pass ({:.1f}% "
-                     "of claimed)\n\n",
-                     tests, claimed, passed, claimed ? 100.0 * passed / claimed : 0.0)
+                     "of claimed)",
+                     tests, claimed, passed, claimed ? 100.0 * passed / claimed : 0.0);
+  if (with_ort) {
+    out << fmt::format("; of those, {} also compared with onnxruntime's outputs, and {} agree", ort_compared, ort_agrees);
+  }
+  out << "\n\n"
       << table << "\nOp types kiln does not claim: " << unclaimed << "\n";
   std::printf("%d node tests, %d claimed, %d pass; table in %s/onnx_node_tests.md\n", tests, claimed, passed,
               testing::BinaryDir().c_str());
