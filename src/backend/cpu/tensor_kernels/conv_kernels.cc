@@ -117,6 +117,12 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const Isa isa = BestIsa();
   const bool kiln_applies = ConvPlanApplies(g, isa);
   const bool onednn_applies = OneDnnConvApplies(g, isa);
+  const bool blocked = onednn_applies && (forced == "onednn-blocked" ||
+                                          (forced.empty() && PreferOneDnnBlocked(g, isa)));
+  if (blocked) {
+    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, true);
+    if (conv.ok()) return conv;
+  }
   bool use_onednn = onednn_applies && (forced == "onednn" || (forced != "kiln" && PreferOneDnn(g, isa)));
   if (!kiln_applies && !onednn_applies) return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
   if (!kiln_applies) use_onednn = true;

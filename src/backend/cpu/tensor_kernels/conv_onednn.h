@@ -20,6 +20,13 @@ bool OneDnnConvApplies(const Window3& g, Isa isa);
 // bench/micro/conv_bench.cc).
 bool PreferOneDnn(const Window3& g, Isa isa);
 
+// blocked_internally (row-major activations only): the primitive picks its
+// own activation layout (nChw16c on AVX-512), and each call reorders the
+// input, and the residual, into the kernel's scratch and the result back.
+// Whether oneDNN with its blocked activations inside (reorders in and out
+// included) beats kiln's own kernels on this shape.
+bool PreferOneDnnBlocked(const Window3& g, Isa isa);
+
 // The kernel; an error when oneDNN refuses the shape or post-ops.
 // w [M, C/g, kh, kw] and bias (may be null) are read now. `layout` is the
 // activations' layout (input, output and residual alike): row-major NCHW,
@@ -28,6 +35,7 @@ bool PreferOneDnn(const Window3& g, Isa isa);
 // convolutions use.
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
-                                      TensorLayout layout = TensorLayout::kRowMajor);
+                                      TensorLayout layout = TensorLayout::kRowMajor,
+                                      bool blocked_internally = false);
 
 }  // namespace kiln::cpu
