@@ -89,7 +89,8 @@ bool OneDnnConvApplies(const Window3& g, Isa isa) {
 // kiln's kernels beat oneDNN 2.6 on every layer measured (ResNet 3x3 and
 // 1x1, the 7x7/2 stem, a YOLO 3x3/2, depthwise 3x3 and 3x3/2), by 2-10x
 // against oneDNN on NCHW (its gemm:jit path) and 1.2-18x against its
-// blocked brgconv, so oneDNN runs only when asked (KILN_CONV=onednn).
+// blocked brgconv, so oneDNN on NCHW runs only when asked (KILN_CONV=onednn).
+// Its direct nChw16c kernels are another matter: PreferOneDnnBlocked.
 bool PreferOneDnn(const Window3& g, Isa isa) {
   (void)g;
   (void)isa;

@@ -1,7 +1,12 @@
 // Convolutions through oneDNN: the weights reordered once, when the kernel
 // is made, into the layout oneDNN's chosen implementation wants; plain NCHW
-// activations in and out; bias, activation and residual as oneDNN post-ops.
-// oneDNN runs on its own (OpenMP) threads, not the call's pool.
+// activations in and out (used as they are, or reordered to and from
+// nChw16c inside the kernel); bias, activation and residual as oneDNN
+// post-ops. oneDNN runs on its own (OpenMP) threads, not the call's pool:
+// as many as the call's pool has (the pool's workers sleep meanwhile after a
+// 20 us spin). OpenMP's own idle spin follows OMP_WAIT_POLICY, which libgomp
+// reads when it is loaded, so a program cannot set it; PASSIVE makes the
+// team sleep at once (the tests set it).
 #pragma once
 
 #include "backend/cpu/kernels/isa.h"
