@@ -148,7 +148,7 @@ TEST(Conv, EveryPathMatchesTheReference) {
     SCOPED_TRACE(c.name);
     const Inputs in = MakeInputs(c, seed += 3);
     const std::vector<float> expected = Reference(c, in);
-    for (const char* impl : {"kiln", "onednn", static_cast<const char*>(nullptr)}) {
+    for (const char* impl : {"kiln", "onednn", "onednn-blocked", static_cast<const char*>(nullptr)}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         const std::vector<float> got = RunOp(c, in, impl, p);
         ASSERT_EQ(got.size(), expected.size());
@@ -221,7 +221,7 @@ TEST(FusedConv, EveryActivationAndResidualPlacementMatchesTheReference) {
           ASSERT_TRUE(e.ok());
           const std::vector<float> expected =
               Reference(*cc, in, *e, with_residual ? residual.As<float>() : nullptr);
-          for (const char* impl : {"kiln", "onednn", "reference"}) {
+          for (const char* impl : {"kiln", "onednn", "onednn-blocked", "reference"}) {
             SCOPED_TRACE(std::string(cc->name) + " " + act.name + " " + impl +
                          (with_residual ? " residual" : "") + (before ? " before" : " after"));
             conv_test::ScopedConvImpl scoped(impl);
@@ -377,6 +377,9 @@ TEST(Conv, ForcedImplementationsAreTheOnesThatRun) {
   EXPECT_NE(ImplFor("kiln", {1, 8, 9, 9}, {8, 8, 3, 3}, 1).find("-gemm"), std::string::npos);
   EXPECT_NE(ImplFor("kiln", {1, 8, 9, 9}, {8, 1, 3, 3}, 8).find("-depthwise"), std::string::npos);
   EXPECT_EQ(ImplFor("onednn", {1, 8, 9, 9}, {8, 8, 3, 3}, 1).rfind("onednn:", 0), 0u);
+  const std::string blocked = ImplFor("onednn-blocked", {1, 8, 9, 9}, {8, 8, 3, 3}, 1);
+  EXPECT_EQ(blocked.rfind("onednn:", 0), 0u);
+  EXPECT_NE(blocked.find("-blocked"), std::string::npos);
 }
 
 }  // namespace

@@ -7,8 +7,11 @@
 // A Conv runs one of: kiln's own vector kernels (conv2d_plan.h: GEMM over
 // packed weights, a depthwise loop), oneDNN (conv_onednn.h), or the direct
 // reference (conv_reference.h, for 3-d, weights known only at run time, and
-// machines without AVX2). KILN_CONV=kiln|onednn|reference forces one where
-// it applies (benchmarks, tests); otherwise the faster for the shape runs.
+// machines without AVX2). On AVX-512, dense convolutions of 20 MFLOP and more
+// run on oneDNN's nChw16c kernels with NCHW reordered in and out
+// (PreferOneDnnBlocked). KILN_CONV=kiln|onednn|onednn-blocked|reference
+// forces one where it applies (benchmarks, tests); otherwise the faster for
+// the shape runs.
 // No kernel here takes an output that aliases one of its inputs (the
 // residual included): the GEMM writes partial sums before it reads the
 // residual.
@@ -117,6 +120,12 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const Isa isa = BestIsa();
   const bool kiln_applies = ConvPlanApplies(g, isa);
   const bool onednn_applies = OneDnnConvApplies(g, isa);
+  const bool blocked = onednn_applies && (forced == "onednn-blocked" ||
+                                          (forced.empty() && PreferOneDnnBlocked(g, isa)));
+  if (blocked) {
+    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, true);
+    if (conv.ok()) return conv;
+  }
   bool use_onednn = onednn_applies && (forced == "onednn" || (forced != "kiln" && PreferOneDnn(g, isa)));
   if (!kiln_applies && !onednn_applies) return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
   if (!kiln_applies) use_onednn = true;

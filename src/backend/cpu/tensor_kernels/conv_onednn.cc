@@ -1,6 +1,10 @@
 // oneDNN convolutions (see conv_onednn.h).
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 
+#include "core/thread_pool.h"
+
+#include <dlfcn.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -50,7 +54,30 @@ struct OneDnnConv {
   dnnl::convolution_forward primitive;
   size_t dst_bytes = 0;
   bool has_residual = false;
+  // Blocked internally: the user's NCHW tensors (src, dst) reordered to and
+  // from the layout the primitive chose (conv_src, conv_dst) in the scratch.
+  bool blocked = false;
+  dnnl::memory::desc conv_src, conv_dst;
+  dnnl::reorder src_in, dst_out, residual_in;  // empty where no reorder is needed
+  size_t src_scratch = 0, dst_scratch = 0;     // bytes, each rounded to 64
 };
+
+size_t Round64(size_t n) { return (n + 63) / 64 * 64; }
+
+// oneDNN's OpenMP team sized to the call's pool. libgomp comes with libdnnl;
+// it is looked up rather than linked so that kiln itself needs no OpenMP.
+void SetOneDnnThreads(int threads) {
+  using Fn = void (*)(int);
+  static Fn set = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  static thread_local int current = -1;
+  if (set != nullptr && threads != current) {
+    set(threads);
+    current = threads;
+  }
+}
+
+// The smallest convolution (in FLOPs) that runs blocked on oneDNN by default.
+constexpr double kOneDnnBlockedMinFlops = 20e6;
 
 }  // namespace
 
@@ -62,15 +89,30 @@ bool OneDnnConvApplies(const Window3& g, Isa isa) {
 // kiln's kernels beat oneDNN 2.6 on every layer measured (ResNet 3x3 and
 // 1x1, the 7x7/2 stem, a YOLO 3x3/2, depthwise 3x3 and 3x3/2), by 2-10x
 // against oneDNN on NCHW (its gemm:jit path) and 1.2-18x against its
-// blocked brgconv, so oneDNN runs only when asked (KILN_CONV=onednn).
+// blocked brgconv, so oneDNN on NCHW runs only when asked (KILN_CONV=onednn).
+// Its direct nChw16c kernels are another matter: PreferOneDnnBlocked.
 bool PreferOneDnn(const Window3& g, Isa isa) {
   (void)g;
   (void)isa;
   return false;
 }
 
+// Measured on whole models (Zen 4, AVX-512, 2 threads): oneDNN's nChw16c
+// direct kernels, reorders included, beat kiln's NCHW GEMM on the dense
+// convolutions of ResNet-18 and YOLOv8n; on small layers the reorders and the
+// OpenMP hand-off cost more than they win, and depthwise layers are left to
+// kiln's own loop.
+bool PreferOneDnnBlocked(const Window3& g, Isa isa) {
+  if (isa != Isa::kAvx512 || g.group != 1) return false;
+  const double flops = 2.0 * static_cast<double>(g.batch) * static_cast<double>(g.out_channels) *
+                       static_cast<double>(g.out[1] * g.out[2]) * static_cast<double>(g.in_channels) *
+                       static_cast<double>(g.kernel[1] * g.kernel[2]);
+  return flops >= kOneDnnBlockedMinFlops;
+}
+
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
-                                      const float* bias, bool has_residual, TensorLayout layout) {
+                                      const float* bias, bool has_residual, TensorLayout layout,
+                                      bool blocked_internally) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -94,9 +136,18 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     // oneDNN counts dilation from 0 (no gap), ONNX from 1.
     const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
     const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
+    conv->blocked = blocked_internally && layout == TensorLayout::kRowMajor;
+    // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
+    // for `any` is NHWC brgconv, slower on these shapes); a stem with
+    // fewer than 16 input channels reads NCHW as it is.
+    const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
+    const memory::desc conv_src_any(src_dims, dt::f32, g.in_channels < 16 ? tag::nchw : blocked_tag),
+        conv_dst_any(dst_dims, dt::f32, blocked_tag);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                         dnnl::algorithm::convolution_direct, conv->src, w_any, b_desc,
-                                         conv->dst, strides, dilates, pad_l, pad_r);
+                                         dnnl::algorithm::convolution_direct,
+                                         conv->blocked ? conv_src_any : conv->src, w_any, b_desc,
+                                         conv->blocked ? conv_dst_any : conv->dst, strides, dilates, pad_l,
+                                         pad_r);
     dnnl::post_ops ops;
     // The residual is copied into the output first; `sum` adds it where the epilogue says.
     if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
@@ -119,15 +170,59 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     conv->dst_bytes = conv->dst.get_size();
     conv->has_residual = has_residual;
     TensorKernel k;
-    k.impl = std::string("onednn:") + pd.impl_info_str();
+    if (conv->blocked) {
+      conv->conv_src = pd.src_desc();
+      conv->conv_dst = pd.dst_desc();
+      if (conv->conv_src != conv->src) {
+        conv->src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, conv->src, engine, conv->conv_src));
+        conv->src_scratch = Round64(conv->conv_src.get_size());
+      }
+      if (conv->conv_dst != conv->dst) {
+        conv->dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, conv->conv_dst, engine, conv->dst));
+        if (has_residual) {
+          conv->residual_in =
+              dnnl::reorder(dnnl::reorder::primitive_desc(engine, conv->dst, engine, conv->conv_dst));
+        }
+        conv->dst_scratch = Round64(conv->conv_dst.get_size());
+      }
+      k.scratch_bytes = conv->src_scratch + conv->dst_scratch;
+    }
+    k.impl = std::string("onednn:") + pd.impl_info_str() + (conv->blocked ? "-blocked" : "");
     k.run = [conv](const TensorCall& call) -> Status {
       try {
         dnnl::engine& eng = Engine();
+        SetOneDnnThreads(call.pool != nullptr ? call.pool->num_threads() : 1);
         auto* y = static_cast<float*>(call.outputs[0]);
+        dnnl::stream stream(eng);
+        if (conv->blocked) {
+          auto* scratch = static_cast<uint8_t*>(call.scratch);
+          memory user_src(conv->src, eng, const_cast<void*>(call.inputs[0]));
+          memory user_dst(conv->dst, eng, y);
+          memory src = user_src, dst = user_dst;
+          if (conv->src_scratch != 0) {
+            src = memory(conv->conv_src, eng, scratch);
+            conv->src_in.execute(stream, user_src, src);
+          }
+          if (conv->dst_scratch != 0) dst = memory(conv->conv_dst, eng, scratch + conv->src_scratch);
+          if (conv->has_residual) {
+            memory residual(conv->dst, eng, const_cast<void*>(call.inputs[3]));
+            if (conv->dst_scratch != 0) {
+              conv->residual_in.execute(stream, residual, dst);
+            } else if (call.inputs[3] != y) {
+              std::memcpy(y, call.inputs[3], conv->dst_bytes);
+            }
+          }
+          conv->primitive.execute(stream, {{DNNL_ARG_SRC, src},
+                                           {DNNL_ARG_WEIGHTS, conv->weights},
+                                           {DNNL_ARG_BIAS, conv->bias},
+                                           {DNNL_ARG_DST, dst}});
+          if (conv->dst_scratch != 0) conv->dst_out.execute(stream, dst, user_dst);
+          stream.wait();
+          return Status::Ok();
+        }
         if (conv->has_residual && call.inputs[3] != y) std::memcpy(y, call.inputs[3], conv->dst_bytes);
         memory src(conv->src, eng, const_cast<void*>(call.inputs[0]));
         memory dst(conv->dst, eng, y);
-        dnnl::stream stream(eng);
         conv->primitive.execute(stream, {{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_WEIGHTS, conv->weights},
                                          {DNNL_ARG_BIAS, conv->bias},

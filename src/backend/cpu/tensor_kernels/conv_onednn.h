@@ -1,7 +1,12 @@
 // Convolutions through oneDNN: the weights reordered once, when the kernel
 // is made, into the layout oneDNN's chosen implementation wants; plain NCHW
-// activations in and out; bias, activation and residual as oneDNN post-ops.
-// oneDNN runs on its own (OpenMP) threads, not the call's pool.
+// activations in and out (used as they are, or reordered to and from
+// nChw16c inside the kernel); bias, activation and residual as oneDNN
+// post-ops. oneDNN runs on its own (OpenMP) threads, not the call's pool:
+// as many as the call's pool has (the pool's workers sleep meanwhile after a
+// 20 us spin). OpenMP's own idle spin follows OMP_WAIT_POLICY, which libgomp
+// reads when it is loaded, so a program cannot set it; PASSIVE makes the
+// team sleep at once (the tests set it).
 #pragma once
 
 #include "backend/cpu/kernels/isa.h"
@@ -20,6 +25,13 @@ bool OneDnnConvApplies(const Window3& g, Isa isa);
 // bench/micro/conv_bench.cc).
 bool PreferOneDnn(const Window3& g, Isa isa);
 
+// blocked_internally (row-major activations only): the primitive picks its
+// own activation layout (nChw16c on AVX-512), and each call reorders the
+// input, and the residual, into the kernel's scratch and the result back.
+// Whether oneDNN with its blocked activations inside (reorders in and out
+// included) beats kiln's own kernels on this shape.
+bool PreferOneDnnBlocked(const Window3& g, Isa isa);
+
 // The kernel; an error when oneDNN refuses the shape or post-ops.
 // w [M, C/g, kh, kw] and bias (may be null) are read now. `layout` is the
 // activations' layout (input, output and residual alike): row-major NCHW,
@@ -28,6 +40,7 @@ bool PreferOneDnn(const Window3& g, Isa isa);
 // convolutions use.
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
-                                      TensorLayout layout = TensorLayout::kRowMajor);
+                                      TensorLayout layout = TensorLayout::kRowMajor,
+                                      bool blocked_internally = false);
 
 }  // namespace kiln::cpu
