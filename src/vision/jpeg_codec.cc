@@ -65,6 +65,19 @@ struct JpegJob {
   int orientation = 1;  // EXIF
 };
 
+// The messages are built outside RunDecode: no std::string may live in the
+// frame that calls setjmp (its locals are indeterminate after a longjmp).
+[[gnu::noinline]] void RefuseSize(JpegJob* job, uint64_t width, uint64_t height, int64_t max_pixels) {
+  job->error = "JPEG image of " + std::to_string(width) + "x" + std::to_string(height) +
+               " pixels is larger than the limit of " + std::to_string(max_pixels) + " pixels";
+}
+
+[[gnu::noinline]] void RefuseComponents(JpegJob* job, int channels) {
+  job->error = "JPEG decoder produced " + std::to_string(channels) + " components";
+}
+
+[[gnu::noinline]] void Refuse(JpegJob* job, const char* message) { job->error = message; }
+
 // Returns false with job->err.message or job->error set on failure.
 bool RunDecode(JpegJob* job, const uint8_t* data, size_t size, int64_t max_pixels) {
   jpeg_decompress_struct* cinfo = &job->cinfo;
@@ -79,8 +92,7 @@ bool RunDecode(JpegJob* job, const uint8_t* data, size_t size, int64_t max_pixel
     }
   }
   if (static_cast<int64_t>(cinfo->image_width) * cinfo->image_height > max_pixels) {
-    job->error = "JPEG image of " + std::to_string(cinfo->image_width) + "x" + std::to_string(cinfo->image_height) +
-                 " pixels is larger than the limit of " + std::to_string(max_pixels) + " pixels";
+    RefuseSize(job, cinfo->image_width, cinfo->image_height, max_pixels);
     return false;
   }
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
@@ -88,7 +100,7 @@ bool RunDecode(JpegJob* job, const uint8_t* data, size_t size, int64_t max_pixel
   jpeg_start_decompress(cinfo);
   const int channels = cinfo->output_components;
   if (channels != (cmyk ? 4 : 3)) {
-    job->error = "JPEG decoder produced " + std::to_string(channels) + " components";
+    RefuseComponents(job, channels);
     return false;
   }
   job->image = Image(static_cast<int>(cinfo->output_width), static_cast<int>(cinfo->output_height));
@@ -97,7 +109,7 @@ bool RunDecode(JpegJob* job, const uint8_t* data, size_t size, int64_t max_pixel
     const int y = static_cast<int>(cinfo->output_scanline);
     JSAMPROW rows[1] = {job->row.data()};
     if (jpeg_read_scanlines(cinfo, rows, 1) != 1) {
-      job->error = "JPEG data ended early";
+      Refuse(job, "JPEG data ended early");
       return false;
     }
     uint8_t* out = job->image.pixel(0, y);
