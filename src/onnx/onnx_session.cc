@@ -133,7 +133,9 @@ Status OnnxSession::Run(const std::vector<TensorRef>& inputs, const std::vector<
   KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * c, Compiled(types));
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto f = impl_->fixed.find(impl_->inputs[i].name);
-    if (f != impl_->fixed.end() && std::memcmp(f->second.data(), inputs[i].data, f->second.bytes()) != 0) {
+    // An empty fixed input has nothing to compare (and may have no address).
+    if (f != impl_->fixed.end() && f->second.bytes() > 0 &&
+        (inputs[i].data == nullptr || std::memcmp(f->second.data(), inputs[i].data, f->second.bytes()) != 0)) {
       return InvalidArgument("input {}: its value was fixed at compile time; this run passes another",
                              impl_->inputs[i].name);
     }
