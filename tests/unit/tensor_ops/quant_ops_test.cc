@@ -281,7 +281,8 @@ TEST(QuantOps, MatMulIntegerIsExactOnEveryPath) {
   }
 }
 
-cpu::TensorKernelArgs ArgsOf(const std::string& op, const std::vector<TensorData>& in,
+// `op` is a literal: the arguments keep a view of it.
+cpu::TensorKernelArgs ArgsOf(const char* op, const std::vector<TensorData>& in,
                              std::vector<bool> constant, const AttributeMap* attrs) {
   cpu::TensorKernelArgs args;
   args.op_type = op;
