@@ -295,6 +295,7 @@ TensorKernel VariadicKernel(const TensorKernelArgs& args, F f, bool mean, bool v
   // later inputs (an in-place plan): then in scratch, copied at the end.
   k.scratch_bytes = static_cast<size_t>(n) * sizeof(T);
   k.run = [plans = std::move(plans), f, mean, vec_add, n, count](const TensorCall& call) {
+    (void)vec_add;  // read only by the f32 instantiation
     bool aliased = false;
     for (size_t i = 1; i < count; ++i) aliased |= call.inputs[i] == call.outputs[0];
     T* out = aliased ? reinterpret_cast<T*>(call.scratch) : static_cast<T*>(call.outputs[0]);
