@@ -17,6 +17,8 @@ namespace {
 constexpr int kMaxMessageDepth = 100;
 
 Status ReadOpsetImports(const onnx_proto::Model& proto, std::map<std::string, int64_t>* imports) {
+  // The format requires at least one: without it no node's meaning is known.
+  if (proto.opset_import.empty()) return Corrupt("the model imports no operator set (opset_import is empty)");
   for (const onnx_proto::OperatorSetId& opset : proto.opset_import) {
     std::string domain = opset.domain == "ai.onnx" ? "" : opset.domain;
     if (!imports->emplace(domain, opset.version).second) {

@@ -65,6 +65,15 @@ TEST(OnnxBadFiles, EmptyFileIsNotAModel) {
   EXPECT_THAT(m.status().message(), Mentions("no graph"));
 }
 
+TEST(OnnxBadFiles, NoOperatorSetImported) {
+  // ir_version 8, a producer, an empty graph and no opset_import (a fuzzer's
+  // find): the format requires at least one import.
+  const std::string bytes("\x08\x08\x12\x0akiln-tests\x1a\x03" "0.0:\x00", 21);
+  Expected<OnnxModel> m = ParseOnnxModel(bytes.data(), bytes.size(), "");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), Mentions("opset_import"));
+}
+
 TEST(OnnxBadFiles, Cycle) {
   Status s = ReadError("cycle.onnx");
   EXPECT_EQ(s.code(), StatusCode::kCorrupt);
