@@ -60,6 +60,15 @@ struct TensorKernel {
 
 using TensorKernelFactory = Expected<TensorKernel> (*)(const TensorKernelArgs& args);
 
+// Whether a kernel takes its activations in `layout` (other than row-major)
+// for these arguments. The layout stage asks before it gives a node the
+// attribute activation_layout = TensorLayoutName(layout); the node's
+// non-constant rank-4 inputs and its rank-4 outputs are then all in that
+// layout (constant inputs such as weights stay row-major). In nchw16c the
+// channels are padded to a multiple of 16 and the padding holds zeros:
+// every kernel that writes nchw16c writes zeros there.
+using TensorLayoutSupport = bool (*)(TensorLayout layout, const TensorKernelArgs& args);
+
 // One op the CPU runs, with what it accepts: the dtypes of its first input
 // (or of the input that decides), and a line on the attribute limits
 // (`kiln backends` prints it; legalize matches against it).
@@ -68,6 +77,7 @@ struct TensorKernelEntry {
   TensorKernelFactory make = nullptr;
   std::vector<DType> dtypes;
   std::string limits;  // "2-d only; auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID" ("" for none)
+  TensorLayoutSupport takes_layout = nullptr;  // null: row-major only
 };
 
 // The kernel entry for op_type, or nullptr.
