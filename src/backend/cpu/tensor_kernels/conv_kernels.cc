@@ -22,9 +22,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/bf16_compute.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
@@ -70,6 +72,17 @@ TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue
   return k;
 }
 
+// compute_dtype = "bf16" (bf16_compute.h): oneDNN's bf16 convolution where
+// the CPU multiplies bf16, the weights are constant and oneDNN takes the
+// shape; nullopt (run fp32) otherwise.
+std::optional<TensorKernel> MakeBf16Conv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
+                                         const float* bias, bool has_residual, TensorLayout layout) {
+  if (w == nullptr || !CpuMultipliesBf16() || !OneDnnConvApplies(g, BestIsa())) return std::nullopt;
+  auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kBF16);
+  if (!conv.ok()) return std::nullopt;
+  return std::move(*conv);
+}
+
 Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   KILN_RETURN_IF_ERROR(CheckF32(args));
   KILN_ASSIGN_OR_RETURN(WindowGeometry geometry, ConvGeometry(args.op_type, args.node, args.a(),
@@ -88,6 +101,7 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
   const bool packable = w != nullptr && (!has_bias || bias != nullptr);
   const std::string forced = ForcedConvImpl();
+  KILN_ASSIGN_OR_RETURN(bool bf16, WantsBf16Compute(args));
   // Activations the layout stage keeps blocked or channels-last run on oneDNN.
   if (args.a().Has("activation_layout")) {
     auto name = args.a().String("activation_layout");
@@ -112,8 +126,14 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
             "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
             args.node, layout_name);
       }
+      if (bf16) {
+        if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);
+      }
       return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
     }
+  }
+  if (bf16 && packable) {
+    if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor)) return std::move(*conv);
   }
   if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
 

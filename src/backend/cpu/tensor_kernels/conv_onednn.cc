@@ -1,5 +1,6 @@
 // oneDNN convolutions (see conv_onednn.h).
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
+#include "backend/cpu/tensor_kernels/onednn_runtime.h"
 
 #include "core/thread_pool.h"
 
@@ -81,6 +82,9 @@ constexpr double kOneDnnBlockedMinFlops = 20e6;
 
 }  // namespace
 
+dnnl::engine& OneDnnEngine() { return Engine(); }
+void SetOneDnnThreadCount(int threads) { SetOneDnnThreads(threads); }
+
 bool OneDnnConvApplies(const Window3& g, Isa isa) {
   return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
 }
@@ -112,7 +116,7 @@ bool PreferOneDnnBlocked(const Window3& g, Isa isa) {
 
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
-                                      bool blocked_internally) {
+                                      bool blocked_internally, DType compute) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -130,19 +134,27 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
                                                              : tag::nchw;
     conv->src = memory::desc(src_dims, dt::f32, activations);
     conv->dst = memory::desc(dst_dims, dt::f32, activations);
-    const memory::desc w_any(w_dims, dt::f32, tag::any);
     const memory::desc b_desc({g.out_channels}, dt::f32, tag::x);
     const memory::dims strides = {g.stride[1], g.stride[2]};
     // oneDNN counts dilation from 0 (no gap), ONNX from 1.
     const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
     const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
-    conv->blocked = blocked_internally && layout == TensorLayout::kRowMajor;
+    // bf16: src reordered to bf16 in the scratch each call (in the layout
+    // the primitive reads), weights bf16, dst and accumulation f32.
+    const bool bf16 = compute == DType::kBF16;
+    const dt compute_dt = bf16 ? dt::bf16 : dt::f32;
+    conv->blocked = (blocked_internally && layout == TensorLayout::kRowMajor) || bf16;
+    const bool internal_layout = conv->blocked && layout == TensorLayout::kRowMajor;
+    const memory::desc w_any(w_dims, compute_dt, tag::any);
     // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
     // for `any` is NHWC brgconv, slower on these shapes); a stem with
     // fewer than 16 input channels reads NCHW as it is.
     const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
-    const memory::desc conv_src_any(src_dims, dt::f32, g.in_channels < 16 ? tag::nchw : blocked_tag),
-        conv_dst_any(dst_dims, dt::f32, blocked_tag);
+    const memory::desc conv_src_any(src_dims, compute_dt,
+                                    !internal_layout ? activations
+                                    : g.in_channels < 16 ? tag::nchw
+                                                         : blocked_tag),
+        conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                          dnnl::algorithm::convolution_direct,
                                          conv->blocked ? conv_src_any : conv->src, w_any, b_desc,
@@ -187,7 +199,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
       }
       k.scratch_bytes = conv->src_scratch + conv->dst_scratch;
     }
-    k.impl = std::string("onednn:") + pd.impl_info_str() + (conv->blocked ? "-blocked" : "");
+    k.impl = std::string("onednn:") + pd.impl_info_str() + (bf16 ? "-bf16" : conv->blocked ? "-blocked" : "");
     k.run = [conv](const TensorCall& call) -> Status {
       try {
         dnnl::engine& eng = Engine();

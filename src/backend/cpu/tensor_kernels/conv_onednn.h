@@ -37,10 +37,12 @@ bool PreferOneDnnBlocked(const Window3& g, Isa isa);
 // activations' layout (input, output and residual alike): row-major NCHW,
 // NHWC, or NCHW16c (channels in blocks of 16, zero-padded: the buffers hold
 // N x ceil(C/16) x H x W x 16 floats), the layout oneDNN's fastest
-// convolutions use.
+// convolutions use. compute = kBF16 multiplies in bf16 (AVX-512 BF16): the
+// weights are stored bf16 now, each call rounds the input to bf16 (to nearest
+// even) in the scratch, and accumulates and writes f32 (post-ops in f32).
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
                                       TensorLayout layout = TensorLayout::kRowMajor,
-                                      bool blocked_internally = false);
+                                      bool blocked_internally = false, DType compute = DType::kF32);
 
 }  // namespace kiln::cpu

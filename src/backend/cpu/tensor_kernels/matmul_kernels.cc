@@ -5,7 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/tensor_kernels/bf16_compute.h"
 #include "backend/cpu/tensor_kernels/einsum_kernel.h"
+#include "backend/cpu/tensor_kernels/matmul_bf16.h"
 #include "backend/cpu/tensor_kernels/packed_gemm.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_ops/matmul_shape.h"
@@ -32,6 +34,31 @@ TensorKernel ReferenceMatMulKernel(const MatMulShape& s) {
   return k;
 }
 
+// compute_dtype = "bf16" (bf16_compute.h) on oneDNN, for the shapes its
+// matmul takes: A's matrices not broadcast, B one matrix or one per output
+// matrix. Fails (the caller then runs fp32) otherwise.
+Expected<TensorKernel> MakeBf16MatMul(const TensorKernelArgs& args, const MatMulShape& s, bool trans_b) {
+  Bf16MatMulSpec spec;
+  spec.batch = s.batch;
+  spec.m = s.m;
+  spec.n = s.n;
+  spec.k = s.k;
+  spec.trans_b = trans_b;
+  for (int64_t i = 0; i < s.batch; ++i) {
+    if (s.a_index[i] != i || (s.b_matrices > 1 && s.b_index[i] != i)) {
+      return Unsupported("{} {}: bf16 takes no broadcast batch", args.op_type, args.node);
+    }
+  }
+  spec.b_batch = s.b_matrices;
+  if (spec.b_batch == 1) {  // one B: the batch is rows of one product
+    spec.m *= spec.batch;
+    spec.batch = 1;
+  }
+  if (args.constants.size() > 1 && args.constants[1] != nullptr) spec.b = args.constants[1]->As<float>();
+  if (args.has(2)) spec.bias_input = 2;
+  return MakeOneDnnBf16MatMul(spec);
+}
+
 // What the fp32 MatMul keeps between calls.
 struct MatMulPlan {
   MatMulShape shape;
@@ -54,6 +81,11 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
     case DType::kI32: return ReferenceMatMulKernel<int32_t>(s);
     case DType::kI64: return ReferenceMatMulKernel<int64_t>(s);
     default: return Unsupported("dtype {} not supported (f32, f64, i32, i64)", DTypeName(dtype));
+  }
+  KILN_ASSIGN_OR_RETURN(bool bf16, WantsBf16Compute(args));
+  if (bf16 && CpuMultipliesBf16()) {
+    auto kernel = MakeBf16MatMul(args, s, trans_b);
+    if (kernel.ok()) return kernel;
   }
   auto plan = std::make_shared<MatMulPlan>();
   plan->shape = s;
@@ -135,6 +167,51 @@ void ReferenceGemm(const GemmPlan& p, const T* a, const T* b, const T* c, T* y) 
   }
 }
 
+// Gemm with compute_dtype = "bf16": alpha * B' rounded to bf16 once (B must
+// be a weight), beta * C as the bias row when C is a constant row, added in
+// fp32 after the product otherwise.
+Expected<TensorKernel> MakeBf16Gemm(const TensorKernelArgs& args, const std::shared_ptr<GemmPlan>& plan) {
+  const GemmPlan& p = *plan;
+  if (args.constants.size() < 2 || args.constants[1] == nullptr) {
+    return Unsupported("{} {}: bf16 needs a constant B", args.op_type, args.node);
+  }
+  Bf16MatMulSpec spec;
+  spec.m = p.m;
+  spec.n = p.n;
+  spec.k = p.k;
+  spec.trans_a = p.trans_a;
+  spec.trans_b = p.trans_b;
+  spec.b = args.constants[1]->As<float>();
+  spec.b_scale = p.alpha;
+  const bool c_const = p.has_c && args.constants.size() > 2 && args.constants[2] != nullptr;
+  std::vector<float> bias;
+  const bool c_as_bias = p.has_c && p.c_is_row && c_const;
+  if (c_as_bias) {
+    const float* c = args.constants[2]->As<float>();
+    const int64_t c_cols = p.c_dims.empty() ? 1 : p.c_dims.back();
+    for (int64_t j = 0; j < p.n; ++j) bias.push_back(p.beta * c[c_cols == 1 ? 0 : j]);
+    spec.bias = bias.data();
+  }
+  KILN_ASSIGN_OR_RETURN(TensorKernel product, MakeOneDnnBf16MatMul(spec));
+  if (!p.has_c || c_as_bias) return product;
+  TensorKernel k = product;
+  k.run = [plan, run = product.run](const TensorCall& call) -> Status {
+    KILN_RETURN_IF_ERROR(run(call));
+    const GemmPlan& p = *plan;
+    const auto* c = static_cast<const float*>(call.inputs[2]);
+    auto* y = static_cast<float*>(call.outputs[0]);
+    const int64_t c_rows = p.c_dims.size() == 2 ? p.c_dims[0] : 1;
+    const int64_t c_cols = p.c_dims.empty() ? 1 : p.c_dims.back();
+    for (int64_t r = 0; r < p.m; ++r) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        y[r * p.n + j] += p.beta * c[(c_rows == 1 ? 0 : r) * c_cols + (c_cols == 1 ? 0 : j)];
+      }
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
 Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
   auto plan = std::make_shared<GemmPlan>();
@@ -172,6 +249,11 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
     return k;
   }
   if (dtype != DType::kF32) return Unsupported("dtype {} not supported (f32, f64)", DTypeName(dtype));
+  KILN_ASSIGN_OR_RETURN(bool bf16, WantsBf16Compute(args));
+  if (bf16 && CpuMultipliesBf16()) {
+    auto kernel = MakeBf16Gemm(args, plan);
+    if (kernel.ok()) return kernel;
+  }
 
   TensorKernel k;
   k.impl = PackedGemmImpl();
