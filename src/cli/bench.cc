@@ -205,6 +205,7 @@ Status RunLatency(const LatencyArgs& a) {
     OnnxBenchArgs o = a.onnx;
     o.model = a.engine.options.model;
     o.backend = a.engine.options.backend;
+    o.precision = a.engine.precision;
     o.threads = a.engine.options.threads;
     o.warmup = a.options.warmup;
     o.runs = a.options.runs;

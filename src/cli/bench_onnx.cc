@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/statistics.h"
+#include "cli/engine_flags.h"
 #include "cli/onnx_feeds.h"
 #include "compiler/compiled_tensor_graph.h"
 #include "core/npy.h"
@@ -72,6 +73,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
   options.backend = a.backend;
   options.threads = a.threads;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::vector<TensorType> types;
   uint64_t seed = 1;

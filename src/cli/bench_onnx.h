@@ -16,6 +16,7 @@ struct OnnxBenchArgs {
   std::string model;
   std::vector<std::string> inputs, input_shapes, fixed_inputs;
   std::string backend = "cpu";
+  std::string precision;  // the --precision flag ("": fp32)
   int threads = 0;
   int warmup = 5;
   int runs = 20;

@@ -26,7 +26,7 @@ constexpr int kError = 2;
 
 struct Side {
   std::string model;
-  std::string precision = "mixed";
+  std::string precision;  // "": mixed, or fp32 for ONNX graphs
   std::string kv_cache_dtype = "f32";
   std::string backend = "cpu";
   bool w8a8 = false;  // activations quantized per token at run time
@@ -52,7 +52,7 @@ Expected<std::vector<CapturedValue>> RunSide(const Side& side, const std::vector
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> weights, WeightStore::Open(side.model));
   ModelSessionOptions so;
   so.backend = side.backend;
-  KILN_ASSIGN_OR_RETURN(so.precision, ParsePrecision(side.precision));
+  KILN_ASSIGN_OR_RETURN(so.precision, ParsePrecisionFlag(side.precision, Precision::kMixed));
   KILN_ASSIGN_OR_RETURN(so.kv_dtype, ParseKvCacheDType(side.kv_cache_dtype));
   so.max_batch_tokens = static_cast<int64_t>(ids.size());
   so.max_seqs = 1;
@@ -122,6 +122,8 @@ Expected<int> RunDiff(const DiffArgs& args) {
     o.a_backend = args.a.backend;
     o.b_backend = args.b.backend;
     o.a_fuse = !args.a.no_fuse;
+    o.a_precision = args.a.precision;
+    o.b_precision = args.b.precision;
     o.b_fuse = !args.b.no_fuse;
     KILN_ASSIGN_OR_RETURN(c, CompareOnnx(o));
   } else {
@@ -205,7 +207,7 @@ void RegisterDiff(CLI::App& app) {
   cmd->add_flag("--json", a.json, "Print the comparison as one JSON object");
   const std::string per_side = "Per side (A: --a-..., B: --b-...)";
   for (auto [prefix, side] : {std::pair<std::string, Side*>{"--a-", &a.a}, {"--b-", &a.b}}) {
-    cmd->add_option(prefix + "precision", side->precision, "fp32, mixed or bf16")->capture_default_str()->group(per_side);
+    cmd->add_option(prefix + "precision", side->precision, "fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)")->group(per_side);
     cmd->add_option(prefix + "kv-cache-dtype", side->kv_cache_dtype, "f32, f16, bf16 or int8")
         ->capture_default_str()
         ->group(per_side);

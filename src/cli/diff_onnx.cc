@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/engine_flags.h"
 #include "cli/onnx_feeds.h"
 #include "compiler/compiled_tensor_graph.h"
 #include "core/half.h"
@@ -36,12 +37,14 @@ bool WidenToF32(DType dtype, const uint8_t* data, int64_t n, std::vector<float>*
 
 // One run of the model with every float value captured, in node order.
 Expected<std::vector<CapturedValue>> RunCapturing(const OnnxDiffArgs& args, const std::string& backend, bool fuse,
+                                                  const std::string& precision,
                                                   const std::map<std::string, HostTensor>& feeds,
                                                   std::string* input_text) {
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(args.input_shapes, args.fixed_inputs, feeds));
   options.backend = backend;
   options.threads = args.threads;
   options.fuse = fuse;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(args.model, options));
   std::vector<TensorType> types;
   std::vector<const void*> in;
@@ -99,8 +102,9 @@ Expected<std::vector<CapturedValue>> ReadValues(const std::string& dir, const st
   return values;
 }
 
-std::string Label(const std::string& model, const std::string& backend, bool fuse) {
-  return fmt::format("{} (backend {}{})", model, backend, fuse ? "" : ", no fusions");
+std::string Label(const std::string& model, const std::string& backend, bool fuse, const std::string& precision) {
+  return fmt::format("{} (backend {}{}{})", model, backend, fuse ? "" : ", no fusions",
+                     precision.empty() ? "" : ", precision " + precision);
 }
 
 }  // namespace
@@ -108,19 +112,19 @@ std::string Label(const std::string& model, const std::string& backend, bool fus
 Expected<DiffComparison> CompareOnnx(const OnnxDiffArgs& args) {
   KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(args.inputs));
   DiffComparison c;
-  auto a = RunCapturing(args, args.a_backend, args.a_fuse, feeds, &c.input);
+  auto a = RunCapturing(args, args.a_backend, args.a_fuse, args.a_precision, feeds, &c.input);
   if (!a.ok()) return a.status().WithContext("A");
-  c.a = Label(args.model, args.a_backend, args.a_fuse);
+  c.a = Label(args.model, args.a_backend, args.a_fuse, args.a_precision);
   std::vector<CapturedValue> b;
   if (!args.against.empty()) {
     KILN_ASSIGN_OR_RETURN(b, ReadValues(args.against, *a));
     c.b = fmt::format("the values in {}", args.against);
   } else {
     std::string unused;
-    auto run = RunCapturing(args, args.b_backend, args.b_fuse, feeds, &unused);
+    auto run = RunCapturing(args, args.b_backend, args.b_fuse, args.b_precision, feeds, &unused);
     if (!run.ok()) return run.status().WithContext("B");
     b = std::move(*run);
-    c.b = Label(args.model, args.b_backend, args.b_fuse);
+    c.b = Label(args.model, args.b_backend, args.b_fuse, args.b_precision);
   }
   c.rows = DiffValues(*a, b);
   return c;

@@ -26,6 +26,7 @@ struct OnnxDiffArgs {
   int threads = 0;
   std::string a_backend = "cpu", b_backend = "cpu";
   bool a_fuse = true, b_fuse = true;
+  std::string a_precision, b_precision;  // --a-precision, --b-precision ("": fp32)
 };
 
 Expected<DiffComparison> CompareOnnx(const OnnxDiffArgs& args);

@@ -14,6 +14,13 @@ Expected<DType> ParseKvCacheDType(const std::string& name) {
   return *dtype;
 }
 
+Expected<Precision> ParsePrecisionFlag(const std::string& flag, Precision fallback) {
+  if (flag.empty()) return fallback;
+  auto p = ParsePrecision(flag);
+  if (!p.ok()) return p.status().WithContext("--precision");
+  return *p;
+}
+
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   EngineOptions& o = flags->options;
   const std::string group = "Engine";
@@ -33,8 +40,9 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->group(group);
   cmd->add_option("--backend", o.backend, "The backend to compile for")->capture_default_str()->group(group);
   AddBackendPluginFlag(cmd, &flags->backend_plugins, group);
-  cmd->add_option("--precision", flags->precision, "fp32, mixed or bf16 activations")
-      ->capture_default_str()
+  cmd->add_option("--precision", flags->precision,
+                  "fp32, mixed or bf16 products (default: mixed; fp32 for ONNX graphs, where mixed and bf16 "
+                  "multiply convolutions and matmuls in bf16 where the CPU does so natively)")
       ->group(group);
   cmd->add_option("--threads", o.threads, "Compute threads (0: one per physical core)")->group(group);
   cmd->add_flag("--w8a8", o.w8a8,
@@ -87,9 +95,7 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
     return InvalidArgument("--dtype {}: expected f32, f16, bf16, q8_0 or q4_0", dummy_dtype);
   }
   o.dummy_dtype = *dummy;
-  auto precision_value = ParsePrecision(precision);
-  if (!precision_value.ok()) return precision_value.status().WithContext("--precision");
-  o.precision = *precision_value;
+  KILN_ASSIGN_OR_RETURN(o.precision, ParsePrecisionFlag(precision, Precision::kMixed));
   KILN_ASSIGN_OR_RETURN(o.kv_cache_dtype, ParseKvCacheDType(kv_cache_dtype));
   if (!kv_cache_memory.empty()) {
     auto memory = ParseKvCacheMemory(kv_cache_memory);

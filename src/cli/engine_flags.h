@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/status.h"
+#include "core/precision.h"
 #include "engine/engine_options.h"
 
 namespace kiln::cli {
@@ -16,7 +17,7 @@ namespace kiln::cli {
 struct EngineFlags {
   EngineOptions options;
   std::string dummy_dtype = "bf16";
-  std::string precision = "mixed";
+  std::string precision;  // "" (not given): mixed, or fp32 for ONNX graphs
   std::string kv_cache_memory;
   std::string kv_cache_dtype = "f32";
   std::vector<std::string> backend_plugins;
@@ -25,6 +26,10 @@ struct EngineFlags {
   // plugins (so that --backend can name theirs); errors name the flag.
   Expected<EngineOptions> Resolve() const;
 };
+
+// A --precision flag's value; "" (the flag not given) is `fallback`: mixed
+// for the LLM path, fp32 for ONNX graphs.
+Expected<Precision> ParsePrecisionFlag(const std::string& flag, Precision fallback);
 
 // Parses a KV cache dtype as the flags take it: f32, f16, bf16 or int8
 // (also their DTypeFromName spellings, such as fp16 or i8).

@@ -5,6 +5,7 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/inspect_onnx.h"
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
@@ -142,7 +143,7 @@ void RegisterInspect(CLI::App& app) {
     bool plan = false;
     bool nodes = false;
     std::string backend = "cpu";
-    std::string precision = "mixed";
+    std::string precision;  // "": mixed, or fp32 for ONNX graphs
     int64_t max_batch_tokens = 512;
     int threads = 0;
     bool w8a8 = false;
@@ -155,7 +156,7 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
-  cmd->add_option("--precision", a->precision, "With --plan: fp32, mixed or bf16")->capture_default_str();
+  cmd->add_option("--precision", a->precision, "With --plan: fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)");
   cmd->add_option("--max-num-batched-tokens", a->max_batch_tokens, "With --plan: the largest token bucket")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
@@ -169,7 +170,8 @@ void RegisterInspect(CLI::App& app) {
         SetExitCode(1);
       } else if (a->plan) {
         Status plugins = LoadBackendPlugins(a->backend_plugins);
-        Status planned = plugins.ok() ? PrintOnnxPlan(a->model, a->input_shapes, a->backend, a->threads, a->nodes)
+        Status planned = plugins.ok() ? PrintOnnxPlan(a->model, a->input_shapes, a->backend, a->threads, a->nodes,
+                                                                    a->precision)
                                       : plugins;
         if (!planned.ok()) {
           fmt::print(stderr, "kiln inspect: {}\n", planned.ToString());
@@ -197,7 +199,7 @@ void RegisterInspect(CLI::App& app) {
     options.max_batch_tokens = a->max_batch_tokens;
     options.threads = a->threads;
     options.w8a8 = a->w8a8;
-    auto precision = ParsePrecision(a->precision);
+    auto precision = ParsePrecisionFlag(a->precision, Precision::kMixed);
     if (!precision.ok()) {
       fmt::print(stderr, "kiln inspect: --precision: {}\n", precision.status().message());
       SetExitCode(2);

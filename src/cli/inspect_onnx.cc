@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cli/engine_flags.h"
 #include "compiler/compiled_tensor_graph.h"
 #include "onnx/onnx_input_shape.h"
 #include "onnx/onnx_reader.h"
@@ -94,8 +95,9 @@ Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>&
 }
 
 Status PrintOnnxPlan(const std::string& path, const std::vector<std::string>& input_shapes,
-                     const std::string& backend, int threads, bool nodes) {
+                     const std::string& backend, int threads, bool nodes, const std::string& precision) {
   OnnxSessionOptions options;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(precision, Precision::kFp32));
   for (const std::string& s : input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
   options.backend = backend;
   options.threads = threads;

@@ -18,8 +18,9 @@ Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>&
 
 // Compiles the model for `backend` at its input shapes (every dimension
 // fixed by the file or by --input-shape) and prints the plan of the four
-// stages; `nodes` adds a line per node.
+// stages; `nodes` adds a line per node. `precision`: the --precision flag
+// ("" for the default, fp32).
 Status PrintOnnxPlan(const std::string& path, const std::vector<std::string>& input_shapes,
-                     const std::string& backend, int threads, bool nodes);
+                     const std::string& backend, int threads, bool nodes, const std::string& precision = "");
 
 }  // namespace kiln::cli

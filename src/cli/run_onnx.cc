@@ -7,6 +7,7 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/onnx_feeds.h"
 #include "core/npy.h"
 #include "onnx/onnx_io_names.h"
@@ -22,6 +23,7 @@ struct RunArgs {
   std::vector<std::string> fixed_inputs;
   std::string output_dir;
   std::string backend = "cpu";
+  std::string precision;  // "": fp32
   std::vector<std::string> backend_plugins;
   int threads = 0;
 };
@@ -32,6 +34,7 @@ Status RunOnnx(const RunArgs& a) {
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
   options.backend = a.backend;
   options.threads = a.threads;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::string expected;
   for (const OnnxTensorInfo& i : session->inputs()) {
@@ -64,6 +67,9 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
   cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
+  cmd->add_option("--precision", a->precision,
+                  "fp32 (default), mixed or bf16: mixed multiplies the convolutions and matmuls on weights in bf16, "
+                  "bf16 also the matmuls of two activations, where the CPU multiplies bf16 natively");
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
   cmd->callback([a]() {
     Status s = RunOnnx(*a);

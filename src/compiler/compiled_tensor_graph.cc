@@ -8,6 +8,7 @@
 #include "compiler/bind.h"
 #include "compiler/qdq_fusions.h"
 #include "compiler/tensor_fusions.h"
+#include "compiler/tensor_precision.h"
 #include "compiler/tensor_rewrites.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
@@ -33,9 +34,6 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
                     "or KILN_BACKEND_PATH)",
                     options.backend, backends.Names());
   }
-  if (options.precision != Precision::kFp32) {
-    return Unsupported("precision {}: ONNX graphs compile in fp32 for now", PrecisionName(options.precision));
-  }
   CompileReport& report = m->report_;
   report.backend = target->name();
   report.precision = options.precision;
@@ -52,7 +50,7 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), env, &report.legalize));
   // Stage 3: fuse.
   if (options.fuse) KILN_RETURN_IF_ERROR(FuseTensorOps(g, backends, &report.fuse.fusions));
-  report.fuse.precision.push_back("fp32 throughout (softmax and normalizations in fp32)");
+  KILN_RETURN_IF_ERROR(ApplyTensorPrecision(g, backends, options.precision, &report.fuse.precision));
   // Stage 2: domains, transfers, the arena.
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
@@ -137,6 +135,7 @@ std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
     for (ValueId o : n.outputs) out += (out.empty() ? "" : " ") + g.value(o).tensor_type().ToString();
     const std::string op = n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op);
     std::string fused = n.fused_from.empty() ? "" : fmt::format("  (fused {})", fmt::join(n.fused_from, ", "));
+    if (n.named_attrs.Has("compute_dtype")) fused += "  [" + *n.named_attrs.String("compute_dtype") + " products]";
     s += fmt::format("  {:<40} {:<18} {:<10} {}{}\n", n.name, op, n.backend, out, fused);
   }
   return s;
