@@ -140,6 +140,60 @@ TEST(Bf16Products, FusedConvEpiloguesStayFp32) {
             std::string::npos);
 }
 
+// NCHW <-> the layout named (nhwc or nchw16c; c a multiple of 16).
+std::vector<float> ToLayout(const float* nchw, int64_t n, int64_t c, int64_t hw, const std::string& layout,
+                            bool inverse) {
+  std::vector<float> out(static_cast<size_t>(n * c * hw));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p;
+        const int64_t laid =
+            layout == "nhwc" ? (i * hw + p) * c + ch : (((i * (c / 16) + ch / 16) * hw + p) * 16 + ch % 16);
+        (inverse ? out[static_cast<size_t>(plain)] : out[static_cast<size_t>(laid)]) = nchw[inverse ? laid : plain];
+      }
+    }
+  }
+  return out;
+}
+
+// The layout stage's activation layouts (activation_layout) in bf16.
+TEST(Bf16Products, BlockedAndChannelsLastConvolutions) {
+  if (!cpu::CpuMultipliesBf16()) GTEST_SKIP() << kNoBf16;
+  const int64_t n = 2, c = 16, m = 32, h = 9, w = 10;
+  const TensorData x = RandomTensor({n, c, h, w}, 31), wt = RandomTensor({m, c, 3, 3}, 32), b = RandomTensor({m}, 33),
+                   residual = RandomTensor({n, m, h, w}, 34);
+  AttributeMap attrs;
+  attrs.SetInts("pads", {1, 1, 1, 1});
+  attrs.SetString("activation", "Silu");
+  TensorData want;
+  {
+    conv_test::ScopedConvImpl reference("reference");
+    cpu::TensorOpRun ref;
+    ref.op_type = "kiln.FusedConv";
+    ref.attrs = attrs;
+    ref.inputs = {RoundedToBf16(x), RoundedToBf16(wt), b, residual};
+    auto out = cpu::RunTensorOp(ref);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    want = (*out)[0];
+  }
+  for (const std::string layout : {"nchw16c", "nhwc"}) {
+    SCOPED_TRACE(layout);
+    cpu::TensorOpRun run;
+    run.op_type = "kiln.FusedConv";
+    run.attrs = attrs;
+    run.attrs.SetString("activation_layout", layout);
+    run.attrs.SetString("compute_dtype", "bf16");
+    run.inputs = {conv_test::Floats({n, c, h, w}, ToLayout(x.As<float>(), n, c, h * w, layout, false)), wt, b,
+                  conv_test::Floats({n, m, h, w}, ToLayout(residual.As<float>(), n, m, h * w, layout, false))};
+    run.inputs_are_constants = true;
+    auto out = cpu::RunTensorOp(run);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const std::vector<float> got = ToLayout((*out)[0].As<float>(), n, m, h * w, layout, true);
+    conv_test::ExpectClose(got.data(), want.As<float>(), want.type().ElementCount(), 1e-5f, layout);
+  }
+}
+
 TEST(Bf16Products, MatMulsMatchTheRoundedReference) {
   if (!cpu::CpuMultipliesBf16()) GTEST_SKIP() << kNoBf16;
   ThreadPool pool(2);
