@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include "onnx_test_models.h"
 #include "testing/test_paths.h"
@@ -68,6 +69,35 @@ TEST(OnnxInspectCli, BadFileIsAnErrorNamingTheNode) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr("node 'fc' (MatMul)"));
   EXPECT_THAT(run.output, HasSubstr("'fc.weight'"));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// --precision on an ONNX plan: fp32 by default; bf16 marks the products
+// (or says why they stay fp32 on a CPU without native bf16); a bad value is
+// an error naming the flag.
+TEST(OnnxInspectCli, PlanShowsThePrecisionDecisions) {
+  const std::string path = testing::OnnxTestModel("torch_tiny.onnx");
+  if (!std::ifstream(path)) GTEST_SKIP() << "torch is not installed: no exported model";
+  const std::string model = "'" + path + "' --plan --nodes --input-shape image:1,3,8,8";
+  CliRun fp32 = Inspect(model);
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  EXPECT_THAT(fp32.output, HasSubstr("precision fp32: every op computes in fp32"));
+  CliRun bf16 = Inspect(model + " --precision bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  if (bf16.output.find("multiplies no bf16 natively") == std::string::npos) {
+    EXPECT_THAT(bf16.output, HasSubstr("precision bf16: 1 Gemm, 1 kiln.FusedConv in bf16"));
+    EXPECT_THAT(bf16.output, HasSubstr("[bf16 products]"));
+  } else {
+    EXPECT_THAT(bf16.output, HasSubstr("precision fp32: 1 Gemm, 1 kiln.FusedConv: this CPU multiplies no bf16"));
+  }
+  CliRun bad = Inspect(model + " --precision fp8");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("--precision: precision 'fp8': expected fp32, mixed or bf16"));
 }
 
 }  // namespace
