@@ -111,7 +111,8 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   const double peak = fma != nullptr && fma->supported ? fma->per_second : 0;
   const double achieved = lat.median > 0 ? flops / lat.median : 0;
 
-  fmt::print("{}\n{}; {} threads, backend {}\ninputs:", machine, a.model, pool->num_threads(), a.backend);
+  fmt::print("{}\n{}; {} threads, backend {}, precision {}\ninputs:", machine, a.model, pool->num_threads(), a.backend,
+             PrecisionName(options.precision));
   for (size_t i = 0; i < types.size(); ++i) fmt::print(" {} {}", session->inputs()[i].name, types[i].ToString());
   fmt::print("\n\n{:<10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "runtime", "p50 ms", "p90 ms", "p99 ms", "min ms",
              "GFLOP/s", "of peak");
@@ -122,6 +123,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   j["machine"] = machine;
   j["model"] = a.model;
   j["threads"] = pool->num_threads();
+  j["precision"] = PrecisionName(options.precision);
   j["flops_per_run"] = flops;
   j["kiln"] = {{"latency_s", bench::ToJson(lat)}, {"gflops_per_s", achieved / 1e9}};
   if (peak > 0) j["roofline"] = {{"figure", "fp32_fma"}, {"per_second", peak}, {"fraction", achieved / peak}};
