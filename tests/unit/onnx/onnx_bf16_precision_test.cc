@@ -135,3 +135,24 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A plugin's products run in bf16 only when its support list says bf16: the
+// test accelerator lists f32 alone, so its convolutions and Gemm stay fp32.
+TEST(OnnxBf16Precision, APluginWithoutBf16KeepsItsProductsFp32) {
+  const std::string path = MakeModel();
+  OnnxSessionOptions options;
+  options.precision = Precision::kBf16;
+  options.backend = "testaccel";
+  auto session = OnnxSession::Load(path, options);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  auto compiled = (*session)->Compiled({TensorType{DType::kF32, {1, 16, 16, 16}}});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  const std::string plan = TensorPlanText(**compiled, true);
+  EXPECT_TRUE(Has(plan, "1 Gemm, 2 kiln.FusedConv: backend testaccel lists no bf16 for it")) << plan;
+}
+
+}  // namespace
+}  // namespace kiln

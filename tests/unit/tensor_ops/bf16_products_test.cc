@@ -212,6 +212,18 @@ TEST(Bf16Products, MatMulsMatchTheRoundedReference) {
       {"kiln.FusedMatMul", fused, {RandomTensor({5, 40}, 7), RandomTensor({24, 40}, 8), RandomTensor({24}, 9)},
        {true, true, false}},
       &pool);
+  // An empty sum (k = 0) still writes zeros.
+  {
+    cpu::TensorOpRun run;
+    run.op_type = "MatMul";
+    run.attrs.SetString("compute_dtype", "bf16");
+    run.inputs = {TensorData::Zeros(TensorType{DType::kF32, {3, 0}}), TensorData::Zeros(TensorType{DType::kF32, {0, 4}})};
+    run.inputs_are_constants = true;
+    auto out = cpu::RunTensorOp(run);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ((*out)[0].type().ElementCount(), 12);
+    for (int i = 0; i < 12; ++i) EXPECT_EQ((*out)[0].As<float>()[i], 0.0f);
+  }
   AttributeMap attrs;
   attrs.SetString("compute_dtype", "bf16");
   EXPECT_NE(ImplOf("MatMul", attrs, {RandomTensor({4, 8}, 1), RandomTensor({8, 16}, 2)},

@@ -78,6 +78,8 @@ TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue
 std::optional<TensorKernel> MakeBf16Conv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                          const float* bias, bool has_residual, TensorLayout layout) {
   if (w == nullptr || !CpuMultipliesBf16() || !OneDnnConvApplies(g, BestIsa())) return std::nullopt;
+  // Empty tensors: oneDNN would write nothing; the fp32 paths handle them.
+  if (g.batch * g.in_channels * g.out_channels * g.InPixels() * g.OutPixels() == 0) return std::nullopt;
   auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kBF16);
   if (!conv.ok()) return std::nullopt;
   return std::move(*conv);

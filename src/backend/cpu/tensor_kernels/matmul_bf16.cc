@@ -30,6 +30,8 @@ Expected<TensorKernel> MakeOneDnnBf16MatMul(const Bf16MatMulSpec& s) {
   using dt = memory::data_type;
   using tag = memory::format_tag;
   if (s.b == nullptr && s.b_scale != 1.0f) return InvalidArgument("bf16 matmul: a scale needs a constant B");
+  // Empty products (k = 0 must still write zeros and the bias): the fp32 paths.
+  if (s.batch <= 0 || s.m <= 0 || s.n <= 0 || s.k <= 0) return Unsupported("bf16 matmul: an empty product");
   try {
     dnnl::engine& engine = OneDnnEngine();
     auto mm = std::make_shared<OneDnnBf16MatMul>();
