@@ -1,5 +1,6 @@
 #include "cli/bench_onnx.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -170,6 +171,28 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
       layers.push_back({{"node", n.name}, {"op", op}, {"flops", f}, {"seconds", t}, {"fraction", peak > 0 ? rate / peak : 0}});
     }
     j["layers"] = layers;
+    // Every node, summed by op type: where the time of small models goes.
+    std::map<std::string, std::pair<int, double>> by_op;
+    double total = 0;
+    for (const auto& [i, times] : node_seconds) {
+      const Node& n = g.nodes()[static_cast<size_t>(i)];
+      const double t = bench::Summarize(times).median;
+      auto& [count, seconds] = by_op[n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op)];
+      count += 1;
+      seconds += t;
+      total += t;
+    }
+    std::vector<std::pair<std::string, std::pair<int, double>>> ops(by_op.begin(), by_op.end());
+    std::sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+    fmt::print("\ntime by op type (medians summed, all {} nodes):\n{:<24} {:>6} {:>9} {:>7}\n", node_seconds.size(), "op",
+               "nodes", "ms", "share");
+    nlohmann::json op_rows = nlohmann::json::array();
+    for (const auto& [op, cs] : ops) {
+      fmt::print("{:<24} {:>6} {:>9.3f} {:>6.1f}%\n", op, cs.first, cs.second * 1e3,
+                 total > 0 ? 100 * cs.second / total : 0.0);
+      op_rows.push_back({{"op", op}, {"nodes", cs.first}, {"seconds", cs.second}});
+    }
+    j["op_types"] = op_rows;
   }
   if (!a.json.empty()) {
     std::ofstream f(a.json);
