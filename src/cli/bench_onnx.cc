@@ -136,7 +136,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
 
   if (a.layers) {
     // Per node: the time between consecutive steps' dumps (each step
-    // synchronizes before its dump), for nodes of 50 MFLOP or more.
+    // synchronizes before its dump), for nodes of --layers-min-mflop or more.
     const Graph& g = compiled->graph();
     std::map<std::string, int32_t> producer;
     for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -156,13 +156,13 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
       };
       KILN_RETURN_IF_ERROR(compiled->Run(in, out, pool, &dump));
     }
-    fmt::print("\nnodes of 50 MFLOP or more (median of {} runs):\n{:<44} {:<16} {:>9} {:>9} {:>10} {:>8}\n",
-               std::max(3, a.runs / 2), "node", "op", "MFLOP", "ms", "GFLOP/s", "of peak");
+    fmt::print("\nnodes of {} MFLOP or more (median of {} runs):\n{:<44} {:<16} {:>9} {:>9} {:>10} {:>8}\n",
+               a.layers_min_mflop, std::max(3, a.runs / 2), "node", "op", "MFLOP", "ms", "GFLOP/s", "of peak");
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& [i, times] : node_seconds) {
       const Node& n = g.nodes()[static_cast<size_t>(i)];
       const double f = EstimateCost(g, n, ShapeEnv{1, 1, 1, 1}).flops;
-      if (f < 50e6) continue;
+      if (f < a.layers_min_mflop * 1e6) continue;
       const double t = bench::Summarize(times).median;
       const double rate = t > 0 ? f / t : 0;
       const std::string op = n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op);
