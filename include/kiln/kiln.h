@@ -478,6 +478,11 @@ KILN_API int32_t kiln_session_max_tokens_per_seq(const kiln_session* session);
  * run (or kiln_onnx_model_output_shape) of new shapes compiles it. Calls on
  * one kiln_onnx_model are serialized by the model (one run at a time);
  * separate models run in parallel.
+ *
+ * Convolutions may run on oneDNN's OpenMP threads, which by default spin
+ * after each call and take the cores from kiln's own threads: start the
+ * process with OMP_WAIT_POLICY=PASSIVE (libgomp reads it only when it is
+ * loaded; the kiln command and the Python package set it themselves).
  * ---------------------------------------------------------------------- */
 
 typedef struct kiln_onnx_model kiln_onnx_model;

@@ -270,7 +270,11 @@ void RegisterBenchLatency(CLI::App* bench) {
   cmd->add_option("--input-shape", args->onnx.input_shapes, "NAME:DIMS fixes an input's shape")->group(onnx);
   cmd->add_option("--fixed-input", args->onnx.fixed_inputs, "NAME: compile with this --input's value fixed")
       ->group(onnx);
-  cmd->add_flag("--layers", args->onnx.layers, "Per-node times and GFLOP/s of the nodes of 50 MFLOP or more")
+  cmd->add_flag("--layers", args->onnx.layers, "Per-node times and GFLOP/s of the heavy nodes, and the time by op type")
+      ->group(onnx);
+  cmd->add_option("--layers-min-mflop", args->onnx.layers_min_mflop,
+                  "With --layers: list the nodes of this many MFLOP or more")
+      ->capture_default_str()
       ->group(onnx);
   cmd->add_option("--onnxruntime", args->onnx.onnxruntime,
                   "ort_run.js (tests/onnx_oracle/): run onnxruntime side by side, same inputs and threads")

@@ -1,5 +1,6 @@
 #include "cli/bench_onnx.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -139,7 +140,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
 
   if (a.layers) {
     // Per node: the time between consecutive steps' dumps (each step
-    // synchronizes before its dump), for nodes of 50 MFLOP or more.
+    // synchronizes before its dump), for nodes of --layers-min-mflop or more.
     const Graph& g = compiled->graph();
     std::map<std::string, int32_t> producer;
     for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -159,13 +160,13 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
       };
       KILN_RETURN_IF_ERROR(compiled->Run(in, out, pool, &dump));
     }
-    fmt::print("\nnodes of 50 MFLOP or more (median of {} runs):\n{:<44} {:<16} {:>9} {:>9} {:>10} {:>8}\n",
-               std::max(3, a.runs / 2), "node", "op", "MFLOP", "ms", "GFLOP/s", "of peak");
+    fmt::print("\nnodes of {} MFLOP or more (median of {} runs):\n{:<44} {:<16} {:>9} {:>9} {:>10} {:>8}\n",
+               a.layers_min_mflop, std::max(3, a.runs / 2), "node", "op", "MFLOP", "ms", "GFLOP/s", "of peak");
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& [i, times] : node_seconds) {
       const Node& n = g.nodes()[static_cast<size_t>(i)];
       const double f = EstimateCost(g, n, ShapeEnv{1, 1, 1, 1}).flops;
-      if (f < 50e6) continue;
+      if (f < a.layers_min_mflop * 1e6) continue;
       const double t = bench::Summarize(times).median;
       const double rate = t > 0 ? f / t : 0;
       const std::string op = n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op);
@@ -174,6 +175,28 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
       layers.push_back({{"node", n.name}, {"op", op}, {"flops", f}, {"seconds", t}, {"fraction", peak > 0 ? rate / peak : 0}});
     }
     j["layers"] = layers;
+    // Every node, summed by op type: where the time of small models goes.
+    std::map<std::string, std::pair<int, double>> by_op;
+    double total = 0;
+    for (const auto& [i, times] : node_seconds) {
+      const Node& n = g.nodes()[static_cast<size_t>(i)];
+      const double t = bench::Summarize(times).median;
+      auto& [count, seconds] = by_op[n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op)];
+      count += 1;
+      seconds += t;
+      total += t;
+    }
+    std::vector<std::pair<std::string, std::pair<int, double>>> ops(by_op.begin(), by_op.end());
+    std::sort(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+    fmt::print("\ntime by op type (medians summed, all {} nodes):\n{:<24} {:>6} {:>9} {:>7}\n", node_seconds.size(), "op",
+               "nodes", "ms", "share");
+    nlohmann::json op_rows = nlohmann::json::array();
+    for (const auto& [op, cs] : ops) {
+      fmt::print("{:<24} {:>6} {:>9.3f} {:>6.1f}%\n", op, cs.first, cs.second * 1e3,
+                 total > 0 ? 100 * cs.second / total : 0.0);
+      op_rows.push_back({{"op", op}, {"nodes", cs.first}, {"seconds", cs.second}});
+    }
+    j["op_types"] = op_rows;
   }
   if (!a.json.empty()) {
     std::ofstream f(a.json);

@@ -21,6 +21,7 @@ struct OnnxBenchArgs {
   int warmup = 5;
   int runs = 20;
   bool layers = false;  // per-layer times of the heavy nodes
+  double layers_min_mflop = 50;  // which nodes --layers lists
   // ort_run.js (tests/onnx_oracle/): run onnxruntime on the same inputs with
   // the same thread count, and show both.
   std::string onnxruntime;

@@ -103,17 +103,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   }
 
   // One arena per domain, shared by all buckets: one pass runs at a time.
-  std::map<int32_t, uint8_t*> bases;
-  for (auto& [d, bytes] : report.arena_bytes) {
-    MemoryDomain* domain = nullptr;
-    for (Backend* b : backends.All()) {
-      if (b->domain().id() == d) domain = &b->domain();
-    }
-    if (domain == nullptr) return Internal("no backend owns memory domain {}", d);
-    KILN_ASSIGN_OR_RETURN(DomainBuffer buf, DomainBuffer::Allocate(*domain, bytes));
-    bases[d] = buf.data();
-    m->arenas_.push_back(std::move(buf));
-  }
+  KILN_ASSIGN_OR_RETURN(auto bases, AllocateArenas(report.arena_bytes, backends, &m->arenas_));
 
   // Stage 4: bind.
   for (const MemoryPlan& plan : plans) {

@@ -56,17 +56,7 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
   report.arena_bytes = plan.arena_bytes;
-  std::map<int32_t, uint8_t*> bases;
-  for (auto& [d, bytes] : plan.arena_bytes) {
-    MemoryDomain* domain = nullptr;
-    for (Backend* b : backends.All()) {
-      if (b->domain().id() == d) domain = &b->domain();
-    }
-    if (domain == nullptr) return Internal("no backend owns memory domain {}", d);
-    KILN_ASSIGN_OR_RETURN(DomainBuffer buf, DomainBuffer::Allocate(*domain, bytes));
-    bases[d] = buf.data();
-    m->arenas_.push_back(std::move(buf));
-  }
+  KILN_ASSIGN_OR_RETURN(auto bases, AllocateArenas(plan.arena_bytes, backends, &m->arenas_));
   // Stage 4: bind.
   BindInputs in;
   in.graph = &g;

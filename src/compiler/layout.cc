@@ -278,4 +278,21 @@ Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::
   return plan;
 }
 
+Expected<std::map<int32_t, uint8_t*>> AllocateArenas(const std::map<int32_t, size_t>& arena_bytes,
+                                                     const BackendRegistry& backends,
+                                                     std::vector<DomainBuffer>* arenas) {
+  std::map<int32_t, uint8_t*> bases;
+  for (const auto& [d, bytes] : arena_bytes) {
+    MemoryDomain* domain = nullptr;
+    for (Backend* b : backends.All()) {
+      if (b->domain().id() == d) domain = &b->domain();
+    }
+    if (domain == nullptr) return Internal("no backend owns memory domain {}", d);
+    KILN_ASSIGN_OR_RETURN(DomainBuffer buf, DomainBuffer::Allocate(*domain, bytes));
+    bases[d] = buf.data();
+    arenas->push_back(std::move(buf));
+  }
+  return bases;
+}
+
 }  // namespace kiln

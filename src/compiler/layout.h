@@ -23,6 +23,7 @@ namespace kiln {
 
 class Backend;
 class BackendRegistry;
+class DomainBuffer;
 class PackedMatrix;
 struct Weight;
 
@@ -107,6 +108,13 @@ struct MemoryPlan {
 
 // Plans the arenas. `scratch_bytes[i]` is node i's scratch need.
 Expected<MemoryPlan> PlanMemory(const Graph& g, const ShapeEnv& env, const std::vector<size_t>& scratch_bytes);
+
+// Allocates one arena per domain, `arena_bytes[d]` bytes from the backend
+// that owns domain d, appending the buffers to `arenas`; returns each
+// domain's base address.
+Expected<std::map<int32_t, uint8_t*>> AllocateArenas(const std::map<int32_t, size_t>& arena_bytes,
+                                                     const BackendRegistry& backends,
+                                                     std::vector<DomainBuffer>* arenas);
 
 inline size_t AlignUp64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
 

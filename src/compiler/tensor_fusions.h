@@ -4,6 +4,7 @@
 //           Sigmoid, Tanh, and SiLU written as Mul(x, Sigmoid(x)));
 //   Conv -> Add(residual) [-> activation].
 // The intermediate values must have no other reader and not be graph outputs.
+// Then the transformer patterns (transformer_fusions.h).
 #pragma once
 
 #include <string>

@@ -1,31 +1,14 @@
 // Shape inference of the elementwise ops: unary maps, binary ops with numpy
 // broadcasting, and their relatives (Where, Clip, Cast, Dropout, PRelu).
-#include <optional>
 
 #include "graph/tensor_ops/shape_helpers.h"
+#include "graph/tensor_ops/shape_op_params.h"
 #include "graph/tensor_ops/tensor_op_families.h"
 
 namespace kiln {
 namespace {
 
 constexpr int kManyInputs = 1 << 20;  // variadic ops (Sum, Max, ...)
-
-// ONNX's TensorProto.DataType numbers (Cast's `to`) as kiln dtypes.
-std::optional<DType> DTypeFromOnnxNumber(int64_t onnx_type) {
-  switch (onnx_type) {
-    case 1: return DType::kF32;
-    case 2: return DType::kU8;
-    case 3: return DType::kI8;
-    case 5: return DType::kI16;
-    case 6: return DType::kI32;
-    case 7: return DType::kI64;
-    case 9: return DType::kBool;
-    case 10: return DType::kF16;
-    case 11: return DType::kF64;
-    case 16: return DType::kBF16;
-    default: return std::nullopt;
-  }
-}
 
 // The broadcast shape of every present input.
 Expected<std::vector<int64_t>> BroadcastAll(const ShapeContext& ctx) {
@@ -134,8 +117,8 @@ Expected<ShapeResult> InferClip(const ShapeContext& ctx) {
 
 Expected<ShapeResult> InferCast(const ShapeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t to, ctx.a().Int("to"));
-  std::optional<DType> dtype = DTypeFromOnnxNumber(to);
-  if (!dtype)
+  Expected<DType> dtype = shape_ops::DTypeFromOnnxNumber(to);
+  if (!dtype.ok())
     return Unsupported("{} {}: cast to ONNX data type {} is not supported", ctx.op_type, ctx.node, to);
   return OneOutput(TensorType{*dtype, ctx.input(0).type->dims});
 }

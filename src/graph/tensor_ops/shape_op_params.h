@@ -55,7 +55,7 @@ bool ReadInts(DType dtype, const void* data, int64_t n, std::vector<int64_t>* ou
 // Reads n elements of any plain dtype as double; false for block-quantized ones.
 bool ReadDoubles(DType dtype, const void* data, int64_t n, std::vector<double>* out);
 
-// The kiln dtype of an ONNX TensorProto data type number (EyeLike's dtype).
+// The kiln dtype of an ONNX TensorProto data type number (Cast's `to`, EyeLike's dtype).
 Expected<DType> DTypeFromOnnxNumber(int64_t onnx_type);
 
 // Reshape's output dims (0 copies the input's dim unless allowzero, one -1 is inferred).

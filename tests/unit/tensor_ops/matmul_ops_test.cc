@@ -65,6 +65,9 @@ TEST(MatMulOps, PackedPathsMatchThePlainLoops) {
       {{9}, {9}},
       {{1, 7, 3}, {4, 3, 1}},
       {{37, 300}, {300, 35}},
+      // One B for many A matrices: run as one taller product.
+      {{19, 1, 24}, {24, 40}},
+      {{2, 5, 3, 16}, {16, 9}},
   };
   for (const MatMulCase& c : cases) {
     const TensorData a = RandomF32(c.a, &rng), b = RandomF32(c.b, &rng);

@@ -87,6 +87,17 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
     auto kernel = MakeBf16MatMul(args, s, trans_b);
     if (kernel.ok()) return kernel;
   }
+  // One B for every A matrix, the A matrices in order: one taller product
+  // (a [197,1,192] x [192,576] projection is a 197x192 GEMM, not 197 GEMVs).
+  bool a_in_order = s.a_matrices == s.batch;
+  for (int64_t i = 0; i < s.batch && a_in_order; ++i) a_in_order = s.a_index[static_cast<size_t>(i)] == i;
+  if (s.batch > 1 && s.b_matrices == 1 && a_in_order) {
+    s.m *= s.batch;
+    s.batch = 1;
+    s.a_matrices = 1;
+    s.a_index = {0};
+    s.b_index = {0};
+  }
   auto plan = std::make_shared<MatMulPlan>();
   plan->shape = s;
   for (int64_t i : s.a_index) plan->a_offset.push_back(i * s.m * s.k);

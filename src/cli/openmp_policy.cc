@@ -1,0 +1,16 @@
+#include "cli/openmp_policy.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace kiln::cli {
+
+void EnsurePassiveOpenMpWait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Only reached when exec failed (no /proc): run with libgomp's default.
+}
+
+}  // namespace kiln::cli
