@@ -18,6 +18,8 @@
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
 // that layout; those run on oneDNN.
+// The attribute compute_dtype = "bf16" (the precision policy's choice,
+// bf16_compute.h) runs a convolution on oneDNN's bf16 kernels where it can.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -134,7 +136,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
     }
   }
-  if (bf16 && packable) {
+  // KILN_CONV=kiln|reference forces an fp32 implementation over bf16.
+  if (bf16 && packable && forced != "kiln" && forced != "reference") {
     if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor)) return std::move(*conv);
   }
   if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
