@@ -10,7 +10,8 @@
 // the weight in bf16 once, rounds its inputs to bf16, accumulates in fp32 and
 // writes fp32, so every value between nodes stays fp32 and softmax,
 // normalizations, elementwise ops and reductions compute in fp32 under every
-// policy. Where the backend does not multiply bf16 natively (a CPU without
+// policy. On the CPU a product under 5 MFLOP stays fp32 too (converting its
+// input costs more than bf16 saves). Where the backend does not multiply bf16 natively (a CPU without
 // AVX-512 BF16 or AMX, KILN_ISA=avx2, a plugin whose support list has no
 // bf16 for the op) the nodes stay fp32 and the report says why: the same
 // command works on every machine, and the plan shows what ran.
