@@ -112,8 +112,8 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   const double peak = fma != nullptr && fma->supported ? fma->per_second : 0;
   const double achieved = lat.median > 0 ? flops / lat.median : 0;
 
-  fmt::print("{}\n{}; {} threads, backend {}, precision {}\ninputs:", machine, a.model, pool->num_threads(), a.backend,
-             PrecisionName(options.precision));
+  fmt::print("{}\n{}; {} threads, backend {}, precision {}\ninputs:", machine, a.model, pool->num_threads(),
+             a.backend, PrecisionName(options.precision));
   for (size_t i = 0; i < types.size(); ++i) fmt::print(" {} {}", session->inputs()[i].name, types[i].ToString());
   fmt::print("\n\n{:<10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "runtime", "p50 ms", "p90 ms", "p99 ms", "min ms",
              "GFLOP/s", "of peak");

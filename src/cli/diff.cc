@@ -207,7 +207,9 @@ void RegisterDiff(CLI::App& app) {
   cmd->add_flag("--json", a.json, "Print the comparison as one JSON object");
   const std::string per_side = "Per side (A: --a-..., B: --b-...)";
   for (auto [prefix, side] : {std::pair<std::string, Side*>{"--a-", &a.a}, {"--b-", &a.b}}) {
-    cmd->add_option(prefix + "precision", side->precision, "fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)")->group(per_side);
+    cmd->add_option(prefix + "precision", side->precision,
+                    "fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)")
+        ->group(per_side);
     cmd->add_option(prefix + "kv-cache-dtype", side->kv_cache_dtype, "f32, f16, bf16 or int8")
         ->capture_default_str()
         ->group(per_side);

@@ -36,8 +36,8 @@ bool WidenToF32(DType dtype, const uint8_t* data, int64_t n, std::vector<float>*
 }
 
 // One run of the model with every float value captured, in node order.
-Expected<std::vector<CapturedValue>> RunCapturing(const OnnxDiffArgs& args, const std::string& backend, bool fuse,
-                                                  const std::string& precision,
+Expected<std::vector<CapturedValue>> RunCapturing(const OnnxDiffArgs& args, const std::string& backend,
+                                                  bool fuse, const std::string& precision,
                                                   const std::map<std::string, HostTensor>& feeds,
                                                   std::string* input_text) {
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(args.input_shapes, args.fixed_inputs, feeds));
@@ -102,7 +102,8 @@ Expected<std::vector<CapturedValue>> ReadValues(const std::string& dir, const st
   return values;
 }
 
-std::string Label(const std::string& model, const std::string& backend, bool fuse, const std::string& precision) {
+std::string Label(const std::string& model, const std::string& backend, bool fuse,
+                  const std::string& precision) {
   return fmt::format("{} (backend {}{}{})", model, backend, fuse ? "" : ", no fusions",
                      precision.empty() ? "" : ", precision " + precision);
 }

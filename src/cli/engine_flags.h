@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/status.h"
 #include "core/precision.h"
+#include "core/status.h"
 #include "engine/engine_options.h"
 
 namespace kiln::cli {

@@ -156,7 +156,8 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
-  cmd->add_option("--precision", a->precision, "With --plan: fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)");
+  cmd->add_option("--precision", a->precision,
+                  "With --plan: fp32, mixed or bf16 (default: mixed; fp32 for ONNX graphs)");
   cmd->add_option("--max-num-batched-tokens", a->max_batch_tokens, "With --plan: the largest token bucket")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
@@ -170,8 +171,8 @@ void RegisterInspect(CLI::App& app) {
         SetExitCode(1);
       } else if (a->plan) {
         Status plugins = LoadBackendPlugins(a->backend_plugins);
-        Status planned = plugins.ok() ? PrintOnnxPlan(a->model, a->input_shapes, a->backend, a->threads, a->nodes,
-                                                                    a->precision)
+        Status planned = plugins.ok() ? PrintOnnxPlan(a->model, a->input_shapes, a->backend, a->threads,
+                                                      a->nodes, a->precision)
                                       : plugins;
         if (!planned.ok()) {
           fmt::print(stderr, "kiln inspect: {}\n", planned.ToString());

@@ -67,9 +67,10 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
   cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
-  cmd->add_option("--precision", a->precision,
-                  "fp32 (default), mixed or bf16: mixed multiplies the convolutions and matmuls on weights in bf16, "
-                  "bf16 also the matmuls of two activations, where the CPU multiplies bf16 natively");
+  cmd->add_option(
+      "--precision", a->precision,
+      "fp32 (default), mixed or bf16: mixed multiplies the convolutions and matmuls on weights in bf16, "
+      "bf16 also the matmuls of two activations, where the CPU multiplies bf16 natively");
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
   cmd->callback([a]() {
     Status s = RunOnnx(*a);

@@ -125,7 +125,8 @@ std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
     for (ValueId o : n.outputs) out += (out.empty() ? "" : " ") + g.value(o).tensor_type().ToString();
     const std::string op = n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op);
     std::string fused = n.fused_from.empty() ? "" : fmt::format("  (fused {})", fmt::join(n.fused_from, ", "));
-    if (n.named_attrs.Has("compute_dtype")) fused += "  [" + *n.named_attrs.String("compute_dtype") + " products]";
+    if (n.named_attrs.Has("compute_dtype"))
+      fused += "  [" + *n.named_attrs.String("compute_dtype") + " products]";
     s += fmt::format("  {:<40} {:<18} {:<10} {}{}\n", n.name, op, n.backend, out, fused);
   }
   return s;

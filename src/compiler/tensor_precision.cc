@@ -12,14 +12,26 @@
 namespace kiln {
 namespace {
 
-bool IsConv(const std::string& op) { return op == "Conv" || op == "kiln.FusedConv"; }
-bool IsMatMul(const std::string& op) { return op == "MatMul" || op == "kiln.FusedMatMul"; }
-bool IsProduct(const std::string& op) { return IsConv(op) || IsMatMul(op) || op == "Gemm"; }
+bool IsConv(const std::string& op) {
+  return op == "Conv" || op == "kiln.FusedConv";
+}
+bool IsMatMul(const std::string& op) {
+  return op == "MatMul" || op == "kiln.FusedMatMul";
+}
+bool IsProduct(const std::string& op) {
+  return IsConv(op) || IsMatMul(op) || op == "Gemm";
+}
 // Products with no bf16 kernel: they stay fp32 under every policy.
-bool IsFp32OnlyProduct(const std::string& op) { return op == "ConvTranspose" || op == "Einsum"; }
+bool IsFp32OnlyProduct(const std::string& op) {
+  return op == "ConvTranspose" || op == "Einsum";
+}
 
-bool IsConstant(const Graph& g, ValueId v) { return v != kNoValue && g.value(v).constant != nullptr; }
-bool Present(const Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i] != kNoValue; }
+bool IsConstant(const Graph& g, ValueId v) {
+  return v != kNoValue && g.value(v).constant != nullptr;
+}
+bool Present(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] != kNoValue;
+}
 
 // Why `n` stays fp32 as far as its own shape and operands go ("" when it
 // can compute in bf16).
@@ -57,12 +69,15 @@ std::string ShapeReason(const Graph& g, const Node& n, Precision precision) {
 // Why backend `b` does not multiply `n` in bf16 ("" when it does).
 std::string BackendReason(const Graph& g, const Node& n, const Backend& b, const Backend& cpu) {
   if (&b == &cpu) {
-    return b.has_native_bf16_dot() ? ""
-                                   : "this CPU multiplies no bf16 natively (no AVX-512 BF16 or AMX, or KILN_ISA caps "
-                                     "it)";
+    return b.has_native_bf16_dot()
+               ? ""
+               : "this CPU multiplies no bf16 natively (no AVX-512 BF16 or AMX, or KILN_ISA caps "
+                 "it)";
   }
   const SupportEntry* e = b.support().Match(g, n);
-  auto has_bf16 = [](const std::vector<DType>& v) { return std::count(v.begin(), v.end(), DType::kBF16) > 0; };
+  auto has_bf16 = [](const std::vector<DType>& v) {
+    return std::count(v.begin(), v.end(), DType::kBF16) > 0;
+  };
   if (e != nullptr && (has_bf16(e->activation_dtypes) || has_bf16(e->weight_dtypes))) return "";
   return fmt::format("backend {} lists no bf16 for it", b.name());
 }
@@ -86,11 +101,12 @@ std::string CountsText(const std::map<std::string, int>& counts) {
 Status ApplyTensorPrecision(Graph& g, const BackendRegistry& backends, Precision precision,
                             std::vector<std::string>* report) {
   if (precision == Precision::kFp32) {
-    report->push_back("fp32: every op computes in fp32 (--precision mixed|bf16 multiplies convolutions and "
-                      "matmuls in bf16 where the backend does so natively)");
+    report->push_back(
+        "fp32: every op computes in fp32 (--precision mixed|bf16 multiplies convolutions and "
+        "matmuls in bf16 where the backend does so natively)");
     return Status::Ok();
   }
-  std::map<std::string, int> bf16;                          // op type -> count
+  std::map<std::string, int> bf16;                         // op type -> count
   std::map<std::string, std::map<std::string, int>> fp32;  // reason -> op type -> count
   int others = 0;
   for (Node& n : g.nodes()) {
@@ -106,10 +122,13 @@ Status ApplyTensorPrecision(Graph& g, const BackendRegistry& backends, Precision
     std::string why = ShapeReason(g, n, precision);
     if (why.empty()) {
       Backend* b = backends.Find(n.backend);
-      if (b == nullptr) return Internal("precision: node {} is placed on unknown backend '{}'", n.name, n.backend);
+      if (b == nullptr)
+        return Internal("precision: node {} is placed on unknown backend '{}'", n.name, n.backend);
       why = BackendReason(g, n, *b, backends.cpu());
-      if (why.empty() && b == &backends.cpu() && EstimateCost(g, n, ShapeEnv{1, 1, 1, 1}).flops < kCpuBf16MinFlops) {
-        why = fmt::format("under {} MFLOP (rounding the input costs more than bf16 saves)", kCpuBf16MinFlops / 1e6);
+      if (why.empty() && b == &backends.cpu() &&
+          EstimateCost(g, n, ShapeEnv{1, 1, 1, 1}).flops < kCpuBf16MinFlops) {
+        why = fmt::format("under {} MFLOP (rounding the input costs more than bf16 saves)",
+                          kCpuBf16MinFlops / 1e6);
       }
     }
     if (!why.empty()) {
@@ -123,14 +142,17 @@ Status ApplyTensorPrecision(Graph& g, const BackendRegistry& backends, Precision
   if (bf16.empty()) {
     report->push_back(fmt::format("{}: no product multiplies in bf16; every op computes in fp32", name));
   } else {
-    report->push_back(fmt::format("{}: {} in bf16 (compute_dtype=bf16: weights stored bf16 at compile time, inputs "
-                                  "rounded to bf16, fp32 accumulation and outputs)",
-                                  name, CountsText(bf16)));
+    report->push_back(
+        fmt::format("{}: {} in bf16 (compute_dtype=bf16: weights stored bf16 at compile time, inputs "
+                    "rounded to bf16, fp32 accumulation and outputs)",
+                    name, CountsText(bf16)));
   }
-  for (const auto& [why, counts] : fp32) report->push_back(fmt::format("fp32: {}: {}", CountsText(counts), why));
-  report->push_back(fmt::format("fp32: the other {} ops (softmax, normalizations, elementwise, reductions, data "
-                                "movement) and every value between ops",
-                                others));
+  for (const auto& [why, counts] : fp32)
+    report->push_back(fmt::format("fp32: {}: {}", CountsText(counts), why));
+  report->push_back(
+      fmt::format("fp32: the other {} ops (softmax, normalizations, elementwise, reductions, data "
+                  "movement) and every value between ops",
+                  others));
   return Status::Ok();
 }
 

@@ -26,17 +26,22 @@ std::string MakeModel() {
       "import numpy as np, onnx, onnx.numpy_helper as nh\n"
       "from onnx import helper as h, TensorProto as T\n"
       "r = np.random.default_rng(5)\n"
-      "def w(name, *shape): return nh.from_array((r.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)\n"
-      "inits = [w('W1', 32, 32, 3, 3), w('B1', 32), w('W2', 64, 32, 3, 3), w('Wm', 256, 384), w('Wg', 256, 256), w('Bg', 256),\n"
-      "         nh.from_array(np.array([1, 64, 256], dtype=np.int64), 'shape'), nh.from_array(np.array([64, 256], dtype=np.int64), 'rows'),\n"
-      "         nh.from_array(np.ones(384, np.float32), 'ln_scale'), nh.from_array(np.zeros(384, np.float32), 'ln_bias')]\n"
+      "def w(name, *shape): return nh.from_array((r.standard_normal(shape) / "
+      "np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)\n"
+      "inits = [w('W1', 32, 32, 3, 3), w('B1', 32), w('W2', 64, 32, 3, 3), w('Wm', 256, 384), w('Wg', 256, "
+      "256), w('Bg', 256),\n"
+      "         nh.from_array(np.array([1, 64, 256], dtype=np.int64), 'shape'), nh.from_array(np.array([64, "
+      "256], dtype=np.int64), 'rows'),\n"
+      "         nh.from_array(np.ones(384, np.float32), 'ln_scale'), nh.from_array(np.zeros(384, "
+      "np.float32), 'ln_bias')]\n"
       "n = [h.make_node('Conv', ['x', 'W1', 'B1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),\n"
       "     h.make_node('Relu', ['c1'], ['r1'], name='relu1'),\n"
       "     h.make_node('Conv', ['r1', 'W2'], ['c2'], name='conv2', pads=[1, 1, 1, 1], strides=[2, 2]),\n"
       "     h.make_node('Relu', ['c2'], ['r2'], name='relu2'),\n"
       "     h.make_node('Reshape', ['r2', 'shape'], ['flat'], name='flatten_pixels'),\n"
       "     h.make_node('MatMul', ['flat', 'Wm'], ['proj'], name='project'),\n"
-      "     h.make_node('LayerNormalization', ['proj', 'ln_scale', 'ln_bias'], ['norm'], name='norm', axis=-1),\n"
+      "     h.make_node('LayerNormalization', ['proj', 'ln_scale', 'ln_bias'], ['norm'], name='norm', "
+      "axis=-1),\n"
       "     h.make_node('Softmax', ['norm'], ['p'], name='softmax', axis=-1),\n"
       "     h.make_node('Transpose', ['p'], ['pt'], name='transpose', perm=[0, 2, 1]),\n"
       "     h.make_node('MatMul', ['pt', 'p'], ['y'], name='scores'),\n"
@@ -47,7 +52,8 @@ std::string MakeModel() {
       "     h.make_node('MatMul', ['pooled', 'Wsmall'], ['small'], name='small_product')]\n"
       "inits.append(w('Wsmall', 64, 10))\n"
       "g = h.make_graph(n, 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 32, 32, 32])],\n"
-      "                 [h.make_tensor_value_info('y', T.FLOAT, None), h.make_tensor_value_info('logits', T.FLOAT, None),\n"
+      "                 [h.make_tensor_value_info('y', T.FLOAT, None), h.make_tensor_value_info('logits', "
+      "T.FLOAT, None),\n"
       "                  h.make_tensor_value_info('small', T.FLOAT, None)], inits)\n"
       "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '" +
       path + "')\n\"";
@@ -91,7 +97,9 @@ double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp32) {
   const std::string path = MakeModel();
@@ -111,8 +119,9 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
       EXPECT_FALSE(Has(r->plan, "bf16 products")) << r->plan;
       EXPECT_EQ(r->outputs, fp32.outputs);
     }
-    GTEST_SKIP() << "this CPU multiplies no bf16 natively (AVX-512 BF16 or AMX), or KILN_ISA caps it: checked the "
-                    "fp32 fallback only";
+    GTEST_SKIP()
+        << "this CPU multiplies no bf16 natively (AVX-512 BF16 or AMX), or KILN_ISA caps it: checked the "
+           "fp32 fallback only";
   }
   // mixed: the weight products; the product of two activations stays fp32.
   EXPECT_TRUE(Has(mixed.plan, "precision mixed: 1 Gemm, 1 MatMul, 2 kiln.FusedConv in bf16")) << mixed.plan;
@@ -129,7 +138,8 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
     bool marked = false;
     for (size_t at = bf16.plan.find(std::string("  ") + node); at != std::string::npos && !marked;
          at = bf16.plan.find(std::string("  ") + node, at + 1)) {
-      marked = bf16.plan.substr(at, bf16.plan.find('\n', at) - at).find("[bf16 products]") != std::string::npos;
+      marked =
+          bf16.plan.substr(at, bf16.plan.find('\n', at) - at).find("[bf16 products]") != std::string::npos;
     }
     EXPECT_EQ(marked, want) << node << (want ? " is not" : " is") << " marked bf16 in\n" << bf16.plan;
   }

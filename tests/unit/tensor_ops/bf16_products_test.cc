@@ -21,7 +21,8 @@ namespace {
 
 using conv_test::RandomTensor;
 
-constexpr const char* kNoBf16 = "this CPU multiplies no bf16 natively (AVX-512 BF16 or AMX), or KILN_ISA caps it";
+constexpr const char* kNoBf16 =
+    "this CPU multiplies no bf16 natively (AVX-512 BF16 or AMX), or KILN_ISA caps it";
 
 // `t` with every element rounded to bf16 (nearest even) and back.
 TensorData RoundedToBf16(const TensorData& t) {
@@ -72,8 +73,8 @@ void CheckAgainstRoundedReference(const Bf16Case& c, ThreadPool* pool) {
 }
 
 // Which implementation a node's kernel runs.
-std::string ImplOf(const std::string& op_type, const AttributeMap& attrs, const std::vector<TensorData>& inputs,
-                   const std::vector<TensorType>& outputs) {
+std::string ImplOf(const std::string& op_type, const AttributeMap& attrs,
+                   const std::vector<TensorData>& inputs, const std::vector<TensorType>& outputs) {
   cpu::TensorKernelArgs args;
   args.op_type = op_type;
   args.node = "n";
@@ -98,7 +99,7 @@ TEST(Bf16Products, ConvolutionsMatchTheRoundedReference) {
   const std::vector<ConvShape> shapes = {
       {16, 32, {14, 13}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
       {32, 48, {9, 9}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
-      {3, 16, {32, 30}, {7, 7}, {2, 2}, {3, 3, 3, 3}},  // a stem: fewer than 16 input channels
+      {3, 16, {32, 30}, {7, 7}, {2, 2}, {3, 3, 3, 3}},   // a stem: fewer than 16 input channels
       {24, 20, {11, 10}, {3, 3}, {2, 2}, {1, 0, 1, 2}},  // channels not multiples of 16
   };
   uint32_t seed = 1;
@@ -106,17 +107,18 @@ TEST(Bf16Products, ConvolutionsMatchTheRoundedReference) {
     AttributeMap attrs;
     attrs.SetInts("strides", s.strides);
     attrs.SetInts("pads", s.pads);
-    Bf16Case c{"Conv", attrs,
-               {RandomTensor({1, s.c, s.hw[0], s.hw[1]}, seed), RandomTensor({s.m, s.c, s.kernel[0], s.kernel[1]}, seed + 1),
-                RandomTensor({s.m}, seed + 2)},
+    Bf16Case c{"Conv",
+               attrs,
+               {RandomTensor({1, s.c, s.hw[0], s.hw[1]}, seed),
+                RandomTensor({s.m, s.c, s.kernel[0], s.kernel[1]}, seed + 1), RandomTensor({s.m}, seed + 2)},
                {true, true, false}};
     seed += 3;
     CheckAgainstRoundedReference(c, &pool);
   }
   // A 1-d convolution.
-  CheckAgainstRoundedReference({"Conv", AttributeMap(), {RandomTensor({2, 16, 21}, 5), RandomTensor({8, 16, 3}, 6)},
-                                {true, true}},
-                               &pool);
+  CheckAgainstRoundedReference(
+      {"Conv", AttributeMap(), {RandomTensor({2, 16, 21}, 5), RandomTensor({8, 16, 3}, 6)}, {true, true}},
+      &pool);
 }
 
 TEST(Bf16Products, FusedConvEpiloguesStayFp32) {
@@ -150,7 +152,8 @@ std::vector<float> ToLayout(const float* nchw, int64_t n, int64_t c, int64_t hw,
         const int64_t plain = (i * c + ch) * hw + p;
         const int64_t laid =
             layout == "nhwc" ? (i * hw + p) * c + ch : (((i * (c / 16) + ch / 16) * hw + p) * 16 + ch % 16);
-        (inverse ? out[static_cast<size_t>(plain)] : out[static_cast<size_t>(laid)]) = nchw[inverse ? laid : plain];
+        (inverse ? out[static_cast<size_t>(plain)] : out[static_cast<size_t>(laid)]) =
+            nchw[inverse ? laid : plain];
       }
     }
   }
@@ -161,8 +164,8 @@ std::vector<float> ToLayout(const float* nchw, int64_t n, int64_t c, int64_t hw,
 TEST(Bf16Products, BlockedAndChannelsLastConvolutions) {
   if (!cpu::CpuMultipliesBf16()) GTEST_SKIP() << kNoBf16;
   const int64_t n = 2, c = 16, m = 32, h = 9, w = 10;
-  const TensorData x = RandomTensor({n, c, h, w}, 31), wt = RandomTensor({m, c, 3, 3}, 32), b = RandomTensor({m}, 33),
-                   residual = RandomTensor({n, m, h, w}, 34);
+  const TensorData x = RandomTensor({n, c, h, w}, 31), wt = RandomTensor({m, c, 3, 3}, 32),
+                   b = RandomTensor({m}, 33), residual = RandomTensor({n, m, h, w}, 34);
   AttributeMap attrs;
   attrs.SetInts("pads", {1, 1, 1, 1});
   attrs.SetString("activation", "Silu");
@@ -184,8 +187,9 @@ TEST(Bf16Products, BlockedAndChannelsLastConvolutions) {
     run.attrs = attrs;
     run.attrs.SetString("activation_layout", layout);
     run.attrs.SetString("compute_dtype", "bf16");
-    run.inputs = {conv_test::Floats({n, c, h, w}, ToLayout(x.As<float>(), n, c, h * w, layout, false)), wt, b,
-                  conv_test::Floats({n, m, h, w}, ToLayout(residual.As<float>(), n, m, h * w, layout, false))};
+    run.inputs = {
+        conv_test::Floats({n, c, h, w}, ToLayout(x.As<float>(), n, c, h * w, layout, false)), wt, b,
+        conv_test::Floats({n, m, h, w}, ToLayout(residual.As<float>(), n, m, h * w, layout, false))};
     run.inputs_are_constants = true;
     auto out = cpu::RunTensorOp(run);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -198,26 +202,29 @@ TEST(Bf16Products, MatMulsMatchTheRoundedReference) {
   if (!cpu::CpuMultipliesBf16()) GTEST_SKIP() << kNoBf16;
   ThreadPool pool(2);
   // A weight shared by a batch, a single row, odd sizes.
-  CheckAgainstRoundedReference({"MatMul", {}, {RandomTensor({2, 7, 70}, 1), RandomTensor({70, 33}, 2)}, {true, true}},
-                               &pool);
-  CheckAgainstRoundedReference({"MatMul", {}, {RandomTensor({1, 512}, 3), RandomTensor({512, 100}, 4)}, {true, true}},
-                               &pool);
+  CheckAgainstRoundedReference(
+      {"MatMul", {}, {RandomTensor({2, 7, 70}, 1), RandomTensor({70, 33}, 2)}, {true, true}}, &pool);
+  CheckAgainstRoundedReference(
+      {"MatMul", {}, {RandomTensor({1, 512}, 3), RandomTensor({512, 100}, 4)}, {true, true}}, &pool);
   // Two run-time operands, one B per output matrix (attention's products).
   CheckAgainstRoundedReference(
-      {"MatMul", {}, {RandomTensor({2, 3, 17, 64}, 5), RandomTensor({2, 3, 64, 17}, 6)}, {true, true}, false}, &pool);
+      {"MatMul", {}, {RandomTensor({2, 3, 17, 64}, 5), RandomTensor({2, 3, 64, 17}, 6)}, {true, true}, false},
+      &pool);
   // kiln.FusedMatMul: B given transposed, a bias row.
   AttributeMap fused;
   fused.SetInt("trans_b", 1);
-  CheckAgainstRoundedReference(
-      {"kiln.FusedMatMul", fused, {RandomTensor({5, 40}, 7), RandomTensor({24, 40}, 8), RandomTensor({24}, 9)},
-       {true, true, false}},
-      &pool);
+  CheckAgainstRoundedReference({"kiln.FusedMatMul",
+                                fused,
+                                {RandomTensor({5, 40}, 7), RandomTensor({24, 40}, 8), RandomTensor({24}, 9)},
+                                {true, true, false}},
+                               &pool);
   // An empty sum (k = 0) still writes zeros.
   {
     cpu::TensorOpRun run;
     run.op_type = "MatMul";
     run.attrs.SetString("compute_dtype", "bf16");
-    run.inputs = {TensorData::Zeros(TensorType{DType::kF32, {3, 0}}), TensorData::Zeros(TensorType{DType::kF32, {0, 4}})};
+    run.inputs = {TensorData::Zeros(TensorType{DType::kF32, {3, 0}}),
+                  TensorData::Zeros(TensorType{DType::kF32, {0, 4}})};
     run.inputs_are_constants = true;
     auto out = cpu::RunTensorOp(run);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -242,16 +249,17 @@ TEST(Bf16Products, GemmsMatchTheRoundedReference) {
   };
   const int64_t m = 9, k = 48, n = 20;
   for (const GemmForm& f : std::vector<GemmForm>{{0, 1, 1.0, 1.0, {n}},
-                                                  {1, 0, 1.0, 1.0, {}},
-                                                  {0, 0, 1.0, 0.5, {m, n}},
-                                                  {1, 1, 1.0, 2.0, {m, 1}},
-                                                  {0, 1, 1.0, 1.0, {1, n}}}) {
+                                                 {1, 0, 1.0, 1.0, {}},
+                                                 {0, 0, 1.0, 0.5, {m, n}},
+                                                 {1, 1, 1.0, 2.0, {m, 1}},
+                                                 {0, 1, 1.0, 1.0, {1, n}}}) {
     AttributeMap attrs;
     attrs.SetInt("transA", f.trans_a);
     attrs.SetInt("transB", f.trans_b);
     attrs.SetFloat("alpha", f.alpha);
     attrs.SetFloat("beta", f.beta);
-    Bf16Case c{"Gemm", attrs,
+    Bf16Case c{"Gemm",
+               attrs,
                {RandomTensor(f.trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, 21),
                 RandomTensor(f.trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 22)},
                {true, true}};

@@ -138,7 +138,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   }
   // KILN_CONV=kiln|reference forces an fp32 implementation over bf16.
   if (bf16 && packable && forced != "kiln" && forced != "reference") {
-    if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor)) return std::move(*conv);
+    if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor))
+      return std::move(*conv);
   }
   if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
 

@@ -82,8 +82,12 @@ constexpr double kOneDnnBlockedMinFlops = 20e6;
 
 }  // namespace
 
-dnnl::engine& OneDnnEngine() { return Engine(); }
-void SetOneDnnThreadCount(int threads) { SetOneDnnThreads(threads); }
+dnnl::engine& OneDnnEngine() {
+  return Engine();
+}
+void SetOneDnnThreadCount(int threads) {
+  SetOneDnnThreads(threads);
+}
 
 bool OneDnnConvApplies(const Window3& g, Isa isa) {
   return (isa == Isa::kAvx2 || isa == Isa::kAvx512) && g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1;
@@ -151,7 +155,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     // fewer than 16 input channels reads NCHW as it is.
     const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
     const memory::desc conv_src_any(src_dims, compute_dt,
-                                    !internal_layout ? activations
+                                    !internal_layout     ? activations
                                     : g.in_channels < 16 ? tag::nchw
                                                          : blocked_tag),
         conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);

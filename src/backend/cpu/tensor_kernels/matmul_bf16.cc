@@ -11,13 +11,15 @@
 namespace kiln::cpu {
 namespace {
 
-size_t Round64(size_t n) { return (n + 63) / 64 * 64; }
+size_t Round64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 struct OneDnnBf16MatMul {
   dnnl::matmul primitive;
   dnnl::memory::desc a_user, a_bf16, b_user, b_bf16, bias_desc, c_desc;
-  dnnl::reorder a_in, b_in;      // b_in: empty when B is a weight
-  dnnl::memory weights, bias;    // weights: B in bf16 (a weight); bias: a constant row
+  dnnl::reorder a_in, b_in;    // b_in: empty when B is a weight
+  dnnl::memory weights, bias;  // weights: B in bf16 (a weight); bias: a constant row
   int bias_input = -1;
   bool has_bias = false;
   size_t a_scratch = 0, b_scratch = 0;
@@ -35,7 +37,8 @@ Expected<TensorKernel> MakeOneDnnBf16MatMul(const Bf16MatMulSpec& s) {
   try {
     dnnl::engine& engine = OneDnnEngine();
     auto mm = std::make_shared<OneDnnBf16MatMul>();
-    const memory::dims a_dims = {s.batch, s.m, s.k}, b_dims = {s.b_batch, s.k, s.n}, c_dims = {s.batch, s.m, s.n};
+    const memory::dims a_dims = {s.batch, s.m, s.k}, b_dims = {s.b_batch, s.k, s.n},
+                       c_dims = {s.batch, s.m, s.n};
     mm->a_user = memory::desc(a_dims, dt::f32,
                               s.trans_a ? memory::dims{s.m * s.k, 1, s.m} : memory::dims{s.m * s.k, s.k, 1});
     mm->a_bf16 = memory::desc(a_dims, dt::bf16, tag::abc);
@@ -96,9 +99,9 @@ Expected<TensorKernel> MakeOneDnnBf16MatMul(const Bf16MatMulSpec& s) {
         memory c(mm->c_desc, eng, call.outputs[0]);
         std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
         if (mm->has_bias) {
-          args[DNNL_ARG_BIAS] = mm->bias_input >= 0
-                                    ? memory(mm->bias_desc, eng, const_cast<void*>(call.inputs[mm->bias_input]))
-                                    : mm->bias;
+          args[DNNL_ARG_BIAS] =
+              mm->bias_input >= 0 ? memory(mm->bias_desc, eng, const_cast<void*>(call.inputs[mm->bias_input]))
+                                  : mm->bias;
         }
         mm->primitive.execute(stream, args);
         stream.wait();
