@@ -1,6 +1,7 @@
 // oneDNN convolutions (see conv_onednn.h).
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 
+#include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
 #include "core/thread_pool.h"
 
 #include <dlfcn.h>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -54,6 +56,9 @@ struct OneDnnConv {
   dnnl::convolution_forward primitive;
   size_t dst_bytes = 0;
   bool has_residual = false;
+  // The residual added after the activation by kiln rather than by a `sum`
+  // post-op (oneDNN's vector kernels take no sum after an eltwise post-op).
+  bool residual_added_after = false;
   // Blocked internally: the user's NCHW tensors (src, dst) reordered to and
   // from the layout the primitive chose (conv_src, conv_dst) in the scratch.
   bool blocked = false;
@@ -110,6 +115,80 @@ bool PreferOneDnnBlocked(const Window3& g, Isa isa) {
   return flops >= kOneDnnBlockedMinFlops;
 }
 
+namespace {
+
+// The primitive's description: activations in `layout` (or, blocked
+// internally, in the layout the primitive picks), weights in the layout it
+// picks, and the epilogue as post-ops.
+struct ConvDescs {
+  dnnl::memory::desc src, dst, b_desc;
+  dnnl::memory::dims w_dims;
+  bool grouped = false, blocked = false;
+  bool residual_added_after = false;  // see OneDnnConv
+  dnnl::convolution_forward::primitive_desc pd;
+};
+
+ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual, TensorLayout layout,
+                       bool blocked_internally) {
+  using dnnl::memory;
+  using dt = memory::data_type;
+  using tag = memory::format_tag;
+  dnnl::engine& engine = Engine();
+  ConvDescs d;
+  const memory::dims src_dims = {g.batch, g.in_channels, g.in[1], g.in[2]};
+  const memory::dims dst_dims = {g.batch, g.out_channels, g.out[1], g.out[2]};
+  d.grouped = g.group > 1;
+  d.w_dims = d.grouped ? memory::dims{g.group, g.GroupOut(), g.GroupIn(), g.kernel[1], g.kernel[2]}
+                       : memory::dims{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
+  // nChw16c on channel counts that are not multiples of 16 pads them (the
+  // descriptor's padded_dims), which the nchw16c layout's buffers hold.
+  const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
+                          : layout == TensorLayout::kNHWC  ? tag::nhwc
+                                                           : tag::nchw;
+  d.src = memory::desc(src_dims, dt::f32, activations);
+  d.dst = memory::desc(dst_dims, dt::f32, activations);
+  const memory::desc w_any(d.w_dims, dt::f32, tag::any);
+  d.b_desc = memory::desc({g.out_channels}, dt::f32, tag::x);
+  const memory::dims strides = {g.stride[1], g.stride[2]};
+  // oneDNN counts dilation from 0 (no gap), ONNX from 1.
+  const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
+  const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
+  d.blocked = blocked_internally && layout == TensorLayout::kRowMajor;
+  // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
+  // for `any` is NHWC brgconv, slower on these shapes); a stem with
+  // fewer than 16 input channels reads NCHW as it is.
+  const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
+  const memory::desc conv_src_any(src_dims, dt::f32, g.in_channels < 16 ? tag::nchw : blocked_tag),
+      conv_dst_any(dst_dims, dt::f32, blocked_tag);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                       d.blocked ? conv_src_any : d.src, w_any, d.b_desc,
+                                       d.blocked ? conv_dst_any : d.dst, strides, dilates, pad_l, pad_r);
+  dnnl::post_ops ops;
+  // The residual is copied into the output first; `sum` adds it where the
+  // epilogue says. After an activation, on activations the layout stage
+  // keeps blocked or channels-last, kiln adds it after the primitive.
+  d.residual_added_after = has_residual && !epilogue.residual_before_activation &&
+                           epilogue.activation != FusedActivation::kNone && layout != TensorLayout::kRowMajor;
+  if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
+  AppendActivation(epilogue, &ops);
+  if (has_residual && !epilogue.residual_before_activation && !d.residual_added_after) ops.append_sum(1.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  d.pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+  return d;
+}
+
+}  // namespace
+
+Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpilogue& epilogue,
+                                               bool has_residual, TensorLayout layout) {
+  try {
+    return std::string(DescribeConv(g, epilogue, has_residual, layout, false).pd.impl_info_str());
+  } catch (const dnnl::error& e) {
+    return Unsupported("oneDNN does not take this convolution: {}", e.what());
+  }
+}
+
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
                                       bool blocked_internally) {
@@ -119,43 +198,14 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
   try {
     dnnl::engine& engine = Engine();
     auto conv = std::make_shared<OneDnnConv>();
-    const memory::dims src_dims = {g.batch, g.in_channels, g.in[1], g.in[2]};
-    const memory::dims dst_dims = {g.batch, g.out_channels, g.out[1], g.out[2]};
-    const bool grouped = g.group > 1;
-    const memory::dims w_dims =
-        grouped ? memory::dims{g.group, g.GroupOut(), g.GroupIn(), g.kernel[1], g.kernel[2]}
-                : memory::dims{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
-    const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
-                            : layout == TensorLayout::kNHWC  ? tag::nhwc
-                                                             : tag::nchw;
-    conv->src = memory::desc(src_dims, dt::f32, activations);
-    conv->dst = memory::desc(dst_dims, dt::f32, activations);
-    const memory::desc w_any(w_dims, dt::f32, tag::any);
-    const memory::desc b_desc({g.out_channels}, dt::f32, tag::x);
-    const memory::dims strides = {g.stride[1], g.stride[2]};
-    // oneDNN counts dilation from 0 (no gap), ONNX from 1.
-    const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
-    const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
-    conv->blocked = blocked_internally && layout == TensorLayout::kRowMajor;
-    // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
-    // for `any` is NHWC brgconv, slower on these shapes); a stem with
-    // fewer than 16 input channels reads NCHW as it is.
-    const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
-    const memory::desc conv_src_any(src_dims, dt::f32, g.in_channels < 16 ? tag::nchw : blocked_tag),
-        conv_dst_any(dst_dims, dt::f32, blocked_tag);
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                         dnnl::algorithm::convolution_direct,
-                                         conv->blocked ? conv_src_any : conv->src, w_any, b_desc,
-                                         conv->blocked ? conv_dst_any : conv->dst, strides, dilates, pad_l,
-                                         pad_r);
-    dnnl::post_ops ops;
-    // The residual is copied into the output first; `sum` adds it where the epilogue says.
-    if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
-    AppendActivation(epilogue, &ops);
-    if (has_residual && !epilogue.residual_before_activation) ops.append_sum(1.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+    ConvDescs d = DescribeConv(g, epilogue, has_residual, layout, blocked_internally);
+    conv->src = d.src;
+    conv->dst = d.dst;
+    conv->blocked = d.blocked;
+    const memory::desc& b_desc = d.b_desc;
+    const memory::dims& w_dims = d.w_dims;
+    const bool grouped = d.grouped;
+    dnnl::convolution_forward::primitive_desc& pd = d.pd;
     conv->primitive = dnnl::convolution_forward(pd);
     conv->weights_desc = pd.weights_desc();
     conv->weights = memory(pd.weights_desc(), engine);
@@ -169,6 +219,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     stream.wait();
     conv->dst_bytes = conv->dst.get_size();
     conv->has_residual = has_residual;
+    conv->residual_added_after = d.residual_added_after;
     TensorKernel k;
     if (conv->blocked) {
       conv->conv_src = pd.src_desc();
@@ -220,7 +271,9 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
           stream.wait();
           return Status::Ok();
         }
-        if (conv->has_residual && call.inputs[3] != y) std::memcpy(y, call.inputs[3], conv->dst_bytes);
+        if (conv->has_residual && !conv->residual_added_after && call.inputs[3] != y) {
+          std::memcpy(y, call.inputs[3], conv->dst_bytes);
+        }
         memory src(conv->src, eng, const_cast<void*>(call.inputs[0]));
         memory dst(conv->dst, eng, y);
         conv->primitive.execute(stream, {{DNNL_ARG_SRC, src},
@@ -228,6 +281,14 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
                                          {DNNL_ARG_BIAS, conv->bias},
                                          {DNNL_ARG_DST, dst}});
         stream.wait();
+        if (conv->residual_added_after) {
+          // Every float of the buffer, padding included (zero plus zero).
+          const auto* r = static_cast<const float*>(call.inputs[3]);
+          SplitRanges(call.pool, static_cast<int64_t>(conv->dst_bytes / sizeof(float)), kParallelGrain,
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t i = b; i < e; ++i) y[i] += r[i];
+                      });
+        }
         return Status::Ok();
       } catch (const dnnl::error& e) {
         return Internal("oneDNN convolution failed: {}", e.what());
