@@ -66,6 +66,12 @@ TEST(BlockedLayoutElementwise, BinaryPerChannelMatchesRowMajor) {
       // Batch 2 with a per-image scale.
       bc.inputs = {RandomTensor({2, c, 4, 3}, 1), RandomTensor({2, c, 1, 1}, 2)};
       blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [N,C,1,1]");
+      // Batch 2 with one scale for both images.
+      bc.inputs = {RandomTensor({2, c, 4, 3}, 1), RandomTensor({1, c, 1, 1}, 2)};
+      blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " batch 2, computed [1,C,1,1]");
+      bc.constant = {false, true};
+      blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " batch 2, constant [1,C,1,1]");
+      bc.constant = {false, false};
       // Constants (row-major): [C,1,1], [1,C,1,1], a scalar, a per-pixel [1,1,H,W].
       bc.inputs = {RandomTensor({1, c, 6, 5}, 1), RandomTensor({c, 1, 1}, 2)};
       bc.constant = {false, true};

@@ -5,6 +5,7 @@
 // and a single value [1, 1, 1, 1, 1].
 #include "backend/cpu/tensor_kernels/blocked_elementwise.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/broadcast_loop.h"
+#include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
 #include "backend/cpu/tensor_kernels/tensor_vec.h"
 
 namespace kiln::cpu {
@@ -127,6 +129,82 @@ std::optional<VecBinaryOp> BinaryOpFor(std::string_view op) {
   return std::nullopt;
 }
 
+template <VecBinaryOp kOp>
+float Apply(float a, float b) {
+  if constexpr (kOp == VecBinaryOp::kAdd) return a + b;
+  if constexpr (kOp == VecBinaryOp::kSub) return a - b;
+  if constexpr (kOp == VecBinaryOp::kMul) return a * b;
+  return a / b;
+}
+
+// y = x op s (or s op x when scale_first) over planes [begin, end) of
+// `pixels` 16-channel vectors, with one 16-channel vector of s per plane
+// (the per-channel operand, e.g. Squeeze-Excitation's scale): the general
+// broadcast walk would make every 16 floats a row of its own.
+template <VecBinaryOp kOp>
+void PerChannelPlanes(const float* x, const float* s, float* y, int64_t pixels, int64_t planes_per_image,
+                      bool s_per_image, bool scale_first, int64_t begin, int64_t end) {
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* sv = s + (s_per_image ? plane : plane % planes_per_image) * kChannelBlock;
+    const float* xp = x + plane * pixels * kChannelBlock;
+    float* yp = y + plane * pixels * kChannelBlock;
+    float c[kChannelBlock];
+    for (int64_t l = 0; l < kChannelBlock; ++l) c[l] = sv[l];
+    for (int64_t p = 0; p < pixels; ++p) {
+      if (scale_first) {
+        for (int64_t l = 0; l < kChannelBlock; ++l) yp[p * kChannelBlock + l] = Apply<kOp>(c[l], xp[p * kChannelBlock + l]);
+      } else {
+        for (int64_t l = 0; l < kChannelBlock; ++l) yp[p * kChannelBlock + l] = Apply<kOp>(xp[p * kChannelBlock + l], c[l]);
+      }
+    }
+  }
+}
+
+using PerChannelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, bool, int64_t, int64_t);
+
+PerChannelFn PerChannelFor(VecBinaryOp op) {
+  switch (op) {
+    case VecBinaryOp::kAdd: return PerChannelPlanes<VecBinaryOp::kAdd>;
+    case VecBinaryOp::kSub: return PerChannelPlanes<VecBinaryOp::kSub>;
+    case VecBinaryOp::kMul: return PerChannelPlanes<VecBinaryOp::kMul>;
+    case VecBinaryOp::kDiv: return PerChannelPlanes<VecBinaryOp::kDiv>;
+  }
+  return nullptr;
+}
+
+// The per-channel kernel when one operand is the whole output and the other
+// one 16-channel vector per block ([N|1, C/16, 1, 1, 16]); else nothing.
+std::optional<TensorKernel> PerChannelKernel(VecBinaryOp op, const BlockedOperand& a, const BlockedOperand& b,
+                                             const std::vector<int64_t>& out) {
+  const std::vector<int64_t> full = BlockedDims(out);
+  const auto per_channel = [&](const BlockedOperand& o) {
+    return o.dims[1] == full[1] && o.dims[2] == 1 && o.dims[3] == 1 && o.dims[4] == kChannelBlock &&
+           (o.dims[0] == 1 || o.dims[0] == full[0]);
+  };
+  const bool scale_first = per_channel(a) && b.dims == full;
+  if (!scale_first && !(per_channel(b) && a.dims == full)) return std::nullopt;
+  const BlockedOperand& x = scale_first ? b : a;
+  const BlockedOperand& s = scale_first ? a : b;
+  const int64_t pixels = out[2] * out[3], blocks = full[1], planes = out[0] * blocks;
+  const bool s_per_image = s.dims[0] == full[0];
+  const PerChannelFn fn = PerChannelFor(op);
+  TensorKernel k;
+  k.impl = "kiln-per-channel-nchw16c";
+  k.run = [=](const TensorCall& call) {
+    const float* px = x.packed ? x.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 1 : 0]);
+    const float* ps = s.packed ? s.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 0 : 1]);
+    float* y = static_cast<float*>(call.outputs[0]);
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, pixels * kChannelBlock));
+    SplitRanges(call.pool, planes, grain, [&](int64_t begin, int64_t end) {
+      fn(px, ps, y, pixels, blocks, s_per_image, scale_first, begin, end);
+    });
+    // The padding: 0 op 0 is 0 except for Div.
+    if (op == VecBinaryOp::kDiv) ZeroChannelPadding(y, out[0], out[1], pixels);
+    return Status::Ok();
+  };
+  return k;
+}
+
 }  // namespace
 
 bool BinaryTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
@@ -144,6 +222,7 @@ Expected<TensorKernel> MakeBlockedBinary(const TensorKernelArgs& args) {
   const VecBinaryOp op = *BinaryOpFor(args.op_type);
   const BlockedOperand a = *OperandFor(args, 0), b = *OperandFor(args, 1);
   const std::vector<int64_t> out = args.outputs[0].dims;
+  if (auto k = PerChannelKernel(op, a, b, out)) return *std::move(k);
   auto plan = std::make_shared<const BroadcastPlan>(MakeBroadcastPlan(BlockedDims(out), {a.dims, b.dims}));
   // A single value or a per-pixel constant reaches the padding too (and 0 / 0 is NaN).
   const bool zero_padding = out[1] % kChannelBlock != 0 &&
