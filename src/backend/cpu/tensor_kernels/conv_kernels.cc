@@ -17,7 +17,8 @@
 // residual.
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
-// that layout; those run on oneDNN.
+// that layout; those run on oneDNN. Conv says it takes nchw16c where oneDNN
+// has a vector kernel for it (ConvTakesLayout).
 // The attribute compute_dtype = "bf16" (the precision policy's choice,
 // bf16_compute.h) runs a convolution on oneDNN's bf16 kernels where it can.
 #include <algorithm>
@@ -29,6 +30,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/bf16_compute.h"
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
@@ -106,35 +108,19 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const bool packable = w != nullptr && (!has_bias || bias != nullptr);
   const std::string forced = ForcedConvImpl();
   KILN_ASSIGN_OR_RETURN(bool bf16, WantsBf16Compute(args));
-  // Activations the layout stage keeps blocked or channels-last run on oneDNN.
-  if (args.a().Has("activation_layout")) {
-    auto name = args.a().String("activation_layout");
-    const std::string layout_name = name.ok() ? *name : "";
-    TensorLayout layout = TensorLayout::kRowMajor;
-    if (layout_name == "nchw16c") {
-      layout = TensorLayout::kNCHW16c;
-    } else if (layout_name == "nhwc") {
-      layout = TensorLayout::kNHWC;
-    } else if (layout_name != "row-major") {
-      return InvalidArgument("{} {}: activation_layout '{}' is none of row-major, nhwc, nchw16c",
-                             args.op_type, args.node, layout_name);
+  // Activations the layout stage keeps blocked or channels-last run on oneDNN
+  // (nchw16c with channel counts not a multiple of 16 included: oneDNN pads them).
+  KILN_ASSIGN_OR_RETURN(TensorLayout layout, NodeActivationLayout(args));
+  if (layout != TensorLayout::kRowMajor) {
+    if (!packable || !OneDnnConvApplies(g, BestIsa())) {
+      return Unsupported(
+          "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
+          args.node, TensorLayoutName(layout));
     }
-    // Blocks of 16 without padding, so the buffers are the size the dims say.
-    if (layout == TensorLayout::kNCHW16c && (g.in_channels % 16 != 0 || g.out_channels % 16 != 0)) {
-      return Unsupported("{} {}: nchw16c activations need channel counts that are multiples of 16 ({} -> {})",
-                         args.op_type, args.node, g.in_channels, g.out_channels);
+    if (bf16) {
+      if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);
     }
-    if (layout != TensorLayout::kRowMajor) {
-      if (!packable || !OneDnnConvApplies(g, BestIsa())) {
-        return Unsupported(
-            "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
-            args.node, layout_name);
-      }
-      if (bf16) {
-        if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);
-      }
-      return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
-    }
+    return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
   }
   // KILN_CONV=kiln|reference forces an fp32 implementation over bf16.
   if (bf16 && packable && forced != "kiln" && forced != "reference") {
@@ -227,18 +213,40 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   return k;
 }
 
+// nchw16c: where oneDNN runs the convolution with one of its own fast
+// kernels on those activations (its reference loops, which it falls back to
+// for blocked layouts its vector kernels lack, e.g. grouped convolutions
+// whose groups are not multiples of the block, are left to row-major).
+bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
+  if (layout != TensorLayout::kNCHW16c || !CheckF32(args).ok() || args.inputs[0].rank() != 4) return false;
+  if (ConstantFloats(args, 1) == nullptr || (args.has(2) && ConstantFloats(args, 2) == nullptr)) return false;
+  auto geometry = ConvGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims);
+  if (!geometry.ok() || geometry->spatial != 2) return false;
+  FusedEpilogue epilogue;
+  if (args.op_type == "kiln.FusedConv") {
+    auto parsed = ParseFusedEpilogue(args.op_type, args.node, args.a());
+    if (!parsed.ok()) return false;
+    epilogue = *parsed;
+  }
+  const Window3 g = ToWindow3(*geometry);
+  if (!OneDnnConvApplies(g, BestIsa())) return false;
+  auto impl = OneDnnConvImplementation(g, epilogue, args.has(3), layout);
+  return impl.ok() && impl->rfind("ref", 0) != 0;
+}
+
 }  // namespace
 
 void AddConvKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string conv_limits =
       "1-d and 2-d vectorized (3-d by the reference loops); f32; group, dilations, strides, pads, "
       "auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID";
-  kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits});
+  kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits, ConvTakesLayout});
   kernels->push_back(
       {"kiln.FusedConv",
        MakeConv,
        {DType::kF32},
-       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual"});
+       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual",
+       ConvTakesLayout});
   kernels->push_back(
       {"ConvTranspose",
        MakeConvTranspose,

@@ -2,6 +2,7 @@
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/onednn_runtime.h"
 
+#include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
 #include "core/thread_pool.h"
 
 #include <dlfcn.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -55,6 +57,9 @@ struct OneDnnConv {
   dnnl::convolution_forward primitive;
   size_t dst_bytes = 0;
   bool has_residual = false;
+  // The residual added after the activation by kiln rather than by a `sum`
+  // post-op (oneDNN's vector kernels take no sum after an eltwise post-op).
+  bool residual_added_after = false;
   // Blocked internally: the user's NCHW tensors (src, dst) reordered to and
   // from the layout the primitive chose (conv_src, conv_dst) in the scratch.
   bool blocked = false;
@@ -62,6 +67,16 @@ struct OneDnnConv {
   dnnl::reorder src_in, dst_out, residual_in;  // empty where no reorder is needed
   size_t src_scratch = 0, dst_scratch = 0;     // bytes, each rounded to 64
 };
+
+// y += the residual (input 3), for a residual added after the activation.
+// Every float of the buffer, padding included (zero plus zero).
+void AddResidualAfter(const OneDnnConv& conv, const TensorCall& call, float* y) {
+  const auto* r = static_cast<const float*>(call.inputs[3]);
+  SplitRanges(call.pool, static_cast<int64_t>(conv.dst_bytes / sizeof(float)), kParallelGrain,
+              [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) y[i] += r[i];
+              });
+}
 
 size_t Round64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -118,6 +133,88 @@ bool PreferOneDnnBlocked(const Window3& g, Isa isa) {
   return flops >= kOneDnnBlockedMinFlops;
 }
 
+namespace {
+
+// The primitive's description: activations in `layout` (or, blocked
+// internally, in the layout the primitive picks), weights in the layout it
+// picks, and the epilogue as post-ops.
+struct ConvDescs {
+  dnnl::memory::desc src, dst, b_desc;
+  dnnl::memory::dims w_dims;
+  bool grouped = false, blocked = false;
+  bool residual_added_after = false;  // see OneDnnConv
+  dnnl::convolution_forward::primitive_desc pd;
+};
+
+ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual, TensorLayout layout,
+                       bool blocked_internally, DType compute = DType::kF32) {
+  using dnnl::memory;
+  using dt = memory::data_type;
+  using tag = memory::format_tag;
+  dnnl::engine& engine = Engine();
+  ConvDescs d;
+  const memory::dims src_dims = {g.batch, g.in_channels, g.in[1], g.in[2]};
+  const memory::dims dst_dims = {g.batch, g.out_channels, g.out[1], g.out[2]};
+  d.grouped = g.group > 1;
+  d.w_dims = d.grouped ? memory::dims{g.group, g.GroupOut(), g.GroupIn(), g.kernel[1], g.kernel[2]}
+                       : memory::dims{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
+  // nChw16c on channel counts that are not multiples of 16 pads them (the
+  // descriptor's padded_dims), which the nchw16c layout's buffers hold.
+  const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
+                          : layout == TensorLayout::kNHWC  ? tag::nhwc
+                                                           : tag::nchw;
+  d.src = memory::desc(src_dims, dt::f32, activations);
+  d.dst = memory::desc(dst_dims, dt::f32, activations);
+  d.b_desc = memory::desc({g.out_channels}, dt::f32, tag::x);
+  const memory::dims strides = {g.stride[1], g.stride[2]};
+  // oneDNN counts dilation from 0 (no gap), ONNX from 1.
+  const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
+  const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
+  // bf16: src reordered to bf16 in the scratch each call (in the layout
+  // the primitive reads), weights bf16, dst and accumulation f32.
+  const bool bf16 = compute == DType::kBF16;
+  const dt compute_dt = bf16 ? dt::bf16 : dt::f32;
+  d.blocked = (blocked_internally && layout == TensorLayout::kRowMajor) || bf16;
+  const bool internal_layout = d.blocked && layout == TensorLayout::kRowMajor;
+  const memory::desc w_any(d.w_dims, compute_dt, tag::any);
+  // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
+  // for `any` is NHWC brgconv, slower on these shapes); a stem with
+  // fewer than 16 input channels reads NCHW as it is.
+  const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
+  const memory::desc conv_src_any(src_dims, compute_dt,
+                                  !internal_layout     ? activations
+                                  : g.in_channels < 16 ? tag::nchw
+                                                       : blocked_tag),
+      conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                       d.blocked ? conv_src_any : d.src, w_any, d.b_desc,
+                                       d.blocked ? conv_dst_any : d.dst, strides, dilates, pad_l, pad_r);
+  dnnl::post_ops ops;
+  // The residual is copied into the output first; `sum` adds it where the
+  // epilogue says. After an activation, on activations the layout stage
+  // keeps blocked or channels-last, kiln adds it after the primitive.
+  d.residual_added_after = has_residual && !epilogue.residual_before_activation &&
+                           epilogue.activation != FusedActivation::kNone && layout != TensorLayout::kRowMajor;
+  if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
+  AppendActivation(epilogue, &ops);
+  if (has_residual && !epilogue.residual_before_activation && !d.residual_added_after) ops.append_sum(1.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  d.pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+  return d;
+}
+
+}  // namespace
+
+Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpilogue& epilogue,
+                                               bool has_residual, TensorLayout layout) {
+  try {
+    return std::string(DescribeConv(g, epilogue, has_residual, layout, false).pd.impl_info_str());
+  } catch (const dnnl::error& e) {
+    return Unsupported("oneDNN does not take this convolution: {}", e.what());
+  }
+}
+
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
                                       bool blocked_internally, DType compute) {
@@ -127,51 +224,15 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
   try {
     dnnl::engine& engine = Engine();
     auto conv = std::make_shared<OneDnnConv>();
-    const memory::dims src_dims = {g.batch, g.in_channels, g.in[1], g.in[2]};
-    const memory::dims dst_dims = {g.batch, g.out_channels, g.out[1], g.out[2]};
-    const bool grouped = g.group > 1;
-    const memory::dims w_dims =
-        grouped ? memory::dims{g.group, g.GroupOut(), g.GroupIn(), g.kernel[1], g.kernel[2]}
-                : memory::dims{g.out_channels, g.in_channels, g.kernel[1], g.kernel[2]};
-    const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
-                            : layout == TensorLayout::kNHWC  ? tag::nhwc
-                                                             : tag::nchw;
-    conv->src = memory::desc(src_dims, dt::f32, activations);
-    conv->dst = memory::desc(dst_dims, dt::f32, activations);
-    const memory::desc b_desc({g.out_channels}, dt::f32, tag::x);
-    const memory::dims strides = {g.stride[1], g.stride[2]};
-    // oneDNN counts dilation from 0 (no gap), ONNX from 1.
-    const memory::dims dilates = {g.dilation[1] - 1, g.dilation[2] - 1};
-    const memory::dims pad_l = {g.pad_begin[1], g.pad_begin[2]}, pad_r = {g.pad_end[1], g.pad_end[2]};
-    // bf16: src reordered to bf16 in the scratch each call (in the layout
-    // the primitive reads), weights bf16, dst and accumulation f32.
     const bool bf16 = compute == DType::kBF16;
-    const dt compute_dt = bf16 ? dt::bf16 : dt::f32;
-    conv->blocked = (blocked_internally && layout == TensorLayout::kRowMajor) || bf16;
-    const bool internal_layout = conv->blocked && layout == TensorLayout::kRowMajor;
-    const memory::desc w_any(w_dims, compute_dt, tag::any);
-    // nChw16c, where oneDNN's direct AVX-512 kernels are fastest (its choice
-    // for `any` is NHWC brgconv, slower on these shapes); a stem with
-    // fewer than 16 input channels reads NCHW as it is.
-    const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
-    const memory::desc conv_src_any(src_dims, compute_dt,
-                                    !internal_layout     ? activations
-                                    : g.in_channels < 16 ? tag::nchw
-                                                         : blocked_tag),
-        conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                         dnnl::algorithm::convolution_direct,
-                                         conv->blocked ? conv_src_any : conv->src, w_any, b_desc,
-                                         conv->blocked ? conv_dst_any : conv->dst, strides, dilates, pad_l,
-                                         pad_r);
-    dnnl::post_ops ops;
-    // The residual is copied into the output first; `sum` adds it where the epilogue says.
-    if (has_residual && epilogue.residual_before_activation) ops.append_sum(1.0f);
-    AppendActivation(epilogue, &ops);
-    if (has_residual && !epilogue.residual_before_activation) ops.append_sum(1.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+    ConvDescs d = DescribeConv(g, epilogue, has_residual, layout, blocked_internally, compute);
+    conv->src = d.src;
+    conv->dst = d.dst;
+    conv->blocked = d.blocked;
+    const memory::desc& b_desc = d.b_desc;
+    const memory::dims& w_dims = d.w_dims;
+    const bool grouped = d.grouped;
+    dnnl::convolution_forward::primitive_desc& pd = d.pd;
     conv->primitive = dnnl::convolution_forward(pd);
     conv->weights_desc = pd.weights_desc();
     conv->weights = memory(pd.weights_desc(), engine);
@@ -185,6 +246,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     stream.wait();
     conv->dst_bytes = conv->dst.get_size();
     conv->has_residual = has_residual;
+    conv->residual_added_after = d.residual_added_after;
     TensorKernel k;
     if (conv->blocked) {
       conv->conv_src = pd.src_desc();
@@ -224,7 +286,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
             memory residual(conv->dst, eng, const_cast<void*>(call.inputs[3]));
             if (conv->dst_scratch != 0) {
               conv->residual_in.execute(stream, residual, dst);
-            } else if (call.inputs[3] != y) {
+            } else if (!conv->residual_added_after && call.inputs[3] != y) {
               std::memcpy(y, call.inputs[3], conv->dst_bytes);
             }
           }
@@ -234,9 +296,12 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
                                            {DNNL_ARG_DST, dst}});
           if (conv->dst_scratch != 0) conv->dst_out.execute(stream, dst, user_dst);
           stream.wait();
+          if (conv->residual_added_after) AddResidualAfter(*conv, call, y);
           return Status::Ok();
         }
-        if (conv->has_residual && call.inputs[3] != y) std::memcpy(y, call.inputs[3], conv->dst_bytes);
+        if (conv->has_residual && !conv->residual_added_after && call.inputs[3] != y) {
+          std::memcpy(y, call.inputs[3], conv->dst_bytes);
+        }
         memory src(conv->src, eng, const_cast<void*>(call.inputs[0]));
         memory dst(conv->dst, eng, y);
         conv->primitive.execute(stream, {{DNNL_ARG_SRC, src},
@@ -244,6 +309,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
                                          {DNNL_ARG_BIAS, conv->bias},
                                          {DNNL_ARG_DST, dst}});
         stream.wait();
+        if (conv->residual_added_after) AddResidualAfter(*conv, call, y);
         return Status::Ok();
       } catch (const dnnl::error& e) {
         return Internal("oneDNN convolution failed: {}", e.what());

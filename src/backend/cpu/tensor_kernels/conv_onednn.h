@@ -9,6 +9,8 @@
 // team sleep at once (the tests set it).
 #pragma once
 
+#include <string>
+
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
@@ -32,14 +34,23 @@ bool PreferOneDnn(const Window3& g, Isa isa);
 // included) beats kiln's own kernels on this shape.
 bool PreferOneDnnBlocked(const Window3& g, Isa isa);
 
+// The implementation oneDNN picks for this convolution with activations in
+// `layout` ("jit:avx512_core", "ref:any", ...), without making the kernel;
+// an error when oneDNN refuses the shape.
+Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpilogue& epilogue,
+                                               bool has_residual, TensorLayout layout);
+
 // The kernel; an error when oneDNN refuses the shape or post-ops.
 // w [M, C/g, kh, kw] and bias (may be null) are read now. `layout` is the
 // activations' layout (input, output and residual alike): row-major NCHW,
 // NHWC, or NCHW16c (channels in blocks of 16, zero-padded: the buffers hold
 // N x ceil(C/16) x H x W x 16 floats), the layout oneDNN's fastest
-// convolutions use. compute = kBF16 multiplies in bf16 (AVX-512 BF16): the
-// weights are stored bf16 now, each call rounds the input to bf16 (to nearest
-// even) in the scratch, and accumulates and writes f32 (post-ops in f32).
+// convolutions use. On nchw16c and NHWC, a residual after the activation
+// is added by kiln after the primitive (oneDNN's vector kernels refuse a
+// sum post-op after an eltwise one). compute = kBF16 multiplies in bf16
+// (AVX-512 BF16): the weights are stored bf16 now, each call rounds the input
+// to bf16 (to nearest even) in the scratch, and accumulates and writes f32
+// (post-ops in f32).
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
                                       TensorLayout layout = TensorLayout::kRowMajor,

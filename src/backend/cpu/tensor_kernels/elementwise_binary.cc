@@ -7,6 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend/cpu/tensor_kernels/blocked_elementwise.h"
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/broadcast_loop.h"
 #include "backend/cpu/tensor_kernels/elementwise_kernels.h"
 #include "backend/cpu/tensor_kernels/tensor_vec.h"
@@ -276,6 +278,7 @@ Expected<TensorKernel> MakeBinaryWide(const TensorKernelArgs& args) {
 }  // namespace
 
 Expected<TensorKernel> MakeBinaryKernel(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedBinary(args);
   return MakeViaF32(args, MakeBinaryWide);
 }
 

@@ -1,5 +1,7 @@
 // The CPU's elementwise tensor kernels: the table entries; the kernels are
-// in elementwise_unary.cc, elementwise_binary.cc and elementwise_cast.cc.
+// in elementwise_unary.cc, elementwise_binary.cc and elementwise_cast.cc
+// (those on nchw16c activations in blocked_elementwise.cc).
+#include "backend/cpu/tensor_kernels/blocked_elementwise.h"
 #include "backend/cpu/tensor_kernels/elementwise_kernels.h"
 
 namespace kiln::cpu {
@@ -19,22 +21,22 @@ void AddElementwiseKernels(std::vector<TensorKernelEntry>* kernels) {
         "Cos",         "Tan",       "Asin",     "Acos",       "Atan",      "Sinh", "Cosh",           "Asinh",
         "Acosh",       "Atanh",     "Tanh",     "Sigmoid",    "LeakyRelu", "Elu",  "Selu",           "Celu",
         "HardSigmoid", "HardSwish", "Softplus", "Softsign",   "Erf",       "Mish", "ThresholdedRelu"}) {
-    kernels->push_back({name, MakeUnaryKernel, kFloats, ""});
+    kernels->push_back({name, MakeUnaryKernel, kFloats, "", UnaryTakesLayout});
   }
-  kernels->push_back({"Gelu", MakeUnaryKernel, kFloats, "approximate none|tanh"});
-  kernels->push_back({"kiln.Silu", MakeUnaryKernel, kFloats, "x * Sigmoid(x)"});
+  kernels->push_back({"Gelu", MakeUnaryKernel, kFloats, "approximate none|tanh", UnaryTakesLayout});
+  kernels->push_back({"kiln.Silu", MakeUnaryKernel, kFloats, "x * Sigmoid(x)", UnaryTakesLayout});
   for (const char* name : {"Abs", "Neg", "Sign", "Relu"})
-    kernels->push_back({name, MakeUnaryKernel, kNumeric, ""});
+    kernels->push_back({name, MakeUnaryKernel, kNumeric, "", UnaryTakesLayout});
   kernels->push_back({"IsNaN", MakeUnaryKernel, kFloats, ""});
   kernels->push_back({"IsInf", MakeUnaryKernel, kFloats, ""});
-  kernels->push_back({"Identity", MakeUnaryKernel, all, ""});
+  kernels->push_back({"Identity", MakeUnaryKernel, all, "", UnaryTakesLayout});
   kernels->push_back({"Not", MakeUnaryKernel, {DType::kBool}, ""});
   kernels->push_back({"BitwiseNot", MakeUnaryKernel, kIntegers, ""});
   kernels->push_back({"Dropout", MakeDropoutKernel, all, "inference only (training_mode false)"});
-  kernels->push_back({"Clip", MakeClipKernel, kNumeric, ""});
+  kernels->push_back({"Clip", MakeClipKernel, kNumeric, "", UnaryTakesLayout});
 
   for (const char* name : {"Add", "Sub", "Mul", "Div"})
-    kernels->push_back({name, MakeBinaryKernel, kNumeric, ""});
+    kernels->push_back({name, MakeBinaryKernel, kNumeric, "", BinaryTakesLayout});
   kernels->push_back({"Mod", MakeBinaryKernel, kNumeric, "fmod=1 for floats"});
   kernels->push_back(
       {"Pow", MakeBinaryKernel, {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32}, ""});

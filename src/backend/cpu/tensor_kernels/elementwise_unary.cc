@@ -8,6 +8,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "backend/cpu/tensor_kernels/blocked_elementwise.h"
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/elementwise_kernels.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
 #include "backend/cpu/tensor_kernels/tensor_vec.h"
@@ -216,9 +218,7 @@ Expected<TensorKernel> MakeUnaryF32OrWider(const TensorKernelArgs& args) {
   return result;
 }
 
-}  // namespace
-
-Expected<TensorKernel> MakeUnaryKernel(const TensorKernelArgs& args) {
+Expected<TensorKernel> MakeUnaryRowMajor(const TensorKernelArgs& args) {
   const DType t = args.inputs[0].dtype;
   if (args.op_type == "Identity") return CopyKernel(args.outputs[0].Bytes());
   if (args.op_type == "Not") {
@@ -228,6 +228,13 @@ Expected<TensorKernel> MakeUnaryKernel(const TensorKernelArgs& args) {
   }
   if (args.op_type == "BitwiseNot" && t == DType::kBool) return UnsupportedDType(args, t, "integers");
   return MakeViaF32(args, MakeUnaryF32OrWider);
+}
+
+}  // namespace
+
+Expected<TensorKernel> MakeUnaryKernel(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedUnary(args, MakeUnaryRowMajor);
+  return MakeUnaryRowMajor(args);
 }
 
 Expected<TensorKernel> MakeDropoutKernel(const TensorKernelArgs& args) {
@@ -313,11 +320,16 @@ Expected<TensorKernel> MakeClipF32OrOther(const TensorKernelArgs& args) {
   return result;
 }
 
+Expected<TensorKernel> MakeClipRowMajor(const TensorKernelArgs& args) {
+  if (args.inputs[0].dtype == DType::kBool) return UnsupportedDType(args, DType::kBool, "numeric types");
+  return MakeViaF32(args, MakeClipF32OrOther);
+}
+
 }  // namespace
 
 Expected<TensorKernel> MakeClipKernel(const TensorKernelArgs& args) {
-  if (args.inputs[0].dtype == DType::kBool) return UnsupportedDType(args, DType::kBool, "numeric types");
-  return MakeViaF32(args, MakeClipF32OrOther);
+  if (NodeIsNchw16c(args)) return MakeBlockedUnary(args, MakeClipRowMajor);
+  return MakeClipRowMajor(args);
 }
 
 }  // namespace kiln::cpu

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
 #include "core/thread_pool.h"
 
@@ -210,6 +211,7 @@ TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
 }
 
 Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedPool(args);
   const DType dtype = args.inputs[0].dtype;
   const bool max_of_bytes = args.op_type == "MaxPool" && (dtype == DType::kU8 || dtype == DType::kI8);
   if (!max_of_bytes) KILN_RETURN_IF_ERROR(CheckF32(args));
@@ -235,6 +237,7 @@ Expected<TensorKernel> MakePool(const TensorKernelArgs& args) {
 }
 
 Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedGlobalPool(args);
   KILN_RETURN_IF_ERROR(CheckF32(args));
   const auto& dims = args.inputs[0].dims;
   const int64_t planes = dims[0] * dims[1];
@@ -285,16 +288,23 @@ Expected<TensorKernel> MakeGlobalPool(const TensorKernelArgs& args) {
 
 }  // namespace
 
+BlockedPoolTaps PoolAxisTaps(const Window3& g, int axis, int64_t o) {
+  const AxisTaps t = TapsOf(g, axis, o);
+  return {t.start, t.first_tap, t.end_tap, t.padded_taps};
+}
+
 void AddPoolKernels(std::vector<TensorKernelEntry>* kernels) {
   const char* limits = "1-d to 3-d; f32; auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID; ceil_mode; dilations";
   kernels->push_back({"MaxPool",
                       MakePool,
                       {DType::kF32, DType::kU8, DType::kI8},
-                      std::string(limits) + "; Indices with storage_order 0|1; u8/i8 too"});
-  kernels->push_back({"AveragePool", MakePool, {DType::kF32}, std::string(limits) + "; count_include_pad"});
+                      std::string(limits) + "; Indices with storage_order 0|1; u8/i8 too",
+                      PoolTakesLayout});
+  kernels->push_back(
+      {"AveragePool", MakePool, {DType::kF32}, std::string(limits) + "; count_include_pad", PoolTakesLayout});
   kernels->push_back({"LpPool", MakePool, {DType::kF32}, limits});
-  kernels->push_back({"GlobalAveragePool", MakeGlobalPool, {DType::kF32}, "f32"});
-  kernels->push_back({"GlobalMaxPool", MakeGlobalPool, {DType::kF32}, "f32"});
+  kernels->push_back({"GlobalAveragePool", MakeGlobalPool, {DType::kF32}, "f32", GlobalPoolTakesLayout});
+  kernels->push_back({"GlobalMaxPool", MakeGlobalPool, {DType::kF32}, "f32", GlobalPoolTakesLayout});
   kernels->push_back({"GlobalLpPool", MakeGlobalPool, {DType::kF32}, "f32"});
 }
 

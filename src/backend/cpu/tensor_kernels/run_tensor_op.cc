@@ -8,6 +8,30 @@
 #include "graph/tensor_op.h"
 
 namespace kiln::cpu {
+namespace {
+
+// The tensors here are as big as their dims say: blocked activations fit
+// them only when no channel is padding (nchw16c with C a multiple of 16).
+Status CheckBuffersHoldLayout(const TensorOpRun& run, const std::vector<TensorType>& outputs) {
+  if (!run.attrs.Has("activation_layout")) return Status::Ok();
+  auto layout = run.attrs.String("activation_layout");
+  if (!layout.ok() || *layout != TensorLayoutName(TensorLayout::kNCHW16c)) return Status::Ok();
+  std::vector<TensorType> types = outputs;
+  for (const auto& in : run.inputs) {
+    if (in) types.push_back(in->type());
+  }
+  for (const TensorType& t : types) {
+    if (t.rank() == 4 && t.dims[1] % 16 != 0) {
+      return Unsupported(
+          "{} {}: nchw16c activations of {} channels need padded buffers, which tensors run one op at a time "
+          "do not have",
+          run.op_type, run.node, t.dims[1]);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Expected<std::vector<TensorData>> RunTensorOp(const TensorOpRun& run) {
   ShapeContext ctx;
@@ -20,6 +44,7 @@ Expected<std::vector<TensorData>> RunTensorOp(const TensorOpRun& run) {
     ctx.inputs.push_back(in ? TensorOpInput{&in->type(), &*in} : TensorOpInput{});
   }
   KILN_ASSIGN_OR_RETURN(ShapeResult shapes, InferTensorOp(ctx));
+  KILN_RETURN_IF_ERROR(CheckBuffersHoldLayout(run, shapes.outputs));
 
   TensorKernelArgs args;
   args.op_type = run.op_type;

@@ -5,12 +5,13 @@
 // that axis, which equals ONNX's N-linear / N-cubic formula up to rounding.
 // tf_crop_and_resize's out-of-range points get extrapolation_value.
 // f16/bf16 interpolate in f32 (converted in scratch), as they are stored
-// only.
+// only. Nearest resizing of the image axes also runs on nchw16c activations.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/resize_taps.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_groups.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
@@ -211,7 +212,52 @@ Status RunResize(const ResizePlan& plan, const TensorCall& call, size_t elem, DT
   return Status::Ok();
 }
 
+// Nearest on nchw16c activations: the same index tables over the blocked
+// dims [N, C/16, H, W], each pixel's 16-channel vector one 64-byte element
+// (the channels must not be resized).
+Expected<std::shared_ptr<const ResizePlan>> BlockedNearestPlan(const TensorKernelArgs& args) {
+  KernelParams params(args);
+  if (args.inputs[0].dtype != DType::kF32 || args.inputs[0].rank() != 4 || !params.Known({1, 2, 3})) {
+    return Unsupported("{} {}: nchw16c activations need an f32 rank-4 input and scales or sizes known now",
+                       args.op_type, args.node);
+  }
+  KILN_ASSIGN_OR_RETURN(ResizePlan plan, PlanResize(params.AtBind(), args.outputs[0]));
+  if (plan.p.mode != ResizeMode::kNearest || plan.extrapolates || !plan.taps[1].identity) {
+    return Unsupported("{} {}: nchw16c activations take nearest resizing of the image axes only", args.op_type,
+                       args.node);
+  }
+  const std::vector<int64_t> d = plan.p.in_dims;
+  const int64_t blocks = ChannelBlocks(d[1]);
+  const int64_t strides[4] = {blocks * d[2] * d[3], d[2] * d[3], d[3], 1};
+  plan.tables.assign(4, {});
+  for (size_t a = 0; a < 4; ++a) {
+    if (a == 1) {
+      for (int64_t b = 0; b < blocks; ++b) plan.tables[a].push_back(b * strides[a]);
+    } else {
+      for (int64_t i : plan.taps[a].index) plan.tables[a].push_back(i * strides[a]);
+    }
+  }
+  return std::make_shared<const ResizePlan>(std::move(plan));
+}
+
+bool ResizeTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
+  return layout == TensorLayout::kNCHW16c && BlockedNearestPlan(args).ok();
+}
+
+Expected<TensorKernel> MakeBlockedNearest(const TensorKernelArgs& args) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const ResizePlan> plan, BlockedNearestPlan(args));
+  TensorKernel k;
+  k.impl = "index-table-nchw16c";
+  k.run = [plan](const TensorCall& call) {
+    IndexTableCopy(kChannelBlock * sizeof(float), plan->tables, static_cast<const uint8_t*>(call.inputs[0]),
+                   static_cast<uint8_t*>(call.outputs[0]), call.pool);
+    return Status::Ok();
+  };
+  return k;
+}
+
 Expected<TensorKernel> MakeResize(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedNearest(args);
   const DType dtype = args.inputs[0].dtype;
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(dtype));
   auto params = std::make_shared<KernelParams>(args);
@@ -264,9 +310,9 @@ void AddResizeKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string limits =
       "nearest (any dtype) | linear | cubic (f32, f16, bf16); antialias=0; scales/sizes/roi known at compile "
       "time";
-  kernels->push_back({"Resize", MakeResize, MovableDTypes(), limits});
-  kernels->push_back(
-      {"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32, f16, bf16)"});
+  kernels->push_back({"Resize", MakeResize, MovableDTypes(), limits, ResizeTakesLayout});
+  kernels->push_back({"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32, f16, bf16)",
+                      ResizeTakesLayout});
 }
 
 }  // namespace kiln::cpu::shape_kernels

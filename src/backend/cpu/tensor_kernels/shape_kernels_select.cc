@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_groups.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
 #include "backend/cpu/tensor_kernels/tensor_scalar.h"
@@ -52,15 +53,61 @@ PartLayout LayoutParts(const std::vector<TensorType>& parts, int64_t axis, size_
   return l;
 }
 
+// Concat and Split on nchw16c activations: each part a run of whole blocks
+// (N, C/16, H, W, 16) along the axis, so the copies are those of row-major
+// parts with the blocked dims. Along the channels, every part but the last
+// must fill its blocks (a multiple of 16 channels); the last one's padding
+// is the whole tensor's.
+bool BlockedPartsJoin(const std::vector<TensorType>& parts, const TensorType& whole, const AttributeMap& attrs) {
+  if (whole.rank() != 4 || whole.dtype != DType::kF32) return false;
+  int64_t axis = attrs.Int("axis").ok() ? *attrs.Int("axis") : 0;
+  if (axis < 0) axis += 4;
+  if (axis < 0 || axis > 3) return false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].rank() != 4 || parts[i].dtype != DType::kF32) return false;
+    if (axis == 1 && i + 1 < parts.size() && parts[i].dims[1] % kChannelBlock != 0) return false;
+  }
+  return true;
+}
+
+bool ConcatTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
+  if (layout != TensorLayout::kNCHW16c || args.outputs.size() != 1) return false;
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    if (!BlockedInput(args, i)) return false;  // a constant part would be row-major
+  }
+  return BlockedPartsJoin(args.inputs, args.outputs[0], args.a());
+}
+
+bool SplitTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
+  return layout == TensorLayout::kNCHW16c && BlockedInput(args, 0) &&
+         BlockedPartsJoin(args.outputs, args.inputs[0], args.a());
+}
+
+// The parts' types as the copies see them: blocked dims on nchw16c.
+Expected<std::vector<TensorType>> PartsAsStored(const TensorKernelArgs& args, const std::vector<TensorType>& parts,
+                                                TensorLayoutSupport takes) {
+  if (!NodeIsNchw16c(args)) return parts;
+  if (!takes(TensorLayout::kNCHW16c, args)) {
+    return Unsupported(
+        "{} {}: nchw16c activations need f32 rank-4 parts computed at run time, all but the last a multiple "
+        "of 16 channels when joined along the channels",
+        args.op_type, args.node);
+  }
+  std::vector<TensorType> stored = parts;
+  for (TensorType& t : stored) t.dims = BlockedDims(t.dims);
+  return stored;
+}
+
 Expected<TensorKernel> MakeConcat(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   KernelParams params(args);
   KILN_ASSIGN_OR_RETURN(
       int64_t axis,
       params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
-  auto l = std::make_shared<PartLayout>(LayoutParts(args.inputs, axis, elem));
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> parts, PartsAsStored(args, args.inputs, ConcatTakesLayout));
+  auto l = std::make_shared<PartLayout>(LayoutParts(parts, axis, elem));
   TensorKernel k;
-  k.impl = "memcpy-runs";
+  k.impl = NodeIsNchw16c(args) ? "memcpy-runs-nchw16c" : "memcpy-runs";
   k.run = [l](const TensorCall& call) {
     auto* out = static_cast<uint8_t*>(call.outputs[0]);
     const size_t parts = l->part_bytes.size();
@@ -93,9 +140,10 @@ Expected<TensorKernel> MakeSplit(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(
       int64_t axis,
       params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
-  auto l = std::make_shared<PartLayout>(LayoutParts(args.outputs, axis, elem));
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> parts, PartsAsStored(args, args.outputs, SplitTakesLayout));
+  auto l = std::make_shared<PartLayout>(LayoutParts(parts, axis, elem));
   TensorKernel k;
-  k.impl = "memcpy-runs";
+  k.impl = NodeIsNchw16c(args) ? "memcpy-runs-nchw16c" : "memcpy-runs";
   k.run = [l](const TensorCall& call) {
     const auto* in = static_cast<const uint8_t*>(call.inputs[0]);
     const size_t parts = l->part_bytes.size();
@@ -588,8 +636,8 @@ Expected<TensorKernel> MakeNonZero(const TensorKernelArgs& args) {
 
 void AddShapeSelectKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType>& any = MovableDTypes();
-  kernels->push_back({"Concat", MakeConcat, any, ""});
-  kernels->push_back({"Split", MakeSplit, any, "split sizes known at compile time"});
+  kernels->push_back({"Concat", MakeConcat, any, "", ConcatTakesLayout});
+  kernels->push_back({"Split", MakeSplit, any, "split sizes known at compile time", SplitTakesLayout});
   kernels->push_back({"Slice", MakeSlice, any, "starts/ends/axes/steps known at compile time"});
   kernels->push_back({"Gather", MakeGather, any, "indices int32|int64"});
   kernels->push_back({"GatherElements", MakeGatherElements, any, "indices int32|int64"});

@@ -1,0 +1,100 @@
+// The loops of blocked_pool_loops.h, compiled once per ISA by the files
+// that include this (each copy internal to its file). Plain loops over the
+// 16 lanes, which the compiler turns into one or two vectors; no library
+// inline functions, so that no copy built for a wide ISA can be the one the
+// linker keeps for baseline code. Max and sums are taken in one fixed
+// order, so every ISA gives the same bits.
+#pragma once
+
+#include "backend/cpu/tensor_kernels/blocked_pool_loops.h"
+
+namespace kiln::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+
+template <bool kMax>
+void PoolRowsOf(const BlockedPoolJob& j, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t plane = r / j.out_h, oh = r % j.out_h;
+    const float* xp = j.x + plane * j.in_h * j.in_w * kLanes;
+    float* yp = j.y + (plane * j.out_h + oh) * j.out_w * kLanes;
+    const BlockedPoolTaps& th = j.th[oh];
+    for (int64_t ow = 0; ow < j.out_w; ++ow) {
+      const BlockedPoolTaps& tw = j.tw[ow];
+      float acc[kLanes];
+      for (int l = 0; l < kLanes; ++l) acc[l] = kMax ? -__builtin_huge_valf() : 0.0f;
+      for (int64_t a = th.first; a < th.end; ++a) {
+        const float* row = xp + (th.start + a * j.dilation_h) * j.in_w * kLanes;
+        for (int64_t b = tw.first; b < tw.end; ++b) {
+          const float* v = row + (tw.start + b * j.dilation_w) * kLanes;
+          if (kMax) {
+            for (int l = 0; l < kLanes; ++l) acc[l] = v[l] > acc[l] ? v[l] : acc[l];
+          } else {
+            for (int l = 0; l < kLanes; ++l) acc[l] += v[l];
+          }
+        }
+      }
+      float* out = yp + ow * kLanes;
+      const int64_t taps = (th.end - th.first) * (tw.end - tw.first);
+      if (kMax) {
+        for (int l = 0; l < kLanes; ++l) out[l] = acc[l];
+        // A window with no tap inside the input is -inf, in the real channels only.
+        if (taps == 0 && plane % j.blocks == j.blocks - 1) {
+          for (int64_t l = j.last_block_channels; l < kLanes; ++l) out[l] = 0.0f;
+        }
+      } else {
+        const int64_t divisor = j.count_include_pad ? th.padded * tw.padded : taps;
+        if (divisor > 0) {
+          const float d = static_cast<float>(divisor);
+          for (int l = 0; l < kLanes; ++l) out[l] = acc[l] / d;
+        } else {
+          for (int l = 0; l < kLanes; ++l) out[l] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+void PoolRows(const BlockedPoolJob& j, int64_t begin, int64_t end) {
+  if (j.is_max) {
+    PoolRowsOf<true>(j, begin, end);
+  } else {
+    PoolRowsOf<false>(j, begin, end);
+  }
+}
+
+void GlobalPool(const BlockedGlobalPoolJob& j, int64_t begin, int64_t end) {
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* xp = j.x + plane * j.pixels * kLanes;
+    float* out = j.y + plane * kLanes;
+    if (j.is_max) {
+      float acc[kLanes];
+      for (int l = 0; l < kLanes; ++l) acc[l] = xp[l];
+      for (int64_t p = 1; p < j.pixels; ++p) {
+        const float* v = xp + p * kLanes;
+        for (int l = 0; l < kLanes; ++l) acc[l] = v[l] > acc[l] ? v[l] : acc[l];
+      }
+      for (int l = 0; l < kLanes; ++l) out[l] = acc[l];
+    } else {
+      // Four partial sums per lane: independent adds, and less rounding on large planes.
+      float part[4][kLanes] = {};
+      int64_t p = 0;
+      for (; p + 4 <= j.pixels; p += 4) {
+        for (int k = 0; k < 4; ++k) {
+          const float* v = xp + (p + k) * kLanes;
+          for (int l = 0; l < kLanes; ++l) part[k][l] += v[l];
+        }
+      }
+      for (; p < j.pixels; ++p) {
+        const float* v = xp + p * kLanes;
+        for (int l = 0; l < kLanes; ++l) part[0][l] += v[l];
+      }
+      const float count = static_cast<float>(j.pixels);
+      for (int l = 0; l < kLanes; ++l) out[l] = ((part[0][l] + part[1][l]) + (part[2][l] + part[3][l])) / count;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cpu
