@@ -1,7 +1,7 @@
 // The precision policy on an ONNX graph end to end: convolutions, a Gemm and
-// matmuls (one on a weight, one of two activations, one too small to gain)
-// with softmax and a normalization between them, compiled fp32, mixed and
-// bf16. Where the CPU multiplies bf16 natively the plan names the bf16
+// matmuls (one on a weight, one of two activations, one too small to gain),
+// a depthwise convolution, softmax and a normalization, compiled fp32, mixed
+// and bf16. Where the CPU multiplies bf16 natively the plan names the bf16
 // products and the outputs stay within cosine 0.999 of fp32 (bf16 keeps 8
 // significant bits: each rounding is off by at most 2^-9 relative, and a few
 // layers of them leave the outputs a few tenths of a percent off, far inside
@@ -19,8 +19,10 @@
 namespace kiln {
 namespace {
 
-std::string MakeModel() {
-  const std::string path = ::testing::TempDir() + "/bf16_precision.onnx";
+// `depthwise`: with the depthwise convolution (output dw).
+std::string MakeModel(bool depthwise = true) {
+  const std::string path =
+      ::testing::TempDir() + (depthwise ? "/bf16_precision.onnx" : "/bf16_precision_dense.onnx");
   const std::string cmd =
       "/usr/bin/python3 -c \"\n"
       "import numpy as np, onnx, onnx.numpy_helper as nh\n"
@@ -50,11 +52,17 @@ std::string MakeModel() {
       "     h.make_node('GlobalAveragePool', ['r2'], ['pool'], name='pool'),\n"
       "     h.make_node('Flatten', ['pool'], ['pooled'], name='flatten'),\n"
       "     h.make_node('MatMul', ['pooled', 'Wsmall'], ['small'], name='small_product')]\n"
-      "inits.append(w('Wsmall', 64, 10))\n"
+      "inits += [w('Wsmall', 64, 10), w('Wdw', 64, 1, 3, 3)]\n"
       "g = h.make_graph(n, 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 32, 32, 32])],\n"
       "                 [h.make_tensor_value_info('y', T.FLOAT, None), h.make_tensor_value_info('logits', "
       "T.FLOAT, None),\n"
       "                  h.make_tensor_value_info('small', T.FLOAT, None)], inits)\n"
+      "if " +
+      std::string(depthwise ? "True" : "False") +
+      ":\n"
+      "    g.node.append(h.make_node('Conv', ['r2', 'Wdw'], ['dw'], name='depthwise', pads=[1, 1, 1, 1], "
+      "group=64))\n"
+      "    g.output.append(h.make_tensor_value_info('dw', T.FLOAT, None))\n"
       "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '" +
       path + "')\n\"";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
@@ -106,9 +114,9 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
   const PrecisionRun fp32 = RunAt(path, Precision::kFp32);
   const PrecisionRun mixed = RunAt(path, Precision::kMixed);
   const PrecisionRun bf16 = RunAt(path, Precision::kBf16);
-  ASSERT_EQ(fp32.outputs.size(), 3u);
-  ASSERT_EQ(mixed.outputs.size(), 3u);
-  ASSERT_EQ(bf16.outputs.size(), 3u);
+  ASSERT_EQ(fp32.outputs.size(), 4u);
+  ASSERT_EQ(mixed.outputs.size(), 4u);
+  ASSERT_EQ(bf16.outputs.size(), 4u);
   EXPECT_TRUE(Has(fp32.plan, "precision fp32: every op computes in fp32")) << fp32.plan;
   EXPECT_FALSE(Has(fp32.plan, "bf16 products"));
   const CpuInfo& cpu = GetCpuInfo();
@@ -129,6 +137,7 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
   // A product too small to gain stays fp32 under every policy.
   for (const PrecisionRun* r : {&mixed, &bf16}) {
     EXPECT_TRUE(Has(r->plan, "precision fp32: 1 MatMul: under 5 MFLOP")) << r->plan;
+    EXPECT_TRUE(Has(r->plan, "precision fp32: 1 Conv: grouped or depthwise")) << r->plan;
   }
   // bf16: both matmuls.
   EXPECT_TRUE(Has(bf16.plan, "precision bf16: 1 Gemm, 2 MatMul, 2 kiln.FusedConv in bf16")) << bf16.plan;
@@ -144,7 +153,7 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
     EXPECT_EQ(marked, want) << node << (want ? " is not" : " is") << " marked bf16 in\n" << bf16.plan;
   }
   for (const PrecisionRun* r : {&mixed, &bf16}) {
-    for (size_t o = 0; o < 3; ++o) {
+    for (size_t o = 0; o < 4; ++o) {
       ASSERT_EQ(r->outputs[o].size(), fp32.outputs[o].size());
       EXPECT_NE(r->outputs[o], fp32.outputs[o]) << "output " << o << ": bf16 rounding changed nothing";
       EXPECT_GE(Cosine(r->outputs[o], fp32.outputs[o]), 0.999) << "output " << o;
@@ -160,8 +169,9 @@ namespace {
 
 // A plugin's products run in bf16 only when its support list says bf16: the
 // test accelerator lists f32 alone, so its convolutions and Gemm stay fp32.
+// (No depthwise convolution: the test accelerator binds no grouped one.)
 TEST(OnnxBf16Precision, APluginWithoutBf16KeepsItsProductsFp32) {
-  const std::string path = MakeModel();
+  const std::string path = MakeModel(false);
   OnnxSessionOptions options;
   options.precision = Precision::kBf16;
   options.backend = "testaccel";
