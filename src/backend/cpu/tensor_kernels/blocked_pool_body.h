@@ -132,7 +132,8 @@ void GlobalPool(const BlockedGlobalPoolJob& j, int64_t begin, int64_t end) {
         for (int l = 0; l < kLanes; ++l) part[0][l] += v[l];
       }
       const float count = static_cast<float>(j.pixels);
-      for (int l = 0; l < kLanes; ++l) out[l] = ((part[0][l] + part[1][l]) + (part[2][l] + part[3][l])) / count;
+      for (int l = 0; l < kLanes; ++l)
+        out[l] = ((part[0][l] + part[1][l]) + (part[2][l] + part[3][l])) / count;
     }
   }
 }

@@ -35,7 +35,8 @@ using BlockedPoolRowsFn = void (*)(const BlockedPoolJob& job, int64_t begin, int
 
 // MaxPool planes [begin, end) by rows then columns; `rows` holds in_h x
 // out_w x 16 floats.
-using BlockedMaxPoolSeparableFn = void (*)(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end);
+using BlockedMaxPoolSeparableFn = void (*)(const BlockedPoolJob& job, float* rows, int64_t begin,
+                                           int64_t end);
 
 struct BlockedGlobalPoolJob {
   const float* x = nullptr;  // [planes, pixels, 16]
@@ -58,7 +59,9 @@ void BlockedGlobalPoolAvx2(const BlockedGlobalPoolJob& job, int64_t begin, int64
 void BlockedGlobalPoolAvx512(const BlockedGlobalPoolJob& job, int64_t begin, int64_t end);
 
 inline BlockedPoolRowsFn BlockedPoolRowsFor(Isa isa) {
-  return isa == Isa::kAvx512 ? BlockedPoolRowsAvx512 : isa == Isa::kAvx2 ? BlockedPoolRowsAvx2 : BlockedPoolRowsBaseline;
+  return isa == Isa::kAvx512 ? BlockedPoolRowsAvx512
+         : isa == Isa::kAvx2 ? BlockedPoolRowsAvx2
+                             : BlockedPoolRowsBaseline;
 }
 inline BlockedMaxPoolSeparableFn BlockedMaxPoolSeparableFor(Isa isa) {
   return isa == Isa::kAvx512 ? BlockedMaxPoolSeparableAvx512

@@ -3,7 +3,9 @@
 
 namespace kiln::cpu {
 
-void BlockedPoolRowsBaseline(const BlockedPoolJob& job, int64_t begin, int64_t end) { PoolRows(job, begin, end); }
+void BlockedPoolRowsBaseline(const BlockedPoolJob& job, int64_t begin, int64_t end) {
+  PoolRows(job, begin, end);
+}
 
 void BlockedMaxPoolSeparableBaseline(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end) {
   MaxPoolPlanesSeparable(job, rows, begin, end);

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <vector>
 
 namespace kiln::cpu {
@@ -128,8 +128,8 @@ struct ConvDescs {
   dnnl::convolution_forward::primitive_desc pd;
 };
 
-ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual, TensorLayout layout,
-                       bool blocked_internally) {
+ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual,
+                       TensorLayout layout, bool blocked_internally) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -160,9 +160,10 @@ ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has
   const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
   const memory::desc conv_src_any(src_dims, dt::f32, g.in_channels < 16 ? tag::nchw : blocked_tag),
       conv_dst_any(dst_dims, dt::f32, blocked_tag);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                       d.blocked ? conv_src_any : d.src, w_any, d.b_desc,
-                                       d.blocked ? conv_dst_any : d.dst, strides, dilates, pad_l, pad_r);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct, d.blocked ? conv_src_any : d.src,
+                                       w_any, d.b_desc, d.blocked ? conv_dst_any : d.dst, strides, dilates,
+                                       pad_l, pad_r);
   dnnl::post_ops ops;
   // The residual is copied into the output first; `sum` adds it where the
   // epilogue says. After an activation, on activations the layout stage
