@@ -39,7 +39,8 @@ TEST(BlockedLayoutConcat, ChannelsMatchRowMajor) {
   blocked_test::ExpectBlockedMatchesRowMajor(ConcatCase(1, {{1, 16, 5, 4}, {1, 16, 5, 4}, {1, 16, 5, 4}}),
                                              "16+16+16");
   blocked_test::ExpectBlockedMatchesRowMajor(ConcatCase(1, {{2, 16, 5, 4}, {2, 24, 5, 4}}), "16+24");
-  blocked_test::ExpectBlockedMatchesRowMajor(ConcatCase(-3, {{1, 32, 3, 3}, {1, 40, 3, 3}}), "32+40, axis -3");
+  blocked_test::ExpectBlockedMatchesRowMajor(ConcatCase(-3, {{1, 32, 3, 3}, {1, 40, 3, 3}}),
+                                             "32+40, axis -3");
 }
 
 TEST(BlockedLayoutConcat, OtherAxesMatchRowMajor) {

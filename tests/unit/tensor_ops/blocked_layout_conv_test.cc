@@ -43,9 +43,9 @@ TEST(BlockedLayoutConv, DenseMatchesRowMajor) {
   for (const ConvShape& s : {ConvShape{16, 16, 9, 7, 3, 1, 1}, ConvShape{24, 40, 8, 8, 3, 2, 1},
                              ConvShape{40, 24, 6, 5, 1, 1, 1}, ConvShape{16, 40, 7, 7, 1, 1, 1}}) {
     for (bool fused : {false, true}) {
-      blocked_test::ExpectBlockedMatchesRowMajor(
-          ConvCase(s, fused), "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " k=" +
-                                  std::to_string(s.k) + (fused ? " fused" : ""));
+      blocked_test::ExpectBlockedMatchesRowMajor(ConvCase(s, fused),
+                                                 "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) +
+                                                     " k=" + std::to_string(s.k) + (fused ? " fused" : ""));
     }
   }
 }
@@ -63,8 +63,8 @@ TEST(BlockedLayoutConv, DepthwiseMatchesRowMajor) {
                              ConvShape{40, 40, 7, 7, 5, 1, 40}}) {
     for (bool fused : {false, true}) {
       blocked_test::ExpectBlockedMatchesRowMajor(
-          ConvCase(s, fused), "depthwise c=" + std::to_string(s.c) + " k=" + std::to_string(s.k) +
-                                  (fused ? " fused" : ""));
+          ConvCase(s, fused),
+          "depthwise c=" + std::to_string(s.c) + " k=" + std::to_string(s.k) + (fused ? " fused" : ""));
     }
   }
 }

@@ -13,8 +13,8 @@ using conv_test::RandomTensor;
 
 TEST(BlockedLayoutElementwise, UnaryMatchesRowMajor) {
   for (int64_t c : {16, 24, 40}) {
-    for (const char* op : {"Relu", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "kiln.Silu", "Tanh", "Exp",
-                           "Identity", "Clip"}) {
+    for (const char* op : {"Relu", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "kiln.Silu", "Tanh",
+                           "Exp", "Identity", "Clip"}) {
       BlockedCase bc;
       bc.op = op;
       bc.inputs = {RandomTensor({2, c, 5, 3}, 7)};

@@ -1,6 +1,7 @@
 // The pools on nchw16c activations against the row-major ones: windows
-// with strides, pads, ceil_mode, dilations and count_include_pad, and the
-// global pools; channel counts that are and are not multiples of 16.
+// with strides, pads, ceil_mode, dilations and count_include_pad (MaxPool
+// with stride 1 down the image runs rows then columns), and the global
+// pools; channel counts that are and are not multiples of 16.
 #include <gtest/gtest.h>
 
 #include "unit/tensor_ops/blocked_layout_test_util.h"
@@ -27,10 +28,16 @@ TEST(BlockedLayoutPool, MaxAndAverageMatchRowMajor) {
   for (int64_t c : {16, 24, 40}) {
     for (const char* op : {"MaxPool", "AveragePool"}) {
       const std::string what = std::string(op) + " c=" + std::to_string(c);
-      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {3, 3}, {2, 2}, {1, 1, 1, 1}), what + " 3x3/2");
+      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {3, 3}, {2, 2}, {1, 1, 1, 1}),
+                                                 what + " 3x3/2");
       // SPPF's 5x5/1 with pads 2.
-      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {5, 5}, {1, 1}, {2, 2, 2, 2}), what + " 5x5/1");
-      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {2, 2}, {2, 2}, {0, 0, 0, 0}), what + " 2x2/2");
+      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {5, 5}, {1, 1}, {2, 2, 2, 2}),
+                                                 what + " 5x5/1");
+      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {2, 2}, {2, 2}, {0, 0, 0, 0}),
+                                                 what + " 2x2/2");
+      // Stride 1 down the image only (MaxPool's rows-then-columns path).
+      blocked_test::ExpectBlockedMatchesRowMajor(PoolCase(op, c, {3, 4}, {1, 2}, {1, 0, 2, 1}),
+                                                 what + " 3x4/(1,2)");
       BlockedCase ceil = PoolCase(op, c, {3, 2}, {2, 3}, {0, 1, 1, 0});
       ceil.attrs.SetInt("ceil_mode", 1);
       blocked_test::ExpectBlockedMatchesRowMajor(ceil, what + " ceil_mode");

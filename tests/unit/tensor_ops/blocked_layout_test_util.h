@@ -23,9 +23,13 @@ namespace kiln::blocked_test {
 
 constexpr int64_t kBlock = 16;
 
-inline int64_t Blocks(int64_t c) { return (c + kBlock - 1) / kBlock; }
+inline int64_t Blocks(int64_t c) {
+  return (c + kBlock - 1) / kBlock;
+}
 
-inline int64_t BlockedCount(const std::vector<int64_t>& d) { return d[0] * Blocks(d[1]) * d[2] * d[3] * kBlock; }
+inline int64_t BlockedCount(const std::vector<int64_t>& d) {
+  return d[0] * Blocks(d[1]) * d[2] * d[3] * kBlock;
+}
 
 // NCHW -> nchw16c with the padded channels set to `pad`.
 inline std::vector<float> ToBlocked(const float* x, const std::vector<int64_t>& d, float pad = 0.0f) {
@@ -34,7 +38,8 @@ inline std::vector<float> ToBlocked(const float* x, const std::vector<int64_t>& 
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < hw; ++p)
-        y[static_cast<size_t>(((i * cb + ch / kBlock) * hw + p) * kBlock + ch % kBlock)] = x[(i * c + ch) * hw + p];
+        y[static_cast<size_t>(((i * cb + ch / kBlock) * hw + p) * kBlock + ch % kBlock)] =
+            x[(i * c + ch) * hw + p];
   return y;
 }
 
@@ -44,7 +49,8 @@ inline std::vector<float> FromBlocked(const float* y, const std::vector<int64_t>
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < hw; ++p)
-        x[static_cast<size_t>((i * c + ch) * hw + p)] = y[((i * cb + ch / kBlock) * hw + p) * kBlock + ch % kBlock];
+        x[static_cast<size_t>((i * c + ch) * hw + p)] =
+            y[((i * cb + ch / kBlock) * hw + p) * kBlock + ch % kBlock];
   return x;
 }
 
@@ -66,7 +72,8 @@ struct BlockedCase {
   std::vector<bool> constant;  // per input: known when the kernel is made (row-major then)
   int num_outputs = 1;
   float tol = 1e-5f;
-  bool expect_taken = true;  // the entry's takes_layout says yes (the kernel is run either way when it can be made)
+  bool expect_taken =
+      true;  // the entry's takes_layout says yes (the kernel is run either way when it can be made)
 };
 
 // Runs c row-major and blocked (with and without a pool of 2 threads) and

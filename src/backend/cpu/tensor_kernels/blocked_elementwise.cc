@@ -27,15 +27,35 @@ struct BlockedUnaryOp {
   bool keeps_zero;
 };
 
-constexpr BlockedUnaryOp kBlockedUnaryOps[] = {
-    {"Relu", true},       {"LeakyRelu", true},   {"HardSwish", true}, {"kiln.Silu", true},
-    {"Tanh", true},       {"Abs", true},         {"Neg", true},       {"Sign", true},
-    {"Erf", true},        {"Gelu", true},        {"Elu", true},       {"Selu", true},
-    {"Celu", true},       {"Mish", true},        {"Softsign", true},  {"Identity", true},
-    {"Sigmoid", false},   {"HardSigmoid", false}, {"Clip", false},     {"Exp", false},
-    {"Softplus", false},  {"Sqrt", true},        {"Floor", true},     {"Ceil", true},
-    {"Round", true},      {"Sin", true},         {"Cos", false},      {"Reciprocal", false},
-    {"ThresholdedRelu", false}};
+constexpr BlockedUnaryOp kBlockedUnaryOps[] = {{"Relu", true},
+                                               {"LeakyRelu", true},
+                                               {"HardSwish", true},
+                                               {"kiln.Silu", true},
+                                               {"Tanh", true},
+                                               {"Abs", true},
+                                               {"Neg", true},
+                                               {"Sign", true},
+                                               {"Erf", true},
+                                               {"Gelu", true},
+                                               {"Elu", true},
+                                               {"Selu", true},
+                                               {"Celu", true},
+                                               {"Mish", true},
+                                               {"Softsign", true},
+                                               {"Identity", true},
+                                               {"Sigmoid", false},
+                                               {"HardSigmoid", false},
+                                               {"Clip", false},
+                                               {"Exp", false},
+                                               {"Softplus", false},
+                                               {"Sqrt", true},
+                                               {"Floor", true},
+                                               {"Ceil", true},
+                                               {"Round", true},
+                                               {"Sin", true},
+                                               {"Cos", false},
+                                               {"Reciprocal", false},
+                                               {"ThresholdedRelu", false}};
 
 const BlockedUnaryOp* FindBlockedUnary(std::string_view op) {
   for (const BlockedUnaryOp& u : kBlockedUnaryOps) {
@@ -44,7 +64,9 @@ const BlockedUnaryOp* FindBlockedUnary(std::string_view op) {
   return nullptr;
 }
 
-bool IsF32Rank4(const TensorType& t) { return t.dtype == DType::kF32 && t.rank() == 4; }
+bool IsF32Rank4(const TensorType& t) {
+  return t.dtype == DType::kF32 && t.rank() == 4;
+}
 
 // [N, C, H, W] as the dims of its padded buffer read row-major, [N, C16, H, W].
 std::vector<int64_t> PaddedDims(const std::vector<int64_t>& d) {
@@ -90,7 +112,7 @@ namespace {
 
 // How one operand of a blocked binary op is read.
 struct BlockedOperand {
-  std::vector<int64_t> dims;                  // 5-d, broadcast to the output's blocked dims
+  std::vector<int64_t> dims;                   // 5-d, broadcast to the output's blocked dims
   std::shared_ptr<std::vector<float>> packed;  // a constant, laid out for dims; null: the call's input
 };
 
@@ -152,15 +174,18 @@ void PerChannelPlanes(const float* x, const float* s, float* y, int64_t pixels, 
     for (int64_t l = 0; l < kChannelBlock; ++l) c[l] = sv[l];
     for (int64_t p = 0; p < pixels; ++p) {
       if (scale_first) {
-        for (int64_t l = 0; l < kChannelBlock; ++l) yp[p * kChannelBlock + l] = Apply<kOp>(c[l], xp[p * kChannelBlock + l]);
+        for (int64_t l = 0; l < kChannelBlock; ++l)
+          yp[p * kChannelBlock + l] = Apply<kOp>(c[l], xp[p * kChannelBlock + l]);
       } else {
-        for (int64_t l = 0; l < kChannelBlock; ++l) yp[p * kChannelBlock + l] = Apply<kOp>(xp[p * kChannelBlock + l], c[l]);
+        for (int64_t l = 0; l < kChannelBlock; ++l)
+          yp[p * kChannelBlock + l] = Apply<kOp>(xp[p * kChannelBlock + l], c[l]);
       }
     }
   }
 }
 
-using PerChannelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, bool, int64_t, int64_t);
+using PerChannelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, bool, int64_t,
+                              int64_t);
 
 PerChannelFn PerChannelFor(VecBinaryOp op) {
   switch (op) {
@@ -191,8 +216,10 @@ std::optional<TensorKernel> PerChannelKernel(VecBinaryOp op, const BlockedOperan
   TensorKernel k;
   k.impl = "kiln-per-channel-nchw16c";
   k.run = [=](const TensorCall& call) {
-    const float* px = x.packed ? x.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 1 : 0]);
-    const float* ps = s.packed ? s.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 0 : 1]);
+    const float* px =
+        x.packed ? x.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 1 : 0]);
+    const float* ps =
+        s.packed ? s.packed->data() : static_cast<const float*>(call.inputs[scale_first ? 0 : 1]);
     float* y = static_cast<float*>(call.outputs[0]);
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, pixels * kChannelBlock));
     SplitRanges(call.pool, planes, grain, [&](int64_t begin, int64_t end) {
@@ -225,8 +252,8 @@ Expected<TensorKernel> MakeBlockedBinary(const TensorKernelArgs& args) {
   if (auto k = PerChannelKernel(op, a, b, out)) return *std::move(k);
   auto plan = std::make_shared<const BroadcastPlan>(MakeBroadcastPlan(BlockedDims(out), {a.dims, b.dims}));
   // A single value or a per-pixel constant reaches the padding too (and 0 / 0 is NaN).
-  const bool zero_padding = out[1] % kChannelBlock != 0 &&
-                            (op == VecBinaryOp::kDiv || a.dims[4] == 1 || b.dims[4] == 1);
+  const bool zero_padding =
+      out[1] % kChannelBlock != 0 && (op == VecBinaryOp::kDiv || a.dims[4] == 1 || b.dims[4] == 1);
   TensorKernel k;
   k.impl = std::string("kiln-") + IsaName(TensorVec().isa) + "-nchw16c";
   k.run = [plan, op, a, b, out, zero_padding](const TensorCall& call) {

@@ -41,7 +41,8 @@ void ZeroChannelPadding(float* y, int64_t batch, int64_t channels, int64_t pixel
   const int64_t blocks = ChannelBlocks(channels);
   for (int64_t n = 0; n < batch; ++n) {
     float* last = y + ((n * blocks + blocks - 1) * pixels) * kChannelBlock;
-    for (int64_t p = 0; p < pixels; ++p) std::fill(last + p * kChannelBlock + used, last + (p + 1) * kChannelBlock, 0.0f);
+    for (int64_t p = 0; p < pixels; ++p)
+      std::fill(last + p * kChannelBlock + used, last + (p + 1) * kChannelBlock, 0.0f);
   }
 }
 
@@ -51,7 +52,8 @@ std::vector<float> ToNchw16c(const float* x, const std::vector<int64_t>& nchw) {
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* src = x + (i * c + ch) * pixels;
-      float* dst = y.data() + ((i * blocks + ch / kChannelBlock) * pixels) * kChannelBlock + ch % kChannelBlock;
+      float* dst =
+          y.data() + ((i * blocks + ch / kChannelBlock) * pixels) * kChannelBlock + ch % kChannelBlock;
       for (int64_t p = 0; p < pixels; ++p) dst[p * kChannelBlock] = src[p];
     }
   }

@@ -15,7 +15,9 @@ namespace kiln::cpu {
 
 inline constexpr int64_t kChannelBlock = 16;
 
-inline int64_t ChannelBlocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
+inline int64_t ChannelBlocks(int64_t channels) {
+  return (channels + kChannelBlock - 1) / kChannelBlock;
+}
 
 // The layout the node's attribute activation_layout names (row-major when
 // it has none); an error naming the node for an unknown name.

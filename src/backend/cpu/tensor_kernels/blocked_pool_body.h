@@ -64,6 +64,47 @@ void PoolRows(const BlockedPoolJob& j, int64_t begin, int64_t end) {
   }
 }
 
+// MaxPool with stride 1 down the image: each input row's maxima across
+// the window's width once per plane (in `rows`: in_h x out_w vectors), then
+// the maxima of those down the window's height: KH + KW comparisons per
+// output instead of KH x KW (the same result: max takes any order).
+void MaxPoolPlanesSeparable(const BlockedPoolJob& j, float* rows, int64_t begin, int64_t end) {
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* xp = j.x + plane * j.in_h * j.in_w * kLanes;
+    float* yp = j.y + plane * j.out_h * j.out_w * kLanes;
+    for (int64_t ih = 0; ih < j.in_h; ++ih) {
+      for (int64_t ow = 0; ow < j.out_w; ++ow) {
+        const BlockedPoolTaps& tw = j.tw[ow];
+        float acc[kLanes];
+        for (int l = 0; l < kLanes; ++l) acc[l] = -__builtin_huge_valf();
+        for (int64_t b = tw.first; b < tw.end; ++b) {
+          const float* v = xp + (ih * j.in_w + tw.start + b * j.dilation_w) * kLanes;
+          for (int l = 0; l < kLanes; ++l) acc[l] = v[l] > acc[l] ? v[l] : acc[l];
+        }
+        float* h = rows + (ih * j.out_w + ow) * kLanes;
+        for (int l = 0; l < kLanes; ++l) h[l] = acc[l];
+      }
+    }
+    for (int64_t oh = 0; oh < j.out_h; ++oh) {
+      const BlockedPoolTaps& th = j.th[oh];
+      for (int64_t ow = 0; ow < j.out_w; ++ow) {
+        float acc[kLanes];
+        for (int l = 0; l < kLanes; ++l) acc[l] = -__builtin_huge_valf();
+        for (int64_t a = th.first; a < th.end; ++a) {
+          const float* v = rows + ((th.start + a * j.dilation_h) * j.out_w + ow) * kLanes;
+          for (int l = 0; l < kLanes; ++l) acc[l] = v[l] > acc[l] ? v[l] : acc[l];
+        }
+        float* out = yp + (oh * j.out_w + ow) * kLanes;
+        for (int l = 0; l < kLanes; ++l) out[l] = acc[l];
+        const BlockedPoolTaps& tw = j.tw[ow];
+        if ((th.end - th.first) * (tw.end - tw.first) == 0 && plane % j.blocks == j.blocks - 1) {
+          for (int64_t l = j.last_block_channels; l < kLanes; ++l) out[l] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
 void GlobalPool(const BlockedGlobalPoolJob& j, int64_t begin, int64_t end) {
   for (int64_t plane = begin; plane < end; ++plane) {
     const float* xp = j.x + plane * j.pixels * kLanes;
@@ -91,7 +132,8 @@ void GlobalPool(const BlockedGlobalPoolJob& j, int64_t begin, int64_t end) {
         for (int l = 0; l < kLanes; ++l) part[0][l] += v[l];
       }
       const float count = static_cast<float>(j.pixels);
-      for (int l = 0; l < kLanes; ++l) out[l] = ((part[0][l] + part[1][l]) + (part[2][l] + part[3][l])) / count;
+      for (int l = 0; l < kLanes; ++l)
+        out[l] = ((part[0][l] + part[1][l]) + (part[2][l] + part[3][l])) / count;
     }
   }
 }

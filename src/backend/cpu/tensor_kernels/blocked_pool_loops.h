@@ -33,6 +33,11 @@ struct BlockedPoolJob {
 // Output rows [begin, end) of the job, row r being plane r / out_h, row r % out_h.
 using BlockedPoolRowsFn = void (*)(const BlockedPoolJob& job, int64_t begin, int64_t end);
 
+// MaxPool planes [begin, end) by rows then columns; `rows` holds in_h x
+// out_w x 16 floats.
+using BlockedMaxPoolSeparableFn = void (*)(const BlockedPoolJob& job, float* rows, int64_t begin,
+                                           int64_t end);
+
 struct BlockedGlobalPoolJob {
   const float* x = nullptr;  // [planes, pixels, 16]
   float* y = nullptr;        // [planes, 16]
@@ -46,12 +51,22 @@ using BlockedGlobalPoolFn = void (*)(const BlockedGlobalPoolJob& job, int64_t be
 void BlockedPoolRowsBaseline(const BlockedPoolJob& job, int64_t begin, int64_t end);
 void BlockedPoolRowsAvx2(const BlockedPoolJob& job, int64_t begin, int64_t end);
 void BlockedPoolRowsAvx512(const BlockedPoolJob& job, int64_t begin, int64_t end);
+void BlockedMaxPoolSeparableBaseline(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end);
+void BlockedMaxPoolSeparableAvx2(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end);
+void BlockedMaxPoolSeparableAvx512(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end);
 void BlockedGlobalPoolBaseline(const BlockedGlobalPoolJob& job, int64_t begin, int64_t end);
 void BlockedGlobalPoolAvx2(const BlockedGlobalPoolJob& job, int64_t begin, int64_t end);
 void BlockedGlobalPoolAvx512(const BlockedGlobalPoolJob& job, int64_t begin, int64_t end);
 
 inline BlockedPoolRowsFn BlockedPoolRowsFor(Isa isa) {
-  return isa == Isa::kAvx512 ? BlockedPoolRowsAvx512 : isa == Isa::kAvx2 ? BlockedPoolRowsAvx2 : BlockedPoolRowsBaseline;
+  return isa == Isa::kAvx512 ? BlockedPoolRowsAvx512
+         : isa == Isa::kAvx2 ? BlockedPoolRowsAvx2
+                             : BlockedPoolRowsBaseline;
+}
+inline BlockedMaxPoolSeparableFn BlockedMaxPoolSeparableFor(Isa isa) {
+  return isa == Isa::kAvx512 ? BlockedMaxPoolSeparableAvx512
+         : isa == Isa::kAvx2 ? BlockedMaxPoolSeparableAvx2
+                             : BlockedMaxPoolSeparableBaseline;
 }
 inline BlockedGlobalPoolFn BlockedGlobalPoolFor(Isa isa) {
   return isa == Isa::kAvx512 ? BlockedGlobalPoolAvx512

@@ -3,7 +3,13 @@
 
 namespace kiln::cpu {
 
-void BlockedPoolRowsAvx2(const BlockedPoolJob& job, int64_t begin, int64_t end) { PoolRows(job, begin, end); }
+void BlockedPoolRowsAvx2(const BlockedPoolJob& job, int64_t begin, int64_t end) {
+  PoolRows(job, begin, end);
+}
+
+void BlockedMaxPoolSeparableAvx2(const BlockedPoolJob& job, float* rows, int64_t begin, int64_t end) {
+  MaxPoolPlanesSeparable(job, rows, begin, end);
+}
 
 void BlockedGlobalPoolAvx2(const BlockedGlobalPoolJob& job, int64_t begin, int64_t end) {
   GlobalPool(job, begin, end);

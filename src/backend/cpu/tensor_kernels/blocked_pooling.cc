@@ -25,6 +25,11 @@ struct BlockedPoolPlan {
   std::vector<BlockedPoolTaps> th, tw;
   int64_t rows = 0;
   BlockedPoolRowsFn rows_fn = nullptr;
+  // MaxPool with stride 1 down the image: planes by rows then columns, each
+  // thread with its own rows of `row_floats` in the scratch.
+  BlockedMaxPoolSeparableFn separable = nullptr;
+  int64_t planes = 0, row_floats = 0;
+  int threads = 1;
 };
 
 }  // namespace
@@ -68,10 +73,31 @@ Expected<TensorKernel> MakeBlockedPool(const TensorKernelArgs& args) {
   plan->rows_fn = BlockedPoolRowsFor(BestIsa());
   TensorKernel k;
   k.impl = std::string("kiln-") + IsaName(BestIsa()) + "-nchw16c";
+  if (j.is_max && g.stride[1] == 1 && g.kernel[1] > 1) {
+    plan->separable = BlockedMaxPoolSeparableFor(BestIsa());
+    plan->planes = g.batch * j.blocks;
+    // Rounded to 16 floats so that each thread's rows start 64-byte aligned.
+    plan->row_floats = (j.in_h * j.out_w * kChannelBlock + 15) / 16 * 16;
+    plan->threads = std::max(1, args.num_threads);
+    k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->row_floats * plan->threads);
+    k.impl += "-separable";
+  }
   k.run = [plan](const TensorCall& call) {
     BlockedPoolJob job = plan->job;
     job.x = static_cast<const float*>(call.inputs[0]);
     job.y = static_cast<float*>(call.outputs[0]);
+    if (plan->separable != nullptr) {
+      auto* rows = reinterpret_cast<float*>(call.scratch);
+      // More threads than the scratch was sized for run on the caller alone.
+      if (call.pool == nullptr || call.pool->num_threads() <= 1 || call.pool->num_threads() > plan->threads) {
+        plan->separable(job, rows, 0, plan->planes);
+      } else {
+        call.pool->ParallelFor(plan->planes, 1, [&](int64_t b, int64_t e, int thread) {
+          plan->separable(job, rows + thread * plan->row_floats, b, e);
+        });
+      }
+      return Status::Ok();
+    }
     if (call.pool == nullptr || call.pool->num_threads() <= 1) {
       plan->rows_fn(job, 0, plan->rows);
     } else {

@@ -113,9 +113,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(TensorLayout layout, NodeActivationLayout(args));
   if (layout != TensorLayout::kRowMajor) {
     if (!packable || !OneDnnConvApplies(g, BestIsa())) {
-      return Unsupported(
-          "{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2", args.op_type,
-          args.node, TensorLayoutName(layout));
+      return Unsupported("{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2",
+                         args.op_type, args.node, TensorLayoutName(layout));
     }
     if (bf16) {
       if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);

@@ -1,8 +1,8 @@
 // The CPU's elementwise tensor kernels: the table entries; the kernels are
 // in elementwise_unary.cc, elementwise_binary.cc and elementwise_cast.cc
 // (those on nchw16c activations in blocked_elementwise.cc).
-#include "backend/cpu/tensor_kernels/blocked_elementwise.h"
 #include "backend/cpu/tensor_kernels/elementwise_kernels.h"
+#include "backend/cpu/tensor_kernels/blocked_elementwise.h"
 
 namespace kiln::cpu {
 

@@ -223,8 +223,8 @@ Expected<std::shared_ptr<const ResizePlan>> BlockedNearestPlan(const TensorKerne
   }
   KILN_ASSIGN_OR_RETURN(ResizePlan plan, PlanResize(params.AtBind(), args.outputs[0]));
   if (plan.p.mode != ResizeMode::kNearest || plan.extrapolates || !plan.taps[1].identity) {
-    return Unsupported("{} {}: nchw16c activations take nearest resizing of the image axes only", args.op_type,
-                       args.node);
+    return Unsupported("{} {}: nchw16c activations take nearest resizing of the image axes only",
+                       args.op_type, args.node);
   }
   const std::vector<int64_t> d = plan.p.in_dims;
   const int64_t blocks = ChannelBlocks(d[1]);
@@ -311,8 +311,8 @@ void AddResizeKernels(std::vector<TensorKernelEntry>* kernels) {
       "nearest (any dtype) | linear | cubic (f32, f16, bf16); antialias=0; scales/sizes/roi known at compile "
       "time";
   kernels->push_back({"Resize", MakeResize, MovableDTypes(), limits, ResizeTakesLayout});
-  kernels->push_back({"Upsample", MakeResize, MovableDTypes(), "nearest (any dtype) | linear (f32, f16, bf16)",
-                      ResizeTakesLayout});
+  kernels->push_back({"Upsample", MakeResize, MovableDTypes(),
+                      "nearest (any dtype) | linear (f32, f16, bf16)", ResizeTakesLayout});
 }
 
 }  // namespace kiln::cpu::shape_kernels

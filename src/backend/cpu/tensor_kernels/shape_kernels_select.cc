@@ -58,7 +58,8 @@ PartLayout LayoutParts(const std::vector<TensorType>& parts, int64_t axis, size_
 // parts with the blocked dims. Along the channels, every part but the last
 // must fill its blocks (a multiple of 16 channels); the last one's padding
 // is the whole tensor's.
-bool BlockedPartsJoin(const std::vector<TensorType>& parts, const TensorType& whole, const AttributeMap& attrs) {
+bool BlockedPartsJoin(const std::vector<TensorType>& parts, const TensorType& whole,
+                      const AttributeMap& attrs) {
   if (whole.rank() != 4 || whole.dtype != DType::kF32) return false;
   int64_t axis = attrs.Int("axis").ok() ? *attrs.Int("axis") : 0;
   if (axis < 0) axis += 4;
@@ -84,7 +85,8 @@ bool SplitTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
 }
 
 // The parts' types as the copies see them: blocked dims on nchw16c.
-Expected<std::vector<TensorType>> PartsAsStored(const TensorKernelArgs& args, const std::vector<TensorType>& parts,
+Expected<std::vector<TensorType>> PartsAsStored(const TensorKernelArgs& args,
+                                                const std::vector<TensorType>& parts,
                                                 TensorLayoutSupport takes) {
   if (!NodeIsNchw16c(args)) return parts;
   if (!takes(TensorLayout::kNCHW16c, args)) {
