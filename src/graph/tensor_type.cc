@@ -31,4 +31,21 @@ const char* TensorLayoutName(TensorLayout layout) {
   return "?";
 }
 
+bool ParseTensorLayout(std::string_view name, TensorLayout* layout) {
+  for (TensorLayout l : {TensorLayout::kRowMajor, TensorLayout::kNHWC, TensorLayout::kNCHW16c}) {
+    if (name == TensorLayoutName(l)) {
+      *layout = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t TensorBytesIn(const TensorType& type, TensorLayout layout) {
+  if (layout != TensorLayout::kNCHW16c || type.rank() != 4) return type.Bytes();
+  const int64_t channels = type.dims[1], padded = (channels + 15) / 16 * 16;
+  if (channels == 0) return 0;
+  return type.Bytes() / static_cast<size_t>(channels) * static_cast<size_t>(padded);
+}
+
 }  // namespace kiln

@@ -26,6 +26,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
+#include "backend/cpu/tensor_kernels/conv_layout_preference.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
 #include "backend/cpu/tensor_kernels/conv_transpose_plan.h"
@@ -207,12 +208,13 @@ void AddConvKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::string conv_limits =
       "1-d and 2-d vectorized (3-d by the reference loops); f32; group, dilations, strides, pads, "
       "auto_pad NOTSET|SAME_UPPER|SAME_LOWER|VALID";
-  kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits});
+  kernels->push_back({"Conv", MakeConv, {DType::kF32}, conv_limits, ConvTakesLayout});
   kernels->push_back(
       {"kiln.FusedConv",
        MakeConv,
        {DType::kF32},
-       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual"});
+       conv_limits + "; activation Relu|LeakyRelu|Clip|HardSigmoid|HardSwish|Silu|Sigmoid|Tanh; residual",
+       ConvTakesLayout});
   kernels->push_back(
       {"ConvTranspose",
        MakeConvTranspose,
