@@ -65,7 +65,7 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   }
   KILN_RETURN_IF_ERROR(ChooseTensorLayouts(g, ask, &layouts));
   report.layout.activation_layouts = std::move(layouts.lines);
-  if (report.layout.activation_layouts.empty()) report.layout.activation_layouts.push_back("row-major throughout");
+  if (report.layout.activation_layouts.empty()) report.layout.activation_layouts.push_back("activations: row-major throughout");
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
@@ -153,6 +153,11 @@ std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
     auto layout = n.named_attrs.String("activation_layout");
     auto from = n.named_attrs.String("from"), to = n.named_attrs.String("to");
     std::string in_layout = layout.ok() ? *layout : "row-major";
+    if (n.op != OpKind::kTensorOp) {
+      in_layout = n.outputs.empty() || !g.value(n.outputs[0]).is_tensor()
+                      ? "-"
+                      : TensorLayoutName(g.value(n.outputs[0]).layout);
+    }
     if (n.op_type == "kiln.Reorder" && from.ok() && to.ok()) in_layout = *from + "->" + *to;
     s += fmt::format("  {:<40} {:<18} {:<10} {:<20} {}{}\n", n.name, op, n.backend, in_layout, out, fused);
   }

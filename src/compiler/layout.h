@@ -39,7 +39,7 @@ struct LayoutReport {
   std::vector<PackedWeightInfo> packed;
   size_t packed_bytes = 0;
   // Tensor graphs: the activation layouts chosen and the reorders between
-  // them ("nchw16c on cpu: 3 nodes, ...", "reorder x: row-major -> nchw16c (for conv1)").
+  // them ("activations nchw16c on cpu: 3 nodes, ...", "reorder x: row-major -> nchw16c (for conv1)").
   std::vector<std::string> activation_layouts;
   std::string kv_cache_backend;  // where the KV cache must be allocated ("" without attention)
   int32_t kv_cache_domain = 0;

@@ -13,10 +13,14 @@ namespace {
 
 constexpr const char* kReorder = "kiln.Reorder";
 
-bool IsReorder(const Node& n) { return n.op == OpKind::kTensorOp && n.op_type == kReorder; }
+bool IsReorder(const Node& n) {
+  return n.op == OpKind::kTensorOp && n.op_type == kReorder;
+}
 
 // A value the layout of its reader or producer applies to.
-bool IsActivation4d(const Value& v) { return v.is_tensor() && v.dims.size() == 4 && !v.constant; }
+bool IsActivation4d(const Value& v) {
+  return v.is_tensor() && v.dims.size() == 4 && !v.constant;
+}
 
 bool HasActivation4d(const Graph& g, const Node& n) {
   for (ValueId in : n.inputs) {
@@ -54,7 +58,8 @@ std::vector<TensorLayout> NodeLayouts(const Graph& g, const LayoutQuestions& ask
   auto try_grow = [&](size_t from, int32_t to) {
     if (to < 0) return;
     auto t = static_cast<size_t>(to);
-    if (!candidate[t] || layout[t] != TensorLayout::kRowMajor || nodes[t].backend != nodes[from].backend) return;
+    if (!candidate[t] || layout[t] != TensorLayout::kRowMajor || nodes[t].backend != nodes[from].backend)
+      return;
     if (!ask.takes(g, nodes[t], layout[from])) return;
     layout[t] = layout[from];
     queue.push_back(t);
@@ -120,7 +125,8 @@ Expected<int> CancelMeetingReorders(Graph& g) {
     const int32_t p = g.value(n.inputs[0]).producer;
     if (p < 0 || !IsReorder(nodes[static_cast<size_t>(p)])) continue;
     const Node& first = nodes[static_cast<size_t>(p)];
-    if (LayoutAttr(first, "from") != LayoutAttr(n, "to") || LayoutAttr(first, "to") != LayoutAttr(n, "from")) continue;
+    if (LayoutAttr(first, "from") != LayoutAttr(n, "to") || LayoutAttr(first, "to") != LayoutAttr(n, "from"))
+      continue;
     same_as[n.outputs[0]] = first.inputs[0];
     ++cancelled;
   }
@@ -131,7 +137,8 @@ Expected<int> CancelMeetingReorders(Graph& g) {
     for (Node& n : nodes) {
       if (n.dead || !IsReorder(n)) continue;
       const Value& out = g.value(n.outputs[0]);
-      if (out.is_output || out.io_slot >= 0 || !consumers[static_cast<size_t>(n.outputs[0])].empty()) continue;
+      if (out.is_output || out.io_slot >= 0 || !consumers[static_cast<size_t>(n.outputs[0])].empty())
+        continue;
       n.dead = true;
       changed = true;
     }
@@ -201,10 +208,12 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
   }
   for (const auto& [key, chain] : chains) {
     constexpr size_t kShown = 8;
-    std::vector<std::string> shown(chain.second.begin(),
-                                   chain.second.begin() + static_cast<long>(std::min(kShown, chain.second.size())));
-    decisions->lines.push_back(fmt::format("{} on {}: {} nodes, {} values ({}{})", TensorLayoutName(key.second),
-                                           key.first, chain.first, chain.second.size(), fmt::join(shown, ", "),
+    std::vector<std::string> shown(
+        chain.second.begin(),
+        chain.second.begin() + static_cast<long>(std::min(kShown, chain.second.size())));
+    decisions->lines.push_back(fmt::format("activations {} on {}: {} nodes, {} values ({}{})",
+                                           TensorLayoutName(key.second), key.first, chain.first,
+                                           chain.second.size(), fmt::join(shown, ", "),
                                            chain.second.size() > kShown ? ", ..." : ""));
   }
   const auto consumers = g.Consumers();
@@ -215,14 +224,15 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
     for (int32_t c : consumers[static_cast<size_t>(n.outputs[0])]) {
       readers += (readers.empty() ? "" : ", ") + g.nodes()[static_cast<size_t>(c)].name;
     }
-    if (g.value(n.outputs[0]).io_slot >= 0) readers += (readers.empty() ? "" : ", ") + std::string("graph output");
+    if (g.value(n.outputs[0]).io_slot >= 0)
+      readers += (readers.empty() ? "" : ", ") + std::string("graph output");
     decisions->lines.push_back(fmt::format("reorder {}: {} -> {} (for {})", g.value(n.inputs[0]).name,
                                            TensorLayoutName(LayoutAttr(n, "from")),
                                            TensorLayoutName(LayoutAttr(n, "to")), readers));
   }
-  decisions->lines.push_back(fmt::format("reorders: {} inserted at layout borders, {} pairs cancelled where two met, {} kept",
-                                         decisions->reorders_inserted, decisions->reorders_cancelled,
-                                         decisions->reorders_kept));
+  decisions->lines.push_back(
+      fmt::format("reorders: {} inserted at layout borders, {} pairs cancelled where two met, {} kept",
+                  decisions->reorders_inserted, decisions->reorders_cancelled, decisions->reorders_kept));
   return Status::Ok();
 }
 

@@ -35,9 +35,10 @@ LayoutQuestions BackendLayoutQuestions(const BackendRegistry& backends);
 
 // What the stage decided, for the plan.
 struct TensorLayoutDecisions {
-  std::vector<std::string> lines;  // "nchw16c on cpu: 12 nodes, 14 values (c1, r1, ...)", one per reorder
-  int reorders_inserted = 0;       // at layout borders, before cancelling
-  int reorders_cancelled = 0;      // pairs that met
+  std::vector<std::string>
+      lines;  // "activations nchw16c on cpu: 12 nodes, 14 values (c1, r1, ...)", one per reorder
+  int reorders_inserted = 0;   // at layout borders, before cancelling
+  int reorders_cancelled = 0;  // pairs that met
   int reorders_kept = 0;
 };
 

@@ -27,7 +27,9 @@ Expected<ShapeResult> InferReorder(const ShapeContext& ctx) {
   return OneOutput(x);
 }
 
-double NoFlops(const ShapeContext&, const std::vector<TensorType>&) { return 0; }
+double NoFlops(const ShapeContext&, const std::vector<TensorType>&) {
+  return 0;
+}
 
 }  // namespace
 

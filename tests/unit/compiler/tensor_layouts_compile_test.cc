@@ -29,7 +29,8 @@ Node Op(const char* op, const char* name, std::vector<ValueId> in, ValueId out) 
 
 std::vector<float> Values(size_t n, int seed) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 2003) / 2003.0f - 0.5f;
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 2003) / 2003.0f - 0.5f;
   return v;
 }
 
@@ -46,13 +47,17 @@ Result CompileAndRun(bool layouts) {
   const ValueId x = g.AddTensorValue("x", act);
   g.value(x).is_graph_input = true;
   g.value(x).io_slot = 0;
-  const ValueId w1 = g.AddConstant("w1", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 1)));
+  const ValueId w1 =
+      g.AddConstant("w1", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 1)));
   const ValueId b1 = g.AddConstant("b1", TensorData::FromValues(DType::kF32, {kC}, Values(kC, 2)));
-  const ValueId w2 = g.AddConstant("w2", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 3)));
+  const ValueId w2 =
+      g.AddConstant("w2", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 3)));
   const ValueId c1 = g.AddTensorValue("c1", act), r1 = g.AddTensorValue("r1", act);
   const ValueId y = g.AddTensorValue("y", act), s = g.AddTensorValue("s", act);
-  for (auto [name, in, w, b, out] : {std::tuple{"conv1", x, w1, b1, c1}, std::tuple{"conv2", r1, w2, kNoValue, y}}) {
-    Node conv = Op("Conv", name, b == kNoValue ? std::vector<ValueId>{in, w} : std::vector<ValueId>{in, w, b}, out);
+  for (auto [name, in, w, b, out] :
+       {std::tuple{"conv1", x, w1, b1, c1}, std::tuple{"conv2", r1, w2, kNoValue, y}}) {
+    Node conv =
+        Op("Conv", name, b == kNoValue ? std::vector<ValueId>{in, w} : std::vector<ValueId>{in, w, b}, out);
     conv.named_attrs.SetInts("pads", {1, 1, 1, 1});
     conv.named_attrs.SetInts("kernel_shape", {3, 3});
     g.AddNode(std::move(conv));
@@ -99,7 +104,7 @@ TEST(TensorLayoutsCompile, AConvChainRunsBlockedOnAvx512AndMatchesRowMajor) {
   ExpectClose(blocked.y, plain.y);
   ExpectClose(blocked.s, plain.s);
   for (const auto& [op, layout] : plain.nodes) EXPECT_EQ(layout, "row-major") << op;
-  EXPECT_EQ(plain.layout_lines, std::vector<std::string>{"row-major throughout"});
+  EXPECT_EQ(plain.layout_lines, std::vector<std::string>{"activations: row-major throughout"});
 
   int reorders = 0, blocked_convs = 0;
   for (const auto& [op, layout] : blocked.nodes) {
@@ -120,7 +125,8 @@ TEST(TensorLayoutsCompile, AConvChainRunsBlockedOnAvx512AndMatchesRowMajor) {
   EXPECT_EQ(blocked_convs, 2);
   EXPECT_EQ(reorders, 3);
   ASSERT_FALSE(blocked.layout_lines.empty());
-  EXPECT_EQ(blocked.layout_lines.front().rfind("nchw16c on cpu: 2 nodes", 0), 0u) << blocked.layout_lines.front();
+  EXPECT_EQ(blocked.layout_lines.front().rfind("activations nchw16c on cpu: 2 nodes", 0), 0u)
+      << blocked.layout_lines.front();
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ Chain MakeChain() {
   c.x = Act(g, "x");
   g.value(c.x).is_graph_input = true;
   g.value(c.x).io_slot = 0;
-  const ValueId w = g.AddConstant("w", TensorData::FromValues(DType::kF32, {16, 16, 1, 1}, std::vector<float>(256, 0.5f)));
+  const ValueId w =
+      g.AddConstant("w", TensorData::FromValues(DType::kF32, {16, 16, 1, 1}, std::vector<float>(256, 0.5f)));
   c.c1 = Act(g, "c1");
   c.r1 = Act(g, "r1");
   c.y = Act(g, "y");
@@ -106,7 +107,7 @@ TEST(TensorLayouts, AChainFromAConvIsBlockedWithReordersOnlyAtItsBorders) {
                 *r->named_attrs.String("to"));
   }
   EXPECT_EQ(kept, (std::set<std::string>{"x:row-major->nchw16c", "r1.nchw16c:nchw16c->row-major",
-                                          "y.nchw16c:nchw16c->row-major"}));
+                                         "y.nchw16c:nchw16c->row-major"}));
   // Graph inputs and outputs stay row-major, the caller's buffers.
   EXPECT_EQ(g.value(c.x).layout, TensorLayout::kRowMajor);
   EXPECT_EQ(g.value(c.y).layout, TensorLayout::kRowMajor);
@@ -118,7 +119,8 @@ TEST(TensorLayouts, AChainFromAConvIsBlockedWithReordersOnlyAtItsBorders) {
   EXPECT_TRUE(g.value(Named(g, "conv2")->inputs[1]).constant != nullptr);
   EXPECT_TRUE(g.Validate().ok());
   bool reported = false;
-  for (const std::string& line : d.lines) reported = reported || line.find("nchw16c on cpu: 3 nodes") == 0;
+  for (const std::string& line : d.lines)
+    reported = reported || line.find("activations nchw16c on cpu: 3 nodes") == 0;
   EXPECT_TRUE(reported);
 }
 

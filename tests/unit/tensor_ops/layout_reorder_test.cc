@@ -72,9 +72,11 @@ TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
 TEST(LayoutReorder, BetweenTwoOtherLayoutsTheReferenceRuns) {
   const TensorType type{DType::kF32, {1, 20, 2, 3}};
   const std::vector<float> x = Ramp(type.ElementCount());
-  std::vector<float> nhwc = Poisoned(type, TensorLayout::kNHWC), blocked = Poisoned(type, TensorLayout::kNCHW16c);
+  std::vector<float> nhwc = Poisoned(type, TensorLayout::kNHWC),
+                     blocked = Poisoned(type, TensorLayout::kNCHW16c);
   std::vector<float> want = blocked;
-  EXPECT_FALSE(FastReorder(type, TensorLayout::kNHWC, TensorLayout::kNCHW16c, nhwc.data(), blocked.data(), nullptr));
+  EXPECT_FALSE(
+      FastReorder(type, TensorLayout::kNHWC, TensorLayout::kNCHW16c, nhwc.data(), blocked.data(), nullptr));
   ReferenceReorder(type, TensorLayout::kRowMajor, TensorLayout::kNHWC, x.data(), nhwc.data());
   ReferenceReorder(type, TensorLayout::kNHWC, TensorLayout::kNCHW16c, nhwc.data(), blocked.data());
   ReferenceReorder(type, TensorLayout::kRowMajor, TensorLayout::kNCHW16c, x.data(), want.data());

@@ -12,7 +12,8 @@ namespace kiln::cpu {
 
 bool ConvPrefersBlockedActivations(const TensorKernelArgs& args) {
   if (args.op_type != "Conv" && args.op_type != "kiln.FusedConv") return false;
-  if (args.inputs.size() < 2 || args.inputs[0].rank() != 4 || args.inputs[0].dtype != DType::kF32) return false;
+  if (args.inputs.size() < 2 || args.inputs[0].rank() != 4 || args.inputs[0].dtype != DType::kF32)
+    return false;
   const char* forced = std::getenv("KILN_CONV");
   if (forced != nullptr && *forced != '\0' && std::string(forced) != "onednn-blocked") return false;
   auto geometry = ConvGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims);
@@ -22,7 +23,8 @@ bool ConvPrefersBlockedActivations(const TensorKernelArgs& args) {
 
 bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   if (layout == TensorLayout::kRowMajor) return true;
-  if (args.inputs.size() < 2 || args.inputs[0].rank() != 4 || args.inputs[0].dtype != DType::kF32) return false;
+  if (args.inputs.size() < 2 || args.inputs[0].rank() != 4 || args.inputs[0].dtype != DType::kF32)
+    return false;
   for (size_t i = 1; i < 3; ++i) {
     if (args.has(i) && (i >= args.constants.size() || args.constants[i] == nullptr)) return false;
   }

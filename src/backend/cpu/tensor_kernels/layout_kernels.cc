@@ -17,7 +17,8 @@ Expected<TensorKernel> MakeReorder(const TensorKernelArgs& args) {
                            args.op_type, args.node);
   }
   if (ElementBytes(args.inputs[0].dtype) == 0) {
-    return Unsupported("{} {}: dtype {} not supported", args.op_type, args.node, DTypeName(args.inputs[0].dtype));
+    return Unsupported("{} {}: dtype {} not supported", args.op_type, args.node,
+                       DTypeName(args.inputs[0].dtype));
   }
   const TensorType type = args.inputs[0];
   TensorKernel k;
@@ -36,9 +37,11 @@ Expected<TensorKernel> MakeReorder(const TensorKernelArgs& args) {
 }  // namespace
 
 void AddLayoutKernels(std::vector<TensorKernelEntry>* kernels) {
-  kernels->push_back({"kiln.Reorder", MakeReorder,
+  kernels->push_back({"kiln.Reorder",
+                      MakeReorder,
                       {DType::kF32, DType::kF16, DType::kI32, DType::kI64, DType::kU8, DType::kBool},
-                      "4-d between row-major, nhwc and nchw16c", nullptr});
+                      "4-d between row-major, nhwc and nchw16c",
+                      nullptr});
 }
 
 }  // namespace kiln::cpu

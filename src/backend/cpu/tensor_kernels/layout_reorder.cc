@@ -10,7 +10,9 @@ namespace {
 
 constexpr int64_t kBlock = 16;
 
-int64_t Blocks(int64_t channels) { return (channels + kBlock - 1) / kBlock; }
+int64_t Blocks(int64_t channels) {
+  return (channels + kBlock - 1) / kBlock;
+}
 
 // Runs fn(begin, end) over [0, count), on the pool when there is one.
 template <typename Fn>
@@ -36,7 +38,8 @@ int64_t LayoutOffset(const std::vector<int64_t>& dims, TensorLayout layout, int6
   return 0;
 }
 
-void ReferenceReorder(const TensorType& type, TensorLayout from, TensorLayout to, const void* src, void* dst) {
+void ReferenceReorder(const TensorType& type, TensorLayout from, TensorLayout to, const void* src,
+                      void* dst) {
   const size_t elem = ElementBytes(type.dtype);
   if (from == to || type.rank() != 4) {
     std::memcpy(dst, src, TensorBytesIn(type, from));
@@ -72,7 +75,8 @@ bool FastReorder(const TensorType& type, TensorLayout from, TensorLayout to, con
     Split(pool, N * blocks, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n = i / blocks, cb = i % blocks;
-        uint32_t* blocked = (from == TensorLayout::kRowMajor ? t : const_cast<uint32_t*>(s)) + i * HW * kBlock;
+        uint32_t* blocked =
+            (from == TensorLayout::kRowMajor ? t : const_cast<uint32_t*>(s)) + i * HW * kBlock;
         for (int64_t j = 0; j < kBlock; ++j) {
           const int64_t c = cb * kBlock + j;
           if (from == TensorLayout::kRowMajor) {
