@@ -3,6 +3,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -40,19 +41,90 @@ TensorLayout LayoutAttr(const Node& node, const char* attr) {
   return l;
 }
 
+enum class Want : uint8_t { kNo, kWished, kNeeded };
+
+// A chain (nodes of one layout and backend, connected by 4-d values) moves
+// the reorders its wishing nodes would make inside their kernels (their
+// input and output, as oneDNN's blocked convolutions on row-major
+// activations do) to its borders. It stays only where the borders move no
+// more elements than those reorders did; a chain with a node that needs
+// its layout always stays.
+void DropChainsThatDoNotPay(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
+                            const std::vector<Want>& wanted, std::vector<TensorLayout>* layout) {
+  const auto& nodes = g.nodes();
+  std::vector<int> chain_of(nodes.size(), -1);
+  auto same_chain = [&](size_t a, int32_t b) {
+    return b >= 0 && (*layout)[static_cast<size_t>(b)] == (*layout)[a] &&
+           nodes[static_cast<size_t>(b)].backend == nodes[a].backend;
+  };
+  auto elements = [&](ValueId v) { return static_cast<double>(g.value(v).tensor_type().ElementCount()); };
+  for (size_t start = 0; start < nodes.size(); ++start) {
+    if ((*layout)[start] == TensorLayout::kRowMajor || chain_of[start] >= 0) continue;
+    std::vector<size_t> members;
+    std::deque<size_t> queue = {start};
+    chain_of[start] = static_cast<int>(start);
+    while (!queue.empty()) {
+      const size_t i = queue.front();
+      queue.pop_front();
+      members.push_back(i);
+      auto visit = [&](int32_t j) {
+        if (!same_chain(i, j) || chain_of[static_cast<size_t>(j)] >= 0) return;
+        chain_of[static_cast<size_t>(j)] = static_cast<int>(start);
+        queue.push_back(static_cast<size_t>(j));
+      };
+      for (ValueId in : nodes[i].inputs) {
+        if (in != kNoValue && IsActivation4d(g.value(in))) visit(g.value(in).producer);
+      }
+      for (ValueId out : nodes[i].outputs) {
+        if (!IsActivation4d(g.value(out))) continue;
+        for (int32_t c : consumers[static_cast<size_t>(out)]) visit(c);
+      }
+    }
+    double saved = 0, border = 0;
+    bool needed = false;
+    std::set<ValueId> crossing;
+    for (size_t i : members) {
+      needed = needed || wanted[i] == Want::kNeeded;
+      for (ValueId in : nodes[i].inputs) {
+        if (in == kNoValue || !IsActivation4d(g.value(in))) continue;
+        if (wanted[i] == Want::kWished && in == nodes[i].inputs[0]) saved += elements(in);
+        const int32_t p = g.value(in).producer;
+        if (p < 0 || chain_of[static_cast<size_t>(p)] != static_cast<int>(start)) crossing.insert(in);
+      }
+      for (ValueId out : nodes[i].outputs) {
+        if (!IsActivation4d(g.value(out))) continue;
+        if (wanted[i] == Want::kWished) saved += elements(out);
+        bool leaves = g.value(out).is_output || g.value(out).io_slot >= 0;
+        for (int32_t c : consumers[static_cast<size_t>(out)]) {
+          leaves = leaves || chain_of[static_cast<size_t>(c)] != static_cast<int>(start);
+        }
+        if (leaves) crossing.insert(out);
+      }
+    }
+    for (ValueId v : crossing) border += elements(v);
+    if (needed || border <= saved) continue;
+    for (size_t i : members) (*layout)[i] = TensorLayout::kRowMajor;
+  }
+}
+
 // The layout of each node: the wanted ones, grown over same-backend
 // neighbours (through 4-d activations) that take it.
 std::vector<TensorLayout> NodeLayouts(const Graph& g, const LayoutQuestions& ask) {
   const auto& nodes = g.nodes();
   std::vector<TensorLayout> layout(nodes.size(), TensorLayout::kRowMajor);
   std::vector<bool> candidate(nodes.size(), false);
+  std::vector<Want> wanted(nodes.size(), Want::kNo);
   std::deque<size_t> queue;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     candidate[i] = n.op == OpKind::kTensorOp && !n.dead && !IsReorder(n) && HasActivation4d(g, n);
     if (!candidate[i]) continue;
     layout[i] = ask.wanted(g, n);
-    if (layout[i] != TensorLayout::kRowMajor) queue.push_back(i);
+    if (layout[i] == TensorLayout::kRowMajor) continue;
+    queue.push_back(i);
+    // A layout the backend could do without is a wish that must pay; one it
+    // needs is not.
+    wanted[i] = ask.takes(g, n, TensorLayout::kRowMajor) ? Want::kWished : Want::kNeeded;
   }
   const auto consumers = g.Consumers();
   auto try_grow = [&](size_t from, int32_t to) {
@@ -75,6 +147,7 @@ std::vector<TensorLayout> NodeLayouts(const Graph& g, const LayoutQuestions& ask
       for (int32_t c : consumers[static_cast<size_t>(out)]) try_grow(i, c);
     }
   }
+  DropChainsThatDoNotPay(g, consumers, wanted, &layout);
   return layout;
 }
 

@@ -149,6 +149,48 @@ TEST(TensorLayouts, TheChainDoesNotCrossBackends) {
   EXPECT_EQ(d.reorders_kept, 4);
 }
 
+TEST(TensorLayouts, AChainWhoseBordersMoveMoreThanItsConvolutionSavesStaysRowMajor) {
+  // x -> conv -> Add(., z) -> y: blocking would reorder x, z and y where
+  // the convolution alone reorders x and its output.
+  Graph g;
+  const ValueId x = Act(g, "x"), z = Act(g, "z");
+  for (ValueId in : {x, z}) {
+    g.value(in).is_graph_input = true;
+    g.value(in).io_slot = in == x ? 0 : 1;
+  }
+  const ValueId w =
+      g.AddConstant("w", TensorData::FromValues(DType::kF32, {16, 16, 1, 1}, std::vector<float>(256, 0.5f)));
+  const ValueId c = Act(g, "c"), y = Act(g, "y");
+  g.AddNode(Op("Conv", "conv", {x, w}, c));
+  g.AddNode(Op("Add", "add", {c, z}, y));
+  g.value(y).is_output = true;
+  g.value(y).io_slot = 2;
+  LayoutQuestions ask = Blocked();
+  ask.takes = [](const Graph&, const Node& n, TensorLayout l) {
+    return l == TensorLayout::kRowMajor || n.op_type == "Conv" || n.op_type == "Add";
+  };
+  TensorLayoutDecisions d;
+  ASSERT_TRUE(ChooseTensorLayouts(g, ask, &d).ok());
+  EXPECT_TRUE(Reorders(g).empty());
+  EXPECT_EQ(LayoutOf(*Named(g, "conv")), "row-major");
+  EXPECT_EQ(LayoutOf(*Named(g, "add")), "row-major");
+
+  // A layout the backend needs (it cannot run the node row-major) stays.
+  Graph h;
+  const ValueId p = Act(h, "p");
+  h.value(p).is_graph_input = true;
+  h.value(p).io_slot = 0;
+  const ValueId q = Act(h, "q");
+  h.AddNode(Op("Relu", "relu", {p}, q));
+  h.value(q).is_output = true;
+  h.value(q).io_slot = 1;
+  ask.wanted = [](const Graph&, const Node&) { return TensorLayout::kNHWC; };
+  ask.takes = [](const Graph&, const Node&, TensorLayout l) { return l == TensorLayout::kNHWC; };
+  ASSERT_TRUE(ChooseTensorLayouts(h, ask, &d).ok());
+  EXPECT_EQ(LayoutOf(*Named(h, "relu")), "nhwc");
+  EXPECT_EQ(Reorders(h).size(), 2u);
+}
+
 TEST(TensorLayouts, ReordersThatMeetCancel) {
   Graph g;
   const ValueId x = Act(g, "x");
