@@ -49,3 +49,18 @@ size_t TensorBytesIn(const TensorType& type, TensorLayout layout) {
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+int64_t TensorLayoutOffset(const std::vector<int64_t>& dims, TensorLayout layout, int64_t n, int64_t c, int64_t h,
+                           int64_t w) {
+  const int64_t C = dims[1], H = dims[2], W = dims[3];
+  switch (layout) {
+    case TensorLayout::kRowMajor: return ((n * C + c) * H + h) * W + w;
+    case TensorLayout::kNHWC: return ((n * H + h) * W + w) * C + c;
+    case TensorLayout::kNCHW16c: return (((n * ((C + 15) / 16) + c / 16) * H + h) * W + w) * 16 + c % 16;
+  }
+  return 0;
+}
+
+}  // namespace kiln

@@ -28,14 +28,7 @@ void Split(ThreadPool* pool, int64_t count, const Fn& fn) {
 
 int64_t LayoutOffset(const std::vector<int64_t>& dims, TensorLayout layout, int64_t n, int64_t c, int64_t h,
                      int64_t w) {
-  const int64_t C = dims[1], H = dims[2], W = dims[3];
-  switch (layout) {
-    case TensorLayout::kRowMajor: return ((n * C + c) * H + h) * W + w;
-    case TensorLayout::kNHWC: return ((n * H + h) * W + w) * C + c;
-    case TensorLayout::kNCHW16c:
-      return (((n * Blocks(C) + c / kBlock) * H + h) * W + w) * kBlock + c % kBlock;
-  }
-  return 0;
+  return TensorLayoutOffset(dims, layout, n, c, h, w);
 }
 
 void ReferenceReorder(const TensorType& type, TensorLayout from, TensorLayout to, const void* src,
