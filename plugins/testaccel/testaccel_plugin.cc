@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels/isa.h"
 #include "backend/plugin/node_attributes.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
@@ -101,8 +102,10 @@ std::vector<kiln_support_entry> Support(bool matmuls) {
                            "Sigmoid", "Clip", "HardSwish", "HardSigmoid", "LeakyRelu", "Add", "Mul", "Concat",
                            "Flatten", "Gemm"}) {
       kiln_support_entry e = Entry(op, false);
-      // Its convolutions index channels-last, as accelerators' do.
-      const bool conv = std::strcmp(op, "Conv") == 0 || std::strcmp(op, "kiln.FusedConv") == 0;
+      // Its convolutions index channels-last, as accelerators' do (the CPU
+      // kernels it runs them with take NHWC from AVX2 on).
+      const bool conv = (std::strcmp(op, "Conv") == 0 || std::strcmp(op, "kiln.FusedConv") == 0) &&
+                        cpu::IsaAvailable(cpu::Isa::kAvx2);
       e.activation_layout = conv ? "nhwc" : "dense";
       e.note = conv ? "nhwc activations, 2-d" : "dense layout, rank <= 8";
       s.push_back(e);
