@@ -290,7 +290,10 @@ typedef struct kiln_support_entry {
   const char* const* weight_dtypes; /* for ops with weight matrices */
   uint32_t num_weight_dtypes;
   const char* weight_layout;     /* the layout weights are packed into, or NULL */
-  const char* activation_layout; /* NULL or "rows"; "dense" for N-d tensor ops, whose `op` is the ONNX op name ("Conv") */
+  const char* activation_layout; /* NULL or "rows"; "dense" for N-d tensor ops, whose `op` is the ONNX op name ("Conv"),
+                                  * or "nhwc" for one whose kernel takes its 4-d non-constant inputs and writes its 4-d
+                                  * outputs channels-last (kiln reorders at the borders; those tensors then come with
+                                  * layout "nhwc": shape N,C,H,W, strides of NHWC memory) */
   int64_t max_cols;              /* largest output width (0: no limit) */
   int64_t max_head_dim;          /* attention and RoPE (0: no limit) */
   int32_t sliding_window;        /* attention: 1 when a window is supported */

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels/isa.h"
 #include "backend/plugin/node_attributes.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
@@ -101,8 +102,12 @@ std::vector<kiln_support_entry> Support(bool matmuls) {
                            "Sigmoid", "Clip", "HardSwish", "HardSigmoid", "LeakyRelu", "Add", "Mul", "Concat",
                            "Flatten", "Gemm"}) {
       kiln_support_entry e = Entry(op, false);
-      e.activation_layout = "dense";
-      e.note = "dense layout, rank <= 8";
+      // Its convolutions index channels-last, as accelerators' do (the CPU
+      // kernels it runs them with take NHWC from AVX2 on).
+      const bool conv = (std::strcmp(op, "Conv") == 0 || std::strcmp(op, "kiln.FusedConv") == 0) &&
+                        cpu::IsaAvailable(cpu::Isa::kAvx2);
+      e.activation_layout = conv ? "nhwc" : "dense";
+      e.note = conv ? "nhwc activations, 2-d" : "dense layout, rank <= 8";
       s.push_back(e);
     }
   }
@@ -318,7 +323,11 @@ Status RebuildTensorNode(const kiln_node_desc& d, Kernel* k, Node* n) {
         bound->emplace_back();
         continue;
       }
-      if (t.rank > KILN_BACKEND_MAX_RANK || t.layout == nullptr || std::strcmp(t.layout, "dense") != 0) {
+      // Channels-last only where the support list says so (the node then
+      // carries activation_layout "nhwc", which the kernels below index).
+      const bool nhwc = t.layout != nullptr && std::strcmp(t.layout, "nhwc") == 0 && t.rank == 4 &&
+                        n->named_attrs.Has("activation_layout");
+      if (t.rank > KILN_BACKEND_MAX_RANK || t.layout == nullptr || (std::strcmp(t.layout, "dense") != 0 && !nhwc)) {
         return Unsupported("{}: tensor {} of rank {} in layout '{}' (dense only)", n->name, i, t.rank,
                            t.layout != nullptr ? t.layout : "");
       }

@@ -171,6 +171,15 @@ class Backend {
     return Unsupported("backend {} has no option '{}'", name(), key);
   }
 
+  // Tensor graphs, as the layout stage asks: the layout this backend wants
+  // `node`'s 4-d activations in, where one of its nodes starts a chain in
+  // that layout (kRowMajor: none); and whether it runs `node` with its
+  // non-constant 4-d inputs and its 4-d outputs in `layout`.
+  virtual TensorLayout WantedLayout(const Graph& g, const Node& node) const { return TensorLayout::kRowMajor; }
+  virtual bool TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const {
+    return layout == TensorLayout::kRowMajor;
+  }
+
   // True when this backend multiplies bf16 inputs natively (for the
   // `mixed` precision policy).
   virtual bool has_native_bf16_dot() const { return false; }

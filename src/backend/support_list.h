@@ -25,6 +25,9 @@ struct SupportEntry {
   int64_t max_head_dim = 0;              // attention and RoPE (0: no limit)
   int64_t max_rank = 0;                  // tensor ops: the largest rank of any input or output (0: no limit)
   bool sliding_window = true;            // attention: supports a window
+  // Tensor ops: the layout the backend's kernel indexes its 4-d
+  // activations in (the layout stage reorders at its borders).
+  TensorLayout activation_layout = TensorLayout::kRowMajor;
   std::string note;
 };
 

@@ -64,13 +64,45 @@ Expected<std::vector<CapturedValue>> RunCapturing(const OnnxDiffArgs& args, cons
   for (HostTensor& h : outputs) out.push_back(h.bytes.data());
   std::vector<CapturedValue> values;
   std::map<std::string, size_t> index;
-  DumpFn dump = [&](const std::string& name, const BoundValue& v, int64_t rows) {
-    if (name.find('@') != std::string::npos || v.data == nullptr) return;  // a transfer's device-side copy
+  // Values the layout stage keeps blocked or channels-last ("r1.nchw16c"):
+  // captured row-major under the model's name.
+  std::map<std::string, const Value*> laid_out;
+  for (const Value& v : compiled->graph().values()) {
+    if (v.is_tensor() && v.layout != TensorLayout::kRowMajor && v.dims.size() == 4) laid_out[v.name] = &v;
+  }
+  DumpFn dump = [&](const std::string& dumped, const BoundValue& v, int64_t rows) {
+    if (dumped.find('@') != std::string::npos || v.data == nullptr) return;  // a transfer's device-side copy
     CapturedValue c;
-    c.name = name;
+    c.name = dumped;
     c.rows = 1;
     c.cols = v.cols * std::max<int64_t>(rows, 1);
-    if (!WidenToF32(v.dtype, v.data, c.cols, &c.data)) return;
+    auto l = laid_out.find(dumped);
+    if (l != laid_out.end()) {
+      const Value& val = *l->second;
+      const size_t elem = ElementBytes(val.dtype);
+      std::vector<float> stored;
+      const auto stored_count = static_cast<int64_t>(elem == 0 ? 0 : TensorBytesIn(val.tensor_type(), val.layout) / elem);
+      if (elem == 0 || !WidenToF32(val.dtype, v.data, stored_count, &stored)) return;
+      c.data.resize(static_cast<size_t>(c.cols));
+      const auto& d = val.dims;
+      for (int64_t n = 0; n < d[0]; ++n) {
+        for (int64_t ch = 0; ch < d[1]; ++ch) {
+          for (int64_t h = 0; h < d[2]; ++h) {
+            for (int64_t w = 0; w < d[3]; ++w) {
+              c.data[static_cast<size_t>(TensorLayoutOffset(d, TensorLayout::kRowMajor, n, ch, h, w))] =
+                  stored[static_cast<size_t>(TensorLayoutOffset(d, val.layout, n, ch, h, w))];
+            }
+          }
+        }
+      }
+      const std::string suffix = std::string(".") + TensorLayoutName(val.layout);
+      if (c.name.size() > suffix.size() && c.name.compare(c.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        c.name.resize(c.name.size() - suffix.size());
+      }
+    } else if (!WidenToF32(v.dtype, v.data, c.cols, &c.data)) {
+      return;
+    }
+    const std::string name = c.name;
     auto it = index.find(name);
     if (it != index.end()) {
       values[it->second] = std::move(c);

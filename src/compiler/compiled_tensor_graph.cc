@@ -8,6 +8,7 @@
 #include "compiler/bind.h"
 #include "compiler/qdq_fusions.h"
 #include "compiler/tensor_fusions.h"
+#include "compiler/tensor_layouts.h"
 #include "compiler/tensor_precision.h"
 #include "compiler/tensor_rewrites.h"
 #include "core/cpu_info.h"
@@ -51,7 +52,18 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   // Stage 3: fuse.
   if (options.fuse) KILN_RETURN_IF_ERROR(FuseTensorOps(g, backends, &report.fuse.fusions));
   KILN_RETURN_IF_ERROR(ApplyTensorPrecision(g, backends, options.precision, &report.fuse.precision));
-  // Stage 2: domains, transfers, the arena.
+  // Stage 2: activation layouts, domains, transfers, the arena.
+  TensorLayoutDecisions layouts;
+  LayoutQuestions ask = BackendLayoutQuestions(backends);
+  if (!options.layouts) {
+    // Only what a backend cannot run row-major.
+    ask.wanted = [wanted = ask.wanted, takes = ask.takes](const Graph& g, const Node& n) {
+      return takes(g, n, TensorLayout::kRowMajor) ? TensorLayout::kRowMajor : wanted(g, n);
+    };
+  }
+  KILN_RETURN_IF_ERROR(ChooseTensorLayouts(g, ask, &layouts));
+  report.layout.activation_layouts = std::move(layouts.lines);
+  if (report.layout.activation_layouts.empty()) report.layout.activation_layouts.push_back("activations: row-major throughout");
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
@@ -127,7 +139,17 @@ std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
     std::string fused = n.fused_from.empty() ? "" : fmt::format("  (fused {})", fmt::join(n.fused_from, ", "));
     if (n.named_attrs.Has("compute_dtype"))
       fused += "  [" + *n.named_attrs.String("compute_dtype") + " products]";
-    s += fmt::format("  {:<40} {:<18} {:<10} {}{}\n", n.name, op, n.backend, out, fused);
+    // The activation layout the node runs in (a reorder: from -> to).
+    auto layout = n.named_attrs.String("activation_layout");
+    auto from = n.named_attrs.String("from"), to = n.named_attrs.String("to");
+    std::string in_layout = layout.ok() ? *layout : "row-major";
+    if (n.op != OpKind::kTensorOp) {
+      in_layout = n.outputs.empty() || !g.value(n.outputs[0]).is_tensor()
+                      ? "-"
+                      : TensorLayoutName(g.value(n.outputs[0]).layout);
+    }
+    if (n.op_type == "kiln.Reorder" && from.ok() && to.ok()) in_layout = *from + "->" + *to;
+    s += fmt::format("  {:<40} {:<18} {:<10} {:<20} {}{}\n", n.name, op, n.backend, in_layout, out, fused);
   }
   return s;
 }

@@ -19,6 +19,7 @@ struct TensorCompileOptions {
   std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
   Precision precision = Precision::kFp32;
   bool fuse = true;  // conv + bias + activation (+ residual), and the other tensor fusions
+  bool layouts = true;  // activation layouts other than row-major where a backend wants them
   int threads = 0;   // the threads runs will use (for the report)
 };
 

@@ -39,6 +39,9 @@ struct LayoutReport {
   std::vector<std::string> transfers;  // "%12 layers.0.q: testaccel-mem -> host (before ...)"
   std::vector<PackedWeightInfo> packed;
   size_t packed_bytes = 0;
+  // Tensor graphs: the activation layouts chosen and the reorders between
+  // them ("activations nchw16c on cpu: 3 nodes, ...", "reorder x: row-major -> nchw16c (for conv1)").
+  std::vector<std::string> activation_layouts;
   std::string kv_cache_backend;  // where the KV cache must be allocated ("" without attention)
   int32_t kv_cache_domain = 0;
 };

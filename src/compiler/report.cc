@@ -64,6 +64,7 @@ std::string CompileReport::ToString(const Graph& g, bool per_node) const {
   s += fmt::format("  weights: {} packed once at load ({}), {} used in place\n", repacked,
                    Bytes(static_cast<double>(layout.packed_bytes)), in_place);
   for (const auto& [l, n] : layouts) s += fmt::format("    {} x {}\n", n, l);
+  for (const std::string& a : layout.activation_layouts) s += "  " + a + "\n";
   if (layout.transfers.empty()) s += "  transfers: none\n";
   for (const std::string& t : layout.transfers) s += "  transfer " + t + "\n";
   s += "  activation arena (64-byte aligned buffers, reused by lifetime):\n";

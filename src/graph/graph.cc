@@ -35,6 +35,10 @@ int64_t ShapeEnv::Rows(RowSpace r) const {
 }
 
 int64_t Value::RowBytes() const {
+  // A blocked tensor's padded channels take memory too.
+  if (rows == RowSpace::kFixed && layout != TensorLayout::kRowMajor) {
+    return static_cast<int64_t>(TensorBytesIn(tensor_type(), layout));
+  }
   auto bytes = DTypeBytes(dtype, static_cast<uint64_t>(cols));
   return bytes ? static_cast<int64_t>(*bytes) : 0;
 }

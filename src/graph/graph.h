@@ -76,7 +76,8 @@ struct Value {
   // Bound before any node runs: a constant or a graph input.
   bool is_preset() const { return constant != nullptr || is_graph_input; }
   TensorType tensor_type() const { return TensorType{dtype, dims}; }
-  // Bytes of one row of this value's own columns.
+  // Bytes of one row of this value's own columns (a tensor: all of it, as
+  // its layout lays it out).
   int64_t RowBytes() const;
 };
 

@@ -16,6 +16,7 @@ std::vector<TensorOpDef> BuildTable() {
   AddConvOpDefs(&ops);
   AddMatMulOpDefs(&ops);
   AddQuantOpDefs(&ops);
+  AddLayoutOpDefs(&ops);
   std::sort(ops.begin(), ops.end(), [](const TensorOpDef& a, const TensorOpDef& b) { return a.op_type < b.op_type; });
   return ops;
 }

@@ -31,4 +31,36 @@ const char* TensorLayoutName(TensorLayout layout) {
   return "?";
 }
 
+bool ParseTensorLayout(std::string_view name, TensorLayout* layout) {
+  for (TensorLayout l : {TensorLayout::kRowMajor, TensorLayout::kNHWC, TensorLayout::kNCHW16c}) {
+    if (name == TensorLayoutName(l)) {
+      *layout = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t TensorBytesIn(const TensorType& type, TensorLayout layout) {
+  if (layout != TensorLayout::kNCHW16c || type.rank() != 4) return type.Bytes();
+  const int64_t channels = type.dims[1], padded = (channels + 15) / 16 * 16;
+  if (channels == 0) return 0;
+  return type.Bytes() / static_cast<size_t>(channels) * static_cast<size_t>(padded);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+int64_t TensorLayoutOffset(const std::vector<int64_t>& dims, TensorLayout layout, int64_t n, int64_t c, int64_t h,
+                           int64_t w) {
+  const int64_t C = dims[1], H = dims[2], W = dims[3];
+  switch (layout) {
+    case TensorLayout::kRowMajor: return ((n * C + c) * H + h) * W + w;
+    case TensorLayout::kNHWC: return ((n * H + h) * W + w) * C + c;
+    case TensorLayout::kNCHW16c: return (((n * ((C + 15) / 16) + c / 16) * H + h) * W + w) * 16 + c % 16;
+  }
+  return 0;
+}
+
 }  // namespace kiln

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -49,5 +50,14 @@ enum class TensorLayout : uint8_t {
 };
 
 const char* TensorLayoutName(TensorLayout layout);
+// The layout TensorLayoutName spells `name`; false for none.
+bool ParseTensorLayout(std::string_view name, TensorLayout* layout);
+// Bytes a tensor of `type` takes in `layout`: nchw16c pads a rank-4
+// tensor's channels (axis 1) up to a multiple of 16.
+size_t TensorBytesIn(const TensorType& type, TensorLayout layout);
+// Where element (n, c, h, w) of a 4-d tensor of `dims` (N,C,H,W) lies in
+// `layout`, in elements.
+int64_t TensorLayoutOffset(const std::vector<int64_t>& dims, TensorLayout layout, int64_t n, int64_t c, int64_t h,
+                           int64_t w);
 
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_packed_matrix.h"
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/kernels/packed_weight.h"
+#include "backend/cpu/tensor_kernels/conv_layout_preference.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
 #include "backend/cpu/w8a8/w8a8_bind.h"
 #include "core/cpu_info.h"
@@ -77,6 +78,22 @@ std::string CpuBackend::description() const {
 }
 
 bool CpuBackend::has_native_bf16_dot() const { return GetCpuInfo().avx512_bf16; }
+
+TensorLayout CpuBackend::WantedLayout(const Graph& g, const Node& node) const {
+  if (node.op != OpKind::kTensorOp) return TensorLayout::kRowMajor;
+  auto args = cpu::TensorKernelArgsOf(g, node, cpu::TensorKernelThreads());
+  if (!args.ok() || !cpu::ConvPrefersBlockedActivations(*args)) return TensorLayout::kRowMajor;
+  return TakesLayout(g, node, TensorLayout::kNCHW16c) ? TensorLayout::kNCHW16c : TensorLayout::kRowMajor;
+}
+
+bool CpuBackend::TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const {
+  if (layout == TensorLayout::kRowMajor) return true;
+  if (node.op != OpKind::kTensorOp) return false;
+  const cpu::TensorKernelEntry* entry = cpu::FindTensorKernel(node.op_type);
+  if (entry == nullptr || entry->takes_layout == nullptr) return false;
+  auto args = cpu::TensorKernelArgsOf(g, node, cpu::TensorKernelThreads());
+  return args.ok() && entry->takes_layout(layout, *args);
+}
 
 Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackRequest& request) {
   if (request.weight == nullptr) return InvalidArgument("cpu backend: a pack request without a weight");

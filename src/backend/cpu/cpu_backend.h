@@ -30,6 +30,10 @@ class CpuBackend : public Backend {
   // The op's binder (backend/cpu/binders/).
   Expected<Step> Bind(const BindContext& ctx) override;
   bool has_native_bf16_dot() const override;
+  // nchw16c where a convolution's fast path is oneDNN's blocked kernels
+  // (AVX-512); a node takes a layout when its kernel entry says so.
+  TensorLayout WantedLayout(const Graph& g, const Node& node) const override;
+  bool TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const override;
   // Drops the tensor kernel ScratchBytes made for `node` when the node
   // will not be bound (it is rebuilt elsewhere).
   void ForgetTensorKernel(const Node& node);

@@ -71,6 +71,16 @@ kiln_tensor DenseTensor(const Graph& g, ValueId id, const BoundValue& v) {
     t.strides[i] = stride;
     stride *= t.shape[i];
   }
+  if (val.layout != TensorLayout::kRowMajor && t.rank == 4) {
+    // The layout stage's choice for this backend: dims N,C,H,W, memory as the layout says.
+    t.layout = TensorLayoutName(val.layout);
+    if (val.layout == TensorLayout::kNHWC) {
+      t.strides[1] = 1;
+      t.strides[3] = t.shape[1];
+      t.strides[2] = t.shape[3] * t.shape[1];
+      t.strides[0] = t.shape[2] * t.strides[2];
+    }
+  }
   t.data = v.data;
   t.is_graph_output = v.is_output ? 1 : 0;
   t.is_constant = val.constant ? 1 : 0;
@@ -327,9 +337,11 @@ Expected<SupportList> ConvertSupport(const kiln_backend& t) {
     KILN_RETURN_IF_ERROR(dtypes(e.activation_dtypes, e.num_activation_dtypes, &s.activation_dtypes));
     KILN_RETURN_IF_ERROR(dtypes(e.weight_dtypes, e.num_weight_dtypes, &s.weight_dtypes));
     const char* wanted_layout = tensor_op ? "dense" : "rows";
-    if (e.activation_layout != nullptr && std::strcmp(e.activation_layout, wanted_layout) != 0) {
-      return Unsupported("support entry {} ({}): activation layout '{}' (this kiln places '{}' here)", i, e.op,
-                         e.activation_layout, wanted_layout);
+    if (tensor_op && e.activation_layout != nullptr && std::strcmp(e.activation_layout, "nhwc") == 0) {
+      s.activation_layout = TensorLayout::kNHWC;
+    } else if (e.activation_layout != nullptr && std::strcmp(e.activation_layout, wanted_layout) != 0) {
+      return Unsupported("support entry {} ({}): activation layout '{}' (this kiln places '{}'{} here)", i, e.op,
+                         e.activation_layout, wanted_layout, tensor_op ? " or 'nhwc'" : "");
     }
     s.weight_layout = e.weight_layout != nullptr ? e.weight_layout : "";
     s.max_cols = e.max_cols;
@@ -480,6 +492,16 @@ Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const Pa
   if (rc != KILN_BACKEND_OK) return CallFailed(name_, "pack_weight", rc, err);
   if (out.handle == nullptr) return Internal("{}: pack_weight of {} returned no handle", name_, w.name);
   return std::shared_ptr<const PackedMatrix>(std::make_shared<PluginPackedWeight>(table_, out));
+}
+
+TensorLayout PluginBackend::WantedLayout(const Graph& g, const Node& node) const {
+  if (node.op != OpKind::kTensorOp) return TensorLayout::kRowMajor;
+  const SupportEntry* e = support_.Match(g, node, nullptr);
+  return e == nullptr ? TensorLayout::kRowMajor : e->activation_layout;
+}
+
+bool PluginBackend::TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const {
+  return layout == WantedLayout(g, node);
 }
 
 size_t PluginBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const {

@@ -29,6 +29,9 @@ class PluginBackend : public Backend {
   MemoryDomain& domain() override { return *domain_; }
   Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) override;
   size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const override;
+  // A tensor op whose support entry says "nhwc" runs channels-last, and only so.
+  TensorLayout WantedLayout(const Graph& g, const Node& node) const override;
+  bool TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const override;
   Expected<Step> Bind(const BindContext& ctx) override;
   Stream& stream() override { return *stream_; }
   std::unique_ptr<Event> CreateEvent() override;

@@ -15,5 +15,6 @@ void AddReduceOpDefs(std::vector<TensorOpDef>* ops);       // Reduce*, Softmax, 
 void AddConvOpDefs(std::vector<TensorOpDef>* ops);         // Conv, ConvTranspose, pooling, MatMul, Gemm, Einsum, ...
 void AddMatMulOpDefs(std::vector<TensorOpDef>* ops);        // MatMul, Gemm, Einsum
 void AddQuantOpDefs(std::vector<TensorOpDef>* ops);        // QuantizeLinear, DequantizeLinear, QLinear*, ...
+void AddLayoutOpDefs(std::vector<TensorOpDef>* ops);       // kiln.Reorder (the layout stage's conversions)
 
 }  // namespace kiln

@@ -14,6 +14,7 @@ std::vector<TensorKernelEntry> BuildTable() {
   AddConvKernels(&kernels);
   AddMatMulKernels(&kernels);
   AddQuantKernels(&kernels);
+  AddLayoutKernels(&kernels);
   std::sort(kernels.begin(), kernels.end(),
             [](const TensorKernelEntry& a, const TensorKernelEntry& b) { return a.op_type < b.op_type; });
   return kernels;

@@ -95,5 +95,6 @@ void AddReduceKernels(std::vector<TensorKernelEntry>* kernels);
 void AddConvKernels(std::vector<TensorKernelEntry>* kernels);
 void AddMatMulKernels(std::vector<TensorKernelEntry>* kernels);
 void AddQuantKernels(std::vector<TensorKernelEntry>* kernels);
+void AddLayoutKernels(std::vector<TensorKernelEntry>* kernels);
 
 }  // namespace kiln::cpu
