@@ -372,7 +372,7 @@ Expected<std::unique_ptr<Kernel>> Rebuild(const StandIn& s, const kiln_node_desc
     n.op_type = d.op;
     n.name = d.name != nullptr ? d.name : "";
     n.backend = s.name;
-    KILN_RETURN_IF_ERROR(AttributesFromList(d.attrs, d.num_attrs, &n.attrs, &n.named_attrs));
+    KILN_RETURN_IF_ERROR(AttributesFromList(d.attrs, d.num_attrs, &n.attrs, &n.named_attrs, true));
     KILN_RETURN_IF_ERROR(RebuildTensorNode(d, k.get(), &n));
     k->node = k->graph.AddNode(std::move(n));
     k->ctx.graph = &k->graph;

@@ -53,7 +53,11 @@ void AttributeList::Named(const std::string& key, const AttributeMap::Value& v) 
   attrs_.push_back(a);
 }
 
-AttributeList::AttributeList(const NodeAttrs& a, const AttributeMap& named) {
+AttributeList::AttributeList(const NodeAttrs& a, const AttributeMap& named, bool tensor_op) {
+  if (tensor_op) {
+    for (const auto& [key, value] : named.entries()) Named(key, value);
+    return;
+  }
   Float("eps", a.eps);
   Int("group", a.group);
   Int("layer", a.layer);
@@ -68,12 +72,13 @@ AttributeList::AttributeList(const NodeAttrs& a, const AttributeMap& named) {
   for (const auto& [key, value] : named.entries()) Named(key, value);
 }
 
-Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named) {
+Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named,
+                          bool tensor_op) {
   NodeAttrs& out = *fixed;
   for (uint32_t i = 0; i < n; ++i) {
     const kiln_attr& a = attrs[i];
     if (a.key == nullptr) return InvalidArgument("attribute {} has no key", i);
-    auto is = [&](const char* k) { return std::strcmp(a.key, k) == 0; };
+    auto is = [&](const char* k) { return !tensor_op && std::strcmp(a.key, k) == 0; };
     if (is("eps")) {
       out.eps = a.f;
     } else if (is("group")) {

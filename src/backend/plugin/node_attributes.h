@@ -16,8 +16,10 @@ namespace kiln {
 class AttributeList {
  public:
   // The fixed fields, then every named attribute (pointing into `named`,
-  // which must outlive the list).
-  AttributeList(const NodeAttrs& attrs, const AttributeMap& named);
+  // which must outlive the list). A tensor op's attributes are all named
+  // (ONNX's): the fixed fields, whose keys ONNX also uses ("group"), are
+  // left out.
+  AttributeList(const NodeAttrs& attrs, const AttributeMap& named, bool tensor_op = false);
   AttributeList(const AttributeList&) = delete;
   AttributeList& operator=(const AttributeList&) = delete;
 
@@ -32,7 +34,9 @@ class AttributeList {
   std::vector<kiln_attr> attrs_;
 };
 
-// The reverse: the fixed fields into `fixed`, every other key into `named`.
-Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named);
+// The reverse: the fixed fields into `fixed`, every other key into `named`;
+// for a tensor op, every key into `named`.
+Status AttributesFromList(const kiln_attr* attrs, uint32_t n, NodeAttrs* fixed, AttributeMap* named,
+                          bool tensor_op = false);
 
 }  // namespace kiln

@@ -121,7 +121,7 @@ kiln_weight_desc WeightDesc(const Weight& w) {
 struct NodeDescription {
   NodeDescription(const Graph& g, const Node& n, const std::vector<BoundValue>& in, const std::vector<BoundValue>& out,
                   const ShapeEnv& capacity)
-      : attrs(n.attrs, n.named_attrs) {
+      : attrs(n.attrs, n.named_attrs, n.op == OpKind::kTensorOp) {
     if (n.op == OpKind::kTensorOp) {
       for (size_t i = 0; i < in.size(); ++i) inputs.push_back(DenseTensor(g, n.inputs[i], in[i]));
       for (size_t i = 0; i < out.size(); ++i) outputs.push_back(DenseTensor(g, n.outputs[i], out[i]));

@@ -114,5 +114,33 @@ TEST(OnnxOnAccelerator, TransposesBetweenTwoNhwcConvolutionsCancel) {
             std::string::npos);
 }
 
+// A depthwise convolution keeps its ONNX attribute `group` on the way to the
+// plugin (the ABI's fixed field of the same name once hid it).
+TEST(OnnxOnAccelerator, DepthwiseConvolutionKeepsItsGroup) {
+  const std::string path = ::testing::TempDir() + "/accel_depthwise.onnx";
+  const std::string cmd = "/usr/bin/python3 -c \"\n"
+                          "import numpy as np, onnx, onnx.numpy_helper as nh\n"
+                          "from onnx import helper as h, TensorProto as T\n"
+                          "r = np.random.default_rng(7)\n"
+                          "W1 = nh.from_array(r.standard_normal((8, 3, 3, 3)).astype(np.float32), 'W1')\n"
+                          "W2 = nh.from_array(r.standard_normal((8, 1, 3, 3)).astype(np.float32), 'W2')\n"
+                          "n = [h.make_node('Conv', ['x', 'W1'], ['c1'], name='conv1', pads=[1, 1, 1, 1]),\n"
+                          "     h.make_node('Conv', ['c1', 'W2'], ['c2'], name='dw', pads=[1, 1, 1, 1], group=8),\n"
+                          "     h.make_node('Softmax', ['c2'], ['y'], name='softmax', axis=1)]\n"
+                          "g = h.make_graph(n, 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 3, 8, 8])],\n"
+                          "                 [h.make_tensor_value_info('y', T.FLOAT, None)], [W1, W2])\n"
+                          "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '" +
+                          path + "')\n\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string cpu_plan, accel_plan;
+  const std::vector<float> cpu = RunOn(path, "cpu", &cpu_plan);
+  const std::vector<float> accel = RunOn(path, "testaccel", &accel_plan);
+  ASSERT_EQ(cpu.size(), 8u * 8 * 8);
+  ASSERT_EQ(accel.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(accel[i], cpu[i], 1e-5f) << i;
+  EXPECT_NE(accel_plan.find("dw"), std::string::npos);
+  EXPECT_NE(accel_plan.find("testaccel"), std::string::npos) << accel_plan;
+}
+
 }  // namespace
 }  // namespace kiln
