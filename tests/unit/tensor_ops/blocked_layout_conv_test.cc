@@ -82,5 +82,13 @@ TEST(BlockedLayoutConv, GroupsAcrossBlocksAreLeftRowMajor) {
   blocked_test::ExpectBlockedMatchesRowMajor(bc, "2 groups of 12");
 }
 
+TEST(BlockedLayoutConv, OneByOneImagesAreLeftRowMajor) {
+  // Squeeze-Excitation's products on a 1x1 image: cheaper row-major (the
+  // kernel still runs blocked when asked).
+  BlockedCase bc = ConvCase({32, 16, 1, 1, 1, 1, 1}, false);
+  bc.expect_taken = false;
+  blocked_test::ExpectBlockedMatchesRowMajor(bc, "1x1 image");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -229,6 +229,10 @@ bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   }
   const Window3 g = ToWindow3(*geometry);
   if (!OneDnnConvApplies(g, BestIsa())) return false;
+  // A 1x1 image (Squeeze-Excitation's two products) is a matrix-vector
+  // product: each oneDNN call costs tens of microseconds there, kiln's
+  // row-major kernel a few, and the reorders of C values around it nothing.
+  if (g.out[1] * g.out[2] == 1) return false;
   auto impl = OneDnnConvImplementation(g, epilogue, args.has(3), layout);
   return impl.ok() && impl->rfind("ref", 0) != 0;
 }
