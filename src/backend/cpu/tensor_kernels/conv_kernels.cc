@@ -17,7 +17,8 @@
 // residual.
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
-// that layout; those run on oneDNN. Conv says it takes nchw16c where oneDNN
+// that layout; those run on oneDNN, or on kiln's nchw16c kernels
+// (conv_nchw16c.h) for depthwise and small 1x1 convolutions. Conv says it takes nchw16c where oneDNN
 // has a vector kernel for it (ConvTakesLayout).
 // The attribute compute_dtype = "bf16" (the precision policy's choice,
 // bf16_compute.h) runs a convolution on oneDNN's bf16 kernels where it can.
@@ -32,6 +33,7 @@
 #include "backend/cpu/tensor_kernels/bf16_compute.h"
 #include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
 #include "backend/cpu/tensor_kernels/conv_transpose_plan.h"
@@ -118,6 +120,13 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
     }
     if (bf16) {
       if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);
+    }
+    // kiln's own nchw16c kernels where they beat oneDNN's (conv_nchw16c.h):
+    // depthwise, and 1x1 layers up to a few MFLOP. KILN_CONV=kiln|onednn forces.
+    if (layout == TensorLayout::kNCHW16c && forced != "onednn" && forced != "onednn-blocked") {
+      const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
+      if (shape != BlockedConvShape::kNone && (forced == "kiln" || PreferKilnBlockedConv(g, BestIsa())))
+        return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual);
     }
     return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
   }
@@ -229,6 +238,9 @@ bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   }
   const Window3 g = ToWindow3(*geometry);
   if (!OneDnnConvApplies(g, BestIsa())) return false;
+  if (KilnBlockedConvShape(g, BestIsa()) != BlockedConvShape::kNone && PreferKilnBlockedConv(g, BestIsa()) &&
+      g.out[1] * g.out[2] != 1)
+    return true;
   // A 1x1 image (Squeeze-Excitation's two products) is a matrix-vector
   // product: each oneDNN call costs tens of microseconds there, kiln's
   // row-major kernel a few, and the reorders of C values around it nothing.

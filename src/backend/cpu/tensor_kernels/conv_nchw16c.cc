@@ -1,0 +1,135 @@
+// kiln's nchw16c convolutions: which shapes they take, the weight packing,
+// the reference loops and the kernel. The vector loops are in
+// conv_nchw16c_avx512.cc.
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace kiln::cpu {
+namespace {
+
+constexpr int64_t kBlock = 16;
+
+int64_t Blocks(int64_t c) {
+  return (c + kBlock - 1) / kBlock;
+}
+
+BlockedConvShape ShapeOf(const Window3& g) {
+  // 2-d only: the leading (depth) axis is 1.
+  if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1 || g.pad_begin[0] != 0 || g.pad_end[0] != 0)
+    return BlockedConvShape::kNone;
+  if (g.dilation[1] != 1 || g.dilation[2] != 1) return BlockedConvShape::kNone;
+  if (g.group == 1 && g.kernel[1] == 1 && g.kernel[2] == 1) {
+    const bool no_pads = g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
+    const bool stride_ok = g.stride[1] == g.stride[2] && (g.stride[1] == 1 || g.stride[1] == 2);
+    return no_pads && stride_ok ? BlockedConvShape::kPointwise : BlockedConvShape::kNone;
+  }
+  if (g.group > 1 && g.group == g.in_channels && g.group == g.out_channels) return BlockedConvShape::kDepthwise;
+  return BlockedConvShape::kNone;
+}
+
+}  // namespace
+
+BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa) {
+  if (isa != Isa::kAvx512) return BlockedConvShape::kNone;
+  return ShapeOf(g);
+}
+
+bool PreferKilnBlockedConv(const Window3& g, Isa isa) {
+  const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
+  if (shape == BlockedConvShape::kDepthwise) return true;
+  if (shape != BlockedConvShape::kPointwise) return false;
+  // oneDNN's jit_1x1 costs ~100 us a call whatever the size on the small
+  // layers of MobileNet/ShuffleNet; kiln's GEMM wins below a few MFLOP
+  // (conv_bench nchw16c figures in bench/RESULTS.md).
+  const double flops = 2.0 * static_cast<double>(g.batch * g.in_channels * g.out_channels * g.OutPixels());
+  return flops <= 64e6;
+}
+
+BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
+                                    const float* w, const float* bias) {
+  BlockedConvPlan p;
+  p.g = g;
+  p.shape = shape;
+  p.epilogue = epilogue;
+  p.in_blocks = Blocks(g.in_channels);
+  p.out_blocks = Blocks(g.out_channels);
+  p.bias.assign(static_cast<size_t>(p.out_blocks * kBlock), 0.0f);
+  if (bias != nullptr) std::memcpy(p.bias.data(), bias, sizeof(float) * static_cast<size_t>(g.out_channels));
+  if (shape == BlockedConvShape::kPointwise) {
+    const int64_t c = g.in_channels;
+    p.weights.assign(static_cast<size_t>(p.out_blocks * p.in_blocks * kBlock * kBlock), 0.0f);
+    for (int64_t m = 0; m < g.out_channels; ++m)
+      for (int64_t ci = 0; ci < c; ++ci)
+        p.weights[static_cast<size_t>(((m / kBlock * p.in_blocks + ci / kBlock) * kBlock + ci % kBlock) * kBlock +
+                                      m % kBlock)] = w[m * c + ci];
+  } else {
+    const int64_t taps = g.kernel[1] * g.kernel[2];
+    p.weights.assign(static_cast<size_t>(p.in_blocks * taps * kBlock), 0.0f);
+    for (int64_t ch = 0; ch < g.in_channels; ++ch)
+      for (int64_t t = 0; t < taps; ++t)
+        p.weights[static_cast<size_t>((ch / kBlock * taps + t) * kBlock + ch % kBlock)] = w[ch * taps + t];
+  }
+  return p;
+}
+
+void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const float* residual, float* y) {
+  const Window3& g = p.g;
+  const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
+  const int64_t kh = g.kernel[1], kw = g.kernel[2], sh = g.stride[1], sw = g.stride[2];
+  const int64_t ph = g.pad_begin[1], pw = g.pad_begin[2];
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t ob = 0; ob < p.out_blocks; ++ob)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t col = 0; col < ow; ++col)
+          for (int64_t lane = 0; lane < kBlock; ++lane) {
+            const int64_t m = ob * kBlock + lane;
+            float acc = 0.0f;
+            if (p.shape == BlockedConvShape::kPointwise) {
+              for (int64_t cb = 0; cb < p.in_blocks; ++cb)
+                for (int64_t i = 0; i < kBlock; ++i)
+                  acc += x[(((n * p.in_blocks + cb) * ih + r * sh) * iw + col * sw) * kBlock + i] *
+                         p.weights[static_cast<size_t>(((ob * p.in_blocks + cb) * kBlock + i) * kBlock + lane)];
+            } else {
+              for (int64_t a = 0; a < kh; ++a)
+                for (int64_t b = 0; b < kw; ++b) {
+                  const int64_t yy = r * sh - ph + a, xx = col * sw - pw + b;
+                  if (yy < 0 || yy >= ih || xx < 0 || xx >= iw) continue;
+                  acc += x[(((n * p.in_blocks + ob) * ih + yy) * iw + xx) * kBlock + lane] *
+                         p.weights[static_cast<size_t>((ob * kh * kw + a * kw + b) * kBlock + lane)];
+                }
+            }
+            const int64_t at = (((n * p.out_blocks + ob) * oh + r) * ow + col) * kBlock + lane;
+            if (m >= g.out_channels) {
+              y[at] = 0.0f;
+              continue;
+            }
+            float v = acc + p.bias[static_cast<size_t>(m)];
+            if (residual == nullptr) {
+              v = ApplyFusedActivation(p.epilogue, v);
+            } else if (p.epilogue.residual_before_activation) {
+              v = ApplyFusedActivation(p.epilogue, v + residual[at]);
+            } else {
+              v = ApplyFusedActivation(p.epilogue, v) + residual[at];
+            }
+            y[at] = v;
+          }
+}
+
+TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
+                                       const float* w, const float* bias, bool has_residual) {
+  auto plan = std::make_shared<const BlockedConvPlan>(MakeBlockedConvPlan(g, shape, epilogue, w, bias));
+  TensorKernel k;
+  k.impl = shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1" : "kiln-avx512-nchw16c-depthwise";
+  k.run = [plan, has_residual](const TensorCall& call) {
+    RunBlockedConvAvx512(*plan, static_cast<const float*>(call.inputs[0]),
+                         has_residual ? static_cast<const float*>(call.inputs[3]) : nullptr,
+                         static_cast<float*>(call.outputs[0]), call.pool);
+    return Status::Ok();
+  };
+  return k;
+}
+
+}  // namespace kiln::cpu

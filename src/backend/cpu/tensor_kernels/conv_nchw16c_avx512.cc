@@ -1,0 +1,241 @@
+// The AVX-512 loops of kiln's nchw16c convolutions (conv_nchw16c.h).
+// Pointwise: a register tile of P output pixels x NB blocks of 16 output
+// channels, accumulated over the input channel blocks, each input value
+// broadcast against the packed [16 in][16 out] weight vectors. Depthwise:
+// per channel block and output row, 8 output pixels at a time, one vector
+// FMA per tap; tiles that touch the padding check each tap's column.
+// GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "backend/cpu/kernels/simd_avx512.h"
+#include "backend/cpu/tensor_kernels/conv2d_simd.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+
+namespace kiln::cpu {
+namespace {
+
+using S = SimdAvx512;
+constexpr int64_t kBlock = 16;
+constexpr int kPixels = 12;  // pointwise tile: 2 x 12 accumulators + 2 weights + 1 broadcast
+constexpr int kDepthwisePixels = 8;
+
+// Bias, residual and activation on one finished vector of block `ob`; lanes
+// past the real channels become zero.
+inline __m512 Finish(const BlockedConvPlan& p, __m512 v, __m512 bias, const float* residual, __mmask16 keep) {
+  v = _mm512_add_ps(v, bias);
+  if (residual == nullptr) {
+    v = ConvActivate<S>(p.epilogue, v);
+  } else if (p.epilogue.residual_before_activation) {
+    v = ConvActivate<S>(p.epilogue, _mm512_add_ps(v, _mm512_loadu_ps(residual)));
+  } else {
+    v = _mm512_add_ps(ConvActivate<S>(p.epilogue, v), _mm512_loadu_ps(residual));
+  }
+  return _mm512_maskz_mov_ps(keep, v);
+}
+
+__mmask16 KeepMask(const BlockedConvPlan& p, int64_t ob) {
+  const int64_t real = std::min<int64_t>(kBlock, p.g.out_channels - ob * kBlock);
+  return static_cast<__mmask16>(real >= kBlock ? 0xFFFF : ((1u << real) - 1u));
+}
+
+struct PointwiseTile {
+  const BlockedConvPlan* plan;
+  const float* x;        // the tile's first input pixel, channel block 0
+  int64_t x_pixel_step;  // floats between the tile's input pixels
+  int64_t x_block_step;  // floats between input channel blocks
+  const float* w;        // packed weights of the first output block
+  const float* bias;     // of the first output block
+  const float* residual; // at the tile's first output pixel (null: none)
+  float* y;              // the tile's first output pixel, first output block
+  int64_t y_block_step;  // floats between output channel blocks
+  __mmask16 keep[2];
+};
+
+template <int P, int NB>
+void RunPointwiseTile(const PointwiseTile& t) {
+  const BlockedConvPlan& p = *t.plan;
+  const int64_t w_block_step = p.in_blocks * kBlock * kBlock;
+  __m512 acc[NB][P];
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 12
+    for (int q = 0; q < P; ++q) acc[j][q] = _mm512_setzero_ps();
+  }
+  for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+    const float* xb = t.x + cb * t.x_block_step;
+    const float* wb = t.w + cb * kBlock * kBlock;
+#pragma GCC unroll 4
+    for (int i = 0; i < kBlock; ++i) {
+      __m512 wv[NB];
+#pragma GCC unroll 2
+      for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wb + j * w_block_step + i * kBlock);
+#pragma GCC unroll 12
+      for (int q = 0; q < P; ++q) {
+        const __m512 xv = _mm512_set1_ps(xb[q * t.x_pixel_step + i]);
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j) {
+    const __m512 bias = _mm512_loadu_ps(t.bias + j * kBlock);
+    for (int q = 0; q < P; ++q) {
+      const int64_t at = j * t.y_block_step + q * kBlock;
+      const float* r = t.residual != nullptr ? t.residual + at : nullptr;
+      _mm512_storeu_ps(t.y + at, Finish(p, acc[j][q], bias, r, t.keep[j]));
+    }
+  }
+}
+
+using TileFn = void (*)(const PointwiseTile&);
+
+template <int NB, int... P>
+constexpr std::array<TileFn, sizeof...(P)> TileTable(std::integer_sequence<int, P...>) {
+  return {&RunPointwiseTile<P + 1, NB>...};
+}
+
+void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y, ThreadPool* pool) {
+  static constexpr auto kOne = TileTable<1>(std::make_integer_sequence<int, kPixels>());
+  static constexpr auto kTwo = TileTable<2>(std::make_integer_sequence<int, kPixels>());
+  const Window3& g = p.g;
+  const int64_t stride = g.stride[1];
+  // Stride 1 without pads: the image is one row of pixels in and out.
+  const int64_t rows = stride == 1 ? 1 : g.out[1];
+  const int64_t cols = stride == 1 ? g.out[1] * g.out[2] : g.out[2];
+  const int64_t tiles = (cols + kPixels - 1) / kPixels;
+  const int64_t pairs = (p.out_blocks + 1) / 2;
+  const int64_t in_plane = g.in[1] * g.in[2] * kBlock, out_plane = g.out[1] * g.out[2] * kBlock;
+  const int64_t tasks = g.batch * pairs * rows * tiles;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t rest = task;
+      const int64_t tile = rest % tiles;
+      rest /= tiles;
+      const int64_t row = rest % rows;
+      rest /= rows;
+      const int64_t pair = rest % pairs;
+      const int64_t n = rest / pairs;
+      const int64_t ob = pair * 2;
+      const int nb = p.out_blocks - ob >= 2 ? 2 : 1;
+      const int64_t col = tile * kPixels;
+      const int count = static_cast<int>(std::min<int64_t>(kPixels, cols - col));
+      PointwiseTile t;
+      t.plan = &p;
+      t.x = x + n * p.in_blocks * in_plane + (row * stride * g.in[2] + col * stride) * kBlock;
+      t.x_pixel_step = stride * kBlock;
+      t.x_block_step = in_plane;
+      t.w = p.weights.data() + ob * p.in_blocks * kBlock * kBlock;
+      t.bias = p.bias.data() + ob * kBlock;
+      const int64_t y_at = (n * p.out_blocks + ob) * out_plane + (row * cols + col) * kBlock;
+      t.residual = residual != nullptr ? residual + y_at : nullptr;
+      t.y = y + y_at;
+      t.y_block_step = out_plane;
+      t.keep[0] = KeepMask(p, ob);
+      t.keep[1] = nb == 2 ? KeepMask(p, ob + 1) : 0;
+      (nb == 2 ? kTwo : kOne)[static_cast<size_t>(count - 1)](t);
+    }
+  };
+  if (pool == nullptr) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, 4, body);
+  }
+}
+
+// One output row of one channel block, pixels [col, col + count).
+template <bool kChecked>
+void DepthwiseTile(const BlockedConvPlan& p, const float* x_plane, const float* w, __m512 bias,
+                   const float* residual, float* y, int64_t row, int64_t col, int count, __mmask16 keep) {
+  const Window3& g = p.g;
+  const int64_t ih = g.in[1], iw = g.in[2], kh = g.kernel[1], kw = g.kernel[2];
+  const int64_t sh = g.stride[1], sw = g.stride[2], ph = g.pad_begin[1], pw = g.pad_begin[2];
+  __m512 acc[kDepthwisePixels];
+#pragma GCC unroll 8
+  for (int q = 0; q < kDepthwisePixels; ++q) acc[q] = _mm512_setzero_ps();
+  for (int64_t a = 0; a < kh; ++a) {
+    const int64_t yy = row * sh - ph + a;
+    if (yy < 0 || yy >= ih) continue;
+    const float* xrow = x_plane + yy * iw * kBlock;
+    for (int64_t b = 0; b < kw; ++b) {
+      const __m512 wv = _mm512_loadu_ps(w + (a * kw + b) * kBlock);
+      const int64_t x0 = col * sw - pw + b;
+      if constexpr (kChecked) {
+        for (int q = 0; q < count; ++q) {
+          const int64_t xx = x0 + q * sw;
+          if (xx < 0 || xx >= iw) continue;
+          acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(xrow + xx * kBlock), wv, acc[q]);
+        }
+      } else {
+#pragma GCC unroll 8
+        for (int q = 0; q < kDepthwisePixels; ++q)
+          acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(xrow + (x0 + q * sw) * kBlock), wv, acc[q]);
+      }
+    }
+  }
+  for (int q = 0; q < count; ++q) {
+    const float* r = residual != nullptr ? residual + q * kBlock : nullptr;
+    _mm512_storeu_ps(y + q * kBlock, Finish(p, acc[q], bias, r, keep));
+  }
+}
+
+void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y, ThreadPool* pool) {
+  const Window3& g = p.g;
+  const int64_t oh = g.out[1], ow = g.out[2], iw = g.in[2];
+  const int64_t taps = g.kernel[1] * g.kernel[2];
+  const int64_t in_plane = g.in[1] * iw * kBlock, out_plane = oh * ow * kBlock;
+  const int64_t tasks = g.batch * p.out_blocks * oh;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row = task % oh;
+      const int64_t plane = task / oh;  // n * blocks + cb
+      const int64_t cb = plane % p.out_blocks;
+      const float* x_plane = x + plane * in_plane;
+      const float* w = p.weights.data() + cb * taps * kBlock;
+      const __m512 bias = _mm512_loadu_ps(p.bias.data() + cb * kBlock);
+      const __mmask16 keep = KeepMask(p, cb);
+      const int64_t y_row = plane * out_plane + row * ow * kBlock;
+      for (int64_t col = 0; col < ow; col += kDepthwisePixels) {
+        const int count = static_cast<int>(std::min<int64_t>(kDepthwisePixels, ow - col));
+        const float* r = residual != nullptr ? residual + y_row + col * kBlock : nullptr;
+        float* out = y + y_row + col * kBlock;
+        const int64_t first = col * g.stride[2] - g.pad_begin[2];
+        const int64_t last = (col + kDepthwisePixels - 1) * g.stride[2] - g.pad_begin[2] + g.kernel[2] - 1;
+        if (count == kDepthwisePixels && first >= 0 && last < iw) {
+          DepthwiseTile<false>(p, x_plane, w, bias, r, out, row, col, count, keep);
+        } else {
+          DepthwiseTile<true>(p, x_plane, w, bias, r, out, row, col, count, keep);
+        }
+      }
+    }
+  };
+  if (pool == nullptr) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, 4, body);
+  }
+}
+
+}  // namespace
+
+void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const float* residual, float* y,
+                          ThreadPool* pool) {
+  if (plan.g.batch * plan.out_blocks * plan.g.OutPixels() == 0) return;
+  if (plan.shape == BlockedConvShape::kPointwise) {
+    RunPointwise(plan, x, residual, y, pool);
+  } else {
+    RunDepthwise(plan, x, residual, y, pool);
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,191 @@
+// kiln's own nchw16c convolutions (conv_nchw16c.h): the 1x1 GEMM over
+// channel blocks and the depthwise loop, against the row-major kernels
+// (through the Conv entry, as the layout stage runs them) and the AVX-512
+// loops against the plain reference on the same packed weights. Channel
+// counts that are and are not multiples of 16, strides 1 and 2, bias,
+// activations (HardSigmoid's f(0) != 0 checks the padding lanes) and the
+// residual before and after the activation.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+#include "backend/cpu/tensor_kernels/conv_window.h"
+#include "unit/tensor_ops/blocked_layout_test_util.h"
+
+namespace kiln {
+namespace {
+
+using blocked_test::BlockedCase;
+using conv_test::RandomTensor;
+
+struct Shape {
+  int64_t c, m, h, w, k, stride, group;
+};
+
+std::string Name(const Shape& s, const std::string& activation, bool residual) {
+  return "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " " + std::to_string(s.h) + "x" +
+         std::to_string(s.w) + " k=" + std::to_string(s.k) + " s=" + std::to_string(s.stride) +
+         " g=" + std::to_string(s.group) + " " + activation + (residual ? " +residual" : "");
+}
+
+BlockedCase Case(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
+  BlockedCase bc;
+  bc.op = activation.empty() && !residual ? "Conv" : "kiln.FusedConv";
+  const int64_t pad = s.k / 2;
+  bc.attrs.SetInts("kernel_shape", {s.k, s.k});
+  bc.attrs.SetInts("strides", {s.stride, s.stride});
+  bc.attrs.SetInts("pads", {pad, pad, pad, pad});
+  bc.attrs.SetInt("group", s.group);
+  bc.inputs = {RandomTensor({1, s.c, s.h, s.w}, 11), RandomTensor({s.m, s.c / s.group, s.k, s.k}, 12),
+               RandomTensor({s.m}, 13)};
+  bc.constant = {false, true, true};
+  if (bc.op == "kiln.FusedConv") {
+    if (!activation.empty()) bc.attrs.SetString("activation", activation);
+    if (residual_first) bc.attrs.SetInt("residual_before_activation", 1);
+    if (residual) {
+      const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+      bc.inputs.push_back(RandomTensor({1, s.m, oh, ow}, 14));
+      bc.constant.push_back(false);
+    }
+  }
+  bc.tol = 1e-4f;
+  bc.expect_taken = cpu::BestIsa() == cpu::Isa::kAvx512;
+  return bc;
+}
+
+// The implementation the Conv entry picks for the case on nchw16c.
+std::string Implementation(const BlockedCase& c) {
+  AttributeMap attrs = c.attrs;
+  attrs.SetString("activation_layout", "nchw16c");
+  cpu::TensorKernelArgs args;
+  args.op_type = c.op;
+  args.node = "blocked";
+  args.attrs = &attrs;
+  args.num_threads = 2;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    args.inputs.push_back(c.inputs[i].type());
+    args.present.push_back(true);
+    args.constants.push_back(c.constant[i] ? &c.inputs[i] : nullptr);
+  }
+  auto kernel = cpu::MakeTensorKernel(args);
+  return kernel.ok() ? kernel->impl : "error: " + kernel.status().message();
+}
+
+void Check(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
+  const BlockedCase bc = Case(s, activation, residual, residual_first);
+  const std::string what = Name(s, activation, residual);
+  blocked_test::ExpectBlockedMatchesRowMajor(bc, what);
+  if (cpu::BestIsa() == cpu::Isa::kAvx512) {
+    EXPECT_EQ(Implementation(bc).rfind("kiln-avx512-nchw16c", 0), 0u) << what << ": " << Implementation(bc);
+  }
+}
+
+TEST(ConvNchw16c, PointwiseMatchesRowMajor) {
+  for (const Shape& s : {Shape{16, 16, 7, 7, 1, 1, 1}, Shape{24, 40, 8, 9, 1, 1, 1}, Shape{40, 72, 14, 14, 1, 1, 1},
+                         Shape{72, 24, 13, 11, 1, 2, 1}, Shape{96, 576, 7, 7, 1, 1, 1},
+                         Shape{16, 96, 28, 28, 1, 1, 1}, Shape{3, 20, 5, 3, 1, 2, 1}}) {
+    Check(s, "", false);
+    Check(s, "HardSwish", true);
+    Check(s, "HardSigmoid", false);
+  }
+  Check({40, 40, 6, 6, 1, 1, 1}, "Relu", true, /*residual_first=*/true);
+}
+
+TEST(ConvNchw16c, DepthwiseMatchesRowMajor) {
+  for (int64_t c : {16, 24, 40, 72}) {
+    for (int64_t k : {3, 5}) {
+      for (int64_t stride : {1, 2}) {
+        const Shape s{c, c, 14, 11, k, stride, c};
+        Check(s, "", false);
+        Check(s, "HardSwish", true);
+      }
+    }
+  }
+  // MobileNetV3-Small's depthwise layers.
+  for (const Shape& s : {Shape{16, 16, 112, 112, 3, 2, 16}, Shape{72, 72, 56, 56, 3, 2, 72},
+                         Shape{96, 96, 28, 28, 5, 2, 96}, Shape{240, 240, 14, 14, 5, 1, 240},
+                         Shape{576, 576, 14, 14, 5, 2, 576}, Shape{8, 8, 3, 2, 3, 1, 8}}) {
+    Check(s, "HardSigmoid", false);
+  }
+  Check({24, 24, 9, 9, 3, 1, 24}, "Relu", true, /*residual_first=*/true);
+}
+
+// The AVX-512 loops and the plain ones on the same packed weights, and the
+// plain ones against the row-major convolution (these run on any machine).
+TEST(ConvNchw16c, ReferenceMatchesVectorLoopsAndRowMajor) {
+  for (const Shape& s : {Shape{24, 40, 9, 7, 1, 1, 1}, Shape{72, 20, 9, 7, 1, 2, 1}, Shape{40, 40, 9, 10, 5, 2, 40},
+                         Shape{24, 24, 7, 7, 3, 1, 24}}) {
+    SCOPED_TRACE(Name(s, "Sigmoid", true));
+    const BlockedCase bc = Case(s, "Sigmoid", true);
+    cpu::TensorOpRun run;
+    run.op_type = bc.op;
+    run.attrs = bc.attrs;
+    for (const TensorData& t : bc.inputs) run.inputs.emplace_back(t);
+    run.inputs_are_constants = true;
+    auto expected = cpu::RunTensorOp(run);
+    ASSERT_TRUE(expected.ok()) << expected.status().message();
+    const std::vector<int64_t>& out_dims = (*expected)[0].type().dims;
+
+    cpu::Window3 g;
+    g.in_channels = s.c;
+    g.out_channels = s.m;
+    g.group = s.group;
+    const int64_t pad = s.k / 2;
+    g.in = {1, s.h, s.w};
+    g.kernel = {1, s.k, s.k};
+    g.stride = {1, s.stride, s.stride};
+    g.pad_begin = {0, pad, pad};
+    g.pad_end = {0, pad, pad};
+    g.out = {1, out_dims[2], out_dims[3]};
+    FusedEpilogue epilogue;
+    epilogue.activation = FusedActivation::kSigmoid;
+    const auto shape = s.group == 1 ? cpu::BlockedConvShape::kPointwise : cpu::BlockedConvShape::kDepthwise;
+    const cpu::BlockedConvPlan plan =
+        cpu::MakeBlockedConvPlan(g, shape, epilogue, bc.inputs[1].As<float>(), bc.inputs[2].As<float>());
+    const std::vector<float> x = blocked_test::ToBlocked(bc.inputs[0].As<float>(), bc.inputs[0].type().dims);
+    const std::vector<float> r = blocked_test::ToBlocked(bc.inputs[3].As<float>(), out_dims);
+    std::vector<float> y(static_cast<size_t>(blocked_test::BlockedCount(out_dims)),
+                         std::numeric_limits<float>::quiet_NaN());
+    cpu::RunBlockedConvReference(plan, x.data(), r.data(), y.data());
+    EXPECT_EQ(blocked_test::NonZeroPadding(y.data(), out_dims), 0);
+    const std::vector<float> got = blocked_test::FromBlocked(y.data(), out_dims);
+    conv_test::ExpectClose(got.data(), (*expected)[0].As<float>(), (*expected)[0].type().ElementCount(), 1e-4f,
+                           "reference vs row-major");
+    if (cpu::BestIsa() != cpu::Isa::kAvx512) continue;
+    std::vector<float> v(y.size(), std::numeric_limits<float>::quiet_NaN());
+    cpu::RunBlockedConvAvx512(plan, x.data(), r.data(), v.data(), nullptr);
+    conv_test::ExpectClose(v.data(), y.data(), static_cast<int64_t>(y.size()), 1e-5f, "avx512 vs reference");
+  }
+}
+
+TEST(ConvNchw16c, TakesOnlyItsShapes) {
+  cpu::Window3 g;
+  g.in_channels = g.out_channels = 32;
+  g.in = {1, 8, 8};
+  g.out = {1, 8, 8};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx512), cpu::BlockedConvShape::kPointwise);
+  EXPECT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx2), cpu::BlockedConvShape::kNone);
+  cpu::Window3 padded = g;
+  padded.pad_begin = {0, 1, 1};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(padded, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 grouped = g;
+  grouped.group = 2;
+  EXPECT_EQ(cpu::KilnBlockedConvShape(grouped, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 depthwise = g;
+  depthwise.group = 32;
+  depthwise.kernel = {1, 3, 3};
+  depthwise.pad_begin = depthwise.pad_end = {0, 1, 1};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(depthwise, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDepthwise);
+  depthwise.dilation = {1, 2, 2};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(depthwise, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 three = g;
+  three.kernel = {1, 3, 3};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(three, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+}
+
+}  // namespace
+}  // namespace kiln
