@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
 
@@ -18,7 +19,14 @@ bool ConvPrefersBlockedActivations(const TensorKernelArgs& args) {
   if (forced != nullptr && *forced != '\0' && std::string(forced) != "onednn-blocked") return false;
   auto geometry = ConvGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims);
   if (!geometry.ok() || geometry->spatial != 2) return false;
-  return PreferOneDnnBlocked(ToWindow3(*geometry), BestIsa());
+  const Window3 g = ToWindow3(*geometry);
+  // A depthwise convolution runs on kiln's nchw16c kernel, faster there than
+  // row-major, and keeps the 1x1 convolutions around it blocked too
+  // (kiln's nchw16c GEMM), so MobileNet / ShuffleNet run blocked end to end.
+  if (KilnBlockedConvShape(g, BestIsa()) == BlockedConvShape::kDepthwise && g.out[1] * g.out[2] > 1 &&
+      (forced == nullptr || *forced == '\0'))
+    return true;
+  return PreferOneDnnBlocked(g, BestIsa());
 }
 
 }  // namespace kiln::cpu

@@ -41,11 +41,13 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
   if (shape == BlockedConvShape::kDepthwise) return true;
   if (shape != BlockedConvShape::kPointwise) return false;
-  // oneDNN's jit_1x1 costs ~100 us a call whatever the size on the small
-  // layers of MobileNet/ShuffleNet; kiln's GEMM wins below a few MFLOP
-  // (conv_bench nchw16c figures in bench/RESULTS.md).
+  // On 2 threads (bench/micro/conv_nchw16c_bench.cc) oneDNN's jit_1x1 and
+  // jit_dw cost 60-110 us a call on MobileNet/ShuffleNet's small layers
+  // where kiln's take 5-35; kiln's 1x1 GEMM still wins at the largest 1x1
+  // measured (26 MFLOP: 152 us against 260) and ties at 13 MFLOP on a 10x10
+  // image. Larger 1x1 layers stay on oneDNN, unmeasured.
   const double flops = 2.0 * static_cast<double>(g.batch * g.in_channels * g.out_channels * g.OutPixels());
-  return flops <= 64e6;
+  return flops <= 32e6;
 }
 
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,

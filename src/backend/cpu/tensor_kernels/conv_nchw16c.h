@@ -27,7 +27,7 @@ enum class BlockedConvShape { kNone, kPointwise, kDepthwise };
 // 1, any kernel, stride and pads. kNone elsewhere and below AVX-512.
 BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 
-// Whether kiln's nchw16c kernel beats oneDNN's on g (bench/micro figures in
+// Whether kiln's nchw16c kernel beats oneDNN's on g (the figures are in
 // conv_nchw16c.cc).
 bool PreferKilnBlockedConv(const Window3& g, Isa isa);
 
@@ -41,8 +41,8 @@ struct BlockedConvPlan {
   std::vector<float> weights, bias;
 };
 
-// REQUIRES: KilnBlockedConvShape(g, any ISA ignoring the AVX-512 check) != kNone
-// for the shape; w [M, C/group, kh, kw]; bias may be null.
+// REQUIRES: shape is what KilnBlockedConvShape(g, Isa::kAvx512) says.
+// w [M, C/group, kh, kw]; bias may be null.
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
                                     const float* w, const float* bias);
 
