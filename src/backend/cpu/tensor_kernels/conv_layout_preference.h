@@ -1,7 +1,8 @@
 // Where the CPU wants a convolution's activations blocked: the layout
 // stage starts an nchw16c chain only at a convolution whose fast path is
-// oneDNN's nChw16c kernels, so that everything row-major otherwise (AVX2,
-// small layers, depthwise) keeps kiln's own kernels.
+// blocked - oneDNN's nChw16c kernels (dense, big enough) or kiln's own
+// nchw16c depthwise kernel (conv_nchw16c.h) - so that everything row-major
+// otherwise (AVX2, small dense layers) keeps kiln's row-major kernels.
 #pragma once
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
@@ -9,8 +10,9 @@
 namespace kiln::cpu {
 
 // True for a 2-d Conv / kiln.FusedConv that PreferOneDnnBlocked picks on
-// this machine (AVX-512, dense, big enough) and that KILN_CONV does not
-// force onto another implementation.
+// this machine (AVX-512, dense, big enough), or a depthwise one on AVX-512
+// (on an image larger than 1x1), and that KILN_CONV does not force onto
+// another implementation.
 bool ConvPrefersBlockedActivations(const TensorKernelArgs& args);
 
 }  // namespace kiln::cpu
