@@ -26,18 +26,30 @@ struct Layer {
 };
 
 const Layer kLayers[] = {
-    {"mnv3_1x1_16to72_56", 16, 72, 1, 56, 1, 1},       {"mnv3_1x1_72to24_28", 72, 24, 1, 28, 1, 1},
-    {"mnv3_1x1_24to88_28", 24, 88, 1, 28, 1, 1},       {"mnv3_1x1_96to40_14", 96, 40, 1, 14, 1, 1},
-    {"mnv3_1x1_40to240_14", 40, 240, 1, 14, 1, 1},     {"mnv3_1x1_240to40_14", 240, 40, 1, 14, 1, 1},
-    {"mnv3_1x1_288to96_7", 288, 96, 1, 7, 1, 1},       {"mnv3_1x1_96to576_7", 96, 576, 1, 7, 1, 1},
-    {"shuffle_1x1_24_28", 24, 24, 1, 28, 1, 1},        {"shuffle_1x1_48_14", 48, 48, 1, 14, 1, 1},
-    {"shuffle_1x1_192to1024_7", 192, 1024, 1, 7, 1, 1}, {"resnet_1x1s2_64to128_56", 64, 128, 1, 56, 1, 2},
-    {"resnet_1x1s2_256to512_14", 256, 512, 1, 14, 1, 2}, {"yolo_1x1_32_80", 32, 32, 1, 80, 1, 1},
-    {"yolo_1x1_64_40", 64, 64, 1, 40, 1, 1},           {"yolo_1x1_128to256_20", 128, 256, 1, 20, 1, 1},
-    {"yolo_1x1_256_10", 256, 256, 1, 10, 1, 1},        {"mnv3_dw_3x3s2_16_112", 16, 16, 16, 112, 3, 2},
-    {"mnv3_dw_3x3s2_72_56", 72, 72, 72, 56, 3, 2},     {"mnv3_dw_3x3_88_28", 88, 88, 88, 28, 3, 1},
-    {"mnv3_dw_5x5s2_96_28", 96, 96, 96, 28, 5, 2},     {"mnv3_dw_5x5_240_14", 240, 240, 240, 14, 5, 1},
-    {"mnv3_dw_5x5_576_7", 576, 576, 576, 7, 5, 1},     {"shuffle_dw_3x3s2_24_56", 24, 24, 24, 56, 3, 2},
+    {"mnv3_1x1_16to72_56", 16, 72, 1, 56, 1, 1},
+    {"mnv3_1x1_72to24_28", 72, 24, 1, 28, 1, 1},
+    {"mnv3_1x1_24to88_28", 24, 88, 1, 28, 1, 1},
+    {"mnv3_1x1_96to40_14", 96, 40, 1, 14, 1, 1},
+    {"mnv3_1x1_40to240_14", 40, 240, 1, 14, 1, 1},
+    {"mnv3_1x1_240to40_14", 240, 40, 1, 14, 1, 1},
+    {"mnv3_1x1_288to96_7", 288, 96, 1, 7, 1, 1},
+    {"mnv3_1x1_96to576_7", 96, 576, 1, 7, 1, 1},
+    {"shuffle_1x1_24_28", 24, 24, 1, 28, 1, 1},
+    {"shuffle_1x1_48_14", 48, 48, 1, 14, 1, 1},
+    {"shuffle_1x1_192to1024_7", 192, 1024, 1, 7, 1, 1},
+    {"resnet_1x1s2_64to128_56", 64, 128, 1, 56, 1, 2},
+    {"resnet_1x1s2_256to512_14", 256, 512, 1, 14, 1, 2},
+    {"yolo_1x1_32_80", 32, 32, 1, 80, 1, 1},
+    {"yolo_1x1_64_40", 64, 64, 1, 40, 1, 1},
+    {"yolo_1x1_128to256_20", 128, 256, 1, 20, 1, 1},
+    {"yolo_1x1_256_10", 256, 256, 1, 10, 1, 1},
+    {"mnv3_dw_3x3s2_16_112", 16, 16, 16, 112, 3, 2},
+    {"mnv3_dw_3x3s2_72_56", 72, 72, 72, 56, 3, 2},
+    {"mnv3_dw_3x3_88_28", 88, 88, 88, 28, 3, 1},
+    {"mnv3_dw_5x5s2_96_28", 96, 96, 96, 28, 5, 2},
+    {"mnv3_dw_5x5_240_14", 240, 240, 240, 14, 5, 1},
+    {"mnv3_dw_5x5_576_7", 576, 576, 576, 7, 5, 1},
+    {"shuffle_dw_3x3s2_24_56", 24, 24, 24, 56, 3, 2},
     {"shuffle_dw_3x3_48_14", 48, 48, 48, 14, 3, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
@@ -77,7 +89,8 @@ void BM_ConvNchw16c(benchmark::State& state) {
   std::vector<float> x = Random(static_cast<size_t>(BlockedCount(x_dims)), 1);
   const TensorData wd = TensorData::FromValues<float>(
       DType::kF32, w_dims, Random(static_cast<size_t>(l.m * (l.c / l.group) * l.kernel * l.kernel), 2));
-  const TensorData bd = TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
+  const TensorData bd =
+      TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
   std::vector<float> y(static_cast<size_t>(BlockedCount(y_dims)));
 
   setenv("KILN_CONV", impl == 0 ? "kiln" : "onednn", 1);
@@ -121,7 +134,12 @@ void Args(benchmark::internal::Benchmark* b) {
       for (int64_t threads : {1, 2}) b->Args({l, impl, threads});
 }
 
-BENCHMARK(BM_ConvNchw16c)->Apply(Args)->ArgNames({"layer", "impl", "threads"})->UseRealTime()->MinTime(0.1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvNchw16c)
+    ->Apply(Args)
+    ->ArgNames({"layer", "impl", "threads"})
+    ->UseRealTime()
+    ->MinTime(0.1)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kiln::cpu

@@ -85,9 +85,10 @@ void Check(const Shape& s, const std::string& activation, bool residual, bool re
 }
 
 TEST(ConvNchw16c, PointwiseMatchesRowMajor) {
-  for (const Shape& s : {Shape{16, 16, 7, 7, 1, 1, 1}, Shape{24, 40, 8, 9, 1, 1, 1}, Shape{40, 72, 14, 14, 1, 1, 1},
-                         Shape{72, 24, 13, 11, 1, 2, 1}, Shape{96, 576, 7, 7, 1, 1, 1},
-                         Shape{16, 96, 28, 28, 1, 1, 1}, Shape{3, 20, 5, 3, 1, 2, 1}}) {
+  for (const Shape& s :
+       {Shape{16, 16, 7, 7, 1, 1, 1}, Shape{24, 40, 8, 9, 1, 1, 1}, Shape{40, 72, 14, 14, 1, 1, 1},
+        Shape{72, 24, 13, 11, 1, 2, 1}, Shape{96, 576, 7, 7, 1, 1, 1}, Shape{16, 96, 28, 28, 1, 1, 1},
+        Shape{3, 20, 5, 3, 1, 2, 1}}) {
     Check(s, "", false);
     Check(s, "HardSwish", true);
     Check(s, "HardSigmoid", false);
@@ -106,9 +107,9 @@ TEST(ConvNchw16c, DepthwiseMatchesRowMajor) {
     }
   }
   // MobileNetV3-Small's depthwise layers.
-  for (const Shape& s : {Shape{16, 16, 112, 112, 3, 2, 16}, Shape{72, 72, 56, 56, 3, 2, 72},
-                         Shape{96, 96, 28, 28, 5, 2, 96}, Shape{240, 240, 14, 14, 5, 1, 240},
-                         Shape{576, 576, 14, 14, 5, 2, 576}, Shape{8, 8, 3, 2, 3, 1, 8}}) {
+  for (const Shape& s :
+       {Shape{16, 16, 112, 112, 3, 2, 16}, Shape{72, 72, 56, 56, 3, 2, 72}, Shape{96, 96, 28, 28, 5, 2, 96},
+        Shape{240, 240, 14, 14, 5, 1, 240}, Shape{576, 576, 14, 14, 5, 2, 576}, Shape{8, 8, 3, 2, 3, 1, 8}}) {
     Check(s, "HardSigmoid", false);
   }
   Check({24, 24, 9, 9, 3, 1, 24}, "Relu", true, /*residual_first=*/true);
@@ -117,8 +118,8 @@ TEST(ConvNchw16c, DepthwiseMatchesRowMajor) {
 // The AVX-512 loops and the plain ones on the same packed weights, and the
 // plain ones against the row-major convolution (these run on any machine).
 TEST(ConvNchw16c, ReferenceMatchesVectorLoopsAndRowMajor) {
-  for (const Shape& s : {Shape{24, 40, 9, 7, 1, 1, 1}, Shape{72, 20, 9, 7, 1, 2, 1}, Shape{40, 40, 9, 10, 5, 2, 40},
-                         Shape{24, 24, 7, 7, 3, 1, 24}}) {
+  for (const Shape& s : {Shape{24, 40, 9, 7, 1, 1, 1}, Shape{72, 20, 9, 7, 1, 2, 1},
+                         Shape{40, 40, 9, 10, 5, 2, 40}, Shape{24, 24, 7, 7, 3, 1, 24}}) {
     SCOPED_TRACE(Name(s, "Sigmoid", true));
     const BlockedCase bc = Case(s, "Sigmoid", true);
     cpu::TensorOpRun run;
@@ -153,8 +154,8 @@ TEST(ConvNchw16c, ReferenceMatchesVectorLoopsAndRowMajor) {
     cpu::RunBlockedConvReference(plan, x.data(), r.data(), y.data());
     EXPECT_EQ(blocked_test::NonZeroPadding(y.data(), out_dims), 0);
     const std::vector<float> got = blocked_test::FromBlocked(y.data(), out_dims);
-    conv_test::ExpectClose(got.data(), (*expected)[0].As<float>(), (*expected)[0].type().ElementCount(), 1e-4f,
-                           "reference vs row-major");
+    conv_test::ExpectClose(got.data(), (*expected)[0].As<float>(), (*expected)[0].type().ElementCount(),
+                           1e-4f, "reference vs row-major");
     if (cpu::BestIsa() != cpu::Isa::kAvx512) continue;
     std::vector<float> v(y.size(), std::numeric_limits<float>::quiet_NaN());
     cpu::RunBlockedConvAvx512(plan, x.data(), r.data(), v.data(), nullptr);

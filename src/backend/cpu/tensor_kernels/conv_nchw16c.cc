@@ -26,7 +26,8 @@ BlockedConvShape ShapeOf(const Window3& g) {
     const bool stride_ok = g.stride[1] == g.stride[2] && (g.stride[1] == 1 || g.stride[1] == 2);
     return no_pads && stride_ok ? BlockedConvShape::kPointwise : BlockedConvShape::kNone;
   }
-  if (g.group > 1 && g.group == g.in_channels && g.group == g.out_channels) return BlockedConvShape::kDepthwise;
+  if (g.group > 1 && g.group == g.in_channels && g.group == g.out_channels)
+    return BlockedConvShape::kDepthwise;
   return BlockedConvShape::kNone;
 }
 
@@ -65,8 +66,9 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
     p.weights.assign(static_cast<size_t>(p.out_blocks * p.in_blocks * kBlock * kBlock), 0.0f);
     for (int64_t m = 0; m < g.out_channels; ++m)
       for (int64_t ci = 0; ci < c; ++ci)
-        p.weights[static_cast<size_t>(((m / kBlock * p.in_blocks + ci / kBlock) * kBlock + ci % kBlock) * kBlock +
-                                      m % kBlock)] = w[m * c + ci];
+        p.weights[static_cast<size_t>(
+            ((m / kBlock * p.in_blocks + ci / kBlock) * kBlock + ci % kBlock) * kBlock + m % kBlock)] =
+            w[m * c + ci];
   } else {
     const int64_t taps = g.kernel[1] * g.kernel[2];
     p.weights.assign(static_cast<size_t>(p.in_blocks * taps * kBlock), 0.0f);
@@ -92,8 +94,9 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
             if (p.shape == BlockedConvShape::kPointwise) {
               for (int64_t cb = 0; cb < p.in_blocks; ++cb)
                 for (int64_t i = 0; i < kBlock; ++i)
-                  acc += x[(((n * p.in_blocks + cb) * ih + r * sh) * iw + col * sw) * kBlock + i] *
-                         p.weights[static_cast<size_t>(((ob * p.in_blocks + cb) * kBlock + i) * kBlock + lane)];
+                  acc +=
+                      x[(((n * p.in_blocks + cb) * ih + r * sh) * iw + col * sw) * kBlock + i] *
+                      p.weights[static_cast<size_t>(((ob * p.in_blocks + cb) * kBlock + i) * kBlock + lane)];
             } else {
               for (int64_t a = 0; a < kh; ++a)
                 for (int64_t b = 0; b < kw; ++b) {
@@ -120,11 +123,13 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
           }
 }
 
-TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                       const float* w, const float* bias, bool has_residual) {
+TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
+                                       const FusedEpilogue& epilogue, const float* w, const float* bias,
+                                       bool has_residual) {
   auto plan = std::make_shared<const BlockedConvPlan>(MakeBlockedConvPlan(g, shape, epilogue, w, bias));
   TensorKernel k;
-  k.impl = shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1" : "kiln-avx512-nchw16c-depthwise";
+  k.impl =
+      shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1" : "kiln-avx512-nchw16c-depthwise";
   k.run = [plan, has_residual](const TensorCall& call) {
     RunBlockedConvAvx512(*plan, static_cast<const float*>(call.inputs[0]),
                          has_residual ? static_cast<const float*>(call.inputs[3]) : nullptr,

@@ -54,7 +54,8 @@ void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const flo
                           ThreadPool* pool);
 
 // The kernel for Conv / kiln.FusedConv with activation_layout = nchw16c.
-TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                       const float* w, const float* bias, bool has_residual);
+TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
+                                       const FusedEpilogue& epilogue, const float* w, const float* bias,
+                                       bool has_residual);
 
 }  // namespace kiln::cpu

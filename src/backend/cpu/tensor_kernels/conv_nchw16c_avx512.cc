@@ -50,14 +50,14 @@ __mmask16 KeepMask(const BlockedConvPlan& p, int64_t ob) {
 
 struct PointwiseTile {
   const BlockedConvPlan* plan;
-  const float* x;        // the tile's first input pixel, channel block 0
-  int64_t x_pixel_step;  // floats between the tile's input pixels
-  int64_t x_block_step;  // floats between input channel blocks
-  const float* w;        // packed weights of the first output block
-  const float* bias;     // of the first output block
-  const float* residual; // at the tile's first output pixel (null: none)
-  float* y;              // the tile's first output pixel, first output block
-  int64_t y_block_step;  // floats between output channel blocks
+  const float* x;         // the tile's first input pixel, channel block 0
+  int64_t x_pixel_step;   // floats between the tile's input pixels
+  int64_t x_block_step;   // floats between input channel blocks
+  const float* w;         // packed weights of the first output block
+  const float* bias;      // of the first output block
+  const float* residual;  // at the tile's first output pixel (null: none)
+  float* y;               // the tile's first output pixel, first output block
+  int64_t y_block_step;   // floats between output channel blocks
   __mmask16 keep[2];
 };
 
@@ -105,7 +105,8 @@ constexpr std::array<TileFn, sizeof...(P)> TileTable(std::integer_sequence<int, 
   return {&RunPointwiseTile<P + 1, NB>...};
 }
 
-void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y, ThreadPool* pool) {
+void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                  ThreadPool* pool) {
   static constexpr auto kOne = TileTable<1>(std::make_integer_sequence<int, kPixels>());
   static constexpr auto kTwo = TileTable<2>(std::make_integer_sequence<int, kPixels>());
   const Window3& g = p.g;
@@ -189,7 +190,8 @@ void DepthwiseTile(const BlockedConvPlan& p, const float* x_plane, const float* 
   }
 }
 
-void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y, ThreadPool* pool) {
+void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                  ThreadPool* pool) {
   const Window3& g = p.g;
   const int64_t oh = g.out[1], ow = g.out[2], iw = g.in[2];
   const int64_t taps = g.kernel[1] * g.kernel[2];

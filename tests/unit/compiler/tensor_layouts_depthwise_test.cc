@@ -1,0 +1,124 @@
+// The layout stage on a MobileNet-style inverted residual block (1x1
+// expand, depthwise 3x3, 1x1 project, residual Add): on AVX-512 the
+// depthwise convolution starts an nchw16c chain that covers the whole block
+// (kiln's own nchw16c kernels run the three convolutions), with reorders
+// only at the graph's input and output, and computes what the row-major
+// compile computes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/compiled_tensor_graph.h"
+#include "core/cpu_info.h"
+#include "core/thread_pool.h"
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kC = 24, kWide = 72, kSide = 28;
+
+Node Op(const char* op, const char* name, std::vector<ValueId> in, ValueId out) {
+  Node n;
+  n.op = OpKind::kTensorOp;
+  n.op_type = op;
+  n.name = name;
+  n.opset = 13;
+  n.inputs = std::move(in);
+  n.outputs = {out};
+  return n;
+}
+
+std::vector<float> Values(size_t n, int seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 2003) / 2003.0f - 0.5f;
+  return v;
+}
+
+ValueId Constant(Graph& g, const char* name, std::vector<int64_t> dims, int seed) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return g.AddConstant(name, TensorData::FromValues(DType::kF32, dims, Values(static_cast<size_t>(n), seed)));
+}
+
+struct Result {
+  std::vector<float> y;
+  std::vector<std::pair<std::string, std::string>> nodes;  // op, activation_layout
+};
+
+// x -> Conv 1x1 (24 -> 72) -> Relu -> Conv 3x3 depthwise -> HardSigmoid
+//   -> Conv 1x1 (72 -> 24) -> Add x -> y.
+Result CompileAndRun(bool layouts) {
+  Graph g;
+  const TensorType narrow{DType::kF32, {1, kC, kSide, kSide}}, wide{DType::kF32, {1, kWide, kSide, kSide}};
+  const ValueId x = g.AddTensorValue("x", narrow);
+  g.value(x).is_graph_input = true;
+  g.value(x).io_slot = 0;
+  const ValueId e = g.AddTensorValue("e", wide), er = g.AddTensorValue("er", wide);
+  const ValueId d = g.AddTensorValue("d", wide), dr = g.AddTensorValue("dr", wide);
+  const ValueId p = g.AddTensorValue("p", narrow), y = g.AddTensorValue("y", narrow);
+  Node expand =
+      Op("Conv", "expand", {x, Constant(g, "we", {kWide, kC, 1, 1}, 1), Constant(g, "be", {kWide}, 2)}, e);
+  g.AddNode(std::move(expand));
+  g.AddNode(Op("Relu", "relu", {e}, er));
+  Node dw =
+      Op("Conv", "depthwise", {er, Constant(g, "wd", {kWide, 1, 3, 3}, 3), Constant(g, "bd", {kWide}, 4)}, d);
+  dw.named_attrs.SetInt("group", kWide);
+  dw.named_attrs.SetInts("pads", {1, 1, 1, 1});
+  g.AddNode(std::move(dw));
+  g.AddNode(Op("HardSigmoid", "gate", {d}, dr));
+  g.AddNode(Op("Conv", "project", {dr, Constant(g, "wp", {kC, kWide, 1, 1}, 5)}, p));
+  g.AddNode(Op("Add", "residual", {p, x}, y));
+  g.value(y).is_output = true;
+  g.value(y).io_slot = 1;
+
+  TensorCompileOptions options;
+  options.layouts = layouts;
+  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
+  Result r;
+  if (!compiled.ok()) return r;
+  const std::vector<float> in = Values(static_cast<size_t>(narrow.ElementCount()), 6);
+  r.y.resize(in.size());
+  ThreadPool pool(2);
+  const Status st = (*compiled)->Run({in.data()}, {r.y.data()}, &pool, nullptr);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  for (const Node& n : (*compiled)->graph().nodes()) {
+    auto l = n.named_attrs.String("activation_layout");
+    r.nodes.emplace_back(n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op), l.ok() ? *l : "row-major");
+  }
+  return r;
+}
+
+TEST(TensorLayoutsDepthwise, AnInvertedResidualBlockRunsBlockedOnAvx512AndMatchesRowMajor) {
+  const Result blocked = CompileAndRun(true);
+  const Result plain = CompileAndRun(false);
+  ASSERT_EQ(blocked.y.size(), plain.y.size());
+  float scale = 1;
+  for (float v : plain.y) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < plain.y.size(); ++i)
+    ASSERT_NEAR(blocked.y[i], plain.y[i], 1e-5f * scale) << "at " << i;
+
+  int reorders = 0, blocked_convs = 0, convs = 0;
+  for (const auto& [op, layout] : blocked.nodes) {
+    reorders += op == "kiln.Reorder";
+    const bool conv = op == "Conv" || op == "kiln.FusedConv";
+    convs += conv;
+    blocked_convs += conv && layout == "nchw16c";
+  }
+  if (GetCpuInfo().BestIsa() != "avx512") {
+    EXPECT_EQ(reorders, 0);
+    EXPECT_EQ(blocked_convs, 0);
+    return;
+  }
+  EXPECT_EQ(blocked_convs, convs);
+  EXPECT_GE(convs, 3);
+  EXPECT_EQ(reorders, 2);  // x in, y out
+}
+
+}  // namespace
+}  // namespace kiln
