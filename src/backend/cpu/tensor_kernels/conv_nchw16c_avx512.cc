@@ -172,7 +172,10 @@ void DepthwiseTile(const BlockedConvPlan& p, const float* x_plane, const float* 
       const __m512 wv = _mm512_loadu_ps(w + (a * kw + b) * kBlock);
       const int64_t x0 = col * sw - pw + b;
       if constexpr (kChecked) {
-        for (int q = 0; q < count; ++q) {
+        // Unrolled, so that the accumulators stay in registers.
+#pragma GCC unroll 8
+        for (int q = 0; q < kDepthwisePixels; ++q) {
+          if (q >= count) break;
           const int64_t xx = x0 + q * sw;
           if (xx < 0 || xx >= iw) continue;
           acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(xrow + xx * kBlock), wv, acc[q]);
