@@ -119,13 +119,14 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
                          args.op_type, args.node, TensorLayoutName(layout));
     }
     // kiln's own nchw16c kernels where they beat oneDNN's (conv_nchw16c.h):
-    // depthwise, and 1x1 layers up to 32 MFLOP. KILN_CONV=kiln|onednn forces.
+    // depthwise, and small 1x1 layers. KILN_CONV=kiln|onednn forces.
     // They run fp32 even where the policy asks bf16: oneDNN's call costs more
     // there than bf16 products save (MobileNetV3-Small in bf16, fastest of 40
     // runs: 2.6-3.0 ms with them on oneDNN bf16, 2.1-2.4 ms on kiln's fp32).
     if (layout == TensorLayout::kNCHW16c && forced != "onednn" && forced != "onednn-blocked") {
       const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
-      if (shape != BlockedConvShape::kNone && (forced == "kiln" || PreferKilnBlockedConv(g, BestIsa())))
+      if (shape != BlockedConvShape::kNone &&
+          (forced == "kiln" || PreferKilnBlockedConv(g, BestIsa(), args.num_threads)))
         return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual);
     }
     if (bf16) {
@@ -241,8 +242,8 @@ bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   }
   const Window3 g = ToWindow3(*geometry);
   if (!OneDnnConvApplies(g, BestIsa())) return false;
-  if (KilnBlockedConvShape(g, BestIsa()) != BlockedConvShape::kNone && PreferKilnBlockedConv(g, BestIsa()) &&
-      g.out[1] * g.out[2] != 1)
+  if (KilnBlockedConvShape(g, BestIsa()) != BlockedConvShape::kNone &&
+      PreferKilnBlockedConv(g, BestIsa(), args.num_threads) && g.out[1] * g.out[2] != 1)
     return true;
   // A 1x1 image (Squeeze-Excitation's two products) is a matrix-vector
   // product: each oneDNN call costs tens of microseconds there, kiln's

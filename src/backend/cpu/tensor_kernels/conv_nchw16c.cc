@@ -38,17 +38,20 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa) {
   return ShapeOf(g);
 }
 
-bool PreferKilnBlockedConv(const Window3& g, Isa isa) {
+bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
   if (shape == BlockedConvShape::kDepthwise) return true;
   if (shape != BlockedConvShape::kPointwise) return false;
-  // On 2 threads (bench/micro/conv_nchw16c_bench.cc) oneDNN's jit_1x1 and
-  // jit_dw cost 60-110 us a call on MobileNet/ShuffleNet's small layers
-  // where kiln's take 5-35; kiln's 1x1 GEMM still wins at the largest 1x1
-  // measured (26 MFLOP: 152 us against 260) and ties at 13 MFLOP on a 10x10
-  // image. Larger 1x1 layers stay on oneDNN, unmeasured.
+  // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
+  // jit_dw cost 60-120 us a call on MobileNet/ShuffleNet's small layers
+  // (waking its OpenMP team) where kiln's take 5-35, and kiln's 1x1 GEMM
+  // still wins at the largest 1x1 measured (26 MFLOP: 240 us against 280).
+  // On one thread oneDNN's 1x1 is 0-20 % faster than kiln's (ties below a
+  // few MFLOP); its depthwise up to 2x, but kiln's nchw16c depthwise still
+  // makes the whole of MobileNetV3-Small faster than row-major (5.0 -> 2.5
+  // ms), as it lets the chains exist. Larger 1x1 layers stay on oneDNN.
   const double flops = 2.0 * static_cast<double>(g.batch * g.in_channels * g.out_channels * g.OutPixels());
-  return flops <= 32e6;
+  return flops <= (threads > 1 ? 32e6 : 4e6);
 }
 
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,

@@ -27,9 +27,9 @@ enum class BlockedConvShape { kNone, kPointwise, kDepthwise };
 // 1, any kernel, stride and pads. kNone elsewhere and below AVX-512.
 BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 
-// Whether kiln's nchw16c kernel beats oneDNN's on g (the figures are in
-// conv_nchw16c.cc).
-bool PreferKilnBlockedConv(const Window3& g, Isa isa);
+// Whether kiln's nchw16c kernel beats oneDNN's on g when run on `threads`
+// threads (the figures are in conv_nchw16c.cc).
+bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads);
 
 // The weights and epilogue, packed once: pointwise [MB][CB][16 in][16 out],
 // depthwise [CB][kh][kw][16]; bias [MB x 16]; padded channels zero.
