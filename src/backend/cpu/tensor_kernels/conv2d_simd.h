@@ -1,7 +1,8 @@
 // The vector code of kiln's own 2-d convolution for any Simd traits S
 // (SimdAvx2, SimdAvx512): the register-tile GEMM with its fused epilogue,
 // the im2col gather, and the depthwise loop. See conv2d_plan.h for the
-// layouts. Include only from conv2d_avx2.cc / conv2d_avx512.cc.
+// layouts. Include only from files compiled with the ISA's flags
+// (conv2d_avx2.cc, conv2d_avx512.cc, conv_nchw16c_avx512.cc).
 #pragma once
 
 #include <immintrin.h>

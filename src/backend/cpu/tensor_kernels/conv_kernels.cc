@@ -18,8 +18,9 @@
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
 // that layout; those run on oneDNN, or on kiln's nchw16c kernels
-// (conv_nchw16c.h) for depthwise and small 1x1 convolutions. Conv says it takes nchw16c where oneDNN
-// has a vector kernel for it (ConvTakesLayout).
+// (conv_nchw16c.h) for depthwise and small 1x1 convolutions. Conv says it
+// takes nchw16c where one of those has a vector kernel for it
+// (ConvTakesLayout).
 // The attribute compute_dtype = "bf16" (the precision policy's choice,
 // bf16_compute.h) runs a convolution on oneDNN's bf16 kernels where it can.
 #include <algorithm>
@@ -225,8 +226,9 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   return k;
 }
 
-// nchw16c: where oneDNN runs the convolution with one of its own fast
-// kernels on those activations (its reference loops, which it falls back to
+// nchw16c: where kiln's nchw16c kernels run the convolution (except on a
+// 1x1 image), or oneDNN with one of its own fast kernels on those
+// activations (its reference loops, which it falls back to
 // for blocked layouts its vector kernels lack, e.g. grouped convolutions
 // whose groups are not multiples of the block, are left to row-major).
 bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
