@@ -10,6 +10,7 @@
 
 #include "compiler/compiled_tensor_graph.h"
 #include "core/thread_pool.h"
+#include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
 namespace {
@@ -32,16 +33,7 @@ struct QdqConv {
   float BiasScale(int64_t o) const { return kXScale * w_scale[static_cast<size_t>(o)]; }
 };
 
-Node TensorNode(const char* op, const char* name, std::vector<ValueId> in, ValueId out) {
-  Node n;
-  n.op = OpKind::kTensorOp;
-  n.op_type = op;
-  n.name = name;
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
+using testing::TensorNode;
 
 template <typename T>
 ValueId Constant(Graph& g, const char* name, DType dtype, std::vector<int64_t> dims,

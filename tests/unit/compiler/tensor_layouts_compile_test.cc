@@ -10,29 +10,16 @@
 #include "compiler/compiled_tensor_graph.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
+#include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
 namespace {
 
 constexpr int64_t kC = 32, kSide = 40;  // 30 MFLOP per 3x3 convolution: blocked pays
 
-Node Op(const char* op, const char* name, std::vector<ValueId> in, ValueId out) {
-  Node n;
-  n.op = OpKind::kTensorOp;
-  n.op_type = op;
-  n.name = name;
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
-
-std::vector<float> Values(size_t n, int seed) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 2003) / 2003.0f - 0.5f;
-  return v;
-}
+using testing::SeededConstant;
+using testing::SeededValues;
+using testing::TensorNode;
 
 struct Result {
   std::vector<float> y, s;
@@ -48,22 +35,22 @@ Result CompileAndRun(bool layouts) {
   g.value(x).is_graph_input = true;
   g.value(x).io_slot = 0;
   const ValueId w1 =
-      g.AddConstant("w1", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 1)));
-  const ValueId b1 = g.AddConstant("b1", TensorData::FromValues(DType::kF32, {kC}, Values(kC, 2)));
+      g.AddConstant("w1", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, SeededValues(kC * kC * 9, 1)));
+  const ValueId b1 = g.AddConstant("b1", TensorData::FromValues(DType::kF32, {kC}, SeededValues(kC, 2)));
   const ValueId w2 =
-      g.AddConstant("w2", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, Values(kC * kC * 9, 3)));
+      g.AddConstant("w2", TensorData::FromValues(DType::kF32, {kC, kC, 3, 3}, SeededValues(kC * kC * 9, 3)));
   const ValueId c1 = g.AddTensorValue("c1", act), r1 = g.AddTensorValue("r1", act);
   const ValueId y = g.AddTensorValue("y", act), s = g.AddTensorValue("s", act);
   for (auto [name, in, w, b, out] :
        {std::tuple{"conv1", x, w1, b1, c1}, std::tuple{"conv2", r1, w2, kNoValue, y}}) {
     Node conv =
-        Op("Conv", name, b == kNoValue ? std::vector<ValueId>{in, w} : std::vector<ValueId>{in, w, b}, out);
+        TensorNode("Conv", name, b == kNoValue ? std::vector<ValueId>{in, w} : std::vector<ValueId>{in, w, b}, out);
     conv.named_attrs.SetInts("pads", {1, 1, 1, 1});
     conv.named_attrs.SetInts("kernel_shape", {3, 3});
     g.AddNode(std::move(conv));
-    if (out == c1) g.AddNode(Op("Relu", "relu", {c1}, r1));
+    if (out == c1) g.AddNode(TensorNode("Relu", "relu", {c1}, r1));
   }
-  Node softmax = Op("Softmax", "softmax", {r1}, s);
+  Node softmax = TensorNode("Softmax", "softmax", {r1}, s);
   softmax.named_attrs.SetInt("axis", 1);
   g.AddNode(std::move(softmax));
   g.value(y).is_output = true;
@@ -77,7 +64,7 @@ Result CompileAndRun(bool layouts) {
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   Result r;
   if (!compiled.ok()) return r;
-  const std::vector<float> in = Values(static_cast<size_t>(act.ElementCount()), 4);
+  const std::vector<float> in = SeededValues(static_cast<size_t>(act.ElementCount()), 4);
   r.y.resize(static_cast<size_t>(act.ElementCount()));
   r.s.resize(r.y.size());
   ThreadPool pool(2);

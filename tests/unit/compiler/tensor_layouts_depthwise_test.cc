@@ -15,35 +15,17 @@
 #include "compiler/compiled_tensor_graph.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
+#include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
 namespace {
 
 constexpr int64_t kC = 24, kWide = 72, kSide = 28;
 
-Node Op(const char* op, const char* name, std::vector<ValueId> in, ValueId out) {
-  Node n;
-  n.op = OpKind::kTensorOp;
-  n.op_type = op;
-  n.name = name;
-  n.opset = 13;
-  n.inputs = std::move(in);
-  n.outputs = {out};
-  return n;
-}
+using testing::SeededConstant;
+using testing::SeededValues;
+using testing::TensorNode;
 
-std::vector<float> Values(size_t n, int seed) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = static_cast<float>((i * 7919 + static_cast<size_t>(seed) * 104729) % 2003) / 2003.0f - 0.5f;
-  return v;
-}
-
-ValueId Constant(Graph& g, const char* name, std::vector<int64_t> dims, int seed) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return g.AddConstant(name, TensorData::FromValues(DType::kF32, dims, Values(static_cast<size_t>(n), seed)));
-}
 
 struct Result {
   std::vector<float> y;
@@ -62,17 +44,17 @@ Result CompileAndRun(bool layouts) {
   const ValueId d = g.AddTensorValue("d", wide), dr = g.AddTensorValue("dr", wide);
   const ValueId p = g.AddTensorValue("p", narrow), y = g.AddTensorValue("y", narrow);
   Node expand =
-      Op("Conv", "expand", {x, Constant(g, "we", {kWide, kC, 1, 1}, 1), Constant(g, "be", {kWide}, 2)}, e);
+      TensorNode("Conv", "expand", {x, SeededConstant(g, "we", {kWide, kC, 1, 1}, 1), SeededConstant(g, "be", {kWide}, 2)}, e);
   g.AddNode(std::move(expand));
-  g.AddNode(Op("Relu", "relu", {e}, er));
+  g.AddNode(TensorNode("Relu", "relu", {e}, er));
   Node dw =
-      Op("Conv", "depthwise", {er, Constant(g, "wd", {kWide, 1, 3, 3}, 3), Constant(g, "bd", {kWide}, 4)}, d);
+      TensorNode("Conv", "depthwise", {er, SeededConstant(g, "wd", {kWide, 1, 3, 3}, 3), SeededConstant(g, "bd", {kWide}, 4)}, d);
   dw.named_attrs.SetInt("group", kWide);
   dw.named_attrs.SetInts("pads", {1, 1, 1, 1});
   g.AddNode(std::move(dw));
-  g.AddNode(Op("HardSigmoid", "gate", {d}, dr));
-  g.AddNode(Op("Conv", "project", {dr, Constant(g, "wp", {kC, kWide, 1, 1}, 5)}, p));
-  g.AddNode(Op("Add", "residual", {p, x}, y));
+  g.AddNode(TensorNode("HardSigmoid", "gate", {d}, dr));
+  g.AddNode(TensorNode("Conv", "project", {dr, SeededConstant(g, "wp", {kC, kWide, 1, 1}, 5)}, p));
+  g.AddNode(TensorNode("Add", "residual", {p, x}, y));
   g.value(y).is_output = true;
   g.value(y).io_slot = 1;
 
@@ -82,7 +64,7 @@ Result CompileAndRun(bool layouts) {
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   Result r;
   if (!compiled.ok()) return r;
-  const std::vector<float> in = Values(static_cast<size_t>(narrow.ElementCount()), 6);
+  const std::vector<float> in = SeededValues(static_cast<size_t>(narrow.ElementCount()), 6);
   r.y.resize(in.size());
   ThreadPool pool(2);
   const Status st = (*compiled)->Run({in.data()}, {r.y.data()}, &pool, nullptr);
