@@ -179,6 +179,13 @@ class Backend {
   virtual bool TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const {
     return layout == TensorLayout::kRowMajor;
   }
+  // Whether `node`, run in `layout`, can read its first input row-major
+  // while its other activations stay in `layout` (a network's stem: a
+  // convolution of few input channels that writes blocked output), so that
+  // a chain can start at it without a reorder of its input.
+  virtual bool ReadsRowMajorInput(const Graph& g, const Node& node, TensorLayout layout) const {
+    return false;
+  }
 
   // True when this backend multiplies bf16 inputs natively (for the
   // `mixed` precision policy).

@@ -43,14 +43,29 @@ TensorLayout LayoutAttr(const Node& node, const char* attr) {
 
 enum class Want : uint8_t { kNo, kWished, kNeeded };
 
+// Whether node i, in `layout`, reads its first input row-major: it may
+// (ask.reads_row_major) and that input does not come from a node in its
+// layout.
+bool ReadsFirstInputRowMajor(const Graph& g, const LayoutQuestions& ask, const std::vector<TensorLayout>& layout,
+                             size_t i) {
+  const Node& n = g.nodes()[i];
+  if (layout[i] == TensorLayout::kRowMajor || !ask.reads_row_major || n.inputs.empty() ||
+      n.inputs[0] == kNoValue || !IsActivation4d(g.value(n.inputs[0])))
+    return false;
+  const int32_t p = g.value(n.inputs[0]).producer;
+  if (p >= 0 && layout[static_cast<size_t>(p)] == layout[i]) return false;
+  return ask.reads_row_major(g, n, layout[i]);
+}
+
 // A chain (nodes of one layout and backend, connected by 4-d values) moves
 // the reorders its wishing nodes would make inside their kernels (their
 // input and output, as oneDNN's blocked convolutions on row-major
 // activations do) to its borders. It stays only where the borders move no
 // more elements than those reorders did; a chain with a node that needs
 // its layout always stays.
-void DropChainsThatDoNotPay(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
-                            const std::vector<Want>& wanted, std::vector<TensorLayout>* layout) {
+void DropChainsThatDoNotPay(const Graph& g, const LayoutQuestions& ask,
+                            const std::vector<std::vector<int32_t>>& consumers, const std::vector<Want>& wanted,
+                            std::vector<TensorLayout>* layout) {
   const auto& nodes = g.nodes();
   std::vector<int> chain_of(nodes.size(), -1);
   auto same_chain = [&](size_t a, int32_t b) {
@@ -89,7 +104,9 @@ void DropChainsThatDoNotPay(const Graph& g, const std::vector<std::vector<int32_
         if (in == kNoValue || !IsActivation4d(g.value(in))) continue;
         if (wanted[i] == Want::kWished && in == nodes[i].inputs[0]) saved += elements(in);
         const int32_t p = g.value(in).producer;
-        if (p < 0 || chain_of[static_cast<size_t>(p)] != static_cast<int>(start)) crossing.insert(in);
+        const bool read_row_major = in == nodes[i].inputs[0] && ReadsFirstInputRowMajor(g, ask, *layout, i);
+        if ((p < 0 || chain_of[static_cast<size_t>(p)] != static_cast<int>(start)) && !read_row_major)
+          crossing.insert(in);
       }
       for (ValueId out : nodes[i].outputs) {
         if (!IsActivation4d(g.value(out))) continue;
@@ -147,7 +164,7 @@ std::vector<TensorLayout> NodeLayouts(const Graph& g, const LayoutQuestions& ask
       for (int32_t c : consumers[static_cast<size_t>(out)]) try_grow(i, c);
     }
   }
-  DropChainsThatDoNotPay(g, consumers, wanted, &layout);
+  DropChainsThatDoNotPay(g, ask, consumers, wanted, &layout);
   return layout;
 }
 
@@ -177,6 +194,10 @@ LayoutQuestions BackendLayoutQuestions(const BackendRegistry& backends) {
   ask.takes = [&backends](const Graph& g, const Node& n, TensorLayout layout) {
     Backend* b = backends.Find(n.backend);
     return b != nullptr && b->TakesLayout(g, n, layout);
+  };
+  ask.reads_row_major = [&backends](const Graph& g, const Node& n, TensorLayout layout) {
+    Backend* b = backends.Find(n.backend);
+    return b != nullptr && b->ReadsRowMajorInput(g, n, layout);
   };
   ask.reorder_backend = backends.cpu().name();
   return ask;
@@ -228,6 +249,8 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
 
   // Every border gets its reorder (one per value and layout); the
   // cancelling below removes those between two nodes of one layout.
+  std::vector<bool> reads_row_major(g.nodes().size(), false);
+  for (size_t i = 0; i < g.nodes().size(); ++i) reads_row_major[i] = ReadsFirstInputRowMajor(g, ask, layout, i);
   std::vector<Node> out;
   std::map<std::pair<ValueId, TensorLayout>, ValueId> in_layout;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -238,8 +261,10 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
       continue;
     }
     n.named_attrs.SetString("activation_layout", TensorLayoutName(l));
-    for (ValueId& in : n.inputs) {
-      if (in == kNoValue || !IsActivation4d(g.value(in))) continue;
+    if (reads_row_major[i]) n.named_attrs.SetString("input_layout", TensorLayoutName(TensorLayout::kRowMajor));
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ValueId& in = n.inputs[k];
+      if (in == kNoValue || !IsActivation4d(g.value(in)) || (k == 0 && reads_row_major[i])) continue;
       auto key = std::make_pair(in, l);
       auto it = in_layout.find(key);
       if (it == in_layout.end()) {

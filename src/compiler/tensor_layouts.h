@@ -9,7 +9,10 @@
 // converts at every border, and two reorders that meet (L -> row-major ->
 // L) cancel, so a value leaves a chain at most once, in one reorder shared
 // by all its row-major readers. Graph inputs and outputs stay row-major
-// (they are the caller's buffers). Convolution weights are constants: they
+// (they are the caller's buffers). A node the backend lets read its first
+// input row-major (a stem convolution writing nchw16c) reads it so where
+// that input comes from outside the chain: no reorder there, and the node
+// gets input_layout = "row-major". Convolution weights are constants: they
 // stay as they are and each kernel lays them out once when it is made.
 #pragma once
 
@@ -29,6 +32,9 @@ class BackendRegistry;
 struct LayoutQuestions {
   std::function<TensorLayout(const Graph& g, const Node& node)> wanted;
   std::function<bool(const Graph& g, const Node& node, TensorLayout layout)> takes;
+  // Whether `node`, run in `layout`, reads its first input row-major (a
+  // stem convolution; Backend::ReadsRowMajorInput). Empty: no node does.
+  std::function<bool(const Graph& g, const Node& node, TensorLayout layout)> reads_row_major;
   std::string reorder_backend = "cpu";  // who runs kiln.Reorder
 };
 LayoutQuestions BackendLayoutQuestions(const BackendRegistry& backends);

@@ -95,6 +95,12 @@ bool CpuBackend::TakesLayout(const Graph& g, const Node& node, TensorLayout layo
   return args.ok() && entry->takes_layout(layout, *args);
 }
 
+bool CpuBackend::ReadsRowMajorInput(const Graph& g, const Node& node, TensorLayout layout) const {
+  if (layout != TensorLayout::kNCHW16c || node.op != OpKind::kTensorOp) return false;
+  auto args = cpu::TensorKernelArgsOf(g, node, cpu::TensorKernelThreads());
+  return args.ok() && cpu::ConvReadsRowMajorInput(*args);
+}
+
 Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackRequest& request) {
   if (request.weight == nullptr) return InvalidArgument("cpu backend: a pack request without a weight");
   const Weight& w = *request.weight;

@@ -34,6 +34,8 @@ class CpuBackend : public Backend {
   // (AVX-512); a node takes a layout when its kernel entry says so.
   TensorLayout WantedLayout(const Graph& g, const Node& node) const override;
   bool TakesLayout(const Graph& g, const Node& node, TensorLayout layout) const override;
+  // A stem convolution on kiln's nchw16c kernel (ConvReadsRowMajorInput).
+  bool ReadsRowMajorInput(const Graph& g, const Node& node, TensorLayout layout) const override;
   // Drops the tensor kernel ScratchBytes made for `node` when the node
   // will not be bound (it is rebuilt elsewhere).
   void ForgetTensorKernel(const Node& node);

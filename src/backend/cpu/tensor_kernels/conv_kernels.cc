@@ -18,7 +18,8 @@
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
 // that layout; those run on oneDNN, or on kiln's nchw16c kernels
-// (conv_nchw16c.h) for depthwise and small 1x1 convolutions. Conv says it
+// (conv_nchw16c.h) for depthwise and small 1x1 convolutions and stems; a
+// stem with input_layout = "row-major" reads its input so. Conv says it
 // takes nchw16c where one of those has a vector kernel for it
 // (ConvTakesLayout).
 // The attribute compute_dtype = "bf16" (the precision policy's choice,
@@ -114,6 +115,23 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   // Activations the layout stage keeps blocked or channels-last run on oneDNN
   // (nchw16c with channel counts not a multiple of 16 included: oneDNN pads them).
   KILN_ASSIGN_OR_RETURN(TensorLayout layout, NodeActivationLayout(args));
+  // A stem the layout stage lets read its input row-major (ConvReadsRowMajorInput).
+  if (layout == TensorLayout::kNCHW16c && args.a().Has("input_layout")) {
+    const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
+    if (!packable || shape != BlockedConvShape::kStem) {
+      return Unsupported("{} {}: a row-major input with nchw16c output needs kiln's stem kernel", args.op_type,
+                         args.node);
+    }
+    // oneDNN's jit kernel for nchw src and nChw16c dst beats kiln's stem
+    // kernel on every stem measured (bench/micro/conv_stem_bench.cc, 2
+    // threads: 1.4-3x); kiln's when asked (KILN_CONV=kiln) or where oneDNN
+    // refuses.
+    if (forced != "kiln") {
+      auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, true);
+      if (conv.ok()) return conv;
+    }
+    return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, true, args.num_threads);
+  }
   if (layout != TensorLayout::kRowMajor) {
     if (!packable || !OneDnnConvApplies(g, BestIsa())) {
       return Unsupported("{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2",
@@ -128,7 +146,7 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
       if (shape != BlockedConvShape::kNone &&
           (forced == "kiln" || PreferKilnBlockedConv(g, BestIsa(), args.num_threads)))
-        return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual);
+        return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, false, args.num_threads);
     }
     if (bf16) {
       if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);

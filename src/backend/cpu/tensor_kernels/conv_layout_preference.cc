@@ -23,10 +23,24 @@ bool ConvPrefersBlockedActivations(const TensorKernelArgs& args) {
   // A depthwise convolution runs on kiln's nchw16c kernel, faster there than
   // row-major, and keeps the 1x1 convolutions around it blocked too
   // (kiln's nchw16c GEMM), so MobileNet / ShuffleNet run blocked end to end.
-  if (KilnBlockedConvShape(g, BestIsa()) == BlockedConvShape::kDepthwise && g.out[1] * g.out[2] > 1 &&
+  // A stem (few input channels) writes nchw16c from its row-major input
+  // at no extra cost, so the chain may start there.
+  const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
+  if ((shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) && g.out[1] * g.out[2] > 1 &&
       (forced == nullptr || *forced == '\0'))
     return true;
   return PreferOneDnnBlocked(g, BestIsa());
+}
+
+bool ConvReadsRowMajorInput(const TensorKernelArgs& args) {
+  if (args.op_type != "Conv" && args.op_type != "kiln.FusedConv") return false;
+  if (args.inputs.size() < 2 || args.inputs[0].rank() != 4 || args.inputs[0].dtype != DType::kF32)
+    return false;
+  const char* forced = std::getenv("KILN_CONV");
+  if (forced != nullptr && std::string(forced) == "reference") return false;
+  auto geometry = ConvGeometry(args.op_type, args.node, args.a(), args.inputs[0].dims, args.inputs[1].dims);
+  if (!geometry.ok() || geometry->spatial != 2) return false;
+  return KilnBlockedConvShape(ToWindow3(*geometry), BestIsa()) == BlockedConvShape::kStem;
 }
 
 }  // namespace kiln::cpu

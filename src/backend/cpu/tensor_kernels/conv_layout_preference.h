@@ -15,4 +15,10 @@ namespace kiln::cpu {
 // another implementation.
 bool ConvPrefersBlockedActivations(const TensorKernelArgs& args);
 
+// True for a stem convolution (few input channels, conv_nchw16c.h's kStem),
+// which runs reading its input row-major and writing nchw16c (oneDNN's jit
+// kernel, or kiln's stem kernel), so that the chain starts at the stem with
+// no reorder before it.
+bool ConvReadsRowMajorInput(const TensorKernelArgs& args);
+
 }  // namespace kiln::cpu

@@ -21,6 +21,8 @@ BlockedConvShape ShapeOf(const Window3& g) {
   if (g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1 || g.pad_begin[0] != 0 || g.pad_end[0] != 0)
     return BlockedConvShape::kNone;
   if (g.dilation[1] != 1 || g.dilation[2] != 1) return BlockedConvShape::kNone;
+  if (g.group == 1 && g.in_channels <= kStemMaxInChannels && g.kernel[1] * g.kernel[2] > 1)
+    return BlockedConvShape::kStem;
   if (g.group == 1 && g.kernel[1] == 1 && g.kernel[2] == 1) {
     const bool no_pads = g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
     const bool stride_ok = g.stride[1] == g.stride[2] && (g.stride[1] == 1 || g.stride[1] == 2);
@@ -40,7 +42,7 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa) {
 
 bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
-  if (shape == BlockedConvShape::kDepthwise) return true;
+  if (shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) return true;
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
   // jit_dw cost 60-120 us a call on MobileNet/ShuffleNet's small layers
@@ -55,13 +57,14 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
 }
 
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                    const float* w, const float* bias) {
+                                    const float* w, const float* bias, bool input_row_major) {
   BlockedConvPlan p;
   p.g = g;
   p.shape = shape;
   p.epilogue = epilogue;
   p.in_blocks = Blocks(g.in_channels);
   p.out_blocks = Blocks(g.out_channels);
+  p.input_row_major = input_row_major && shape == BlockedConvShape::kStem;
   p.bias.assign(static_cast<size_t>(p.out_blocks * kBlock), 0.0f);
   if (bias != nullptr) std::memcpy(p.bias.data(), bias, sizeof(float) * static_cast<size_t>(g.out_channels));
   if (shape == BlockedConvShape::kPointwise) {
@@ -72,6 +75,12 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
         p.weights[static_cast<size_t>(
             ((m / kBlock * p.in_blocks + ci / kBlock) * kBlock + ci % kBlock) * kBlock + m % kBlock)] =
             w[m * c + ci];
+  } else if (shape == BlockedConvShape::kStem) {
+    const int64_t taps = g.in_channels * g.kernel[1] * g.kernel[2];
+    p.weights.assign(static_cast<size_t>(p.out_blocks * taps * kBlock), 0.0f);
+    for (int64_t m = 0; m < g.out_channels; ++m)
+      for (int64_t t = 0; t < taps; ++t)
+        p.weights[static_cast<size_t>((m / kBlock * taps + t) * kBlock + m % kBlock)] = w[m * taps + t];
   } else {
     const int64_t taps = g.kernel[1] * g.kernel[2];
     p.weights.assign(static_cast<size_t>(p.in_blocks * taps * kBlock), 0.0f);
@@ -100,6 +109,18 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
                   acc +=
                       x[(((n * p.in_blocks + cb) * ih + r * sh) * iw + col * sw) * kBlock + i] *
                       p.weights[static_cast<size_t>(((ob * p.in_blocks + cb) * kBlock + i) * kBlock + lane)];
+            } else if (p.shape == BlockedConvShape::kStem) {
+              for (int64_t c = 0; c < g.in_channels; ++c)
+                for (int64_t a = 0; a < kh; ++a)
+                  for (int64_t b = 0; b < kw; ++b) {
+                    const int64_t yy = r * sh - ph + a, xx = col * sw - pw + b;
+                    if (yy < 0 || yy >= ih || xx < 0 || xx >= iw) continue;
+                    const float xv = p.input_row_major
+                                         ? x[((n * g.in_channels + c) * ih + yy) * iw + xx]
+                                         : x[((n * ih + yy) * iw + xx) * kBlock + c];
+                    acc += xv * p.weights[static_cast<size_t>(
+                                    ((ob * g.in_channels + c) * kh * kw + a * kw + b) * kBlock + lane)];
+                  }
             } else {
               for (int64_t a = 0; a < kh; ++a)
                 for (int64_t b = 0; b < kw; ++b) {
@@ -128,15 +149,21 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
 
 TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
                                        const FusedEpilogue& epilogue, const float* w, const float* bias,
-                                       bool has_residual) {
-  auto plan = std::make_shared<const BlockedConvPlan>(MakeBlockedConvPlan(g, shape, epilogue, w, bias));
+                                       bool has_residual, bool input_row_major, int threads) {
+  auto plan = std::make_shared<const BlockedConvPlan>(
+      MakeBlockedConvPlan(g, shape, epilogue, w, bias, input_row_major));
   TensorKernel k;
-  k.impl =
-      shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1" : "kiln-avx512-nchw16c-depthwise";
-  k.run = [plan, has_residual](const TensorCall& call) {
+  k.impl = shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1"
+           : shape == BlockedConvShape::kStem    ? (plan->input_row_major ? "kiln-avx512-nchw-to-nchw16c-stem"
+                                                                          : "kiln-avx512-nchw16c-stem")
+                                                 : "kiln-avx512-nchw16c-depthwise";
+  threads = std::max(1, threads);
+  k.scratch_bytes = sizeof(float) * static_cast<size_t>(BlockedConvScratchFloats(*plan, threads));
+  k.run = [plan, has_residual, threads](const TensorCall& call) {
     RunBlockedConvAvx512(*plan, static_cast<const float*>(call.inputs[0]),
                          has_residual ? static_cast<const float*>(call.inputs[3]) : nullptr,
-                         static_cast<float*>(call.outputs[0]), call.pool);
+                         static_cast<float*>(call.outputs[0]), call.pool,
+                         reinterpret_cast<float*>(call.scratch), threads);
     return Status::Ok();
   };
   return k;

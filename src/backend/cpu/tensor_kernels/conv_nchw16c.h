@@ -2,7 +2,11 @@
 // zero-padded; see blocked_layout.h), for the two shapes of MobileNet- and
 // ShuffleNet-style networks where oneDNN's blocked kernels are slow on small
 // layers: the 1x1 convolution (a GEMM over channel blocks) and the depthwise
-// one (k*k vector FMAs per pixel over the 16 lanes of a block). Both fuse
+// one (k*k vector FMAs per pixel over the 16 lanes of a block); and a
+// network's stem, a dense convolution of few input channels (RGB) that reads
+// its input row-major (or nchw16c) and writes nchw16c, so that a chain can
+// start at it (each input value broadcast against the 16 output channels of
+// a block, several output pixels per register tile). All fuse
 // bias, kiln.FusedConv's activation and residual, and write zeros to the
 // padding lanes. The vector kernels are AVX-512 (the layout is used only
 // there); the reference loops below compute the same from the same packed
@@ -20,11 +24,16 @@
 
 namespace kiln::cpu {
 
-enum class BlockedConvShape { kNone, kPointwise, kDepthwise };
+enum class BlockedConvShape { kNone, kPointwise, kDepthwise, kStem };
+
+// The most input channels a stem convolution has (RGBA).
+inline constexpr int64_t kStemMaxInChannels = 4;
 
 // Which of kiln's nchw16c kernels takes g: pointwise = 2-d, group 1, 1x1
 // kernel, stride 1 or 2, no pads; depthwise = 2-d, group == C == M, dilation
-// 1, any kernel, stride and pads. kNone elsewhere and below AVX-512.
+// 1, any kernel, stride and pads; stem = 2-d, group 1, at most
+// kStemMaxInChannels input channels, a kernel larger than 1x1, dilation 1,
+// any stride and pads. kNone elsewhere and below AVX-512.
 BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 
 // Whether kiln's nchw16c kernel beats oneDNN's on g when run on `threads`
@@ -32,30 +41,41 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads);
 
 // The weights and epilogue, packed once: pointwise [MB][CB][16 in][16 out],
-// depthwise [CB][kh][kw][16]; bias [MB x 16]; padded channels zero.
+// depthwise [CB][kh][kw][16], stem [MB][C][kh][kw][16]; bias [MB x 16];
+// padded channels zero. input_row_major (stems only): the input is NCHW as
+// its dims say rather than nchw16c.
 struct BlockedConvPlan {
   Window3 g;
   BlockedConvShape shape = BlockedConvShape::kNone;
   FusedEpilogue epilogue;
   int64_t in_blocks = 0, out_blocks = 0;
+  bool input_row_major = false;
   std::vector<float> weights, bias;
 };
 
 // REQUIRES: shape is what KilnBlockedConvShape(g, Isa::kAvx512) says.
 // w [M, C/group, kh, kw]; bias may be null.
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                    const float* w, const float* bias);
+                                    const float* w, const float* bias, bool input_row_major = false);
 
 // The plain loops (any machine); residual may be null.
 void RunBlockedConvReference(const BlockedConvPlan& plan, const float* x, const float* residual, float* y);
 
-// The AVX-512 kernels (conv_nchw16c_avx512.cc); pool may be null.
+// The scratch the AVX-512 kernels take for `threads` threads (stems: a
+// buffer of padded input rows per thread; others none).
+int64_t BlockedConvScratchFloats(const BlockedConvPlan& plan, int threads);
+
+// The AVX-512 kernels (conv_nchw16c_avx512.cc); pool may be null. scratch:
+// BlockedConvScratchFloats(plan, scratch_threads) floats, or null (a stem
+// then allocates its own and runs on the caller alone); a pool larger than
+// scratch_threads runs on the caller alone.
 void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const float* residual, float* y,
-                          ThreadPool* pool);
+                          ThreadPool* pool, float* scratch = nullptr, int scratch_threads = 1);
 
 // The kernel for Conv / kiln.FusedConv with activation_layout = nchw16c.
+// input_row_major: the node's attribute input_layout = "row-major" (a stem).
 TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
                                        const FusedEpilogue& epilogue, const float* w, const float* bias,
-                                       bool has_residual);
+                                       bool has_residual, bool input_row_major = false, int threads = 1);
 
 }  // namespace kiln::cpu

@@ -4,6 +4,9 @@
 // broadcast against the packed [16 in][16 out] weight vectors. Depthwise:
 // per channel block and output row, 8 output pixels at a time, one vector
 // FMA per tap; tiles that touch the padding check each tap's column.
+// Stem: per output row and block of 16 output channels, 12 output pixels at
+// a time, each input value (row-major or nchw16c) broadcast against the
+// block's weight vector of its tap; tiles that touch the padding check.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -16,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "backend/cpu/kernels/simd_avx512.h"
 #include "backend/cpu/tensor_kernels/conv2d_simd.h"
@@ -28,6 +32,7 @@ using S = SimdAvx512;
 constexpr int64_t kBlock = 16;
 constexpr int kPixels = 12;  // pointwise tile: 2 x 12 accumulators + 2 weights + 1 broadcast
 constexpr int kDepthwisePixels = 8;
+constexpr int kStemPixels = 12;
 
 // Bias, residual and activation on one finished vector of block `ob`; lanes
 // past the real channels become zero.
@@ -231,13 +236,164 @@ void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residua
   }
 }
 
+// A stem's input rows, copied per output row into a zero-padded buffer
+// [C][kh][width]: the tiles then read every tap unchecked, the last tile of
+// a row included (its extra pixels read zeros and are not stored), and the
+// input's layout (row-major or nchw16c) no longer matters.
+struct StemRows {
+  int64_t width = 0;  // floats per buffered row: pads and whole tiles included
+  int64_t Floats(const Window3& g) const { return g.in_channels * g.kernel[1] * width; }
+};
+
+StemRows StemRowsOf(const Window3& g) {
+  const int64_t tiles = (g.out[2] + kStemPixels - 1) / kStemPixels;
+  StemRows r;
+  r.width = std::max((tiles * kStemPixels - 1) * g.stride[2] + g.kernel[2], g.pad_begin[2] + g.in[2]);
+  r.width = (r.width + kBlock - 1) / kBlock * kBlock;
+  return r;
+}
+
+// Rows a in [a_begin, a_end) of buffer `buf` (of image n) for output row `row`;
+// the columns outside the image stay as zeroed.
+void FillStemRows(const BlockedConvPlan& p, const StemRows& rows, const float* x, int64_t n, int64_t row,
+                  int64_t a_begin, int64_t a_end, float* buf) {
+  const Window3& g = p.g;
+  const int64_t ih = g.in[1], iw = g.in[2], kh = g.kernel[1], pw = g.pad_begin[2];
+  for (int64_t c = 0; c < g.in_channels; ++c)
+    for (int64_t a = a_begin; a < a_end; ++a) {
+      const int64_t yy = row * g.stride[1] - g.pad_begin[1] + a;
+      float* dst = buf + (c * kh + a) * rows.width + pw;
+      if (p.input_row_major) {
+        std::copy_n(x + ((n * g.in_channels + c) * ih + yy) * iw, iw, dst);
+      } else {
+        const float* src = x + ((n * ih + yy) * iw) * kBlock + c;
+        for (int64_t xx = 0; xx < iw; ++xx) dst[xx] = src[xx * kBlock];
+      }
+    }
+}
+
+// NB blocks of output channels from ob, pixels [col, col + count) of one
+// output row, from the buffered rows a in [a_begin, a_end). kStride: the
+// column stride when known at compile time (0: at run time), so that the
+// broadcasts take constant offsets. NB x 12 accumulators + NB weights fit
+// the 32 registers.
+template <int kStride, int NB>
+void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, int64_t a_begin, int64_t a_end,
+              int64_t ob, int64_t col, int count, const float* residual, float* y) {
+  const Window3& g = p.g;
+  const int64_t kh = g.kernel[1], kw = g.kernel[2];
+  const int64_t sw = kStride != 0 ? kStride : g.stride[2];
+  const int64_t taps = g.in_channels * kh * kw;
+  const float* w = p.weights.data() + ob * taps * kBlock;
+  const int64_t w_block_step = taps * kBlock;
+  __m512 acc[NB][kStemPixels];
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 12
+    for (int q = 0; q < kStemPixels; ++q) acc[j][q] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < g.in_channels; ++c) {
+    for (int64_t a = a_begin; a < a_end; ++a) {
+      const float* xrow = buf + (c * kh + a) * rows.width + col * sw;
+      const float* wa = w + (c * kh + a) * kw * kBlock;
+      // Not unrolled: GCC would keep the broadcasts neighbouring taps
+      // share in registers, and spill the accumulators for them.
+#pragma GCC unroll 1
+      for (int64_t b = 0; b < kw; ++b) {
+        __m512 wv[NB];
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wa + j * w_block_step + b * kBlock);
+#pragma GCC unroll 12
+        for (int q = 0; q < kStemPixels; ++q) {
+          const __m512 xv = _mm512_set1_ps(xrow[q * sw + b]);
+#pragma GCC unroll 2
+          for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
+        }
+      }
+    }
+  }
+  const int64_t y_block_step = g.out[1] * g.out[2] * kBlock;
+#pragma GCC unroll 2
+  for (int j = 0; j < NB; ++j) {
+    const __m512 bias = _mm512_loadu_ps(p.bias.data() + (ob + j) * kBlock);
+    const __mmask16 keep = KeepMask(p, ob + j);
+#pragma GCC unroll 12
+    for (int q = 0; q < kStemPixels; ++q) {
+      if (q < count) {
+        const int64_t at = j * y_block_step + q * kBlock;
+        const float* r = residual != nullptr ? residual + at : nullptr;
+        _mm512_storeu_ps(y + at, Finish(p, acc[j][q], bias, r, keep));
+      }
+    }
+  }
+}
+
+using StemTileFn = void (*)(const BlockedConvPlan&, const StemRows&, const float*, int64_t, int64_t, int64_t,
+                            int64_t, int, const float*, float*);
+
+template <int NB>
+StemTileFn StemTileFor(int64_t stride) {
+  return stride == 1 ? &StemTile<1, NB> : stride == 2 ? &StemTile<2, NB> : &StemTile<0, NB>;
+}
+
+void RunStem(const BlockedConvPlan& p, const float* x, const float* residual, float* y, float* scratch,
+             int scratch_threads, ThreadPool* pool) {
+  const Window3& g = p.g;
+  const int64_t oh = g.out[1], ow = g.out[2], ih = g.in[1], kh = g.kernel[1];
+  const int64_t sh = g.stride[1], ph = g.pad_begin[1];
+  const int64_t out_plane = oh * ow * kBlock;
+  const StemRows rows = StemRowsOf(g);
+  const StemTileFn tile[2] = {StemTileFor<1>(g.stride[2]), StemTileFor<2>(g.stride[2])};
+  std::vector<float> own;
+  if (pool != nullptr && pool->num_threads() > scratch_threads) pool = nullptr;
+  if (scratch == nullptr) {
+    own.resize(static_cast<size_t>(rows.Floats(g)));
+    scratch = own.data();
+    pool = nullptr;
+  }
+  // One task per output row, all blocks of output channels (two at a
+  // time): the row's buffered input stays in L1 across them.
+  const int64_t tasks = g.batch * oh;
+  auto body = [&](int64_t begin, int64_t end, int thread) {
+    float* buf = scratch + thread * rows.Floats(g);
+    std::fill_n(buf, rows.Floats(g), 0.0f);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row = task % oh, n = task / oh;
+      const int64_t a_begin = std::max<int64_t>(0, ph - row * sh);
+      const int64_t a_end = std::min<int64_t>(kh, ih + ph - row * sh);
+      FillStemRows(p, rows, x, n, row, a_begin, a_end, buf);
+      for (int64_t ob = 0; ob < p.out_blocks; ob += 2) {
+        const int nb = p.out_blocks - ob >= 2 ? 2 : 1;
+        const int64_t y_row = (n * p.out_blocks + ob) * out_plane + row * ow * kBlock;
+        for (int64_t col = 0; col < ow; col += kStemPixels) {
+          const int count = static_cast<int>(std::min<int64_t>(kStemPixels, ow - col));
+          const float* r = residual != nullptr ? residual + y_row + col * kBlock : nullptr;
+          tile[nb - 1](p, rows, buf, a_begin, a_end, ob, col, count, r, y + y_row + col * kBlock);
+        }
+      }
+    }
+  };
+  if (pool == nullptr) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, 1, body);
+  }
+}
+
 }  // namespace
 
+int64_t BlockedConvScratchFloats(const BlockedConvPlan& plan, int threads) {
+  if (plan.shape != BlockedConvShape::kStem) return 0;
+  return std::max(1, threads) * StemRowsOf(plan.g).Floats(plan.g);
+}
+
 void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const float* residual, float* y,
-                          ThreadPool* pool) {
+                          ThreadPool* pool, float* scratch, int scratch_threads) {
   if (plan.g.batch * plan.out_blocks * plan.g.OutPixels() == 0) return;
   if (plan.shape == BlockedConvShape::kPointwise) {
     RunPointwise(plan, x, residual, y, pool);
+  } else if (plan.shape == BlockedConvShape::kStem) {
+    RunStem(plan, x, residual, y, scratch, scratch_threads, pool);
   } else {
     RunDepthwise(plan, x, residual, y, pool);
   }

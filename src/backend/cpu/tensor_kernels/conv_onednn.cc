@@ -147,7 +147,7 @@ struct ConvDescs {
 };
 
 ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual, TensorLayout layout,
-                       bool blocked_internally, DType compute = DType::kF32) {
+                       bool blocked_internally, DType compute = DType::kF32, bool src_row_major = false) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -163,7 +163,7 @@ ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has
   const tag activations = layout == TensorLayout::kNCHW16c ? tag::nChw16c
                           : layout == TensorLayout::kNHWC  ? tag::nhwc
                                                            : tag::nchw;
-  d.src = memory::desc(src_dims, dt::f32, activations);
+  d.src = memory::desc(src_dims, dt::f32, src_row_major ? tag::nchw : activations);
   d.dst = memory::desc(dst_dims, dt::f32, activations);
   d.b_desc = memory::desc({g.out_channels}, dt::f32, tag::x);
   const memory::dims strides = {g.stride[1], g.stride[2]};
@@ -182,7 +182,7 @@ ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has
   // fewer than 16 input channels reads NCHW as it is.
   const tag blocked_tag = BestIsa() == Isa::kAvx512 ? tag::nChw16c : tag::nChw8c;
   const memory::desc conv_src_any(src_dims, compute_dt,
-                                  !internal_layout     ? activations
+                                  !internal_layout     ? (src_row_major ? tag::nchw : activations)
                                   : g.in_channels < 16 ? tag::nchw
                                                        : blocked_tag),
       conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);
@@ -217,7 +217,7 @@ Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpil
 
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
-                                      bool blocked_internally, DType compute) {
+                                      bool blocked_internally, DType compute, bool src_row_major) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -225,7 +225,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     dnnl::engine& engine = Engine();
     auto conv = std::make_shared<OneDnnConv>();
     const bool bf16 = compute == DType::kBF16;
-    ConvDescs d = DescribeConv(g, epilogue, has_residual, layout, blocked_internally, compute);
+    ConvDescs d = DescribeConv(g, epilogue, has_residual, layout, blocked_internally, compute, src_row_major);
     conv->src = d.src;
     conv->dst = d.dst;
     conv->blocked = d.blocked;

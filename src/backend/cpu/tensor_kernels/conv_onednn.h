@@ -50,10 +50,13 @@ Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpil
 // sum post-op after an eltwise one). compute = kBF16 multiplies in bf16
 // (AVX-512 BF16): the weights are stored bf16 now, each call rounds the input
 // to bf16 (to nearest even) in the scratch, and accumulates and writes f32
-// (post-ops in f32).
+// (post-ops in f32). src_row_major: the input is NCHW whatever `layout` says
+// (a stem writing nchw16c; oneDNN's jit kernels take nchw src with nChw16c
+// dst for few input channels).
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
                                       TensorLayout layout = TensorLayout::kRowMajor,
-                                      bool blocked_internally = false, DType compute = DType::kF32);
+                                      bool blocked_internally = false, DType compute = DType::kF32,
+                                      bool src_row_major = false);
 
 }  // namespace kiln::cpu
