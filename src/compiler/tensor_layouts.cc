@@ -314,6 +314,12 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
                                            chain.second.size(), fmt::join(shown, ", "),
                                            chain.second.size() > kShown ? ", ..." : ""));
   }
+  for (const Node& n : g.nodes()) {
+    if (n.named_attrs.Has("input_layout"))
+      decisions->lines.push_back(fmt::format("{} reads {} row-major and writes {} (no reorder)", n.name,
+                                             g.value(n.inputs[0]).name,
+                                             TensorLayoutName(LayoutAttr(n, "activation_layout"))));
+  }
   const auto consumers = g.Consumers();
   for (const Node& n : g.nodes()) {
     if (!IsReorder(n)) continue;

@@ -124,6 +124,30 @@ TEST(TensorLayouts, AChainFromAConvIsBlockedWithReordersOnlyAtItsBorders) {
   EXPECT_TRUE(reported);
 }
 
+// A stem that may read its first input row-major (conv1, reading the graph
+// input) starts the chain with no reorder before it; conv2, whose input
+// comes from the chain, still reads it blocked.
+TEST(TensorLayouts, AStemReadsItsRowMajorInputWithNoReorder) {
+  Chain c = MakeChain();
+  LayoutQuestions ask = Blocked();
+  ask.reads_row_major = [](const Graph&, const Node& n, TensorLayout l) {
+    return l == TensorLayout::kNCHW16c && n.op_type == "Conv";
+  };
+  TensorLayoutDecisions d;
+  ASSERT_TRUE(ChooseTensorLayouts(c.g, ask, &d).ok());
+  const Graph& g = c.g;
+  const Node& conv1 = *Named(g, "conv1");
+  const Node& conv2 = *Named(g, "conv2");
+  EXPECT_EQ(LayoutOf(conv1), "nchw16c");
+  EXPECT_EQ(conv1.inputs[0], c.x);
+  EXPECT_EQ(*conv1.named_attrs.String("input_layout"), "row-major");
+  EXPECT_FALSE(conv2.named_attrs.Has("input_layout"));
+  EXPECT_EQ(conv2.inputs[0], Named(g, "relu")->outputs[0]);
+  EXPECT_EQ(d.reorders_kept, 2);  // r1 for the Softmax and y, the graph output
+  for (const Node* r : Reorders(g)) EXPECT_NE(r->inputs[0], c.x);
+  EXPECT_TRUE(g.Validate().ok());
+}
+
 TEST(TensorLayouts, NothingWantedLeavesTheGraphAsItIs) {
   Chain c = MakeChain();
   LayoutQuestions ask = Blocked();
