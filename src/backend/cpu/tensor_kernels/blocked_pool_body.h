@@ -13,9 +13,18 @@ namespace {
 
 constexpr int kLanes = 16;
 
-// The 16 lanes as one value of the compiler's vector extension (a zmm on
-// AVX-512, two ymm on AVX2), so that a window's maximum stays in registers.
-typedef float Lanes __attribute__((vector_size(64), aligned(4), may_alias));
+// The 16 lanes as values of the compiler's vector extension, as wide as
+// the file's ISA has registers (GCC lowers wider ones to scalar code), so
+// that a window's maximum stays in registers.
+#if defined(__AVX512F__)
+constexpr int kVectorFloats = 16;
+#elif defined(__AVX__)
+constexpr int kVectorFloats = 8;
+#else
+constexpr int kVectorFloats = 4;
+#endif
+constexpr int kVectors = kLanes / kVectorFloats;
+typedef float Vector __attribute__((vector_size(kVectorFloats * 4), aligned(4), may_alias));
 
 // MaxPool rows: each output the maximum of its window's taps, the taps'
 // offsets (in vectors) computed once per row.
@@ -28,15 +37,22 @@ void MaxPoolRows(const BlockedPoolJob& j, int64_t begin, int64_t end) {
     const bool pad_lanes = plane % j.blocks == j.blocks - 1;
     for (int64_t ow = 0; ow < j.out_w; ++ow) {
       const BlockedPoolTaps& tw = j.tw[ow];
-      Lanes acc = Lanes{} - __builtin_huge_valf();
+      Vector acc[kVectors];
+#pragma GCC unroll 4
+      for (int k = 0; k < kVectors; ++k) acc[k] = Vector{} - __builtin_huge_valf();
       for (int64_t a = th.first; a < th.end; ++a) {
         const float* row = xp + ((th.start + a * j.dilation_h) * j.in_w + tw.start) * kLanes;
         for (int64_t b = tw.first; b < tw.end; ++b) {
-          const Lanes v = *reinterpret_cast<const Lanes*>(row + b * j.dilation_w * kLanes);
-          acc = v > acc ? v : acc;
+          const float* tap = row + b * j.dilation_w * kLanes;
+#pragma GCC unroll 4
+          for (int k = 0; k < kVectors; ++k) {
+            const Vector v = *reinterpret_cast<const Vector*>(tap + k * kVectorFloats);
+            acc[k] = v > acc[k] ? v : acc[k];
+          }
         }
       }
-      *reinterpret_cast<Lanes*>(yp + ow * kLanes) = acc;
+#pragma GCC unroll 4
+      for (int k = 0; k < kVectors; ++k) *reinterpret_cast<Vector*>(yp + ow * kLanes + k * kVectorFloats) = acc[k];
       // A window with no tap inside the input is -inf, in the real channels only.
       if ((th.end - th.first) * (tw.end - tw.first) == 0 && pad_lanes) {
         for (int64_t l = j.last_block_channels; l < kLanes; ++l) yp[ow * kLanes + l] = 0.0f;

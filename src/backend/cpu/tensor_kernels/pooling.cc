@@ -127,13 +127,16 @@ Status CheckF32(const TensorKernelArgs& args) {
 // Max (without indices) and average a row of outputs at a time: for each
 // tap, one pass over the outputs whose tap is inside the row (ranges from
 // the tables), which the compiler vectorizes; no branch per element.
-template <typename T>
+// kStride: the column stride when known at compile time (0: at run time),
+// so that stride-2 windows (every stem's MaxPool) vectorize too.
+template <typename T, int kStride = 0>
 void PoolPlanesByRows(const PoolParams& p, const T* x, T* y, int64_t begin, int64_t end) {
   const Window3& g = p.g;
-  const int64_t in_pixels = g.InPixels(), OW = g.out[2], W = g.in[2], sw = g.stride[2];
+  const int64_t in_pixels = g.InPixels(), OW = g.out[2], W = g.in[2];
+  const int64_t sw = kStride != 0 ? kStride : g.stride[2];
   const bool is_max = p.kind == PoolKind::kMax;
   using Acc = std::conditional_t<std::is_same_v<T, float>, float, T>;
-  std::vector<Acc> acc(static_cast<size_t>(OW));
+  std::vector<Acc> acc(static_cast<size_t>(OW)), rows_max(static_cast<size_t>(is_max ? W : 0));
   // Per kw tap: the column offset and the outputs [lo, hi) it reads inside the row.
   std::vector<int64_t> offset(static_cast<size_t>(g.kernel[2])), lo(offset.size()), hi(offset.size());
   for (int64_t kj = 0; kj < g.kernel[2]; ++kj) {
@@ -150,7 +153,25 @@ void PoolPlanesByRows(const PoolParams& p, const T* x, T* y, int64_t begin, int6
       for (int64_t oh = 0; oh < g.out[1]; ++oh, yp += OW) {
         const AxisTaps& th = p.taps[1][static_cast<size_t>(oh)];
         std::fill(acc.begin(), acc.end(), is_max ? std::numeric_limits<Acc>::lowest() : Acc{});
-        for (int64_t a = td.first_tap; a < td.end_tap; ++a) {
+        if (is_max) {
+          // The window's rows' maximum first (contiguous, one pass per row),
+          // then one pass per column tap over it: kh + kw passes, not kh x kw.
+          std::fill(rows_max.begin(), rows_max.end(), std::numeric_limits<Acc>::lowest());
+          for (int64_t a = td.first_tap; a < td.end_tap; ++a) {
+            const int64_t id = td.start + a * g.dilation[0];
+            for (int64_t b = th.first_tap; b < th.end_tap; ++b) {
+              const T* row = xp + (id * g.in[1] + th.start + b * g.dilation[1]) * W;
+              for (int64_t i = 0; i < W; ++i)
+                rows_max[static_cast<size_t>(i)] = std::max(rows_max[static_cast<size_t>(i)], row[i]);
+            }
+          }
+          for (size_t kj = 0; kj < offset.size(); ++kj) {
+            const Acc* src = rows_max.data() + offset[kj];
+            for (int64_t ow = lo[kj]; ow < hi[kj]; ++ow)
+              acc[static_cast<size_t>(ow)] = std::max(acc[static_cast<size_t>(ow)], src[ow * sw]);
+          }
+        }
+        for (int64_t a = td.first_tap; a < td.end_tap && !is_max; ++a) {
           const int64_t id = td.start + a * g.dilation[0];
           for (int64_t b = th.first_tap; b < th.end_tap; ++b) {
             const T* row = xp + (id * g.in[1] + th.start + b * g.dilation[1]) * W;
@@ -194,7 +215,11 @@ TensorKernel PoolKernel(const PoolParams& p, bool with_indices) {
     const int64_t planes = p.g.batch * p.g.in_channels;
     const bool by_rows = indices == nullptr && p.kind != PoolKind::kLp;
     auto body = [&](int64_t b, int64_t e, int) {
-      if (by_rows) {
+      if (by_rows && p.g.stride[2] == 1) {
+        PoolPlanesByRows<T, 1>(p, x, y, b, e);
+      } else if (by_rows && p.g.stride[2] == 2) {
+        PoolPlanesByRows<T, 2>(p, x, y, b, e);
+      } else if (by_rows) {
         PoolPlanesByRows<T>(p, x, y, b, e);
       } else {
         PoolPlanes<T>(p, x, y, indices, b, e);
