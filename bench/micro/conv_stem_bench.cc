@@ -1,8 +1,9 @@
 // Network stems at batch 1: the first convolution, of 3 input channels, read
-// from the row-major (NCHW) image. Implementations: 0 kiln's stem kernel
-// writing nchw16c (conv_nchw16c.h, as the layout stage runs it), 1 oneDNN's
-// nchw -> nChw16c kernel (KILN_CONV=onednn), 2 what a row-major stem runs
-// (row-major output: kiln's GEMM, or oneDNN with its reorders from 20 MFLOP).
+// from the row-major (NCHW) image. Implementations writing nchw16c, as the
+// layout stage runs them: 0 kiln's stem kernel (conv_nchw16c.h,
+// KILN_CONV=kiln), 1 oneDNN's nchw -> nChw16c kernel (the default); and 2
+// what a row-major stem runs (row-major output: kiln's GEMM, or oneDNN with
+// its reorders from 20 MFLOP), for comparison.
 // The figure is the real time per call (and GFLOP/s).
 // Arguments: layer, implementation, threads; set OMP_NUM_THREADS to
 // `threads` and OMP_WAIT_POLICY=PASSIVE, e.g.
@@ -63,15 +64,16 @@ void BM_ConvStem(benchmark::State& state) {
     return;
   }
   const std::vector<int64_t> y_dims = geometry->OutputDims();
-  const double flops = 2.0 * static_cast<double>(l.m * c * l.kernel * l.kernel) *
-                       static_cast<double>(geometry->OutPixels());
+  const double flops =
+      2.0 * static_cast<double>(l.m * c * l.kernel * l.kernel) * static_cast<double>(geometry->OutPixels());
   std::vector<float> x = Random(static_cast<size_t>(c * l.size * l.size), 1);
   const TensorData wd = TensorData::FromValues<float>(
       DType::kF32, w_dims, Random(static_cast<size_t>(l.m * c * l.kernel * l.kernel), 2));
-  const TensorData bd = TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
+  const TensorData bd =
+      TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
   std::vector<float> y(static_cast<size_t>((l.m + 15) / 16 * 16 * y_dims[2] * y_dims[3]));
 
-  if (impl == 1) setenv("KILN_CONV", "onednn", 1);
+  if (impl != 2) setenv("KILN_CONV", impl == 0 ? "kiln" : "onednn", 1);
   TensorKernelArgs args;
   args.op_type = "kiln.FusedConv";
   args.node = "bench";

@@ -46,8 +46,8 @@ enum class Want : uint8_t { kNo, kWished, kNeeded };
 // Whether node i, in `layout`, reads its first input row-major: it may
 // (ask.reads_row_major) and that input does not come from a node in its
 // layout.
-bool ReadsFirstInputRowMajor(const Graph& g, const LayoutQuestions& ask, const std::vector<TensorLayout>& layout,
-                             size_t i) {
+bool ReadsFirstInputRowMajor(const Graph& g, const LayoutQuestions& ask,
+                             const std::vector<TensorLayout>& layout, size_t i) {
   const Node& n = g.nodes()[i];
   if (layout[i] == TensorLayout::kRowMajor || !ask.reads_row_major || n.inputs.empty() ||
       n.inputs[0] == kNoValue || !IsActivation4d(g.value(n.inputs[0])))
@@ -64,8 +64,8 @@ bool ReadsFirstInputRowMajor(const Graph& g, const LayoutQuestions& ask, const s
 // more elements than those reorders did; a chain with a node that needs
 // its layout always stays.
 void DropChainsThatDoNotPay(const Graph& g, const LayoutQuestions& ask,
-                            const std::vector<std::vector<int32_t>>& consumers, const std::vector<Want>& wanted,
-                            std::vector<TensorLayout>* layout) {
+                            const std::vector<std::vector<int32_t>>& consumers,
+                            const std::vector<Want>& wanted, std::vector<TensorLayout>* layout) {
   const auto& nodes = g.nodes();
   std::vector<int> chain_of(nodes.size(), -1);
   auto same_chain = [&](size_t a, int32_t b) {
@@ -102,9 +102,10 @@ void DropChainsThatDoNotPay(const Graph& g, const LayoutQuestions& ask,
       needed = needed || wanted[i] == Want::kNeeded;
       for (ValueId in : nodes[i].inputs) {
         if (in == kNoValue || !IsActivation4d(g.value(in))) continue;
-        if (wanted[i] == Want::kWished && in == nodes[i].inputs[0]) saved += elements(in);
         const int32_t p = g.value(in).producer;
         const bool read_row_major = in == nodes[i].inputs[0] && ReadsFirstInputRowMajor(g, ask, *layout, i);
+        // A node reading its input row-major saves no reorder of it.
+        if (wanted[i] == Want::kWished && in == nodes[i].inputs[0] && !read_row_major) saved += elements(in);
         if ((p < 0 || chain_of[static_cast<size_t>(p)] != static_cast<int>(start)) && !read_row_major)
           crossing.insert(in);
       }
@@ -250,7 +251,8 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
   // Every border gets its reorder (one per value and layout); the
   // cancelling below removes those between two nodes of one layout.
   std::vector<bool> reads_row_major(g.nodes().size(), false);
-  for (size_t i = 0; i < g.nodes().size(); ++i) reads_row_major[i] = ReadsFirstInputRowMajor(g, ask, layout, i);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    reads_row_major[i] = ReadsFirstInputRowMajor(g, ask, layout, i);
   std::vector<Node> out;
   std::map<std::pair<ValueId, TensorLayout>, ValueId> in_layout;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -261,7 +263,8 @@ Status ChooseTensorLayouts(Graph& g, const LayoutQuestions& ask, TensorLayoutDec
       continue;
     }
     n.named_attrs.SetString("activation_layout", TensorLayoutName(l));
-    if (reads_row_major[i]) n.named_attrs.SetString("input_layout", TensorLayoutName(TensorLayout::kRowMajor));
+    if (reads_row_major[i])
+      n.named_attrs.SetString("input_layout", TensorLayoutName(TensorLayout::kRowMajor));
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       ValueId& in = n.inputs[k];
       if (in == kNoValue || !IsActivation4d(g.value(in)) || (k == 0 && reads_row_major[i])) continue;

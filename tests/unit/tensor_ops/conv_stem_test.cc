@@ -38,7 +38,7 @@ std::string Name(const Stem& s) {
 
 const std::vector<Stem>& Stems() {
   static const std::vector<Stem> stems = {
-      {3, 64, 23, 29, 3, 2, 0, "Relu"},       {3, 16, 30, 31, 3, 2, 1, "HardSwish"},
+      {3, 64, 23, 29, 3, 2, 0, "Relu"},        {3, 16, 30, 31, 3, 2, 1, "HardSwish"},
       {3, 24, 17, 40, 3, 2, 1, "HardSigmoid"}, {3, 20, 33, 27, 7, 2, 3, "Sigmoid"},
       {1, 40, 9, 13, 5, 1, 2, "HardSigmoid"},  {4, 8, 6, 5, 3, 1, 1, ""},
   };
@@ -173,7 +173,8 @@ TEST(ConvStem, ReferenceMatchesVectorLoops) {
       if (cpu::BestIsa() != cpu::Isa::kAvx512) continue;
       std::vector<float> v(y.size(), std::numeric_limits<float>::quiet_NaN());
       cpu::RunBlockedConvAvx512(plan, x, nullptr, v.data(), nullptr);
-      conv_test::ExpectClose(v.data(), y.data(), static_cast<int64_t>(y.size()), 1e-5f, "avx512 vs reference");
+      conv_test::ExpectClose(v.data(), y.data(), static_cast<int64_t>(y.size()), 1e-5f,
+                             "avx512 vs reference");
     }
   }
 }

@@ -52,7 +52,8 @@ void MaxPoolRows(const BlockedPoolJob& j, int64_t begin, int64_t end) {
         }
       }
 #pragma GCC unroll 4
-      for (int k = 0; k < kVectors; ++k) *reinterpret_cast<Vector*>(yp + ow * kLanes + k * kVectorFloats) = acc[k];
+      for (int k = 0; k < kVectors; ++k)
+        *reinterpret_cast<Vector*>(yp + ow * kLanes + k * kVectorFloats) = acc[k];
       // A window with no tap inside the input is -inf, in the real channels only.
       if ((th.end - th.first) * (tw.end - tw.first) == 0 && pad_lanes) {
         for (int64_t l = j.last_block_channels; l < kLanes; ++l) yp[ow * kLanes + l] = 0.0f;

@@ -119,8 +119,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   if (layout == TensorLayout::kNCHW16c && args.a().Has("input_layout")) {
     const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
     if (!packable || shape != BlockedConvShape::kStem) {
-      return Unsupported("{} {}: a row-major input with nchw16c output needs kiln's stem kernel", args.op_type,
-                         args.node);
+      return Unsupported("{} {}: a row-major input with nchw16c output needs kiln's stem kernel",
+                         args.op_type, args.node);
     }
     // oneDNN's jit kernel for nchw src and nChw16c dst beats kiln's stem
     // kernel on every stem measured (bench/micro/conv_stem_bench.cc, 2

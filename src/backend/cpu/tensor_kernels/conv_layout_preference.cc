@@ -23,10 +23,9 @@ bool ConvPrefersBlockedActivations(const TensorKernelArgs& args) {
   // A depthwise convolution runs on kiln's nchw16c kernel, faster there than
   // row-major, and keeps the 1x1 convolutions around it blocked too
   // (kiln's nchw16c GEMM), so MobileNet / ShuffleNet run blocked end to end.
-  // A stem (few input channels) writes nchw16c from its row-major input
-  // at no extra cost, so the chain may start there.
-  const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
-  if ((shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) && g.out[1] * g.out[2] > 1 &&
+  // (A stem, kStem, wants nothing of its own: it joins the chain that grows
+  // back to it from the layers after it, reading its input row-major.)
+  if (KilnBlockedConvShape(g, BestIsa()) == BlockedConvShape::kDepthwise && g.out[1] * g.out[2] > 1 &&
       (forced == nullptr || *forced == '\0'))
     return true;
   return PreferOneDnnBlocked(g, BestIsa());

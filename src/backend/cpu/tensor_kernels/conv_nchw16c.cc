@@ -115,9 +115,8 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
                   for (int64_t b = 0; b < kw; ++b) {
                     const int64_t yy = r * sh - ph + a, xx = col * sw - pw + b;
                     if (yy < 0 || yy >= ih || xx < 0 || xx >= iw) continue;
-                    const float xv = p.input_row_major
-                                         ? x[((n * g.in_channels + c) * ih + yy) * iw + xx]
-                                         : x[((n * ih + yy) * iw + xx) * kBlock + c];
+                    const float xv = p.input_row_major ? x[((n * g.in_channels + c) * ih + yy) * iw + xx]
+                                                       : x[((n * ih + yy) * iw + xx) * kBlock + c];
                     acc += xv * p.weights[static_cast<size_t>(
                                     ((ob * g.in_channels + c) * kh * kw + a * kw + b) * kBlock + lane)];
                   }
@@ -154,9 +153,9 @@ TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
       MakeBlockedConvPlan(g, shape, epilogue, w, bias, input_row_major));
   TensorKernel k;
   k.impl = shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1"
-           : shape == BlockedConvShape::kStem    ? (plan->input_row_major ? "kiln-avx512-nchw-to-nchw16c-stem"
-                                                                          : "kiln-avx512-nchw16c-stem")
-                                                 : "kiln-avx512-nchw16c-depthwise";
+           : shape == BlockedConvShape::kStem
+               ? (plan->input_row_major ? "kiln-avx512-nchw-to-nchw16c-stem" : "kiln-avx512-nchw16c-stem")
+               : "kiln-avx512-nchw16c-depthwise";
   threads = std::max(1, threads);
   k.scratch_bytes = sizeof(float) * static_cast<size_t>(BlockedConvScratchFloats(*plan, threads));
   k.run = [plan, has_residual, threads](const TensorCall& call) {

@@ -278,8 +278,8 @@ void FillStemRows(const BlockedConvPlan& p, const StemRows& rows, const float* x
 // broadcasts take constant offsets. NB x 12 accumulators + NB weights fit
 // the 32 registers.
 template <int kStride, int NB>
-void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, int64_t a_begin, int64_t a_end,
-              int64_t ob, int64_t col, int count, const float* residual, float* y) {
+void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, int64_t a_begin,
+              int64_t a_end, int64_t ob, int64_t col, int count, const float* residual, float* y) {
   const Window3& g = p.g;
   const int64_t kh = g.kernel[1], kw = g.kernel[2];
   const int64_t sw = kStride != 0 ? kStride : g.stride[2];

@@ -146,8 +146,9 @@ struct ConvDescs {
   dnnl::convolution_forward::primitive_desc pd;
 };
 
-ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual, TensorLayout layout,
-                       bool blocked_internally, DType compute = DType::kF32, bool src_row_major = false) {
+ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual,
+                       TensorLayout layout, bool blocked_internally, DType compute = DType::kF32,
+                       bool src_row_major = false) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
