@@ -2,6 +2,7 @@
 // round trips, and the zeros in nchw16c's padding lanes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -36,8 +37,10 @@ TEST(LayoutReorder, OffsetsOfEachLayout) {
 
 TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
   ThreadPool pool(2);
-  for (int64_t channels : {1, 3, 16, 20, 35}) {
-    const TensorType type{DType::kF32, {2, channels, 3, 5}};
+  // 23 x 17 pixels: more than one run of the fast path's pixel tiles.
+  for (const auto& [channels, H, W] : std::vector<std::array<int64_t, 3>>{
+           {1, 3, 5}, {3, 3, 5}, {16, 3, 5}, {20, 3, 5}, {35, 3, 5}, {20, 23, 17}}) {
+    const TensorType type{DType::kF32, {2, channels, H, W}};
     const std::vector<float> x = Ramp(type.ElementCount());
     for (TensorLayout other : {TensorLayout::kNCHW16c, TensorLayout::kNHWC}) {
       SCOPED_TRACE(std::string(TensorLayoutName(other)) + " C=" + std::to_string(channels));
@@ -49,10 +52,10 @@ TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
       std::vector<bool> placed(want.size(), false);
       for (int64_t n = 0; n < 2; ++n)
         for (int64_t c = 0; c < channels; ++c)
-          for (int64_t h = 0; h < 3; ++h)
-            for (int64_t w = 0; w < 5; ++w) {
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w) {
               const auto at = static_cast<size_t>(LayoutOffset(type.dims, other, n, c, h, w));
-              EXPECT_EQ(want[at], x[static_cast<size_t>(((n * channels + c) * 3 + h) * 5 + w)]);
+              EXPECT_EQ(want[at], x[static_cast<size_t>(((n * channels + c) * H + h) * W + w)]);
               placed[at] = true;
             }
       for (size_t i = 0; i < want.size(); ++i) {
