@@ -115,7 +115,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   // Activations the layout stage keeps blocked or channels-last run on oneDNN
   // (nchw16c with channel counts not a multiple of 16 included: oneDNN pads them).
   KILN_ASSIGN_OR_RETURN(TensorLayout layout, NodeActivationLayout(args));
-  // A stem the layout stage lets read its input row-major (ConvReadsRowMajorInput).
+  // A stem the layout stage lets read its input row-major (ConvReadsRowMajorInput);
+  // fp32 whatever the precision policy (3 input channels: few products to save).
   if (layout == TensorLayout::kNCHW16c && args.a().Has("input_layout")) {
     const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
     if (!packable || shape != BlockedConvShape::kStem) {
