@@ -1,7 +1,8 @@
 // The AVX-512 loops of kiln's nchw16c convolutions (conv_nchw16c.h).
 // Pointwise: a register tile of P output pixels x NB blocks of 16 output
 // channels, accumulated over the input channel blocks, each input value
-// broadcast against the packed [16 in][16 out] weight vectors. Depthwise:
+// broadcast against the packed [16 in][16 out] weight vectors; on a 1x1
+// image a matrix-vector product. Depthwise:
 // per channel block and output row, 8 output pixels at a time, one vector
 // FMA per tap; tiles that touch the padding check each tap's column.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
@@ -105,8 +106,54 @@ constexpr std::array<TileFn, sizeof...(P)> TileTable(std::integer_sequence<int, 
   return {&RunPointwiseTile<P + 1, NB>...};
 }
 
+// A 1x1 image (a Squeeze-Excitation block's two products): per output
+// block a matrix-vector product over the packed [C in][16 out] weight rows,
+// with eight partial sums so that the FMAs need not wait on each other. The
+// weights are read once; the threads split the output blocks so that each
+// reads at least kVectorSplitBytes of them (below that, waking a thread
+// costs more than the reads).
+constexpr int64_t kVectorSplitBytes = 32 * 1024;
+constexpr int kVectorSums = 8;
+
+void RunPointwiseVector(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                        ThreadPool* pool) {
+  const int64_t cin = p.in_blocks * kBlock;  // a multiple of kVectorSums
+  const int64_t tasks = p.g.batch * p.out_blocks;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n = task / p.out_blocks, ob = task % p.out_blocks;
+      const float* xn = x + n * cin;
+      const float* w = p.weights.data() + ob * cin * kBlock;
+      __m512 acc[kVectorSums];
+#pragma GCC unroll 8
+      for (int k = 0; k < kVectorSums; ++k) acc[k] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < cin; i += kVectorSums) {
+#pragma GCC unroll 8
+        for (int k = 0; k < kVectorSums; ++k)
+          acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(xn[i + k]), _mm512_loadu_ps(w + (i + k) * kBlock), acc[k]);
+      }
+      const __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])),
+                                       _mm512_add_ps(_mm512_add_ps(acc[4], acc[5]), _mm512_add_ps(acc[6], acc[7])));
+      const int64_t at = (n * p.out_blocks + ob) * kBlock;
+      _mm512_storeu_ps(y + at, Finish(p, sum, _mm512_loadu_ps(p.bias.data() + ob * kBlock),
+                                      residual != nullptr ? residual + at : nullptr, KeepMask(p, ob)));
+    }
+  };
+  const int64_t block_bytes = cin * kBlock * static_cast<int64_t>(sizeof(float));
+  const int64_t per_thread = std::max<int64_t>(1, kVectorSplitBytes / block_bytes);
+  if (pool == nullptr || tasks <= per_thread) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, per_thread, body);
+  }
+}
+
 void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
                   ThreadPool* pool) {
+  if (p.g.out[1] * p.g.out[2] == 1 && p.g.in[1] * p.g.in[2] == 1) {
+    RunPointwiseVector(p, x, residual, y, pool);
+    return;
+  }
   static constexpr auto kOne = TileTable<1>(std::make_integer_sequence<int, kPixels>());
   static constexpr auto kTwo = TileTable<2>(std::make_integer_sequence<int, kPixels>());
   const Window3& g = p.g;
