@@ -116,6 +116,24 @@ TEST(ConvNchw16c, DepthwiseMatchesRowMajor) {
     Check(s, "HardSigmoid", false);
   }
   Check({24, 24, 9, 9, 3, 1, 24}, "Relu", true, /*residual_first=*/true);
+  // Rows wider than one register tile (tiles inside the image read it in
+  // place, those at its borders a copy), every kernel and stride.
+  for (int64_t k : {3, 5}) {
+    for (int64_t stride : {1, 2}) {
+      Check({40, 40, 19, 45, k, stride, 40}, "HardSwish", true);
+      Check({24, 24, 6, 33, k, stride, 24}, "Relu", true, /*residual_first=*/true);
+    }
+  }
+}
+
+TEST(ConvNchw16c, DepthwiseWithRowAndColumnStridesThatDiffer) {
+  // PP-OCR's direction classifier: strides (2, 1).
+  for (const Shape& s : {Shape{16, 16, 24, 96, 3, 1, 16}, Shape{32, 32, 12, 9, 3, 1, 32},
+                         Shape{40, 40, 11, 20, 5, 1, 40}}) {
+    BlockedCase bc = Case(s, "HardSigmoid", false);
+    bc.attrs.SetInts("strides", {2, 1});
+    blocked_test::ExpectBlockedMatchesRowMajor(bc, Name(s, "HardSigmoid", false) + " strides 2,1");
+  }
 }
 
 // The AVX-512 loops and the plain ones on the same packed weights, and the
