@@ -47,19 +47,18 @@ inline __m512 Finish(const BlockedConvPlan& p, __m512 v, __m512 bias, const floa
   return _mm512_maskz_mov_ps(keep, v);
 }
 
-// Finish on the P vectors of a depthwise register tile (y and residual
-// kBlock floats apart), with the common activations' switch taken once per
-// tile and their code inlined (ConvActivate is a call per vector where the
-// compiler does not inline it); the others go through Finish. (In the
-// pointwise tile GCC then keeps half the accumulators on the stack.)
-template <int P>
-[[gnu::always_inline]] inline void FinishTile(const BlockedConvPlan& p, __m512 (&acc)[P], __m512 bias,
-                                              const float* residual, float* y, __mmask16 keep) {
+// Finish on `count` finished depthwise vectors (acc, y and residual kBlock
+// floats apart), the common activations' switch taken once and their code
+// inlined (ConvActivate is a call per vector where the compiler does not
+// inline it); the others go through Finish. One function for every tile
+// shape: the tiles hand their accumulators over through a small buffer.
+[[gnu::noinline]] void FinishPixels(const BlockedConvPlan& p, const float* acc, int count, const float* bias_block,
+                                    const float* residual, float* y, __mmask16 keep) {
   const FusedEpilogue& e = p.epilogue;
+  const __m512 bias = _mm512_loadu_ps(bias_block);
   auto store = [&](auto act) {
-#pragma GCC unroll 16
-    for (int q = 0; q < P; ++q) {
-      __m512 v = _mm512_add_ps(acc[q], bias);
+    for (int q = 0; q < count; ++q) {
+      __m512 v = _mm512_add_ps(_mm512_loadu_ps(acc + q * kBlock), bias);
       if (residual == nullptr) {
         v = act(v);
       } else if (e.residual_before_activation) {
@@ -94,10 +93,9 @@ template <int P>
       return;
     }
     default:
-#pragma GCC unroll 16
-      for (int q = 0; q < P; ++q) {
+      for (int q = 0; q < count; ++q) {
         const float* r = residual != nullptr ? residual + q * kBlock : nullptr;
-        _mm512_storeu_ps(y + q * kBlock, Finish(p, acc[q], bias, r, keep));
+        _mm512_storeu_ps(y + q * kBlock, Finish(p, _mm512_loadu_ps(acc + q * kBlock), bias, r, keep));
       }
   }
 }
@@ -392,7 +390,10 @@ void DepthwiseWideTile(const BlockedConvPlan& p, const float* xrow, int64_t x0, 
     for (int b = 0; b < KW; ++b) wv[b] = _mm512_loadu_ps(w + (a * KW + b) * kBlock);
     DepthwiseKernelRow<KW, S, P, kChecked>(acc, wv, xr, lo, hi, std::make_integer_sequence<int, kSpan>());
   }
-  FinishTile<P>(p, acc, _mm512_loadu_ps(bias_block), residual, y, keep);
+  alignas(64) float done[P * kBlock];
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) _mm512_store_ps(done + q * kBlock, acc[q]);
+  FinishPixels(p, done, P, bias_block, residual, y, keep);
 }
 
 using WideTileFn = void (*)(const BlockedConvPlan&, const float*, int64_t, int64_t, int64_t, int64_t, int, int,
