@@ -1,7 +1,8 @@
 // Convolutions on nchw16c activations at batch 1, as the layout stage runs
 // them (Conv with activation_layout = nchw16c and a fused ReLU): kiln's own
 // kernels (conv_nchw16c.h) against oneDNN's blocked ones, on the 1x1 and
-// depthwise layers of MobileNetV3-Small, ShuffleNetV2, ResNet-18 and
+// depthwise layers of MobileNetV3-Small (and its Squeeze-Excitation
+// products on a 1x1 image), ShuffleNetV2, ResNet-18 and
 // YOLOv8n. The figure is the real time per call (and GFLOP/s).
 // Arguments: layer, implementation (0 kiln, 1 oneDNN), threads; set
 // OMP_NUM_THREADS to `threads` and OMP_WAIT_POLICY=PASSIVE, e.g.
@@ -51,6 +52,8 @@ const Layer kLayers[] = {
     {"mnv3_dw_5x5_576_7", 576, 576, 576, 7, 5, 1},
     {"shuffle_dw_3x3s2_24_56", 24, 24, 24, 56, 3, 2},
     {"shuffle_dw_3x3_48_14", 48, 48, 48, 14, 3, 1},
+    {"mnv3_se_576to144_1", 576, 144, 1, 1, 1, 1},
+    {"mnv3_se_144to576_1", 144, 576, 1, 1, 1, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 

@@ -1,6 +1,10 @@
 // Convolution epilogue fusion.
 #include "compiler/tensor_fusions.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "backend/backend.h"
@@ -24,9 +28,109 @@ struct Graphview {
   }
 };
 
+// The single f32 value of a constant, or nothing.
+std::optional<float> ScalarConstant(const Graph& g, ValueId v) {
+  if (v == kNoValue) return std::nullopt;
+  const Value& c = g.value(v);
+  if (!c.constant || c.dtype != DType::kF32 || c.constant->type().ElementCount() != 1) return std::nullopt;
+  return c.constant->As<float>()[0];
+}
+
+// Clip's bounds, as attributes (opset < 11) or constant inputs; false when
+// one is not a constant.
+bool ClipBounds(const Graph& g, const Node& clip, double* lo, double* hi) {
+  auto attr = [&](const char* name, double fallback) {
+    auto v = clip.named_attrs.Float(name);
+    return v.ok() ? *v : fallback;
+  };
+  *lo = attr("min", -3.4028234663852886e38);
+  *hi = attr("max", 3.4028234663852886e38);
+  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
+    if (clip.inputs[i] == kNoValue) continue;
+    auto b = ScalarConstant(g, clip.inputs[i]);
+    if (!b) return false;
+    (i == 1 ? *lo : *hi) = *b;
+  }
+  return true;
+}
+
+// `n` is a binary `op` of `a` and a scalar constant equal to `value`
+// (the constant on either side for Add and Mul, second for Div).
+bool IsScalarOp(const Graph& g, const Node* n, const char* op, ValueId a, float value) {
+  if (n == nullptr || n->op_type != op || n->inputs.size() != 2) return false;
+  const bool commutes = n->op_type == "Add" || n->op_type == "Mul";
+  ValueId other = kNoValue;
+  if (n->inputs[0] == a) other = n->inputs[1];
+  if (commutes && n->inputs[1] == a) other = n->inputs[0];
+  auto c = ScalarConstant(g, other);
+  return c && std::fabs(*c - value) <= 1e-6f * std::max(1.0f, std::fabs(value));
+}
+
+// `m` is Mul(x, s) or Mul(s, x).
+bool IsProductOf(const Node* m, ValueId x, ValueId s) {
+  return m != nullptr && m->op_type == "Mul" && m->inputs.size() == 2 &&
+         ((m->inputs[0] == x && m->inputs[1] == s) || (m->inputs[0] == s && m->inputs[1] == x));
+}
+
+// A gated activation x * gate(x): the node among x's two readers that is
+// not `gate`, when it is Mul(x, s).
+Node* GateProduct(Graphview& gv, ValueId x, const Node* gate, ValueId s) {
+  const auto& readers = gv.consumers[static_cast<size_t>(x)];
+  if (readers.size() != 2) return nullptr;
+  for (int32_t r : readers) {
+    Node* m = &gv.g.nodes()[static_cast<size_t>(r)];
+    if (m != gate && !m->dead && IsProductOf(m, x, s)) return m;
+  }
+  return nullptr;
+}
+
+// HardSwish as exporters write it out, starting at `n`, a reader of x:
+//   Mul(x, HardSigmoid(x; 1/6, 1/2))                 (PyTorch below opset 14)
+//   Mul(x, Clip(x + 3, 0, 6)) / 6, x * (Clip(x + 3, 0, 6) / 6), and the
+//   forms with Mul(1/6) for Div(6)                    (Paddle, hand-written)
+// The nodes after `n` that it takes go to `tail` (the last one writes the
+// result); every intermediate value has one reader and is no graph output.
+bool HardSwishFrom(Graphview& gv, ValueId x, Node* n, std::vector<Node*>* tail) {
+  Graph& g = gv.g;
+  auto alone = [&](const Node* k) { return gv.SoleReader(k->outputs[0]); };
+  if (n->op_type == "HardSigmoid") {
+    // ONNX's defaults: alpha 0.2, beta 0.5.
+    auto alpha = n->named_attrs.Float("alpha"), beta = n->named_attrs.Float("beta");
+    if (!alpha.ok() || std::fabs(*alpha - 1.0 / 6.0) > 1e-6 || (beta.ok() && std::fabs(*beta - 0.5) > 1e-6))
+      return false;
+    Node* m = GateProduct(gv, x, n, n->outputs[0]);
+    if (m == nullptr || alone(n) != m) return false;
+    tail->push_back(m);
+    return true;
+  }
+  if (!IsScalarOp(g, n, "Add", x, 3.0f)) return false;
+  Node* clip = alone(n);
+  double lo = 0, hi = 0;
+  if (clip == nullptr || clip->op_type != "Clip" || clip->inputs[0] != n->outputs[0] ||
+      !ClipBounds(g, *clip, &lo, &hi) || lo != 0.0 || hi != 6.0)
+    return false;
+  auto is_sixth = [&](const Node* k, ValueId a) {
+    return IsScalarOp(g, k, "Div", a, 6.0f) || IsScalarOp(g, k, "Mul", a, 1.0f / 6.0f);
+  };
+  Node* next = alone(clip);
+  if (next == nullptr) return false;
+  if (Node* m = GateProduct(gv, x, n, clip->outputs[0]); m == next) {
+    Node* scale = alone(m);
+    if (scale == nullptr || !is_sixth(scale, m->outputs[0])) return false;
+    *tail = {clip, m, scale};
+    return true;
+  }
+  if (!is_sixth(next, clip->outputs[0])) return false;
+  Node* m = GateProduct(gv, x, n, next->outputs[0]);
+  if (m == nullptr || alone(next) != m) return false;
+  *tail = {clip, next, m};
+  return true;
+}
+
 // The activation `n` computes from `x`, as kiln.FusedConv's attributes;
-// false when it is not one FusedConv runs. `silu_mul` is set for SiLU's Mul.
-bool ActivationOf(Graphview& gv, ValueId x, Node* n, AttributeMap* attrs, Node** silu_mul) {
+// false when it is not one FusedConv runs. Activations written as several
+// nodes (SiLU, HardSwish) put the nodes after `n` in `tail`.
+bool ActivationOf(Graphview& gv, ValueId x, Node* n, AttributeMap* attrs, std::vector<Node*>* tail) {
   Graph& g = gv.g;
   if (n == nullptr || n->op != OpKind::kTensorOp) return false;
   const std::string& op = n->op_type;
@@ -34,54 +138,45 @@ bool ActivationOf(Graphview& gv, ValueId x, Node* n, AttributeMap* attrs, Node**
     auto v = n->named_attrs.Float(name);
     return v.ok() ? *v : fallback;
   };
+  if (HardSwishFrom(gv, x, n, tail)) {
+    attrs->SetString("activation", "HardSwish");
+    return true;
+  }
+  tail->clear();
+  const bool sole = gv.consumers[static_cast<size_t>(x)].size() == 1;
   if (op == "Relu" || op == "Tanh" || op == "HardSwish") {
     attrs->SetString("activation", op);
-    return true;
+    return sole;
   }
   if (op == "LeakyRelu") {
     attrs->SetString("activation", op);
     attrs->SetFloat("activation_alpha", attr_f("alpha", 0.01));
-    return true;
+    return sole;
   }
   if (op == "HardSigmoid") {
     attrs->SetString("activation", op);
     attrs->SetFloat("activation_alpha", attr_f("alpha", 0.2));
     attrs->SetFloat("activation_beta", attr_f("beta", 0.5));
-    return true;
+    return sole;
   }
   if (op == "Clip") {
-    // Bounds as attributes (opset < 11) or constant inputs.
-    double lo = attr_f("min", -3.4028234663852886e38), hi = attr_f("max", 3.4028234663852886e38);
-    for (size_t i = 1; i < n->inputs.size() && i < 3; ++i) {
-      ValueId b = n->inputs[i];
-      if (b == kNoValue) continue;
-      const Value& bv = g.value(b);
-      if (!bv.constant || bv.dtype != DType::kF32 || bv.cols != 1) return false;
-      (i == 1 ? lo : hi) = bv.constant->As<float>()[0];
-    }
+    double lo = 0, hi = 0;
+    if (!ClipBounds(g, *n, &lo, &hi)) return false;
     attrs->SetString("activation", "Clip");
     attrs->SetFloat("activation_alpha", lo);
     attrs->SetFloat("activation_beta", hi);
-    return true;
+    return sole;
   }
   if (op == "Sigmoid") {
     // x * sigmoid(x) is SiLU when x has exactly these two readers.
-    const auto& readers = gv.consumers[static_cast<size_t>(x)];
-    if (readers.size() == 2 && !g.value(n->outputs[0]).is_output) {
-      for (int32_t r : readers) {
-        Node* m = &g.nodes()[static_cast<size_t>(r)];
-        if (m == n || m->op_type != "Mul" || m->inputs.size() != 2) continue;
-        const ValueId s = n->outputs[0];
-        const auto& s_readers = gv.consumers[static_cast<size_t>(s)];
-        if (s_readers.size() == 1 && ((m->inputs[0] == x && m->inputs[1] == s) || (m->inputs[0] == s && m->inputs[1] == x))) {
-          attrs->SetString("activation", "Silu");
-          *silu_mul = m;
-          return true;
-        }
-      }
+    Node* m = GateProduct(gv, x, n, n->outputs[0]);
+    if (m != nullptr && !g.value(n->outputs[0]).is_output && gv.SoleReader(n->outputs[0]) == m) {
+      attrs->SetString("activation", "Silu");
+      tail->push_back(m);
+      return true;
     }
     attrs->SetString("activation", "Sigmoid");
-    return gv.consumers[static_cast<size_t>(x)].size() == 1;
+    return sole;
   }
   return false;
 }
@@ -126,11 +221,11 @@ Status FuseTensorOps(Graph& g, const BackendRegistry& backends, std::vector<std:
       if (act->dead) act = nullptr;
       break;
     }
-    Node* silu_mul = nullptr;
+    std::vector<Node*> tail;
     AttributeMap act_attrs;
+    auto same_backend = [&](const Node* n) { return n->backend == conv.backend; };
     if (act != nullptr && act->backend == conv.backend && !g.value(out).is_output &&
-        ActivationOf(gv, out, act, &act_attrs, &silu_mul) &&
-        (silu_mul != nullptr || gv.consumers[static_cast<size_t>(out)].size() == 1)) {
+        ActivationOf(gv, out, act, &act_attrs, &tail) && std::all_of(tail.begin(), tail.end(), same_backend)) {
       for (const auto& [k, v] : act_attrs.entries()) {
         if (const auto* s = std::get_if<std::string>(&v)) attrs.SetString(k, *s);
         if (const auto* d = std::get_if<double>(&v)) attrs.SetFloat(k, *d);
@@ -138,10 +233,10 @@ Status FuseTensorOps(Graph& g, const BackendRegistry& backends, std::vector<std:
       parts.push_back(act->name);
       absorbed.push_back(act);
       out = act->outputs[0];
-      if (silu_mul != nullptr) {
-        parts.push_back(silu_mul->name);
-        absorbed.push_back(silu_mul);
-        out = silu_mul->outputs[0];
+      for (Node* n : tail) {
+        parts.push_back(n->name);
+        absorbed.push_back(n);
+        out = n->outputs[0];
       }
     }
     if (absorbed.empty()) {

@@ -82,12 +82,17 @@ TEST(BlockedLayoutConv, GroupsAcrossBlocksAreLeftRowMajor) {
   blocked_test::ExpectBlockedMatchesRowMajor(bc, "2 groups of 12");
 }
 
-TEST(BlockedLayoutConv, OneByOneImagesAreLeftRowMajor) {
-  // Squeeze-Excitation's products on a 1x1 image: cheaper row-major (the
+TEST(BlockedLayoutConv, OneByOneImagesTakeBlockedOnlyAsMatrixVectorProducts) {
+  // Squeeze-Excitation's products on a 1x1 image: kiln's nchw16c 1x1 kernel
+  // runs them as matrix-vector products (AVX-512), so the block around them
+  // can stay blocked.
+  blocked_test::ExpectBlockedMatchesRowMajor(ConvCase({32, 16, 1, 1, 1, 1, 1}, false), "1x1 image");
+  blocked_test::ExpectBlockedMatchesRowMajor(ConvCase({24, 40, 1, 1, 1, 1, 1}, true), "1x1 image, fused");
+  // Any other kernel there would be a oneDNN call: cheaper row-major (the
   // kernel still runs blocked when asked).
-  BlockedCase bc = ConvCase({32, 16, 1, 1, 1, 1, 1}, false);
+  BlockedCase bc = ConvCase({32, 16, 1, 1, 3, 1, 1}, false);
   bc.expect_taken = false;
-  blocked_test::ExpectBlockedMatchesRowMajor(bc, "1x1 image");
+  blocked_test::ExpectBlockedMatchesRowMajor(bc, "1x1 image, 3x3 kernel");
 }
 
 }  // namespace

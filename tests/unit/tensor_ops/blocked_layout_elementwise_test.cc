@@ -63,6 +63,11 @@ TEST(BlockedLayoutElementwise, BinaryPerChannelMatchesRowMajor) {
       blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [1,C,1,1]");
       std::swap(bc.inputs[0], bc.inputs[1]);
       blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [1,C,1,1] first");
+      // More pixels than one run of the repeated scale (64), and not a multiple of it.
+      bc.inputs = {RandomTensor({1, c, 9, 17}, 1), RandomTensor({1, c, 1, 1}, 2)};
+      blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [1,C,1,1], 153 pixels");
+      std::swap(bc.inputs[0], bc.inputs[1]);
+      blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [1,C,1,1] first, 153 pixels");
       // Batch 2 with a per-image scale.
       bc.inputs = {RandomTensor({2, c, 4, 3}, 1), RandomTensor({2, c, 1, 1}, 2)};
       blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " computed [N,C,1,1]");

@@ -2,7 +2,7 @@
 // channel blocks and the depthwise loop, against the row-major kernels
 // (through the Conv entry, as the layout stage runs them) and the AVX-512
 // loops against the plain reference on the same packed weights. Channel
-// counts that are and are not multiples of 16, strides 1 and 2, bias,
+// counts that are and are not multiples of 16, strides 1 and 2, 1x1 images, bias,
 // activations (HardSigmoid's f(0) != 0 checks the padding lanes) and the
 // residual before and after the activation.
 #include <gtest/gtest.h>
@@ -88,7 +88,10 @@ TEST(ConvNchw16c, PointwiseMatchesRowMajor) {
   for (const Shape& s :
        {Shape{16, 16, 7, 7, 1, 1, 1}, Shape{24, 40, 8, 9, 1, 1, 1}, Shape{40, 72, 14, 14, 1, 1, 1},
         Shape{72, 24, 13, 11, 1, 2, 1}, Shape{96, 576, 7, 7, 1, 1, 1}, Shape{16, 96, 28, 28, 1, 1, 1},
-        Shape{3, 20, 5, 3, 1, 2, 1}}) {
+        Shape{3, 20, 5, 3, 1, 2, 1},
+        // 1x1 images: Squeeze-Excitation's products, as matrix-vector products.
+        Shape{576, 144, 1, 1, 1, 1, 1}, Shape{144, 576, 1, 1, 1, 1, 1}, Shape{16, 8, 1, 1, 1, 1, 1},
+        Shape{40, 10, 1, 1, 1, 2, 1}}) {
     Check(s, "", false);
     Check(s, "HardSwish", true);
     Check(s, "HardSigmoid", false);
@@ -113,13 +116,32 @@ TEST(ConvNchw16c, DepthwiseMatchesRowMajor) {
     Check(s, "HardSigmoid", false);
   }
   Check({24, 24, 9, 9, 3, 1, 24}, "Relu", true, /*residual_first=*/true);
+  // Rows wider than one register tile (tiles inside the image read it in
+  // place, those at its borders a copy), every kernel and stride.
+  for (int64_t k : {3, 5}) {
+    for (int64_t stride : {1, 2}) {
+      Check({40, 40, 19, 45, k, stride, 40}, "HardSwish", true);
+      Check({24, 24, 6, 33, k, stride, 24}, "Relu", true, /*residual_first=*/true);
+    }
+  }
+}
+
+TEST(ConvNchw16c, DepthwiseWithRowAndColumnStridesThatDiffer) {
+  // PP-OCR's direction classifier: strides (2, 1).
+  for (const Shape& s : {Shape{16, 16, 24, 96, 3, 1, 16}, Shape{32, 32, 12, 9, 3, 1, 32},
+                         Shape{40, 40, 11, 20, 5, 1, 40}}) {
+    BlockedCase bc = Case(s, "HardSigmoid", false);
+    bc.attrs.SetInts("strides", {2, 1});
+    blocked_test::ExpectBlockedMatchesRowMajor(bc, Name(s, "HardSigmoid", false) + " strides 2,1");
+  }
 }
 
 // The AVX-512 loops and the plain ones on the same packed weights, and the
 // plain ones against the row-major convolution (these run on any machine).
 TEST(ConvNchw16c, ReferenceMatchesVectorLoopsAndRowMajor) {
   for (const Shape& s : {Shape{24, 40, 9, 7, 1, 1, 1}, Shape{72, 20, 9, 7, 1, 2, 1},
-                         Shape{40, 40, 9, 10, 5, 2, 40}, Shape{24, 24, 7, 7, 3, 1, 24}}) {
+                         Shape{40, 40, 9, 10, 5, 2, 40}, Shape{24, 24, 7, 7, 3, 1, 24},
+                         Shape{96, 24, 1, 1, 1, 1, 1}}) {
     SCOPED_TRACE(Name(s, "Sigmoid", true));
     const BlockedCase bc = Case(s, "Sigmoid", true);
     cpu::TensorOpRun run;

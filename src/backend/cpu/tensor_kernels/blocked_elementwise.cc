@@ -151,50 +151,32 @@ std::optional<VecBinaryOp> BinaryOpFor(std::string_view op) {
   return std::nullopt;
 }
 
-template <VecBinaryOp kOp>
-float Apply(float a, float b) {
-  if constexpr (kOp == VecBinaryOp::kAdd) return a + b;
-  if constexpr (kOp == VecBinaryOp::kSub) return a - b;
-  if constexpr (kOp == VecBinaryOp::kMul) return a * b;
-  return a / b;
-}
-
 // y = x op s (or s op x when scale_first) over planes [begin, end) of
 // `pixels` 16-channel vectors, with one 16-channel vector of s per plane
 // (the per-channel operand, e.g. Squeeze-Excitation's scale): the general
-// broadcast walk would make every 16 floats a row of its own.
-template <VecBinaryOp kOp>
-void PerChannelPlanes(const float* x, const float* s, float* y, int64_t pixels, int64_t planes_per_image,
-                      bool s_per_image, bool scale_first, int64_t begin, int64_t end) {
+// broadcast walk would make every 16 floats a row of its own. s is repeated
+// over a few pixels so that the vector kernel takes runs of them.
+void PerChannelPlanes(VecBinaryOp op, const float* x, const float* s, float* y, int64_t pixels,
+                      int64_t planes_per_image, bool s_per_image, bool scale_first, int64_t begin, int64_t end) {
+  constexpr int64_t kRun = 64;  // pixels per vector call
+  const TensorVecTable& vec = TensorVec();
+  float repeated[kRun * kChannelBlock];
+  const int64_t run = std::min(kRun, pixels);
   for (int64_t plane = begin; plane < end; ++plane) {
     const float* sv = s + (s_per_image ? plane : plane % planes_per_image) * kChannelBlock;
+    for (int64_t p = 0; p < run; ++p) std::copy(sv, sv + kChannelBlock, repeated + p * kChannelBlock);
     const float* xp = x + plane * pixels * kChannelBlock;
     float* yp = y + plane * pixels * kChannelBlock;
-    float c[kChannelBlock];
-    for (int64_t l = 0; l < kChannelBlock; ++l) c[l] = sv[l];
-    for (int64_t p = 0; p < pixels; ++p) {
+    for (int64_t p = 0; p < pixels; p += run) {
+      const int64_t n = std::min(run, pixels - p) * kChannelBlock;
+      const float* xr = xp + p * kChannelBlock;
       if (scale_first) {
-        for (int64_t l = 0; l < kChannelBlock; ++l)
-          yp[p * kChannelBlock + l] = Apply<kOp>(c[l], xp[p * kChannelBlock + l]);
+        vec.binary(op, repeated, 1, xr, 1, yp + p * kChannelBlock, n);
       } else {
-        for (int64_t l = 0; l < kChannelBlock; ++l)
-          yp[p * kChannelBlock + l] = Apply<kOp>(xp[p * kChannelBlock + l], c[l]);
+        vec.binary(op, xr, 1, repeated, 1, yp + p * kChannelBlock, n);
       }
     }
   }
-}
-
-using PerChannelFn = void (*)(const float*, const float*, float*, int64_t, int64_t, bool, bool, int64_t,
-                              int64_t);
-
-PerChannelFn PerChannelFor(VecBinaryOp op) {
-  switch (op) {
-    case VecBinaryOp::kAdd: return PerChannelPlanes<VecBinaryOp::kAdd>;
-    case VecBinaryOp::kSub: return PerChannelPlanes<VecBinaryOp::kSub>;
-    case VecBinaryOp::kMul: return PerChannelPlanes<VecBinaryOp::kMul>;
-    case VecBinaryOp::kDiv: return PerChannelPlanes<VecBinaryOp::kDiv>;
-  }
-  return nullptr;
 }
 
 // The per-channel kernel when one operand is the whole output and the other
@@ -212,7 +194,6 @@ std::optional<TensorKernel> PerChannelKernel(VecBinaryOp op, const BlockedOperan
   const BlockedOperand& s = scale_first ? a : b;
   const int64_t pixels = out[2] * out[3], blocks = full[1], planes = out[0] * blocks;
   const bool s_per_image = s.dims[0] == full[0];
-  const PerChannelFn fn = PerChannelFor(op);
   TensorKernel k;
   k.impl = "kiln-per-channel-nchw16c";
   k.run = [=](const TensorCall& call) {
@@ -223,7 +204,7 @@ std::optional<TensorKernel> PerChannelKernel(VecBinaryOp op, const BlockedOperan
     float* y = static_cast<float*>(call.outputs[0]);
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, pixels * kChannelBlock));
     SplitRanges(call.pool, planes, grain, [&](int64_t begin, int64_t end) {
-      fn(px, ps, y, pixels, blocks, s_per_image, scale_first, begin, end);
+      PerChannelPlanes(op, px, ps, y, pixels, blocks, s_per_image, scale_first, begin, end);
     });
     // The padding: 0 op 0 is 0 except for Div.
     if (op == VecBinaryOp::kDiv) ZeroChannelPadding(y, out[0], out[1], pixels);

@@ -245,11 +245,11 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   return k;
 }
 
-// nchw16c: where kiln's nchw16c kernels run the convolution (except on a
-// 1x1 image), or oneDNN with one of its own fast kernels on those
-// activations (its reference loops, which it falls back to
-// for blocked layouts its vector kernels lack, e.g. grouped convolutions
-// whose groups are not multiples of the block, are left to row-major).
+// nchw16c: where kiln's nchw16c kernels run the convolution, or oneDNN with
+// one of its own fast kernels on those activations (its reference loops,
+// which it falls back to for blocked layouts its vector kernels lack, e.g.
+// grouped convolutions whose groups are not multiples of the block, are
+// left to row-major).
 bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   if (layout != TensorLayout::kNCHW16c || !CheckF32(args).ok() || args.inputs[0].rank() != 4) return false;
   if (ConstantFloats(args, 1) == nullptr || (args.has(2) && ConstantFloats(args, 2) == nullptr)) return false;
@@ -263,12 +263,13 @@ bool ConvTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
   }
   const Window3 g = ToWindow3(*geometry);
   if (!OneDnnConvApplies(g, BestIsa())) return false;
+  // kiln's nchw16c 1x1 kernel takes a 1x1 image (Squeeze-Excitation's two
+  // products) as a matrix-vector product, so the block stays blocked.
   if (KilnBlockedConvShape(g, BestIsa()) != BlockedConvShape::kNone &&
-      PreferKilnBlockedConv(g, BestIsa(), args.num_threads) && g.out[1] * g.out[2] != 1)
+      PreferKilnBlockedConv(g, BestIsa(), args.num_threads))
     return true;
-  // A 1x1 image (Squeeze-Excitation's two products) is a matrix-vector
-  // product: each oneDNN call costs tens of microseconds there, kiln's
-  // row-major kernel a few, and the reorders of C values around it nothing.
+  // Elsewhere a 1x1 image stays row-major: each oneDNN call costs tens of
+  // microseconds there, kiln's row-major kernel a few.
   if (g.out[1] * g.out[2] == 1) return false;
   auto impl = OneDnnConvImplementation(g, epilogue, args.has(3), layout);
   return impl.ok() && impl->rfind("ref", 0) != 0;

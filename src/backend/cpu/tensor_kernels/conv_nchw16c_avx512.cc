@@ -1,12 +1,14 @@
 // The AVX-512 loops of kiln's nchw16c convolutions (conv_nchw16c.h).
 // Pointwise: a register tile of P output pixels x NB blocks of 16 output
 // channels, accumulated over the input channel blocks, each input value
-// broadcast against the packed [16 in][16 out] weight vectors. Depthwise:
-// per channel block and output row, 8 output pixels at a time, one vector
-// FMA per tap; tiles that touch the padding check each tap's column.
-// Stem: per output row and block of 16 output channels, 12 output pixels at
-// a time, each input value (row-major or nchw16c) broadcast against the
-// block's weight vector of its tap; tiles that touch the padding check.
+// broadcast against the packed [16 in][16 out] weight vectors; on a 1x1
+// image a matrix-vector product. Depthwise: 3x3 and 5x5 up to 16 output
+// pixels at a time, each input vector loaded once per kernel row, columns
+// outside the image skipped; other kernels per output row, 8 output pixels
+// at a time, one vector FMA per tap, tiles that touch the padding checking
+// each tap's column. Stem: per output row and block of 16 output channels,
+// 12 output pixels at a time, each input value (row-major or nchw16c)
+// broadcast against the block's weight vector of its tap.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -46,6 +48,59 @@ inline __m512 Finish(const BlockedConvPlan& p, __m512 v, __m512 bias, const floa
     v = _mm512_add_ps(ConvActivate<S>(p.epilogue, v), _mm512_loadu_ps(residual));
   }
   return _mm512_maskz_mov_ps(keep, v);
+}
+
+// Finish on `count` finished depthwise vectors (acc, y and residual kBlock
+// floats apart), the common activations' switch taken once and their code
+// inlined (ConvActivate is a call per vector where the compiler does not
+// inline it); the others go through Finish. One function for every tile
+// shape: the tiles hand their accumulators over through a small buffer.
+[[gnu::noinline]] void FinishPixels(const BlockedConvPlan& p, const float* acc, int count, const float* bias_block,
+                                    const float* residual, float* y, __mmask16 keep) {
+  const FusedEpilogue& e = p.epilogue;
+  const __m512 bias = _mm512_loadu_ps(bias_block);
+  auto store = [&](auto act) {
+    for (int q = 0; q < count; ++q) {
+      __m512 v = _mm512_add_ps(_mm512_loadu_ps(acc + q * kBlock), bias);
+      if (residual == nullptr) {
+        v = act(v);
+      } else if (e.residual_before_activation) {
+        v = act(_mm512_add_ps(v, _mm512_loadu_ps(residual + q * kBlock)));
+      } else {
+        v = _mm512_add_ps(act(v), _mm512_loadu_ps(residual + q * kBlock));
+      }
+      _mm512_storeu_ps(y + q * kBlock, _mm512_maskz_mov_ps(keep, v));
+    }
+  };
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  switch (e.activation) {
+    case FusedActivation::kNone: store([](__m512 v) { return v; }); return;
+    case FusedActivation::kRelu: store([&](__m512 v) { return _mm512_max_ps(v, zero); }); return;
+    case FusedActivation::kClip: {
+      const __m512 lo = _mm512_set1_ps(e.alpha), hi = _mm512_set1_ps(e.beta);
+      store([&](__m512 v) { return _mm512_min_ps(_mm512_max_ps(v, lo), hi); });
+      return;
+    }
+    case FusedActivation::kHardSigmoid: {
+      const __m512 a = _mm512_set1_ps(e.alpha), b = _mm512_set1_ps(e.beta);
+      store([&](__m512 v) { return _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, a, b), zero), one); });
+      return;
+    }
+    case FusedActivation::kHardSwish: {
+      // As ConvActivate computes it (v / 6 + 1/2), to the bit.
+      const __m512 six = _mm512_set1_ps(6.0f), half = _mm512_set1_ps(0.5f);
+      store([&](__m512 v) {
+        const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(_mm512_div_ps(v, six), half), zero), one);
+        return _mm512_mul_ps(v, gate);
+      });
+      return;
+    }
+    default:
+      for (int q = 0; q < count; ++q) {
+        const float* r = residual != nullptr ? residual + q * kBlock : nullptr;
+        _mm512_storeu_ps(y + q * kBlock, Finish(p, _mm512_loadu_ps(acc + q * kBlock), bias, r, keep));
+      }
+  }
 }
 
 __mmask16 KeepMask(const BlockedConvPlan& p, int64_t ob) {
@@ -110,8 +165,54 @@ constexpr std::array<TileFn, sizeof...(P)> TileTable(std::integer_sequence<int, 
   return {&RunPointwiseTile<P + 1, NB>...};
 }
 
+// A 1x1 image (a Squeeze-Excitation block's two products): per output
+// block a matrix-vector product over the packed [C in][16 out] weight rows,
+// with eight partial sums so that the FMAs need not wait on each other. The
+// weights are read once; the threads split the output blocks so that each
+// reads at least kVectorSplitBytes of them (below that, waking a thread
+// costs more than the reads).
+constexpr int64_t kVectorSplitBytes = 32 * 1024;
+constexpr int kVectorSums = 8;
+
+void RunPointwiseVector(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                        ThreadPool* pool) {
+  const int64_t cin = p.in_blocks * kBlock;  // a multiple of kVectorSums
+  const int64_t tasks = p.g.batch * p.out_blocks;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n = task / p.out_blocks, ob = task % p.out_blocks;
+      const float* xn = x + n * cin;
+      const float* w = p.weights.data() + ob * cin * kBlock;
+      __m512 acc[kVectorSums];
+#pragma GCC unroll 8
+      for (int k = 0; k < kVectorSums; ++k) acc[k] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < cin; i += kVectorSums) {
+#pragma GCC unroll 8
+        for (int k = 0; k < kVectorSums; ++k)
+          acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(xn[i + k]), _mm512_loadu_ps(w + (i + k) * kBlock), acc[k]);
+      }
+      const __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])),
+                                       _mm512_add_ps(_mm512_add_ps(acc[4], acc[5]), _mm512_add_ps(acc[6], acc[7])));
+      const int64_t at = (n * p.out_blocks + ob) * kBlock;
+      _mm512_storeu_ps(y + at, Finish(p, sum, _mm512_loadu_ps(p.bias.data() + ob * kBlock),
+                                      residual != nullptr ? residual + at : nullptr, KeepMask(p, ob)));
+    }
+  };
+  const int64_t block_bytes = cin * kBlock * static_cast<int64_t>(sizeof(float));
+  const int64_t per_thread = std::max<int64_t>(1, kVectorSplitBytes / block_bytes);
+  if (pool == nullptr || tasks <= per_thread) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, per_thread, body);
+  }
+}
+
 void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
                   ThreadPool* pool) {
+  if (p.g.out[1] * p.g.out[2] == 1 && p.g.in[1] * p.g.in[2] == 1) {
+    RunPointwiseVector(p, x, residual, y, pool);
+    return;
+  }
   static constexpr auto kOne = TileTable<1>(std::make_integer_sequence<int, kPixels>());
   static constexpr auto kTwo = TileTable<2>(std::make_integer_sequence<int, kPixels>());
   const Window3& g = p.g;
@@ -198,8 +299,10 @@ void DepthwiseTile(const BlockedConvPlan& p, const float* x_plane, const float* 
   }
 }
 
-void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
-                  ThreadPool* pool) {
+// The general depthwise loop: per channel block and output row, tiles of
+// kDepthwisePixels, the taps that fall into the padding skipped one by one.
+void RunDepthwiseChecked(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                         ThreadPool* pool) {
   const Window3& g = p.g;
   const int64_t oh = g.out[1], ow = g.out[2], iw = g.in[2];
   const int64_t taps = g.kernel[1] * g.kernel[2];
@@ -377,6 +480,143 @@ void RunStem(const BlockedConvPlan& p, const float* x, const float* residual, fl
     body(0, tasks, 0);
   } else {
     pool->ParallelFor(tasks, 1, body);
+  }
+}
+
+// 3x3 and 5x5 kernels, column stride 1 or 2: per output row, tiles of up
+// to kWidePixels pixels, each input vector of a kernel row loaded once and
+// multiplied by every tap column that reads it (KW weight vectors held in
+// registers), so that the FMAs, not the loads, bound the loop. Kernel rows
+// [a0, a1) and tile input columns [lo, hi) fall inside the image (the
+// checked tile tests each column once per kernel row, a branch that does
+// not move the accumulators out of registers). xp: the input at kernel row
+// a0, input column x0 (the tile's first column, maybe left of the image).
+constexpr int kWidePixels = 16;
+
+// One input column J of a kernel row against every tap column B that reads
+// it, for output pixel (J - B) / S. Written as folds over index sequences so
+// that every accumulator index is a constant from the start and the
+// accumulators stay in registers.
+template <int KW, int S, int P, int J, int... B>
+[[gnu::always_inline]] inline void DepthwiseColumn(__m512 (&acc)[P], const __m512 (&wv)[KW], const float* xr,
+                                                   std::integer_sequence<int, B...>) {
+  const __m512 xv = _mm512_loadu_ps(xr + J * kBlock);
+  auto tap = [&](auto b) {
+    constexpr int d = J - decltype(b)::value;
+    if constexpr (d >= 0 && d % S == 0 && d / S < P)
+      acc[d / S] = _mm512_fmadd_ps(xv, wv[decltype(b)::value], acc[d / S]);
+  };
+  (tap(std::integral_constant<int, B>()), ...);
+}
+
+template <int KW, int S, int P, bool kChecked, int... J>
+[[gnu::always_inline]] inline void DepthwiseKernelRow(__m512 (&acc)[P], const __m512 (&wv)[KW], const float* xr,
+                                                      int lo, int hi, std::integer_sequence<int, J...>) {
+  auto column = [&](auto j) {
+    constexpr int kJ = decltype(j)::value;
+    if constexpr (kChecked) {
+      if (kJ < lo || kJ >= hi) return;
+    }
+    DepthwiseColumn<KW, S, P, kJ>(acc, wv, xr, std::make_integer_sequence<int, KW>());
+  };
+  (column(std::integral_constant<int, J>()), ...);
+}
+
+template <int KW, int S, int P, bool kChecked>
+void DepthwiseWideTile(const BlockedConvPlan& p, const float* xrow, int64_t x0, int64_t row_floats, int64_t a0,
+                       int64_t a1, int lo, int hi, const float* w, const float* bias_block, const float* residual,
+                       float* y, __mmask16 keep) {
+  constexpr int kSpan = (P - 1) * S + KW;  // input columns the tile reads
+  __m512 acc[P];
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) acc[q] = _mm512_setzero_ps();
+  const float* xr = xrow + x0 * kBlock;  // column j of the tile at xr + j * kBlock
+  for (int64_t a = a0; a < a1; ++a, xr += row_floats) {
+    __m512 wv[KW];
+#pragma GCC unroll 5
+    for (int b = 0; b < KW; ++b) wv[b] = _mm512_loadu_ps(w + (a * KW + b) * kBlock);
+    DepthwiseKernelRow<KW, S, P, kChecked>(acc, wv, xr, lo, hi, std::make_integer_sequence<int, kSpan>());
+  }
+  alignas(64) float done[P * kBlock];
+#pragma GCC unroll 16
+  for (int q = 0; q < P; ++q) _mm512_store_ps(done + q * kBlock, acc[q]);
+  FinishPixels(p, done, P, bias_block, residual, y, keep);
+}
+
+using WideTileFn = void (*)(const BlockedConvPlan&, const float*, int64_t, int64_t, int64_t, int64_t, int, int,
+                            const float*, const float*, const float*, float*, __mmask16);
+
+struct WideTileFns {
+  WideTileFn inside, checked;
+};
+
+template <int KW, int S, int... P>
+constexpr std::array<WideTileFns, sizeof...(P)> WideTileTable(std::integer_sequence<int, P...>) {
+  return {WideTileFns{&DepthwiseWideTile<KW, S, P + 1, false>, &DepthwiseWideTile<KW, S, P + 1, true>}...};
+}
+
+// Indexed by the tile's width - 1; null where the kernel or stride has none.
+const WideTileFns* WideTiles(int64_t kw, int64_t stride) {
+  static constexpr auto k3s1 = WideTileTable<3, 1>(std::make_integer_sequence<int, kWidePixels>());
+  static constexpr auto k3s2 = WideTileTable<3, 2>(std::make_integer_sequence<int, kWidePixels>());
+  static constexpr auto k5s1 = WideTileTable<5, 1>(std::make_integer_sequence<int, kWidePixels>());
+  static constexpr auto k5s2 = WideTileTable<5, 2>(std::make_integer_sequence<int, kWidePixels>());
+  if (kw == 3) return stride == 1 ? k3s1.data() : stride == 2 ? k3s2.data() : nullptr;
+  if (kw == 5) return stride == 1 ? k5s1.data() : stride == 2 ? k5s2.data() : nullptr;
+  return nullptr;
+}
+
+void RunDepthwiseWide(const BlockedConvPlan& p, const WideTileFns* tiles, const float* x, const float* residual,
+                      float* y, ThreadPool* pool) {
+  const Window3& g = p.g;
+  const int64_t ih = g.in[1], iw = g.in[2], oh = g.out[1], ow = g.out[2];
+  const int64_t kh = g.kernel[1], kw = g.kernel[2];
+  const int64_t sh = g.stride[1], sw = g.stride[2], ph = g.pad_begin[1], pw = g.pad_begin[2];
+  const int64_t taps = kh * kw;
+  const int64_t in_plane = ih * iw * kBlock, out_plane = oh * ow * kBlock;
+  const int64_t tiles_per_row = (ow + kWidePixels - 1) / kWidePixels;
+  const int64_t tasks = g.batch * p.out_blocks * oh;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row = task % oh;
+      const int64_t plane = task / oh;  // n * blocks + cb
+      const int64_t cb = plane % p.out_blocks;
+      const float* x_plane = x + plane * in_plane;
+      const float* w = p.weights.data() + cb * taps * kBlock;
+      const float* bias = p.bias.data() + cb * kBlock;
+      const __mmask16 keep = KeepMask(p, cb);
+      const int64_t yy0 = row * sh - ph;  // the input row of kernel row 0
+      const int64_t a0 = std::clamp<int64_t>(-yy0, 0, kh), a1 = std::clamp<int64_t>(ih - yy0, a0, kh);
+      const float* xrow = x_plane + (yy0 + a0) * iw * kBlock;
+      const int64_t y_row = plane * out_plane + row * ow * kBlock;
+      // Tiles of near-equal width (28 = 14 + 14, not 16 + 12).
+      for (int64_t t = 0, col = 0; t < tiles_per_row; ++t) {
+        const int64_t width = (ow - col) / (tiles_per_row - t);
+        const int64_t x0 = col * sw - pw, span = (width - 1) * sw + kw;
+        const float* r = residual != nullptr ? residual + y_row + col * kBlock : nullptr;
+        float* out = y + y_row + col * kBlock;
+        const WideTileFns& fns = tiles[width - 1];
+        const bool inside = x0 >= 0 && x0 + span <= iw;
+        const int lo = static_cast<int>(std::max<int64_t>(0, -x0));
+        const int hi = static_cast<int>(std::clamp<int64_t>(iw - x0, lo, span));
+        (inside ? fns.inside : fns.checked)(p, xrow, x0, iw * kBlock, a0, a1, lo, hi, w, bias, r, out, keep);
+        col += width;
+      }
+    }
+  };
+  if (pool == nullptr) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, 4, body);
+  }
+}
+
+void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y, ThreadPool* pool) {
+  const WideTileFns* tiles = WideTiles(p.g.kernel[2], p.g.stride[2]);
+  if (tiles == nullptr) {
+    RunDepthwiseChecked(p, x, residual, y, pool);
+  } else {
+    RunDepthwiseWide(p, tiles, x, residual, y, pool);
   }
 }
 
