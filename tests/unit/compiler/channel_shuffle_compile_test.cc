@@ -1,6 +1,7 @@
-// The fusion of ShuffleNet's channel shuffle into kiln.ChannelShuffle and
-// the shape-only nodes that become views of their input's buffer, in a
-// real compile: the fused graph computes what the unfused one does.
+// The fusion of ShuffleNet's channel shuffle into kiln.ChannelShuffle, and
+// the reshapes and channel slices that become views of their input's
+// buffer, in a real compile: the fused graph computes what the unfused one
+// does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,7 +30,7 @@ ValueId Ints(Graph& g, const char* name, std::vector<int64_t> v) {
   return g.AddConstant(name, TensorData::FromValues<int64_t>(DType::kI64, {n}, std::move(v)));
 }
 
-// x -> Slice halves -> (a, Relu(b)) -> Concat -> Reshape [1, 2, 24, 6, 6]
+// x -> Relu -> Slice halves -> (a, Relu(b)) -> Concat -> Reshape [1, 2, 24, 6, 6]
 // -> Transpose [0, 2, 1, 3, 4] -> Reshape [1, 48, 6, 6] -> Relu -> Reshape
 // [1, 48 * 36] -> Softmax -> y.
 Result CompileAndRun(bool fuse) {
@@ -40,8 +41,10 @@ Result CompileAndRun(bool fuse) {
   g.value(x).io_slot = 0;
   const ValueId a = g.AddTensorValue("a", half), b0 = g.AddTensorValue("b0", half), b = g.AddTensorValue("b", half);
   const ValueId axes = Ints(g, "axes", {1});
-  g.AddNode(TensorNode("Slice", "slice_a", {x, Ints(g, "s0", {0}), Ints(g, "e0", {kC / 2}), axes}, a));
-  g.AddNode(TensorNode("Slice", "slice_b", {x, Ints(g, "s1", {kC / 2}), Ints(g, "e1", {kC}), axes}, b0));
+  const ValueId xr = g.AddTensorValue("xr", act);
+  g.AddNode(TensorNode("Relu", "relu_x", {x}, xr));
+  g.AddNode(TensorNode("Slice", "slice_a", {xr, Ints(g, "s0", {0}), Ints(g, "e0", {kC / 2}), axes}, a));
+  g.AddNode(TensorNode("Slice", "slice_b", {xr, Ints(g, "s1", {kC / 2}), Ints(g, "e1", {kC}), axes}, b0));
   g.AddNode(TensorNode("Relu", "relu_b", {b0}, b));
   const ValueId joined = g.AddTensorValue("joined", act);
   Node concat = TensorNode("Concat", "concat", {a, b}, joined);
@@ -95,18 +98,22 @@ TEST(ChannelShuffleCompile, FusedShuffleComputesWhatTheUnfusedOpsDo) {
   EXPECT_EQ(Count(plain.ops, "Transpose"), 1);
 }
 
-TEST(ChannelShuffleCompile, ReshapesOfArenaValuesAreViews) {
+TEST(ChannelShuffleCompile, ReshapesAndChannelHalvesOfArenaValuesAreViews) {
   const Result fused = CompileAndRun(true), plain = CompileAndRun(false);
-  // Fused: the flatten before the softmax; unfused: both reshapes of the shuffle too.
-  EXPECT_EQ(Count(fused.ops, "Reshape"), 0);
-  EXPECT_EQ(Count(plain.ops, "Reshape"), 0);
+  // Both: the two halves (of one image: contiguous) and the flatten before
+  // the softmax; unfused, both reshapes of the shuffle too.
+  for (const Result* r : {&fused, &plain}) {
+    EXPECT_EQ(Count(r->ops, "Reshape"), 0);
+    EXPECT_EQ(Count(r->ops, "Slice"), 0);
+  }
   auto views_line = [](const Result& r) {
     for (const std::string& l : r.layout_lines)
       if (l.rfind("views:", 0) == 0) return l;
     return std::string();
   };
-  EXPECT_EQ(views_line(fused), "views: 1 reshapes share their input's buffer (no step at run time)");
-  EXPECT_EQ(views_line(plain), "views: 3 reshapes share their input's buffer (no step at run time)");
+  const std::string tail = " reshapes, slices and splits share their input's buffer (no step at run time)";
+  EXPECT_EQ(views_line(fused), "views: 3" + tail);
+  EXPECT_EQ(views_line(plain), "views: 5" + tail);
 }
 
 }  // namespace
