@@ -21,7 +21,8 @@ Status FuseChannelShuffles(Graph& g, const BackendRegistry& backends, std::vecto
   // The producer of v when v is a computed, non-output value whose only reader it is.
   auto sole_producer = [&](ValueId v, const char* op) -> Node* {
     const Value& val = g.value(v);
-    if (val.producer < 0 || val.is_output || val.io_slot >= 0 || consumers[static_cast<size_t>(v)].size() != 1)
+    if (val.producer < 0 || val.is_output || val.io_slot >= 0 ||
+        consumers[static_cast<size_t>(v)].size() != 1)
       return nullptr;
     Node* p = &g.nodes()[static_cast<size_t>(val.producer)];
     return IsTensorOp(*p, op) ? p : nullptr;

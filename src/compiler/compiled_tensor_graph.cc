@@ -68,9 +68,8 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
   KILN_ASSIGN_OR_RETURN(int views, MakeViews(g, backends.cpu().name()));
   if (views > 0) {
-    report.layout.activation_layouts.push_back(
-        fmt::format("views: {} reshapes, slices and splits share their input's buffer (no step at run time)",
-                    views));
+    report.layout.activation_layouts.push_back(fmt::format(
+        "views: {} reshapes, slices and splits share their input's buffer (no step at run time)", views));
   }
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));

@@ -13,7 +13,8 @@ constexpr int64_t kChannelBlock = 16;  // nchw16c
 constexpr int64_t kAlignBytes = 64;    // what kernels may expect of a buffer's start
 
 bool RenamesDims(const Node& n) {
-  return n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze";
+  return n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
+         n.op_type == "Unsqueeze";
 }
 
 // A value in the arena: one a view may share.

@@ -31,8 +31,8 @@ Expected<ShapeResult> InferChannelShuffle(const ShapeContext& ctx) {
     out.dims[1] += t.dims[1];
   }
   if (out.dims[1] % *groups != 0) {
-    return InvalidArgument("{} {}: {} channels do not split into {} groups", ctx.op_type, ctx.node, out.dims[1],
-                           *groups);
+    return InvalidArgument("{} {}: {} channels do not split into {} groups", ctx.op_type, ctx.node,
+                           out.dims[1], *groups);
   }
   return OneOutput(out);
 }

@@ -16,6 +16,7 @@ void AddConvOpDefs(std::vector<TensorOpDef>* ops);         // Conv, ConvTranspos
 void AddMatMulOpDefs(std::vector<TensorOpDef>* ops);        // MatMul, Gemm, Einsum
 void AddQuantOpDefs(std::vector<TensorOpDef>* ops);        // QuantizeLinear, DequantizeLinear, QLinear*, ...
 void AddLayoutOpDefs(std::vector<TensorOpDef>* ops);       // kiln.Reorder (the layout stage's conversions)
-void AddChannelShuffleOpDef(std::vector<TensorOpDef>* ops);  // kiln.ChannelShuffle (fused from ShuffleNet's shuffle)
+// kiln.ChannelShuffle (fused from ShuffleNet's Concat, Reshape, Transpose, Reshape)
+void AddChannelShuffleOpDef(std::vector<TensorOpDef>* ops);
 
 }  // namespace kiln

@@ -39,7 +39,8 @@ Result CompileAndRun(bool fuse) {
   const ValueId x = g.AddTensorValue("x", act);
   g.value(x).is_graph_input = true;
   g.value(x).io_slot = 0;
-  const ValueId a = g.AddTensorValue("a", half), b0 = g.AddTensorValue("b0", half), b = g.AddTensorValue("b", half);
+  const ValueId a = g.AddTensorValue("a", half), b0 = g.AddTensorValue("b0", half),
+                b = g.AddTensorValue("b", half);
   const ValueId axes = Ints(g, "axes", {1});
   const ValueId xr = g.AddTensorValue("xr", act);
   g.AddNode(TensorNode("Relu", "relu_x", {x}, xr));
@@ -51,13 +52,15 @@ Result CompileAndRun(bool fuse) {
   concat.named_attrs.SetInt("axis", 1);
   g.AddNode(std::move(concat));
   const ValueId split = g.AddTensorValue("split", {DType::kF32, {1, 2, kC / 2, kSide, kSide}});
-  g.AddNode(TensorNode("Reshape", "reshape", {joined, Ints(g, "shape5", {1, 2, kC / 2, kSide, kSide})}, split));
+  g.AddNode(
+      TensorNode("Reshape", "reshape", {joined, Ints(g, "shape5", {1, 2, kC / 2, kSide, kSide})}, split));
   const ValueId swapped = g.AddTensorValue("swapped", {DType::kF32, {1, kC / 2, 2, kSide, kSide}});
   Node transpose = TensorNode("Transpose", "transpose", {split}, swapped);
   transpose.named_attrs.SetInts("perm", {0, 2, 1, 3, 4});
   g.AddNode(std::move(transpose));
   const ValueId shuffled = g.AddTensorValue("shuffled", act), r = g.AddTensorValue("r", act);
-  g.AddNode(TensorNode("Reshape", "reshape_1", {swapped, Ints(g, "shape4", {1, kC, kSide, kSide})}, shuffled));
+  g.AddNode(
+      TensorNode("Reshape", "reshape_1", {swapped, Ints(g, "shape4", {1, kC, kSide, kSide})}, shuffled));
   g.AddNode(TensorNode("Relu", "relu", {shuffled}, r));
   const ValueId flat = g.AddTensorValue("flat", {DType::kF32, {1, kC * kSide * kSide}});
   g.AddNode(TensorNode("Reshape", "flatten", {r, Ints(g, "shape2", {1, kC * kSide * kSide})}, flat));

@@ -39,7 +39,8 @@ std::vector<float> ShuffleByDefinition(const std::vector<TensorData>& parts, int
     int64_t at = 0;
     for (const TensorData& p : parts) {
       const int64_t pc = p.type().dims[1];
-      for (int64_t k = 0; k < pc * hw; ++k) joined[static_cast<size_t>((i * c + at) * hw + k)] = p.As<float>()[(i * pc) * hw + k];
+      for (int64_t k = 0; k < pc * hw; ++k)
+        joined[static_cast<size_t>((i * c + at) * hw + k)] = p.As<float>()[(i * pc) * hw + k];
       at += pc;
     }
   }
@@ -64,7 +65,8 @@ void ExpectShuffle(const BlockedCase& bc, const std::string& what) {
   ASSERT_TRUE(got.ok()) << got.status().message();
   const std::vector<float> want = ShuffleByDefinition(bc.inputs, *bc.attrs.Int("groups"));
   ASSERT_EQ((*got)[0].type().ElementCount(), static_cast<int64_t>(want.size()));
-  conv_test::ExpectClose((*got)[0].As<float>(), want.data(), static_cast<int64_t>(want.size()), 0.0f, "row-major");
+  conv_test::ExpectClose((*got)[0].As<float>(), want.data(), static_cast<int64_t>(want.size()), 0.0f,
+                         "row-major");
   blocked_test::ExpectBlockedMatchesRowMajor(bc, what + " nchw16c");
 }
 
@@ -164,10 +166,12 @@ TEST(BlockedChannelGather, VectorKernelMatchesPlainLoops) {
         const cpu::ChannelSource& s = sources[static_cast<size_t>(c)];
         const float want =
             s.input < 0 ? 0.0f
-                        : blocked_test::FromBlocked(inputs[static_cast<size_t>(s.input)].data(),
-                                                    {batch, channels[static_cast<size_t>(s.input)], 3, 3})
-                              [static_cast<size_t>((i * channels[static_cast<size_t>(s.input)] + s.channel) * pixels + p)];
-        ASSERT_EQ(got[static_cast<size_t>((i * 70 + c) * pixels + p)], want) << "n " << i << " c " << c << " p " << p;
+                        : blocked_test::FromBlocked(
+                              inputs[static_cast<size_t>(s.input)].data(),
+                              {batch, channels[static_cast<size_t>(s.input)], 3, 3})[static_cast<size_t>(
+                              (i * channels[static_cast<size_t>(s.input)] + s.channel) * pixels + p)];
+        ASSERT_EQ(got[static_cast<size_t>((i * 70 + c) * pixels + p)], want)
+            << "n " << i << " c " << c << " p " << p;
       }
 }
 

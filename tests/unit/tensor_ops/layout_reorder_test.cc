@@ -40,8 +40,14 @@ TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
   ThreadPool pool(2);
   // 15 pixels: the last-pixel loop only; 323: 16-pixel tiles, a tail and
   // (on AVX-512) two runs of pixels per block.
-  for (auto [channels, height, width] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 5}, {3, 3, 5}, {16, 3, 5},
-                                         {20, 3, 5}, {35, 3, 5}, {3, 17, 19}, {24, 17, 19}, {35, 17, 19}}) {
+  for (auto [channels, height, width] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 5},
+                                         {3, 3, 5},
+                                         {16, 3, 5},
+                                         {20, 3, 5},
+                                         {35, 3, 5},
+                                         {3, 17, 19},
+                                         {24, 17, 19},
+                                         {35, 17, 19}}) {
     const TensorType type{DType::kF32, {2, channels, height, width}};
     const std::vector<float> x = Ramp(type.ElementCount());
     for (TensorLayout other : {TensorLayout::kNCHW16c, TensorLayout::kNHWC}) {

@@ -18,8 +18,10 @@ void GatherBlocksPlain(const BlockedGatherPlan& plan, const float* const* inputs
     std::fill(out, out + P * kChannelBlock, 0.0f);
     for (const LanePermute& lp : plan.blocks[static_cast<size_t>(ob)]) {
       const float* src[2] = {
-          inputs[lp.input0] + (n * plan.input_blocks[static_cast<size_t>(lp.input0)] + lp.block0) * P * kChannelBlock,
-          inputs[lp.input1] + (n * plan.input_blocks[static_cast<size_t>(lp.input1)] + lp.block1) * P * kChannelBlock};
+          inputs[lp.input0] +
+              (n * plan.input_blocks[static_cast<size_t>(lp.input0)] + lp.block0) * P * kChannelBlock,
+          inputs[lp.input1] +
+              (n * plan.input_blocks[static_cast<size_t>(lp.input1)] + lp.block1) * P * kChannelBlock};
       for (int64_t p = 0; p < P; ++p) {
         for (int l = 0; l < kChannelBlock; ++l) {
           if ((lp.mask >> l & 1) == 0) continue;
@@ -34,7 +36,8 @@ void GatherBlocksPlain(const BlockedGatherPlan& plan, const float* const* inputs
 }  // namespace
 
 BlockedGatherPlan PlanBlockedGather(const std::vector<ChannelSource>& sources,
-                                    const std::vector<int64_t>& input_channels, int64_t batch, int64_t pixels) {
+                                    const std::vector<int64_t>& input_channels, int64_t batch,
+                                    int64_t pixels) {
   BlockedGatherPlan plan;
   plan.batch = batch;
   plan.pixels = pixels;
@@ -87,8 +90,8 @@ BlockedGatherPlan PlanBlockedGather(const std::vector<ChannelSource>& sources,
   return plan;
 }
 
-void RunBlockedGather(const BlockedGatherPlan& plan, const float* const* inputs, float* output, ThreadPool* pool,
-                      Isa isa) {
+void RunBlockedGather(const BlockedGatherPlan& plan, const float* const* inputs, float* output,
+                      ThreadPool* pool, Isa isa) {
   const bool vector = isa == Isa::kAvx512 && IsaAvailable(Isa::kAvx512);
   auto run = [&](int64_t n, int64_t begin, int64_t end) {
     if (vector) {
@@ -106,7 +109,8 @@ void RunBlockedGather(const BlockedGatherPlan& plan, const float* const* inputs,
     return;
   }
   pool->ParallelFor(items, [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) run(i / plan.output_blocks, i % plan.output_blocks, i % plan.output_blocks + 1);
+    for (int64_t i = b; i < e; ++i)
+      run(i / plan.output_blocks, i % plan.output_blocks, i % plan.output_blocks + 1);
   });
 }
 

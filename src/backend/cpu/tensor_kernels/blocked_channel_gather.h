@@ -45,12 +45,13 @@ struct BlockedGatherPlan {
 // inputs of input_channels[i] channels, all of `batch` images of `pixels`
 // pixels.
 BlockedGatherPlan PlanBlockedGather(const std::vector<ChannelSource>& sources,
-                                    const std::vector<int64_t>& input_channels, int64_t batch, int64_t pixels);
+                                    const std::vector<int64_t>& input_channels, int64_t batch,
+                                    int64_t pixels);
 
 // Runs the plan on nchw16c buffers (isa kAvx512: the vector kernel, where
 // the CPU has it; otherwise the plain loops).
-void RunBlockedGather(const BlockedGatherPlan& plan, const float* const* inputs, float* output, ThreadPool* pool,
-                      Isa isa);
+void RunBlockedGather(const BlockedGatherPlan& plan, const float* const* inputs, float* output,
+                      ThreadPool* pool, Isa isa);
 
 // The vector kernel for output blocks [begin, end) of image n
 // (blocked_channel_gather_avx512.cc).

@@ -23,7 +23,8 @@ std::vector<ChannelSource> ChannelShuffleSources(const std::vector<int64_t>& par
   for (int64_t c = 0; c < total; ++c) {
     int64_t joined = (c % groups) * per_group + c / groups;  // the channel of the parts joined
     int32_t part = 0;
-    while (joined >= part_channels[static_cast<size_t>(part)]) joined -= part_channels[static_cast<size_t>(part++)];
+    while (joined >= part_channels[static_cast<size_t>(part)])
+      joined -= part_channels[static_cast<size_t>(part++)];
     sources[static_cast<size_t>(c)] = {part, joined};
   }
   return sources;
@@ -45,7 +46,8 @@ Expected<TensorKernel> MakeChannelShuffle(const TensorKernelArgs& args) {
   auto groups = args.a().Int("groups");
   const std::vector<int64_t>& dims = args.outputs[0].dims;
   if (!groups.ok() || *groups < 1 || dims.size() != 4 || dims[1] % *groups != 0) {
-    return InvalidArgument("{} {}: needs 4-d parts and channels that split into 'groups'", args.op_type, args.node);
+    return InvalidArgument("{} {}: needs 4-d parts and channels that split into 'groups'", args.op_type,
+                           args.node);
   }
   std::vector<int64_t> part_channels;
   for (const TensorType& t : args.inputs) part_channels.push_back(t.dims[1]);
@@ -57,12 +59,13 @@ Expected<TensorKernel> MakeChannelShuffle(const TensorKernelArgs& args) {
       return Unsupported("{} {}: nchw16c activations need f32 parts computed at run time", args.op_type,
                          args.node);
     }
-    auto plan = std::make_shared<const BlockedGatherPlan>(PlanBlockedGather(sources, part_channels, dims[0], pixels));
+    auto plan =
+        std::make_shared<const BlockedGatherPlan>(PlanBlockedGather(sources, part_channels, dims[0], pixels));
     const Isa isa = BestIsa();
     k.impl = std::string("kiln-") + IsaName(isa == Isa::kAvx512 ? isa : Isa::kScalar) + "-nchw16c";
     k.run = [plan, isa](const TensorCall& call) {
-      RunBlockedGather(*plan, reinterpret_cast<const float* const*>(call.inputs), static_cast<float*>(call.outputs[0]),
-                       call.pool, isa);
+      RunBlockedGather(*plan, reinterpret_cast<const float* const*>(call.inputs),
+                       static_cast<float*>(call.outputs[0]), call.pool, isa);
       return Status::Ok();
     };
     return k;
@@ -88,7 +91,8 @@ Expected<TensorKernel> MakeChannelShuffle(const TensorKernelArgs& args) {
       }
     };
     const int64_t items = batch * c_out;
-    if (call.pool != nullptr && call.pool->num_threads() > 1 && items * static_cast<int64_t>(plane_bytes) >= (64 << 10)) {
+    if (call.pool != nullptr && call.pool->num_threads() > 1 &&
+        items * static_cast<int64_t>(plane_bytes) >= (64 << 10)) {
       call.pool->ParallelFor(items, [&](int64_t b, int64_t e, int) { copy(b, e); });
     } else {
       copy(0, items);

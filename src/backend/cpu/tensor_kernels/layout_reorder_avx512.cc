@@ -47,16 +47,18 @@ inline void Transpose16x16(__m512 r[16]) {
 void ReorderBlockPixelsAvx512(const float* src, float* dst, bool to_blocked, int64_t channels, int64_t pixels,
                               int64_t n, int64_t cb, int64_t p_begin, int64_t p_end) {
   const int64_t blocks = (channels + kBlock - 1) / kBlock;
-  const int64_t live = channels - cb * kBlock < kBlock ? channels - cb * kBlock : kBlock;  // channels in this block
-  const float* planes_in = src + (n * channels + cb * kBlock) * pixels;                    // to_blocked
-  float* planes_out = dst + (n * channels + cb * kBlock) * pixels;                         // from blocked
+  const int64_t live =
+      channels - cb * kBlock < kBlock ? channels - cb * kBlock : kBlock;  // channels in this block
+  const float* planes_in = src + (n * channels + cb * kBlock) * pixels;   // to_blocked
+  float* planes_out = dst + (n * channels + cb * kBlock) * pixels;        // from blocked
   const float* blocked_in = src + (n * blocks + cb) * pixels * kBlock;
   float* blocked_out = dst + (n * blocks + cb) * pixels * kBlock;
   int64_t p = p_begin;
   __m512 r[16];
   for (; p + kBlock <= p_end; p += kBlock) {
     if (to_blocked) {
-      for (int64_t j = 0; j < kBlock; ++j) r[j] = j < live ? _mm512_loadu_ps(planes_in + j * pixels + p) : _mm512_setzero_ps();
+      for (int64_t j = 0; j < kBlock; ++j)
+        r[j] = j < live ? _mm512_loadu_ps(planes_in + j * pixels + p) : _mm512_setzero_ps();
       Transpose16x16(r);
       for (int64_t q = 0; q < kBlock; ++q) _mm512_storeu_ps(blocked_out + (p + q) * kBlock, r[q]);
     } else {

@@ -144,9 +144,8 @@ Expected<std::vector<TensorType>> PartsAsStored(const TensorKernelArgs& args,
                                                 TensorLayoutSupport takes) {
   if (!NodeIsNchw16c(args)) return parts;
   if (!takes(TensorLayout::kNCHW16c, args)) {
-    return Unsupported(
-        "{} {}: nchw16c activations need f32 rank-4 parts computed at run time",
-        args.op_type, args.node);
+    return Unsupported("{} {}: nchw16c activations need f32 rank-4 parts computed at run time", args.op_type,
+                       args.node);
   }
   std::vector<TensorType> stored = parts;
   for (TensorType& t : stored) t.dims = BlockedDims(t.dims);
@@ -278,18 +277,20 @@ bool SliceTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
 Expected<TensorKernel> MakeBlockedSlice(const TensorKernelArgs& args) {
   auto sources = BlockedSliceSources(args);
   if (!sources) {
-    return Unsupported("{} {}: nchw16c activations need an f32 rank-4 input computed at run time, sliced along "
-                       "the channels only, with step 1, known at compile time",
-                       args.op_type, args.node);
+    return Unsupported(
+        "{} {}: nchw16c activations need an f32 rank-4 input computed at run time, sliced along "
+        "the channels only, with step 1, known at compile time",
+        args.op_type, args.node);
   }
   const std::vector<int64_t>& d = args.inputs[0].dims;
-  auto plan = std::make_shared<const BlockedGatherPlan>(PlanBlockedGather(*sources, {d[1]}, d[0], d[2] * d[3]));
+  auto plan =
+      std::make_shared<const BlockedGatherPlan>(PlanBlockedGather(*sources, {d[1]}, d[0], d[2] * d[3]));
   const Isa isa = BestIsa();
   TensorKernel k;
   k.impl = std::string("kiln-") + IsaName(isa == Isa::kAvx512 ? isa : Isa::kScalar) + "-nchw16c";
   k.run = [plan, isa](const TensorCall& call) {
-    RunBlockedGather(*plan, reinterpret_cast<const float* const*>(call.inputs), static_cast<float*>(call.outputs[0]),
-                     call.pool, isa);
+    RunBlockedGather(*plan, reinterpret_cast<const float* const*>(call.inputs),
+                     static_cast<float*>(call.outputs[0]), call.pool, isa);
     return Status::Ok();
   };
   return k;
@@ -740,7 +741,8 @@ void AddShapeSelectKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType>& any = MovableDTypes();
   kernels->push_back({"Concat", MakeConcat, any, "", ConcatTakesLayout});
   kernels->push_back({"Split", MakeSplit, any, "split sizes known at compile time", SplitTakesLayout});
-  kernels->push_back({"Slice", MakeSlice, any, "starts/ends/axes/steps known at compile time", SliceTakesLayout});
+  kernels->push_back(
+      {"Slice", MakeSlice, any, "starts/ends/axes/steps known at compile time", SliceTakesLayout});
   kernels->push_back({"Gather", MakeGather, any, "indices int32|int64"});
   kernels->push_back({"GatherElements", MakeGatherElements, any, "indices int32|int64"});
   kernels->push_back({"GatherND", MakeGatherND, any, "indices int32|int64"});
