@@ -2,8 +2,6 @@
 // round trips, and the zeros in nchw16c's padding lanes.
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include <cstring>
 #include <vector>
 
@@ -38,21 +36,11 @@ TEST(LayoutReorder, OffsetsOfEachLayout) {
 
 TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
   ThreadPool pool(2);
-  // 15 pixels: the last-pixel loop only; 323: 16-pixel tiles, a tail and
-  // (on AVX-512) two runs of pixels per block.
-  for (auto [channels, height, width] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 5},
-                                         {3, 3, 5},
-                                         {16, 3, 5},
-                                         {20, 3, 5},
-                                         {35, 3, 5},
-                                         {3, 17, 19},
-                                         {24, 17, 19},
-                                         {35, 17, 19}}) {
-    const TensorType type{DType::kF32, {2, channels, height, width}};
+  for (int64_t channels : {1, 3, 16, 20, 35}) {
+    const TensorType type{DType::kF32, {2, channels, 3, 5}};
     const std::vector<float> x = Ramp(type.ElementCount());
     for (TensorLayout other : {TensorLayout::kNCHW16c, TensorLayout::kNHWC}) {
-      SCOPED_TRACE(std::string(TensorLayoutName(other)) + " C=" + std::to_string(channels) +
-                   " HW=" + std::to_string(height * width));
+      SCOPED_TRACE(std::string(TensorLayoutName(other)) + " C=" + std::to_string(channels));
       std::vector<float> want = Poisoned(type, other), got = Poisoned(type, other);
       ReferenceReorder(type, TensorLayout::kRowMajor, other, x.data(), want.data());
       ASSERT_TRUE(FastReorder(type, TensorLayout::kRowMajor, other, x.data(), got.data(), &pool));
@@ -61,10 +49,10 @@ TEST(LayoutReorder, FastPathMatchesTheReferenceBothWays) {
       std::vector<bool> placed(want.size(), false);
       for (int64_t n = 0; n < 2; ++n)
         for (int64_t c = 0; c < channels; ++c)
-          for (int64_t h = 0; h < height; ++h)
-            for (int64_t w = 0; w < width; ++w) {
+          for (int64_t h = 0; h < 3; ++h)
+            for (int64_t w = 0; w < 5; ++w) {
               const auto at = static_cast<size_t>(LayoutOffset(type.dims, other, n, c, h, w));
-              EXPECT_EQ(want[at], x[static_cast<size_t>(((n * channels + c) * height + h) * width + w)]);
+              EXPECT_EQ(want[at], x[static_cast<size_t>(((n * channels + c) * 3 + h) * 5 + w)]);
               placed[at] = true;
             }
       for (size_t i = 0; i < want.size(); ++i) {
