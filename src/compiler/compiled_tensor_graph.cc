@@ -7,6 +7,7 @@
 
 #include "compiler/bind.h"
 #include "compiler/qdq_fusions.h"
+#include "compiler/shape_views.h"
 #include "compiler/tensor_fusions.h"
 #include "compiler/tensor_layouts.h"
 #include "compiler/tensor_precision.h"
@@ -65,6 +66,11 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   report.layout.activation_layouts = std::move(layouts.lines);
   if (report.layout.activation_layouts.empty()) report.layout.activation_layouts.push_back("activations: row-major throughout");
   KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  KILN_ASSIGN_OR_RETURN(int views, MakeViews(g, backends.cpu().name()));
+  if (views > 0) {
+    report.layout.activation_layouts.push_back(fmt::format(
+        "views: {} reshapes, slices and splits share their input's buffer (no step at run time)", views));
+  }
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
   report.arena_bytes = plan.arena_bytes;

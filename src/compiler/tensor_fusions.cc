@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "compiler/channel_shuffle_fusion.h"
 #include "compiler/transformer_fusions.h"
 
 namespace kiln {
@@ -253,6 +254,7 @@ Status FuseTensorOps(Graph& g, const BackendRegistry& backends, std::vector<std:
     }
     log->push_back(fmt::format("conv epilogue: {}", fmt::join(parts, " + ")));
   }
+  KILN_RETURN_IF_ERROR(FuseChannelShuffles(g, backends, log));
   KILN_RETURN_IF_ERROR(FuseTransformerPatterns(g, backends, log));
   return g.Compact();
 }

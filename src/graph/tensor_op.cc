@@ -17,6 +17,7 @@ std::vector<TensorOpDef> BuildTable() {
   AddMatMulOpDefs(&ops);
   AddQuantOpDefs(&ops);
   AddLayoutOpDefs(&ops);
+  AddChannelShuffleOpDef(&ops);
   std::sort(ops.begin(), ops.end(), [](const TensorOpDef& a, const TensorOpDef& b) { return a.op_type < b.op_type; });
   return ops;
 }

@@ -16,5 +16,7 @@ void AddConvOpDefs(std::vector<TensorOpDef>* ops);         // Conv, ConvTranspos
 void AddMatMulOpDefs(std::vector<TensorOpDef>* ops);        // MatMul, Gemm, Einsum
 void AddQuantOpDefs(std::vector<TensorOpDef>* ops);        // QuantizeLinear, DequantizeLinear, QLinear*, ...
 void AddLayoutOpDefs(std::vector<TensorOpDef>* ops);       // kiln.Reorder (the layout stage's conversions)
+// kiln.ChannelShuffle (fused from ShuffleNet's Concat, Reshape, Transpose, Reshape)
+void AddChannelShuffleOpDef(std::vector<TensorOpDef>* ops);
 
 }  // namespace kiln

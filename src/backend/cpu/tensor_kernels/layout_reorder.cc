@@ -1,8 +1,11 @@
-// Layout reorders: the element-by-element reference and the plane loops.
+// Layout reorders: the element-by-element reference, the AVX-512 transposes
+// and the plane loops.
 #include "backend/cpu/tensor_kernels/layout_reorder.h"
 
 #include <algorithm>
 #include <cstring>
+
+#include "backend/cpu/kernels/isa.h"
 
 #include "core/thread_pool.h"
 
@@ -63,6 +66,20 @@ bool FastReorder(const TensorType& type, TensorLayout from, TensorLayout to, con
   const auto* s = static_cast<const uint32_t*>(src);
   auto* t = static_cast<uint32_t*>(dst);
   const TensorLayout other = from == TensorLayout::kRowMajor ? to : from;
+  if (other == TensorLayout::kNCHW16c && IsaAvailable(Isa::kAvx512)) {
+    // Tasks of (n, channel block, run of pixels): a tensor of few channels
+    // still splits over the threads.
+    const int64_t blocks = Blocks(C), chunk = 256, chunks = (HW + chunk - 1) / chunk;
+    Split(pool, N * blocks * chunks, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t nb = i / chunks, p = (i % chunks) * chunk;
+        ReorderBlockPixelsAvx512(static_cast<const float*>(src), static_cast<float*>(dst),
+                                 from == TensorLayout::kRowMajor, C, HW, nb / blocks, nb % blocks, p,
+                                 std::min(HW, p + chunk));
+      }
+    });
+    return true;
+  }
   if (other == TensorLayout::kNCHW16c) {
     const int64_t blocks = Blocks(C);
     // Tasks of (n, channel block, run of kPixels pixels): 16 row-major plane

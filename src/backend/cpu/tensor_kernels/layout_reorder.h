@@ -28,4 +28,10 @@ void ReferenceReorder(const TensorType& type, TensorLayout from, TensorLayout to
 bool FastReorder(const TensorType& type, TensorLayout from, TensorLayout to, const void* src, void* dst,
                  ThreadPool* pool);
 
+// FastReorder's AVX-512 kernel for f32 between row-major and nchw16c:
+// pixels [p_begin, p_end) of channel block cb of image n
+// (layout_reorder_avx512.cc).
+void ReorderBlockPixelsAvx512(const float* src, float* dst, bool to_blocked, int64_t channels, int64_t pixels,
+                              int64_t n, int64_t cb, int64_t p_begin, int64_t p_end);
+
 }  // namespace kiln::cpu

@@ -2,6 +2,9 @@
 // kernels are in reduce_axes.cc, reduce_softmax.cc and reduce_norms.cc.
 #include "backend/cpu/tensor_kernels/reduce_kernels.h"
 
+#include "backend/cpu/tensor_kernels/blocked_layout.h"
+#include "backend/cpu/tensor_kernels/blocked_spatial_mean.h"
+
 namespace kiln::cpu {
 
 AxisView ViewAround(const std::vector<int64_t>& dims, int64_t begin, int64_t end) {
@@ -18,13 +21,24 @@ AxisView ViewAround(const std::vector<int64_t>& dims, int64_t begin, int64_t end
   return v;
 }
 
+namespace {
+
+Expected<TensorKernel> MakeReduceMeanKernel(const TensorKernelArgs& args) {
+  return NodeIsNchw16c(args) ? MakeBlockedSpatialMean(args) : MakeReduceKernel(args);
+}
+
+}  // namespace
+
 void AddReduceKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType> kFloats = {DType::kF32, DType::kF16};
   const std::vector<DType> kReduceTypes = {DType::kF32, DType::kF16, DType::kF64, DType::kI64, DType::kI32};
-  for (const char* name : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                           "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+  for (const char* name : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
     kernels->push_back({name, MakeReduceKernel, kReduceTypes, "axes constant"});
   }
+  // ReduceMean over the height and width also takes nchw16c (a classifier's global average).
+  kernels->push_back(
+      {"ReduceMean", MakeReduceMeanKernel, kReduceTypes, "axes constant", SpatialMeanTakesLayout});
   std::vector<DType> arg_types = kReduceTypes;
   arg_types.push_back(DType::kU8);
   arg_types.push_back(DType::kI8);

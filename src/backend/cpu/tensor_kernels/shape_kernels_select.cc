@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
+#include "backend/cpu/tensor_kernels/blocked_channel_gather.h"
 #include "backend/cpu/tensor_kernels/blocked_layout.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_groups.h"
 #include "backend/cpu/tensor_kernels/shape_kernel_params.h"
@@ -55,9 +57,10 @@ PartLayout LayoutParts(const std::vector<TensorType>& parts, int64_t axis, size_
 
 // Concat and Split on nchw16c activations: each part a run of whole blocks
 // (N, C/16, H, W, 16) along the axis, so the copies are those of row-major
-// parts with the blocked dims. Along the channels, every part but the last
-// must fill its blocks (a multiple of 16 channels); the last one's padding
-// is the whole tensor's.
+// parts with the blocked dims, where along the channels every part but the
+// last fills its blocks (a multiple of 16 channels; the last one's padding
+// is the whole tensor's). Parts that do not (ShuffleNet's halves of 24
+// channels) move by lane permutes (blocked_channel_gather.h).
 bool BlockedPartsJoin(const std::vector<TensorType>& parts, const TensorType& whole,
                       const AttributeMap& attrs) {
   if (whole.rank() != 4 || whole.dtype != DType::kF32) return false;
@@ -66,9 +69,60 @@ bool BlockedPartsJoin(const std::vector<TensorType>& parts, const TensorType& wh
   if (axis < 0 || axis > 3) return false;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].rank() != 4 || parts[i].dtype != DType::kF32) return false;
-    if (axis == 1 && i + 1 < parts.size() && parts[i].dims[1] % kChannelBlock != 0) return false;
   }
   return true;
+}
+
+// Joined along the channels with a part before the last that does not fill
+// its blocks: the lane permutes move them.
+bool PartsNeedLanePermutes(const std::vector<TensorType>& parts, int64_t axis) {
+  if (axis != 1) return false;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (parts[i].dims[1] % kChannelBlock != 0) return true;
+  }
+  return false;
+}
+
+// Runs one lane-permute plan per output.
+TensorKernel LanePermuteKernel(std::vector<BlockedGatherPlan> plans) {
+  auto shared = std::make_shared<const std::vector<BlockedGatherPlan>>(std::move(plans));
+  const Isa isa = BestIsa();
+  TensorKernel k;
+  k.impl = std::string("kiln-") + IsaName(isa == Isa::kAvx512 ? isa : Isa::kScalar) + "-lanes-nchw16c";
+  k.run = [shared, isa](const TensorCall& call) {
+    for (size_t o = 0; o < shared->size(); ++o) {
+      RunBlockedGather((*shared)[o], reinterpret_cast<const float* const*>(call.inputs),
+                       static_cast<float*>(call.outputs[o]), call.pool, isa);
+    }
+    return Status::Ok();
+  };
+  return k;
+}
+
+// Concat along the channels by lane permutes: output channel c from its part.
+TensorKernel BlockedChannelConcat(const std::vector<TensorType>& parts, const TensorType& whole) {
+  std::vector<ChannelSource> sources;
+  std::vector<int64_t> channels;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    channels.push_back(parts[i].dims[1]);
+    for (int64_t c = 0; c < parts[i].dims[1]; ++c) sources.push_back({static_cast<int32_t>(i), c});
+  }
+  const std::vector<int64_t>& d = whole.dims;
+  return LanePermuteKernel({PlanBlockedGather(sources, channels, d[0], d[2] * d[3])});
+}
+
+// Split along the channels by lane permutes: each output a window of the input.
+TensorKernel BlockedChannelSplit(const TensorType& whole, const std::vector<TensorType>& parts) {
+  const std::vector<int64_t>& d = whole.dims;
+  std::vector<BlockedGatherPlan> plans;
+  int64_t offset = 0;
+  for (const TensorType& part : parts) {
+    std::vector<ChannelSource> sources;
+    for (int64_t c = 0; c < part.dims[1]; ++c) sources.push_back({0, offset + c});
+    offset += part.dims[1];
+    plans.push_back(PlanBlockedGather(sources, {d[1]}, d[0], d[2] * d[3]));
+  }
+  return LanePermuteKernel(std::move(plans));
 }
 
 bool ConcatTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
@@ -90,10 +144,8 @@ Expected<std::vector<TensorType>> PartsAsStored(const TensorKernelArgs& args,
                                                 TensorLayoutSupport takes) {
   if (!NodeIsNchw16c(args)) return parts;
   if (!takes(TensorLayout::kNCHW16c, args)) {
-    return Unsupported(
-        "{} {}: nchw16c activations need f32 rank-4 parts computed at run time, all but the last a multiple "
-        "of 16 channels when joined along the channels",
-        args.op_type, args.node);
+    return Unsupported("{} {}: nchw16c activations need f32 rank-4 parts computed at run time", args.op_type,
+                       args.node);
   }
   std::vector<TensorType> stored = parts;
   for (TensorType& t : stored) t.dims = BlockedDims(t.dims);
@@ -107,6 +159,8 @@ Expected<TensorKernel> MakeConcat(const TensorKernelArgs& args) {
       int64_t axis,
       params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
   KILN_ASSIGN_OR_RETURN(std::vector<TensorType> parts, PartsAsStored(args, args.inputs, ConcatTakesLayout));
+  if (NodeIsNchw16c(args) && PartsNeedLanePermutes(args.inputs, axis))
+    return BlockedChannelConcat(args.inputs, args.outputs[0]);
   auto l = std::make_shared<PartLayout>(LayoutParts(parts, axis, elem));
   TensorKernel k;
   k.impl = NodeIsNchw16c(args) ? "memcpy-runs-nchw16c" : "memcpy-runs";
@@ -143,6 +197,8 @@ Expected<TensorKernel> MakeSplit(const TensorKernelArgs& args) {
       int64_t axis,
       params.AtBind().Axis(args.a().Int("axis").ok() ? *args.a().Int("axis") : 0, args.inputs[0].rank()));
   KILN_ASSIGN_OR_RETURN(std::vector<TensorType> parts, PartsAsStored(args, args.outputs, SplitTakesLayout));
+  if (NodeIsNchw16c(args) && PartsNeedLanePermutes(args.outputs, axis))
+    return BlockedChannelSplit(args.inputs[0], args.outputs);
   auto l = std::make_shared<PartLayout>(LayoutParts(parts, axis, elem));
   TensorKernel k;
   k.impl = NodeIsNchw16c(args) ? "memcpy-runs-nchw16c" : "memcpy-runs";
@@ -196,7 +252,52 @@ Expected<SlicePlan> PlanSlice(const OpParamSource& src, const TensorType& out, s
   return plan;
 }
 
+// Slice on nchw16c activations: a window of the channels (step 1, known at
+// compile time; the other axes whole) at any offset, 16 lanes per pixel.
+std::optional<std::vector<ChannelSource>> BlockedSliceSources(const TensorKernelArgs& args) {
+  const TensorType& x = args.inputs[0];
+  if (x.rank() != 4 || x.dtype != DType::kF32 || !BlockedInput(args, 0)) return std::nullopt;
+  KernelParams params(args);
+  if (!params.Known({1, 2, 3, 4})) return std::nullopt;
+  auto p = ResolveSlice(params.AtBind());
+  if (!p.ok() || p->count.size() != 4) return std::nullopt;
+  for (size_t a = 0; a < 4; ++a) {
+    if (p->step[a] != 1) return std::nullopt;
+    if (a != 1 && (p->start[a] != 0 || p->count[a] != x.dims[a])) return std::nullopt;
+  }
+  std::vector<ChannelSource> sources;
+  for (int64_t c = 0; c < p->count[1]; ++c) sources.push_back({0, p->start[1] + c});
+  return sources;
+}
+
+bool SliceTakesLayout(TensorLayout layout, const TensorKernelArgs& args) {
+  return layout == TensorLayout::kNCHW16c && BlockedSliceSources(args).has_value();
+}
+
+Expected<TensorKernel> MakeBlockedSlice(const TensorKernelArgs& args) {
+  auto sources = BlockedSliceSources(args);
+  if (!sources) {
+    return Unsupported(
+        "{} {}: nchw16c activations need an f32 rank-4 input computed at run time, sliced along "
+        "the channels only, with step 1, known at compile time",
+        args.op_type, args.node);
+  }
+  const std::vector<int64_t>& d = args.inputs[0].dims;
+  auto plan =
+      std::make_shared<const BlockedGatherPlan>(PlanBlockedGather(*sources, {d[1]}, d[0], d[2] * d[3]));
+  const Isa isa = BestIsa();
+  TensorKernel k;
+  k.impl = std::string("kiln-") + IsaName(isa == Isa::kAvx512 ? isa : Isa::kScalar) + "-nchw16c";
+  k.run = [plan, isa](const TensorCall& call) {
+    RunBlockedGather(*plan, reinterpret_cast<const float* const*>(call.inputs),
+                     static_cast<float*>(call.outputs[0]), call.pool, isa);
+    return Status::Ok();
+  };
+  return k;
+}
+
 Expected<TensorKernel> MakeSlice(const TensorKernelArgs& args) {
+  if (NodeIsNchw16c(args)) return MakeBlockedSlice(args);
   KILN_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(args.inputs[0].dtype));
   auto params = std::make_shared<KernelParams>(args);
   const TensorType out = args.outputs[0];
@@ -640,7 +741,8 @@ void AddShapeSelectKernels(std::vector<TensorKernelEntry>* kernels) {
   const std::vector<DType>& any = MovableDTypes();
   kernels->push_back({"Concat", MakeConcat, any, "", ConcatTakesLayout});
   kernels->push_back({"Split", MakeSplit, any, "split sizes known at compile time", SplitTakesLayout});
-  kernels->push_back({"Slice", MakeSlice, any, "starts/ends/axes/steps known at compile time"});
+  kernels->push_back(
+      {"Slice", MakeSlice, any, "starts/ends/axes/steps known at compile time", SliceTakesLayout});
   kernels->push_back({"Gather", MakeGather, any, "indices int32|int64"});
   kernels->push_back({"GatherElements", MakeGatherElements, any, "indices int32|int64"});
   kernels->push_back({"GatherND", MakeGatherND, any, "indices int32|int64"});

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "backend/cpu/tensor_kernels/channel_shuffle_kernels.h"
+
 namespace kiln::cpu {
 namespace {
 
@@ -15,6 +17,7 @@ std::vector<TensorKernelEntry> BuildTable() {
   AddMatMulKernels(&kernels);
   AddQuantKernels(&kernels);
   AddLayoutKernels(&kernels);
+  AddChannelShuffleKernels(&kernels);
   std::sort(kernels.begin(), kernels.end(),
             [](const TensorKernelEntry& a, const TensorKernelEntry& b) { return a.op_type < b.op_type; });
   return kernels;
