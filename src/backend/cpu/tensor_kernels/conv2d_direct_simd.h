@@ -145,31 +145,25 @@ void RunConvDirect(const ConvPlan& p, const float* x, const float* residual, flo
   const int64_t C = g.in_channels, M = g.out_channels, P = g.OutPixels(), in_pixels = g.InPixels();
   const int64_t chunks = (p.tiles + p.tiles_per_chunk - 1) / p.tiles_per_chunk;
   const int64_t units = chunks * p.m_blocks;
+  const int64_t taps = static_cast<int64_t>(p.tap_offsets.size());
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* xn = x + n * C * in_pixels;
     float* yn = y + n * M * P;
     const float* rn = residual != nullptr ? residual + n * M * P : nullptr;
-    const float* planes = xn;
-    int64_t channel_stride = in_pixels;
-    if (!p.identity_im2col) {
-      auto fill = [&](int64_t begin, int64_t end, int) { FillPhasePlanes<S>(p, xn, begin, end, scratch); };
-      if (pool != nullptr) {
-        pool->ParallelFor(C, 1, fill);
-      } else {
-        fill(0, C, 0);
-      }
-      // The slack past the last plane: whole-vector loads of dropped pixels.
-      const int64_t filled = C * p.channel_stride;
-      std::memset(scratch + filled, 0, sizeof(float) * static_cast<size_t>(p.scratch_floats_shared - filled));
-      planes = scratch;
-      channel_stride = p.channel_stride;
+    auto fill = [&](int64_t begin, int64_t end, int) { FillPhasePlanes<S>(p, xn, begin, end, scratch); };
+    if (pool != nullptr) {
+      pool->ParallelFor(C, 1, fill);
+    } else {
+      fill(0, C, 0);
     }
+    // The slack past the last plane: whole-vector loads of dropped pixels.
+    const int64_t filled = C * p.channel_stride;
+    std::memset(scratch + filled, 0, sizeof(float) * static_cast<size_t>(p.scratch_floats_shared - filled));
     // Units: (chunk of tiles, block of m panels), chunk-major; inside one,
-    // channel block by channel block, each m panel over each tile.
+    // channel block by channel block, each tile under each m panel (the
+    // tile's input in L1, the unit's weights in L2).
     auto body = [&](int64_t begin, int64_t end, int thread) {
-      float* tail = scratch + p.scratch_floats_shared + thread * p.scratch_floats_per_thread;
-      float* partials = tail + (p.identity_im2col ? C * NR : 0);
-      int64_t tail_of = -1;  // the tile whose copy `tail` holds
+      float* partials = scratch + p.scratch_floats_shared + thread * p.scratch_floats_per_thread;
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t chunk = unit / p.m_blocks, mb = unit % p.m_blocks;
         const int64_t t0 = chunk * p.tiles_per_chunk, t1 = std::min(p.tiles, t0 + p.tiles_per_chunk);
@@ -177,29 +171,15 @@ void RunConvDirect(const ConvPlan& p, const float* x, const float* residual, flo
         for (int64_t c0 = 0; c0 < C; c0 += p.channels_per_block) {
           const int64_t channels = std::min(p.channels_per_block, C - c0);
           const bool first = c0 == 0, last = c0 + channels == C;
-          for (int64_t mp = mp0; mp < mp1; ++mp) {
-            const int64_t m0 = mp * MR;
-            const int m_valid = static_cast<int>(std::min<int64_t>(MR, M - m0));
-            const float* a = p.packed_w.data() + (mp * p.k + c0 * static_cast<int64_t>(p.tap_offsets.size())) * MR;
-            for (int64_t tile = t0; tile < t1; ++tile) {
-              const int64_t p0 = tile * NR;
-              const float* b = planes + p0;
-              int64_t stride = channel_stride;
-              if (p.identity_im2col && p0 + NR > P) {
-                // The input's last pixels, zero-extended to a whole tile.
-                if (tail_of != tile) {
-                  for (int64_t c = 0; c < C; ++c) {
-                    std::memset(tail + c * NR, 0, sizeof(float) * NR);
-                    std::memcpy(tail + c * NR, xn + c * in_pixels + p0,
-                                sizeof(float) * static_cast<size_t>(P - p0));
-                  }
-                  tail_of = tile;
-                }
-                b = tail;
-                stride = NR;
-              }
+          for (int64_t tile = t0; tile < t1; ++tile) {
+            const int64_t p0 = tile * NR;
+            const float* b = scratch + c0 * p.channel_stride + p0;
+            for (int64_t mp = mp0; mp < mp1; ++mp) {
+              const int64_t m0 = mp * MR;
+              const int m_valid = static_cast<int>(std::min<int64_t>(MR, M - m0));
+              const float* a = p.packed_w.data() + (mp * p.k + c0 * taps) * MR;
               float* partial = partials + ((tile - t0) * p.panels_per_block + (mp - mp0)) * MR * NR;
-              DirectTile<S, MR, NV>(p, a, b + c0 * stride, stride, channels, first ? nullptr : partial,
+              DirectTile<S, MR, NV>(p, a, b, p.channel_stride, channels, first ? nullptr : partial,
                                     last ? nullptr : partial, p0, yn + m0 * P, rn != nullptr ? rn + m0 * P : nullptr,
                                     m_valid, p.bias.data() + m0);
             }

@@ -54,8 +54,6 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
   p->phase_h = d.phase_h;
   p->phase_w = d.phase_w;
   p->tiles = d.tiles;
-  p->identity_im2col = g.kernel[1] == 1 && g.kernel[2] == 1 && sh == 1 && sw == 1 && g.pad_begin[1] == 0 &&
-                       g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
   const int64_t sub_plane = d.phase_h * d.phase_w;
   p->channel_stride = sh * sw * sub_plane;
   int64_t max_offset = 0;
@@ -67,20 +65,26 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
       max_offset = std::max(max_offset, offset);
     }
   }
-  // Cache blocking, as a GEMM's: the input a chunk of tiles reads over a
-  // block of channels stays in L1 (16 KB) while every m panel of the block
-  // streams its weights past it from L2; partial sums wait in a per-thread
-  // buffer between channel blocks. One tile per chunk, except on small
-  // images, whose tiles all read the same few rows (one chunk).
+  // Cache blocking, as a GEMM's over K: the input one tile reads over a
+  // block of channels stays in L1 (16 KB) while the m panels of a unit pass
+  // over it, their weights from L2; partial sums wait in a per-thread buffer
+  // between channel blocks. Blocks of at least 128 and at most 512 k
+  // (channels x taps): shorter ones lose more to the tile's loads and stores
+  // of its sums. One tile per chunk, except where the weights do not stay in
+  // L2 (half of 1 MB): then a unit's weights (its m panels) serve 8 tiles
+  // from L2 (a tile takes 4 bytes of weights per 32 FLOP, more than L3
+  // gives two cores), and on small images, whose tiles read the same rows.
   const int64_t taps = g.kernel[1] * g.kernel[2];
-  p->tiles_per_chunk = d.tiles <= 8 ? d.tiles : 1;
+  const int64_t weight_bytes = 4 * g.out_channels * p->k;
+  p->tiles_per_chunk = d.tiles <= 8 || weight_bytes > 512 * 1024 ? std::min<int64_t>(d.tiles, 8) : 1;
+  // A tile's reads per channel: its rows (a vector's worth more, as loads
+  // straddle lines), in each stride phase.
   const int64_t rows_read = (g.kernel[1] - 1) * g.dilation[1] / sh + 1;
   const int64_t floats_per_channel =
-      sh * sw * std::min(sub_plane, p->tiles_per_chunk * p->nr + rows_read * d.phase_w);
-  const int64_t k_limit = 512;  // weights per (channel block, m panel): 12 KB
-  p->channels_per_block = std::clamp<int64_t>((16 * 1024 / 4) / floats_per_channel, 1,
-                                              std::max<int64_t>(1, k_limit / taps));
-  p->channels_per_block = std::min(p->channels_per_block, g.in_channels);
+      sh * sw * std::min(sub_plane, p->nr + 16 + (rows_read - 1) * d.phase_w);
+  const int64_t fit = (16 * 1024 / 4) / floats_per_channel;
+  p->channels_per_block = std::clamp<int64_t>(std::clamp<int64_t>(fit, CeilDiv(128, taps), std::max<int64_t>(1, 512 / taps)),
+                                              1, g.in_channels);
   // Evenly sized channel blocks.
   const int64_t channel_blocks = CeilDiv(g.in_channels, p->channels_per_block);
   p->channels_per_block = CeilDiv(g.in_channels, channel_blocks);
@@ -90,17 +94,11 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
   p->m_blocks = std::clamp<int64_t>(CeilDiv(wanted_units, chunks), 1, p->m_panels);
   p->panels_per_block = CeilDiv(p->m_panels, p->m_blocks);
   p->m_blocks = CeilDiv(p->m_panels, p->panels_per_block);
-  if (p->identity_im2col) {
-    p->scratch_floats_per_thread = g.in_channels * p->nr;  // the last tile's copy
-  } else {
-    // Every tile's whole-vector loads stay inside: the last channel's plane
-    // plus the reach of the furthest tap from the last tile.
-    const int64_t slack = std::max<int64_t>(0, max_offset + d.tiles * p->nr - p->channel_stride);
-    p->scratch_floats_shared = g.in_channels * p->channel_stride + slack;
-  }
-  if (channel_blocks > 1) {
-    p->scratch_floats_per_thread += p->tiles_per_chunk * p->panels_per_block * p->mr * p->nr;
-  }
+  // Every tile's whole-vector loads stay inside: the last channel's plane
+  // plus the reach of the furthest tap from the last tile.
+  const int64_t slack = std::max<int64_t>(0, max_offset + d.tiles * p->nr - p->channel_stride);
+  p->scratch_floats_shared = g.in_channels * p->channel_stride + slack;
+  if (channel_blocks > 1) p->scratch_floats_per_thread = p->tiles_per_chunk * p->panels_per_block * p->mr * p->nr;
   PackPanels(g, w, p);
 }
 
@@ -108,6 +106,11 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
 
 bool ConvDirectApplies(const Window3& g, Isa isa) {
   if (isa != Isa::kAvx2 || g.group != 1 || g.in[0] != 1 || g.kernel[0] != 1 || g.out[0] != 1) return false;
+  // A 1x1 stride-1 layer without pads has no im2col to save: the GEMM reads
+  // its input in place, or packs it once on small images, as fast or faster.
+  const bool pointwise = g.kernel[1] == 1 && g.kernel[2] == 1 && g.stride[1] == 1 && g.stride[2] == 1 &&
+                         g.pad_begin[1] == 0 && g.pad_begin[2] == 0 && g.pad_end[1] == 0 && g.pad_end[2] == 0;
+  if (pointwise) return false;
   for (int a = 1; a < 3; ++a) {
     if (g.pad_begin[a] < 0 || g.pad_end[a] < 0) return false;
   }

@@ -14,9 +14,10 @@
 // - depthwise (one input and one output channel per group): per plane, the
 //   input is copied once into a zero-padded, stride-phase-split scratch
 //   plane, so that every tap of every output row is a contiguous vector load.
-// - direct (AVX2, one group; conv2d_direct_simd.h): no im2col. The input is
-//   copied once per call into zero-padded, stride-phase-split planes, rows
-//   phase_w apart, in which output pixel (oh, ow) of tap (ki, kj) reads
+// - direct (AVX2, one group, not 1x1 stride 1; conv2d_direct_simd.h): no
+//   im2col. The input is copied once per call into zero-padded,
+//   stride-phase-split planes, rows phase_w apart, in which output pixel
+//   (oh, ow) of tap (ki, kj) reads
 //   oh * phase_w + ow + tap_offsets[tap]. Tiles of nr consecutive "virtual"
 //   pixels p = oh * phase_w + ow are then contiguous vector loads for every
 //   tap and channel (the phase_w - OW columns past each row are computed and
@@ -74,8 +75,6 @@ struct ConvPlan {
   // Direct: the phase-split input's geometry, per-tap read offsets, and the
   // work split into units of (chunk of tiles_per_chunk tiles, block of
   // panels_per_block m panels), each run channel block by channel block.
-  // In place (1x1, stride 1, no pad): the input itself is read (phase_w = W),
-  // its last tile through a per-thread copy so that no load passes its end.
   int64_t phase_h = 0, phase_w = 0;
   int64_t channel_stride = 0;  // floats per channel in the phase-split input
   std::vector<int64_t> tap_offsets;
