@@ -146,6 +146,7 @@ void RunConvDirect(const ConvPlan& p, const float* x, const float* residual, flo
   const int64_t chunks = (p.tiles + p.tiles_per_chunk - 1) / p.tiles_per_chunk;
   const int64_t units = chunks * p.m_blocks;
   const int64_t taps = static_cast<int64_t>(p.tap_offsets.size());
+  const int64_t virtual_pixels = (g.out[1] - 1) * p.phase_w + g.out[2];
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* xn = x + n * C * in_pixels;
     float* yn = y + n * M * P;
@@ -179,9 +180,10 @@ void RunConvDirect(const ConvPlan& p, const float* x, const float* residual, flo
               const int m_valid = static_cast<int>(std::min<int64_t>(MR, M - m0));
               const float* a = p.packed_w.data() + (mp * p.k + c0 * taps) * MR;
               float* partial = partials + ((tile - t0) * p.panels_per_block + (mp - mp0)) * MR * NR;
-              DirectTile<S, MR, NV>(p, a, b, p.channel_stride, channels, first ? nullptr : partial,
-                                    last ? nullptr : partial, p0, yn + m0 * P, rn != nullptr ? rn + m0 * P : nullptr,
-                                    m_valid, p.bias.data() + m0);
+              // The last tile at one vector where that covers it (7x7 images).
+              auto tile_fn = p0 + S::kLanes >= virtual_pixels ? &DirectTile<S, MR, 1> : &DirectTile<S, MR, NV>;
+              tile_fn(p, a, b, p.channel_stride, channels, first ? nullptr : partial, last ? nullptr : partial, p0,
+                      yn + m0 * P, rn != nullptr ? rn + m0 * P : nullptr, m_valid, p.bias.data() + m0);
             }
           }
         }

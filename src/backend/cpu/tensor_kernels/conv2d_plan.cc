@@ -37,6 +37,9 @@ DirectShape DirectShapeOf(const Window3& g) {
   d.padded_w = g.in[2] + g.pad_begin[2] + g.pad_end[2];
   d.phase_h = CeilDiv(d.padded_h, g.stride[1]);
   d.phase_w = CeilDiv(d.padded_w, g.stride[2]);
+  // Stride 1: one gap of zeros between rows serves as the right pad of one
+  // and the left pad of the next.
+  if (g.stride[2] == 1) d.phase_w = g.in[2] + std::max(g.pad_begin[2], g.pad_end[2]);
   const int64_t virtual_pixels = (g.out[1] - 1) * d.phase_w + g.out[2];
   d.tiles = CeilDiv(virtual_pixels, kAvx2DirectNr);
   return d;
