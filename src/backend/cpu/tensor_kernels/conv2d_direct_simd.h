@@ -70,7 +70,8 @@ void DirectTile(const ConvPlan& p, const float* a, const float* b, int64_t chann
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = partial != nullptr ? S::Load(partial + r * NR + v * L) : S::Zero();
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = partial != nullptr ? S::Load(partial + r * NR + v * L) : S::Zero();
   }
   for (int64_t c = 0; c < channels; ++c) {
     const float* bc = b + c * channel_stride;
@@ -105,8 +106,8 @@ void DirectTile(const ConvPlan& p, const float* a, const float* b, int64_t chann
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         const int64_t i = r * P + at + v * L;
-        S::Store(y + i, ConvFinish<S>(p.epilogue, acc[r][v], bias[r], residual != nullptr ? residual + i : nullptr,
-                                      L));
+        S::Store(y + i, ConvFinish<S>(p.epilogue, acc[r][v], bias[r],
+                                      residual != nullptr ? residual + i : nullptr, L));
       }
     }
     return;
@@ -181,9 +182,11 @@ void RunConvDirect(const ConvPlan& p, const float* x, const float* residual, flo
               const float* a = p.packed_w.data() + (mp * p.k + c0 * taps) * MR;
               float* partial = partials + ((tile - t0) * p.panels_per_block + (mp - mp0)) * MR * NR;
               // The last tile at one vector where that covers it (7x7 images).
-              auto tile_fn = p0 + S::kLanes >= virtual_pixels ? &DirectTile<S, MR, 1> : &DirectTile<S, MR, NV>;
-              tile_fn(p, a, b, p.channel_stride, channels, first ? nullptr : partial, last ? nullptr : partial, p0,
-                      yn + m0 * P, rn != nullptr ? rn + m0 * P : nullptr, m_valid, p.bias.data() + m0);
+              auto tile_fn =
+                  p0 + S::kLanes >= virtual_pixels ? &DirectTile<S, MR, 1> : &DirectTile<S, MR, NV>;
+              tile_fn(p, a, b, p.channel_stride, channels, first ? nullptr : partial,
+                      last ? nullptr : partial, p0, yn + m0 * P, rn != nullptr ? rn + m0 * P : nullptr,
+                      m_valid, p.bias.data() + m0);
             }
           }
         }

@@ -24,7 +24,9 @@ void PackPanels(const Window3& g, const float* w, ConvPlan* p) {
   }
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // The direct path's row pitch and tile count (see conv2d_plan.h).
 struct DirectShape {
@@ -83,11 +85,10 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
   // A tile's reads per channel: its rows (a vector's worth more, as loads
   // straddle lines), in each stride phase.
   const int64_t rows_read = (g.kernel[1] - 1) * g.dilation[1] / sh + 1;
-  const int64_t floats_per_channel =
-      sh * sw * std::min(sub_plane, p->nr + 16 + (rows_read - 1) * d.phase_w);
+  const int64_t floats_per_channel = sh * sw * std::min(sub_plane, p->nr + 16 + (rows_read - 1) * d.phase_w);
   const int64_t fit = (16 * 1024 / 4) / floats_per_channel;
-  p->channels_per_block = std::clamp<int64_t>(std::clamp<int64_t>(fit, CeilDiv(128, taps), std::max<int64_t>(1, 512 / taps)),
-                                              1, g.in_channels);
+  p->channels_per_block = std::clamp<int64_t>(
+      std::clamp<int64_t>(fit, CeilDiv(128, taps), std::max<int64_t>(1, 512 / taps)), 1, g.in_channels);
   // Evenly sized channel blocks.
   const int64_t channel_blocks = CeilDiv(g.in_channels, p->channels_per_block);
   p->channels_per_block = CeilDiv(g.in_channels, channel_blocks);
@@ -101,7 +102,8 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
   // plus the reach of the furthest tap from the last tile.
   const int64_t slack = std::max<int64_t>(0, max_offset + d.tiles * p->nr - p->channel_stride);
   p->scratch_floats_shared = g.in_channels * p->channel_stride + slack;
-  if (channel_blocks > 1) p->scratch_floats_per_thread = p->tiles_per_chunk * p->panels_per_block * p->mr * p->nr;
+  if (channel_blocks > 1)
+    p->scratch_floats_per_thread = p->tiles_per_chunk * p->panels_per_block * p->mr * p->nr;
   PackPanels(g, w, p);
 }
 
