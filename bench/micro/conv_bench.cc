@@ -11,6 +11,7 @@
 //   2 ResNet 1x1 256->64 at 56x56     3 ResNet 3x3 512->512 at 7x7
 //   4 stem 7x7/2 3->64 at 224x224     5 YOLO 3x3/2 64->128 at 160x160
 //   6 MobileNet depthwise 3x3 144 at 56x56   7 depthwise 3x3/2 96 at 112x112
+//   8 ResNet 3x3 256->256 at 14x14   9 ResNet 3x3/2 128->256 at 28x28
 // Implementations: 0 kiln, 1 oneDNN NCHW, 2 oneDNN blocked (conv only).
 // oneDNN runs on OpenMP's threads, not kiln's pool: set OMP_NUM_THREADS to
 // the `threads` argument (and OMP_WAIT_POLICY=PASSIVE, or its spinning
@@ -43,6 +44,7 @@ const Layer kLayers[] = {
     {"resnet_1x1_256to64_56", 256, 64, 1, 56, 1, 1}, {"resnet_3x3_512_7", 512, 512, 1, 7, 3, 1},
     {"stem_7x7s2_3to64_224", 3, 64, 1, 224, 7, 2},   {"yolo_3x3s2_64to128_160", 64, 128, 1, 160, 3, 2},
     {"dw_3x3_144_56", 144, 144, 144, 56, 3, 1},      {"dw_3x3s2_96_112", 96, 96, 96, 112, 3, 2},
+    {"resnet_3x3_256_14", 256, 256, 1, 14, 3, 1},    {"resnet_3x3s2_128to256_28", 128, 256, 1, 28, 3, 2},
 };
 
 std::vector<float> Random(size_t n, uint32_t seed) {
@@ -183,7 +185,7 @@ void BM_Conv(benchmark::State& state) {
   SetCounters(state, flops, ProcessCpuSeconds() - cpu_start);
 }
 BENCHMARK(BM_Conv)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0, 1, 2}, {1, 2}})
     ->ArgNames({"layer", "impl", "threads"})
     ->UseRealTime()
     ->MinTime(0.3);

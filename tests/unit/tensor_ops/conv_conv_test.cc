@@ -76,6 +76,17 @@ std::vector<ConvCase> Cases() {
       // K = 1080: two K blocks, so tiles accumulate through the output.
       {"two_k_blocks", 120, 14, 1, {5, 6}, {3, 3}, {}, {}, {1, 1, 1, 1}},
       {"two_k_blocks_many_pixels", 130, 7, 1, {15, 16}, {3, 3}, {}, {}, {1, 1, 1, 1}, nullptr, true},
+      // AVX2's direct path: tiles wholly inside a row (rows of 40), several
+      // channel blocks with partial sums, many tiles per thread, stride 3,
+      // dilation with stride 2, a small image split over m panels, a 1x1
+      // with stride 2, and weights too big for one tile per chunk.
+      {"direct_wide_rows_channel_blocks", 70, 13, 1, {9, 40}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"direct_stride3_wide", 5, 7, 1, {11, 50}, {3, 3}, {3, 3}, {}, {1, 1, 1, 1}},
+      {"direct_dilated_stride2", 9, 11, 1, {17, 33}, {3, 3}, {2, 2}, {}, {2, 2, 2, 2}},
+      {"direct_small_image_many_channels", 200, 40, 1, {7, 7}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"direct_1x1_stride2_many_channels", 600, 9, 1, {7, 9}, {1, 1}, {2, 2}},
+      {"direct_big_weights_chunks", 160, 200, 1, {12, 13}, {3, 3}, {}, {}, {1, 1, 1, 1}},
+      {"direct_stem_7x7_stride2", 3, 8, 1, {40, 38}, {7, 7}, {2, 2}, {}, {3, 3, 3, 3}, nullptr, true, 2},
   };
 }
 

@@ -14,6 +14,15 @@
 // - depthwise (one input and one output channel per group): per plane, the
 //   input is copied once into a zero-padded, stride-phase-split scratch
 //   plane, so that every tap of every output row is a contiguous vector load.
+// - direct (AVX2, one group, not 1x1 stride 1; conv2d_direct_simd.h): no
+//   im2col. The input is copied once per call into zero-padded,
+//   stride-phase-split planes, rows phase_w apart, in which output pixel
+//   (oh, ow) of tap (ki, kj) reads
+//   oh * phase_w + ow + tap_offsets[tap]. Tiles of nr consecutive "virtual"
+//   pixels p = oh * phase_w + ow are then contiguous vector loads for every
+//   tap and channel (the phase_w - OW columns past each row are computed and
+//   dropped). Blocked over channels as a GEMM over K, so that the input a
+//   tile reads stays in L1 while the m panels' weights stream past it.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +38,7 @@ class ThreadPool;
 
 namespace kiln::cpu {
 
-enum class ConvPath { kGemm, kDepthwise };
+enum class ConvPath { kGemm, kDepthwise, kDirect };
 
 // The AVX-512 register tile: 6 output channels x 4 vectors of 16 pixels
 // (24 of the 32 registers accumulate; 6 broadcasts and 4 loads feed 24
@@ -37,6 +46,11 @@ enum class ConvPath { kGemm, kDepthwise };
 // vectors of 8.
 inline constexpr int kAvx512Mr = 6;
 inline constexpr int kAvx512Nv = 4;
+// The AVX2 direct path's tile (conv2d_direct_simd.h): 6 channels x 2
+// vectors of 8 pixels (measured against 4 x 3; 3 x 4 spills).
+inline constexpr int kAvx2DirectMr = 6;
+inline constexpr int kAvx2DirectNv = 2;
+inline constexpr int kAvx2DirectNr = kAvx2DirectNv * 8;
 
 struct ConvPlan {
   Window3 g;  // g.in[0] == g.out[0] == g.kernel[0] == 1
@@ -58,7 +72,14 @@ struct ConvPlan {
   // 1x1, stride 1, no pad: the im2col matrix is the input itself, so whole
   // pixel panels are read from it in place (rows P apart) instead of copied.
   bool identity_im2col = false;
-  std::vector<float> packed_w;  // GEMM: [group][panel][k][mr]; depthwise: [M][kh*kw]
+  // Direct: the phase-split input's geometry, per-tap read offsets, and the
+  // work split into units of (chunk of tiles_per_chunk tiles, block of
+  // panels_per_block m panels), each run channel block by channel block.
+  int64_t phase_h = 0, phase_w = 0;
+  int64_t channel_stride = 0;  // floats per channel in the phase-split input
+  std::vector<int64_t> tap_offsets;
+  int64_t tiles = 0, tiles_per_chunk = 0, channels_per_block = 0;
+  std::vector<float> packed_w;  // GEMM, direct: [group][panel][k][mr]; depthwise: [M][kh*kw]
   std::vector<float> bias;      // [M], zeros when the node has none
   int64_t scratch_floats_per_thread = 0;
   int64_t scratch_floats_shared = 0;  // before the per-thread parts
@@ -82,6 +103,9 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
 // floats for a pool of at most `threads` (the plan's) threads.
 void RunConvPlan(const ConvPlan& plan, const float* x, const float* residual, float* y, float* scratch,
                  ThreadPool* pool);
+
+// Whether the direct path (above) takes this geometry on `isa`.
+bool ConvDirectApplies(const Window3& g, Isa isa);
 
 // The per-ISA implementations (conv2d_avx2.cc, conv2d_avx512.cc).
 namespace avx2 {

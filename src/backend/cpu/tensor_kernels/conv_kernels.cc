@@ -182,8 +182,10 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   auto plan = std::make_shared<const ConvPlan>(MakeConvPlan(g, epilogue, w, bias, isa, args.num_threads));
   const int threads = std::max(1, args.num_threads);
   TensorKernel k;
-  k.impl =
-      std::string("kiln-") + IsaName(isa) + (plan->path == ConvPath::kDepthwise ? "-depthwise" : "-gemm");
+  k.impl = std::string("kiln-") + IsaName(isa) +
+           (plan->path == ConvPath::kDepthwise ? "-depthwise"
+            : plan->path == ConvPath::kDirect  ? "-gemm-direct"
+                                               : "-gemm");
   k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));
   k.run = [plan, has_residual, threads](const TensorCall& call) {
     // More threads than the scratch was sized for run on the caller alone.
