@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
+#include "tensor_kernel_bench.h"
 #include "bench/roofline_loops.h"
 #include "core/thread_pool.h"
 #include "graph/tensor_ops/conv_geometry.h"
@@ -46,14 +47,6 @@ const Layer kLayers[] = {
     {"dw_3x3_144_56", 144, 144, 144, 56, 3, 1},      {"dw_3x3s2_96_112", 96, 96, 96, 112, 3, 2},
     {"resnet_3x3_256_14", 256, 256, 1, 14, 3, 1},    {"resnet_3x3s2_128to256_28", 128, 256, 1, 28, 3, 2},
 };
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
 
 double ProcessCpuSeconds() {
   timespec ts{};
@@ -106,9 +99,9 @@ void BM_Conv(benchmark::State& state) {
   const double flops = 2.0 * static_cast<double>(l.m) * static_cast<double>(l.c / l.group) *
                        static_cast<double>(l.kernel * l.kernel) * static_cast<double>(geometry->OutPixels());
   state.SetLabel(l.name);
-  std::vector<float> x = Random(static_cast<size_t>(l.c * l.size * l.size), 1);
-  std::vector<float> w = Random(static_cast<size_t>(l.m * (l.c / l.group) * l.kernel * l.kernel), 2);
-  std::vector<float> b = Random(static_cast<size_t>(l.m), 3);
+  std::vector<float> x = RandomFloats(static_cast<size_t>(l.c * l.size * l.size), 1);
+  std::vector<float> w = RandomFloats(static_cast<size_t>(l.m * (l.c / l.group) * l.kernel * l.kernel), 2);
+  std::vector<float> b = RandomFloats(static_cast<size_t>(l.m), 3);
   std::vector<float> y(static_cast<size_t>(y_dims[1] * y_dims[2] * y_dims[3]));
 
   if (impl == 2) {
@@ -190,44 +183,6 @@ BENCHMARK(BM_Conv)
     ->UseRealTime()
     ->MinTime(0.3);
 
-// ResNet's stem MaxPool: 3x3 / 2, pad 1, 64 x 112 x 112 -> 56 x 56, in
-// bytes read per second. Arg: threads.
-void BM_MaxPool(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  AttributeMap attrs;
-  attrs.SetInts("kernel_shape", {3, 3});
-  attrs.SetInts("strides", {2, 2});
-  attrs.SetInts("pads", {1, 1, 1, 1});
-  const std::vector<int64_t> x_dims = {1, 64, 112, 112}, y_dims = {1, 64, 56, 56};
-  TensorKernelArgs args;
-  args.op_type = "MaxPool";
-  args.node = "bench";
-  args.attrs = &attrs;
-  args.inputs = {TensorType{DType::kF32, x_dims}};
-  args.present = {true};
-  args.constants = {nullptr};
-  args.outputs = {TensorType{DType::kF32, y_dims}};
-  args.num_threads = threads;
-  auto kernel = MakeTensorKernel(args);
-  if (!kernel.ok()) {
-    state.SkipWithError(kernel.status().message().c_str());
-    return;
-  }
-  std::vector<float> x = Random(64 * 112 * 112, 4), y(64 * 56 * 56);
-  const void* inputs[1] = {x.data()};
-  void* outputs[1] = {y.data()};
-  TensorCall call;
-  call.inputs = inputs;
-  call.outputs = outputs;
-  call.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-  for (auto _ : state) {
-    Status s = kernel->run(call);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(x.size() * sizeof(float)),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
-}
-BENCHMARK(BM_MaxPool)->Arg(1)->Arg(2)->ArgNames({"threads"})->UseRealTime();
 
 }  // namespace
 }  // namespace kiln::cpu

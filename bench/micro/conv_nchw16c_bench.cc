@@ -10,12 +10,11 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
-#include "core/thread_pool.h"
+#include "tensor_kernel_bench.h"
 #include "graph/tensor_ops/conv_geometry.h"
 
 namespace kiln::cpu {
@@ -57,14 +56,6 @@ const Layer kLayers[] = {
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
-
 int64_t BlockedCount(const std::vector<int64_t>& d) {
   return d[0] * ((d[1] + 15) / 16) * 16 * d[2] * d[3];
 }
@@ -89,11 +80,11 @@ void BM_ConvNchw16c(benchmark::State& state) {
   const std::vector<int64_t> y_dims = geometry->OutputDims();
   const double flops = 2.0 * static_cast<double>(l.m) * static_cast<double>(l.c / l.group) *
                        static_cast<double>(l.kernel * l.kernel) * static_cast<double>(geometry->OutPixels());
-  std::vector<float> x = Random(static_cast<size_t>(BlockedCount(x_dims)), 1);
+  std::vector<float> x = RandomFloats(static_cast<size_t>(BlockedCount(x_dims)), 1);
   const TensorData wd = TensorData::FromValues<float>(
-      DType::kF32, w_dims, Random(static_cast<size_t>(l.m * (l.c / l.group) * l.kernel * l.kernel), 2));
+      DType::kF32, w_dims, RandomFloats(static_cast<size_t>(l.m * (l.c / l.group) * l.kernel * l.kernel), 2));
   const TensorData bd =
-      TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
+      TensorData::FromValues<float>(DType::kF32, {l.m}, RandomFloats(static_cast<size_t>(l.m), 3));
   std::vector<float> y(static_cast<size_t>(BlockedCount(y_dims)));
 
   setenv("KILN_CONV", impl == 0 ? "kiln" : "onednn", 1);
@@ -113,20 +104,7 @@ void BM_ConvNchw16c(benchmark::State& state) {
     return;
   }
   state.SetLabel(std::string(l.name) + " " + kernel->impl);
-  std::vector<float> scratch(kernel->scratch_bytes / sizeof(float) + 32);
-  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-  const void* inputs[3] = {x.data(), wd.data(), bd.data()};
-  void* outputs[1] = {y.data()};
-  TensorCall call;
-  call.inputs = inputs;
-  call.outputs = outputs;
-  call.scratch = aligned;
-  call.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-  for (auto _ : state) {
-    Status s = kernel->run(call);
-    benchmark::DoNotOptimize(s);
-    benchmark::DoNotOptimize(y.data());
-  }
+  TimeTensorKernel(state, *kernel, {x.data(), wd.data(), bd.data()}, {y.data()}, threads);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MFLOP"] = flops * 1e-6;
 }

@@ -11,12 +11,11 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
-#include "core/thread_pool.h"
+#include "tensor_kernel_bench.h"
 #include "graph/tensor_ops/conv_geometry.h"
 
 namespace kiln::cpu {
@@ -36,14 +35,6 @@ const Stem kStems[] = {
     {"yolov8n_3to16_3x3s2_320", 16, 320, 3, 2, 1, "Silu"},
 };
 constexpr int64_t kNumStems = sizeof(kStems) / sizeof(kStems[0]);
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
 
 void BM_ConvStem(benchmark::State& state) {
   const Stem& l = kStems[state.range(0)];
@@ -66,11 +57,11 @@ void BM_ConvStem(benchmark::State& state) {
   const std::vector<int64_t> y_dims = geometry->OutputDims();
   const double flops =
       2.0 * static_cast<double>(l.m * c * l.kernel * l.kernel) * static_cast<double>(geometry->OutPixels());
-  std::vector<float> x = Random(static_cast<size_t>(c * l.size * l.size), 1);
+  std::vector<float> x = RandomFloats(static_cast<size_t>(c * l.size * l.size), 1);
   const TensorData wd = TensorData::FromValues<float>(
-      DType::kF32, w_dims, Random(static_cast<size_t>(l.m * c * l.kernel * l.kernel), 2));
+      DType::kF32, w_dims, RandomFloats(static_cast<size_t>(l.m * c * l.kernel * l.kernel), 2));
   const TensorData bd =
-      TensorData::FromValues<float>(DType::kF32, {l.m}, Random(static_cast<size_t>(l.m), 3));
+      TensorData::FromValues<float>(DType::kF32, {l.m}, RandomFloats(static_cast<size_t>(l.m), 3));
   std::vector<float> y(static_cast<size_t>((l.m + 15) / 16 * 16 * y_dims[2] * y_dims[3]));
 
   if (impl != 2) setenv("KILN_CONV", impl == 0 ? "kiln" : "onednn", 1);
@@ -90,20 +81,7 @@ void BM_ConvStem(benchmark::State& state) {
     return;
   }
   state.SetLabel(std::string(l.name) + " " + kernel->impl);
-  std::vector<float> scratch(kernel->scratch_bytes / sizeof(float) + 32);
-  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-  const void* inputs[3] = {x.data(), wd.data(), bd.data()};
-  void* outputs[1] = {y.data()};
-  TensorCall call;
-  call.inputs = inputs;
-  call.outputs = outputs;
-  call.scratch = aligned;
-  call.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-  for (auto _ : state) {
-    Status s = kernel->run(call);
-    benchmark::DoNotOptimize(s);
-    benchmark::DoNotOptimize(y.data());
-  }
+  TimeTensorKernel(state, *kernel, {x.data(), wd.data(), bd.data()}, {y.data()}, threads);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MFLOP"] = flops * 1e-6;
 }

@@ -6,12 +6,11 @@
 //   max_pool_bench --benchmark_filter='threads:2'
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
-#include "core/thread_pool.h"
+#include "tensor_kernel_bench.h"
 
 namespace kiln::cpu {
 namespace {
@@ -39,10 +38,7 @@ void BM_MaxPool(benchmark::State& state) {
   if (blocked) attrs.SetString("activation_layout", "nchw16c");
   const int64_t out = (l.size + 2 * l.pad - 3) / 2 + 1;
   const int64_t channels = blocked ? (l.c + 15) / 16 * 16 : l.c;
-  std::vector<float> x(static_cast<size_t>(channels * l.size * l.size));
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  for (float& v : x) v = d(rng);
+  std::vector<float> x = RandomFloats(static_cast<size_t>(channels * l.size * l.size), 1);
   std::vector<float> y(static_cast<size_t>(channels * out * out));
   TensorKernelArgs args;
   args.op_type = "MaxPool";
@@ -59,20 +55,7 @@ void BM_MaxPool(benchmark::State& state) {
     return;
   }
   state.SetLabel(std::string(l.name) + " " + kernel->impl);
-  std::vector<float> scratch(kernel->scratch_bytes / sizeof(float) + 32);
-  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-  const void* inputs[1] = {x.data()};
-  void* outputs[1] = {y.data()};
-  TensorCall call;
-  call.inputs = inputs;
-  call.outputs = outputs;
-  call.scratch = aligned;
-  call.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-  for (auto _ : state) {
-    Status s = kernel->run(call);
-    benchmark::DoNotOptimize(s);
-    benchmark::DoNotOptimize(y.data());
-  }
+  TimeTensorKernel(state, *kernel, {x.data()}, {y.data()}, threads);
   const double bytes = sizeof(float) * static_cast<double>(x.size() + y.size());
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
