@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
-#include "tensor_kernel_bench.h"
 #include "bench/roofline_loops.h"
 #include "core/thread_pool.h"
 #include "graph/tensor_ops/conv_geometry.h"
+#include "tensor_kernel_bench.h"
 
 namespace kiln::cpu {
 namespace {
@@ -182,7 +182,6 @@ BENCHMARK(BM_Conv)
     ->ArgNames({"layer", "impl", "threads"})
     ->UseRealTime()
     ->MinTime(0.3);
-
 
 }  // namespace
 }  // namespace kiln::cpu

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
-#include "tensor_kernel_bench.h"
 #include "graph/tensor_ops/conv_geometry.h"
+#include "tensor_kernel_bench.h"
 
 namespace kiln::cpu {
 namespace {

@@ -47,11 +47,12 @@ std::shared_ptr<const Grammar> RecordsGrammar() {
 
 // Output prefixes of the records schema; each benchmark argument is one.
 const char* const kPrefixes[] = {
-    "",                                               // before the object
-    R"({"people": [{"name": ")",                      // inside a string of at most 40 characters
-    R"({"people": [{"name": "Ada", "age": 3)",        // inside a bounded integer
+    "",                                                     // before the object
+    R"({"people": [{"name": ")",                            // inside a string of at most 40 characters
+    R"({"people": [{"name": "Ada", "age": 3)",              // inside a bounded integer
     R"({"people": [{"name": "Ada", "age": 36, "role": ")",  // inside an enum
-    R"({"people": [{"name": "Ada", "age": 36, "role": "analyst", "active": true, "joined": "2021-0)",  // a date
+    R"({"people": [{"name": "Ada", "age": 36, "role": "analyst", "active": true, "joined": "2021-0)",  // a
+                                                                                                       // date
     R"({"people": [{"name": "Ada", "age": 36, "role": "analyst", "active": true, "joined": "2021-02-03", "email": "ada@)",  // an unbounded string
 };
 
