@@ -131,11 +131,15 @@ void RunPointwiseTile(const PointwiseTile& t) {
 #pragma GCC unroll 12
     for (int q = 0; q < P; ++q) acc[j][q] = _mm512_setzero_ps();
   }
+  // The last input block's padding lanes are zero in x and w: skip them
+  // (24 channels: 24 products a pixel, not 32).
+  const int tail = static_cast<int>(p.g.in_channels - (p.in_blocks - 1) * kBlock);
   for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
     const float* xb = t.x + cb * t.x_block_step;
     const float* wb = t.w + cb * kBlock * kBlock;
+    const int lanes = cb + 1 == p.in_blocks ? tail : static_cast<int>(kBlock);
 #pragma GCC unroll 4
-    for (int i = 0; i < kBlock; ++i) {
+    for (int i = 0; i < lanes; ++i) {
       __m512 wv[NB];
 #pragma GCC unroll 2
       for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wb + j * w_block_step + i * kBlock);
