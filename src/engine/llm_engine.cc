@@ -217,7 +217,8 @@ void LLMEngine::ProposeDrafts() {
   for (Sequence* seq : scheduler_->running()) {
     // Only greedy output is exactly the same with and without a draft as
     // verification stands; a grammar would have to follow every draft token.
-    const bool decoding = seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
+    const bool decoding =
+        seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
     if (!decoding || seq->params.temperature != 0 || seq->constraint) continue;
     // Every token the pass could yield (the draft and the model's next)
     // must fit within max_tokens and the context.

@@ -46,7 +46,9 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
       // The last token's row and every draft token's row.
       sampling_.push_back({s, static_cast<int32_t>(output_rows_.size())});
       const auto last_row = static_cast<int32_t>(token_ids_.size()) - 1;
-      for (int32_t row = last_row - entry.num_draft_tokens; row <= last_row; ++row) output_rows_.push_back(row);
+      for (int32_t row = last_row - entry.num_draft_tokens; row <= last_row; ++row) {
+        output_rows_.push_back(row);
+      }
     }
   }
 
@@ -109,7 +111,8 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
     for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
       const SamplingSeq& sampling = sampling_[i];
       Sequence& seq = *batch.seqs[sampling.entry].seq;
-      float* rows = logits_.data() + static_cast<size_t>(sampling.first_row) * static_cast<size_t>(vocab_size_);
+      float* rows =
+          logits_.data() + static_cast<size_t>(sampling.first_row) * static_cast<size_t>(vocab_size_);
       if (!seq.draft.empty()) {
         results[sampling.entry] = VerifyDraft(rows, vocab_size_, seq.draft, seq.params, seq.sampler);
         continue;

@@ -206,7 +206,8 @@ TEST(SchedulerTest, VerifiedDraftsNeverReachThePrefixCache) {
   auto a = MakeSeq(0, 3);
   sched.Add(a.get());
   RunPass(sched, sched.Schedule(), /*next_token=*/3);  // tokens 0 1 2 3, 3 computed
-  a->draft = {4, 5, 6, 7, 8};  // positions 4 to 8: blocks 1 and 2 filled by the draft
+  // Positions 4 to 8: blocks 1 and 2 filled by the draft.
+  a->draft = {4, 5, 6, 7, 8};
   ScheduledBatch batch = sched.Schedule();
   ASSERT_EQ(batch.seqs[0].num_draft_tokens, 5);
   sched.OnBatchComputed(batch);

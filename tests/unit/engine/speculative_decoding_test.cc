@@ -99,7 +99,8 @@ std::vector<GenerationResult> RunAll(LLMEngine& engine, const std::vector<Genera
 }
 
 // Compares everything a caller sees; counts the requests that differ.
-int CountMismatches(const std::vector<GenerationResult>& expected, const std::vector<GenerationResult>& actual) {
+int CountMismatches(const std::vector<GenerationResult>& expected,
+                    const std::vector<GenerationResult>& actual) {
   EXPECT_EQ(expected.size(), actual.size());
   int mismatches = 0;
   for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
@@ -110,8 +111,12 @@ int CountMismatches(const std::vector<GenerationResult>& expected, const std::ve
                       e.stats.completion_tokens == a.stats.completion_tokens;
     if (!same && ++mismatches <= 3) {
       size_t at = 0;
-      while (at < std::min(e.output_ids.size(), a.output_ids.size()) && e.output_ids[at] == a.output_ids[at]) ++at;
-      ADD_FAILURE() << "request " << i << " (" << e.prompt_ids.size() << " prompt tokens) differs from its output "
+      while (at < std::min(e.output_ids.size(), a.output_ids.size()) &&
+             e.output_ids[at] == a.output_ids[at]) {
+        ++at;
+      }
+      ADD_FAILURE() << "request " << i << " (" << e.prompt_ids.size()
+                    << " prompt tokens) differs from its output "
                     << "without speculation, first at output token " << at << " of " << e.output_ids.size();
     }
   }
@@ -203,11 +208,13 @@ TEST(SpeculativeDecodingTest, EveryPrecisionAndKvCacheDtype) {
     Precision precision;
     DType kv_dtype;
   };
-  const Variant variants[] = {
-      {Precision::kFp32, DType::kF32}, {Precision::kBf16, DType::kBF16}, {Precision::kMixed, DType::kI8},
-      {Precision::kMixed, DType::kF16}};
+  const Variant variants[] = {{Precision::kFp32, DType::kF32},
+                              {Precision::kBf16, DType::kBF16},
+                              {Precision::kMixed, DType::kI8},
+                              {Precision::kMixed, DType::kF16}};
   for (const Variant& v : variants) {
-    SCOPED_TRACE(::testing::Message() << PrecisionName(v.precision) << ", KV cache " << DTypeName(v.kv_dtype));
+    SCOPED_TRACE(::testing::Message()
+                 << PrecisionName(v.precision) << ", KV cache " << DTypeName(v.kv_dtype));
     EngineOptions options = TinyOptions("tiny-qwen2");
     options.precision = v.precision;
     options.kv_cache_dtype = v.kv_dtype;
@@ -216,8 +223,8 @@ TEST(SpeculativeDecodingTest, EveryPrecisionAndKvCacheDtype) {
 }
 
 TEST(SpeculativeDecodingTest, GgufQuantizations) {
-  for (const char* file : {"tiny-llama-Q4_0", "tiny-qwen2-Q8_0", "tiny-qwen3-Q4_K_M", "tiny-qwen3-F16",
-                           "tiny-qwen3-Q6_K"}) {
+  for (const char* file :
+       {"tiny-llama-Q4_0", "tiny-qwen2-Q8_0", "tiny-qwen3-Q4_K_M", "tiny-qwen3-F16", "tiny-qwen3-Q6_K"}) {
     SCOPED_TRACE(file);
     const std::string name = file;
     EngineOptions options = TinyOptions(name.substr(0, name.find('-', 5)));
