@@ -221,6 +221,13 @@ typedef struct kiln_engine_options {
   const char* precision;          /* activations: "fp32", "mixed" (NULL) or "bf16" */
   const char* backend;            /* "cpu" (NULL) */
   uint64_t seed;                  /* seeds requests that set none; 0: random */
+  /* Speculative decoding: "none" (NULL) or "ngram" (draft tokens looked up
+   * in each sequence's prompt and output, verified in the pass that decodes
+   * its next token; greedy requests only, their output unchanged). */
+  const char* spec_method;
+  int32_t spec_tokens;    /* draft tokens per sequence and pass at most (4) */
+  int32_t spec_ngram_min; /* with "ngram": the shortest suffix matched (2) */
+  int32_t spec_ngram_max; /* with "ngram": the longest suffix matched, tried first (4) */
 } kiln_engine_options;
 
 /* Fills `options` with the defaults, struct_size included. */

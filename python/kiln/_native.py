@@ -47,6 +47,10 @@ class EngineOptions(ctypes.Structure):
         ("precision", ctypes.c_char_p),
         ("backend", ctypes.c_char_p),
         ("seed", ctypes.c_uint64),
+        ("spec_method", ctypes.c_char_p),
+        ("spec_tokens", ctypes.c_int32),
+        ("spec_ngram_min", ctypes.c_int32),
+        ("spec_ngram_max", ctypes.c_int32),
     ]
 
 

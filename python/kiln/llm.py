@@ -26,7 +26,9 @@ class LLM(_native.OwnedHandle):
     float in (0, 1]), kv_cache_dtype ("f32", "f16", "bf16", "int8"), block_size,
     enable_prefix_caching, max_num_seqs, max_num_batched_tokens,
     max_prefill_chunk, max_model_len, precision ("fp32", "mixed", "bf16"),
-    backend, seed; and for loading from a path: tokenizer, load_format,
+    backend, seed, spec_method ("none", "ngram": speculative decoding of
+    greedy requests, with unchanged output), spec_tokens, spec_ngram_min,
+    spec_ngram_max; and for loading from a path: tokenizer, load_format,
     preset, dtype. Every method is thread-safe; requests from several
     threads are batched together."""
 
@@ -35,7 +37,7 @@ class LLM(_native.OwnedHandle):
 
     _ENGINE_FIELDS = ("threads", "kv_cache_dtype", "block_size", "enable_prefix_caching", "max_num_seqs",
                       "max_num_batched_tokens", "max_prefill_chunk", "max_model_len", "precision", "backend",
-                      "seed")
+                      "seed", "spec_method", "spec_tokens", "spec_ngram_min", "spec_ngram_max")
     _LOAD_FIELDS = ("tokenizer", "load_format", "preset", "dtype")
 
     def __init__(self, model: Union[str, os.PathLike, Model], **options):

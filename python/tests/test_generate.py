@@ -40,6 +40,17 @@ def test_generate_equals_kiln_generate(qwen_model, kiln_cli):
     assert defaults.outputs[0].text + "\n" == cli_defaults.stdout
 
 
+def test_ngram_speculation_keeps_the_greedy_output(llm, qwen_model):
+    ref = reference("tiny-qwen2", 0)
+    prompt = ref["prompt"] + " " + ref["prompt"]  # the output can quote the first copy
+    params = greedy(48, ignore_eos=True)
+    with kiln.LLM(qwen_model, threads=2, precision="fp32", seed=1, spec_method="ngram", spec_tokens=6) as fast:
+        out = fast.generate(prompt, params)[0]
+    assert out.outputs[0].token_ids == llm.generate(prompt, params)[0].outputs[0].token_ids
+    with pytest.raises(kiln.InvalidArgumentError, match="spec method 'eagle'"):
+        kiln.LLM(qwen_model, spec_method="eagle")
+
+
 def test_one_prompt_many_params_and_token_id_prompts(llm):
     ref = reference("tiny-qwen2", 0)
     outputs = llm.generate([ref["prompt"], {"prompt_token_ids": ref["input_ids"]}, {"prompt": ref["prompt"]}],

@@ -55,6 +55,9 @@ kiln_engine_options DefaultCEngineOptions() {
   o.max_prefill_chunk = e.max_prefill_chunk;
   o.max_model_len = e.max_model_len;
   o.seed = e.seed;
+  o.spec_tokens = e.spec_tokens;
+  o.spec_ngram_min = e.spec_ngram_min;
+  o.spec_ngram_max = e.spec_ngram_max;
   return o;
 }
 
@@ -185,6 +188,10 @@ Expected<EngineOptions> FromCEngineOptions(const kiln_engine_options* given) {
   KILN_ASSIGN_OR_RETURN(o.precision, PrecisionOption(c.precision, "options.precision"));
   o.backend = OrDefault(c.backend, "cpu");
   o.seed = c.seed;
+  o.spec_method = OrDefault(c.spec_method, "none");
+  o.spec_tokens = c.spec_tokens;
+  o.spec_ngram_min = c.spec_ngram_min;
+  o.spec_ngram_max = c.spec_ngram_max;
   return o;
 }
 

@@ -84,6 +84,23 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_flag("--enable-prefix-caching,!--no-prefix-caching", o.enable_prefix_caching,
                 "Reuse the KV cache of shared prompt prefixes (on by default)")
       ->group(group);
+  cmd->add_option("--spec-method", o.spec_method,
+                  "Speculative decoding: none, or ngram (draft tokens looked up in the prompt and output; "
+                  "greedy requests only, with exactly the same output)")
+      ->check(CLI::IsMember({"none", "ngram"}))
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--spec-tokens", o.spec_tokens, "Draft tokens verified per sequence and pass at most")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--spec-ngram-min", o.spec_ngram_min,
+                  "With --spec-method ngram: the shortest suffix matched")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--spec-ngram-max", o.spec_ngram_max,
+                  "With --spec-method ngram: the longest suffix matched (tried first)")
+      ->capture_default_str()
+      ->group(group);
 }
 
 Expected<EngineOptions> EngineFlags::Resolve() const {

@@ -39,8 +39,10 @@ Expected<DType> ParseKvCacheDType(const std::string& name);
 // --backend-plugin,
 // --precision, --threads, --kv-cache-memory, --kv-cache-dtype, --block-size,
 // --max-num-seqs, --max-num-batched-tokens, --max-prefill-chunk,
-// --max-model-len, --enable-prefix-caching/--no-prefix-caching and the W8A8
-// flags (--w8a8, --calibration, --calibration-percentile, --w8a8-clips) to `cmd`,
+// --max-model-len, --enable-prefix-caching/--no-prefix-caching, the
+// speculative decoding flags (--spec-method, --spec-tokens, --spec-ngram-min,
+// --spec-ngram-max) and the W8A8 flags (--w8a8, --calibration,
+// --calibration-percentile, --w8a8-clips) to `cmd`,
 // writing into `flags` (which must outlive parsing).
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
 

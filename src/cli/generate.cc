@@ -108,6 +108,15 @@ void PrintSpeed(const EngineCounters& c, size_t requests, double seconds) {
              c.prefix_cache_hits);
   fmt::print(stderr, "decode: {} tokens in {:.3f} s ({:.1f} tokens/s)\n", c.decode_tokens_computed,
              c.decode_seconds, rate(c.decode_tokens_computed, c.decode_seconds));
+  if (c.spec_verifications > 0) {
+    fmt::print(stderr,
+               "speculation: {} of {} draft tokens accepted ({:.1f}%), {:.2f} accepted per verification pass "
+               "({} passes)\n",
+               c.spec_accepted_tokens, c.spec_draft_tokens,
+               100.0 * static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_draft_tokens),
+               static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_verifications),
+               c.spec_verifications);
+  }
   if (requests > 1) {
     fmt::print(stderr,
                "{} requests, {} tokens generated in {:.3f} s ({:.1f} output tokens/s), {} preemptions\n",

@@ -117,6 +117,19 @@ void BlockManager::CacheComputedBlocks(Sequence& seq) {
   seq.num_committed_blocks = full;
 }
 
+void BlockManager::TruncateSlots(Sequence& seq, int32_t num_tokens) {
+  const int32_t keep = BlocksForTokens(num_tokens);
+  assert(keep >= seq.num_committed_blocks);
+  while (static_cast<int32_t>(seq.block_table.size()) > keep) {
+    const int32_t id = seq.block_table.back();
+    seq.block_table.pop_back();
+    Block& block = blocks_[static_cast<size_t>(id)];
+    assert(block.ref_count == 1 && !block.has_hash);
+    block.ref_count = 0;
+    PushFree(id, /*to_front=*/true);
+  }
+}
+
 void BlockManager::Free(Sequence& seq) {
   // Last blocks first: a prefix is only useful with its beginning, so the
   // tail of a sequence should be evicted before its head.

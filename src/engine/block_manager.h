@@ -57,6 +57,12 @@ class BlockManager {
   // REQUIRES: num_new_tokens >= 1; prefix is empty unless seq holds no blocks.
   bool AllocateSlots(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix = {});
 
+  // Drops the blocks at the end of seq.block_table that hold none of its
+  // first `num_tokens` tokens (the slots of rejected draft tokens). Kept
+  // blocks keep their contents: nothing is copied.
+  // REQUIRES: the dropped blocks were never offered to the prefix cache.
+  void TruncateSlots(Sequence& seq, int32_t num_tokens);
+
   // Offers the sequence's newly full, computed blocks to the prefix cache.
   // Call after a pass that advanced seq.num_computed_tokens.
   void CacheComputedBlocks(Sequence& seq);

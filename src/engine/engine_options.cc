@@ -53,6 +53,16 @@ Status EngineOptions::Validate() const {
   if (max_prefill_chunk < 0) {
     return InvalidArgument("max-prefill-chunk must be >= 0, got {}", max_prefill_chunk);
   }
+  if (spec_method != "none" && spec_method != "ngram") {
+    return InvalidArgument("spec method '{}': expected none or ngram", spec_method);
+  }
+  if (spec_tokens < 1 || spec_tokens > 64) {
+    return InvalidArgument("spec-tokens must be in [1, 64], got {}", spec_tokens);
+  }
+  if (spec_ngram_min < 1 || spec_ngram_max < spec_ngram_min) {
+    return InvalidArgument("spec-ngram-min ({}) must be >= 1 and at most spec-ngram-max ({})", spec_ngram_min,
+                           spec_ngram_max);
+  }
   if (max_model_len < 0) return InvalidArgument("max-model-len must be >= 0, got {}", max_model_len);
   if (kv_cache_memory.bytes < 0 || kv_cache_memory.fraction < 0 || kv_cache_memory.fraction > 1) {
     return InvalidArgument("KV cache memory must be a positive size or a fraction in (0, 1]");

@@ -61,6 +61,17 @@ struct EngineOptions {
   int32_t max_prefill_chunk = 0;  // 0: max_num_batched_tokens
   int32_t max_model_len = 0;      // 0: the model's own limit
 
+  // Speculative decoding: "none", or "ngram" (prompt lookup: the latest
+  // spec_ngram_max to spec_ngram_min tokens found earlier in the sequence
+  // propose what followed them). Up to spec_tokens draft tokens per
+  // sequence are checked in the pass that decodes its next token; greedy
+  // output stays exactly what it is without. Sequences that sample or
+  // follow a grammar decode one token at a time.
+  std::string spec_method = "none";
+  int32_t spec_tokens = 4;
+  int32_t spec_ngram_min = 2;
+  int32_t spec_ngram_max = 4;
+
   // Seeds requests that set none; 0 draws one from the system at start-up.
   uint64_t seed = 0;
   // When set, every forward pass writes its named values here (see

@@ -11,9 +11,11 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "engine/block_manager.h"
+#include "engine/draft_proposer.h"
 #include "engine/grammar_compiler.h"
 #include "engine/model_runner.h"
 #include "engine/model_session.h"
+#include "engine/ngram_proposer.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/stop_string_filter.h"
@@ -71,6 +73,10 @@ Status LLMEngine::Init() {
   sc.max_prefill_chunk = options_.max_prefill_chunk;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
   runner_ = std::make_unique<ModelRunner>(*session_);
+  if (options_.spec_method == "ngram") {
+    proposer_ = std::make_unique<NgramProposer>(
+        NgramConfig{.min_n = options_.spec_ngram_min, .max_n = options_.spec_ngram_max});
+  }
   if (model_.tokenizer) grammars_ = std::make_unique<GrammarCompiler>(*model_.tokenizer);
   if (!options_.dump_dir.empty()) {
     KILN_ASSIGN_OR_RETURN(dumper_, TensorDumper::Create(options_.dump_dir));
@@ -91,6 +97,10 @@ Status LLMEngine::Init() {
       "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step",
       num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
       options_.max_num_seqs, options_.max_num_batched_tokens);
+  if (proposer_) {
+    KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per greedy sequence",
+                  options_.spec_method, options_.spec_tokens);
+  }
   return Status::Ok();
 }
 
@@ -201,6 +211,25 @@ void LLMEngine::DrainPending() {
   }
 }
 
+void LLMEngine::ProposeDrafts() {
+  if (!proposer_) return;
+  std::vector<DraftRequest> wanted;
+  for (Sequence* seq : scheduler_->running()) {
+    // Only greedy output is exactly the same with and without a draft as
+    // verification stands; a grammar would have to follow every draft token.
+    const bool decoding =
+        seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
+    if (!decoding || seq->params.temperature != 0 || seq->constraint) continue;
+    // Every token the pass could yield (the draft and the model's next)
+    // must fit within max_tokens and the context.
+    const int64_t room = std::min<int64_t>(seq->params.max_tokens - seq->num_completion_tokens() - 1,
+                                           max_model_len() - seq->num_tokens());
+    const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(options_.spec_tokens, room));
+    if (max_tokens > 0) wanted.push_back({seq, max_tokens});
+  }
+  if (!wanted.empty()) proposer_->Propose(wanted);
+}
+
 Status LLMEngine::Step() {
   DrainPending();
   if (!scheduler_->HasUnfinished()) {
@@ -208,6 +237,7 @@ Status LLMEngine::Step() {
     return Status::Ok();
   }
   const double start = EngineClock();
+  ProposeDrafts();
   ScheduledBatch batch = scheduler_->Schedule();
   if (batch.empty()) {
     return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());
@@ -215,12 +245,12 @@ Status LLMEngine::Step() {
   StepTally tally;
   for (const ScheduledSequence& s : batch.seqs) {
     if (s.seq->stats.first_scheduled_time < 0) s.seq->stats.first_scheduled_time = start;
-    bool decoding = s.num_tokens == 1 && s.start >= s.seq->num_prompt_tokens;
+    bool decoding = s.num_tokens - s.num_draft_tokens == 1 && s.start >= s.seq->num_prompt_tokens;
     (decoding ? tally.decode_tokens : tally.prefill_tokens) += s.num_tokens;
   }
 
-  auto samples = runner_->Run(batch, dumper_.get());
-  if (!samples.ok()) {
+  auto drawn = runner_->Run(batch, dumper_.get());
+  if (!drawn.ok()) {
     double now = EngineClock();
     for (const ScheduledSequence& s : batch.seqs) {
       TokenEvent event;
@@ -229,21 +259,35 @@ Status LLMEngine::Step() {
     StepTally failed;  // nothing was computed
     failed.seconds = now - start;
     UpdateCounters(&failed);
-    return samples.status().WithContext("engine step");
+    return drawn.status().WithContext("engine step");
   }
   scheduler_->OnBatchComputed(batch);
   const double now = EngineClock();
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
-    if (!batch.seqs[i].samples) continue;
-    HandleSample(*requests_.at(batch.seqs[i].seq->id), (*samples)[i], now);
-    ++tally.sampled;
+    const std::vector<SampleResult>& tokens = (*drawn)[i];
+    if (tokens.empty()) continue;
+    const ScheduledSequence& s = batch.seqs[i];
+    Request& r = *requests_.at(s.seq->id);
+    const auto num_accepted = static_cast<int32_t>(tokens.size()) - 1;
+    if (s.num_draft_tokens > 0) {
+      tally.verifications += 1;
+      tally.draft_tokens += s.num_draft_tokens;
+      tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
+    }
+    bool running = true;
+    for (const SampleResult& token : tokens) {
+      ++tally.sampled;
+      running = HandleSample(r, token, now);
+      if (!running) break;  // the tokens after a stop are dropped
+    }
+    if (running && s.num_draft_tokens > 0) scheduler_->OnDraftVerified(s.seq, num_accepted);
   }
   tally.seconds = EngineClock() - start;
   UpdateCounters(&tally);
   return Status::Ok();
 }
 
-void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now) {
+bool LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now) {
   Sequence& seq = r.seq;
   const SamplingParams& params = seq.params;
   const int32_t token = sample.token;
@@ -254,7 +298,7 @@ void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
     TokenEvent event;
     if (r.decoder) event.text = r.stop_filter.Push(r.decoder->Flush(), true) + r.stop_filter.Finish();
     FinishRequest(r, FinishReason::kStop, std::move(event), now);
-    return;
+    return false;
   }
   if (seq.constraint) {
     const bool had_abandoned = !seq.constraint->abandoned().empty();
@@ -264,8 +308,7 @@ void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
       KILN_LOG_WARN("request {}: output left unconstrained: {}", seq.id, seq.constraint->abandoned());
     }
   }
-  seq.tokens.push_back(token);
-  AcceptToken(seq.sampler, token);
+  seq.tokens.push_back(token);  // the model runner recorded it in the sampler state
   seq.stats.completion_tokens = seq.num_completion_tokens();
   if (seq.stats.first_token_time < 0) seq.stats.first_token_time = now;
   seq.stats.last_token_time = now;
@@ -294,7 +337,7 @@ void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
   }
   if (reason == FinishReason::kNone) {
     if (r.on_token) r.on_token(event);
-    return;
+    return true;
   }
   // The end: release what the decoder and the stop filter still hold.
   if (r.decoder && !r.stop_filter.stopped()) {
@@ -303,6 +346,7 @@ void LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
     event.text += r.stop_filter.Finish();
   }
   FinishRequest(r, reason, std::move(event), now);
+  return false;
 }
 
 void LLMEngine::FinishRequest(Request& r, FinishReason reason, TokenEvent event, double now) {
@@ -339,7 +383,10 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   if (step == nullptr) return;
   c.steps += 1;
   c.prompt_tokens_computed += step->prefill_tokens;
-  c.decode_tokens_computed += step->decode_tokens;
+  c.decode_tokens_computed += step->decode_tokens - step->rejected_draft_tokens;
+  c.spec_verifications += step->verifications;
+  c.spec_draft_tokens += step->draft_tokens;
+  c.spec_accepted_tokens += step->draft_tokens - step->rejected_draft_tokens;
   c.generation_tokens += step->sampled;
   int64_t tokens = step->prefill_tokens + step->decode_tokens;
   if (tokens > 0) {

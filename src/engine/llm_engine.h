@@ -21,6 +21,7 @@ namespace kiln {
 
 class BlockManager;
 class CompiledModel;
+class DraftProposer;
 class GrammarCompiler;
 class ModelRunner;
 class ModelSession;
@@ -39,9 +40,17 @@ struct EngineCounters {
   int64_t prefix_cache_queries = 0;    // tokens looked up in the prefix cache
   int64_t prefix_cache_hits = 0;       // tokens found there
   int64_t prompt_tokens_computed = 0;  // prefill tokens run (recomputation included)
-  int64_t decode_tokens_computed = 0;  // generated tokens fed back, one per sequence per step
+  // Generated tokens fed back and kept in the cache: one per sequence per
+  // step, plus the accepted draft tokens of speculative decoding.
+  int64_t decode_tokens_computed = 0;
   int64_t generation_tokens = 0;       // tokens sampled
   int64_t num_preemptions = 0;
+  // Speculative decoding: passes that verified a draft (one per sequence
+  // and step), the draft tokens they checked, and those the model agreed
+  // with (each one a token gained without a pass of its own).
+  int64_t spec_verifications = 0;
+  int64_t spec_draft_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
   int64_t steps = 0;
   int64_t requests_finished = 0;
   // Time in steps, each step's time split between prefill and decode in
@@ -121,15 +130,21 @@ class LLMEngine {
   Status Init();
   // Moves requests and aborts queued by other threads into the scheduler.
   void DrainPending();
+  // Sets the drafts of the running sequences that speculate this step
+  // (greedy, unconstrained, decoding their next token).
+  void ProposeDrafts();
   // Appends a sampled token, decides whether the request is done, and
-  // tells its callback.
-  void HandleSample(Request& request, const SampleResult& sample, double now);
+  // tells its callback. False when the request ended (and is gone).
+  bool HandleSample(Request& request, const SampleResult& sample, double now);
   // Ends a request: frees its blocks, tells its callback, forgets it.
   void FinishRequest(Request& request, FinishReason reason, TokenEvent event, double now);
   // What one step did, for the counters.
   struct StepTally {
     int64_t prefill_tokens = 0;
-    int64_t decode_tokens = 0;
+    int64_t decode_tokens = 0;  // run, rejected draft tokens included
+    int64_t rejected_draft_tokens = 0;
+    int64_t verifications = 0;
+    int64_t draft_tokens = 0;
     int64_t sampled = 0;
     double seconds = 0;
   };
@@ -143,6 +158,7 @@ class LLMEngine {
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<DraftProposer> proposer_;  // null without speculative decoding
   std::unique_ptr<TensorDumper> dumper_;
   std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
   std::vector<int32_t> eos_ids_;

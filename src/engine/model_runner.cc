@@ -1,9 +1,12 @@
 // Building the ForwardBatch of a step and sampling from its logits.
 #include "engine/model_runner.h"
 
+#include <cassert>
+
 #include "backend/backend.h"
 #include "compiler/compiled_model.h"
 #include "core/thread_pool.h"
+#include "engine/draft_verifier.h"
 #include "engine/model_session.h"
 #include "engine/tensor_dump.h"
 
@@ -12,7 +15,8 @@ namespace kiln {
 ModelRunner::ModelRunner(ModelSession& session)
     : session_(session), vocab_size_(session.config().vocab_size) {}
 
-Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch, TensorDumper* dumper) {
+Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const ScheduledBatch& batch,
+                                                                  TensorDumper* dumper) {
   // The batch limit is the session's to check (ModelSession::Forward).
   token_ids_.clear();
   positions_.clear();
@@ -21,18 +25,31 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
   seq_lens_.clear();
   block_tables_.clear();
   output_rows_.clear();
+  sampling_.clear();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const ScheduledSequence& entry = batch.seqs[s];
     const Sequence& seq = *entry.seq;
-    for (int32_t p = entry.start; p < entry.start + entry.num_tokens; ++p) {
-      token_ids_.push_back(seq.tokens[static_cast<size_t>(p)]);
+    assert(entry.num_draft_tokens == static_cast<int32_t>(seq.draft.size()));
+    assert(entry.num_draft_tokens == 0 || entry.samples);
+    const int32_t end = entry.start + entry.num_tokens;
+    const int32_t first_draft = end - entry.num_draft_tokens;
+    for (int32_t p = entry.start; p < end; ++p) {
+      token_ids_.push_back(p < first_draft ? seq.tokens[static_cast<size_t>(p)]
+                                           : seq.draft[static_cast<size_t>(p - first_draft)]);
       positions_.push_back(p);
       token_seq_.push_back(static_cast<int32_t>(s));
     }
     query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
-    seq_lens_.push_back(entry.start + entry.num_tokens);
+    seq_lens_.push_back(end);
     block_tables_.push_back(seq.block_table.data());
-    if (entry.samples) output_rows_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
+    if (entry.samples) {
+      // The last token's row and every draft token's row.
+      sampling_.push_back({s, static_cast<int32_t>(output_rows_.size())});
+      const auto last_row = static_cast<int32_t>(token_ids_.size()) - 1;
+      for (int32_t row = last_row - entry.num_draft_tokens; row <= last_row; ++row) {
+        output_rows_.push_back(row);
+      }
+    }
   }
 
   ForwardBatch fb;
@@ -50,25 +67,22 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
 
   // Grammar masks depend only on the tokens accepted so far, so they are
   // computed while the pass computes the logits.
-  sampling_.clear();
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (batch.seqs[s].samples) sampling_.push_back(s);
-  }
   if (masks_.size() < sampling_.size()) masks_.resize(sampling_.size());
   bool any_constrained = false;
-  for (size_t row = 0; row < sampling_.size(); ++row) {
-    const Sequence& seq = *batch.seqs[sampling_[row]].seq;
-    if (seq.constraint && seq.constraint->active()) {
+  for (size_t i = 0; i < sampling_.size(); ++i) {
+    const ScheduledSequence& entry = batch.seqs[sampling_[i].entry];
+    if (entry.seq->constraint && entry.seq->constraint->active()) {
+      assert(entry.num_draft_tokens == 0);
       any_constrained = true;
     } else {
-      masks_[row].clear();
+      masks_[i].clear();
     }
   }
   if (any_constrained) {
     mask_worker_.Start([this, &batch] {
-      for (size_t row = 0; row < sampling_.size(); ++row) {
-        const Sequence& seq = *batch.seqs[sampling_[row]].seq;
-        if (seq.constraint && seq.constraint->active()) seq.constraint->FillMask(&masks_[row]);
+      for (size_t i = 0; i < sampling_.size(); ++i) {
+        const Sequence& seq = *batch.seqs[sampling_[i].entry].seq;
+        if (seq.constraint && seq.constraint->active()) seq.constraint->FillMask(&masks_[i]);
       }
     });
   }
@@ -88,19 +102,25 @@ Expected<std::vector<SampleResult>> ModelRunner::Run(const ScheduledBatch& batch
     KILN_RETURN_IF_ERROR(dumper->EndPass());
   }
 
-  // Each sequence samples from its own logits row with its own state, so
-  // the rows go to the pool's threads: a batch of 16 spent about 5% of a
-  // decode step sampling on one thread.
-  std::vector<SampleResult> results(batch.seqs.size());
+  // Each sequence samples from its own logits rows with its own state, so
+  // the sequences go to the pool's threads: a batch of 16 spent about 5% of
+  // a decode step sampling on one thread.
+  std::vector<std::vector<SampleResult>> results(batch.seqs.size());
   ThreadPool& pool = session_.model().pool();
   pool.ParallelFor(static_cast<int64_t>(sampling_.size()), [&](int64_t begin, int64_t end, int) {
-    for (int64_t row = begin; row < end; ++row) {
-      const size_t s = sampling_[static_cast<size_t>(row)];
-      Sequence& seq = *batch.seqs[s].seq;
-      const std::vector<uint32_t>& mask = masks_[static_cast<size_t>(row)];
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) {
+      const SamplingSeq& sampling = sampling_[i];
+      Sequence& seq = *batch.seqs[sampling.entry].seq;
+      float* rows =
+          logits_.data() + static_cast<size_t>(sampling.first_row) * static_cast<size_t>(vocab_size_);
+      if (!seq.draft.empty()) {
+        results[sampling.entry] = VerifyDraft(rows, vocab_size_, seq.draft, seq.params, seq.sampler);
+        continue;
+      }
       const bool masked = seq.constraint && seq.constraint->active();
-      results[s] = Sample(logits_.data() + static_cast<size_t>(row) * static_cast<size_t>(vocab_size_), vocab_size_,
-                          seq.params, seq.sampler, masked ? &mask : nullptr);
+      SampleResult drawn = Sample(rows, vocab_size_, seq.params, seq.sampler, masked ? &masks_[i] : nullptr);
+      if (drawn.token >= 0) AcceptToken(seq.sampler, drawn.token);
+      results[sampling.entry].push_back(std::move(drawn));
     }
   });
   return results;

@@ -1,6 +1,6 @@
 // Turns a scheduled batch into one forward pass of the compiled model over
 // the paged KV cache, then samples the next token of each sequence whose
-// pass reached its last token.
+// pass reached its last token, and verifies the drafts that came with it.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +23,19 @@ class ModelRunner {
 
   // Runs every scheduled sequence's tokens in one ModelSession::Forward
   // call (positions, block tables and the rows whose logits are needed are
-  // runtime inputs) and returns one result per batch.seqs entry, in order:
-  // the sampled token, or token -1 where the sequence does not sample. With
-  // a sequence with an active OutputConstraint, only the tokens its grammar
-  // allows are drawn (its mask is computed on a thread of its own while the
-  // forward pass runs; token -1 when nothing is allowed). With
-  // a `dumper`, the pass's named intermediate values and its logits (as
-  // "logits") are written out. An error leaves sequences and sampler states
-  // untouched.
-  Expected<std::vector<SampleResult>> Run(const ScheduledBatch& batch, TensorDumper* dumper = nullptr);
+  // runtime inputs) and returns the tokens drawn for each batch.seqs entry,
+  // in order: none where the sequence does not sample; else, for a
+  // sequence with k draft tokens, the logits of its last token and of each
+  // draft token are read and VerifyDraft's 1 to k + 1 tokens returned (one
+  // token without a draft). Each drawn token is recorded in the sequence's
+  // sampler state. With a sequence with an active OutputConstraint (never
+  // with a draft), only the tokens its grammar allows are drawn (its mask
+  // is computed on a thread of its own while the forward pass runs; token
+  // -1 when nothing is allowed). With a `dumper`, the pass's named
+  // intermediate values and its logits (as "logits") are written out. An
+  // error leaves sequences and sampler states untouched.
+  Expected<std::vector<std::vector<SampleResult>>> Run(const ScheduledBatch& batch,
+                                                       TensorDumper* dumper = nullptr);
 
  private:
   ModelSession& session_;
@@ -40,8 +44,14 @@ class ModelRunner {
   std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;
   std::vector<const int32_t*> block_tables_;
   std::vector<float> logits_;
-  std::vector<size_t> sampling_;  // batch.seqs indices that sample, in logits row order
-  // Grammar masks by logits row (empty where the row is unconstrained).
+  // The batch.seqs entries that sample, in logits row order, each with its
+  // first logits row (one row, or one more than its draft tokens).
+  struct SamplingSeq {
+    size_t entry = 0;
+    int32_t first_row = 0;
+  };
+  std::vector<SamplingSeq> sampling_;
+  // Grammar masks by sampling_ index (empty where unconstrained).
   std::vector<std::vector<uint32_t>> masks_;
   MaskWorker mask_worker_;
 };

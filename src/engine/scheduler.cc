@@ -26,18 +26,29 @@ ScheduledBatch Scheduler::Schedule() {
   int32_t budget = config_.max_num_batched_tokens;
   auto take = [&](Sequence* seq, int32_t n) {
     const int32_t start = seq->num_computed_tokens;
-    batch.seqs.push_back({seq, start, n, start + n == seq->num_tokens()});
-    batch.num_tokens += n;
-    budget -= n;
+    const bool samples = start + n == seq->num_tokens();
+    const auto drafted = static_cast<int32_t>(seq->draft.size());
+    batch.seqs.push_back({seq, start, n + drafted, samples, drafted});
+    batch.num_tokens += n + drafted;
+    budget -= n + drafted;
   };
 
   // Running sequences, oldest first; the newest give way when blocks run out.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  size_t i = 0;
+  for (; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
     int32_t n = ChunkSize(seq->num_uncomputed_tokens(), budget);
     assert(n > 0);
+    // A draft rides along only when the pass reaches the last token, within
+    // what the budget leaves after one token for each running sequence
+    // behind this one, and in blocks that are free now.
+    const auto behind = static_cast<int32_t>(running_.size() - i - 1);
+    int32_t drafted = n == seq->num_uncomputed_tokens() ? std::max(0, budget - n - behind) : 0;
+    drafted = std::min(drafted, static_cast<int32_t>(seq->draft.size()));
+    if (drafted > 0 && !blocks_.AllocateSlots(*seq, n + drafted)) drafted = 0;
+    seq->draft.resize(static_cast<size_t>(drafted));
     bool preempted_self = false;
-    while (!blocks_.AllocateSlots(*seq, n)) {
+    while (drafted == 0 && !blocks_.AllocateSlots(*seq, n)) {
       Sequence* victim = running_.back();
       running_.pop_back();
       Preempt(victim);
@@ -51,6 +62,8 @@ ScheduledBatch Scheduler::Schedule() {
     take(seq, n);
     ++i;
   }
+  // Sequences the budget did not reach run nothing, drafts included.
+  for (; i < running_.size(); ++i) running_[i]->draft.clear();
 
   // Waiting sequences, in order, unless this step already ran short of blocks.
   while (batch.preempted.empty() && !waiting_.empty() && budget > 0 &&
@@ -65,6 +78,7 @@ ScheduledBatch Scheduler::Schedule() {
     if (seq->stats.num_preemptions == 0) seq->stats.cached_tokens = prefix.num_tokens;
     seq->status = SequenceStatus::kRunning;
     running_.push_back(seq);
+    seq->draft.clear();  // admission runs (part of) the prompt, never a draft
     take(seq, n);
   }
   return batch;
@@ -73,9 +87,18 @@ ScheduledBatch Scheduler::Schedule() {
 void Scheduler::OnBatchComputed(const ScheduledBatch& batch) {
   for (const ScheduledSequence& s : batch.seqs) {
     assert(s.seq->num_computed_tokens == s.start);
-    s.seq->num_computed_tokens += s.num_tokens;
+    s.seq->num_computed_tokens += s.num_tokens - s.num_draft_tokens;
     blocks_.CacheComputedBlocks(*s.seq);
   }
+}
+
+void Scheduler::OnDraftVerified(Sequence* seq, int32_t num_accepted) {
+  assert(num_accepted >= 0 && num_accepted <= static_cast<int32_t>(seq->draft.size()));
+  seq->num_computed_tokens += num_accepted;
+  assert(seq->num_computed_tokens < seq->num_tokens());
+  blocks_.TruncateSlots(*seq, seq->num_computed_tokens);
+  blocks_.CacheComputedBlocks(*seq);
+  seq->draft.clear();
 }
 
 void Scheduler::Finish(Sequence* seq) {
@@ -86,11 +109,13 @@ void Scheduler::Finish(Sequence* seq) {
   drop(running_);
   drop(waiting_);
   blocks_.Free(*seq);
+  seq->draft.clear();
   seq->status = SequenceStatus::kFinished;
 }
 
 void Scheduler::Preempt(Sequence* seq) {
   blocks_.Free(*seq);
+  seq->draft.clear();
   seq->num_computed_tokens = 0;
   seq->status = SequenceStatus::kWaiting;
   seq->stats.num_preemptions += 1;

@@ -2,7 +2,9 @@
 // first (a decode token, or the next chunk of a prompt), then waiting ones,
 // as far as the budget, the sequence limit and the KV blocks allow. When
 // blocks run out the newest running sequences are preempted and later
-// recomputed.
+// recomputed. A sequence whose pass reaches its last token also takes its
+// draft (speculative decoding) when the budget and free blocks allow, and
+// gives the unverified slots back once the pass has verified them.
 #pragma once
 
 #include <cstdint>
@@ -20,15 +22,17 @@ struct SchedulerConfig {
   int32_t max_prefill_chunk = 0;         // prompt tokens per sequence per pass; 0: the budget
 };
 
-// One sequence's share of a step: tokens [start, start + num_tokens) of its
-// tokens go through the model.
+// One sequence's share of a step: positions [start, start + num_tokens) go
+// through the model: its tokens from `start` on, then, when the pass
+// reaches its last token, the num_draft_tokens tokens of seq->draft.
 struct ScheduledSequence {
   Sequence* seq = nullptr;
   int32_t start = 0;  // seq->num_computed_tokens when scheduled
-  int32_t num_tokens = 0;
+  int32_t num_tokens = 0;  // including the draft
   // The pass reaches the sequence's last token, so the next one is sampled
-  // from its logits.
+  // from its logits (and each draft token checked against the model's).
   bool samples = false;
+  int32_t num_draft_tokens = 0;  // seq->draft.size(); 0 unless samples
 };
 
 struct ScheduledBatch {
@@ -52,12 +56,27 @@ class Scheduler {
 
   // Picks the next pass and reserves its KV slots. Running sequences keep
   // their order; waiting ones are admitted in order while everything fits.
-  // Empty when nothing can run.
+  // A running sequence whose pass reaches its last token takes as much of
+  // its draft as the budget allows after one token for each running
+  // sequence behind it, and as the free blocks allow without preempting
+  // anyone; every other sequence's draft is emptied. Empty when nothing can
+  // run.
   ScheduledBatch Schedule();
 
   // Records that `batch` went through the model: advances each sequence's
-  // computed tokens and offers newly full blocks to the prefix cache.
+  // computed tokens (not past its draft, which is still unverified) and
+  // offers newly full blocks to the prefix cache.
   void OnBatchComputed(const ScheduledBatch& batch);
+
+  // Records the verification of a sequence's draft after OnBatchComputed:
+  // the first `num_accepted` draft tokens, now appended to seq->tokens
+  // with the model's next token after them, count as computed; the slots of
+  // the rejected rest are dropped from the block table (their blocks freed
+  // where no computed token is left in them; nothing is copied); the draft
+  // is emptied.
+  // REQUIRES: 0 <= num_accepted <= the draft tokens scheduled, and the
+  // tokens appended.
+  void OnDraftVerified(Sequence* seq, int32_t num_accepted);
 
   // Removes a running or waiting sequence for good, freeing its blocks, and
   // marks it finished. The caller sets the finish reason.

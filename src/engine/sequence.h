@@ -24,6 +24,12 @@ struct Sequence {
   // The prompt followed by the tokens generated so far. Append-only: the
   // prefix cache's block hashes depend on it.
   std::vector<int32_t> tokens;
+  // Speculative decoding: tokens a proposer guessed to follow `tokens`, not
+  // yet verified by the model. The engine sets them before a step, the
+  // scheduler trims them to what the step can take, and the engine empties
+  // them once the pass has verified them. Never part of `tokens`, so never
+  // hashed into the prefix cache.
+  std::vector<int32_t> draft;
   int32_t num_prompt_tokens;
   SamplingParams params;
   SamplerState sampler;  // the engine sets it up; the model runner draws from it

@@ -98,6 +98,25 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Sample("kiln_num_preemptions_total", static_cast<double>(c.num_preemptions));
   out += Header("kiln_generation_tokens_total", "counter", "Tokens sampled by the engine.");
   out += Sample("kiln_generation_tokens_total", static_cast<double>(c.generation_tokens));
+  out += Header("kiln_spec_verifications_total", "counter",
+                "Speculative decoding: sequence passes that verified a draft.");
+  out += Sample("kiln_spec_verifications_total", static_cast<double>(c.spec_verifications));
+  out += Header("kiln_spec_draft_tokens_total", "counter", "Speculative decoding: draft tokens verified.");
+  out += Sample("kiln_spec_draft_tokens_total", static_cast<double>(c.spec_draft_tokens));
+  out += Header("kiln_spec_accepted_tokens_total", "counter",
+                "Speculative decoding: draft tokens the model agreed with.");
+  out += Sample("kiln_spec_accepted_tokens_total", static_cast<double>(c.spec_accepted_tokens));
+  out += Header("kiln_spec_acceptance_rate", "gauge", "Accepted over verified draft tokens, since start.");
+  out += Sample("kiln_spec_acceptance_rate",
+                c.spec_draft_tokens > 0
+                    ? static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_draft_tokens)
+                    : 0.0);
+  out += Header("kiln_spec_mean_accepted_tokens", "gauge",
+                "Draft tokens accepted per verification pass, since start (each saves a pass).");
+  out += Sample("kiln_spec_mean_accepted_tokens",
+                c.spec_verifications > 0
+                    ? static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_verifications)
+                    : 0.0);
   return out;
 }
 

@@ -402,6 +402,33 @@ TEST_F(CApiEngine, BadArgumentsAreErrorsNamingThem) {
   EXPECT_TRUE(Contains(kiln_last_error(), "request 123456")) << kiln_last_error();
 }
 
+TEST(CApiEngineOptions, NgramSpeculationKeepsTheGreedyOutput) {
+  kiln_engine_options options = TinyEngineOptions();
+  options.spec_method = "ngram";
+  options.spec_tokens = 6;
+  EnginePtr engine = CreateEngine(SharedModel("tiny-qwen2"), options);
+  ASSERT_NE(engine, nullptr);
+  for (int prompt = 0; prompt < 2; ++prompt) {
+    nlohmann::json ref = Reference("tiny-qwen2", prompt);
+    // The prompt twice: the second copy and the output can quote the first.
+    const std::string text = ref["prompt"].get<std::string>() + " " + ref["prompt"].get<std::string>();
+    kiln_sampling_params params = Greedy(48);
+    kiln_completion* speculative = nullptr;
+    ASSERT_EQ(kiln_generate(engine.get(), text.c_str(), &params, &speculative), KILN_OK) << kiln_last_error();
+    CompletionPtr owned(speculative);
+    EnginePtr plain_engine = CreateEngine(SharedModel("tiny-qwen2"));
+    kiln_completion* plain = nullptr;
+    ASSERT_EQ(kiln_generate(plain_engine.get(), text.c_str(), &params, &plain), KILN_OK) << kiln_last_error();
+    CompletionPtr owned_plain(plain);
+    EXPECT_EQ(Ids(*speculative), Ids(*plain)) << prompt;
+    EXPECT_EQ(Text(*speculative), Text(*plain)) << prompt;
+  }
+  kiln_engine* bad = nullptr;
+  options.spec_method = "eagle";
+  EXPECT_EQ(kiln_engine_create(SharedModel("tiny-qwen2"), &options, &bad), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "spec method 'eagle'")) << kiln_last_error();
+}
+
 TEST(CApiEngineOptions, BadOptionsAreErrorsNamingThem) {
   const kiln_model* model = SharedModel("tiny-qwen2");
   kiln_engine* engine = nullptr;

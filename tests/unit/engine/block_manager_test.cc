@@ -206,5 +206,27 @@ TEST(BlockManagerTest, InvariantCheckCatchesAMissingHolder) {
   EXPECT_FALSE(bm.CheckInvariants(holders).ok());
 }
 
+TEST(BlockManagerTest, TruncatingSlotsFreesTheBlocksPastTheKeptTokens) {
+  BlockManager bm(8, kBlock, /*enable_prefix_caching=*/true);
+  Sequence seq = MakeSeq(0, Range(0, 6));
+  AdmitAndCompute(bm, seq);  // one full block cached, two tokens in the second
+  // Slots for the next token and a draft of five: positions 6 to 11.
+  ASSERT_TRUE(bm.AllocateSlots(seq, 6));
+  ASSERT_EQ(seq.block_table.size(), 3u);
+  const std::vector<int32_t> kept(seq.block_table.begin(), seq.block_table.begin() + 2);
+  // No draft token accepted: 7 tokens computed, so the third block goes.
+  bm.TruncateSlots(seq, 7);
+  EXPECT_EQ(seq.block_table, kept);
+  EXPECT_EQ(bm.num_free_blocks(), 6);
+  const Sequence* holders[] = {&seq};
+  Status s = bm.CheckInvariants(holders);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // Nothing past the kept tokens' blocks is dropped, whatever the count.
+  bm.TruncateSlots(seq, 8);
+  EXPECT_EQ(seq.block_table, kept);
+  bm.TruncateSlots(seq, 5);
+  EXPECT_EQ(seq.block_table, kept);
+}
+
 }  // namespace
 }  // namespace kiln

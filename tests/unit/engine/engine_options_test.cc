@@ -54,5 +54,30 @@ TEST(EngineOptionsTest, ValidateNamesTheBadOption) {
   EXPECT_FALSE(o.Validate().ok());  // no model
 }
 
+TEST(EngineOptionsTest, SpeculativeDecodingOptionsAreChecked) {
+  EngineOptions o;
+  o.model = "m";
+  o.spec_method = "ngram";
+  EXPECT_TRUE(o.Validate().ok());
+  auto message = [](const EngineOptions& bad) {
+    Status s = bad.Validate();
+    EXPECT_FALSE(s.ok());
+    return s.message();
+  };
+  EngineOptions bad = o;
+  bad.spec_method = "medusa";
+  EXPECT_NE(message(bad).find("spec method"), std::string::npos);
+  bad = o;
+  bad.spec_tokens = 0;
+  EXPECT_NE(message(bad).find("spec-tokens"), std::string::npos);
+  bad = o;
+  bad.spec_ngram_min = 5;
+  bad.spec_ngram_max = 3;
+  EXPECT_NE(message(bad).find("spec-ngram-min"), std::string::npos);
+  bad = o;
+  bad.spec_ngram_min = 0;
+  EXPECT_NE(message(bad).find("spec-ngram-min"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -75,6 +75,33 @@ TEST(GenerateCliTest, StreamsTheGreedyContinuationAndReportsSpeed) {
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
 }
 
+// A passage of held-out text, twice, then its first words: the n-gram
+// drafts are often right, and the text is the same as without them.
+TEST(GenerateCliTest, NgramSpeculationReportsAcceptanceAndChangesNoText) {
+  const std::string text = ReadAll(testing::SharedDir() + "/data/text/heldout.txt");
+  ASSERT_GT(text.size(), 2000u);
+  const std::string passage = text.substr(1000, 600);
+  const std::string prompt = passage + "\n\n" + passage + "\n\n" + passage.substr(0, 80);
+  std::vector<std::string> args = {"-m",           Model("tiny-qwen2"), "-p", prompt,      "-n", "96",
+                                   "--ignore-eos", "--temperature",     "0",  "--threads", "2"};
+  RunResult plain = Generate(args);
+  args.insert(args.end(), {"--spec-method", "ngram", "--spec-tokens", "5"});
+  RunResult speculative = Generate(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(speculative.exit_code, 0) << speculative.err;
+  EXPECT_EQ(speculative.out, plain.out);
+  EXPECT_EQ(plain.err.find("speculation:"), std::string::npos) << plain.err;
+  EXPECT_NE(speculative.err.find("speculation: "), std::string::npos) << speculative.err;
+  EXPECT_NE(speculative.err.find("accepted per verification pass"), std::string::npos) << speculative.err;
+  // The decode count is of tokens kept, the same either way.
+  EXPECT_NE(speculative.err.find("decode: 95 tokens"), std::string::npos) << speculative.err;
+
+  RunResult bad = Generate({"-m", Model("tiny-qwen2"), "-p", "x", "--spec-method", "ngram",
+                            "--spec-ngram-min", "3", "--spec-ngram-max", "2"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("spec-ngram-min"), std::string::npos) << bad.err;
+}
+
 TEST(GenerateCliTest, ChatNeedsATemplate) {
   RunResult none = Generate({"-m", Model("tiny-llama"), "-p", "Hello", "--chat", "-n", "4"});
   EXPECT_EQ(none.exit_code, 1);

@@ -145,12 +145,94 @@ TEST(SchedulerTest, ReportsCachedPromptTokensAtFirstAdmission) {
   EXPECT_EQ(b->stats.cached_tokens, 16);
 }
 
+TEST(SchedulerTest, DraftsRideWithTheLastTokenWithinTheBudget) {
+  BlockManager bm(64, 4, false);
+  Scheduler sched({.max_num_seqs = 4, .max_num_batched_tokens = 8, .max_prefill_chunk = 0}, bm);
+  auto a = MakeSeq(0, 3);
+  auto b = MakeSeq(1, 3, 10);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  RunPass(sched, sched.Schedule());  // both prefilled; each has a sampled token
+  a->draft = {1, 2, 3, 4, 5, 6, 7, 8};
+  b->draft = {9, 9};
+  ScheduledBatch batch = sched.Schedule();
+  ASSERT_EQ(batch.seqs.size(), 2u);
+  // a takes its last token and as much draft as leaves one token for b.
+  EXPECT_EQ(batch.seqs[0].num_tokens, 7);
+  EXPECT_EQ(batch.seqs[0].num_draft_tokens, 6);
+  EXPECT_EQ(a->draft, (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(batch.seqs[1].num_tokens, 1);
+  EXPECT_EQ(batch.seqs[1].num_draft_tokens, 0);
+  EXPECT_TRUE(b->draft.empty());
+  EXPECT_EQ(batch.num_tokens, 8);
+  // Slots for all seven positions of a.
+  EXPECT_EQ(a->block_table.size(), 3u);
+
+  // The first two draft tokens are accepted: the pass computed the last
+  // token and them; the rejected rest gives its slots back.
+  sched.OnBatchComputed(batch);
+  EXPECT_EQ(a->num_computed_tokens, 4);
+  a->tokens.insert(a->tokens.end(), {1, 2, 42});
+  b->tokens.push_back(43);
+  sched.OnDraftVerified(a.get(), 2);
+  EXPECT_EQ(a->num_computed_tokens, 6);
+  EXPECT_EQ(a->num_uncomputed_tokens(), 1);
+  EXPECT_EQ(a->block_table.size(), 2u);
+  EXPECT_TRUE(a->draft.empty());
+}
+
+TEST(SchedulerTest, ADraftNeverPreemptsAnyone) {
+  // Three blocks of 4 tokens: two sequences of 4 prompt tokens decode into
+  // a block each, and no block is left for a draft.
+  BlockManager bm(3, 4, false);
+  Scheduler sched({.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_prefill_chunk = 0}, bm);
+  auto a = MakeSeq(0, 4);
+  auto b = MakeSeq(1, 3, 100);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  RunPass(sched, sched.Schedule());  // a holds 1 block, b 1 block
+  a->draft = {5, 6, 7, 8};           // positions 4 to 8 would need two more blocks
+  ScheduledBatch batch = sched.Schedule();
+  EXPECT_TRUE(batch.preempted.empty());
+  ASSERT_EQ(batch.seqs.size(), 2u);
+  EXPECT_EQ(batch.seqs[0].num_tokens, 1);
+  EXPECT_EQ(batch.seqs[0].num_draft_tokens, 0);
+  EXPECT_TRUE(a->draft.empty());
+}
+
+TEST(SchedulerTest, VerifiedDraftsNeverReachThePrefixCache) {
+  BlockManager bm(16, 4, true);
+  Scheduler sched({.max_num_seqs = 4, .max_num_batched_tokens = 64, .max_prefill_chunk = 0}, bm);
+  auto a = MakeSeq(0, 3);
+  sched.Add(a.get());
+  RunPass(sched, sched.Schedule(), /*next_token=*/3);  // tokens 0 1 2 3, 3 computed
+  // Positions 4 to 8: blocks 1 and 2 filled by the draft.
+  a->draft = {4, 5, 6, 7, 8};
+  ScheduledBatch batch = sched.Schedule();
+  ASSERT_EQ(batch.seqs[0].num_draft_tokens, 5);
+  sched.OnBatchComputed(batch);
+  a->tokens.push_back(99);  // the model disagreed with the first draft token
+  sched.OnDraftVerified(a.get(), 0);
+  EXPECT_EQ(a->num_computed_tokens, 4);
+  EXPECT_EQ(a->block_table.size(), 1u);
+
+  // A sequence whose prompt is the rejected draft finds only block 0.
+  auto b = MakeSeq(1, 12);  // 0 1 ... 11
+  sched.Add(b.get());
+  ScheduledBatch next = sched.Schedule();
+  ASSERT_EQ(next.seqs.size(), 2u);
+  EXPECT_EQ(next.seqs[1].seq, b.get());
+  EXPECT_EQ(next.seqs[1].start, 4);
+  EXPECT_EQ(b->stats.cached_tokens, 4);
+}
+
 // ---------------------------------------------------------------------------
 // The randomized run.
 
 struct RandomConfig {
   int32_t num_blocks, block_size, max_num_seqs, budget, chunk;
   bool prefix_caching;
+  int32_t max_draft = 0;  // speculative decoding: draft tokens per decoding sequence at most
 };
 
 class RandomizedRun {
@@ -187,6 +269,8 @@ class RandomizedRun {
   int64_t aborted() const { return aborted_; }
   int64_t preemptions() const { return sched_.num_preemptions(); }
   int64_t cache_hits() const { return blocks_.prefix_stats().hits; }
+  int64_t drafts_scheduled() const { return drafts_scheduled_; }
+  int64_t drafts_accepted() const { return drafts_accepted_; }
 
  private:
   int32_t Uniform(int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng_); }
@@ -226,7 +310,21 @@ class RandomizedRun {
     ++aborted_;
   }
 
+  // Random drafts for the running sequences that decode, as long as what
+  // a pass could yield fits within max_tokens.
+  void Drafts() {
+    if (config_.max_draft == 0) return;
+    for (Sequence* seq : sched_.running()) {
+      if (seq->num_uncomputed_tokens() != 1) continue;
+      int32_t room = seq->params.max_tokens - seq->num_completion_tokens() - 1;
+      int32_t n = Uniform(0, std::min(config_.max_draft, room));
+      seq->draft.clear();
+      for (int32_t i = 0; i < n; ++i) seq->draft.push_back(Uniform(0, 50));
+    }
+  }
+
   void OneStep() {
+    Drafts();
     ScheduledBatch batch = sched_.Schedule();
     if (sched_.HasUnfinished()) {
       ASSERT_FALSE(batch.empty()) << "work waits but nothing was scheduled";
@@ -247,20 +345,33 @@ class RandomizedRun {
       ASSERT_TRUE(scheduled.insert(e.seq).second) << "a sequence scheduled twice in one step";
       ASSERT_EQ(e.seq->status, SequenceStatus::kRunning);
       ASSERT_EQ(e.start, e.seq->num_computed_tokens);
-      ASSERT_GE(e.num_tokens, 1);
-      ASSERT_LE(e.start + e.num_tokens, e.seq->num_tokens());
+      const int32_t verified = e.num_tokens - e.num_draft_tokens;  // tokens before the draft
+      ASSERT_GE(verified, 1);
+      ASSERT_LE(e.start + verified, e.seq->num_tokens());
       if (config_.chunk > 0) {
-        ASSERT_LE(e.num_tokens, config_.chunk);
+        ASSERT_LE(verified, config_.chunk);
       }
-      ASSERT_EQ(e.samples, e.start + e.num_tokens == e.seq->num_tokens());
+      ASSERT_EQ(e.samples, e.start + verified == e.seq->num_tokens());
+      ASSERT_EQ(e.num_draft_tokens, static_cast<int32_t>(e.seq->draft.size()));
+      if (!e.samples) {
+        ASSERT_EQ(e.num_draft_tokens, 0);
+      }
       ASSERT_GE(static_cast<int64_t>(e.seq->block_table.size()) * config_.block_size, e.start + e.num_tokens);
       sum += e.num_tokens;
-      // Write the pass's keys and values: never into a shared block.
+      drafts_scheduled_ += e.num_draft_tokens;
+      // Write the pass's keys and values, the draft's included: never into
+      // a shared block.
       for (int32_t p = e.start; p < e.start + e.num_tokens; ++p) {
         int32_t block = e.seq->block_table[static_cast<size_t>(p / config_.block_size)];
         ASSERT_EQ(holders[block], 1) << "position " << p << " written into shared block " << block;
         kv_[static_cast<size_t>(block)][static_cast<size_t>(p % config_.block_size)] =
-            e.seq->tokens[static_cast<size_t>(p)];
+            p < e.seq->num_tokens() ? e.seq->tokens[static_cast<size_t>(p)]
+                                    : e.seq->draft[static_cast<size_t>(p - e.seq->num_tokens())];
+      }
+    }
+    for (const auto& seq : seqs_) {
+      if (scheduled.count(seq.get()) == 0) {
+        ASSERT_TRUE(seq->draft.empty()) << "sequence " << seq->id << " keeps a draft it did not run";
       }
     }
     ASSERT_EQ(sum, batch.num_tokens);
@@ -274,10 +385,22 @@ class RandomizedRun {
     for (const ScheduledSequence& e : batch.seqs) {
       if (!e.samples) continue;
       Sequence* seq = e.seq;
+      // The model agrees with a random part of the draft, then adds its own
+      // token; its next one is often the rejected draft token itself.
+      const int32_t accepted = Uniform(0, e.num_draft_tokens);
+      drafts_accepted_ += accepted;
+      seq->tokens.insert(seq->tokens.end(), seq->draft.begin(), seq->draft.begin() + accepted);
       seq->tokens.push_back(Uniform(0, 50));
       if (seq->num_completion_tokens() >= seq->params.max_tokens || Uniform(0, 100) < 5) {
         sched_.Finish(seq);
         ++finished_;
+      } else if (e.num_draft_tokens > 0) {
+        sched_.OnDraftVerified(seq, accepted);
+        ASSERT_TRUE(seq->draft.empty());
+        ASSERT_EQ(seq->num_computed_tokens, seq->num_tokens() - 1);
+        ASSERT_EQ(static_cast<int32_t>(seq->block_table.size()),
+                  blocks_.BlocksForTokens(seq->num_computed_tokens))
+            << "the rejected draft's slots are still held";
       }
     }
 
@@ -315,6 +438,8 @@ class RandomizedRun {
   std::vector<std::vector<int32_t>> kv_;  // [block][slot]: the token whose K/V is there
   int64_t finished_ = 0;
   int64_t aborted_ = 0;
+  int64_t drafts_scheduled_ = 0;
+  int64_t drafts_accepted_ = 0;
 };
 
 TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
@@ -323,8 +448,8 @@ TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
     std::vector<int32_t> v(values);
     return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
   };
-  int64_t total_steps = 0, preemptions = 0, hits = 0, finished = 0, aborted = 0;
-  for (int trial = 0; trial < 40; ++trial) {
+  int64_t total_steps = 0, preemptions = 0, hits = 0, finished = 0, aborted = 0, drafted = 0, accepted = 0;
+  for (int trial = 0; trial < 60; ++trial) {
     RandomConfig c;
     c.block_size = pick({1, 2, 4, 8, 16});
     c.num_blocks =
@@ -333,10 +458,12 @@ TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
     c.budget = std::max(c.max_num_seqs, pick({8, 16, 32, 64, 128}));
     c.chunk = pick({0, 1, 4, 16, 48});
     c.prefix_caching = pick({0, 1}) == 1;
+    // A third of the trials speculate.
+    c.max_draft = trial % 3 == 2 ? pick({1, 3, 8}) : 0;
     SCOPED_TRACE(::testing::Message()
                  << "trial " << trial << ": blocks " << c.num_blocks << " x " << c.block_size << ", max seqs "
                  << c.max_num_seqs << ", budget " << c.budget << ", chunk " << c.chunk << ", prefix caching "
-                 << c.prefix_caching);
+                 << c.prefix_caching << ", drafts of up to " << c.max_draft);
     RandomizedRun run(c, rng());
     ASSERT_NO_FATAL_FAILURE(run.Run(/*steps=*/150));
     total_steps += 150;
@@ -344,12 +471,17 @@ TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
     hits += run.cache_hits();
     finished += run.finished();
     aborted += run.aborted();
+    drafted += run.drafts_scheduled();
+    accepted += run.drafts_accepted();
   }
   // The run must actually have exercised what it claims to check.
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(hits, 0);
   EXPECT_GT(aborted, 0);
   EXPECT_GT(finished, 100);
+  EXPECT_GT(drafted, 1000);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);
   RecordProperty("steps", static_cast<int>(total_steps));
 }
 

@@ -100,6 +100,22 @@ TEST(ServerMetricsTest, EngineGaugesAndRatios) {
   EXPECT_EQ(s["kiln_kv_cache_blocks_total"], 100);
   EXPECT_DOUBLE_EQ(s["kiln_prefix_cache_hit_rate"], 0.25);
   EXPECT_EQ(s["kiln_prefix_cache_queries_total"], 40);
+  EXPECT_EQ(s["kiln_spec_acceptance_rate"], 0);  // no speculation: no division by zero
+  EXPECT_EQ(s["kiln_spec_mean_accepted_tokens"], 0);
+}
+
+TEST(ServerMetricsTest, SpeculativeDecodingAcceptance) {
+  ServerMetrics m;
+  EngineCounters c;
+  c.spec_verifications = 10;
+  c.spec_draft_tokens = 40;
+  c.spec_accepted_tokens = 25;
+  auto s = Samples(m.Render(&c));
+  EXPECT_EQ(s["kiln_spec_verifications_total"], 10);
+  EXPECT_EQ(s["kiln_spec_draft_tokens_total"], 40);
+  EXPECT_EQ(s["kiln_spec_accepted_tokens_total"], 25);
+  EXPECT_DOUBLE_EQ(s["kiln_spec_acceptance_rate"], 0.625);
+  EXPECT_DOUBLE_EQ(s["kiln_spec_mean_accepted_tokens"], 2.5);
 }
 
 }  // namespace
