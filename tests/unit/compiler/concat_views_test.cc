@@ -11,12 +11,14 @@
 #include <string>
 
 #include "compiler/compiled_tensor_graph.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
 namespace {
 
+using testing::SeededConstant;
 using testing::SeededValues;
 using testing::TensorNode;
 
@@ -24,6 +26,7 @@ struct Result {
   std::vector<std::vector<float>> outputs;
   std::vector<std::string> ops;
   std::string concat_views_line;
+  int blocked_convs = 0;
 };
 
 ValueId Input(Graph& g, const char* name, const TensorType& t, int32_t slot) {
@@ -56,7 +59,8 @@ ValueId Concat(Graph& g, const char* name, std::vector<ValueId> parts) {
 }
 
 // Compiles g (inputs then outputs by io_slot) and runs it on seeded inputs.
-Result CompileAndRun(Graph g, const std::vector<ValueId>& inputs, const std::vector<ValueId>& outputs) {
+Result CompileAndRun(Graph g, const std::vector<ValueId>& inputs, const std::vector<ValueId>& outputs,
+                     const TensorCompileOptions& options = {}) {
   std::vector<std::vector<float>> in;
   std::vector<const void*> in_ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -67,13 +71,18 @@ Result CompileAndRun(Graph g, const std::vector<ValueId>& inputs, const std::vec
   for (ValueId o : outputs) res.outputs.emplace_back(static_cast<size_t>(g.value(o).cols));
   std::vector<void*> out_ptrs;
   for (auto& v : res.outputs) out_ptrs.push_back(v.data());
-  auto compiled = CompiledTensorGraph::Compile(std::move(g), inputs, outputs, TensorCompileOptions{});
+  auto compiled = CompiledTensorGraph::Compile(std::move(g), inputs, outputs, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   if (!compiled.ok()) return res;
   ThreadPool pool(2);
   const Status st = (*compiled)->Run(in_ptrs, out_ptrs, &pool, nullptr);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  for (const Node& n : (*compiled)->graph().nodes()) res.ops.push_back(n.op_type);
+  for (const Node& n : (*compiled)->graph().nodes()) {
+    res.ops.push_back(n.op_type);
+    auto layout = n.named_attrs.String("activation_layout");
+    if (n.op_type == "Conv" || n.op_type == "kiln.FusedConv")
+      res.blocked_convs += layout.ok() && *layout == "nchw16c";
+  }
   for (const std::string& l : (*compiled)->report().layout.activation_layouts) {
     if (l.find("concats") != std::string::npos) res.concat_views_line = l;
   }
@@ -195,6 +204,64 @@ TEST(ConcatViews, PartsThatDoNotEndOnABlockStayACopy) {
     const float v = xs[static_cast<size_t>((c % kC) * kPixels + p)];
     return c < kC ? std::max(0.0f, v) : Sigmoid(v);
   });
+}
+
+ValueId Conv3x3(Graph& g, const char* name, ValueId x, int64_t out_channels, int seed) {
+  TensorType t = g.value(x).tensor_type();
+  const ValueId w =
+      SeededConstant(g, (std::string(name) + "_w").c_str(), {out_channels, t.dims[1], 3, 3}, seed);
+  t.dims[1] = out_channels;
+  const ValueId y = g.AddTensorValue(std::string(name) + "_out", t);
+  Node conv = TensorNode("Conv", name, {x, w}, y);
+  conv.named_attrs.SetInts("pads", {1, 1, 1, 1});
+  conv.named_attrs.SetInts("kernel_shape", {3, 3});
+  g.AddNode(std::move(conv));
+  return y;
+}
+
+// The C2f pattern between convolutions big enough to run nchw16c on
+// AVX-512: conv -> Split halves -> conv on the second -> Concat(both halves,
+// its output) -> conv. The parts are whole channel blocks, so the Concat is
+// views there too, and the graph computes what it does row-major.
+TEST(ConcatViews, BlockedSplitThenConcatMatchesRowMajor) {
+  constexpr int64_t kC = 32, kSide = 40;
+  auto build_and_run = [&](bool layouts) {
+    Graph g;
+    const ValueId x = Input(g, "x", {DType::kF32, {1, kC, kSide, kSide}}, 0);
+    const ValueId a = Conv3x3(g, "conv_a", x, kC, 1);
+    const TensorType half{DType::kF32, {1, kC / 2, kSide, kSide}};
+    const ValueId a0 = g.AddTensorValue("a0", half), a1 = g.AddTensorValue("a1", half);
+    const ValueId sizes =
+        g.AddConstant("sizes", TensorData::FromValues<int64_t>(DType::kI64, {2}, {kC / 2, kC / 2}));
+    Node split = TensorNode("Split", "split", {a, sizes}, a0);
+    split.outputs = {a0, a1};
+    split.named_attrs.SetInt("axis", 1);
+    g.AddNode(std::move(split));
+    const ValueId m = Conv3x3(g, "conv_m", a1, kC / 2, 2);
+    const ValueId joined = Concat(g, "concat", {a0, a1, m});
+    const ValueId y = Conv3x3(g, "conv_y", joined, kC, 3);
+    MarkOutput(g, y, 1);
+    TensorCompileOptions options;
+    options.layouts = layouts;
+    return CompileAndRun(std::move(g), {x}, {y}, options);
+  };
+  const Result blocked = build_and_run(true), plain = build_and_run(false);
+  for (const Result* r : {&blocked, &plain}) {
+    EXPECT_EQ(Count(r->ops, "Concat") + Count(r->ops, "Split"), 0);
+    EXPECT_EQ(r->concat_views_line,
+              "views: 1 concats have their inputs written in place in their output's buffer (no step at run "
+              "time)");
+  }
+  EXPECT_EQ(plain.blocked_convs, 0);
+  if (GetCpuInfo().BestIsa() == "avx512") {
+    EXPECT_EQ(blocked.blocked_convs, 3);
+  }
+  ASSERT_EQ(blocked.outputs[0].size(), plain.outputs[0].size());
+  float scale = 1;
+  for (float v : plain.outputs[0]) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < plain.outputs[0].size(); ++i) {
+    ASSERT_NEAR(blocked.outputs[0][i], plain.outputs[0][i], 1e-5f * scale) << "at " << i;
+  }
 }
 
 }  // namespace
