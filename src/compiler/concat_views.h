@@ -14,7 +14,9 @@
 // channels); each input's storage is exactly tiled by the windows of it
 // that this Concat joins, in order (so a value already placed in another
 // Concat's output stays a copy here; being read elsewhere too is fine);
-// every part starts 64-byte aligned. Each byte of the output then has
+// every part starts 64-byte aligned (so each also ends where the next
+// starts, or at the output's 64-byte padded end, as the buffers a kernel
+// wrote before did). Each byte of the output then has
 // exactly one writer, and the planner keeps the output alive from its first
 // part's producer to the last reader of it or of any part.
 #pragma once
