@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/bind.h"
+#include "compiler/concat_views.h"
 #include "compiler/qdq_fusions.h"
 #include "compiler/shape_views.h"
 #include "compiler/tensor_fusions.h"
@@ -70,6 +71,12 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   if (views > 0) {
     report.layout.activation_layouts.push_back(fmt::format(
         "views: {} reshapes, slices and splits share their input's buffer (no step at run time)", views));
+  }
+  KILN_ASSIGN_OR_RETURN(int concat_views, MakeConcatViews(g, backends.cpu().name()));
+  if (concat_views > 0) {
+    report.layout.activation_layouts.push_back(fmt::format(
+        "views: {} concats have their inputs written in place in their output's buffer (no step at run time)",
+        concat_views));
   }
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));

@@ -135,6 +135,13 @@ Status Graph::Validate() const {
                         producer[static_cast<size_t>(out)], n);
       }
       producer[static_cast<size_t>(out)] = static_cast<int32_t>(n);
+      // A storage written in parts (a Concat's inputs placed in its output)
+      // counts as produced once its first part is: its readers follow the
+      // node that was the Concat, so after every part.
+      const ValueId s = StorageOf(out);
+      if (s != out && producer[static_cast<size_t>(s)] < 0) {
+        producer[static_cast<size_t>(s)] = static_cast<int32_t>(n);
+      }
     }
   }
   return Status::Ok();
