@@ -44,7 +44,8 @@ void BM_ParallelForAfterSerialGap(benchmark::State& state) {
   ThreadPool::BusyScope busy(state.range(1) != 0 ? &pool : nullptr);
   for (auto _ : state) {
     BusyFor(gap_us);
-    pool.ParallelFor(2, [&](int64_t begin, int64_t end, int) { BusyFor(5.0 * static_cast<double>(end - begin)); });
+    pool.ParallelFor(
+        2, [&](int64_t begin, int64_t end, int) { BusyFor(5.0 * static_cast<double>(end - begin)); });
   }
   state.counters["ideal_us"] = gap_us + 5;
 }
@@ -69,9 +70,9 @@ void BM_ProgramPerStep(benchmark::State& state) {
       };
     }
   }
-  Program program(ShapeEnv{}, std::move(steps),
-                  std::vector<std::vector<std::pair<std::string, BoundValue>>>(static_cast<size_t>(num_steps)), {},
-                  {});
+  Program program(
+      ShapeEnv{}, std::move(steps),
+      std::vector<std::vector<std::pair<std::string, BoundValue>>>(static_cast<size_t>(num_steps)), {}, {});
   RunState rs;
   rs.pool = &DefaultThreadPool(2);
   ThreadPool::BusyScope busy(state.range(2) != 0 ? rs.pool : nullptr);
@@ -79,9 +80,9 @@ void BM_ProgramPerStep(benchmark::State& state) {
     Status s = program.Run(rs, nullptr);
     benchmark::DoNotOptimize(s);
   }
-  state.counters["per_step_ns"] = benchmark::Counter(
-      static_cast<double>(num_steps) * 1e-9,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_step_ns"] =
+      benchmark::Counter(static_cast<double>(num_steps) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ProgramPerStep)->ArgsProduct({{0, 1, 2}, {100}, {0, 1}})->UseRealTime();
 

@@ -104,7 +104,8 @@ bool MachineHasSpareCores() {
                              std::chrono::steady_clock::now().time_since_epoch())
                              .count();
   int64_t last = checked_at_ms.load(std::memory_order_relaxed);
-  if (now_ms - last >= 100 && checked_at_ms.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) {
+  if (now_ms - last >= 100 &&
+      checked_at_ms.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) {
     struct sysinfo info {};
     if (sysinfo(&info) == 0) {
       const double load = static_cast<double>(info.loads[0]) / static_cast<double>(1u << SI_LOAD_SHIFT);

@@ -80,8 +80,8 @@ class ThreadPool {
   // a futex wake-up and a late worker. When the last one goes, idle threads
   // fall back to the short poll: nothing spins between runs. Nor while the
   // machine looks shared (load average above its CPU count): a scope made
-  // then has no effect (KILN_BUSY_POLL=1 or 0 overrides that guess). Scopes only change how long threads wait, never how
-  // work is split.
+  // then has no effect (KILN_BUSY_POLL=1 or 0 overrides that guess). Scopes only change how long threads
+  // wait, never how work is split.
   class BusyScope {
    public:
     explicit BusyScope(ThreadPool* pool);  // pool may be null: no effect
