@@ -129,6 +129,81 @@ TEST(ThreadPool, CallsFromSeveralThreadsAreSerialized) {
   EXPECT_EQ(overlaps.load(), 0);
 }
 
+// Which thread ran each index, for n indices.
+std::vector<int> ThreadOfEachIndex(ThreadPool& pool, int64_t n, int64_t min_per_thread) {
+  std::vector<int> owner(static_cast<size_t>(n), -1);
+  pool.ParallelFor(n, min_per_thread, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t i = b; i < e; ++i) owner[static_cast<size_t>(i)] = thread;
+  });
+  return owner;
+}
+
+TEST(ThreadPool, BusyScopesChangeNoSplitAndAreCounted) {
+  ThreadPool pool(3);
+  std::vector<std::vector<int>> plain;
+  for (int64_t n : {1, 2, 5, 64, 1000}) plain.push_back(ThreadOfEachIndex(pool, n, 3));
+  {
+    ThreadPool::BusyScope outer(&pool);
+    const int held = pool.busy_scopes();  // 0 when the machine looks shared
+    EXPECT_LE(held, 1);
+    {
+      ThreadPool::BusyScope inner(&pool);
+      EXPECT_EQ(pool.busy_scopes(), 2 * held);
+      size_t k = 0;
+      for (int64_t n : {1, 2, 5, 64, 1000}) EXPECT_EQ(ThreadOfEachIndex(pool, n, 3), plain[k++]) << n;
+    }
+    EXPECT_EQ(pool.busy_scopes(), held);
+  }
+  EXPECT_EQ(pool.busy_scopes(), 0);
+  ThreadPool::BusyScope none(nullptr);  // no pool: nothing to do
+  ThreadPool single(1);
+  ThreadPool::BusyScope serial(&single);  // no workers to keep awake
+  EXPECT_EQ(single.busy_scopes(), 0);
+}
+
+TEST(ThreadPool, ConcurrentCallersEachHoldingABusyScope) {
+  ThreadPool pool(2);
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int64_t> total{0};
+  auto caller = [&](int id) {
+    ThreadPool::BusyScope busy(&pool);
+    for (int i = 0; i < 400; ++i) {
+      pool.ParallelFor(7 + id, [&](int64_t b, int64_t e, int thread) {
+        if (thread == 0 && inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+        total.fetch_add(e - b);
+        if (thread == 0) inside.fetch_sub(1);
+      });
+    }
+  };
+  std::vector<std::thread> callers;
+  for (int id = 0; id < 4; ++id) callers.emplace_back(caller, id);
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total.load(), 400 * (7 + 8 + 9 + 10));
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(pool.busy_scopes(), 0);
+}
+
+TEST(ThreadPool, WorkersSleepOnceTheLastBusyScopeEnds) {
+  ThreadPool pool(3);
+  {
+    ThreadPool::BusyScope busy(&pool);
+    for (int i = 0; i < 100; ++i) {
+      pool.ParallelFor(3, [](int64_t, int64_t, int) {});
+    }
+  }
+  // Well past the short poll: both workers are blocked in the kernel.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (pool.sleeping_workers() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(pool.sleeping_workers(), 2);
+  // And a later call still wakes them.
+  std::atomic<int> n{0};
+  pool.ParallelFor(3, [&](int64_t b, int64_t e, int) { n.fetch_add(static_cast<int>(e - b)); });
+  EXPECT_EQ(n.load(), 3);
+}
+
 TEST(ThreadPool, DestructionWhileIdle) {
   for (int round = 0; round < 20; ++round) {
     auto pool = std::make_unique<ThreadPool>(3);
