@@ -136,9 +136,6 @@ Status CompiledTensorGraph::Run(const std::vector<const void*>& inputs, const st
   state.pool = pool;
   state.tensor_io = io_.data();
   state.tensor_error = &error;
-  // The steps follow each other within microseconds: keep the pool's
-  // workers polling between them for this run only.
-  ThreadPool::BusyScope busy(pool);
   KILN_RETURN_IF_ERROR(program_->Run(state, dump));
   return error;
 }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -14,7 +13,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 #endif
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,11 +27,6 @@ namespace {
 // the wake-up system call between them without burning a shared core when
 // the engine is idle.
 constexpr auto kSpinTime = std::chrono::microseconds(20);
-// How long it polls while a BusyScope is held: long enough to cover the
-// serial steps between two parallel ones in a small model (a few to a few
-// hundred microseconds), bounded so that a long serial stretch still lets
-// the core go.
-constexpr auto kBusySpinTime = std::chrono::microseconds(300);
 
 constexpr uint64_t kThreadBits = 10;  // job_ = sequence << 10 | threads
 constexpr uint64_t kThreadMask = (uint64_t{1} << kThreadBits) - 1;
@@ -69,54 +62,17 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
 #endif
 }
 
-// Polls `done` with `pause` for kSpinTime, or kBusySpinTime while `busy`
-// holds (re-read as it polls, so a scope's end cuts a long poll short);
-// true if `done` became true meanwhile.
+// Polls `done` with `pause` for kSpinTime; true if it became true meanwhile.
 template <typename Done>
-bool SpinUntil(Done done, const std::atomic<int>& busy) {
+bool SpinUntil(Done done) {
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       CpuRelax();
     }
-    const auto limit = busy.load(std::memory_order_relaxed) > 0 ? kBusySpinTime : kSpinTime;
-    if (std::chrono::steady_clock::now() - start > limit) return done();
+    if (std::chrono::steady_clock::now() - start > kSpinTime) return done();
   }
-}
-
-// True unless the machine looks shared: the 1-minute load average (which
-// counts this process's own threads) above the CPU count plus a half. A
-// spinning thread on an oversubscribed machine takes the time slice some
-// other runnable thread (maybe our own caller) needs. Re-read at most every
-// 100 ms: sysinfo is a system call.
-// KILN_BUSY_POLL=1 or 0 forces the answer (to measure either way).
-bool MachineHasSpareCores() {
-  static const int forced = [] {
-    const char* v = std::getenv("KILN_BUSY_POLL");
-    return v == nullptr || *v == '\0' ? -1 : (*v == '0' ? 0 : 1);
-  }();
-  if (forced >= 0) return forced == 1;
-#if defined(__linux__)
-  static std::atomic<int64_t> checked_at_ms{-1000};
-  static std::atomic<bool> spare{true};
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
-  int64_t last = checked_at_ms.load(std::memory_order_relaxed);
-  if (now_ms - last >= 100 &&
-      checked_at_ms.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) {
-    struct sysinfo info {};
-    if (sysinfo(&info) == 0) {
-      const double load = static_cast<double>(info.loads[0]) / static_cast<double>(1u << SI_LOAD_SHIFT);
-      const double cpus = std::max(1u, std::thread::hardware_concurrency());
-      spare.store(load < cpus + 0.5, std::memory_order_relaxed);
-    }
-  }
-  return spare.load(std::memory_order_relaxed);
-#else
-  return true;
-#endif
 }
 
 void PinCurrentThread(int nth_allowed_cpu) {
@@ -217,15 +173,6 @@ void ThreadPool::Run(int64_t n, int64_t min_per_thread, RangeFn fn, void* ctx) {
   WaitForWorkers();
 }
 
-ThreadPool::BusyScope::BusyScope(ThreadPool* pool)
-    : pool_(pool != nullptr && pool->num_threads() > 1 && MachineHasSpareCores() ? pool : nullptr) {
-  if (pool_ != nullptr) pool_->busy_scopes_.fetch_add(1, std::memory_order_relaxed);
-}
-
-ThreadPool::BusyScope::~BusyScope() {
-  if (pool_ != nullptr) pool_->busy_scopes_.fetch_sub(1, std::memory_order_relaxed);
-}
-
 bool ThreadPool::ClaimRange(int t, uint64_t sequence) {
   // claimed_[t] only grows, and reaches `sequence` once per job: whoever
   // moves it there owns the range. A worker still looking at an older job
@@ -255,7 +202,7 @@ void ThreadPool::RunRange(int t, int threads) {
 
 void ThreadPool::WaitForWorkers() {
   auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (SpinUntil(done, busy_scopes_)) return;
+  if (SpinUntil(done)) return;
   caller_sleeping_.store(true, std::memory_order_seq_cst);
   for (;;) {
     uint32_t left = pending_.load(std::memory_order_seq_cst);
@@ -272,7 +219,7 @@ void ThreadPool::WorkerLoop(int index) {
   uint32_t seen = 0;
   for (;;) {
     auto changed = [&] { return wake_word_.load(std::memory_order_acquire) != seen; };
-    if (!SpinUntil(changed, busy_scopes_)) {
+    if (!SpinUntil(changed)) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       for (;;) {
         uint32_t now = wake_word_.load(std::memory_order_seq_cst);

@@ -72,32 +72,6 @@ class ThreadPool {
   // first n % threads pieces one longer).
   static IndexRange StaticRange(int64_t n, int threads, int t);
 
-  // Held by a caller across a run of many short, back-to-back ParallelFor
-  // calls (the steps of one inference), with serial work between them. While
-  // any is held, idle workers (and a caller waiting for them) poll for up to
-  // a few hundred microseconds instead of a few tens before they block in
-  // the kernel, so that a serial step between two parallel ones does not cost
-  // a futex wake-up and a late worker. When the last one goes, idle threads
-  // fall back to the short poll: nothing spins between runs. Nor while the
-  // machine looks shared (load average above its CPU count): a scope made
-  // then has no effect (KILN_BUSY_POLL=1 or 0 overrides that guess). Scopes only change how long threads
-  // wait, never how work is split.
-  class BusyScope {
-   public:
-    explicit BusyScope(ThreadPool* pool);  // pool may be null: no effect
-    ~BusyScope();
-    BusyScope(const BusyScope&) = delete;
-    BusyScope& operator=(const BusyScope&) = delete;
-
-   private:
-    ThreadPool* pool_;
-  };
-
-  // BusyScopes held now (for tests).
-  int busy_scopes() const { return busy_scopes_.load(std::memory_order_relaxed); }
-  // Workers blocked in the kernel now (for tests).
-  int sleeping_workers() const { return sleepers_.load(std::memory_order_relaxed); }
-
  private:
   using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end, int thread);
 
@@ -134,7 +108,6 @@ class ThreadPool {
   // Ranges 1.. of the current job not yet finished; the caller waits for zero.
   std::atomic<uint32_t> pending_{0};
   std::atomic<bool> caller_sleeping_{false};
-  std::atomic<int> busy_scopes_{0};
 };
 
 // A process-wide pool of `threads` threads (<= 0: one per physical core),
