@@ -487,9 +487,11 @@ KILN_API int32_t kiln_session_max_tokens_per_seq(const kiln_session* session);
  * separate models run in parallel.
  *
  * Convolutions may run on oneDNN's OpenMP threads, which by default spin
- * after each call and take the cores from kiln's own threads: start the
- * process with OMP_WAIT_POLICY=PASSIVE (libgomp reads it only when it is
- * loaded; the kiln command and the Python package set it themselves).
+ * ~0.3 s after each call and take the cores from kiln's own threads: start
+ * the process with GOMP_SPINCOUNT=3000 (a short spin; or
+ * OMP_WAIT_POLICY=PASSIVE on a shared machine). libgomp reads them only
+ * when it is loaded; the kiln command and the Python package set the first
+ * themselves.
  * ---------------------------------------------------------------------- */
 
 typedef struct kiln_onnx_model kiln_onnx_model;

@@ -278,11 +278,13 @@ def lib() -> ctypes.CDLL:
 
 
 def _load() -> ctypes.CDLL:
-    # oneDNN's OpenMP threads otherwise spin after each convolution and take
-    # the cores from kiln's own threads; libgomp reads this when it is loaded
-    # (a process that loaded it before, through torch say, keeps its policy).
+    # oneDNN's OpenMP threads otherwise spin ~0.3 s after each convolution
+    # and take the cores from kiln's own threads; a short spin (what the kiln
+    # command sets) lets go within tens of microseconds yet spares a wake-up
+    # per convolution. libgomp reads this when it is loaded (a process that
+    # loaded it before, through torch say, keeps its policy).
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        os.environ["GOMP_SPINCOUNT"] = "3000"
     tried = []
     for candidate in _candidates():
         if os.sep in candidate and not os.path.exists(candidate):

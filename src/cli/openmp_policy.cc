@@ -6,9 +6,9 @@
 
 namespace kiln::cli {
 
-void EnsurePassiveOpenMpWait(char** argv) {
+void EnsureShortOpenMpSpin(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  if (setenv("GOMP_SPINCOUNT", kOpenMpSpinCount, 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Only reached when exec failed (no /proc): run with libgomp's default.
 }

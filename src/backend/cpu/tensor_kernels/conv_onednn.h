@@ -4,9 +4,10 @@
 // nChw16c inside the kernel); bias, activation and residual as oneDNN
 // post-ops. oneDNN runs on its own (OpenMP) threads, not the call's pool:
 // as many as the call's pool has (the pool's workers sleep meanwhile after a
-// 20 us spin). OpenMP's own idle spin follows OMP_WAIT_POLICY, which libgomp
-// reads when it is loaded, so a program cannot set it; PASSIVE makes the
-// team sleep at once (the tests set it).
+// 20 us spin). OpenMP's own idle spin follows OMP_WAIT_POLICY and
+// GOMP_SPINCOUNT, which libgomp reads when it is loaded, so a program cannot
+// set them; the kiln command sets a short spin (cli/openmp_policy.h), the
+// tests PASSIVE (the team sleeps at once).
 #pragma once
 
 #include <string>
