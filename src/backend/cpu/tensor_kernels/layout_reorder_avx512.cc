@@ -3,6 +3,7 @@
 // registers, where the plane loops store or load one lane at a time.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
