@@ -14,6 +14,8 @@
 namespace kiln {
 namespace {
 
+using testing::CompileAndRunOnce;
+using testing::CompiledRun;
 using testing::SeededValues;
 using testing::TensorNode;
 
@@ -73,17 +75,14 @@ Result CompileAndRun(bool fuse) {
 
   TensorCompileOptions options;
   options.fuse = fuse;
-  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
-  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
-  Result res;
-  if (!compiled.ok()) return res;
   const std::vector<float> in = SeededValues(static_cast<size_t>(act.ElementCount()), 4);
-  res.y.resize(static_cast<size_t>(act.ElementCount()));
-  ThreadPool pool(2);
-  const Status st = (*compiled)->Run({in.data()}, {res.y.data()}, &pool, nullptr);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  for (const Node& n : (*compiled)->graph().nodes()) res.ops.push_back(n.op_type);
-  res.layout_lines = (*compiled)->report().layout.activation_layouts;
+  CompiledRun run =
+      CompileAndRunOnce(std::move(g), x, y, options, in, static_cast<size_t>(act.ElementCount()));
+  Result res;
+  if (run.model == nullptr) return res;
+  res.y = std::move(run.y);
+  for (const Node& n : run.model->graph().nodes()) res.ops.push_back(n.op_type);
+  res.layout_lines = run.model->report().layout.activation_layouts;
   return res;
 }
 

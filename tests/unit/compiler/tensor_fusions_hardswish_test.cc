@@ -20,6 +20,8 @@ namespace kiln {
 namespace {
 
 using testing::SeededConstant;
+using testing::CompileAndRunOnce;
+using testing::CompiledRun;
 using testing::SeededValues;
 using testing::TensorNode;
 
@@ -57,17 +59,14 @@ Result CompileAndRun(const Activation& act, bool fuse) {
 
   TensorCompileOptions options;
   options.fuse = fuse;
-  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
-  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
-  Result r;
-  if (!compiled.ok()) return r;
   std::vector<float> input = SeededValues(static_cast<size_t>(in.ElementCount()), 3);
   for (float& v : input) v *= 12.0f;
-  r.y.resize(static_cast<size_t>(out.ElementCount()));
-  ThreadPool pool(2);
-  const Status st = (*compiled)->Run({input.data()}, {r.y.data()}, &pool, nullptr);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  for (const Node& n : (*compiled)->graph().nodes()) {
+  CompiledRun run =
+      CompileAndRunOnce(std::move(g), x, y, options, input, static_cast<size_t>(out.ElementCount()));
+  Result r;
+  if (run.model == nullptr) return r;
+  r.y = std::move(run.y);
+  for (const Node& n : run.model->graph().nodes()) {
     if (n.op != OpKind::kTensorOp || n.op_type == "kiln.Reorder") continue;
     r.ops.push_back(n.op_type);
     if (n.op_type == "kiln.FusedConv") {
@@ -82,7 +81,8 @@ void ExpectSameValues(const Result& fused, const Result& plain) {
   ASSERT_EQ(fused.y.size(), plain.y.size());
   float scale = 1;
   for (float v : plain.y) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < plain.y.size(); ++i) ASSERT_NEAR(fused.y[i], plain.y[i], 1e-5f * scale) << "at " << i;
+  for (size_t i = 0; i < plain.y.size(); ++i)
+    ASSERT_NEAR(fused.y[i], plain.y[i], 1e-5f * scale) << "at " << i;
 }
 
 ValueId Node1(Graph& g, const char* op, const char* name, std::vector<ValueId> in, const TensorType& t) {

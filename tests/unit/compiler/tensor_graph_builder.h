@@ -1,11 +1,17 @@
 // Helpers for the compiler tests that build tensor graphs by hand.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "compiler/compiled_tensor_graph.h"
+#include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "graph/tensor_data.h"
 
@@ -35,8 +41,43 @@ inline std::vector<float> SeededValues(size_t n, int seed) {
 inline ValueId SeededConstant(Graph& g, const char* name, std::vector<int64_t> dims, int seed) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
-  return g.AddConstant(name, TensorData::FromValues(DType::kF32, std::move(dims),
-                                                    SeededValues(static_cast<size_t>(n), seed)));
+  return g.AddConstant(
+      name, TensorData::FromValues(DType::kF32, std::move(dims), SeededValues(static_cast<size_t>(n), seed)));
+}
+
+// A graph compiled and run once: the model (null when compiling failed) and
+// its output.
+struct CompiledRun {
+  std::unique_ptr<CompiledTensorGraph> model;
+  std::vector<float> y;
+};
+
+// Compiles g (graph input x, output y) with `options` and runs it once on
+// two threads on `input`; y has out_elems floats. A failure to compile or
+// run fails the calling test.
+inline CompiledRun CompileAndRunOnce(Graph g, ValueId x, ValueId y, const TensorCompileOptions& options,
+                                     const std::vector<float>& input, size_t out_elems) {
+  CompiledRun run;
+  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
+  if (!compiled.ok()) return run;
+  run.model = std::move(*compiled);
+  run.y.resize(out_elems);
+  ThreadPool pool(2);
+  const Status st = run.model->Run({input.data()}, {run.y.data()}, &pool, nullptr);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return run;
+}
+
+// Each node of a compiled graph as (op, activation_layout), "row-major" where
+// it has none.
+inline std::vector<std::pair<std::string, std::string>> NodeLayouts(const Graph& g) {
+  std::vector<std::pair<std::string, std::string>> nodes;
+  for (const Node& n : g.nodes()) {
+    auto l = n.named_attrs.String("activation_layout");
+    nodes.emplace_back(n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op), l.ok() ? *l : "row-major");
+  }
+  return nodes;
 }
 
 }  // namespace kiln::testing

@@ -23,9 +23,11 @@ namespace {
 constexpr int64_t kC = 24, kWide = 72, kSide = 28;
 
 using testing::SeededConstant;
+using testing::CompileAndRunOnce;
+using testing::CompiledRun;
+using testing::NodeLayouts;
 using testing::SeededValues;
 using testing::TensorNode;
-
 
 struct Result {
   std::vector<float> y;
@@ -44,11 +46,13 @@ Result CompileAndRun(bool layouts) {
   const ValueId d = g.AddTensorValue("d", wide), dr = g.AddTensorValue("dr", wide);
   const ValueId p = g.AddTensorValue("p", narrow), y = g.AddTensorValue("y", narrow);
   Node expand =
-      TensorNode("Conv", "expand", {x, SeededConstant(g, "we", {kWide, kC, 1, 1}, 1), SeededConstant(g, "be", {kWide}, 2)}, e);
+      TensorNode("Conv", "expand",
+                 {x, SeededConstant(g, "we", {kWide, kC, 1, 1}, 1), SeededConstant(g, "be", {kWide}, 2)}, e);
   g.AddNode(std::move(expand));
   g.AddNode(TensorNode("Relu", "relu", {e}, er));
   Node dw =
-      TensorNode("Conv", "depthwise", {er, SeededConstant(g, "wd", {kWide, 1, 3, 3}, 3), SeededConstant(g, "bd", {kWide}, 4)}, d);
+      TensorNode("Conv", "depthwise",
+                 {er, SeededConstant(g, "wd", {kWide, 1, 3, 3}, 3), SeededConstant(g, "bd", {kWide}, 4)}, d);
   dw.named_attrs.SetInt("group", kWide);
   dw.named_attrs.SetInts("pads", {1, 1, 1, 1});
   g.AddNode(std::move(dw));
@@ -60,19 +64,12 @@ Result CompileAndRun(bool layouts) {
 
   TensorCompileOptions options;
   options.layouts = layouts;
-  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
-  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
-  Result r;
-  if (!compiled.ok()) return r;
   const std::vector<float> in = SeededValues(static_cast<size_t>(narrow.ElementCount()), 6);
-  r.y.resize(in.size());
-  ThreadPool pool(2);
-  const Status st = (*compiled)->Run({in.data()}, {r.y.data()}, &pool, nullptr);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  for (const Node& n : (*compiled)->graph().nodes()) {
-    auto l = n.named_attrs.String("activation_layout");
-    r.nodes.emplace_back(n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op), l.ok() ? *l : "row-major");
-  }
+  CompiledRun run = CompileAndRunOnce(std::move(g), x, y, options, in, in.size());
+  Result r;
+  if (run.model == nullptr) return r;
+  r.y = std::move(run.y);
+  r.nodes = NodeLayouts(run.model->graph());
   return r;
 }
 

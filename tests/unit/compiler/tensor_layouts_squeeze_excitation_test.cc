@@ -23,6 +23,9 @@ namespace {
 constexpr int64_t kC = 40, kSqueeze = 10, kSide = 9;
 
 using testing::SeededConstant;
+using testing::CompileAndRunOnce;
+using testing::CompiledRun;
+using testing::NodeLayouts;
 using testing::SeededValues;
 using testing::TensorNode;
 
@@ -48,12 +51,13 @@ Result CompileAndRun(bool layouts) {
   dw.named_attrs.SetInts("pads", {2, 2, 2, 2});
   g.AddNode(std::move(dw));
   g.AddNode(TensorNode("GlobalAveragePool", "pool", {d}, p));
-  g.AddNode(TensorNode("Conv", "fc1",
-                       {p, SeededConstant(g, "w1", {kSqueeze, kC, 1, 1}, 3), SeededConstant(g, "b1", {kSqueeze}, 4)},
-                       s));
+  g.AddNode(TensorNode(
+      "Conv", "fc1",
+      {p, SeededConstant(g, "w1", {kSqueeze, kC, 1, 1}, 3), SeededConstant(g, "b1", {kSqueeze}, 4)}, s));
   g.AddNode(TensorNode("Relu", "relu", {s}, sr));
-  g.AddNode(TensorNode("Conv", "fc2",
-                       {sr, SeededConstant(g, "w2", {kC, kSqueeze, 1, 1}, 5), SeededConstant(g, "b2", {kC}, 6)}, e));
+  g.AddNode(TensorNode(
+      "Conv", "fc2", {sr, SeededConstant(g, "w2", {kC, kSqueeze, 1, 1}, 5), SeededConstant(g, "b2", {kC}, 6)},
+      e));
   g.AddNode(TensorNode("HardSigmoid", "scale_activation", {e}, gate));
   g.AddNode(TensorNode("Mul", "scale", {d, gate}, y));
   g.value(y).is_output = true;
@@ -61,19 +65,12 @@ Result CompileAndRun(bool layouts) {
 
   TensorCompileOptions options;
   options.layouts = layouts;
-  auto compiled = CompiledTensorGraph::Compile(std::move(g), {x}, {y}, options);
-  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
-  Result r;
-  if (!compiled.ok()) return r;
   const std::vector<float> in = SeededValues(static_cast<size_t>(image.ElementCount()), 7);
-  r.y.resize(in.size());
-  ThreadPool pool(2);
-  const Status st = (*compiled)->Run({in.data()}, {r.y.data()}, &pool, nullptr);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  for (const Node& n : (*compiled)->graph().nodes()) {
-    auto l = n.named_attrs.String("activation_layout");
-    r.nodes.emplace_back(n.op == OpKind::kTensorOp ? n.op_type : OpName(n.op), l.ok() ? *l : "row-major");
-  }
+  CompiledRun run = CompileAndRunOnce(std::move(g), x, y, options, in, in.size());
+  Result r;
+  if (run.model == nullptr) return r;
+  r.y = std::move(run.y);
+  r.nodes = NodeLayouts(run.model->graph());
   return r;
 }
 
