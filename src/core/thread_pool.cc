@@ -9,6 +9,7 @@
 #include "core/cpu_info.h"
 
 #if defined(__linux__)
+#include <dlfcn.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -98,12 +99,35 @@ void PinCurrentThread(int nth_allowed_cpu) {
 #endif
 }
 
+// A symbol of a library already in the process (libgomp, loaded with
+// oneDNN), or null: kiln itself does not link OpenMP.
+void* LoadedSymbol(const char* name) {
+#if defined(__linux__)
+  return dlsym(RTLD_DEFAULT, name);
+#else
+  (void)name;
+  return nullptr;
+#endif
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads, ThreadPoolOptions options)
     : num_threads_(std::clamp(num_threads > 0 ? num_threads : GetCpuInfo().physical_cores, 1, kMaxThreads)),
       claimed_(new std::atomic<uint64_t>[static_cast<size_t>(num_threads_)]) {
   for (int t = 0; t < num_threads_; ++t) claimed_[t].store(0, std::memory_order_relaxed);
+  if (options.share_openmp_team && num_threads_ > 1) {
+    // GOMP_parallel is what `#pragma omp parallel` compiles to with GCC.
+    auto parallel = reinterpret_cast<OpenMpParallelFn>(LoadedSymbol("GOMP_parallel"));
+    auto thread_num = reinterpret_cast<int (*)()>(LoadedSymbol("omp_get_thread_num"));
+    auto team_size = reinterpret_cast<int (*)()>(LoadedSymbol("omp_get_num_threads"));
+    if (parallel != nullptr && thread_num != nullptr && team_size != nullptr) {
+      openmp_parallel_ = parallel;
+      openmp_thread_num_ = thread_num;
+      openmp_team_size_ = team_size;
+      return;  // no workers of its own
+    }
+  }
   workers_.reserve(static_cast<size_t>(num_threads_ - 1));
   for (int i = 1; i < num_threads_; ++i) {
     workers_.emplace_back([this, i, options] {
@@ -149,6 +173,11 @@ void ThreadPool::Run(int64_t n, int64_t min_per_thread, RangeFn fn, void* ctx) {
     tls_in_parallel_body = false;
     return;
   }
+  if (openmp_parallel_ != nullptr) {
+    RunOnOpenMpTeam(n, threads, fn, ctx);
+    tls_in_parallel_body = false;
+    return;
+  }
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_n_ = n;
@@ -171,6 +200,35 @@ void ThreadPool::Run(int64_t n, int64_t min_per_thread, RangeFn fn, void* ctx) {
   tls_thread_index = 0;
 
   WaitForWorkers();
+}
+
+void ThreadPool::RunOnOpenMpTeam(int64_t n, int threads, RangeFn fn, void* ctx) {
+  struct Job {
+    RangeFn fn;
+    void* ctx;
+    int64_t n;
+    int threads;
+    int (*thread_num)();
+    int (*team_size)();
+  } job{fn, ctx, n, threads, openmp_thread_num_, openmp_team_size_};
+  // The pool's own static split (so results do not depend on which threads
+  // ran them), range r run as thread r; a team smaller than asked (an
+  // OpenMP thread limit) takes the missing ranges round-robin.
+  auto body = [](void* data) {
+    const Job& j = *static_cast<const Job*>(data);
+    const int t = j.thread_num(), team = std::max(1, j.team_size());
+    const bool saved_in_body = tls_in_parallel_body;
+    const int saved_index = tls_thread_index;
+    tls_in_parallel_body = true;
+    for (int r = t; r < j.threads; r += team) {
+      tls_thread_index = r;
+      const IndexRange range = StaticRange(j.n, j.threads, r);
+      if (range.begin < range.end) j.fn(j.ctx, range.begin, range.end, r);
+    }
+    tls_in_parallel_body = saved_in_body;
+    tls_thread_index = saved_index;
+  };
+  openmp_parallel_(body, &job, static_cast<unsigned>(threads), 0);
 }
 
 bool ThreadPool::ClaimRange(int t, uint64_t sequence) {

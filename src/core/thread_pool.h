@@ -17,6 +17,13 @@ struct ThreadPoolOptions {
   // Pins worker i to the i-th CPU the process may run on (the calling thread
   // is left alone). Off by default: pinning helps only on a quiet machine.
   bool pin_threads = false;
+  // Runs every ParallelFor on the OpenMP team of the calling thread (libgomp,
+  // where the process has it loaded: oneDNN brings it) instead of the pool's
+  // own workers. A graph that mixes kiln's kernels with oneDNN's then runs
+  // on one set of threads: those oneDNN just used are still spinning when
+  // kiln's next kernel starts, rather than competing with kiln's workers
+  // for the cores. Without libgomp in the process the pool runs as usual.
+  bool share_openmp_team = false;
 };
 
 // The half-open index range [begin, end).
@@ -37,6 +44,10 @@ class ThreadPool {
 
   // Threads that take part in a ParallelFor, the caller included.
   int num_threads() const { return num_threads_; }
+
+  // Whether ParallelFor runs on the OpenMP team (share_openmp_team, and
+  // libgomp is loaded).
+  bool on_openmp_team() const { return openmp_parallel_ != nullptr; }
 
   // Calls body(begin, end, thread) on disjoint contiguous ranges that together
   // cover [0, n), and returns when all are done. Range t is
@@ -76,10 +87,16 @@ class ThreadPool {
   using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end, int thread);
 
   void Run(int64_t n, int64_t min_per_thread, RangeFn fn, void* ctx);
+  void RunOnOpenMpTeam(int64_t n, int threads, RangeFn fn, void* ctx);
   void WorkerLoop(int index);
   void WaitForWorkers();
 
   const int num_threads_;
+  // libgomp's entry points, when the pool shares the OpenMP team.
+  using OpenMpParallelFn = void (*)(void (*)(void*), void*, unsigned, unsigned);
+  OpenMpParallelFn openmp_parallel_ = nullptr;
+  int (*openmp_thread_num_)() = nullptr;
+  int (*openmp_team_size_)() = nullptr;
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one ParallelFor at a time
 

@@ -1,7 +1,9 @@
 // Loading, compiling per input shape, and running ONNX models.
 #include "onnx/onnx_session.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <map>
 
 #include <fmt/format.h>
@@ -66,7 +68,12 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path
     if (!m.fixed.count(name)) return InvalidArgument("fixed input {}: the model has no input of that name", name);
   }
   for (const OnnxValueInfo& v : m.model.graph.outputs) m.outputs.push_back(InfoOf(v));
-  m.pool = std::make_unique<ThreadPool>(options.threads);
+  // kiln's kernels and oneDNN's convolutions take turns in a vision graph:
+  // one team of threads for both (ThreadPoolOptions::share_openmp_team).
+  // KILN_OPENMP_TEAM=0 gives kiln's kernels their own workers instead.
+  const char* team = std::getenv("KILN_OPENMP_TEAM");
+  m.pool = std::make_unique<ThreadPool>(
+      options.threads, ThreadPoolOptions{.share_openmp_team = team == nullptr || std::string(team) != "0"});
   // Inputs whose every dimension is known: compile now, so a bad graph
   // fails at load.
   std::vector<TensorType> types;

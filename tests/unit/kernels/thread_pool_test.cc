@@ -2,6 +2,7 @@
 // concurrent callers, rapid reuse and shutdown.
 #include "core/thread_pool.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -185,6 +186,76 @@ TEST(ThreadPool, PinnedPoolRuns) {
     for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
   });
   EXPECT_EQ(sum.load(), 4950);
+}
+
+// The pool on libgomp's team, loaded here as oneDNN would load it.
+bool LoadOpenMp() { return dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr; }
+
+TEST(ThreadPool, OpenMpTeamKeepsTheStaticSplitAndIndices) {
+  if (!LoadOpenMp()) {
+    GTEST_SKIP() << "libgomp.so.1 is not installed";
+  }
+  for (int threads : {2, 3, 4}) {
+    ThreadPool pool(threads, ThreadPoolOptions{.share_openmp_team = true});
+    ASSERT_TRUE(pool.on_openmp_team());
+    for (int64_t n : {1, 2, 3, 7, 100, 1001}) {
+      std::vector<std::atomic<int>> visits(static_cast<size_t>(n));
+      std::vector<IndexRange> seen(static_cast<size_t>(threads), IndexRange{-1, -1});
+      std::mutex mutex;
+      std::set<std::thread::id> os_threads;
+      pool.ParallelFor(n, [&](int64_t begin, int64_t end, int thread) {
+        ASSERT_GE(thread, 0);
+        ASSERT_LT(thread, threads);
+        seen[static_cast<size_t>(thread)] = {begin, end};
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          os_threads.insert(std::this_thread::get_id());
+        }
+        for (int64_t i = begin; i < end; ++i) visits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(visits[static_cast<size_t>(i)].load(), 1) << "index " << i;
+      const int used = static_cast<int>(std::min<int64_t>(threads, n));
+      for (int t = 0; t < used; ++t) {
+        const IndexRange want = ThreadPool::StaticRange(n, used, t);
+        EXPECT_EQ(seen[static_cast<size_t>(t)].begin, want.begin) << threads << " threads, n " << n;
+        EXPECT_EQ(seen[static_cast<size_t>(t)].end, want.end);
+      }
+      // Ranges ran on the team's threads, not all on the caller.
+      if (used > 1) {
+        EXPECT_GT(os_threads.size(), 1u);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, OpenMpTeamRunsNestedCallsSerially) {
+  if (!LoadOpenMp()) {
+    GTEST_SKIP() << "libgomp.so.1 is not installed";
+  }
+  ThreadPool pool(2, ThreadPoolOptions{.share_openmp_team = true});
+  std::vector<std::atomic<int>> visits(4 * 50);
+  std::atomic<int> mismatched_threads{0};
+  pool.ParallelFor(4, [&](int64_t begin, int64_t end, int outer_thread) {
+    for (int64_t o = begin; o < end; ++o) {
+      pool.ParallelFor(50, [&](int64_t b, int64_t e, int inner_thread) {
+        if (inner_thread != outer_thread) mismatched_threads.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) visits[static_cast<size_t>(o * 50 + i)].fetch_add(1);
+      });
+    }
+  });
+  for (auto& v : visits) EXPECT_EQ(v.load(), 1);
+  EXPECT_EQ(mismatched_threads.load(), 0);
+}
+
+TEST(ThreadPool, OneThreadPoolNeverUsesTheTeam) {
+  LoadOpenMp();
+  ThreadPool pool(1, ThreadPoolOptions{.share_openmp_team = true});
+  EXPECT_FALSE(pool.on_openmp_team());
+  int64_t sum = 0;
+  pool.ParallelFor(10, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum, 45);
 }
 
 TEST(ThreadPool, DefaultPoolsAreSharedPerThreadCount) {
