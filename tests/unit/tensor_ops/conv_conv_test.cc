@@ -6,7 +6,9 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv2d_plan.h"
+#include "backend/cpu/tensor_kernels/conv_onednn.h"
 #include "backend/cpu/tensor_kernels/conv_reference.h"
+#include "backend/cpu/tensor_kernels/conv_window.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/thread_pool.h"
 #include "graph/tensor_ops/conv_geometry.h"
@@ -391,6 +393,32 @@ TEST(Conv, ForcedImplementationsAreTheOnesThatRun) {
   const std::string blocked = ImplFor("onednn-blocked", {1, 8, 9, 9}, {8, 8, 3, 3}, 1);
   EXPECT_EQ(blocked.rfind("onednn:", 0), 0u);
   EXPECT_NE(blocked.find("-blocked"), std::string::npos);
+}
+
+TEST(Conv, RowMajorAvx2TakesOneDnnBlockedForWindowsLargerThanOneByOne) {
+  auto geometry = [](std::vector<int64_t> x, std::vector<int64_t> w, int64_t group) {
+    AttributeMap attrs;
+    attrs.SetInt("group", group);
+    const int64_t pad = w[2] / 2;
+    attrs.SetInts("pads", {pad, pad, pad, pad});
+    auto g = ConvGeometry("Conv", "n", attrs, x, w);
+    EXPECT_TRUE(g.ok());
+    return cpu::ToWindow3(*g);
+  };
+  using cpu::Isa;
+  // A YOLO 3x3 (59 MFLOP) and a small 3x3 stem: oneDNN on AVX2 only.
+  EXPECT_TRUE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 64, 40, 40}, {128, 64, 3, 3}, 1), Isa::kAvx2));
+  EXPECT_TRUE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 3, 64, 64}, {16, 3, 3, 3}, 1), Isa::kAvx2));
+  EXPECT_FALSE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 64, 40, 40}, {128, 64, 3, 3}, 1), Isa::kAvx512));
+  // 1x1 layers stay on kiln's GEMM, depthwise on its own loop, tiny layers too.
+  EXPECT_FALSE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 64, 40, 40}, {128, 64, 1, 1}, 1), Isa::kAvx2));
+  EXPECT_FALSE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 64, 40, 40}, {64, 1, 3, 3}, 64), Isa::kAvx2));
+  EXPECT_FALSE(cpu::PreferOneDnnBlockedOnRowMajor(geometry({1, 8, 9, 9}, {8, 8, 3, 3}, 1), Isa::kAvx2));
+  if (cpu::BestIsa() == Isa::kAvx2) {
+    const std::string impl = ImplFor(nullptr, {1, 64, 40, 40}, {128, 64, 3, 3}, 1);
+    EXPECT_EQ(impl.rfind("onednn:", 0), 0u) << impl;
+    EXPECT_NE(impl.find("-blocked"), std::string::npos) << impl;
+  }
 }
 
 }  // namespace

@@ -164,8 +164,9 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const Isa isa = BestIsa();
   const bool kiln_applies = ConvPlanApplies(g, isa);
   const bool onednn_applies = OneDnnConvApplies(g, isa);
-  const bool blocked = onednn_applies && (forced == "onednn-blocked" ||
-                                          (forced.empty() && PreferOneDnnBlocked(g, isa)));
+  const bool blocked =
+      onednn_applies && (forced == "onednn-blocked" ||
+                         (forced.empty() && (PreferOneDnnBlocked(g, isa) || PreferOneDnnBlockedOnRowMajor(g, isa))));
   if (blocked) {
     auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, true);
     if (conv.ok()) return conv;

@@ -35,6 +35,11 @@ bool PreferOneDnn(const Window3& g, Isa isa);
 // included) beats kiln's own kernels on this shape.
 bool PreferOneDnnBlocked(const Window3& g, Isa isa);
 
+// Whether a convolution whose activations stay row-major (the layout stage
+// keeps nchw16c chains to AVX-512) runs faster on oneDNN with its blocked
+// activations inside, reorders included, than on kiln's row-major kernels.
+bool PreferOneDnnBlockedOnRowMajor(const Window3& g, Isa isa);
+
 // The implementation oneDNN picks for this convolution with activations in
 // `layout` ("jit:avx512_core", "ref:any", ...), without making the kernel;
 // an error when oneDNN refuses the shape.
