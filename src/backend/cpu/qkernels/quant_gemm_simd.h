@@ -23,7 +23,6 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
@@ -726,40 +725,20 @@ constexpr int kFewRowsTile = 8;
 constexpr int kFewRowsTile = 4;
 #endif
 
-// A tile of R activation rows' blocks side by side: block b of tile row r
-// has its 32 values at q + 32 (R b + r), its sum negated at
-// neg_sum[R b + r] and its scale at d[R b + r]. So the kernels address
-// every row of a block from one pointer each (R rows of separate pointers
-// overflow the general registers), with the sum ready for the formats'
-// offsets.
+// Rows from m of a QuantizedRows' block-by-block copy: block b of tile row
+// r has its 32 values at q + 32 (stride b + r), its sum negated at
+// neg_sum[stride b + r] and its scale at d[stride b + r]. So the kernels
+// address every row of a block from one pointer each (R rows of separate
+// pointers overflow the general registers).
 struct FewRows {
   const int8_t* q;
   const int32_t* neg_sum;
   const float* d;
+  int64_t stride;
 };
 
-// Packs rows [m, m + R) of x into the calling thread's buffer, valid until
-// its next call.
-template <int R>
-FewRows PackFewRows(const QuantizedRows& x, int64_t m) {
-  const int64_t blocks = x.k / kQK;
-  thread_local std::vector<int32_t> buffer;
-  const auto words = static_cast<size_t>(blocks * R * (kQK / 4 + 2));
-  if (buffer.size() < words) buffer.resize(words);
-  auto* q = reinterpret_cast<int8_t*>(buffer.data());
-  int32_t* neg_sum = buffer.data() + blocks * R * (kQK / 4);
-  auto* d = reinterpret_cast<float*>(neg_sum + blocks * R);
-  for (int r = 0; r < R; ++r) {
-    const int8_t* row_q = x.row_q(m + r);
-    const float* row_d = x.row_d(m + r);
-    const int16_t* sums = x.row_sums(m + r);
-    for (int64_t b = 0; b < blocks; ++b) {
-      std::memcpy(q + kQK * (R * b + r), row_q + kQK * b, kQK);
-      neg_sum[R * b + r] = -(static_cast<int32_t>(sums[2 * b]) + sums[2 * b + 1]);
-      d[R * b + r] = row_d[b];
-    }
-  }
-  return {q, neg_sum, d};
+inline FewRows FewRowsFrom(const QuantizedRows& x, int64_t m) {
+  return {x.by_block + kQK * m, x.by_block_neg_sum + m, x.by_block_d + m, x.rows};
 }
 
 // Q4_0's Dot2Nibbles added to acc: with VNNI two accumulating vpdpbusd.
@@ -789,7 +768,7 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
   const int64_t next = (G + 1) / 2 * a.x8_pair_bytes;
   const int64_t ahead = next < kX8PrefetchMax ? next : kX8PrefetchMax;
   for (int64_t b = 0; b < blocks; ++b) {
-    const int8_t* q = x.q + kQK * R * b;
+    const int8_t* q = x.q + kQK * x.stride * b;
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
       const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
@@ -806,7 +785,7 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
         }
       } else {
         // The nibbles' products less 8 times the block's activation sum.
-        for (int r = 0; r < R; ++r) sum[r] = _mm256_slli_epi32(_mm256_set1_epi32(x.neg_sum[R * b + r]), 3);
+        for (int r = 0; r < R; ++r) sum[r] = _mm256_slli_epi32(_mm256_set1_epi32(x.neg_sum[x.stride * b + r]), 3);
         const __m256i nibble = _mm256_set1_epi8(0x0F);
         for (int j = 0; j < 4; ++j) {
           const __m256i v = Load256(tile + 64 * j);
@@ -819,7 +798,7 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
       }
       const __m256 dw = X8Scales(group[i], b);
       for (int r = 0; r < R; ++r) {
-        acc[i][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x.d[R * b + r])), _mm256_cvtepi32_ps(sum[r]),
+        acc[i][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x.d[x.stride * b + r])), _mm256_cvtepi32_ps(sum[r]),
                                     acc[i][r]);
       }
     }
@@ -874,9 +853,9 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     for (int64_t line = 0; line < kTileBytes; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
     }
-    const int8_t* q = x.q + kQK * R * b;
+    const int8_t* q = x.q + kQK * x.stride * b;
     __m512i sum[R];
-    for (int r = 0; r < R; ++r) sum[r] = _mm512_slli_epi32(_mm512_set1_epi32(x.neg_sum[R * b + r]), kBiasShift);
+    for (int r = 0; r < R; ++r) sum[r] = _mm512_slli_epi32(_mm512_set1_epi32(x.neg_sum[x.stride * b + r]), kBiasShift);
     auto dword = [&](int r, int j) {
       int32_t v;
       std::memcpy(&v, q + kQK * r + 4 * j, 4);
@@ -901,7 +880,7 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     }
     const __m512 dw = _mm512_cvtph_ps(Load256(pair + 32 * b));
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x.d[R * b + r])), _mm512_cvtepi32_ps(sum[r]), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x.d[x.stride * b + r])), _mm512_cvtepi32_ps(sum[r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
@@ -915,7 +894,7 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
 // two halves of each 64-byte line.
 template <class D, bool kQ8, int R>
 void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
-  const FewRows x = PackFewRows<R>(*a.x, m);
+  const FewRows x = FewRowsFrom(*a.x, m);
   int64_t g = a.g_begin;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if constexpr (std::is_same_v<D, DotVnni>) {
@@ -972,7 +951,7 @@ void GemmX8(const QuantGemmArgs& a) {
     }
     return;
   }
-  if (a.m_end - a.m_begin <= 2 * kFewRowsTile) return X8FewRows<D, kQ8>(a);
+  if (a.x->by_block != nullptr && a.m_end - a.m_begin <= 2 * kFewRowsTile) return X8FewRows<D, kQ8>(a);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
