@@ -855,7 +855,9 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     }
     const int8_t* q = x.q + kQK * x.stride * b;
     __m512i sum[R];
-    for (int r = 0; r < R; ++r) sum[r] = _mm512_slli_epi32(_mm512_set1_epi32(x.neg_sum[x.stride * b + r]), kBiasShift);
+    // The offset shifted as a scalar: a vector shift would take port 0,
+    // which the multiply-adds saturate.
+    for (int r = 0; r < R; ++r) sum[r] = _mm512_set1_epi32(x.neg_sum[x.stride * b + r] * (1 << kBiasShift));
     auto dword = [&](int r, int j) {
       int32_t v;
       std::memcpy(&v, q + kQK * r + 4 * j, 4);
