@@ -1,4 +1,5 @@
-// The quantized GEMM with 256-bit integer vectors, for the AVX2 and AVX-512
+// The quantized GEMM with 256-bit integer vectors (and, for few rows of the
+// x8 layout with AVX512-VNNI, 512-bit ones), for the AVX2 and AVX-512
 // translation units: block-quantized weights (GGUF layouts, read in place)
 // times int8 activations (qkernel_table.h's QuantizedRows).
 //
@@ -753,7 +754,7 @@ inline __m256i Dot2NibblesAdd<DotVnni>(__m256i acc, __m256i u1, __m256i s1, __m2
 }
 #endif
 
-// A tile of R packed rows (output rows from m) against G consecutive x8
+// A tile of R rows (FewRows x; output rows from m) against G consecutive x8
 // groups from g0, on 256-bit vectors.
 template <class D, bool kQ8, int G, int R>
 void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64_t m) {
@@ -837,7 +838,7 @@ inline void StorePairRow(const QuantGemmArgs& a, int64_t p, int64_t m, __m512 ac
   _mm512_mask_storeu_ps(y, valid, acc);
 }
 
-// A tile of R packed rows (output rows from m) against pair p.
+// A tile of R rows (FewRows x; output rows from m) against pair p.
 template <bool kQ8, int R>
 void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t m) {
   const int64_t blocks = a.k / kQK;
