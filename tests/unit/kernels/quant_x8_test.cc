@@ -104,7 +104,7 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i % 7);
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t m : {1, 2, 3, 4, 5, 16, 17, 31, 32, 33, 37, 70}) {
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 37, 70}) {
     std::vector<float> x(static_cast<size_t>(m * s.k));
     for (float& v : x) v = dist(rng);
     KernelContext ref;
@@ -153,22 +153,24 @@ TEST(QuantX8, ManyRowsRunOnAmxTilesWhereTheCpuHasThem) {
 }
 
 // A fused projection computed as parts in one call gives each part the bits
-// of its own QuantLinear call, for few rows (one joint split) and many.
+// of its own QuantLinear call, for few rows (one joint split) and many. The
+// first part's 7 row groups make the threads' shares of the second start at
+// odd groups, in the middle of the x8 layout's pairs.
 TEST(QuantLinearParts, GiveEachPartTheBitsOfItsOwnCall) {
-  const int64_t k = 160;
-  const auto q_bytes = RandomBlocks(DType::kQ8_0, 61, k, 1);
+  const int64_t k = 160, nq = 53;
+  const auto q_bytes = RandomBlocks(DType::kQ8_0, nq, k, 1);
   const auto k_bytes = RandomBlocks(DType::kQ4_0, 16, k, 2);
   const auto v_bytes = RandomBlocks(DType::kQ5_0, 13, k, 3);
   const QuantMatrix q =
-      RepackX8(*MakeQuantMatrix(DType::kQ8_0, q_bytes.data(), q_bytes.size(), 61, k)).value();
+      RepackX8(*MakeQuantMatrix(DType::kQ8_0, q_bytes.data(), q_bytes.size(), nq, k)).value();
   const QuantMatrix kw =
       RepackX8(*MakeQuantMatrix(DType::kQ4_0, k_bytes.data(), k_bytes.size(), 16, k)).value();
   const QuantMatrix v = *MakeQuantMatrix(DType::kQ5_0, v_bytes.data(), v_bytes.size(), 13, k);
-  std::vector<float> bias(61, 0.5f);
-  const int64_t ldy = 61 + 16 + 13 + 3;
+  std::vector<float> bias(nq, 0.5f);
+  const int64_t ldy = nq + 16 + 13 + 3;
   std::mt19937 rng(4);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t rows : {1, 3, 20}) {
+  for (int64_t rows : {1, 3, 5, 8, 20}) {
     std::vector<float> x(static_cast<size_t>(rows * k));
     for (float& value : x) value = dist(rng);
     for (int threads : {1, 2, 3}) {
@@ -177,11 +179,11 @@ TEST(QuantLinearParts, GiveEachPartTheBitsOfItsOwnCall) {
       const QuantizedRows xq = QuantizeActivations(ctx, rows, x.data(), false, k, k, 32);
       std::vector<float> separate(static_cast<size_t>(rows * ldy), -1.0f), joint = separate;
       QuantLinear(ctx, rows, xq, q, bias.data(), separate.data(), ldy);
-      QuantLinear(ctx, rows, xq, kw, nullptr, separate.data() + 61, ldy);
-      QuantLinear(ctx, rows, xq, v, nullptr, separate.data() + 77, ldy);
+      QuantLinear(ctx, rows, xq, kw, nullptr, separate.data() + nq, ldy);
+      QuantLinear(ctx, rows, xq, v, nullptr, separate.data() + nq + 16, ldy);
       const QuantLinearPart parts[3] = {{&q, bias.data(), joint.data()},
-                                        {&kw, nullptr, joint.data() + 61},
-                                        {&v, nullptr, joint.data() + 77}};
+                                        {&kw, nullptr, joint.data() + nq},
+                                        {&v, nullptr, joint.data() + nq + 16}};
       QuantLinearParts(ctx, rows, xq, parts, 3, ldy);
       EXPECT_EQ(std::memcmp(joint.data(), separate.data(), joint.size() * sizeof(float)), 0)
           << "rows " << rows << " threads " << threads;

@@ -24,6 +24,14 @@ inline constexpr int kQuantGroupRows = 8;
 // sums + m * (k / 16). Value i of a row stands for d[i / block] * q[i].
 // Not owning.
 //
+// Where few rows of 32-value blocks are quantized (2 to 15: verifying
+// drafted tokens, small batches), they also come block by block, the rows
+// of each block side by side, for the kernels that apply each weight block
+// to several rows: row m's block b at by_block + 32 (rows * b + m), its
+// scale at by_block_d[rows * b + m], and its sum of values negated (what
+// the formats' offsets subtract) at by_block_neg_sum[rows * b + m]. Null
+// otherwise.
+//
 // Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
 // with AMX-INT8), the scales also come by row tile of 16, side by side for
 // its epilogue's broadcasts: row m's block b at tile_d + ((m / 16) * blocks
@@ -35,6 +43,10 @@ struct QuantizedRows {
   int64_t k = 0;
   int block = 32;
   float* tile_d = nullptr;
+  int64_t rows = 0;
+  int8_t* by_block = nullptr;
+  float* by_block_d = nullptr;
+  int32_t* by_block_neg_sum = nullptr;
 
   const int8_t* row_q(int64_t m) const { return q + m * k; }
   const float* row_d(int64_t m) const { return d + m * (k / block); }

@@ -1,4 +1,5 @@
-// The quantized GEMM with 256-bit integer vectors, for the AVX2 and AVX-512
+// The quantized GEMM with 256-bit integer vectors (and, for few rows of the
+// x8 layout with AVX512-VNNI, 512-bit ones), for the AVX2 and AVX-512
 // translation units: block-quantized weights (GGUF layouts, read in place)
 // times int8 activations (qkernel_table.h's QuantizedRows).
 //
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
@@ -707,6 +709,236 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   }
 }
 
+// ---- Few rows on the x8 layout: verifying drafted tokens, small batches ----
+//
+// Each weight vector is loaded once and (Q8_0) its absolute value taken or
+// (Q4_0) its nibbles unpacked once for all the rows of a tile, so that R
+// rows cost one pass over the weights and R times the multiply-adds, not R
+// passes. Every row's block sums are the exact integers of the one-row
+// kernels and its fp32 steps are theirs in the same order, so each row gets
+// the bits it gets alone.
+
+// The most activation rows a tile takes: its per-row sums and accumulators
+// stay in registers (32 vector registers with AVX-512, 16 with AVX2).
+#if defined(__AVX512F__)
+constexpr int kFewRowsTile = 8;
+#else
+constexpr int kFewRowsTile = 4;
+#endif
+
+// Rows from m of a QuantizedRows' block-by-block copy: block b of tile row
+// r has its 32 values at q + 32 (stride b + r), its sum negated at
+// neg_sum[stride b + r] and its scale at d[stride b + r]. So the kernels
+// address every row of a block from one pointer each (R rows of separate
+// pointers overflow the general registers).
+struct FewRows {
+  const int8_t* q;
+  const int32_t* neg_sum;
+  const float* d;
+  int64_t stride;
+};
+
+inline FewRows FewRowsFrom(const QuantizedRows& x, int64_t m) {
+  return {x.by_block + kQK * m, x.by_block_neg_sum + m, x.by_block_d + m, x.rows};
+}
+
+// Q4_0's Dot2Nibbles added to acc: with VNNI two accumulating vpdpbusd.
+template <class D>
+inline __m256i Dot2NibblesAdd(__m256i acc, __m256i u1, __m256i s1, __m256i u2, __m256i s2) {
+  return _mm256_add_epi32(acc, D::Dot2Nibbles(u1, s1, u2, s2));
+}
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+template <>
+inline __m256i Dot2NibblesAdd<DotVnni>(__m256i acc, __m256i u1, __m256i s1, __m256i u2, __m256i s2) {
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, u1, s1), u2, s2);
+}
+#endif
+
+// A tile of R rows (FewRows x; output rows from m) against G consecutive x8
+// groups from g0, on 256-bit vectors.
+template <class D, bool kQ8, int G, int R>
+void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64_t m) {
+  const int64_t blocks = a.k / kQK;
+  constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
+  X8Group group[G];
+  __m256 acc[G][R];
+  for (int i = 0; i < G; ++i) {
+    group[i] = GroupOf(a, g0 + i);
+    for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+  }
+  const int64_t next = (G + 1) / 2 * a.x8_pair_bytes;
+  const int64_t ahead = next < kX8PrefetchMax ? next : kX8PrefetchMax;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* q = x.q + kQK * x.stride * b;
+    for (int i = 0; i < G; ++i) {
+      const uint8_t* tile = group[i].quants + kTileBytes * b;
+      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
+      for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+      }
+      __m256i sum[R];
+      if constexpr (kQ8) {
+        for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+          const __m256i w = Load256(tile + 64 * j);
+          const __m256i u = _mm256_abs_epi8(w);
+          for (int r = 0; r < R; ++r) sum[r] = DotAdd<D>(sum[r], u, _mm256_sign_epi8(X8Dword(q + kQK * r, j), w));
+        }
+      } else {
+        // The nibbles' products less 8 times the block's activation sum.
+        for (int r = 0; r < R; ++r) sum[r] = _mm256_slli_epi32(_mm256_set1_epi32(x.neg_sum[x.stride * b + r]), 3);
+        const __m256i nibble = _mm256_set1_epi8(0x0F);
+        for (int j = 0; j < 4; ++j) {
+          const __m256i v = Load256(tile + 64 * j);
+          const __m256i low = _mm256_and_si256(v, nibble);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          for (int r = 0; r < R; ++r) {
+            sum[r] = Dot2NibblesAdd<D>(sum[r], low, X8Dword(q + kQK * r, j), high, X8Dword(q + kQK * r, 4 + j));
+          }
+        }
+      }
+      const __m256 dw = X8Scales(group[i], b);
+      for (int r = 0; r < R; ++r) {
+        acc[i][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x.d[x.stride * b + r])), _mm256_cvtepi32_ps(sum[r]),
+                                    acc[i][r]);
+      }
+    }
+  }
+  for (int i = 0; i < G; ++i) {
+    const int64_t n0 = (g0 + i) * kQuantGroupRows;
+    const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+    const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+    for (int r = 0; r < R; ++r) StoreRow(a.y + (m + r) * a.ldy + n0, acc[i][r], bias, n_valid);
+  }
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+// With 512-bit VNNI, a pair of groups per vector: line j of a pair's block
+// tile is both groups' vector j (quant_matrix.h), so one vpdpbusd does a
+// pair's multiply-adds for one activation row. The activation dword is the
+// broadcast operand, so it must be the signed one: the weights go in as the
+// unsigned one, Q4_0's nibbles as they are and Q8_0's values biased by 128
+// (w ^ 0x80), and the bias comes off as 8 (Q4_0) or 128 (Q8_0) times the
+// block's activation sum. vpdpbusd adds in int32 without saturating, so
+// the block sums are the exact integers of the 256-bit kernels.
+
+// The 16 rows' outputs of pair p for output row m.
+inline void StorePairRow(const QuantGemmArgs& a, int64_t p, int64_t m, __m512 acc) {
+  const int64_t n0 = p * kX8PairRows;
+  const int64_t left = a.n_total - n0;
+  float* y = a.y + m * a.ldy + n0;
+  const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+  if (left >= kX8PairRows) {
+    if (bias != nullptr) acc = _mm512_add_ps(acc, _mm512_loadu_ps(bias));
+    _mm512_storeu_ps(y, acc);
+    return;
+  }
+  const auto valid = static_cast<__mmask16>((1u << left) - 1);
+  if (bias != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(valid, bias));
+  _mm512_mask_storeu_ps(y, valid, acc);
+}
+
+// A tile of R rows (FewRows x; output rows from m) against pair p.
+template <bool kQ8, int R>
+void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t m) {
+  const int64_t blocks = a.k / kQK;
+  constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
+  constexpr int kBiasShift = kQ8 ? 7 : 3;
+  const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
+  const uint8_t* quants = pair + X8ScaleBytes(blocks);
+  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = quants + kTileBytes * b;
+    for (int64_t line = 0; line < kTileBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
+    }
+    const int8_t* q = x.q + kQK * x.stride * b;
+    __m512i sum[R];
+    // The offset shifted as a scalar: a vector shift would take port 0,
+    // which the multiply-adds saturate.
+    for (int r = 0; r < R; ++r) sum[r] = _mm512_set1_epi32(x.neg_sum[x.stride * b + r] * (1 << kBiasShift));
+    auto dword = [&](int r, int j) {
+      int32_t v;
+      std::memcpy(&v, q + kQK * r + 4 * j, 4);
+      return _mm512_set1_epi32(v);
+    };
+    if constexpr (kQ8) {
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+      for (int j = 0; j < 8; ++j) {
+        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * j), flip);
+        for (int r = 0; r < R; ++r) sum[r] = _mm512_dpbusd_epi32(sum[r], u, dword(r, j));
+      }
+    } else {
+      const __m512i nibble = _mm512_set1_epi8(0x0F);
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = _mm512_loadu_si512(tile + 64 * j);
+        const __m512i low = _mm512_and_si512(v, nibble);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        for (int r = 0; r < R; ++r) {
+          sum[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r], low, dword(r, j)), high, dword(r, 4 + j));
+        }
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(Load256(pair + 32 * b));
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x.d[x.stride * b + r])), _mm512_cvtepi32_ps(sum[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
+}
+#endif
+
+// A tile of R rows from m over groups [g_begin, g_end): with 512-bit VNNI
+// whole pairs on 512 bits, and a group whose pair the range splits (an odd
+// end) on 256 (the last pair's second group may be past N, zeros in the
+// copy: it is computed and not stored); otherwise two groups at a time, the
+// two halves of each 64-byte line.
+template <class D, bool kQ8, int R>
+void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
+  const FewRows x = FewRowsFrom(*a.x, m);
+  int64_t g = a.g_begin;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if constexpr (std::is_same_v<D, DotVnni>) {
+    const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
+    if (g % 2 != 0 && g < a.g_end) X8FewRowsGroups<D, kQ8, 1, R>(a, x, g++, m);
+    for (; g + 2 <= a.g_end || (g + 1 == a.g_end && a.g_end == groups); g += 2) {
+      X8FewRowsPair<kQ8, R>(a, x, g / 2, m);
+    }
+  }
+#endif
+  for (; g + 2 <= a.g_end; g += 2) X8FewRowsGroups<D, kQ8, 2, R>(a, x, g, m);
+  if (g < a.g_end) X8FewRowsGroups<D, kQ8, 1, R>(a, x, g, m);
+}
+
+// Rows [m_begin, m_end), at most 2 kFewRowsTile of them, in as few tiles of
+// as even a size as the registers allow (5 rows with AVX2: 3 and 2).
+template <class D, bool kQ8>
+void X8FewRows(const QuantGemmArgs& a) {
+  const int64_t rows = a.m_end - a.m_begin;
+  const int64_t tiles = (rows + kFewRowsTile - 1) / kFewRowsTile;
+  int64_t m = a.m_begin;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t r = (a.m_end - m) / (tiles - t);
+    switch (r) {
+      case 1: X8FewRowsTile<D, kQ8, 1>(a, m); break;
+      case 2: X8FewRowsTile<D, kQ8, 2>(a, m); break;
+      case 3: X8FewRowsTile<D, kQ8, 3>(a, m); break;
+#if defined(__AVX512F__)
+      case 4: X8FewRowsTile<D, kQ8, 4>(a, m); break;
+      case 5: X8FewRowsTile<D, kQ8, 5>(a, m); break;
+      case 6: X8FewRowsTile<D, kQ8, 6>(a, m); break;
+      case 7: X8FewRowsTile<D, kQ8, 7>(a, m); break;
+      default: X8FewRowsTile<D, kQ8, 8>(a, m); break;
+#else
+      default: X8FewRowsTile<D, kQ8, 4>(a, m); break;
+#endif
+    }
+    m += r;
+  }
+}
+
 // As Gemm, over the x8 copy.
 template <class D, bool kQ8>
 void GemmX8(const QuantGemmArgs& a) {
@@ -722,6 +954,7 @@ void GemmX8(const QuantGemmArgs& a) {
     }
     return;
   }
+  if (a.x->by_block != nullptr && a.m_end - a.m_begin <= 2 * kFewRowsTile) return X8FewRows<D, kQ8>(a);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {

@@ -3,6 +3,7 @@
 #include "backend/cpu/qkernels/quant_linear.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/kernels/parallel.h"
@@ -29,6 +30,19 @@ bool AmxTakes(const KernelContext& ctx, int64_t rows) {
   return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
 }
 
+// Rows [begin, end) of x's blocks into its block-by-block copy.
+void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
+  const int64_t blocks = x.k / 32;
+  for (int64_t m = begin; m < end; ++m) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t at = x.rows * b + m;
+      std::memcpy(x.by_block + 32 * at, x.row_q(m) + 32 * b, 32);
+      x.by_block_d[at] = x.row_d(m)[b];
+      x.by_block_neg_sum[at] = -(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1]);
+    }
+  }
+}
+
 }  // namespace
 
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
@@ -44,7 +58,11 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
   const size_t tile_d_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
-  const auto floats = static_cast<int64_t>((q_bytes + d_bytes + sum_bytes + tile_d_bytes) / sizeof(float));
+  // Few rows also come block by block (qkernel_table.h).
+  const bool by_block = block == 32 && rows >= 2 && rows < kManyRows;
+  const size_t by_block_bytes = by_block ? q_bytes + 2 * d_bytes : 0;
+  const auto floats =
+      static_cast<int64_t>((q_bytes + d_bytes + sum_bytes + tile_d_bytes + by_block_bytes) / sizeof(float));
   auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
   QuantizedRows out;
   out.q = reinterpret_cast<int8_t*>(base);
@@ -52,7 +70,14 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   out.sums = reinterpret_cast<int16_t*>(base + q_bytes + d_bytes);
   out.k = k;
   out.block = block;
+  out.rows = rows;
   if (amx) out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
+  if (by_block) {
+    uint8_t* at = base + q_bytes + d_bytes + sum_bytes + tile_d_bytes;
+    out.by_block = reinterpret_cast<int8_t*>(at);
+    out.by_block_d = reinterpret_cast<float*>(at + q_bytes);
+    out.by_block_neg_sum = reinterpret_cast<int32_t*>(at + q_bytes + d_bytes);
+  }
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   ParallelRanges(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1)),
@@ -60,6 +85,7 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
                    QuantizeRowsArgs args{x, bf16, ldx, begin, end, out};
                    kernels.quantize_rows(args);
                    if (amx) AmxTileScales(out, rows, begin, end);
+                   if (by_block) CopyByBlock(out, begin, end);
                  });
   return out;
 }
