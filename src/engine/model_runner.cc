@@ -93,8 +93,9 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
         for (size_t row = 0; row <= seq.draft.size(); ++row) {
           seq.constraint->FillMask(&masks_[static_cast<size_t>(sampling.first_row) + row]);
           if (row == seq.draft.size()) break;
-          if (!seq.constraint->Accept(seq.draft[row]))
-            break;  // its row's mask rejects it: later rows go unread
+          // Should Accept fail, this row's mask rejects the token, so the
+          // rows after it are never read.
+          if (!seq.constraint->Accept(seq.draft[row])) break;
           ++advanced;
         }
         seq.constraint->Rollback(advanced);

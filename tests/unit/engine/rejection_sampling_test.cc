@@ -286,6 +286,7 @@ TEST(RejectionSamplingTest, EngineSampledOutputKeepsItsDistributionWithNgramDraf
   options.max_num_seqs = 512;
   options.max_num_batched_tokens = 4096;
   options.block_size = 4;  // the prefix cache then holds all but the prompt's last few tokens
+  options.max_model_len = 96;  // a KV cache for 512 short sequences, not 512 full-length ones
   LoadedModel loaded = engine_test::LoadOrDie(options);
   const std::vector<int32_t> text = engine_test::HeldoutIds(model);
   const std::vector<int32_t> passage(text.begin() + 300, text.begin() + 324);

@@ -186,6 +186,7 @@ TEST_F(StructuredOutput, NgramSpeculationFollowsTheGrammarAndChangesNoGreedyOutp
   EngineOptions spec = *options_;
   spec.spec_method = "ngram";
   spec.spec_tokens = 6;
+  spec.spec_max_batch = 0;  // all six speculate together
   auto engine = EngineOrDie(*model_, spec);
   ASSERT_NE(engine, nullptr);
   auto drafted = engine->Generate(requests);
