@@ -26,10 +26,11 @@ struct KvCacheMemory {
 // ParseByteSize (core/byte_size.h) reads them.
 Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text);
 
-// Past this many decoding sequences a step verifies no drafts: measured
-// on a CPU where a pass over 5 tokens per sequence stops costing about as
-// little as a pass over one (bench/RESULTS.md).
-inline constexpr int32_t kDefaultSpecMaxBatch = 8;
+// Past this many decoding sequences a step verifies no drafts. Measured on
+// a 2-core CPU (bench/RESULTS.md): at 4 a pass over 5 tokens per sequence
+// already cost about 3x a pass over one and n-gram speculation about broke
+// even; from 8 on it decoded slower than plain decoding.
+inline constexpr int32_t kDefaultSpecMaxBatch = 4;
 
 struct EngineOptions {
   // The model: a Hugging Face folder or a .gguf file; with load_format
