@@ -44,8 +44,9 @@ struct RunTimes {
   double end = 0;
 };
 
-Expected<RunTimes> RunOnce(LLMEngine& engine, int32_t batch, int32_t input_len, int32_t output_len,
+Expected<RunTimes> RunOnce(LLMEngine& engine, const LatencyOptions& o, int32_t batch,
                            const std::string& json_schema, int32_t vocab, std::mt19937_64& rng) {
+  const int32_t input_len = o.input_len, output_len = o.output_len;
   // Every time is taken when a pass returns: a token is delivered (its
   // callback runs) just before that, within the same pass.
   RunTimes t;
@@ -57,7 +58,11 @@ Expected<RunTimes> RunOnce(LLMEngine& engine, int32_t batch, int32_t input_len, 
     GenerationRequest r;
     r.prompt_ids.resize(static_cast<size_t>(input_len));
     for (int32_t& id : r.prompt_ids) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-    r.params.temperature = 0.6;  // as the throughput benchmark samples
+    if (o.repeated_prompt) {
+      const size_t half = static_cast<size_t>(input_len / 2);
+      std::copy(r.prompt_ids.begin(), r.prompt_ids.begin() + half, r.prompt_ids.begin() + half);
+    }
+    r.params.temperature = o.temperature;
     r.params.ignore_eos = true;
     r.params.max_tokens = output_len;
     r.params.seed = rng();
@@ -130,6 +135,7 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
   for (int32_t b : o.batch_sizes) {
     if (b < 1 || b > 4096) return InvalidArgument("latency: batch size {} outside [1, 4096]", b);
   }
+  if (!(o.temperature >= 0)) return InvalidArgument("latency: --temperature {} must be >= 0", o.temperature);
   if (o.runs < 1 || o.warmup < 0 || o.runs > 100000 || o.warmup > 100000) {
     return InvalidArgument("latency: --runs {} must be positive and --warmup {} not negative", o.runs, o.warmup);
   }
@@ -167,20 +173,24 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
     std::vector<double> ttft, prefill, decode_steps, decode_time, e2e, free_steps, ratios;
     ResetPeakRss();
     ContentionSampler::Point measured_from;
+    EngineCounters counters_from;
     for (int32_t r = 0; r < o.warmup + o.runs; ++r) {
       const bool warmup = r < o.warmup;
-      if (r == o.warmup) measured_from = sampler.Now();
+      if (r == o.warmup) {
+        measured_from = sampler.Now();
+        counters_from = engine->Counters();
+      }
       // Paired runs take the same prompts and seeds, the unconstrained one
       // first on even runs and second on odd ones.
       const bool paired = o.compare_unconstrained && !warmup;
       std::mt19937_64 same = rng;
       RunTimes u;
       if (paired && r % 2 == 0) {
-        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, batch, o.input_len, o.output_len, "", vocab, same));
+        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, o, batch, "", vocab, same));
       }
-      KILN_ASSIGN_OR_RETURN(RunTimes t, RunOnce(*engine, batch, o.input_len, o.output_len, o.json_schema, vocab, rng));
+      KILN_ASSIGN_OR_RETURN(RunTimes t, RunOnce(*engine, o, batch, o.json_schema, vocab, rng));
       if (paired && r % 2 != 0) {
-        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, batch, o.input_len, o.output_len, "", vocab, same));
+        KILN_ASSIGN_OR_RETURN(u, RunOnce(*engine, o, batch, "", vocab, same));
       }
       if (on_progress) on_progress({batch, r + 1, o.warmup + o.runs, warmup, t.end});
       if (warmup) continue;
@@ -196,6 +206,13 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
       e2e.push_back(t.end);
     }
     row.contention = sampler.Since(measured_from);
+    const EngineCounters counters_to = engine->Counters();
+    row.spec.verifications = counters_to.spec_verifications - counters_from.spec_verifications;
+    row.spec.draft_tokens = counters_to.spec_draft_tokens - counters_from.spec_draft_tokens;
+    row.spec.accepted_tokens = counters_to.spec_accepted_tokens - counters_from.spec_accepted_tokens;
+    row.spec.draft_seconds = counters_to.spec_draft_seconds - counters_from.spec_draft_seconds;
+    row.spec.pass_seconds = (counters_to.prefill_seconds + counters_to.decode_seconds) -
+                            (counters_from.prefill_seconds + counters_from.decode_seconds);
     row.peak_rss_bytes = PeakRssBytes();
 
     const double prompt_tokens = static_cast<double>(batch) * o.input_len;
@@ -253,6 +270,15 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
                      static_cast<double>(report.figures.weight_bytes) / (1 << 20), report.figures.layouts,
                      report.figures.matrices, report.figures.threads, DTypeName(o.engine.kv_cache_dtype));
   if (!o.json_schema.empty()) out += "Every output constrained by the given JSON schema.\n";
+  if (o.repeated_prompt) out += "Every prompt a random run of tokens said twice.\n";
+  if (o.temperature != 0.6) out += fmt::format("Sampled at temperature {}.\n", o.temperature);
+  const bool speculative = o.engine.spec_method != "none";
+  if (speculative) {
+    out += fmt::format(
+        "Speculative decoding by {}, up to {} draft tokens{}; TPOT is per decode pass, which may "
+        "yield several tokens.\n",
+        o.engine.spec_method, o.engine.spec_tokens, o.engine.spec_adaptive ? " (adaptive)" : "");
+  }
   out += "Rates' p90/p99 are the slow tail. TPOT is over decode passes once every prompt is done.\n\n";
 
   TextTable latency({"batch", "TTFT p50", "p90", "p99", "prefill tok/s", "p90", "p99", "TPOT p50", "p90", "p99",
@@ -266,6 +292,22 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
                     r.contention.Mark()});
   }
   out += latency.ToString();
+  if (speculative) {
+    out += "\nSpeculative decoding over the measured runs:\n";
+    TextTable spec({"batch", "verification passes", "draft tokens", "accepted", "acceptance rate",
+                    "accepted per pass", "drafting", "target passes", "drafting share"});
+    for (const LatencyRow& r : report.rows) {
+      const double total = r.spec.draft_seconds + r.spec.pass_seconds;
+      spec.AddRow({std::to_string(r.batch_size), std::to_string(r.spec.verifications),
+                   std::to_string(r.spec.draft_tokens), std::to_string(r.spec.accepted_tokens),
+                   fmt::format("{:.1f}%", 100 * r.spec.acceptance_rate()),
+                   fmt::format("{:.2f}", r.spec.accepted_per_pass()),
+                   fmt::format("{:.3f} s", r.spec.draft_seconds),
+                   fmt::format("{:.3f} s", r.spec.pass_seconds),
+                   total > 0 ? fmt::format("{:.1f}%", 100 * r.spec.draft_seconds / total) : "-"});
+    }
+    out += spec.ToString();
+  }
   if (o.compare_unconstrained) {
     out += "\nThe constraint's cost, each measured run paired with the same run unconstrained:\n";
     TextTable pairs({"batch", "TPOT p50 constrained", "unconstrained", "constrained / unconstrained, per pair: p50",
@@ -325,7 +367,14 @@ nlohmann::ordered_json LatencyJson(const LatencyReport& report, const RooflineRo
                    {"warmup", o.warmup},
                    {"runs", o.runs},
                    {"seed", o.seed},
-                   {"json_schema", o.json_schema.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(o.json_schema)},
+                   {"json_schema", o.json_schema.empty() ? nlohmann::ordered_json()
+                                                         : nlohmann::ordered_json::parse(o.json_schema)},
+                   {"temperature", o.temperature},
+                   {"repeated_prompt", o.repeated_prompt},
+                   {"spec_method", o.engine.spec_method},
+                   {"spec_tokens", o.engine.spec_tokens},
+                   {"spec_adaptive", o.engine.spec_adaptive},
+                   {"spec_max_batch", o.engine.spec_max_batch},
                    {"max_num_batched_tokens", o.engine.max_num_batched_tokens},
                    {"kv_cache_dtype", DTypeName(o.engine.kv_cache_dtype)}};
   j["weights"] = {{"bytes", report.figures.weight_bytes},
@@ -357,6 +406,13 @@ nlohmann::ordered_json LatencyJson(const LatencyReport& report, const RooflineRo
     row["decode_flops"] = Peak(s.compute, r.decode_flops_per_s);
     row["prefill_flops"] = Peak(s.compute, r.prefill_flops_per_s);
     row["contention"] = r.contention.ToJson();
+    if (o.engine.spec_method != "none") {
+      row["speculation"] = {
+          {"verifications", r.spec.verifications},           {"draft_tokens", r.spec.draft_tokens},
+          {"accepted_tokens", r.spec.accepted_tokens},       {"acceptance_rate", r.spec.acceptance_rate()},
+          {"accepted_per_pass", r.spec.accepted_per_pass()}, {"draft_seconds", r.spec.draft_seconds},
+          {"target_pass_seconds", r.spec.pass_seconds}};
+    }
     j["results"].push_back(std::move(row));
   }
   return j;

@@ -32,6 +32,7 @@ struct LatencyOptions {
   int32_t warmup = 5;  // runs per batch size that are not measured
   int32_t runs = 20;   // measured runs per batch size
   uint64_t seed = 0;   // the prompts and the sampling
+  double temperature = 0.6;  // as the throughput benchmark samples; 0: greedy
   // When set, every request's output is constrained by this JSON Schema
   // (its text), so that TPOT includes the grammar masks. The schema's
   // output must be longer than output_len: a request the grammar ends
@@ -41,7 +42,27 @@ struct LatencyOptions {
   // (the order alternating), so that the constraint's cost is a ratio of
   // neighbouring runs, which a shared machine's drift hardly moves.
   bool compare_unconstrained = false;
+  // Each prompt a random run of input_len / 2 tokens said twice (then one
+  // more random token when input_len is odd): input-grounded text in
+  // which prompt lookup (--spec-method ngram) finds its drafts.
+  bool repeated_prompt = false;
   ContentionOptions contention;
+};
+
+// Speculative decoding over one batch size's measured runs, from the
+// engine's counters.
+struct SpecFigures {
+  int64_t verifications = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
+  double draft_seconds = 0;  // proposing drafts
+  double pass_seconds = 0;   // the target's passes (prefill and decode)
+  double acceptance_rate() const {
+    return draft_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(draft_tokens) : 0;
+  }
+  double accepted_per_pass() const {
+    return verifications > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(verifications) : 0;
+  }
 };
 
 // Figures for one batch size. Rates' p90 and p99 are the slow tail (the
@@ -68,6 +89,7 @@ struct LatencyRow {
   double decode_flops_per_step = 0; // mean
   double decode_flops_per_s = 0;    // / median TPOT
   ContentionReading contention;     // over the measured runs
+  SpecFigures spec;                 // with a --spec-method
 };
 
 struct LatencyReport {

@@ -279,6 +279,10 @@ void RegisterBenchLatency(CLI::App* bench) {
   cmd->add_option("--onnxruntime", args->onnx.onnxruntime,
                   "ort_run.js (tests/onnx_oracle/): run onnxruntime side by side, same inputs and threads")
       ->group(onnx);
+  cmd->add_option("--temperature", o.temperature, "Sampling temperature of every request (0: greedy)")
+      ->capture_default_str();
+  cmd->add_flag("--repeated-prompt", o.repeated_prompt,
+                "Each prompt a random run of tokens said twice (input-grounded: n-gram drafts find it)");
   cmd->add_flag("--compare-unconstrained", o.compare_unconstrained,
                 "With --json-schema: pair each measured run with the same run unconstrained and report the TPOT ratio");
   cmd->callback([args]() {

@@ -86,11 +86,19 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->group(group);
   cmd->add_option("--spec-method", o.spec_method,
                   "Speculative decoding: none, or ngram (draft tokens looked up in the prompt and output; "
-                  "greedy requests only, with exactly the same output)")
+                  "greedy output stays exactly the same, sampled output keeps its distribution)")
       ->check(CLI::IsMember({"none", "ngram"}))
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--spec-tokens", o.spec_tokens, "Draft tokens verified per sequence and pass at most")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("--spec-adaptive,!--no-spec-adaptive", o.spec_adaptive,
+                "Each sequence's draft length follows its recent acceptance, pausing where drafts are rarely "
+                "right (on by default)")
+      ->group(group);
+  cmd->add_option("--spec-max-batch", o.spec_max_batch,
+                  "Steps with more decoding sequences than this verify no drafts (0: no limit)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--spec-ngram-min", o.spec_ngram_min,

@@ -111,11 +111,12 @@ void PrintSpeed(const EngineCounters& c, size_t requests, double seconds) {
   if (c.spec_verifications > 0) {
     fmt::print(stderr,
                "speculation: {} of {} draft tokens accepted ({:.1f}%), {:.2f} accepted per verification pass "
-               "({} passes)\n",
+               "({} passes); {:.2f} ms drafting, {:.2f} ms in target passes\n",
                c.spec_accepted_tokens, c.spec_draft_tokens,
                100.0 * static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_draft_tokens),
                static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_verifications),
-               c.spec_verifications);
+               c.spec_verifications, 1e3 * c.spec_draft_seconds,
+               1e3 * (c.prefill_seconds + c.decode_seconds));
   }
   if (requests > 1) {
     fmt::print(stderr,

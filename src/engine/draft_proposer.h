@@ -23,8 +23,14 @@ class DraftProposer {
   virtual ~DraftProposer() = default;
 
   // Sets each request's seq->draft to at most max_tokens tokens guessed to
-  // follow seq->tokens (possibly none). All of a step's requests come in
-  // one call, so that a proposer that runs a model can batch them.
+  // follow seq->tokens (possibly none), and seq->draft_probs to the
+  // distribution each was drawn from (one vocabulary-sized row per draft
+  // token, after the request's sampling parameters as the target's are
+  // applied), or leaves it empty when each token was proposed with
+  // certainty (prompt lookup); sampled requests' rejection sampling needs
+  // it to accept exactly the target's distribution. All of a step's
+  // requests come in one call, so that a proposer that runs a model can
+  // batch them.
   virtual void Propose(std::span<const DraftRequest> requests) = 0;
 };
 

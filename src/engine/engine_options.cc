@@ -59,6 +59,7 @@ Status EngineOptions::Validate() const {
   if (spec_tokens < 1 || spec_tokens > 64) {
     return InvalidArgument("spec-tokens must be in [1, 64], got {}", spec_tokens);
   }
+  if (spec_max_batch < 0) return InvalidArgument("spec-max-batch must be >= 0, got {}", spec_max_batch);
   if (spec_ngram_min < 1 || spec_ngram_max < spec_ngram_min) {
     return InvalidArgument("spec-ngram-min ({}) must be >= 1 and at most spec-ngram-max ({})", spec_ngram_min,
                            spec_ngram_max);

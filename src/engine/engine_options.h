@@ -26,6 +26,12 @@ struct KvCacheMemory {
 // ParseByteSize (core/byte_size.h) reads them.
 Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text);
 
+// Past this many decoding sequences a step verifies no drafts. Measured on
+// a 2-core CPU (bench/RESULTS.md): at 4 a pass over 5 tokens per sequence
+// already cost about 3x a pass over one and n-gram speculation about broke
+// even; from 8 on it decoded slower than plain decoding.
+inline constexpr int32_t kDefaultSpecMaxBatch = 4;
+
 struct EngineOptions {
   // The model: a Hugging Face folder or a .gguf file; with load_format
   // "dummy", generated weights of `preset`'s shapes (or of the folder's
@@ -65,10 +71,15 @@ struct EngineOptions {
   // spec_ngram_max to spec_ngram_min tokens found earlier in the sequence
   // propose what followed them). Up to spec_tokens draft tokens per
   // sequence are checked in the pass that decodes its next token; greedy
-  // output stays exactly what it is without. Sequences that sample or
-  // follow a grammar decode one token at a time.
+  // output stays exactly what it is without, sampled output keeps its
+  // distribution (rejection sampling), and a grammar applies to every
+  // verified token. With spec_adaptive each sequence's draft length follows
+  // its recent acceptance (draft_length.h). Steps with more than
+  // spec_max_batch decoding sequences do not speculate (0: no limit).
   std::string spec_method = "none";
   int32_t spec_tokens = 4;
+  bool spec_adaptive = true;
+  int32_t spec_max_batch = kDefaultSpecMaxBatch;
   int32_t spec_ngram_min = 2;
   int32_t spec_ngram_max = 4;
 

@@ -73,6 +73,7 @@ Status LLMEngine::Init() {
   sc.max_prefill_chunk = options_.max_prefill_chunk;
   scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
   runner_ = std::make_unique<ModelRunner>(*session_);
+  draft_length_.max_tokens = options_.spec_tokens;
   if (options_.spec_method == "ngram") {
     proposer_ = std::make_unique<NgramProposer>(
         NgramConfig{.min_n = options_.spec_ngram_min, .max_n = options_.spec_ngram_max});
@@ -98,8 +99,11 @@ Status LLMEngine::Init() {
       num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
       options_.max_num_seqs, options_.max_num_batched_tokens);
   if (proposer_) {
-    KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per greedy sequence",
-                  options_.spec_method, options_.spec_tokens);
+    KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per sequence{}{}",
+                  options_.spec_method, options_.spec_tokens, options_.spec_adaptive ? " (adaptive)" : "",
+                  options_.spec_max_batch > 0
+                      ? fmt::format(", in steps of at most {} decoding sequences", options_.spec_max_batch)
+                      : "");
   }
   return Status::Ok();
 }
@@ -213,21 +217,39 @@ void LLMEngine::DrainPending() {
 
 void LLMEngine::ProposeDrafts() {
   if (!proposer_) return;
+  auto decoding = [](const Sequence* seq) {
+    return seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
+  };
+  // Past a batch size the pass is no longer bound by reading the weights,
+  // and verifying drafts costs more than the tokens it gains.
+  if (options_.spec_max_batch > 0 && std::count_if(scheduler_->running().begin(), scheduler_->running().end(),
+                                                   decoding) > options_.spec_max_batch) {
+    return;
+  }
   std::vector<DraftRequest> wanted;
   for (Sequence* seq : scheduler_->running()) {
-    // Only greedy output is exactly the same with and without a draft as
-    // verification stands; a grammar would have to follow every draft token.
-    const bool decoding =
-        seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
-    if (!decoding || seq->params.temperature != 0 || seq->constraint) continue;
+    // A lazy grammar not yet triggered cannot take back draft tokens.
+    const bool grammar_ok =
+        !seq->constraint || seq->constraint->active() || !seq->constraint->abandoned().empty();
+    if (!decoding(seq) || !grammar_ok) continue;
     // Every token the pass could yield (the draft and the model's next)
     // must fit within max_tokens and the context.
     const int64_t room = std::min<int64_t>(seq->params.max_tokens - seq->num_completion_tokens() - 1,
                                            max_model_len() - seq->num_tokens());
-    const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(options_.spec_tokens, room));
+    const int32_t length =
+        options_.spec_adaptive ? seq->draft_length.Next(draft_length_) : options_.spec_tokens;
+    const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(length, room));
     if (max_tokens > 0) wanted.push_back({seq, max_tokens});
   }
-  if (!wanted.empty()) proposer_->Propose(wanted);
+  if (wanted.empty()) return;
+  proposer_->Propose(wanted);
+  // Draft tokens a grammar forbids would be rejected anyway; they are cut
+  // so that the pass does not compute them.
+  for (const DraftRequest& r : wanted) {
+    if (r.seq->constraint && r.seq->constraint->active() && !r.seq->draft.empty()) {
+      r.seq->TrimDraft(r.seq->constraint->AllowedPrefix(r.seq->draft));
+    }
+  }
 }
 
 Status LLMEngine::Step() {
@@ -238,6 +260,7 @@ Status LLMEngine::Step() {
   }
   const double start = EngineClock();
   ProposeDrafts();
+  const double drafted = EngineClock();
   ScheduledBatch batch = scheduler_->Schedule();
   if (batch.empty()) {
     return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());
@@ -273,6 +296,7 @@ Status LLMEngine::Step() {
       tally.verifications += 1;
       tally.draft_tokens += s.num_draft_tokens;
       tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
+      s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted);
     }
     bool running = true;
     for (const SampleResult& token : tokens) {
@@ -283,6 +307,7 @@ Status LLMEngine::Step() {
     if (running && s.num_draft_tokens > 0) scheduler_->OnDraftVerified(s.seq, num_accepted);
   }
   tally.seconds = EngineClock() - start;
+  tally.draft_seconds = drafted - start;
   UpdateCounters(&tally);
   return Status::Ok();
 }
@@ -388,12 +413,13 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.spec_draft_tokens += step->draft_tokens;
   c.spec_accepted_tokens += step->draft_tokens - step->rejected_draft_tokens;
   c.generation_tokens += step->sampled;
+  c.spec_draft_seconds += step->draft_seconds;
   int64_t tokens = step->prefill_tokens + step->decode_tokens;
+  const double pass_seconds = step->seconds - step->draft_seconds;
   if (tokens > 0) {
     c.prefill_seconds +=
-        step->seconds * static_cast<double>(step->prefill_tokens) / static_cast<double>(tokens);
-    c.decode_seconds +=
-        step->seconds * static_cast<double>(step->decode_tokens) / static_cast<double>(tokens);
+        pass_seconds * static_cast<double>(step->prefill_tokens) / static_cast<double>(tokens);
+    c.decode_seconds += pass_seconds * static_cast<double>(step->decode_tokens) / static_cast<double>(tokens);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/draft_length.h"
 #include "engine/engine_options.h"
 #include "engine/generation_config.h"
 #include "engine/model_loader.h"
@@ -51,10 +52,12 @@ struct EngineCounters {
   int64_t spec_verifications = 0;
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
+  double spec_draft_seconds = 0;  // proposing drafts (not in prefill or decode seconds)
   int64_t steps = 0;
   int64_t requests_finished = 0;
-  // Time in steps, each step's time split between prefill and decode in
-  // proportion to its tokens of each kind.
+  // Time in the steps' forward passes and sampling, each step's split
+  // between prefill and decode in proportion to its tokens of each kind
+  // (drafts verified are decode tokens).
   double prefill_seconds = 0;
   double decode_seconds = 0;
 };
@@ -131,7 +134,9 @@ class LLMEngine {
   // Moves requests and aborts queued by other threads into the scheduler.
   void DrainPending();
   // Sets the drafts of the running sequences that speculate this step
-  // (greedy, unconstrained, decoding their next token).
+  // (those decoding their next token, unless the batch is past
+  // spec_max_batch), each as long as its DraftLength says, and cuts them
+  // to what their grammars allow.
   void ProposeDrafts();
   // Appends a sampled token, decides whether the request is done, and
   // tells its callback. False when the request ended (and is gone).
@@ -147,6 +152,7 @@ class LLMEngine {
     int64_t draft_tokens = 0;
     int64_t sampled = 0;
     double seconds = 0;
+    double draft_seconds = 0;  // of `seconds`, proposing drafts
   };
   // Refreshes the gauges (running, waiting, blocks) and adds `step`, when
   // a pass ran, to the totals.
@@ -159,6 +165,7 @@ class LLMEngine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<DraftProposer> proposer_;  // null without speculative decoding
+  DraftLengthConfig draft_length_;
   std::unique_ptr<TensorDumper> dumper_;
   std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
   std::vector<int32_t> eos_ids_;

@@ -66,23 +66,39 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
   logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_size_));
 
   // Grammar masks depend only on the tokens accepted so far, so they are
-  // computed while the pass computes the logits.
-  if (masks_.size() < sampling_.size()) masks_.resize(sampling_.size());
+  // computed while the pass computes the logits: one per logits row, a
+  // draft token's row with the grammar advanced through the draft tokens
+  // before it (then rolled back: the engine advances it by the tokens that
+  // verification keeps).
+  if (masks_.size() < output_rows_.size()) masks_.resize(output_rows_.size());
+  row_masks_.assign(output_rows_.size(), nullptr);
   bool any_constrained = false;
-  for (size_t i = 0; i < sampling_.size(); ++i) {
-    const ScheduledSequence& entry = batch.seqs[sampling_[i].entry];
-    if (entry.seq->constraint && entry.seq->constraint->active()) {
-      assert(entry.num_draft_tokens == 0);
-      any_constrained = true;
-    } else {
-      masks_[i].clear();
+  for (const SamplingSeq& sampling : sampling_) {
+    const ScheduledSequence& entry = batch.seqs[sampling.entry];
+    if (!entry.seq->constraint || !entry.seq->constraint->active()) continue;
+    any_constrained = true;
+    for (int32_t row = 0; row <= entry.num_draft_tokens; ++row) {
+      row_masks_[static_cast<size_t>(sampling.first_row + row)] =
+          &masks_[static_cast<size_t>(sampling.first_row + row)];
     }
   }
   if (any_constrained) {
     mask_worker_.Start([this, &batch] {
-      for (size_t i = 0; i < sampling_.size(); ++i) {
-        const Sequence& seq = *batch.seqs[sampling_[i].entry].seq;
-        if (seq.constraint && seq.constraint->active()) seq.constraint->FillMask(&masks_[i]);
+      for (const SamplingSeq& sampling : sampling_) {
+        Sequence& seq = *batch.seqs[sampling.entry].seq;
+        if (!seq.constraint || !seq.constraint->active()) continue;
+        // The engine cut the draft to what the grammar allows
+        // (OutputConstraint::AllowedPrefix), so every Accept succeeds.
+        size_t advanced = 0;
+        for (size_t row = 0; row <= seq.draft.size(); ++row) {
+          seq.constraint->FillMask(&masks_[static_cast<size_t>(sampling.first_row) + row]);
+          if (row == seq.draft.size()) break;
+          // Should Accept fail, this row's mask rejects the token, so the
+          // rows after it are never read.
+          if (!seq.constraint->Accept(seq.draft[row])) break;
+          ++advanced;
+        }
+        seq.constraint->Rollback(advanced);
       }
     });
   }
@@ -113,12 +129,15 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
       Sequence& seq = *batch.seqs[sampling.entry].seq;
       float* rows =
           logits_.data() + static_cast<size_t>(sampling.first_row) * static_cast<size_t>(vocab_size_);
+      const std::vector<uint32_t>* const* masks = row_masks_.data() + sampling.first_row;
       if (!seq.draft.empty()) {
-        results[sampling.entry] = VerifyDraft(rows, vocab_size_, seq.draft, seq.params, seq.sampler);
+        DraftContext context;
+        context.probs = seq.draft_probs;
+        if (masks[0] != nullptr) context.masks = std::span(masks, seq.draft.size() + 1);
+        results[sampling.entry] = VerifyDraft(rows, vocab_size_, seq.draft, context, seq.params, seq.sampler);
         continue;
       }
-      const bool masked = seq.constraint && seq.constraint->active();
-      SampleResult drawn = Sample(rows, vocab_size_, seq.params, seq.sampler, masked ? &masks_[i] : nullptr);
+      SampleResult drawn = Sample(rows, vocab_size_, seq.params, seq.sampler, masks[0]);
       if (drawn.token >= 0) AcceptToken(seq.sampler, drawn.token);
       results[sampling.entry].push_back(std::move(drawn));
     }

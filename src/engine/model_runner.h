@@ -28,10 +28,12 @@ class ModelRunner {
   // sequence with k draft tokens, the logits of its last token and of each
   // draft token are read and VerifyDraft's 1 to k + 1 tokens returned (one
   // token without a draft). Each drawn token is recorded in the sequence's
-  // sampler state. With a sequence with an active OutputConstraint (never
-  // with a draft), only the tokens its grammar allows are drawn (its mask
-  // is computed on a thread of its own while the forward pass runs; token
-  // -1 when nothing is allowed). With a `dumper`, the pass's named
+  // sampler state. With a sequence with an active OutputConstraint, only
+  // the tokens its grammar allows are drawn, at every row (the masks are
+  // computed on a thread of its own while the forward pass runs, each draft
+  // row's with the grammar advanced through the draft before it and then
+  // rolled back; the draft must be one the grammar allows; token -1 when
+  // nothing is allowed). With a `dumper`, the pass's named
   // intermediate values and its logits (as "logits") are written out. An
   // error leaves sequences and sampler states untouched.
   Expected<std::vector<std::vector<SampleResult>>> Run(const ScheduledBatch& batch,
@@ -51,8 +53,10 @@ class ModelRunner {
     int32_t first_row = 0;
   };
   std::vector<SamplingSeq> sampling_;
-  // Grammar masks by sampling_ index (empty where unconstrained).
+  // Grammar masks by logits row, and for each row its mask or null where
+  // unconstrained.
   std::vector<std::vector<uint32_t>> masks_;
+  std::vector<const std::vector<uint32_t>*> row_masks_;
   MaskWorker mask_worker_;
 };
 

@@ -38,6 +38,7 @@ std::vector<int32_t> FindNgramDraft(std::span<const int32_t> tokens, const Ngram
 void NgramProposer::Propose(std::span<const DraftRequest> requests) {
   for (const DraftRequest& r : requests) {
     r.seq->draft = FindNgramDraft(r.seq->tokens, config_, r.max_tokens);
+    r.seq->draft_probs.clear();  // each token a certainty
   }
 }
 

@@ -43,6 +43,16 @@ bool OutputConstraint::Accept(int32_t token) {
   return true;
 }
 
+size_t OutputConstraint::AllowedPrefix(std::span<const int32_t> tokens) {
+  // Walking the tokens through the grammar and rolling them back again
+  // (within kMaxRollbackTokens) is what a verified draft would do anyway.
+  size_t allowed = 0;
+  while (allowed < tokens.size() && allowed < kMaxRollbackTokens && matcher_->Accept(tokens[allowed]))
+    ++allowed;
+  matcher_->Rollback(allowed);
+  return allowed;
+}
+
 bool OutputConstraint::Rollback(size_t n) {
   if (n == 0) return true;
   if (!matcher_ || n > tokens_in_grammar_ || !matcher_->Rollback(n)) return false;

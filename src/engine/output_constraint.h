@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ class OutputConstraint {
   // for a trigger in the text so far and, when one completes, starts the
   // grammar at the trigger's first byte.
   bool Accept(int32_t token);
+
+  // How many of `tokens`, in order from the current state, the grammar
+  // accepts (a draft is cut there before verification); the state is left
+  // as it was. REQUIRES: active().
+  size_t AllowedPrefix(std::span<const int32_t> tokens);
 
   // Undoes the last `n` accepted tokens (speculative decoding); false when
   // they cannot be undone (more than remembered, or across the trigger).

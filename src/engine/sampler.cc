@@ -200,28 +200,31 @@ static bool ApplyMask(float* logits, int64_t vocab, const std::vector<uint32_t>&
   return any;
 }
 
-SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state,
-                    const std::vector<uint32_t>* allowed) {
-  SampleResult result;
-  // Log-probabilities of the raw distribution first: the steps below edit
-  // the logits in place.
-  const bool want_logprobs = params.logprobs || params.top_logprobs > 0;
-  double lse = 0;
-  std::vector<float> raw;
-  if (want_logprobs) {
-    lse = LogSumExp(logits, vocab);
-    if (params.top_logprobs > 0) result.top = TopLogprobs(logits, vocab, params.top_logprobs, lse);
-    raw.assign(logits, logits + vocab);
-  }
-  auto finish = [&](int32_t token) {
-    result.token = token;
-    if (want_logprobs) result.logprob = static_cast<float>(raw[static_cast<size_t>(token)] - lse);
-    return result;
-  };
+// The distribution a row's token is drawn from: the greedy token, or
+// unnormalised weights (p, over the whole vocabulary, with chunk sums for
+// the draw) of which, when truncated, only ids[0, keep) are candidates.
+// Sample draws from it and ProcessedDistribution writes it out, so that
+// speculative verification sees exactly what plain decoding draws from.
+struct Candidates {
+  bool none = false;    // the mask allows nothing
+  int32_t greedy = -1;  // temperature 0: the token
+  const float* p = nullptr;
+  double sum = 0;  // of p over the whole vocabulary
+  const std::vector<double>* chunk_sums = nullptr;
+  bool truncated = false;
+  const int32_t* ids = nullptr;  // candidates by descending weight, when truncated
+  int64_t keep = 0;
+};
 
+// Applies the mask, the penalties, the temperature and top-k, min-p and
+// top-p to `logits` (edited in place). The weights live in per-thread
+// buffers until the next call on the same thread.
+static Candidates Prepare(float* logits, int64_t vocab, const SamplingParams& params,
+                          const SamplerState& state, const std::vector<uint32_t>* allowed) {
+  Candidates c;
   if (allowed != nullptr && !ApplyMask(logits, vocab, *allowed)) {
-    result.token = -1;  // the grammar allows nothing: the caller ends the request
-    return result;
+    c.none = true;  // the grammar allows nothing: the caller ends the request
+    return c;
   }
 
   // Penalties.
@@ -240,7 +243,8 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   }
 
   if (params.temperature == 0) {
-    return finish(Argmax(logits, vocab));
+    c.greedy = Argmax(logits, vocab);
+    return c;
   }
 
   // Weights at temperature T: e^((x - max) / T), in [0, 1], unnormalised.
@@ -253,26 +257,12 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   if (m == -std::numeric_limits<float>::infinity()) m = logits[Argmax(logits, vocab)];  // NaNs and -infs only
   const auto inv_t = static_cast<float>(1.0 / params.temperature);
   ScaledExp(logits, m, inv_t, p.data(), vocab);
-  const double sum = ChunkSums(p.data(), vocab, chunk_sums);
+  c.sum = ChunkSums(p.data(), vocab, chunk_sums);
+  c.p = p.data();
+  c.chunk_sums = &chunk_sums;
 
-  const bool truncated = (params.top_k > 0 && params.top_k < vocab) || params.min_p > 0 || params.top_p < 1.0;
-  if (!truncated) {
-    // The whole vocabulary: find the draw's chunk by the chunk sums, then
-    // its token within the chunk.
-    const double r = state.rng.Uniform() * sum;
-    double acc = 0;
-    size_t chunk = 0;
-    while (chunk + 1 < chunk_sums.size() && r >= acc + chunk_sums[chunk]) acc += chunk_sums[chunk++];
-    const int64_t begin = static_cast<int64_t>(chunk) * kSumChunk, end = std::min(vocab, begin + kSumChunk);
-    int32_t chosen = -1;
-    for (int64_t i = begin; i < end; ++i) {
-      if (p[static_cast<size_t>(i)] == 0) continue;
-      chosen = static_cast<int32_t>(i);  // the last nonzero one if rounding leaves r past the end
-      acc += p[static_cast<size_t>(i)];
-      if (r < acc) break;
-    }
-    return finish(chosen >= 0 ? chosen : Argmax(logits, vocab));
-  }
+  c.truncated = (params.top_k > 0 && params.top_k < vocab) || params.min_p > 0 || params.top_p < 1.0;
+  if (!c.truncated) return c;
 
   // Candidates in descending weight (ties by id), truncated by top-k,
   // min-p and top-p. Only as many as needed are sorted.
@@ -293,7 +283,7 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   }
   if (params.top_p < 1.0) {
     // Grow the sorted prefix until it holds top_p of the mass.
-    const double mass = params.top_p * sum;
+    const double mass = params.top_p * c.sum;
     int64_t k = std::min<int64_t>(keep, 64);
     while (true) {
       std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_prob);
@@ -316,21 +306,120 @@ SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, 
   } else {
     std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), by_prob);
   }
+  c.ids = ids.data();
+  c.keep = keep;
+  return c;
+}
 
+// One draw from the candidates with the state's generator.
+static int32_t Draw(const Candidates& c, const float* logits, int64_t vocab, Rng& rng) {
+  if (c.greedy >= 0) return c.greedy;
+  const float* p = c.p;
+  if (!c.truncated) {
+    // The whole vocabulary: find the draw's chunk by the chunk sums, then
+    // its token within the chunk.
+    const std::vector<double>& chunk_sums = *c.chunk_sums;
+    const double r = rng.Uniform() * c.sum;
+    double acc = 0;
+    size_t chunk = 0;
+    while (chunk + 1 < chunk_sums.size() && r >= acc + chunk_sums[chunk]) acc += chunk_sums[chunk++];
+    const int64_t begin = static_cast<int64_t>(chunk) * kSumChunk, end = std::min(vocab, begin + kSumChunk);
+    int32_t chosen = -1;
+    for (int64_t i = begin; i < end; ++i) {
+      if (p[i] == 0) continue;
+      chosen = static_cast<int32_t>(i);  // the last nonzero one if rounding leaves r past the end
+      acc += p[i];
+      if (r < acc) break;
+    }
+    return chosen >= 0 ? chosen : Argmax(logits, vocab);
+  }
   double total = 0;
-  for (int64_t i = 0; i < keep; ++i) total += p[static_cast<size_t>(ids[static_cast<size_t>(i)])];
-  double r = state.rng.Uniform() * total;
-  int32_t chosen = ids[static_cast<size_t>(keep - 1)];
+  for (int64_t i = 0; i < c.keep; ++i) total += p[c.ids[i]];
+  double r = rng.Uniform() * total;
+  int32_t chosen = c.ids[c.keep - 1];
   double acc = 0;
-  for (int64_t i = 0; i < keep; ++i) {
-    int32_t id = ids[static_cast<size_t>(i)];
-    acc += p[static_cast<size_t>(id)];
+  for (int64_t i = 0; i < c.keep; ++i) {
+    int32_t id = c.ids[i];
+    acc += p[id];
     if (r < acc) {
       chosen = id;
       break;
     }
   }
-  return finish(chosen);
+  return chosen;
+}
+
+void FillLogprobs(const float* raw_logits, int64_t vocab, const SamplingParams& params,
+                  SampleResult* result) {
+  if (!params.logprobs && params.top_logprobs <= 0) return;
+  const double lse = LogSumExp(raw_logits, vocab);
+  if (params.top_logprobs > 0) result->top = TopLogprobs(raw_logits, vocab, params.top_logprobs, lse);
+  if (result->token >= 0) result->logprob = static_cast<float>(raw_logits[result->token] - lse);
+}
+
+SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state,
+                    const std::vector<uint32_t>* allowed) {
+  // Log-probabilities are of the raw distribution: the steps below edit
+  // the logits in place.
+  thread_local std::vector<float> raw;
+  const bool want_logprobs = params.logprobs || params.top_logprobs > 0;
+  if (want_logprobs) raw.assign(logits, logits + vocab);
+  const Candidates c = Prepare(logits, vocab, params, state, allowed);
+  SampleResult result;
+  result.token = c.none ? -1 : Draw(c, logits, vocab, state.rng);
+  if (want_logprobs) FillLogprobs(raw.data(), vocab, params, &result);
+  return result;
+}
+
+bool ProcessedDistribution(float* logits, int64_t vocab, const SamplingParams& params,
+                           const SamplerState& state, const std::vector<uint32_t>* allowed,
+                           std::vector<float>* probs) {
+  const Candidates c = Prepare(logits, vocab, params, state, allowed);
+  if (c.none) return false;
+  probs->assign(static_cast<size_t>(vocab), 0.0f);
+  if (c.greedy >= 0) {
+    (*probs)[static_cast<size_t>(c.greedy)] = 1.0f;
+    return true;
+  }
+  if (!c.truncated) {
+    if (!(c.sum > 0)) {  // no weight anywhere (NaN logits): Draw's fallback
+      (*probs)[static_cast<size_t>(Argmax(logits, vocab))] = 1.0f;
+      return true;
+    }
+    const double inv = 1.0 / c.sum;
+    for (int64_t i = 0; i < vocab; ++i) (*probs)[static_cast<size_t>(i)] = static_cast<float>(c.p[i] * inv);
+    return true;
+  }
+  double total = 0;
+  for (int64_t i = 0; i < c.keep; ++i) total += c.p[c.ids[i]];
+  if (!(total > 0)) {
+    (*probs)[static_cast<size_t>(c.ids[c.keep - 1])] = 1.0f;  // Draw's fallback
+    return true;
+  }
+  for (int64_t i = 0; i < c.keep; ++i) {
+    (*probs)[static_cast<size_t>(c.ids[i])] = static_cast<float>(c.p[c.ids[i]] / total);
+  }
+  return true;
+}
+
+int32_t DrawFromWeights(std::span<const float> weights, Rng& rng) {
+  double total = 0;
+  int32_t last = -1;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] > 0) {
+      total += weights[i];
+      last = static_cast<int32_t>(i);
+    }
+  }
+  if (last < 0) return -1;
+  const double r = rng.Uniform() * total;
+  double acc = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!(weights[i] > 0)) continue;
+    acc += weights[i];
+    if (r < acc) return static_cast<int32_t>(i);
+  }
+  return last;  // rounding left r at the end
 }
 
 }  // namespace kiln

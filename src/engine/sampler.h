@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -54,6 +55,25 @@ struct SampleResult {
 // result's token is -1.
 SampleResult Sample(float* logits, int64_t vocab, const SamplingParams& params, SamplerState& state,
                     const std::vector<uint32_t>* allowed = nullptr);
+
+// The distribution Sample draws from, written out: `vocab` probabilities
+// summing to 1 after the mask, the penalties (as of `state`), the
+// temperature and top-k, top-p and min-p (a point mass at the greedy token
+// at temperature 0). The same code as Sample's, so that speculative
+// verification compares a draft against exactly what plain decoding would
+// draw from. `logits` is used as scratch. False when the mask allows
+// nothing.
+bool ProcessedDistribution(float* logits, int64_t vocab, const SamplingParams& params,
+                           const SamplerState& state, const std::vector<uint32_t>* allowed,
+                           std::vector<float>* probs);
+
+// An index drawn with probability proportional to `weights` (those <= 0 or
+// NaN never); -1 when no weight is positive.
+int32_t DrawFromWeights(std::span<const float> weights, Rng& rng);
+
+// Sets result->logprob (of result->token) and result->top from the raw
+// logits as params asks (see Sample); nothing when it asks for none.
+void FillLogprobs(const float* raw_logits, int64_t vocab, const SamplingParams& params, SampleResult* result);
 
 // Records a generated token in the state (for penalties).
 void AcceptToken(SamplerState& state, int32_t token);

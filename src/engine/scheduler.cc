@@ -46,7 +46,7 @@ ScheduledBatch Scheduler::Schedule() {
     int32_t drafted = n == seq->num_uncomputed_tokens() ? std::max(0, budget - n - behind) : 0;
     drafted = std::min(drafted, static_cast<int32_t>(seq->draft.size()));
     if (drafted > 0 && !blocks_.AllocateSlots(*seq, n + drafted)) drafted = 0;
-    seq->draft.resize(static_cast<size_t>(drafted));
+    seq->TrimDraft(static_cast<size_t>(drafted));
     bool preempted_self = false;
     while (drafted == 0 && !blocks_.AllocateSlots(*seq, n)) {
       Sequence* victim = running_.back();
@@ -63,7 +63,7 @@ ScheduledBatch Scheduler::Schedule() {
     ++i;
   }
   // Sequences the budget did not reach run nothing, drafts included.
-  for (; i < running_.size(); ++i) running_[i]->draft.clear();
+  for (; i < running_.size(); ++i) running_[i]->TrimDraft(0);
 
   // Waiting sequences, in order, unless this step already ran short of blocks.
   while (batch.preempted.empty() && !waiting_.empty() && budget > 0 &&
@@ -78,7 +78,7 @@ ScheduledBatch Scheduler::Schedule() {
     if (seq->stats.num_preemptions == 0) seq->stats.cached_tokens = prefix.num_tokens;
     seq->status = SequenceStatus::kRunning;
     running_.push_back(seq);
-    seq->draft.clear();  // admission runs (part of) the prompt, never a draft
+    seq->TrimDraft(0);  // admission runs (part of) the prompt, never a draft
     take(seq, n);
   }
   return batch;
@@ -98,7 +98,7 @@ void Scheduler::OnDraftVerified(Sequence* seq, int32_t num_accepted) {
   assert(seq->num_computed_tokens < seq->num_tokens());
   blocks_.TruncateSlots(*seq, seq->num_computed_tokens);
   blocks_.CacheComputedBlocks(*seq);
-  seq->draft.clear();
+  seq->TrimDraft(0);
 }
 
 void Scheduler::Finish(Sequence* seq) {
@@ -109,13 +109,13 @@ void Scheduler::Finish(Sequence* seq) {
   drop(running_);
   drop(waiting_);
   blocks_.Free(*seq);
-  seq->draft.clear();
+  seq->TrimDraft(0);
   seq->status = SequenceStatus::kFinished;
 }
 
 void Scheduler::Preempt(Sequence* seq) {
   blocks_.Free(*seq);
-  seq->draft.clear();
+  seq->TrimDraft(0);
   seq->num_computed_tokens = 0;
   seq->status = SequenceStatus::kWaiting;
   seq->stats.num_preemptions += 1;

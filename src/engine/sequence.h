@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/draft_length.h"
 #include "engine/output_constraint.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -30,6 +31,13 @@ struct Sequence {
   // them once the pass has verified them. Never part of `tokens`, so never
   // hashed into the prefix cache.
   std::vector<int32_t> draft;
+  // The proposer's distribution over the vocabulary at each draft position
+  // (rejection sampling's q), or empty: each draft token was proposed with
+  // certainty. Set and trimmed with `draft`.
+  std::vector<std::vector<float>> draft_probs;
+  // How long the next drafts should be, from how often drafts were
+  // accepted (the engine's).
+  DraftLength draft_length;
   int32_t num_prompt_tokens;
   SamplingParams params;
   SamplerState sampler;  // the engine sets it up; the model runner draws from it
@@ -61,6 +69,11 @@ struct Sequence {
     return std::span<const int32_t>(tokens).subspan(static_cast<size_t>(num_prompt_tokens));
   }
   bool finished() const { return status == SequenceStatus::kFinished; }
+  // Keeps the first `n` draft tokens (and their distributions).
+  void TrimDraft(size_t n) {
+    if (draft.size() > n) draft.resize(n);
+    if (draft_probs.size() > n) draft_probs.resize(n);
+  }
 };
 
 }  // namespace kiln

@@ -117,6 +117,9 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
                 c.spec_verifications > 0
                     ? static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_verifications)
                     : 0.0);
+  out += Header("kiln_spec_draft_seconds_total", "counter",
+                "Speculative decoding: seconds spent proposing drafts (outside the forward passes).");
+  out += Sample("kiln_spec_draft_seconds_total", c.spec_draft_seconds);
   return out;
 }
 

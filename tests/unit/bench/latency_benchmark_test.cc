@@ -128,6 +128,62 @@ TEST(LatencyBenchmark, OneOutputTokenHasNoDecode) {
   EXPECT_EQ(report->rows[0].ttft_s.count, 2);
 }
 
+// With --spec-method ngram, greedy (the tiny models' greedy text repeats
+// itself, so prompt lookup finds drafts): the speculation figures are
+// filled, agree with each other and with the decode rate, and are printed.
+TEST(LatencyBenchmark, SpeculationIsMeasuredAndReported) {
+  LatencyOptions o = Tiny();
+  o.output_len = 24;
+  o.temperature = 0;
+  o.batch_sizes = {1, 2};
+  o.repeated_prompt = true;
+  o.engine.spec_method = "ngram";
+  o.engine.spec_tokens = 4;
+  auto report = RunLatencyBenchmark(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->rows.size(), 2u);
+  for (const LatencyRow& r : report->rows) {
+    SCOPED_TRACE(r.batch_size);
+    const SpecFigures& spec = r.spec;
+    EXPECT_GT(spec.verifications, 0);
+    EXPECT_GE(spec.draft_tokens, spec.verifications);
+    EXPECT_LE(spec.draft_tokens, 4 * spec.verifications);
+    EXPECT_GT(spec.accepted_tokens, 0);
+    EXPECT_LE(spec.accepted_tokens, spec.draft_tokens);
+    EXPECT_GT(spec.draft_seconds, 0);
+    EXPECT_GT(spec.pass_seconds, spec.draft_seconds);
+    EXPECT_DOUBLE_EQ(spec.accepted_per_pass(),
+                     static_cast<double>(spec.accepted_tokens) / static_cast<double>(spec.verifications));
+    // Accepted drafts save passes: fewer decode passes than tokens.
+    EXPECT_LT(r.tpot_s.count, 3 * (24 - 1));
+    EXPECT_EQ(r.decode_tokens_per_s.count, 3);
+  }
+  const std::string table = FormatLatencyTable(*report, nullptr);
+  for (const char* text : {"Speculative decoding by ngram", "acceptance rate", "accepted per pass",
+                           "drafting", "target passes"}) {
+    EXPECT_NE(table.find(text), std::string::npos) << text;
+  }
+  nlohmann::json j = LatencyJson(*report, nullptr);
+  EXPECT_EQ(j["settings"]["spec_method"], "ngram");
+  const nlohmann::json& spec = j["results"][1]["speculation"];
+  EXPECT_EQ(spec["accepted_tokens"].get<int64_t>(), report->rows[1].spec.accepted_tokens);
+  EXPECT_DOUBLE_EQ(spec["accepted_per_pass"].get<double>(), report->rows[1].spec.accepted_per_pass());
+  EXPECT_GT(spec["acceptance_rate"].get<double>(), 0);
+  EXPECT_LE(spec["acceptance_rate"].get<double>(), 1);
+  EXPECT_TRUE(spec.contains("draft_seconds"));
+  EXPECT_TRUE(spec.contains("target_pass_seconds"));
+
+  // Without speculation no such section.
+  LatencyOptions plain = Tiny();
+  plain.batch_sizes = {1};
+  plain.runs = 1;
+  auto none = RunLatencyBenchmark(plain);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(FormatLatencyTable(*none, nullptr).find("Speculative decoding"), std::string::npos);
+  EXPECT_FALSE(LatencyJson(*none, nullptr)["results"][0].contains("speculation"));
+  EXPECT_EQ(none->rows[0].spec.verifications, 0);
+}
+
 TEST(LatencyBenchmark, RejectsBadSettings) {
   LatencyOptions o = Tiny();
   o.batch_sizes = {0};
@@ -145,6 +201,9 @@ TEST(LatencyBenchmark, RejectsBadSettings) {
   EXPECT_NE(beyond.status().message().find("context"), std::string::npos) << beyond.status().ToString();
   o = Tiny();
   o.engine.max_model_len = 20;
+  EXPECT_FALSE(RunLatencyBenchmark(o).ok());
+  o = Tiny();
+  o.temperature = -1;
   EXPECT_FALSE(RunLatencyBenchmark(o).ok());
 }
 

@@ -47,7 +47,7 @@ TEST(DraftVerifierTest, AcceptsTheAgreeingPrefixAndAddsTheModelsToken) {
   for (const Case& c : cases) {
     std::vector<float> rows = RowsPreferring({wanted.begin(), wanted.begin() + c.draft.size() + 1});
     SamplerState state = MakeSamplerState(params, {}, kVocab, 1);
-    EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, c.draft, params, state)), c.expected);
+    EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, c.draft, {}, params, state)), c.expected);
   }
 }
 
@@ -64,7 +64,7 @@ TEST(DraftVerifierTest, EachDrawSeesTheTokensAcceptedBeforeIt) {
     rows[r * kVocab + 6] = 3.0f;
   }
   SamplerState state = MakeSamplerState(params, {}, kVocab, 1);
-  EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{2, 2}, params, state)),
+  EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{2, 2}, {}, params, state)),
             (std::vector<int32_t>{2, 6}));
   // Both drawn tokens are in the state, as after two plain steps.
   EXPECT_EQ(state.output_counts.at(2), 1);
@@ -77,11 +77,37 @@ TEST(DraftVerifierTest, LogprobsAreOfEachRow) {
   std::vector<float> rows = RowsPreferring({5, 7});
   rows[kVocab + 7] = 9.0f;  // the second row is more certain
   SamplerState state = MakeSamplerState(params, {}, kVocab, 1);
-  std::vector<SampleResult> drawn = VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{5}, params, state);
+  std::vector<SampleResult> drawn =
+      VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{5}, {}, params, state);
   ASSERT_EQ(drawn.size(), 2u);
   EXPECT_EQ(drawn[1].token, 7);
   EXPECT_LT(drawn[0].logprob, drawn[1].logprob);
   EXPECT_LT(drawn[1].logprob, 0.0f);
+}
+
+// With a grammar, each row's mask applies: a draft token the model prefers
+// but the row's mask forbids is rejected, and the model's best allowed
+// token replaces it, as masked plain decoding would choose.
+TEST(DraftVerifierTest, EachRowDrawsOnlyWhatItsMaskAllows) {
+  SamplingParams params = Greedy();
+  std::vector<float> rows = RowsPreferring({3, 1, 4});
+  rows[kVocab + 6] = 2.0f;  // row 1's runner-up
+  const std::vector<uint32_t> all = {0xffu}, not_one = {0xffu & ~(1u << 1)};
+  const std::vector<uint32_t>* masks[] = {&all, &not_one, &all};
+  DraftContext context;
+  context.masks = masks;
+  SamplerState state = MakeSamplerState(params, {}, kVocab, 1);
+  EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{3, 1}, context, params, state)),
+            (std::vector<int32_t>{3, 6}));
+
+  // A mask that allows nothing ends the tokens with -1.
+  const std::vector<uint32_t> none = {0u};
+  const std::vector<uint32_t>* dead[] = {&all, &none, &all};
+  context.masks = dead;
+  rows = RowsPreferring({3, 1, 4});
+  state = MakeSamplerState(params, {}, kVocab, 1);
+  EXPECT_EQ(Tokens(VerifyDraft(rows.data(), kVocab, std::vector<int32_t>{3, 1}, context, params, state)),
+            (std::vector<int32_t>{3, -1}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -92,7 +93,23 @@ TEST(GenerateCliTest, NgramSpeculationReportsAcceptanceAndChangesNoText) {
   EXPECT_EQ(speculative.out, plain.out);
   EXPECT_EQ(plain.err.find("speculation:"), std::string::npos) << plain.err;
   EXPECT_NE(speculative.err.find("speculation: "), std::string::npos) << speculative.err;
-  EXPECT_NE(speculative.err.find("accepted per verification pass"), std::string::npos) << speculative.err;
+  // The summary's figures agree with each other.
+  std::smatch m;
+  const std::regex summary(
+      R"(speculation: (\d+) of (\d+) draft tokens accepted \(([\d.]+)%\), ([\d.]+) accepted per verification pass )"
+      R"(\((\d+) passes\); ([\d.]+) ms drafting, ([\d.]+) ms in target passes)");
+  ASSERT_TRUE(std::regex_search(speculative.err, m, summary)) << speculative.err;
+  const double accepted = std::stod(m[1]), drafted = std::stod(m[2]), percent = std::stod(m[3]),
+               per_pass = std::stod(m[4]), passes = std::stod(m[5]), drafting = std::stod(m[6]),
+               target = std::stod(m[7]);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LE(accepted, drafted);
+  EXPECT_LE(drafted, 5 * passes);
+  EXPECT_NEAR(percent, 100 * accepted / drafted, 0.051);
+  EXPECT_NEAR(per_pass, accepted / passes, 0.0051);
+  EXPECT_GE(drafting, 0);
+  EXPECT_GT(target, 0);
+  EXPECT_LT(drafting, target);  // prompt lookup is cheap next to the passes
   // The decode count is of tokens kept, the same either way.
   EXPECT_NE(speculative.err.find("decode: 95 tokens"), std::string::npos) << speculative.err;
 

@@ -131,6 +131,71 @@ TEST(Sampler, TopKTopPAndMinPKeepOnlyTheirCandidates) {
   EXPECT_EQ(Draw(logits, one, 50).begin()->first, 0);
 }
 
+// The processed distribution against softmax in double, renormalized over
+// the candidates that truncation keeps; penalties as of the state.
+TEST(Sampler, ProcessedDistributionIsWhatSampleDrawsFrom) {
+  const std::vector<float> logits = {3.0f, 2.9f, 0.0f, 2.8f, -1.0f, 1.0f};
+  auto processed = [&](const SamplingParams& params, const SamplerState& state,
+                       const std::vector<uint32_t>* mask = nullptr) {
+    std::vector<float> scratch = logits, probs;
+    EXPECT_TRUE(ProcessedDistribution(scratch.data(), 6, params, state, mask, &probs));
+    return probs;
+  };
+  auto renormalized = [](std::vector<double> p, const std::vector<int>& keep) {
+    double sum = 0;
+    for (int i : keep) sum += p[static_cast<size_t>(i)];
+    std::vector<double> out(p.size(), 0.0);
+    for (int i : keep) out[static_cast<size_t>(i)] = p[static_cast<size_t>(i)] / sum;
+    return out;
+  };
+  auto expect_near = [](const std::vector<float>& actual, const std::vector<double>& expected) {
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 2e-6) << i;
+  };
+  for (double temperature : {0.5, 1.0, 2.0}) {
+    SamplingParams params = WithTemperature(temperature);
+    expect_near(processed(params, MakeSamplerState(params, {}, 6, 1)), Softmax(logits, temperature));
+  }
+  SamplingParams top_k = WithTemperature(1.0);
+  top_k.top_k = 2;
+  expect_near(processed(top_k, MakeSamplerState(top_k, {}, 6, 1)), renormalized(Softmax(logits, 1.0), {0, 1}));
+  SamplingParams min_p = WithTemperature(1.0);
+  min_p.min_p = 0.5;
+  expect_near(processed(min_p, MakeSamplerState(min_p, {}, 6, 1)), renormalized(Softmax(logits, 1.0), {0, 1, 3}));
+  SamplingParams top_p = WithTemperature(1.0);
+  top_p.top_p = 0.5;
+  expect_near(processed(top_p, MakeSamplerState(top_p, {}, 6, 1)), renormalized(Softmax(logits, 1.0), {0, 1}));
+
+  // A presence penalty of 1 on token 0, once drawn.
+  SamplingParams penalized = WithTemperature(1.0);
+  penalized.presence_penalty = 1.0;
+  SamplerState state = MakeSamplerState(penalized, {}, 6, 1);
+  AcceptToken(state, 0);
+  std::vector<float> shifted = logits;
+  shifted[0] -= 1.0f;
+  expect_near(processed(penalized, state), Softmax(shifted, 1.0));
+
+  // Greedy: a point mass at the argmax; a mask applies first.
+  SamplingParams greedy = WithTemperature(0);
+  expect_near(processed(greedy, MakeSamplerState(greedy, {}, 6, 1)), {1, 0, 0, 0, 0, 0});
+  const std::vector<uint32_t> no_zero = {0x3fu & ~1u};
+  expect_near(processed(greedy, MakeSamplerState(greedy, {}, 6, 1), &no_zero), {0, 1, 0, 0, 0, 0});
+  const std::vector<uint32_t> none = {0u};
+  std::vector<float> scratch = logits, probs;
+  SamplerState plain = MakeSamplerState(greedy, {}, 6, 1);
+  EXPECT_FALSE(ProcessedDistribution(scratch.data(), 6, greedy, plain, &none, &probs));
+}
+
+TEST(Sampler, DrawFromWeightsFollowsTheWeights) {
+  Rng rng(3);
+  const std::vector<float> weights = {0.0f, 3.0f, -1.0f, 1.0f};
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 40000; ++i) counts[DrawFromWeights(weights, rng)] += 1;
+  EXPECT_EQ(counts.size(), 2u);  // never a zero or negative weight
+  EXPECT_NEAR(counts[1] / 40000.0, 0.75, 0.01);
+  EXPECT_EQ(DrawFromWeights(std::vector<float>{0.0f, -2.0f}, rng), -1);
+}
+
 TEST(Sampler, ASeedRepeatsItsTokensAndAnotherSeedDoesNot) {
   std::vector<float> logits(1000);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::sin(0.1 * static_cast<double>(i)));

@@ -7,7 +7,9 @@
 // dtype, on each tiny model and on GGUF files of several quantizations. The
 // prompts are input-grounded (a passage of held-out text repeated, so drafts
 // are often right) and free text (drafts mostly wrong or absent); sampled
-// requests in the same batch never speculate and keep their seeded tokens.
+// requests in the same batch speculate too (their distribution, not their
+// seeded tokens, is what rejection sampling keeps: rejection_sampling_test.cc),
+// and so do grammar-constrained ones, greedy output again unchanged.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -77,6 +79,7 @@ struct SpecConfig {
   int32_t max_prefill_chunk = 0;
   int32_t max_num_batched_tokens = 512;
   int32_t max_num_seqs = 64;
+  bool adaptive = true;
   bool expect_preemption = false;
 };
 
@@ -98,14 +101,25 @@ std::vector<GenerationResult> RunAll(LLMEngine& engine, const std::vector<Genera
   return out;
 }
 
-// Compares everything a caller sees; counts the requests that differ.
-int CountMismatches(const std::vector<GenerationResult>& expected,
+// Compares everything a caller sees of the greedy requests; counts those
+// that differ. Sampled requests only have to end as they may.
+int CountMismatches(const std::vector<GenerationRequest>& requests,
+                    const std::vector<GenerationResult>& expected,
                     const std::vector<GenerationResult>& actual) {
   EXPECT_EQ(expected.size(), actual.size());
   int mismatches = 0;
   for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
     const GenerationResult& e = expected[i];
     const GenerationResult& a = actual[i];
+    if (requests[i].params.temperature != 0) {
+      EXPECT_TRUE(a.stats.finish_reason == FinishReason::kStop ||
+                  a.stats.finish_reason == FinishReason::kLength);
+      EXPECT_LE(a.output_ids.size(), static_cast<size_t>(requests[i].params.max_tokens));
+      if (requests[i].params.ignore_eos) {
+        EXPECT_EQ(a.output_ids.size(), static_cast<size_t>(requests[i].params.max_tokens));
+      }
+      continue;
+    }
     const bool same = e.output_ids == a.output_ids && e.text == a.text && e.logprobs == a.logprobs &&
                       e.stats.finish_reason == a.stats.finish_reason &&
                       e.stats.completion_tokens == a.stats.completion_tokens;
@@ -151,11 +165,13 @@ void CheckModel(const EngineOptions& base, const std::string& tiny_model, std::s
     options.max_prefill_chunk = config.max_prefill_chunk;
     options.max_num_batched_tokens = config.max_num_batched_tokens;
     options.max_num_seqs = config.max_num_seqs;
+    options.spec_adaptive = config.adaptive;
+    options.spec_max_batch = 0;  // speculate in every step, however large the batch
     if (config.kv_blocks > 0) options.kv_cache_memory.bytes = config.kv_blocks * block_bytes;
     auto engine = EngineOrDie(loaded, options);
     ASSERT_NE(engine, nullptr);
     std::vector<GenerationResult> actual = RunAll(*engine, requests, config.batched);
-    EXPECT_EQ(CountMismatches(expected, actual), 0);
+    EXPECT_EQ(CountMismatches(requests, expected, actual), 0);
 
     const EngineCounters c = engine->Counters();
     EXPECT_EQ(c.kv_blocks_used, 0);
@@ -185,6 +201,7 @@ constexpr SpecConfig kFullConfigs[] = {
      .max_num_batched_tokens = 40,
      .max_num_seqs = 8},
     {.name = "one draft token, 1-grams", .spec_tokens = 1, .ngram_min = 1, .ngram_max = 1},
+    {.name = "fixed draft length", .adaptive = false},
     {.name = "eight draft tokens, 3- to 6-grams", .spec_tokens = 8, .ngram_min = 3, .ngram_max = 6},
 };
 
@@ -233,9 +250,10 @@ TEST(SpeculativeDecodingTest, GgufQuantizations) {
   }
 }
 
-// Sampled and grammar-constrained requests decode one token at a time,
-// with their output unchanged.
-TEST(SpeculativeDecodingTest, SamplingAndGrammarsDoNotSpeculate) {
+// Grammar-constrained requests speculate too: their drafts are cut to what
+// the grammar allows and each verified row is masked, so greedy output is
+// unchanged; a seeded sampled request beside them speculates as well.
+TEST(SpeculativeDecodingTest, GrammarsSpeculateWithTheSameGreedyOutput) {
   EngineOptions options = TinyOptions("tiny-qwen3");
   LoadedModel loaded = LoadOrDie(options);
   ASSERT_NE(loaded.weights, nullptr);
@@ -267,9 +285,51 @@ TEST(SpeculativeDecodingTest, SamplingAndGrammarsDoNotSpeculate) {
   ASSERT_NE(speculative, nullptr);
   std::vector<GenerationResult> expected = RunAll(*plain, requests, true);
   std::vector<GenerationResult> actual = RunAll(*speculative, requests, true);
-  EXPECT_EQ(CountMismatches(expected, actual), 0);
-  EXPECT_EQ(speculative->Counters().spec_verifications, 0);
-  EXPECT_EQ(speculative->Counters().steps, plain->Counters().steps);
+  EXPECT_EQ(CountMismatches(requests, expected, actual), 0);
+  // The constrained requests alone: their drafts were verified and kept,
+  // so they took fewer steps than tokens.
+  const std::vector<GenerationRequest> constrained(requests.begin() + 1, requests.end());
+  auto alone = EngineOrDie(loaded, options);
+  ASSERT_NE(alone, nullptr);
+  EXPECT_EQ(
+      CountMismatches(constrained, {expected.begin() + 1, expected.end()}, RunAll(*alone, constrained, true)),
+      0);
+  EXPECT_GT(alone->Counters().spec_accepted_tokens, 0);
+  EXPECT_LT(alone->Counters().steps, 40);
+}
+
+// Past spec_max_batch decoding sequences a step verifies no drafts; at or
+// below it, it does.
+TEST(SpeculativeDecodingTest, LargeBatchesDoNotSpeculate) {
+  EngineOptions options = TinyOptions("tiny-qwen2");
+  LoadedModel loaded = LoadOrDie(options);
+  ASSERT_NE(loaded.weights, nullptr);
+  std::vector<int32_t> text = engine_test::HeldoutIds("tiny-qwen2");
+  options.spec_method = "ngram";
+  for (int32_t limit : {5, 6}) {
+    SCOPED_TRACE(limit);
+    options.spec_max_batch = limit;
+    auto engine = EngineOrDie(loaded, options);
+    ASSERT_NE(engine, nullptr);
+    // Six requests whose prompts (a passage said twice) fit one prefill
+    // step, finishing one after another.
+    for (int i = 0; i < 6; ++i) {
+      std::vector<int32_t> passage(text.begin() + 40 * i, text.begin() + 40 * i + 24);
+      GenerationRequest r = engine_test::GreedyIds(passage, 16 + 8 * i);
+      r.prompt_ids.insert(r.prompt_ids.end(), passage.begin(), passage.end());
+      ASSERT_TRUE(engine->AddRequest(std::move(r)).ok());
+    }
+    int64_t verified_with_six = 0, verified_with_fewer = 0;
+    for (int step = 0; engine->HasUnfinishedRequests(); ++step) {
+      const EngineCounters before = engine->Counters();
+      ASSERT_TRUE(engine->Step().ok());
+      const int64_t verified = engine->Counters().spec_verifications - before.spec_verifications;
+      if (step == 0) continue;  // the prefill
+      (before.num_running == 6 ? verified_with_six : verified_with_fewer) += verified;
+    }
+    EXPECT_EQ(verified_with_six > 0, limit >= 6);
+    EXPECT_GT(verified_with_fewer, 0);
+  }
 }
 
 }  // namespace

@@ -160,6 +160,77 @@ TEST_F(StructuredOutput, BadConstraintsAreRefusedNamingTheField) {
   EXPECT_FALSE(engine->HasUnfinishedRequests());
 }
 
+// Speculative decoding under a grammar: n-gram drafts (the prompt is JSON
+// said three times, so drafts are found) are cut to what the grammar allows
+// and verified under each row's mask; greedy output is byte for byte what
+// it is without speculation, and sampled output still parses.
+TEST_F(StructuredOutput, NgramSpeculationFollowsTheGrammarAndChangesNoGreedyOutput) {
+  const std::string schema = R"({"type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 12},
+                   "tags": {"type": "array", "items": {"enum": ["alpha", "beta", "gamma"]}, "maxItems": 12}},
+    "required": ["name", "tags"], "additionalProperties": false})";
+  const std::string example =
+      R"({"name": "beta gamma", "tags": ["alpha", "beta", "gamma", "alpha", "beta"]})";
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest r;
+    r.prompt = example + "\n" + example + "\n" + example.substr(0, static_cast<size_t>(10 + 7 * i));
+    r.params.temperature = i < 4 ? 0.0 : 0.8;
+    r.params.seed = static_cast<uint64_t>(i);
+    r.params.max_tokens = 120;
+    r.params.json_schema = schema;
+    requests.push_back(r);
+  }
+  auto plain = Engine()->Generate(requests);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EngineOptions spec = *options_;
+  spec.spec_method = "ngram";
+  spec.spec_tokens = 6;
+  spec.spec_max_batch = 0;  // all six speculate together
+  auto engine = EngineOrDie(*model_, spec);
+  ASSERT_NE(engine, nullptr);
+  auto drafted = engine->Generate(requests);
+  ASSERT_TRUE(drafted.ok()) << drafted.status().ToString();
+  const EngineCounters c = engine->Counters();
+  EXPECT_GT(c.spec_draft_tokens, 20);
+  EXPECT_GT(c.spec_accepted_tokens, 10);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const GenerationResult& out = (*drafted)[i];
+    if (requests[i].params.temperature == 0) {
+      EXPECT_EQ(out.output_ids, (*plain)[i].output_ids) << i;
+      EXPECT_EQ(out.text, (*plain)[i].text) << i;
+    }
+    if (out.stats.finish_reason != FinishReason::kStop) continue;  // a sampled text may run out of tokens
+    auto json = nlohmann::json::parse(out.text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(json.is_discarded()) << out.text;
+    ASSERT_TRUE(json.is_object()) << out.text;
+    ASSERT_TRUE(json["tags"].is_array()) << out.text;
+    for (const auto& t : json["tags"]) EXPECT_TRUE(t == "alpha" || t == "beta" || t == "gamma") << out.text;
+  }
+}
+
+// A grammar cuts a draft at its first forbidden token and is left as it
+// was.
+TEST(OutputConstraintTest, AllowedPrefixCountsTheDraftTokensTheGrammarTakes) {
+  std::vector<std::string> pieces = {"{", "}", "a", "b", ""};
+  auto vocab = std::make_shared<const GrammarVocabulary>(pieces, std::vector<int32_t>{4});
+  auto grammar = ParseGbnf(R"(root ::= "{" "a"* "}")");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
+  auto tg = std::make_shared<const TokenGrammar>(std::make_shared<const Grammar>(std::move(*grammar)), vocab);
+  OutputConstraint c(tg, {});
+  EXPECT_EQ(c.AllowedPrefix(std::vector<int32_t>{0, 2, 2, 3, 1}), 3u);  // "b" is not allowed
+  EXPECT_EQ(c.AllowedPrefix(std::vector<int32_t>{1}), 0u);              // "}" cannot come first
+  EXPECT_EQ(c.AllowedPrefix(std::vector<int32_t>{0, 1, 4}), 3u);        // then the end token
+  // Nothing was accepted: "{" is still the only token allowed.
+  std::vector<uint32_t> mask;
+  c.FillMask(&mask);
+  EXPECT_EQ(mask[0], 1u << 0);
+  EXPECT_TRUE(c.Accept(0));
+  EXPECT_EQ(c.AllowedPrefix(std::vector<int32_t>{2, 1}), 2u);
+  EXPECT_TRUE(c.Accept(1));
+  EXPECT_TRUE(c.Rollback(2));  // both accepted tokens remembered, despite the walks
+}
+
 // A lazy constraint over a small vocabulary: free until the trigger, then
 // the grammar's from the trigger's first byte, even when the trigger is
 // split across tokens and text precedes it in the same token.

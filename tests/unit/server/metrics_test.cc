@@ -110,12 +110,14 @@ TEST(ServerMetricsTest, SpeculativeDecodingAcceptance) {
   c.spec_verifications = 10;
   c.spec_draft_tokens = 40;
   c.spec_accepted_tokens = 25;
+  c.spec_draft_seconds = 0.75;
   auto s = Samples(m.Render(&c));
   EXPECT_EQ(s["kiln_spec_verifications_total"], 10);
   EXPECT_EQ(s["kiln_spec_draft_tokens_total"], 40);
   EXPECT_EQ(s["kiln_spec_accepted_tokens_total"], 25);
   EXPECT_DOUBLE_EQ(s["kiln_spec_acceptance_rate"], 0.625);
   EXPECT_DOUBLE_EQ(s["kiln_spec_mean_accepted_tokens"], 2.5);
+  EXPECT_DOUBLE_EQ(s["kiln_spec_draft_seconds_total"], 0.75);
 }
 
 }  // namespace
