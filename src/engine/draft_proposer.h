@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/sequence.h"
 
@@ -16,6 +17,12 @@ namespace kiln {
 struct DraftRequest {
   Sequence* seq = nullptr;
   int32_t max_tokens = 0;  // >= 1
+  // When set, receives the distribution each draft token was drawn from
+  // (what rejection sampling calls q): seq->draft.size() rows of
+  // `probs_vocab` floats, row-major, each summing to 1. A proposer that
+  // guesses one token outright gives rows that are 1 at its guess.
+  std::vector<float>* probs = nullptr;
+  int64_t probs_vocab = 0;
 };
 
 class DraftProposer {
@@ -26,6 +33,11 @@ class DraftProposer {
   // follow seq->tokens (possibly none). All of a step's requests come in
   // one call, so that a proposer that runs a model can batch them.
   virtual void Propose(std::span<const DraftRequest> requests) = 0;
+
+  // The sequence finished or was preempted: whatever the proposer keeps
+  // for it (a draft model's KV cache) is released. A later Propose for the
+  // same id starts over.
+  virtual void Forget(RequestId /*id*/) {}
 };
 
 }  // namespace kiln

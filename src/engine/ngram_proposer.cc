@@ -38,6 +38,14 @@ std::vector<int32_t> FindNgramDraft(std::span<const int32_t> tokens, const Ngram
 void NgramProposer::Propose(std::span<const DraftRequest> requests) {
   for (const DraftRequest& r : requests) {
     r.seq->draft = FindNgramDraft(r.seq->tokens, config_, r.max_tokens);
+    if (r.probs != nullptr) {
+      // A lookup guesses each token outright.
+      const auto vocab = static_cast<size_t>(r.probs_vocab);
+      r.probs->assign(r.seq->draft.size() * vocab, 0.0f);
+      for (size_t i = 0; i < r.seq->draft.size(); ++i) {
+        (*r.probs)[i * vocab + static_cast<size_t>(r.seq->draft[i])] = 1.0f;
+      }
+    }
   }
 }
 

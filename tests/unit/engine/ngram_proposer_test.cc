@@ -71,5 +71,19 @@ TEST(NgramProposerTest, ProposeFillsEachSequencesDraft) {
   EXPECT_EQ(b.draft, Tokens{});
 }
 
+// A lookup guesses outright: its q rows are 1 at each draft token.
+TEST(NgramProposerTest, ProbabilityRowsAreOneAtEachGuess) {
+  Sequence a(0, {1, 2, 3, 9, 1, 2}, SamplingParams{});
+  std::vector<float> probs = {0.5f};  // stale rows are replaced
+  NgramProposer proposer({.min_n = 1, .max_n = 2});
+  std::vector<DraftRequest> requests = {{.seq = &a, .max_tokens = 2, .probs = &probs, .probs_vocab = 10}};
+  proposer.Propose(requests);
+  ASSERT_EQ(a.draft, (Tokens{3, 9}));
+  std::vector<float> expected(20, 0.0f);
+  expected[3] = 1;
+  expected[10 + 9] = 1;
+  EXPECT_EQ(probs, expected);
+}
+
 }  // namespace
 }  // namespace kiln

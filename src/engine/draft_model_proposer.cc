@@ -1,0 +1,269 @@
+// Drafting with a second model over its own paged KV cache.
+#include "engine/draft_model_proposer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/forward_batch.h"
+#include "backend/kv_cache.h"
+#include "compiler/compiled_model.h"
+#include "core/log.h"
+#include "engine/draft_distribution.h"
+#include "engine/draft_model.h"
+#include "engine/model_session.h"
+#include "format/weight_store.h"
+
+namespace kiln {
+
+struct DraftModelProposer::Tracked {
+  Tracked(RequestId id, uint64_t seed) : mirror(id, {}, SamplingParams{}), rng(seed) {}
+
+  Sequence mirror;
+  Rng rng;  // draws the tokens of sampled sequences
+  uint64_t last_call = 0;
+};
+
+DraftModelProposer::DraftModelProposer(LoadedModel draft, std::unique_ptr<ModelSession> session,
+                                       int64_t target_vocab)
+    : draft_(std::move(draft)),
+      session_(std::move(session)),
+      blocks_(static_cast<int32_t>(session_->num_kv_blocks()), static_cast<int32_t>(session_->block_size()),
+              /*enable_prefix_caching=*/false),
+      vocab_(session_->config().vocab_size),
+      draft_vocab_(std::min(vocab_, target_vocab)) {}
+
+DraftModelProposer::~DraftModelProposer() = default;
+
+void DraftModelProposer::Forget(RequestId id) {
+  auto it = tracked_.find(id);
+  if (it == tracked_.end()) return;
+  blocks_.Free(it->second->mirror);
+  tracked_.erase(it);
+}
+
+void DraftModelProposer::ReleaseIdle() {
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (it->second->last_call == call_) {
+      ++it;
+      continue;
+    }
+    blocks_.Free(it->second->mirror);
+    it = tracked_.erase(it);
+  }
+}
+
+void DraftModelProposer::Propose(std::span<const DraftRequest> requests) {
+  ++call_;
+  for (const DraftRequest& r : requests) {
+    r.seq->draft.clear();
+    if (r.probs != nullptr) r.probs->clear();
+  }
+  Status status = ProposeAll(requests);
+  if (status.ok()) return;
+  KILN_LOG_WARN("draft model: {}; this step decodes without drafts", status.ToString());
+  for (const DraftRequest& r : requests) {
+    r.seq->draft.clear();
+    if (r.probs != nullptr) r.probs->clear();
+    Forget(r.seq->id);  // its cache may hold a half-run pass: start over
+  }
+}
+
+Status DraftModelProposer::ProposeAll(std::span<const DraftRequest> requests) {
+  for (const DraftRequest& r : requests) {
+    std::unique_ptr<Tracked>& slot = tracked_[r.seq->id];
+    if (!slot)
+      slot = std::make_unique<Tracked>(r.seq->id, 0x5eedd4af7ull ^ (r.seq->id * 0x9e3779b97f4a7c15ull));
+    slot->last_call = call_;
+  }
+
+  // Bring each sequence's draft cache in line with its tokens and reserve
+  // the slots of this call.
+  struct Work {
+    const DraftRequest* request;
+    Tracked* tracked;
+    size_t next;  // the first of its tokens the draft has not run
+  };
+  std::vector<Work> work;
+  for (const DraftRequest& r : requests) {
+    Tracked& t = *tracked_.at(r.seq->id);
+    const std::vector<int32_t>& tokens = r.seq->tokens;
+    // Keep the longest prefix the cache shares with the sequence (the
+    // target rejected what follows it), but never its last token, whose
+    // logits propose the first draft token.
+    const size_t limit = std::min(t.mirror.tokens.size(), tokens.size() - 1);
+    size_t keep = 0;
+    while (keep < limit && t.mirror.tokens[keep] == tokens[keep]) ++keep;
+    t.mirror.tokens.resize(keep);
+    t.mirror.num_computed_tokens = static_cast<int32_t>(keep);
+    blocks_.TruncateSlots(t.mirror, static_cast<int32_t>(keep));
+    // The unseen tokens, then a position for each draft token but the last.
+    const auto slots = static_cast<int32_t>(tokens.size() - keep) + r.max_tokens - 1;
+    if (!blocks_.AllocateSlots(t.mirror, slots)) {
+      ReleaseIdle();
+      if (!blocks_.AllocateSlots(t.mirror, slots)) continue;  // no draft this time
+    }
+    work.push_back({&r, &t, keep});
+  }
+
+  const int64_t max_tokens = session_->max_batch_tokens();
+  const auto max_seqs = static_cast<size_t>(session_->options().max_seqs);
+  std::vector<PassEntry> entries;
+  std::vector<size_t> in_pass;  // the work item of each entry
+
+  // Catch up: the unseen tokens of every sequence, in as few passes as the
+  // draft session's limits allow; the pass that reaches a sequence's last
+  // token proposes its first draft token.
+  while (true) {
+    entries.clear();
+    in_pass.clear();
+    int64_t budget = max_tokens;
+    for (size_t i = 0; i < work.size() && budget > 0 && entries.size() < max_seqs; ++i) {
+      const std::vector<int32_t>& tokens = work[i].request->seq->tokens;
+      if (work[i].next >= tokens.size()) continue;
+      const size_t take = std::min<size_t>(tokens.size() - work[i].next, static_cast<size_t>(budget));
+      entries.push_back({work[i].tracked, std::span<const int32_t>(tokens).subspan(work[i].next, take),
+                         work[i].next + take == tokens.size()});
+      in_pass.push_back(i);
+      budget -= static_cast<int64_t>(take);
+    }
+    if (entries.empty()) break;
+    KILN_RETURN_IF_ERROR(RunPass(entries));
+    size_t row = 0;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      Work& w = work[in_pass[e]];
+      Sequence& mirror = w.tracked->mirror;
+      mirror.tokens.insert(mirror.tokens.end(), entries[e].tokens.begin(), entries[e].tokens.end());
+      mirror.num_computed_tokens = mirror.num_tokens();
+      w.next += entries[e].tokens.size();
+      if (entries[e].wants_logits) {
+        ProposeFrom(logits_.data() + row * static_cast<size_t>(vocab_), *w.request, *w.tracked);
+        ++row;
+      }
+    }
+  }
+
+  // Draft: one token per sequence and pass, every sequence that wants more
+  // in the same pass.
+  std::vector<int32_t> last_tokens;
+  for (size_t step = 1;; ++step) {
+    std::vector<size_t> active;
+    for (size_t i = 0; i < work.size(); ++i) {
+      const Sequence& seq = *work[i].request->seq;
+      if (seq.draft.size() == step && step < static_cast<size_t>(work[i].request->max_tokens))
+        active.push_back(i);
+    }
+    if (active.empty()) break;
+    for (size_t begin = 0; begin < active.size(); begin += max_seqs) {
+      const size_t end = std::min(active.size(), begin + max_seqs);
+      last_tokens.clear();
+      for (size_t a = begin; a < end; ++a) last_tokens.push_back(work[active[a]].request->seq->draft.back());
+      entries.clear();
+      for (size_t a = begin; a < end; ++a) {
+        entries.push_back(
+            {work[active[a]].tracked, std::span<const int32_t>(&last_tokens[a - begin], 1), true});
+      }
+      KILN_RETURN_IF_ERROR(RunPass(entries));
+      for (size_t a = begin; a < end; ++a) {
+        Work& w = work[active[a]];
+        w.tracked->mirror.tokens.push_back(last_tokens[a - begin]);
+        w.tracked->mirror.num_computed_tokens = w.tracked->mirror.num_tokens();
+        ProposeFrom(logits_.data() + (a - begin) * static_cast<size_t>(vocab_), *w.request, *w.tracked);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status DraftModelProposer::RunPass(std::span<const PassEntry> entries) {
+  token_ids_.clear();
+  positions_.clear();
+  token_seq_.clear();
+  query_start_.assign(1, 0);
+  seq_lens_.clear();
+  block_tables_.clear();
+  output_rows_.clear();
+  for (size_t s = 0; s < entries.size(); ++s) {
+    const PassEntry& e = entries[s];
+    const auto start = static_cast<int32_t>(e.tracked->mirror.tokens.size());
+    for (size_t j = 0; j < e.tokens.size(); ++j) {
+      token_ids_.push_back(e.tokens[j]);
+      positions_.push_back(start + static_cast<int32_t>(j));
+      token_seq_.push_back(static_cast<int32_t>(s));
+    }
+    query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
+    seq_lens_.push_back(start + static_cast<int32_t>(e.tokens.size()));
+    block_tables_.push_back(e.tracked->mirror.block_table.data());
+    if (e.wants_logits) output_rows_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
+  }
+  ForwardBatch fb;
+  fb.num_tokens = static_cast<int32_t>(token_ids_.size());
+  fb.token_ids = token_ids_.data();
+  fb.positions = positions_.data();
+  fb.token_seq = token_seq_.data();
+  fb.num_seqs = static_cast<int32_t>(entries.size());
+  fb.query_start = query_start_.data();
+  fb.seq_lens = seq_lens_.data();
+  fb.block_tables = block_tables_.data();
+  fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
+  fb.output_rows = output_rows_.data();
+  logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_));
+  return session_->Forward(fb, logits_.data(), vocab_);
+}
+
+void DraftModelProposer::ProposeFrom(const float* logits, const DraftRequest& r, Tracked& t) {
+  const SamplingParams& params = r.seq->params;
+  int32_t token = 0;
+  if (params.temperature == 0 && r.probs == nullptr) {
+    // The lowest id among the largest logits, as greedy sampling picks.
+    for (int64_t i = 1; i < draft_vocab_; ++i) {
+      if (logits[i] > logits[token] || std::isnan(logits[token])) token = static_cast<int32_t>(i);
+    }
+  } else {
+    q_.resize(static_cast<size_t>(draft_vocab_));
+    DraftDistribution(logits, draft_vocab_, params, q_.data());
+    token = DrawFromDistribution(q_.data(), draft_vocab_, t.rng);
+    if (r.probs != nullptr) {
+      const auto width = static_cast<size_t>(r.probs_vocab);
+      const size_t row = r.probs->size();
+      r.probs->resize(row + width, 0.0f);
+      std::copy_n(q_.begin(), std::min(width, q_.size()),
+                  r.probs->begin() + static_cast<std::ptrdiff_t>(row));
+    }
+  }
+  r.seq->draft.push_back(token);
+}
+
+Expected<DraftedSessions> CreateDraftedSessions(const EngineOptions& options, const LoadedModel& target,
+                                                const ModelSessionOptions& target_options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> target_model,
+                        CompileForSession(*target.weights, target_options));
+  KILN_ASSIGN_OR_RETURN(LoadedModel draft, LoadDraftModel(options, target));
+  // The draft runs the target's batches and contexts, in floats: W8A8 is
+  // the target's choice.
+  ModelSessionOptions draft_options = target_options;
+  draft_options.w8a8 = false;
+  draft_options.w8a8_clips.clear();
+  draft_options.max_model_len = target_model->max_model_len();
+  auto draft_model = CompileForSession(*draft.weights, draft_options);
+  if (!draft_model.ok())
+    return draft_model.status().WithContext(fmt::format("draft model {}", options.draft_model));
+
+  const int64_t target_block = target_model->MakeKvLayout(1).BlockBytes();
+  const int64_t draft_block = (*draft_model)->MakeKvLayout(1).BlockBytes();
+  KILN_ASSIGN_OR_RETURN(int64_t num_blocks, SharedKvCacheBlocks(target_options, target_model->max_model_len(),
+                                                                target_block, draft_block));
+  ModelSessionOptions sized_target = target_options;
+  sized_target.kv_num_blocks = num_blocks;
+  draft_options.kv_num_blocks = num_blocks;
+  DraftedSessions out;
+  KILN_ASSIGN_OR_RETURN(out.target, ModelSession::Create(std::move(target_model), sized_target));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ModelSession> draft_session,
+                        ModelSession::Create(std::move(draft_model).value(), draft_options));
+  KILN_LOG_INFO("kv cache: target {} blocks ({} MiB), draft {} blocks ({} MiB)", num_blocks,
+                num_blocks * target_block >> 20, num_blocks, num_blocks * draft_block >> 20);
+  out.proposer = std::make_unique<DraftModelProposer>(std::move(draft), std::move(draft_session),
+                                                      target.weights->config().vocab_size);
+  return out;
+}
+
+}  // namespace kiln
