@@ -68,80 +68,101 @@ void DraftModelProposer::Propose(std::span<const DraftRequest> requests) {
   }
 }
 
-Status DraftModelProposer::ProposeAll(std::span<const DraftRequest> requests) {
-  for (const DraftRequest& r : requests) {
-    std::unique_ptr<Tracked>& slot = tracked_[r.seq->id];
-    if (!slot)
-      slot = std::make_unique<Tracked>(r.seq->id, 0x5eedd4af7ull ^ (r.seq->id * 0x9e3779b97f4a7c15ull));
-    slot->last_call = call_;
-  }
+void DraftModelProposer::MarkAsked(const Sequence& seq) {
+  std::unique_ptr<Tracked>& slot = tracked_[seq.id];
+  if (!slot) slot = std::make_unique<Tracked>(seq.id, 0x5eedd4af7ull ^ (seq.id * 0x9e3779b97f4a7c15ull));
+  slot->last_call = call_;
+}
 
-  // Bring each sequence's draft cache in line with its tokens and reserve
-  // the slots of this call.
-  struct Work {
-    const DraftRequest* request;
-    Tracked* tracked;
-    size_t next;  // the first of its tokens the draft has not run
-  };
-  std::vector<Work> work;
-  for (const DraftRequest& r : requests) {
-    Tracked& t = *tracked_.at(r.seq->id);
-    const std::vector<int32_t>& tokens = r.seq->tokens;
-    // Keep the longest prefix the cache shares with the sequence (the
-    // target rejected what follows it), but never its last token, whose
-    // logits propose the first draft token.
-    const size_t limit = std::min(t.mirror.tokens.size(), tokens.size() - 1);
-    size_t keep = 0;
-    while (keep < limit && t.mirror.tokens[keep] == tokens[keep]) ++keep;
-    t.mirror.tokens.resize(keep);
-    t.mirror.num_computed_tokens = static_cast<int32_t>(keep);
-    blocks_.TruncateSlots(t.mirror, static_cast<int32_t>(keep));
-    // The unseen tokens, then a position for each draft token but the last.
-    const auto slots = static_cast<int32_t>(tokens.size() - keep) + r.max_tokens - 1;
-    if (!blocks_.AllocateSlots(t.mirror, slots)) {
-      ReleaseIdle();
-      if (!blocks_.AllocateSlots(t.mirror, slots)) continue;  // no draft this time
-    }
-    work.push_back({&r, &t, keep});
-  }
+DraftModelProposer::Tracked* DraftModelProposer::Reserve(const Sequence& seq, size_t keep_limit,
+                                                         size_t run_until, int32_t extra_slots,
+                                                         bool may_release) {
+  Tracked& t = *tracked_.at(seq.id);
+  // Keep the longest prefix the cache shares with the sequence (the target
+  // rejected what follows it).
+  const size_t limit = std::min(t.mirror.tokens.size(), keep_limit);
+  size_t keep = 0;
+  while (keep < limit && t.mirror.tokens[keep] == seq.tokens[keep]) ++keep;
+  t.mirror.tokens.resize(keep);
+  t.mirror.num_computed_tokens = static_cast<int32_t>(keep);
+  blocks_.TruncateSlots(t.mirror, static_cast<int32_t>(keep));
+  const auto slots = static_cast<int32_t>(run_until - keep) + extra_slots;
+  if (slots < 1) return &t;
+  if (blocks_.AllocateSlots(t.mirror, slots)) return &t;
+  if (!may_release) return nullptr;
+  ReleaseIdle();
+  return blocks_.AllocateSlots(t.mirror, slots) ? &t : nullptr;
+}
 
+Status DraftModelProposer::CatchUp(std::span<CatchUpWork> work) {
   const int64_t max_tokens = session_->max_batch_tokens();
   const auto max_seqs = static_cast<size_t>(session_->options().max_seqs);
   std::vector<PassEntry> entries;
   std::vector<size_t> in_pass;  // the work item of each entry
-
-  // Catch up: the unseen tokens of every sequence, in as few passes as the
-  // draft session's limits allow; the pass that reaches a sequence's last
-  // token proposes its first draft token.
+  // In as few passes as the draft session's limits allow; the pass that
+  // reaches the end of a proposing sequence's tokens proposes its first
+  // draft token.
   while (true) {
     entries.clear();
     in_pass.clear();
     int64_t budget = max_tokens;
     for (size_t i = 0; i < work.size() && budget > 0 && entries.size() < max_seqs; ++i) {
-      const std::vector<int32_t>& tokens = work[i].request->seq->tokens;
-      if (work[i].next >= tokens.size()) continue;
-      const size_t take = std::min<size_t>(tokens.size() - work[i].next, static_cast<size_t>(budget));
-      entries.push_back({work[i].tracked, std::span<const int32_t>(tokens).subspan(work[i].next, take),
-                         work[i].next + take == tokens.size()});
+      CatchUpWork& w = work[i];
+      const size_t next = w.tracked->mirror.tokens.size();
+      if (next >= w.end) continue;
+      const size_t take = std::min<size_t>(w.end - next, static_cast<size_t>(budget));
+      entries.push_back({w.tracked, std::span<const int32_t>(w.seq->tokens).subspan(next, take),
+                         w.request != nullptr && next + take == w.end});
       in_pass.push_back(i);
       budget -= static_cast<int64_t>(take);
     }
-    if (entries.empty()) break;
+    if (entries.empty()) return Status::Ok();
     KILN_RETURN_IF_ERROR(RunPass(entries));
     size_t row = 0;
     for (size_t e = 0; e < entries.size(); ++e) {
-      Work& w = work[in_pass[e]];
+      CatchUpWork& w = work[in_pass[e]];
       Sequence& mirror = w.tracked->mirror;
       mirror.tokens.insert(mirror.tokens.end(), entries[e].tokens.begin(), entries[e].tokens.end());
       mirror.num_computed_tokens = mirror.num_tokens();
-      w.next += entries[e].tokens.size();
       if (entries[e].wants_logits) {
         ProposeFrom(logits_.data() + row * static_cast<size_t>(vocab_), *w.request, *w.tracked);
         ++row;
       }
     }
   }
+}
 
+void DraftModelProposer::Prefill(std::span<const PrefillRequest> requests) {
+  ++call_;
+  for (const PrefillRequest& r : requests) MarkAsked(*r.seq);
+  std::vector<CatchUpWork> work;
+  for (const PrefillRequest& r : requests) {
+    // Never the last token: a proposal needs its logits.
+    const size_t end = std::min(static_cast<size_t>(std::max(r.num_tokens, 0)), r.seq->tokens.size() - 1);
+    Tracked* t = Reserve(*r.seq, end, end, 0, /*may_release=*/false);
+    if (t != nullptr) work.push_back({nullptr, r.seq, t, end});
+  }
+  Status status = CatchUp(work);
+  if (status.ok()) return;
+  KILN_LOG_WARN("draft model: {}; its prefill is left to the first draft", status.ToString());
+  for (const PrefillRequest& r : requests) Forget(r.seq->id);
+}
+
+Status DraftModelProposer::ProposeAll(std::span<const DraftRequest> requests) {
+  for (const DraftRequest& r : requests) MarkAsked(*r.seq);
+  // Each cache keeps what it shares with its sequence but the last token,
+  // whose logits propose the first draft token; then the unseen tokens, and
+  // a slot for each draft token but the last.
+  std::vector<CatchUpWork> work;
+  for (const DraftRequest& r : requests) {
+    const size_t size = r.seq->tokens.size();
+    Tracked* t = Reserve(*r.seq, size - 1, size, r.max_tokens - 1, /*may_release=*/true);
+    if (t != nullptr) work.push_back({&r, r.seq, t, size});
+  }
+  KILN_RETURN_IF_ERROR(CatchUp(work));
+
+  const auto max_seqs = static_cast<size_t>(session_->options().max_seqs);
+  std::vector<PassEntry> entries;
   // Draft: one token per sequence and pass, every sequence that wants more
   // in the same pass.
   std::vector<int32_t> last_tokens;
@@ -164,7 +185,7 @@ Status DraftModelProposer::ProposeAll(std::span<const DraftRequest> requests) {
       }
       KILN_RETURN_IF_ERROR(RunPass(entries));
       for (size_t a = begin; a < end; ++a) {
-        Work& w = work[active[a]];
+        CatchUpWork& w = work[active[a]];
         w.tracked->mirror.tokens.push_back(last_tokens[a - begin]);
         w.tracked->mirror.num_computed_tokens = w.tracked->mirror.num_tokens();
         ProposeFrom(logits_.data() + (a - begin) * static_cast<size_t>(vocab_), *w.request, *w.tracked);

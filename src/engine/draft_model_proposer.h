@@ -41,6 +41,11 @@ class DraftModelProposer final : public DraftProposer {
   // gets no draft. A failed draft pass leaves every draft empty (and is
   // logged): speculation is an optimisation, the target decodes regardless.
   void Propose(std::span<const DraftRequest> requests) override;
+  // Runs the prompt tokens the target runs this step through the draft
+  // too, so that a sequence's first draft needs no prefill of its own.
+  // Takes no blocks from other sequences: where the cache is short the
+  // first draft catches up instead.
+  void Prefill(std::span<const PrefillRequest> requests) override;
   void Forget(RequestId id) override;
 
   const ModelSession& session() const { return *session_; }
@@ -59,6 +64,25 @@ class DraftModelProposer final : public DraftProposer {
     bool wants_logits = false;  // its last token's logits propose a token
   };
 
+  // A sequence whose draft cache runs its tokens up to `end`; with a
+  // request, the logits after them propose its first draft token.
+  struct CatchUpWork {
+    const DraftRequest* request = nullptr;
+    Sequence* seq = nullptr;
+    Tracked* tracked = nullptr;
+    size_t end = 0;
+  };
+
+  // Creates the sequence's entry if needed and marks it asked in this call.
+  void MarkAsked(const Sequence& seq);
+  // Rolls the sequence's cache back to the longest prefix it shares with
+  // seq.tokens (at most keep_limit tokens) and reserves slots for its
+  // tokens up to run_until plus extra_slots; null when they do not fit
+  // (after releasing idle sequences' caches, when may_release).
+  Tracked* Reserve(const Sequence& seq, size_t keep_limit, size_t run_until, int32_t extra_slots,
+                   bool may_release);
+  // Runs each work item's unseen tokens.
+  Status CatchUp(std::span<CatchUpWork> work);
   // Runs one pass; the logits of the entries that want them go to logits_,
   // one row each, in entry order.
   Status RunPass(std::span<const PassEntry> entries);

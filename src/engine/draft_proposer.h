@@ -25,6 +25,12 @@ struct DraftRequest {
   int64_t probs_vocab = 0;
 };
 
+// A sequence whose first num_tokens tokens the target runs this step.
+struct PrefillRequest {
+  Sequence* seq = nullptr;
+  int32_t num_tokens = 0;
+};
+
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
@@ -33,6 +39,11 @@ class DraftProposer {
   // follow seq->tokens (possibly none). All of a step's requests come in
   // one call, so that a proposer that runs a model can batch them.
   virtual void Propose(std::span<const DraftRequest> requests) = 0;
+
+  // The sequences' prompts go through the target in this step (up to
+  // num_tokens each): a proposer that keeps state per sequence may take
+  // them in now, so that the first draft costs no prefill of its own.
+  virtual void Prefill(std::span<const PrefillRequest> /*requests*/) {}
 
   // The sequence finished or was preempted: whatever the proposer keeps
   // for it (a draft model's KV cache) is released. A later Propose for the

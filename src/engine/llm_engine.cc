@@ -249,6 +249,15 @@ Status LLMEngine::Step() {
   ScheduledBatch batch = scheduler_->Schedule();
   if (proposer_) {
     for (Sequence* seq : batch.preempted) proposer_->Forget(seq->id);
+    // Sequences that will draft take their prompt into the proposer beside
+    // the target's prefill.
+    std::vector<PrefillRequest> prefills;
+    for (const ScheduledSequence& s : batch.seqs) {
+      if (s.start < s.seq->num_prompt_tokens && s.seq->params.temperature == 0 && !s.seq->constraint) {
+        prefills.push_back({s.seq, s.start + s.num_tokens});
+      }
+    }
+    if (!prefills.empty()) proposer_->Prefill(prefills);
   }
   if (batch.empty()) {
     return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());

@@ -302,6 +302,22 @@ TEST(DraftModelTest, ProposerFollowsTheSequenceAndReleasesItsCache) {
     EXPECT_EQ(probs[i * static_cast<size_t>(vocab) + static_cast<size_t>(a.draft[i])], 1.0f);
   }
 
+  // A prompt taken in beside the target's prefill, in two chunks: the first
+  // draft runs only its last token and proposes what the model would.
+  Sequence c(3, prompt_b, params);
+  const int32_t before = proposer.blocks().num_used_blocks();
+  std::vector<PrefillRequest> first_chunk = {{.seq = &c, .num_tokens = 20}};
+  proposer.Prefill(first_chunk);
+  std::vector<PrefillRequest> second_chunk = {
+      {.seq = &c, .num_tokens = static_cast<int32_t>(prompt_b.size())}};
+  proposer.Prefill(second_chunk);
+  EXPECT_EQ(proposer.blocks().num_used_blocks() - before,
+            proposer.blocks().BlocksForTokens(static_cast<int64_t>(prompt_b.size()) - 1));
+  std::vector<DraftRequest> for_c = {{.seq = &c, .max_tokens = 3}};
+  proposer.Propose(for_c);
+  EXPECT_EQ(c.draft, std::vector<int32_t>(next_b.begin(), next_b.begin() + 3));
+  proposer.Forget(c.id);
+
   // b was not asked this time; its cache stays until forgotten.
   EXPECT_EQ(proposer.num_tracked(), 2);
   proposer.Forget(a.id);
