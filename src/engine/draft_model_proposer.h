@@ -4,10 +4,11 @@
 // paged like the target's, with block tables of its own; each sequence's
 // draft cache follows the tokens the target accepted: the draft tokens the
 // target rejected are dropped by truncating the block table (nothing is
-// copied), and the tokens the draft has not seen yet (the prompt on first
-// use, the target's own next token after each verification) are run as a
-// prefill before drafting. Nothing enters a prefix cache: the draft's block
-// manager keeps none.
+// copied), and the tokens the draft has not seen yet (the target's own
+// next token after each verification; the prompt, when Prefill did not
+// take it in beside the target's prefill) are run as a prefill before
+// drafting. Nothing enters a prefix cache: the draft's block manager keeps
+// none.
 #pragma once
 
 #include <cstdint>
