@@ -221,13 +221,19 @@ typedef struct kiln_engine_options {
   const char* precision;          /* activations: "fp32", "mixed" (NULL) or "bf16" */
   const char* backend;            /* "cpu" (NULL) */
   uint64_t seed;                  /* seeds requests that set none; 0: random */
-  /* Speculative decoding: "none" (NULL) or "ngram" (draft tokens looked up
-   * in each sequence's prompt and output, verified in the pass that decodes
-   * its next token; greedy requests only, their output unchanged). */
+  /* Speculative decoding: "none" (NULL), "ngram" (draft tokens looked up
+   * in each sequence's prompt and output) or "draft" (a smaller model with
+   * the same tokenizer runs ahead), verified in the pass that decodes its
+   * next token; greedy requests only, their output unchanged. */
   const char* spec_method;
   int32_t spec_tokens;    /* draft tokens per sequence and pass at most (4) */
   int32_t spec_ngram_min; /* with "ngram": the shortest suffix matched (2) */
   int32_t spec_ngram_max; /* with "ngram": the longest suffix matched, tried first (4) */
+  /* With "draft": a Hugging Face folder or .gguf file, or "self" (the
+   * model's own weights, converted to draft_dtype when set). Its KV cache
+   * comes out of the engine's KV cache memory. */
+  const char* draft_model;
+  const char* draft_dtype; /* with "self": "f32", "f16", "bf16", "q8_0", "q4_0"; NULL: as loaded */
 } kiln_engine_options;
 
 /* Fills `options` with the defaults, struct_size included. */

@@ -51,6 +51,8 @@ class EngineOptions(ctypes.Structure):
         ("spec_tokens", ctypes.c_int32),
         ("spec_ngram_min", ctypes.c_int32),
         ("spec_ngram_max", ctypes.c_int32),
+        ("draft_model", ctypes.c_char_p),
+        ("draft_dtype", ctypes.c_char_p),
     ]
 
 

@@ -26,9 +26,11 @@ class LLM(_native.OwnedHandle):
     float in (0, 1]), kv_cache_dtype ("f32", "f16", "bf16", "int8"), block_size,
     enable_prefix_caching, max_num_seqs, max_num_batched_tokens,
     max_prefill_chunk, max_model_len, precision ("fp32", "mixed", "bf16"),
-    backend, seed, spec_method ("none", "ngram": speculative decoding of
-    greedy requests, with unchanged output), spec_tokens, spec_ngram_min,
-    spec_ngram_max; and for loading from a path: tokenizer, load_format,
+    backend, seed, spec_method ("none", "ngram", "draft": speculative
+    decoding of greedy requests, with unchanged output), spec_tokens,
+    spec_ngram_min, spec_ngram_max, draft_model (with "draft": a path, or
+    "self"), draft_dtype (with "self": "q4_0", "q8_0", "bf16", "f16", "f32");
+    and for loading from a path: tokenizer, load_format,
     preset, dtype. Every method is thread-safe; requests from several
     threads are batched together."""
 
@@ -37,7 +39,8 @@ class LLM(_native.OwnedHandle):
 
     _ENGINE_FIELDS = ("threads", "kv_cache_dtype", "block_size", "enable_prefix_caching", "max_num_seqs",
                       "max_num_batched_tokens", "max_prefill_chunk", "max_model_len", "precision", "backend",
-                      "seed", "spec_method", "spec_tokens", "spec_ngram_min", "spec_ngram_max")
+                      "seed", "spec_method", "spec_tokens", "spec_ngram_min", "spec_ngram_max", "draft_model",
+                      "draft_dtype")
     _LOAD_FIELDS = ("tokenizer", "load_format", "preset", "dtype")
 
     def __init__(self, model: Union[str, os.PathLike, Model], **options):

@@ -51,6 +51,20 @@ def test_ngram_speculation_keeps_the_greedy_output(llm, qwen_model):
         kiln.LLM(qwen_model, spec_method="eagle")
 
 
+def test_draft_model_speculation_keeps_the_greedy_output(llm, qwen_model):
+    ref = reference("tiny-qwen2", 0)
+    prompt = ref["prompt"] + " " + ref["prompt"]
+    params = greedy(48, ignore_eos=True)
+    with kiln.LLM(qwen_model, threads=2, precision="fp32", seed=1, spec_method="draft", draft_model="self",
+                  draft_dtype="q4_0") as fast:
+        out = fast.generate(prompt, params)[0]
+    assert out.outputs[0].token_ids == llm.generate(prompt, params)[0].outputs[0].token_ids
+    with pytest.raises(kiln.InvalidArgumentError, match="--draft-dtype needs --draft-model self"):
+        kiln.LLM(qwen_model, spec_method="draft", draft_model=model_dir("tiny-qwen3"), draft_dtype="q4_0")
+    with pytest.raises(kiln.InvalidArgumentError, match="vocabulary differs"):
+        kiln.LLM(qwen_model, spec_method="draft", draft_model=model_dir("tiny-llama"))
+
+
 def test_one_prompt_many_params_and_token_id_prompts(llm):
     ref = reference("tiny-qwen2", 0)
     outputs = llm.generate([ref["prompt"], {"prompt_token_ids": ref["input_ids"]}, {"prompt": ref["prompt"]}],

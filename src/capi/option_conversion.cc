@@ -192,6 +192,8 @@ Expected<EngineOptions> FromCEngineOptions(const kiln_engine_options* given) {
   o.spec_tokens = c.spec_tokens;
   o.spec_ngram_min = c.spec_ngram_min;
   o.spec_ngram_max = c.spec_ngram_max;
+  o.draft_model = OrDefault(c.draft_model, "");
+  o.draft_dtype = OrDefault(c.draft_dtype, "");
   return o;
 }
 

@@ -85,9 +85,10 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
                 "Reuse the KV cache of shared prompt prefixes (on by default)")
       ->group(group);
   cmd->add_option("--spec-method", o.spec_method,
-                  "Speculative decoding: none, or ngram (draft tokens looked up in the prompt and output; "
-                  "greedy output stays exactly the same, sampled output keeps its distribution)")
-      ->check(CLI::IsMember({"none", "ngram"}))
+                  "Speculative decoding: none, ngram (draft tokens looked up in the prompt and output) or "
+                  "draft (a smaller model with the same tokenizer, --draft-model); greedy output stays exactly "
+                  "the same, sampled output keeps its distribution")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}))
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--spec-tokens", o.spec_tokens, "Draft tokens verified per sequence and pass at most")
@@ -108,6 +109,15 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--spec-ngram-max", o.spec_ngram_max,
                   "With --spec-method ngram: the longest suffix matched (tried first)")
       ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--draft-model", o.draft_model,
+                  "With --spec-method draft: the draft model (a Hugging Face folder or .gguf file with the "
+                  "model's tokenizer), or self (the model's own weights, see --draft-dtype); its KV cache "
+                  "comes out of --kv-cache-memory")
+      ->group(group);
+  cmd->add_option("--draft-dtype", o.draft_dtype,
+                  "With --draft-model self: the draft's weights converted at load time to f32, f16, bf16, "
+                  "q8_0 or q4_0")
       ->group(group);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/sequence.h"
 
@@ -16,6 +17,12 @@ namespace kiln {
 struct DraftRequest {
   Sequence* seq = nullptr;
   int32_t max_tokens = 0;  // >= 1
+};
+
+// A sequence whose first num_tokens tokens the target runs this step.
+struct PrefillRequest {
+  Sequence* seq = nullptr;
+  int32_t num_tokens = 0;
 };
 
 class DraftProposer {
@@ -32,6 +39,16 @@ class DraftProposer {
   // requests come in one call, so that a proposer that runs a model can
   // batch them.
   virtual void Propose(std::span<const DraftRequest> requests) = 0;
+
+  // The sequences' prompts go through the target in this step (up to
+  // num_tokens each): a proposer that keeps state per sequence may take
+  // them in now, so that the first draft costs no prefill of its own.
+  virtual void Prefill(std::span<const PrefillRequest> /*requests*/) {}
+
+  // The sequence finished or was preempted: whatever the proposer keeps
+  // for it (a draft model's KV cache) is released. A later Propose for the
+  // same id starts over.
+  virtual void Forget(RequestId /*id*/) {}
 };
 
 }  // namespace kiln

@@ -41,8 +41,12 @@ std::vector<SampleResult> VerifyDraft(float* logits, int64_t vocab, std::span<co
     const int32_t token = draft[row];
     const bool in_vocab = token >= 0 && token < vocab;
     const float px = in_vocab ? p[static_cast<size_t>(token)] : 0.0f;
-    const float qx =
-        context.probs.empty() ? 1.0f : (in_vocab ? context.probs[row][static_cast<size_t>(token)] : 0.0f);
+    // A proposer's row may be shorter than the vocabulary (a draft model
+    // with fewer ids): the ids past it have q = 0.
+    const float qx = context.probs.empty() ? 1.0f
+                     : in_vocab && static_cast<size_t>(token) < context.probs[row].size()
+                         ? context.probs[row][static_cast<size_t>(token)]
+                         : 0.0f;
     // Accept with probability min(1, p/q): no draw is needed when p >= q.
     const bool accept = px > 0 && (px >= qx || state.rng.Uniform() * qx < px);
     if (accept) {
@@ -55,7 +59,8 @@ std::vector<SampleResult> VerifyDraft(float* logits, int64_t vocab, std::span<co
         if (in_vocab) residual[static_cast<size_t>(token)] = 0.0f;
       } else {
         const std::vector<float>& q = context.probs[row];
-        for (size_t i = 0; i < residual.size(); ++i) residual[i] = std::max(p[i] - q[i], 0.0f);
+        const size_t n = std::min(residual.size(), q.size());
+        for (size_t i = 0; i < n; ++i) residual[i] = std::max(p[i] - q[i], 0.0f);
       }
       result.token = DrawFromWeights(residual, state.rng);
       // An empty residual (p == q up to rounding): p itself is right.

@@ -2,6 +2,7 @@
 #include "engine/engine_options.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/byte_size.h"
@@ -23,6 +24,15 @@ Expected<KvCacheMemory> ParseKvCacheMemory(std::string_view text) {
   if (size->bytes < 1) return InvalidArgument("KV cache memory '{}': size out of range", text);
   m.bytes = size->bytes;
   return m;
+}
+
+Expected<DType> ParseDraftDType(std::string_view name) {
+  std::optional<DType> dtype = DTypeFromName(name);
+  if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16 &&
+                 *dtype != DType::kQ8_0 && *dtype != DType::kQ4_0)) {
+    return InvalidArgument("draft dtype '{}': expected f32, f16, bf16, q8_0 or q4_0", name);
+  }
+  return *dtype;
 }
 
 Status EngineOptions::Validate() const {
@@ -53,8 +63,23 @@ Status EngineOptions::Validate() const {
   if (max_prefill_chunk < 0) {
     return InvalidArgument("max-prefill-chunk must be >= 0, got {}", max_prefill_chunk);
   }
-  if (spec_method != "none" && spec_method != "ngram") {
-    return InvalidArgument("spec method '{}': expected none or ngram", spec_method);
+  if (spec_method != "none" && spec_method != "ngram" && spec_method != "draft") {
+    return InvalidArgument("spec method '{}': expected none, ngram or draft", spec_method);
+  }
+  if (spec_method == "draft" && draft_model.empty()) {
+    return InvalidArgument("spec method draft needs a draft model (--draft-model PATH, or self)");
+  }
+  if (spec_method != "draft" && !draft_model.empty()) {
+    return InvalidArgument("--draft-model needs --spec-method draft (spec method is '{}')", spec_method);
+  }
+  if (!draft_dtype.empty()) {
+    if (draft_model != "self") {
+      return InvalidArgument(
+          "--draft-dtype needs --draft-model self (a draft model file keeps its own dtypes)");
+    }
+    if (!ParseDraftDType(draft_dtype).ok()) {
+      return InvalidArgument("draft dtype '{}': expected f32, f16, bf16, q8_0 or q4_0", draft_dtype);
+    }
   }
   if (spec_tokens < 1 || spec_tokens > 64) {
     return InvalidArgument("spec-tokens must be in [1, 64], got {}", spec_tokens);

@@ -67,9 +67,10 @@ struct EngineOptions {
   int32_t max_prefill_chunk = 0;  // 0: max_num_batched_tokens
   int32_t max_model_len = 0;      // 0: the model's own limit
 
-  // Speculative decoding: "none", or "ngram" (prompt lookup: the latest
+  // Speculative decoding: "none", "ngram" (prompt lookup: the latest
   // spec_ngram_max to spec_ngram_min tokens found earlier in the sequence
-  // propose what followed them). Up to spec_tokens draft tokens per
+  // propose what followed them) or "draft" (a smaller model with the same
+  // tokenizer, draft_model, runs ahead). Up to spec_tokens draft tokens per
   // sequence are checked in the pass that decodes its next token; greedy
   // output stays exactly what it is without, sampled output keeps its
   // distribution (rejection sampling), and a grammar applies to every
@@ -82,6 +83,12 @@ struct EngineOptions {
   int32_t spec_max_batch = kDefaultSpecMaxBatch;
   int32_t spec_ngram_min = 2;
   int32_t spec_ngram_max = 4;
+  // With spec_method "draft": a Hugging Face folder or .gguf file, or
+  // "self" (the model's own weights, converted to draft_dtype when set; the
+  // draft shares the tokenizer and nothing else). The draft's KV cache is
+  // carved out of kv_cache_memory.
+  std::string draft_model;
+  std::string draft_dtype;  // with "self": f32, f16, bf16, q8_0 or q4_0; empty: as loaded
 
   // Seeds requests that set none; 0 draws one from the system at start-up.
   uint64_t seed = 0;
@@ -92,6 +99,10 @@ struct EngineOptions {
   // Checks ranges and combinations; the message names the option.
   Status Validate() const;
 };
+
+// The dtype of a "self" draft (EngineOptions::draft_dtype): f32, f16, bf16,
+// q8_0 or q4_0.
+Expected<DType> ParseDraftDType(std::string_view name);
 
 // Bytes of memory available to this process now (MemAvailable), or 0 when
 // unknown.

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "engine/block_manager.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/draft_proposer.h"
 #include "engine/grammar_compiler.h"
 #include "engine/model_runner.h"
@@ -62,7 +63,14 @@ Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(LoadedModel model, const 
 Status LLMEngine::Init() {
   const ModelConfig& config = model_.weights->config();
   KILN_ASSIGN_OR_RETURN(ModelSessionOptions session_options, SessionOptionsFor(options_, model_));
-  KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(*model_.weights, session_options));
+  if (options_.spec_method == "draft") {
+    // The draft model's KV cache comes out of the same budget.
+    KILN_ASSIGN_OR_RETURN(DraftedSessions drafted, CreateDraftedSessions(options_, model_, session_options));
+    session_ = std::move(drafted.target);
+    proposer_ = std::move(drafted.proposer);
+  } else {
+    KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(*model_.weights, session_options));
+  }
   const int64_t num_blocks = session_->num_kv_blocks();
   const int64_t block_bytes = session_->kv_cache().layout().BlockBytes();
   blocks_ = std::make_unique<BlockManager>(static_cast<int32_t>(num_blocks), options_.block_size,
@@ -262,6 +270,18 @@ Status LLMEngine::Step() {
   ProposeDrafts();
   const double drafted = EngineClock();
   ScheduledBatch batch = scheduler_->Schedule();
+  if (proposer_) {
+    for (Sequence* seq : batch.preempted) proposer_->Forget(seq->id);
+    // Sequences take their prompt into the proposer beside the target's
+    // prefill (every decoding sequence may draft).
+    std::vector<PrefillRequest> prefills;
+    for (const ScheduledSequence& s : batch.seqs) {
+      if (s.start < s.seq->num_prompt_tokens) {
+        prefills.push_back({s.seq, s.start + s.num_tokens});
+      }
+    }
+    if (!prefills.empty()) proposer_->Prefill(prefills);
+  }
   if (batch.empty()) {
     return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());
   }
@@ -377,6 +397,7 @@ bool LLMEngine::HandleSample(Request& r, const SampleResult& sample, double now)
 void LLMEngine::FinishRequest(Request& r, FinishReason reason, TokenEvent event, double now) {
   Sequence& seq = r.seq;
   scheduler_->Finish(&seq);
+  if (proposer_) proposer_->Forget(seq.id);
   seq.stats.finish_reason = reason;
   seq.stats.finish_time = now;
   event.request_id = seq.id;

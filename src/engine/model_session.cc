@@ -12,9 +12,15 @@ ModelSession::~ModelSession() = default;
 
 Expected<std::unique_ptr<ModelSession>> ModelSession::Create(const WeightStore& weights,
                                                              const ModelSessionOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompileForSession(weights, options));
+  return Create(std::move(model), options);
+}
+
+Expected<std::unique_ptr<ModelSession>> ModelSession::Create(std::unique_ptr<CompiledModel> model,
+                                                             const ModelSessionOptions& options) {
   auto session = std::unique_ptr<ModelSession>(new ModelSession());
   session->options_ = options;
-  KILN_ASSIGN_OR_RETURN(session->model_, CompileForSession(weights, options));
+  session->model_ = std::move(model);
   KILN_ASSIGN_OR_RETURN(int64_t num_blocks, KvCacheBlocks(options, *session->model_));
   KILN_ASSIGN_OR_RETURN(session->kv_cache_, session->model_->AllocateKvCache(num_blocks));
   session->blocks_in_order_.resize(static_cast<size_t>(num_blocks));

@@ -28,6 +28,9 @@ class ModelSession {
   // KV cache, both as `options` say.
   static Expected<std::unique_ptr<ModelSession>> Create(const WeightStore& weights,
                                                         const ModelSessionOptions& options);
+  // The same over a model already compiled with `options`.
+  static Expected<std::unique_ptr<ModelSession>> Create(std::unique_ptr<CompiledModel> model,
+                                                        const ModelSessionOptions& options);
 
   ~ModelSession();
   ModelSession(const ModelSession&) = delete;

@@ -53,7 +53,37 @@ CompileOptions ToCompileOptions(const ModelSessionOptions& options) {
   return co;
 }
 
+Expected<int64_t> KvCacheBudgetBytes(const ModelSessionOptions& options, int64_t block_bytes,
+                                     int64_t max_model_len) {
+  int64_t bytes = options.kv_cache_memory.bytes;
+  if (bytes > 0) return bytes;
+  const int64_t available = AvailableMemoryBytes();
+  if (options.kv_cache_memory.fraction > 0) {
+    if (available <= 0) return Unsupported("KV cache memory as a fraction: available memory is unknown here");
+    return static_cast<int64_t>(options.kv_cache_memory.fraction * static_cast<double>(available));
+  }
+  const int64_t blocks_per_seq = (max_model_len + options.block_size - 1) / options.block_size;
+  bytes = options.max_seqs * blocks_per_seq * block_bytes;
+  if (available > 0) bytes = std::min(bytes, available / 5);
+  return bytes;
+}
+
+Expected<int64_t> SharedKvCacheBlocks(const ModelSessionOptions& options, int64_t max_model_len,
+                                      int64_t target_block_bytes, int64_t draft_block_bytes) {
+  const int64_t pair_bytes = target_block_bytes + draft_block_bytes;
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBudgetBytes(options, pair_bytes, max_model_len));
+  const int64_t num_blocks = std::min<int64_t>(pair_bytes > 0 ? bytes / pair_bytes : 0, INT32_MAX);
+  if (num_blocks < 1) {
+    return ResourceExhausted(
+        "KV cache memory of {} bytes holds no block of the model and its draft ({} + {} bytes for {} "
+        "tokens); raise --kv-cache-memory",
+        bytes, target_block_bytes, draft_block_bytes, options.block_size);
+  }
+  return num_blocks;
+}
+
 Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const CompiledModel& model) {
+  if (options.kv_num_blocks > 0) return options.kv_num_blocks;
   const KvCacheLayout one_block = model.MakeKvLayout(1);
   const int64_t block_bytes = one_block.BlockBytes();
   const int64_t available = AvailableMemoryBytes();
@@ -71,18 +101,7 @@ Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const Compil
     }
     return num_blocks;
   }
-  // As given, as a fraction of available memory, or by default enough for
-  // max_seqs sequences of the full context within a fifth of available
-  // memory.
-  int64_t bytes = options.kv_cache_memory.bytes;
-  if (bytes <= 0 && options.kv_cache_memory.fraction > 0) {
-    if (available <= 0) return Unsupported("KV cache memory as a fraction: available memory is unknown here");
-    bytes = static_cast<int64_t>(options.kv_cache_memory.fraction * static_cast<double>(available));
-  } else if (bytes <= 0) {
-    const int64_t blocks_per_seq = (model.max_model_len() + options.block_size - 1) / options.block_size;
-    bytes = options.max_seqs * blocks_per_seq * block_bytes;
-    if (available > 0) bytes = std::min(bytes, available / 5);
-  }
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBudgetBytes(options, block_bytes, model.max_model_len()));
   const int64_t num_blocks = std::min<int64_t>(KvBlocksForBytes(one_block, bytes), INT32_MAX);
   if (num_blocks < 1) {
     return ResourceExhausted(

@@ -39,6 +39,9 @@ struct ModelSessionOptions {
   // else as kv_cache_memory says.
   int64_t kv_tokens_per_seq = 0;
   KvCacheMemory kv_cache_memory;
+  // When set, exactly this many KV blocks, whatever the two above say (a
+  // budget already shared out, see SharedKvCacheBlocks).
+  int64_t kv_num_blocks = 0;
 };
 
 // The session the engine's options describe (the engine's own; `kiln eval`
@@ -53,6 +56,22 @@ CompileOptions ToCompileOptions(const ModelSessionOptions& options);
 // `options`). Errors (resource exhausted) when the cache would hold no
 // block or, sized by kv_tokens_per_seq, not fit in the available memory.
 Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const CompiledModel& model);
+
+// The bytes of the KV cache kv_cache_memory asks for: as given, as a
+// fraction of available memory, or by default enough for max_seqs sequences
+// of max_model_len tokens within a fifth of available memory, blocks of
+// `block_bytes` holding block_size tokens.
+Expected<int64_t> KvCacheBudgetBytes(const ModelSessionOptions& options, int64_t block_bytes,
+                                     int64_t max_model_len);
+
+// Speculative decoding's target and draft models share one KV cache budget
+// (options.kv_cache_memory, read as KvCacheBudgetBytes reads it for a block
+// of both models' bytes together). Both caches get the number of blocks
+// returned, so that each holds as many tokens as the other: the budget is
+// split in proportion to each model's KV bytes per token. Errors (resource
+// exhausted) when the budget holds no block of each.
+Expected<int64_t> SharedKvCacheBlocks(const ModelSessionOptions& options, int64_t max_model_len,
+                                      int64_t target_block_bytes, int64_t draft_block_bytes);
 
 // The model alone, compiled as a session with these options would compile
 // it (for `kiln inspect --plan`, which runs nothing).

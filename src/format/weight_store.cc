@@ -1,10 +1,13 @@
 // WeightStore: opens Hugging Face folders and GGUF files under canonical
 // names, converts dtypes the engine does not compute in, checks that the
-// architecture's tensors are all there, and generates dummy weights.
+// architecture's tensors are all there, and generates dummy weights and
+// requantized copies.
 #include "format/weight_store.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <unordered_map>
 
@@ -325,6 +328,60 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
     store->mutable_weights().push_back(std::move(w));
   }
   KILN_RETURN_IF_ERROR(store->Finish(store->path()));
+  return std::unique_ptr<WeightStore>(std::move(store));
+}
+
+Expected<std::unique_ptr<WeightStore>> WeightStore::Requantized(const WeightStore& source, DType dtype) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kQ8_0 &&
+      dtype != DType::kQ4_0) {
+    return Unsupported("requantized weights: dtype {} (f32, f16, bf16, q8_0 and q4_0 are supported)",
+                       DTypeName(dtype));
+  }
+  const std::string path = fmt::format("{} as {}", source.path(), DTypeName(dtype));
+  auto store = std::make_unique<LoadedWeightStore>(path, source.format());
+  store->mutable_config() = source.config();
+  for (const Weight& from : source.weights()) {
+    const int64_t row = from.shape.empty() ? 1 : from.shape.back();
+    const bool convert = from.shape.size() >= 2 && row % DTypeBlockSize(dtype) == 0;
+    const DType stored = convert ? dtype : from.dtype;
+    const int64_t rows = row > 0 ? from.num_elements() / row : 0;
+    const uint64_t nbytes =
+        convert ? *DTypeBytes(stored, static_cast<uint64_t>(row)) * static_cast<uint64_t>(rows) : from.nbytes;
+    auto buffer = AlignedBuffer(std::max<uint64_t>(nbytes, 1));
+    if (!buffer) return ResourceExhausted("{}: cannot allocate {} bytes for {}", path, nbytes, from.name);
+    auto* dst = static_cast<uint8_t*>(buffer.get());
+    if (!convert) {
+      std::memcpy(dst, from.data, from.nbytes);
+    } else {
+      // Row by row, so that a large embedding never needs a float copy of
+      // its own.
+      const uint64_t from_row_bytes = *DTypeBytes(from.dtype, static_cast<uint64_t>(row));
+      const uint64_t to_row_bytes = nbytes / static_cast<uint64_t>(rows);
+      std::vector<float> values(static_cast<size_t>(row));
+      for (int64_t r = 0; r < rows; ++r) {
+        Status s = DequantizeRow(from.dtype, from.data + static_cast<uint64_t>(r) * from_row_bytes,
+                                 values.data(), row);
+        if (!s.ok()) return s.WithContext(fmt::format("{}: tensor {}", source.path(), from.name));
+        for (float v : values) {
+          if (!std::isfinite(v)) {
+            return InvalidArgument("{}: tensor {} row {} holds a non-finite value", source.path(), from.name,
+                                   r);
+          }
+        }
+        KILN_RETURN_IF_ERROR(
+            QuantizeRowRef(stored, values.data(), dst + static_cast<uint64_t>(r) * to_row_bytes, row));
+      }
+    }
+    Weight w = from;
+    w.file = path;
+    w.dtype = stored;
+    w.file_dtype = stored;
+    w.data = dst;
+    w.nbytes = nbytes;
+    store->Own(std::move(buffer));
+    store->mutable_weights().push_back(std::move(w));
+  }
+  KILN_RETURN_IF_ERROR(store->Finish(path));
   return std::unique_ptr<WeightStore>(std::move(store));
 }
 

@@ -58,6 +58,13 @@ class WeightStore {
   // like a trained model's so activations stay finite.
   static Expected<std::unique_ptr<WeightStore>> Dummy(const ModelConfig& config, DType dtype, uint64_t seed = 0);
 
+  // A copy of `source` (same config, names and shapes) whose matrices are
+  // converted to `dtype` (f32, f16, bf16, q8_0 or q4_0), as a cheaper copy
+  // of a model to draft with; vectors, and matrices whose rows are not a
+  // whole number of `dtype`'s blocks, keep their dtype. Shares nothing with
+  // `source`. Errors name a tensor that cannot be converted.
+  static Expected<std::unique_ptr<WeightStore>> Requantized(const WeightStore& source, DType dtype);
+
   virtual ~WeightStore();
 
   const std::string& path() const { return path_; }

@@ -429,6 +429,37 @@ TEST(CApiEngineOptions, NgramSpeculationKeepsTheGreedyOutput) {
   EXPECT_TRUE(Contains(kiln_last_error(), "spec method 'eagle'")) << kiln_last_error();
 }
 
+TEST(CApiEngineOptions, DraftModelSpeculationKeepsTheGreedyOutput) {
+  kiln_engine_options options = TinyEngineOptions();
+  options.spec_method = "draft";
+  options.draft_model = "self";
+  options.draft_dtype = "q4_0";
+  EnginePtr engine = CreateEngine(SharedModel("tiny-qwen2"), options);
+  ASSERT_NE(engine, nullptr);
+  EnginePtr plain_engine = CreateEngine(SharedModel("tiny-qwen2"));
+  nlohmann::json ref = Reference("tiny-qwen2", 1);
+  const std::string text = ref["prompt"].get<std::string>() + " " + ref["prompt"].get<std::string>();
+  kiln_sampling_params params = Greedy(40);
+  kiln_completion* speculative = nullptr;
+  ASSERT_EQ(kiln_generate(engine.get(), text.c_str(), &params, &speculative), KILN_OK) << kiln_last_error();
+  CompletionPtr owned(speculative);
+  kiln_completion* plain = nullptr;
+  ASSERT_EQ(kiln_generate(plain_engine.get(), text.c_str(), &params, &plain), KILN_OK) << kiln_last_error();
+  CompletionPtr owned_plain(plain);
+  EXPECT_EQ(Ids(*speculative), Ids(*plain));
+  EXPECT_EQ(Text(*speculative), Text(*plain));
+
+  kiln_engine* bad = nullptr;
+  options.draft_model = nullptr;
+  EXPECT_EQ(kiln_engine_create(SharedModel("tiny-qwen2"), &options, &bad), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "needs a draft model")) << kiln_last_error();
+  const std::string missing = testing::ModelDir("tiny-qwen2") + "/no-such-draft";
+  options.draft_model = missing.c_str();
+  options.draft_dtype = nullptr;
+  EXPECT_NE(kiln_engine_create(SharedModel("tiny-qwen2"), &options, &bad), KILN_OK);
+  EXPECT_TRUE(Contains(kiln_last_error(), "no-such-draft")) << kiln_last_error();
+}
+
 TEST(CApiEngineOptions, BadOptionsAreErrorsNamingThem) {
   const kiln_model* model = SharedModel("tiny-qwen2");
   kiln_engine* engine = nullptr;

@@ -119,6 +119,40 @@ TEST(GenerateCliTest, NgramSpeculationReportsAcceptanceAndChangesNoText) {
   EXPECT_NE(bad.err.find("spec-ngram-min"), std::string::npos) << bad.err;
 }
 
+// The same passage with a draft model: the model itself at q4_0, then
+// tiny-qwen2 for tiny-qwen3 (one tokenizer); the KV cache split is printed
+// and the text is the same as without a draft.
+TEST(GenerateCliTest, DraftModelSpeculationPrintsTheKvSplitAndChangesNoText) {
+  const std::string text = ReadAll(testing::SharedDir() + "/data/text/heldout.txt");
+  ASSERT_GT(text.size(), 2000u);
+  const std::string passage = text.substr(1000, 600);
+  const std::string prompt = passage + "\n\n" + passage + "\n\n" + passage.substr(0, 80);
+  std::vector<std::string> args = {"-m",           Model("tiny-qwen3"), "-p", prompt,      "-n", "64",
+                                   "--ignore-eos", "--temperature",     "0",  "--threads", "2"};
+  RunResult plain = Generate(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::vector<std::string>& draft :
+       {std::vector<std::string>{"--spec-method", "draft", "--draft-model", "self", "--draft-dtype", "q4_0"},
+        std::vector<std::string>{"--spec-method", "draft", "--draft-model", Model("tiny-qwen2")}}) {
+    std::vector<std::string> with_draft = args;
+    with_draft.insert(with_draft.end(), draft.begin(), draft.end());
+    RunResult speculative = Generate(with_draft);
+    ASSERT_EQ(speculative.exit_code, 0) << speculative.err;
+    EXPECT_EQ(speculative.out, plain.out);
+    EXPECT_NE(speculative.err.find("kv cache: target "), std::string::npos) << speculative.err;
+    EXPECT_NE(speculative.err.find(" blocks ("), std::string::npos) << speculative.err;
+    EXPECT_NE(speculative.err.find("accepted per verification pass"), std::string::npos) << speculative.err;
+  }
+
+  RunResult mismatch = Generate(
+      {"-m", Model("tiny-qwen3"), "-p", "x", "--spec-method", "draft", "--draft-model", Model("tiny-llama")});
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_NE(mismatch.err.find("vocabulary differs"), std::string::npos) << mismatch.err;
+  RunResult missing = Generate({"-m", Model("tiny-qwen3"), "-p", "x", "--spec-method", "draft"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("needs a draft model"), std::string::npos) << missing.err;
+}
+
 TEST(GenerateCliTest, ChatNeedsATemplate) {
   RunResult none = Generate({"-m", Model("tiny-llama"), "-p", "Hello", "--chat", "-n", "4"});
   EXPECT_EQ(none.exit_code, 1);

@@ -71,5 +71,17 @@ TEST(NgramProposerTest, ProposeFillsEachSequencesDraft) {
   EXPECT_EQ(b.draft, Tokens{});
 }
 
+// A lookup guesses outright: it leaves no distribution rows (q is a point
+// mass at each draft token).
+TEST(NgramProposerTest, LeavesNoDistributionRows) {
+  Sequence a(0, {1, 2, 3, 9, 1, 2}, SamplingParams{});
+  a.draft_probs = {{0.5f}};  // stale rows are dropped
+  NgramProposer proposer({.min_n = 1, .max_n = 2});
+  std::vector<DraftRequest> requests = {{.seq = &a, .max_tokens = 2}};
+  proposer.Propose(requests);
+  ASSERT_EQ(a.draft, (Tokens{3, 9}));
+  EXPECT_TRUE(a.draft_probs.empty());
+}
+
 }  // namespace
 }  // namespace kiln

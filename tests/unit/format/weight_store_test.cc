@@ -332,6 +332,42 @@ TEST(WeightStore, DummyErrors) {
   EXPECT_FALSE(WeightStore::Dummy(broken, DType::kF32).ok());
 }
 
+// A requantized copy is what quantizing each matrix gives: the f32 dummy
+// requantized to q8_0 or q4_0 is, byte for byte, the dummy generated in
+// that dtype from the same seed; vectors keep their dtype and values.
+TEST(WeightStore, RequantizedCopies) {
+  const ModelConfig config = SmallLlama();
+  auto f32 = WeightStore::Dummy(config, DType::kF32, 3);
+  ASSERT_TRUE(f32.ok());
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    auto copy = WeightStore::Requantized(**f32, dtype);
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    auto generated = WeightStore::Dummy(config, dtype, 3);
+    ASSERT_TRUE(generated.ok());
+    ASSERT_EQ((*copy)->weights().size(), (*generated)->weights().size());
+    for (const Weight& g : (*generated)->weights()) {
+      const Weight* c = (*copy)->Find(g.name);
+      ASSERT_NE(c, nullptr) << g.name;
+      EXPECT_EQ(c->dtype, g.dtype) << g.name;
+      EXPECT_EQ(c->shape, g.shape) << g.name;
+      ASSERT_EQ(c->nbytes, g.nbytes) << g.name;
+      EXPECT_EQ(std::memcmp(c->data, g.data, g.nbytes), 0) << g.name;
+      EXPECT_NE(c->data, (*f32)->Find(g.name)->data) << g.name;  // nothing shared
+    }
+  }
+  // Rows that are no whole number of blocks stay as they are.
+  ModelConfig odd = SmallLlama();
+  odd.hidden_size = 48;
+  odd.head_dim = 12;
+  auto odd_f32 = WeightStore::Dummy(odd, DType::kF32, 1);
+  ASSERT_TRUE(odd_f32.ok()) << odd_f32.status().ToString();
+  auto odd_copy = WeightStore::Requantized(**odd_f32, DType::kQ4_0);
+  ASSERT_TRUE(odd_copy.ok()) << odd_copy.status().ToString();
+  EXPECT_EQ((*odd_copy)->Find("model.embed_tokens.weight")->dtype, DType::kF32);
+  EXPECT_EQ(WeightStore::Requantized(**f32, DType::kQ6_K).status().code(), StatusCode::kUnsupported);
+}
+
 TEST(WeightStore, OpensTheFuzzSeedModels) {
   std::string dir = testing::SourceDir() + "/tests/fuzz/seeds/gguf_fuzz";
   auto llama = WeightStore::Open(dir + "/llama.gguf");
