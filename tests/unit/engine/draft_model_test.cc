@@ -170,6 +170,7 @@ void CheckDraft(const EngineOptions& base, const std::string& tiny_model, const 
     SCOPED_TRACE(run.name);
     EngineOptions options = base;
     options.spec_method = "draft";
+    options.spec_max_batch = 0;  // draft in every step, however large the batch
     options.draft_model = draft_model;
     options.draft_dtype = draft_dtype;
     options.spec_tokens = run.spec_tokens;
@@ -230,6 +231,7 @@ TEST(DraftModelTest, SelfAtItsOwnDtypeIsAlwaysAccepted) {
     for (const DraftRun& run : kRuns) {
       SCOPED_TRACE(run.name);
       options.spec_method = "draft";
+      options.spec_max_batch = 0;  // draft in every step, however large the batch
       options.draft_model = "self";
       options.spec_tokens = run.spec_tokens;
       options.max_prefill_chunk = run.max_prefill_chunk;
