@@ -2,7 +2,7 @@
 // them (Conv with activation_layout = nchw16c and a fused ReLU): kiln's own
 // kernels (conv_nchw16c.h) against oneDNN's blocked ones, on the 1x1 and
 // depthwise layers of MobileNetV3-Small (and its Squeeze-Excitation
-// products on a 1x1 image), ShuffleNetV2, ResNet-18 and
+// products on a 1x1 image), ShuffleNetV2, ResNet-18 (its 3x3 layers too) and
 // YOLOv8n. The figure is the real time per call (and GFLOP/s).
 // Arguments: layer, implementation (0 kiln, 1 oneDNN), threads; set
 // OMP_NUM_THREADS to `threads` and OMP_WAIT_POLICY=PASSIVE, e.g.
@@ -53,6 +53,13 @@ const Layer kLayers[] = {
     {"shuffle_dw_3x3_48_14", 48, 48, 48, 14, 3, 1},
     {"mnv3_se_576to144_1", 576, 144, 1, 1, 1, 1},
     {"mnv3_se_144to576_1", 144, 576, 1, 1, 1, 1},
+    {"resnet_3x3_64_56", 64, 64, 1, 56, 3, 1},
+    {"resnet_3x3s2_64to128_56", 64, 128, 1, 56, 3, 2},
+    {"resnet_3x3_128_28", 128, 128, 1, 28, 3, 1},
+    {"resnet_3x3s2_128to256_28", 128, 256, 1, 28, 3, 2},
+    {"resnet_3x3_256_14", 256, 256, 1, 14, 3, 1},
+    {"resnet_3x3s2_256to512_14", 256, 512, 1, 14, 3, 2},
+    {"resnet_3x3_512_7", 512, 512, 1, 7, 3, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 

@@ -205,9 +205,9 @@ TEST(ConvNchw16c, TakesOnlyItsShapes) {
   EXPECT_EQ(cpu::KilnBlockedConvShape(depthwise, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDepthwise);
   depthwise.dilation = {1, 2, 2};
   EXPECT_EQ(cpu::KilnBlockedConvShape(depthwise, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
-  cpu::Window3 three = g;
-  three.kernel = {1, 3, 3};
-  EXPECT_EQ(cpu::KilnBlockedConvShape(three, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 five = g;
+  five.kernel = {1, 5, 5};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(five, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
 }
 
 }  // namespace

@@ -191,6 +191,9 @@ TEST(ConvStem, OnlyFewInputChannels) {
   EXPECT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx2), cpu::BlockedConvShape::kNone);
   cpu::Window3 wide = g;
   wide.in_channels = cpu::kStemMaxInChannels + 1;
+  // More channels: a 3x3 is then an ordinary dense layer, a 5x5 nothing of kiln's.
+  EXPECT_EQ(cpu::KilnBlockedConvShape(wide, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDense3x3);
+  wide.kernel = {1, 5, 5};
   EXPECT_EQ(cpu::KilnBlockedConvShape(wide, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
   cpu::Window3 pointwise = g;
   pointwise.kernel = {1, 1, 1};

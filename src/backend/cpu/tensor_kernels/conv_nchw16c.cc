@@ -30,6 +30,9 @@ BlockedConvShape ShapeOf(const Window3& g) {
   }
   if (g.group > 1 && g.group == g.in_channels && g.group == g.out_channels)
     return BlockedConvShape::kDepthwise;
+  if (g.group == 1 && g.kernel[1] == 3 && g.kernel[2] == 3 && g.stride[1] == g.stride[2] &&
+      (g.stride[1] == 1 || g.stride[1] == 2))
+    return BlockedConvShape::kDense3x3;
   return BlockedConvShape::kNone;
 }
 
@@ -43,6 +46,16 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa) {
 bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
   if (shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) return true;
+  if (shape == BlockedConvShape::kDense3x3) {
+    // ResNet-18 on an Intel Xeon with AVX-512, 2 threads, 8 interleaved
+    // rounds against oneDNN 2.6's jit:avx512_core (bench/RESULTS.md): kiln's
+    // loop takes 0.91-1.05x oneDNN's time on the layers that read 28- and
+    // 56-wide images (64 and 128 channels, the 3x3/2 ones included), but
+    // 1.1-1.26x on 14- and 7-wide ones (256 and 512 channels), which stay
+    // on oneDNN.
+    return g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 && g.out_channels >= 64 &&
+           g.out_channels <= 256;
+  }
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
   // jit_dw cost 60-120 us a call on MobileNet/ShuffleNet's small layers
@@ -75,6 +88,15 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
         p.weights[static_cast<size_t>(
             ((m / kBlock * p.in_blocks + ci / kBlock) * kBlock + ci % kBlock) * kBlock + m % kBlock)] =
             w[m * c + ci];
+  } else if (shape == BlockedConvShape::kDense3x3) {
+    const int64_t c = g.in_channels;
+    p.weights.assign(static_cast<size_t>(p.out_blocks * p.in_blocks * 9 * kBlock * kBlock), 0.0f);
+    for (int64_t m = 0; m < g.out_channels; ++m)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t t = 0; t < 9; ++t)
+          p.weights[static_cast<size_t>(
+              (((m / kBlock * p.in_blocks + ci / kBlock) * 9 + t) * kBlock + ci % kBlock) * kBlock +
+              m % kBlock)] = w[(m * c + ci) * 9 + t];
   } else if (shape == BlockedConvShape::kStem) {
     const int64_t taps = g.in_channels * g.kernel[1] * g.kernel[2];
     p.weights.assign(static_cast<size_t>(p.out_blocks * taps * kBlock), 0.0f);
@@ -109,6 +131,17 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
                   acc +=
                       x[(((n * p.in_blocks + cb) * ih + r * sh) * iw + col * sw) * kBlock + i] *
                       p.weights[static_cast<size_t>(((ob * p.in_blocks + cb) * kBlock + i) * kBlock + lane)];
+            } else if (p.shape == BlockedConvShape::kDense3x3) {
+              for (int64_t cb = 0; cb < p.in_blocks; ++cb)
+                for (int64_t a = 0; a < 3; ++a)
+                  for (int64_t b = 0; b < 3; ++b) {
+                    const int64_t yy = r * sh - ph + a, xx = col * sw - pw + b;
+                    if (yy < 0 || yy >= ih || xx < 0 || xx >= iw) continue;
+                    for (int64_t i = 0; i < kBlock; ++i)
+                      acc += x[(((n * p.in_blocks + cb) * ih + yy) * iw + xx) * kBlock + i] *
+                             p.weights[static_cast<size_t>(
+                                 (((ob * p.in_blocks + cb) * 9 + a * 3 + b) * kBlock + i) * kBlock + lane)];
+                  }
             } else if (p.shape == BlockedConvShape::kStem) {
               for (int64_t c = 0; c < g.in_channels; ++c)
                 for (int64_t a = 0; a < kh; ++a)
@@ -152,7 +185,8 @@ TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
   auto plan = std::make_shared<const BlockedConvPlan>(
       MakeBlockedConvPlan(g, shape, epilogue, w, bias, input_row_major));
   TensorKernel k;
-  k.impl = shape == BlockedConvShape::kPointwise ? "kiln-avx512-nchw16c-1x1"
+  k.impl = shape == BlockedConvShape::kPointwise  ? "kiln-avx512-nchw16c-1x1"
+           : shape == BlockedConvShape::kDense3x3 ? "kiln-avx512-nchw16c-3x3"
            : shape == BlockedConvShape::kStem
                ? (plan->input_row_major ? "kiln-avx512-nchw-to-nchw16c-stem" : "kiln-avx512-nchw16c-stem")
                : "kiln-avx512-nchw16c-depthwise";

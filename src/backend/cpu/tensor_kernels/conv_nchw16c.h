@@ -6,9 +6,10 @@
 // network's stem, a dense convolution of few input channels (RGB) that reads
 // its input row-major (or nchw16c) and writes nchw16c, so that a chain can
 // start at it (each input value broadcast against the 16 output channels of
-// a block, several output pixels per register tile). All fuse
-// bias, kiln.FusedConv's activation and residual, and write zeros to the
-// padding lanes. The vector kernels are AVX-512 (the layout is used only
+// a block, several output pixels per register tile); and the dense 3x3
+// convolution of ResNet-style networks (conv_nchw16c_dense_avx512.cc). All
+// fuse bias, kiln.FusedConv's activation and residual, and write zeros to
+// the padding lanes. The vector kernels are AVX-512 (the layout is used only
 // there); the reference loops below compute the same from the same packed
 // weights, for the tests.
 #pragma once
@@ -24,7 +25,7 @@
 
 namespace kiln::cpu {
 
-enum class BlockedConvShape { kNone, kPointwise, kDepthwise, kStem };
+enum class BlockedConvShape { kNone, kPointwise, kDepthwise, kStem, kDense3x3 };
 
 // The most input channels a stem convolution has (RGBA).
 inline constexpr int64_t kStemMaxInChannels = 4;
@@ -33,7 +34,9 @@ inline constexpr int64_t kStemMaxInChannels = 4;
 // kernel, stride 1 or 2, no pads; depthwise = 2-d, group == C == M, dilation
 // 1, any kernel, stride and pads; stem = 2-d, group 1, at most
 // kStemMaxInChannels input channels, a kernel larger than 1x1, dilation 1,
-// any stride and pads. kNone elsewhere and below AVX-512.
+// any stride and pads; dense 3x3 = 2-d, group 1, more than
+// kStemMaxInChannels input channels, a 3x3 kernel, dilation 1, stride 1 or
+// 2 (the same on both axes), any pads. kNone elsewhere and below AVX-512.
 BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 
 // Whether kiln's nchw16c kernel beats oneDNN's on g when run on `threads`
@@ -41,7 +44,8 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads);
 
 // The weights and epilogue, packed once: pointwise [MB][CB][16 in][16 out],
-// depthwise [CB][kh][kw][16], stem [MB][C][kh][kw][16]; bias [MB x 16];
+// depthwise [CB][kh][kw][16], stem [MB][C][kh][kw][16], dense 3x3
+// [MB][CB][3][3][16 in][16 out]; bias [MB x 16];
 // padded channels zero. input_row_major (stems only): the input is NCHW as
 // its dims say rather than nchw16c.
 struct BlockedConvPlan {
@@ -62,7 +66,8 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
 void RunBlockedConvReference(const BlockedConvPlan& plan, const float* x, const float* residual, float* y);
 
 // The scratch the AVX-512 kernels take for `threads` threads (stems: a
-// buffer of padded input rows per thread; others none).
+// buffer of padded input rows per thread; dense 3x3: one zero-padded copy
+// of the input, shared; others none).
 int64_t BlockedConvScratchFloats(const BlockedConvPlan& plan, int threads);
 
 // The AVX-512 kernels (conv_nchw16c_avx512.cc); pool may be null. scratch:
@@ -71,6 +76,13 @@ int64_t BlockedConvScratchFloats(const BlockedConvPlan& plan, int threads);
 // scratch_threads runs on the caller alone.
 void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const float* residual, float* y,
                           ThreadPool* pool, float* scratch = nullptr, int scratch_threads = 1);
+
+// The dense 3x3 loop (conv_nchw16c_dense_avx512.cc), which
+// RunBlockedConvAvx512 calls. padded: BlockedDense3x3PaddedFloats(plan)
+// floats, or null (then allocated here).
+int64_t BlockedDense3x3PaddedFloats(const BlockedConvPlan& plan);
+void RunBlockedDense3x3Avx512(const BlockedConvPlan& plan, const float* x, const float* residual, float* y,
+                              ThreadPool* pool, float* padded);
 
 // The kernel for Conv / kiln.FusedConv with activation_layout = nchw16c.
 // input_row_major: the node's attribute input_layout = "row-major" (a stem).

@@ -26,6 +26,7 @@
 #include "backend/cpu/kernels/simd_avx512.h"
 #include "backend/cpu/tensor_kernels/conv2d_simd.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c_finish_avx512.h"
 
 namespace kiln::cpu {
 namespace {
@@ -36,24 +37,10 @@ constexpr int kPixels = 12;  // pointwise tile: 2 x 12 accumulators + 2 weights 
 constexpr int kDepthwisePixels = 8;
 constexpr int kStemPixels = 12;
 
-// Bias, residual and activation on one finished vector of block `ob`; lanes
-// past the real channels become zero.
-inline __m512 Finish(const BlockedConvPlan& p, __m512 v, __m512 bias, const float* residual, __mmask16 keep) {
-  v = _mm512_add_ps(v, bias);
-  if (residual == nullptr) {
-    v = ConvActivate<S>(p.epilogue, v);
-  } else if (p.epilogue.residual_before_activation) {
-    v = ConvActivate<S>(p.epilogue, _mm512_add_ps(v, _mm512_loadu_ps(residual)));
-  } else {
-    v = _mm512_add_ps(ConvActivate<S>(p.epilogue, v), _mm512_loadu_ps(residual));
-  }
-  return _mm512_maskz_mov_ps(keep, v);
-}
-
 // Finish on `count` finished depthwise vectors (acc, y and residual kBlock
 // floats apart), the common activations' switch taken once and their code
 // inlined (ConvActivate is a call per vector where the compiler does not
-// inline it); the others go through Finish. One function for every tile
+// inline it); the others go through FinishBlockedVector. One function for every tile
 // shape: the tiles hand their accumulators over through a small buffer.
 [[gnu::noinline]] void FinishPixels(const BlockedConvPlan& p, const float* acc, int count, const float* bias_block,
                                     const float* residual, float* y, __mmask16 keep) {
@@ -98,14 +85,10 @@ inline __m512 Finish(const BlockedConvPlan& p, __m512 v, __m512 bias, const floa
     default:
       for (int q = 0; q < count; ++q) {
         const float* r = residual != nullptr ? residual + q * kBlock : nullptr;
-        _mm512_storeu_ps(y + q * kBlock, Finish(p, _mm512_loadu_ps(acc + q * kBlock), bias, r, keep));
+        _mm512_storeu_ps(y + q * kBlock,
+                         FinishBlockedVector(p, _mm512_loadu_ps(acc + q * kBlock), bias, r, keep));
       }
   }
-}
-
-__mmask16 KeepMask(const BlockedConvPlan& p, int64_t ob) {
-  const int64_t real = std::min<int64_t>(kBlock, p.g.out_channels - ob * kBlock);
-  return static_cast<__mmask16>(real >= kBlock ? 0xFFFF : ((1u << real) - 1u));
 }
 
 struct PointwiseTile {
@@ -157,7 +140,7 @@ void RunPointwiseTile(const PointwiseTile& t) {
     for (int q = 0; q < P; ++q) {
       const int64_t at = j * t.y_block_step + q * kBlock;
       const float* r = t.residual != nullptr ? t.residual + at : nullptr;
-      _mm512_storeu_ps(t.y + at, Finish(p, acc[j][q], bias, r, t.keep[j]));
+      _mm512_storeu_ps(t.y + at, FinishBlockedVector(p, acc[j][q], bias, r, t.keep[j]));
     }
   }
 }
@@ -198,8 +181,9 @@ void RunPointwiseVector(const BlockedConvPlan& p, const float* x, const float* r
       const __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])),
                                        _mm512_add_ps(_mm512_add_ps(acc[4], acc[5]), _mm512_add_ps(acc[6], acc[7])));
       const int64_t at = (n * p.out_blocks + ob) * kBlock;
-      _mm512_storeu_ps(y + at, Finish(p, sum, _mm512_loadu_ps(p.bias.data() + ob * kBlock),
-                                      residual != nullptr ? residual + at : nullptr, KeepMask(p, ob)));
+      _mm512_storeu_ps(
+          y + at, FinishBlockedVector(p, sum, _mm512_loadu_ps(p.bias.data() + ob * kBlock),
+                                      residual != nullptr ? residual + at : nullptr, BlockedKeepMask(p, ob)));
     }
   };
   const int64_t block_bytes = cin * kBlock * static_cast<int64_t>(sizeof(float));
@@ -252,8 +236,8 @@ void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residua
       t.residual = residual != nullptr ? residual + y_at : nullptr;
       t.y = y + y_at;
       t.y_block_step = out_plane;
-      t.keep[0] = KeepMask(p, ob);
-      t.keep[1] = nb == 2 ? KeepMask(p, ob + 1) : 0;
+      t.keep[0] = BlockedKeepMask(p, ob);
+      t.keep[1] = nb == 2 ? BlockedKeepMask(p, ob + 1) : 0;
       (nb == 2 ? kTwo : kOne)[static_cast<size_t>(count - 1)](t);
     }
   };
@@ -299,7 +283,7 @@ void DepthwiseTile(const BlockedConvPlan& p, const float* x_plane, const float* 
   }
   for (int q = 0; q < count; ++q) {
     const float* r = residual != nullptr ? residual + q * kBlock : nullptr;
-    _mm512_storeu_ps(y + q * kBlock, Finish(p, acc[q], bias, r, keep));
+    _mm512_storeu_ps(y + q * kBlock, FinishBlockedVector(p, acc[q], bias, r, keep));
   }
 }
 
@@ -320,7 +304,7 @@ void RunDepthwiseChecked(const BlockedConvPlan& p, const float* x, const float* 
       const float* x_plane = x + plane * in_plane;
       const float* w = p.weights.data() + cb * taps * kBlock;
       const __m512 bias = _mm512_loadu_ps(p.bias.data() + cb * kBlock);
-      const __mmask16 keep = KeepMask(p, cb);
+      const __mmask16 keep = BlockedKeepMask(p, cb);
       const int64_t y_row = plane * out_plane + row * ow * kBlock;
       for (int64_t col = 0; col < ow; col += kDepthwisePixels) {
         const int count = static_cast<int>(std::min<int64_t>(kDepthwisePixels, ow - col));
@@ -423,13 +407,13 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
 #pragma GCC unroll 2
   for (int j = 0; j < NB; ++j) {
     const __m512 bias = _mm512_loadu_ps(p.bias.data() + (ob + j) * kBlock);
-    const __mmask16 keep = KeepMask(p, ob + j);
+    const __mmask16 keep = BlockedKeepMask(p, ob + j);
 #pragma GCC unroll 12
     for (int q = 0; q < kStemPixels; ++q) {
       if (q < count) {
         const int64_t at = j * y_block_step + q * kBlock;
         const float* r = residual != nullptr ? residual + at : nullptr;
-        _mm512_storeu_ps(y + at, Finish(p, acc[j][q], bias, r, keep));
+        _mm512_storeu_ps(y + at, FinishBlockedVector(p, acc[j][q], bias, r, keep));
       }
     }
   }
@@ -588,7 +572,7 @@ void RunDepthwiseWide(const BlockedConvPlan& p, const WideTileFns* tiles, const 
       const float* x_plane = x + plane * in_plane;
       const float* w = p.weights.data() + cb * taps * kBlock;
       const float* bias = p.bias.data() + cb * kBlock;
-      const __mmask16 keep = KeepMask(p, cb);
+      const __mmask16 keep = BlockedKeepMask(p, cb);
       const int64_t yy0 = row * sh - ph;  // the input row of kernel row 0
       const int64_t a0 = std::clamp<int64_t>(-yy0, 0, kh), a1 = std::clamp<int64_t>(ih - yy0, a0, kh);
       const float* xrow = x_plane + (yy0 + a0) * iw * kBlock;
@@ -627,6 +611,7 @@ void RunDepthwise(const BlockedConvPlan& p, const float* x, const float* residua
 }  // namespace
 
 int64_t BlockedConvScratchFloats(const BlockedConvPlan& plan, int threads) {
+  if (plan.shape == BlockedConvShape::kDense3x3) return BlockedDense3x3PaddedFloats(plan);
   if (plan.shape != BlockedConvShape::kStem) return 0;
   return std::max(1, threads) * StemRowsOf(plan.g).Floats(plan.g);
 }
@@ -638,6 +623,8 @@ void RunBlockedConvAvx512(const BlockedConvPlan& plan, const float* x, const flo
     RunPointwise(plan, x, residual, y, pool);
   } else if (plan.shape == BlockedConvShape::kStem) {
     RunStem(plan, x, residual, y, scratch, scratch_threads, pool);
+  } else if (plan.shape == BlockedConvShape::kDense3x3) {
+    RunBlockedDense3x3Avx512(plan, x, residual, y, pool, scratch);
   } else {
     RunDepthwise(plan, x, residual, y, pool);
   }

@@ -1,0 +1,269 @@
+// The AVX-512 loop of kiln's dense 3x3 convolution on nchw16c activations
+// (conv_nchw16c.h, kDense3x3), ResNet's layers. The input is first copied
+// into a zero-padded buffer, so that no tap is ever checked against the
+// image's borders. Then per register tile of NB blocks of 16 output
+// channels x P output pixels of one row (NB x P <= 28 accumulators: 2 x 14
+// on wide rows, 4 x 7 on 7-pixel ones), one input channel block at a time:
+// each input value is broadcast against the NB packed weight vectors of its
+// channel, so that a tap costs NB loads and P broadcasts for NB x P FMAs;
+// the partial sums wait in the output between input blocks. The threads
+// split (output block group x band of rows) in contiguous runs, group
+// first: a thread keeps one group's weights hot across the rows, and both
+// threads have work on a 7x7 image.
+// GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c_finish_avx512.h"
+
+namespace kiln::cpu {
+namespace {
+
+constexpr int64_t kBlock = 16;
+constexpr int64_t kTaps = 9;
+constexpr int kMaxPixels = 14;        // 2 x 14 accumulators + 2 weights + 1 broadcast
+constexpr int kNarrowPixels = 7;      // rows this narrow take 4 blocks x 7 pixels
+constexpr int64_t kTilesPerBand = 4;  // register tiles a task runs per input block
+constexpr int64_t kL2GroupWeightBytes = 256 * 1024;
+
+// The zero-padded input: per image and input block, the rows and columns
+// the tiles read (input row r at padded row r + pad_begin), no borders left.
+struct PaddedInput {
+  int64_t rows = 0, cols = 0;
+  int64_t Plane() const { return rows * cols * kBlock; }
+};
+
+PaddedInput PaddedInputOf(const Window3& g) {
+  PaddedInput p;
+  p.rows = (g.out[1] - 1) * g.stride[1] + 3;
+  p.cols = (g.out[2] - 1) * g.stride[2] + 3;
+  return p;
+}
+
+// Copies padded rows [begin, end) (counted over every image and input
+// block) of x into the padded buffer; the input's padding lanes become zero
+// there whatever they held.
+void FillPaddedRows(const BlockedConvPlan& p, const PaddedInput& pad, const float* x, float* padded,
+                    int64_t begin, int64_t end) {
+  const Window3& g = p.g;
+  const int64_t ih = g.in[1], iw = g.in[2], top = g.pad_begin[1], left = g.pad_begin[2];
+  const int64_t tail = g.in_channels - (p.in_blocks - 1) * kBlock;
+  const __mmask16 tail_lanes = static_cast<__mmask16>(tail >= kBlock ? 0xFFFF : (1u << tail) - 1u);
+  // Input columns [c0, c1) land at padded columns [c0 + left, c1 + left).
+  const int64_t c0 = std::max<int64_t>(0, -left), c1 = std::min<int64_t>(iw, pad.cols - left);
+  for (int64_t at = begin; at < end; ++at) {
+    const int64_t row = at % pad.rows, plane = at / pad.rows;  // plane: n * in_blocks + cb
+    const int64_t yy = row - top;
+    float* dst = padded + at * pad.cols * kBlock;
+    if (yy < 0 || yy >= ih || c1 <= c0) {
+      std::memset(dst, 0, sizeof(float) * static_cast<size_t>(pad.cols * kBlock));
+      continue;
+    }
+    const __mmask16 lanes = plane % p.in_blocks == p.in_blocks - 1 ? tail_lanes : 0xFFFF;
+    const float* src = x + (plane * ih + yy) * iw * kBlock;
+    for (int64_t col = 0; col < pad.cols; ++col) {
+      const int64_t xx = col - left;
+      const __m512 v =
+          xx >= c0 && xx < c1 ? _mm512_maskz_loadu_ps(lanes, src + xx * kBlock) : _mm512_setzero_ps();
+      _mm512_storeu_ps(dst + col * kBlock, v);
+    }
+  }
+}
+
+struct DenseTile {
+  const BlockedConvPlan* plan;
+  const float* x;         // padded input at the tile's first window, input block 0
+  int64_t x_row;          // floats between padded rows
+  int64_t x_block;        // floats between input blocks
+  const float* w;         // packed weights of the tile's first output block
+  const float* bias;      // of the first output block
+  const float* residual;  // at the tile's first output pixel (null: none)
+  float* y;               // the tile's first output pixel, first output block
+  int64_t y_block;        // floats between output blocks
+  __mmask16 keep[4];
+};
+
+// NB output blocks x P pixels, column stride S, the products of input block
+// cb added: to zero on the first input block, else to the partial sums in
+// y; the last one finishes y.
+template <int NB, int P, int S>
+void RunDenseTile(const DenseTile& t, int64_t cb, bool first, bool last) {
+  const BlockedConvPlan& p = *t.plan;
+  const int64_t w_block = p.in_blocks * kTaps * kBlock * kBlock;
+  __m512 acc[NB][P];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 14
+    for (int q = 0; q < P; ++q)
+      acc[j][q] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(t.y + j * t.y_block + q * kBlock);
+  }
+  const float* w = t.w + cb * kTaps * kBlock * kBlock;
+  const float* xb = t.x + cb * t.x_block;
+#pragma GCC unroll 1
+  for (int a = 0; a < 3; ++a) {
+#pragma GCC unroll 1
+    for (int b = 0; b < 3; ++b, w += kBlock * kBlock) {
+      const float* xi = xb + a * t.x_row + b * kBlock;
+      const float* wi = w;
+      // One input channel a step, not unrolled: unrolled, GCC hoists the
+      // broadcasts of several steps and spills the accumulators for them.
+      // The empty asm hides the pointers' values from it for the same reason.
+#pragma GCC unroll 1
+      for (int i = 0; i < kBlock; i += 2, xi += 2, wi += 2 * kBlock) {
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; ++u) {
+          asm("" : "+r"(xi), "+r"(wi));
+          __m512 wv[NB];
+#pragma GCC unroll 4
+          for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wi + u * kBlock + j * w_block);
+#pragma GCC unroll 14
+          for (int q = 0; q < P; ++q) {
+            const __m512 xv = _mm512_set1_ps(xi[u + q * S * kBlock]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    const __m512 bias = _mm512_loadu_ps(t.bias + j * kBlock);
+#pragma GCC unroll 14
+    for (int q = 0; q < P; ++q) {
+      const int64_t at = j * t.y_block + q * kBlock;
+      const float* r = t.residual != nullptr ? t.residual + at : nullptr;
+      _mm512_storeu_ps(t.y + at, last ? FinishBlockedVector(p, acc[j][q], bias, r, t.keep[j]) : acc[j][q]);
+    }
+  }
+}
+
+using DenseTileFn = void (*)(const DenseTile&, int64_t, bool, bool);
+
+template <int NB, int S, int... P>
+constexpr std::array<DenseTileFn, kMaxPixels> DenseTileTable(std::integer_sequence<int, P...>) {
+  return {(P + 1 <= 28 / NB ? &RunDenseTile<NB, (P + 1 <= 28 / NB ? P + 1 : 1), S> : nullptr)...};
+}
+
+// Indexed [NB == 4 ? 2 : NB - 1][P - 1]; NB is 1, 2 or 4.
+template <int S>
+const std::array<std::array<DenseTileFn, kMaxPixels>, 3>& DenseTiles() {
+  static constexpr std::array<std::array<DenseTileFn, kMaxPixels>, 3> table = {
+      DenseTileTable<1, S>(std::make_integer_sequence<int, kMaxPixels>()),
+      DenseTileTable<2, S>(std::make_integer_sequence<int, kMaxPixels>()),
+      DenseTileTable<4, S>(std::make_integer_sequence<int, kMaxPixels>())};
+  return table;
+}
+
+// How the output blocks are grouped: `full` groups of `size` blocks, then
+// the rest in pieces of 2 and 1.
+struct BlockGroups {
+  int64_t size = 2, full = 0, count = 0;
+  // The first block of group k and how many it has.
+  std::pair<int64_t, int> Group(int64_t k, int64_t out_blocks) const {
+    if (k < full) return {k * size, static_cast<int>(size)};
+    const int64_t ob = full * size + (k - full) * 2;
+    return {ob, static_cast<int>(std::min<int64_t>(2, out_blocks - ob))};
+  }
+};
+
+BlockGroups GroupsOf(const BlockedConvPlan& p) {
+  BlockGroups b;
+  b.size = p.g.out[2] <= kNarrowPixels && p.out_blocks >= 4 ? 4 : 2;
+  b.full = p.out_blocks / b.size;
+  b.count = b.full + (p.out_blocks % b.size + 1) / 2;
+  return b;
+}
+
+}  // namespace
+
+int64_t BlockedDense3x3PaddedFloats(const BlockedConvPlan& plan) {
+  return plan.g.batch * plan.in_blocks * PaddedInputOf(plan.g).Plane();
+}
+
+void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
+                              ThreadPool* pool, float* padded) {
+  const Window3& g = p.g;
+  const PaddedInput pad = PaddedInputOf(g);
+  std::vector<float> own;
+  if (padded == nullptr) {
+    own.resize(static_cast<size_t>(BlockedDense3x3PaddedFloats(p)));
+    padded = own.data();
+  }
+  const int64_t padded_rows = g.batch * p.in_blocks * pad.rows;
+  auto fill = [&](int64_t begin, int64_t end, int) { FillPaddedRows(p, pad, x, padded, begin, end); };
+  if (pool == nullptr) {
+    fill(0, padded_rows, 0);
+  } else {
+    pool->ParallelFor(padded_rows, 8, fill);
+  }
+
+  const int64_t oh = g.out[1], ow = g.out[2], stride = g.stride[2];
+  const BlockGroups groups = GroupsOf(p);
+  // Tiles of near-equal width (28 = 14 + 14, 56 = 4 x 14, 10 = 10).
+  const int64_t max_width = groups.size == 4 ? kNarrowPixels : kMaxPixels;
+  const int64_t tiles = (ow + max_width - 1) / max_width;
+  const auto& table = stride == 1 ? DenseTiles<1>() : DenseTiles<2>();
+  const int64_t out_plane = oh * ow * kBlock;
+  // A task: one group of output blocks over a band of rows, input block by
+  // input block, so that the group's weights of one input block (9 KB an
+  // output block) stay in L1 across the band's tiles. A group whose weights
+  // would not stay in L2 from one band to the next takes all rows at once,
+  // so that they are read from memory once a call.
+  const int64_t group_weight_bytes =
+      groups.size * p.in_blocks * kTaps * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
+  const int64_t band = group_weight_bytes > kL2GroupWeightBytes
+                           ? oh
+                           : std::clamp<int64_t>((kTilesPerBand + tiles - 1) / tiles, 1, oh);
+  const int64_t bands = (oh + band - 1) / band;
+  const int64_t tasks = g.batch * groups.count * bands;
+  auto body = [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row0 = task % bands * band, row1 = std::min(oh, row0 + band);
+      const int64_t group = task / bands % groups.count;
+      const int64_t n = task / bands / groups.count;
+      const auto [ob, nb] = groups.Group(group, p.out_blocks);
+      DenseTile t;
+      t.plan = &p;
+      t.x_row = pad.cols * kBlock;
+      t.x_block = pad.Plane();
+      t.w = p.weights.data() + ob * p.in_blocks * kTaps * kBlock * kBlock;
+      t.bias = p.bias.data() + ob * kBlock;
+      t.y_block = out_plane;
+      for (int j = 0; j < 4; ++j) t.keep[j] = j < nb ? BlockedKeepMask(p, ob + j) : 0;
+      const auto& fns = table[nb == 4 ? 2 : nb - 1];
+      for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+        for (int64_t row = row0; row < row1; ++row) {
+          for (int64_t tile = 0; tile < tiles; ++tile) {
+            const int64_t col = tile * ow / tiles, width = (tile + 1) * ow / tiles - col;
+            t.x = padded + n * p.in_blocks * pad.Plane() +
+                  (row * g.stride[1] * pad.cols + col * stride) * kBlock;
+            const int64_t y_at = (n * p.out_blocks + ob) * out_plane + (row * ow + col) * kBlock;
+            t.residual = residual != nullptr ? residual + y_at : nullptr;
+            t.y = y + y_at;
+            fns[static_cast<size_t>(width - 1)](t, cb, cb == 0, cb + 1 == p.in_blocks);
+          }
+        }
+      }
+    }
+  };
+  if (pool == nullptr) {
+    body(0, tasks, 0);
+  } else {
+    pool->ParallelFor(tasks, 1, body);
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,209 @@
+// kiln's dense 3x3 convolution on nchw16c activations (conv_nchw16c.h,
+// kDense3x3): through the Conv entry against the row-major convolution (as
+// the layout stage runs it, on 1 and 2 threads), and the AVX-512 loop
+// against the plain reference on the same packed weights. Channel counts
+// that are not multiples of 16 (padding lanes, in and out), strides 1 and
+// 2, images whose rows are not a multiple of the register tile (and 7-wide
+// ones, which take 4 output blocks a tile), pads other than 1, and the
+// residual before and after the activation.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels/isa.h"
+#include "backend/cpu/tensor_kernels/conv_nchw16c.h"
+#include "backend/cpu/tensor_kernels/conv_window.h"
+#include "core/thread_pool.h"
+#include "unit/tensor_ops/blocked_layout_test_util.h"
+
+namespace kiln {
+namespace {
+
+using blocked_test::BlockedCase;
+using conv_test::RandomTensor;
+
+struct Shape {
+  int64_t c, m, h, w, stride, pad;
+};
+
+std::string Name(const Shape& s, const std::string& activation, bool residual) {
+  return "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " " + std::to_string(s.h) + "x" +
+         std::to_string(s.w) + " s=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad) + " " +
+         activation + (residual ? " +residual" : "");
+}
+
+int64_t OutSize(int64_t in, const Shape& s) {
+  return (in + 2 * s.pad - 3) / s.stride + 1;
+}
+
+BlockedCase Case(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
+  BlockedCase bc;
+  bc.op = activation.empty() && !residual ? "Conv" : "kiln.FusedConv";
+  bc.attrs.SetInts("kernel_shape", {3, 3});
+  bc.attrs.SetInts("strides", {s.stride, s.stride});
+  bc.attrs.SetInts("pads", {s.pad, s.pad, s.pad, s.pad});
+  bc.inputs = {RandomTensor({1, s.c, s.h, s.w}, 21), RandomTensor({s.m, s.c, 3, 3}, 22),
+               RandomTensor({s.m}, 23)};
+  bc.constant = {false, true, true};
+  if (bc.op == "kiln.FusedConv") {
+    if (!activation.empty()) bc.attrs.SetString("activation", activation);
+    if (residual_first) bc.attrs.SetInt("residual_before_activation", 1);
+    if (residual) {
+      bc.inputs.push_back(RandomTensor({1, s.m, OutSize(s.h, s), OutSize(s.w, s)}, 24));
+      bc.constant.push_back(false);
+    }
+  }
+  bc.tol = 1e-4f;
+  bc.expect_taken = cpu::BestIsa() == cpu::Isa::kAvx512;
+  return bc;
+}
+
+// The implementation the Conv entry picks for the case on nchw16c.
+std::string Implementation(const BlockedCase& c) {
+  AttributeMap attrs = c.attrs;
+  attrs.SetString("activation_layout", "nchw16c");
+  cpu::TensorKernelArgs args;
+  args.op_type = c.op;
+  args.node = "dense";
+  args.attrs = &attrs;
+  args.num_threads = 2;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    args.inputs.push_back(c.inputs[i].type());
+    args.present.push_back(true);
+    args.constants.push_back(c.constant[i] ? &c.inputs[i] : nullptr);
+  }
+  auto kernel = cpu::MakeTensorKernel(args);
+  return kernel.ok() ? kernel->impl : "error: " + kernel.status().message();
+}
+
+// Through the Conv entry with KILN_CONV=kiln, so that kiln's kernel runs
+// whatever the shape-based choice between it and oneDNN says.
+void Check(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
+  const BlockedCase bc = Case(s, activation, residual, residual_first);
+  const std::string what = Name(s, activation, residual);
+  setenv("KILN_CONV", "kiln", 1);
+  blocked_test::ExpectBlockedMatchesRowMajor(bc, what);
+  if (cpu::BestIsa() == cpu::Isa::kAvx512) {
+    EXPECT_EQ(Implementation(bc), "kiln-avx512-nchw16c-3x3") << what;
+  }
+  unsetenv("KILN_CONV");
+}
+
+TEST(ConvNchw16cDense, MatchesRowMajor) {
+  for (const Shape& s :
+       {Shape{16, 16, 7, 7, 1, 1}, Shape{24, 40, 9, 10, 1, 1}, Shape{40, 20, 15, 17, 1, 1},
+        Shape{32, 72, 13, 31, 1, 1}, Shape{20, 36, 11, 29, 2, 1}, Shape{64, 64, 14, 14, 2, 1},
+        Shape{48, 80, 6, 5, 2, 1}, Shape{17, 33, 8, 8, 1, 0}, Shape{24, 24, 9, 7, 2, 2}}) {
+    Check(s, "", false);
+    Check(s, "Relu", true);
+    Check(s, "HardSigmoid", false);
+  }
+  Check({40, 40, 12, 9, 1, 1}, "Relu", true, /*residual_first=*/true);
+}
+
+TEST(ConvNchw16cDense, ResNetShapesMatchRowMajor) {
+  // ResNet-18's 3x3 layers at a quarter of the channels (the shapes of
+  // the tiles and of the split between threads are what matters): 56-, 28-,
+  // 14- and 7-wide rows, the 3x3/2 downsampling ones, and 4 output blocks x
+  // 7 pixels with 1, 2 and 3 blocks left over.
+  for (const Shape& s :
+       {Shape{16, 16, 56, 56, 1, 1}, Shape{16, 32, 56, 56, 2, 1}, Shape{32, 32, 28, 28, 1, 1},
+        Shape{32, 64, 28, 28, 2, 1}, Shape{64, 64, 14, 14, 1, 1}, Shape{64, 128, 14, 14, 2, 1},
+        Shape{128, 128, 7, 7, 1, 1}, Shape{64, 80, 7, 7, 1, 1}, Shape{64, 96, 7, 7, 1, 1},
+        Shape{64, 104, 7, 7, 1, 1}}) {
+    Check(s, "Relu", true);
+  }
+}
+
+// The AVX-512 loop and the plain one on the same packed weights, without a
+// pool and on 2 threads, and the plain one against the row-major
+// convolution (which runs on any machine).
+TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
+  for (const Shape& s : {Shape{24, 40, 9, 7, 1, 1}, Shape{40, 20, 11, 30, 2, 1}, Shape{72, 72, 7, 7, 1, 1},
+                         Shape{20, 20, 5, 6, 1, 0}}) {
+    SCOPED_TRACE(Name(s, "Sigmoid", true));
+    const BlockedCase bc = Case(s, "Sigmoid", true);
+    cpu::TensorOpRun run;
+    run.op_type = bc.op;
+    run.attrs = bc.attrs;
+    for (const TensorData& t : bc.inputs) run.inputs.emplace_back(t);
+    run.inputs_are_constants = true;
+    auto expected = cpu::RunTensorOp(run);
+    ASSERT_TRUE(expected.ok()) << expected.status().message();
+    const std::vector<int64_t>& out_dims = (*expected)[0].type().dims;
+
+    cpu::Window3 g;
+    g.in_channels = s.c;
+    g.out_channels = s.m;
+    g.in = {1, s.h, s.w};
+    g.kernel = {1, 3, 3};
+    g.stride = {1, s.stride, s.stride};
+    g.pad_begin = {0, s.pad, s.pad};
+    g.pad_end = {0, s.pad, s.pad};
+    g.out = {1, out_dims[2], out_dims[3]};
+    ASSERT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDense3x3);
+    FusedEpilogue epilogue;
+    epilogue.activation = FusedActivation::kSigmoid;
+    const cpu::BlockedConvPlan plan = cpu::MakeBlockedConvPlan(
+        g, cpu::BlockedConvShape::kDense3x3, epilogue, bc.inputs[1].As<float>(), bc.inputs[2].As<float>());
+    // The input's padding lanes hold NaN: the kernels must not read them
+    // into a result.
+    const std::vector<float> x = blocked_test::ToBlocked(bc.inputs[0].As<float>(), bc.inputs[0].type().dims,
+                                                         std::numeric_limits<float>::quiet_NaN());
+    const std::vector<float> x_zero =
+        blocked_test::ToBlocked(bc.inputs[0].As<float>(), bc.inputs[0].type().dims);
+    const std::vector<float> r = blocked_test::ToBlocked(bc.inputs[3].As<float>(), out_dims);
+    std::vector<float> y(static_cast<size_t>(blocked_test::BlockedCount(out_dims)),
+                         std::numeric_limits<float>::quiet_NaN());
+    cpu::RunBlockedConvReference(plan, x_zero.data(), r.data(), y.data());
+    EXPECT_EQ(blocked_test::NonZeroPadding(y.data(), out_dims), 0);
+    const std::vector<float> got = blocked_test::FromBlocked(y.data(), out_dims);
+    conv_test::ExpectClose(got.data(), (*expected)[0].As<float>(), (*expected)[0].type().ElementCount(),
+                           1e-4f, "reference vs row-major");
+    if (cpu::BestIsa() != cpu::Isa::kAvx512) continue;
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &DefaultThreadPool(2)}) {
+      std::vector<float> v(y.size(), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> scratch(static_cast<size_t>(cpu::BlockedConvScratchFloats(plan, 2)));
+      cpu::RunBlockedConvAvx512(plan, x.data(), r.data(), v.data(), pool, scratch.data(), 2);
+      EXPECT_EQ(blocked_test::NonZeroPadding(v.data(), out_dims), 0);
+      conv_test::ExpectClose(v.data(), y.data(), static_cast<int64_t>(y.size()), 1e-5f,
+                             pool != nullptr ? "avx512 (2 threads) vs reference" : "avx512 vs reference");
+    }
+  }
+}
+
+TEST(ConvNchw16cDense, TakesOnlyItsShapes) {
+  cpu::Window3 g;
+  g.in_channels = g.out_channels = 32;
+  g.in = {1, 8, 8};
+  g.out = {1, 8, 8};
+  g.kernel = {1, 3, 3};
+  g.pad_begin = g.pad_end = {0, 1, 1};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDense3x3);
+  EXPECT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx2), cpu::BlockedConvShape::kNone);
+  cpu::Window3 strided = g;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(strided, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDense3x3);
+  strided.stride = {1, 2, 1};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(strided, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  strided.stride = {1, 3, 3};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(strided, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 dilated = g;
+  dilated.dilation = {1, 2, 2};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(dilated, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 grouped = g;
+  grouped.group = 2;
+  EXPECT_EQ(cpu::KilnBlockedConvShape(grouped, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  cpu::Window3 five = g;
+  five.kernel = {1, 5, 5};
+  EXPECT_EQ(cpu::KilnBlockedConvShape(five, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
+  // Three input channels: a stem.
+  cpu::Window3 rgb = g;
+  rgb.in_channels = 3;
+  EXPECT_EQ(cpu::KilnBlockedConvShape(rgb, cpu::Isa::kAvx512), cpu::BlockedConvShape::kStem);
+}
+
+}  // namespace
+}  // namespace kiln
