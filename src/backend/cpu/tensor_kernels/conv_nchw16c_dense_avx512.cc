@@ -9,7 +9,8 @@
 // the partial sums wait in the output between input blocks. The threads
 // split (output block group x band of rows) in contiguous runs, group
 // first: a thread keeps one group's weights hot across the rows, and both
-// threads have work on a 7x7 image.
+// threads have work on a 7x7 image; a thread done with its run takes the
+// rest of the others' task by task.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -187,6 +189,39 @@ BlockGroups GroupsOf(const BlockedConvPlan& p) {
   return b;
 }
 
+// Runs body(task, task + 1, 0) for every task in [0, n) on the pool's
+// threads: each thread takes the tasks of its own contiguous run in order
+// (a group's weights stay in its caches), then the rest of the other runs,
+// one task at a time, so that a thread the machine deschedules mid-call
+// (two cores shared with other work) does not leave the call waiting on it.
+constexpr int kMaxRuns = 64;
+
+struct alignas(64) TaskRun {
+  std::atomic<int64_t> next{0};
+  int64_t end = 0;
+};
+
+template <typename Body>
+void RunStealingTasks(ThreadPool& pool, int64_t n, const Body& body) {
+  const int threads = std::min<int>(kMaxRuns, static_cast<int>(std::min<int64_t>(n, pool.num_threads())));
+  std::array<TaskRun, kMaxRuns> runs;
+  for (int t = 0; t < threads; ++t) {
+    const IndexRange r = ThreadPool::StaticRange(n, threads, t);
+    runs[static_cast<size_t>(t)].next.store(r.begin, std::memory_order_relaxed);
+    runs[static_cast<size_t>(t)].end = r.end;
+  }
+  pool.ParallelFor(threads, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t own = begin; own < end; ++own) {
+      for (int k = 0; k < threads; ++k) {
+        TaskRun& run = runs[static_cast<size_t>((own + k) % threads)];
+        for (int64_t task = run.next.fetch_add(1, std::memory_order_relaxed); task < run.end;
+             task = run.next.fetch_add(1, std::memory_order_relaxed))
+          body(task, task + 1, 0);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 int64_t BlockedDense3x3PaddedFloats(const BlockedConvPlan& plan) {
@@ -259,10 +294,10 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
       }
     }
   };
-  if (pool == nullptr) {
+  if (pool == nullptr || pool->num_threads() == 1) {
     body(0, tasks, 0);
   } else {
-    pool->ParallelFor(tasks, 1, body);
+    RunStealingTasks(*pool, tasks, body);
   }
 }
 
