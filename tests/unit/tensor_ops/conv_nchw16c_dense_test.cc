@@ -174,6 +174,17 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
   }
 }
 
+// Unforced, the Conv entry picks kiln's loop where it beats oneDNN's
+// (ResNet-18's 56- and 28-wide layers) and oneDNN elsewhere.
+TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
+  if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
+  EXPECT_EQ(Implementation(Case({64, 64, 56, 56, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(Implementation(Case({128, 128, 28, 28, 1, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(Implementation(Case({64, 128, 56, 56, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(Implementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)).rfind("onednn:", 0), 0u);
+  EXPECT_EQ(Implementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0), 0u);
+}
+
 TEST(ConvNchw16cDense, TakesOnlyItsShapes) {
   cpu::Window3 g;
   g.in_channels = g.out_channels = 32;
