@@ -18,7 +18,8 @@
 // The attribute activation_layout = "nchw16c" | "nhwc" (the layout stage's
 // choice, TensorLayoutName's spelling) makes input, output and residual
 // that layout; those run on oneDNN, or on kiln's nchw16c kernels
-// (conv_nchw16c.h) for depthwise and small 1x1 convolutions and stems; a
+// (conv_nchw16c.h) for depthwise and small 1x1 convolutions, stems and the
+// 3x3 layers where kiln's loop beats oneDNN's (PreferKilnBlockedConv); a
 // stem with input_layout = "row-major" reads its input so. Conv says it
 // takes nchw16c where one of those has a vector kernel for it
 // (ConvTakesLayout).
@@ -139,14 +140,16 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
                          args.op_type, args.node, TensorLayoutName(layout));
     }
     // kiln's own nchw16c kernels where they beat oneDNN's (conv_nchw16c.h):
-    // depthwise, and small 1x1 layers. KILN_CONV=kiln|onednn forces.
+    // depthwise, small 1x1 layers and some 3x3 ones. KILN_CONV=kiln|onednn forces.
     // They run fp32 even where the policy asks bf16: oneDNN's call costs more
     // there than bf16 products save (MobileNetV3-Small in bf16, fastest of 40
     // runs: 2.6-3.0 ms with them on oneDNN bf16, 2.1-2.4 ms on kiln's fp32).
+    // Not the dense 3x3 layers: those are big enough for bf16 products to pay.
     if (layout == TensorLayout::kNCHW16c && forced != "onednn" && forced != "onednn-blocked") {
       const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
+      const bool bf16_pays = bf16 && shape == BlockedConvShape::kDense3x3 && CpuMultipliesBf16();
       if (shape != BlockedConvShape::kNone &&
-          (forced == "kiln" || PreferKilnBlockedConv(g, BestIsa(), args.num_threads)))
+          (forced == "kiln" || (PreferKilnBlockedConv(g, BestIsa(), args.num_threads) && !bf16_pays)))
         return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, false, args.num_threads);
     }
     if (bf16) {
