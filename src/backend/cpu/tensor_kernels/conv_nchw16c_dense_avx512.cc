@@ -39,6 +39,7 @@ constexpr int kMaxPixels = 14;        // 2 x 14 accumulators + 2 weights + 1 bro
 constexpr int kNarrowPixels = 7;      // rows this narrow take 4 blocks x 7 pixels
 constexpr int64_t kTilesPerBand = 4;  // register tiles a task runs per input block
 constexpr int64_t kL2GroupWeightBytes = 256 * 1024;
+constexpr int64_t kFillRows = 8;  // padded rows per task of the input copy
 
 // The zero-padded input: per image and input block, the rows and columns
 // the tiles read (input row r at padded row r + pad_begin), no borders left.
@@ -238,11 +239,15 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
     padded = own.data();
   }
   const int64_t padded_rows = g.batch * p.in_blocks * pad.rows;
-  auto fill = [&](int64_t begin, int64_t end, int) { FillPaddedRows(p, pad, x, padded, begin, end); };
-  if (pool == nullptr) {
-    fill(0, padded_rows, 0);
+  // In chunks of kFillRows padded rows, stolen as the convolution's tasks are.
+  const int64_t fill_tasks = (padded_rows + kFillRows - 1) / kFillRows;
+  auto fill = [&](int64_t begin, int64_t end, int) {
+    FillPaddedRows(p, pad, x, padded, begin * kFillRows, std::min(padded_rows, end * kFillRows));
+  };
+  if (pool == nullptr || pool->num_threads() == 1) {
+    fill(0, fill_tasks, 0);
   } else {
-    pool->ParallelFor(padded_rows, 8, fill);
+    RunStealingTasks(*pool, fill_tasks, fill);
   }
 
   const int64_t oh = g.out[1], ow = g.out[2], stride = g.stride[2];
