@@ -1,6 +1,7 @@
 // What speculative decoding's passes cost on a real model: one decode pass
 // (1 token), one verification pass (k + 1 = 5 tokens, logits for each) and
-// one q4_0 self-draft pass (1 token), each at context 512, on 2 threads.
+// one q4_0 self-draft pass (1 token), each at context 512, on 2 threads
+// (KILN_BENCH_THREADS to change).
 // On the tiny trained models these are dominated by fixed per-pass costs,
 // which is what this measures. KILN_MODELS_DIR names the folder holding
 // tiny-llama, tiny-qwen2 and tiny-qwen3 (default ../shared/models).
@@ -56,7 +57,8 @@ void BM_Pass(benchmark::State& state) {
     s.weights = std::shared_ptr<const WeightStore>(std::move(q4).value());
   }
   ModelSessionOptions so;
-  so.threads = 2;
+  const char* threads = std::getenv("KILN_BENCH_THREADS");
+  so.threads = threads != nullptr ? std::atoi(threads) : 2;
   so.max_seqs = 1;
   so.kv_tokens_per_seq = kContext + 16;
   auto session = ModelSession::Create(*s.weights, so);
