@@ -7,7 +7,7 @@ repeated, then its first words) and on free text. Medians of 5 runs.
 
 Run from the repository root after building kiln_cli:
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/speculative/measure.py
-(KILN_CLI / KILN_SHARED_DIR / THREADS override the defaults; PASS_COST=0
+(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS override the defaults; PASS_COST=0
 skips part (1), MODELS, a comma-separated list, limits part (2) to those
 models)."""
 
@@ -23,7 +23,7 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "bin" / "kiln"))
-RUNS = 5
+RUNS = int(os.environ.get("RUNS", "5"))
 
 
 def pass_cost(dtype, threads):

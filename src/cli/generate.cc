@@ -109,7 +109,7 @@ void PrintSpeed(const EngineCounters& c, size_t requests, double seconds) {
   // Drafts are proposed for decoding only, so their time is decode time:
   // without it a draft model's speed-up would be counted as free.
   const double decode_seconds = c.decode_seconds + c.spec_draft_seconds;
-  fmt::print(stderr, "decode: {} tokens in {:.3f} s ({:.1f} tokens/s{})\n", c.decode_tokens_computed,
+  fmt::print(stderr, "decode: {} tokens in {:.4f} s ({:.1f} tokens/s{})\n", c.decode_tokens_computed,
              decode_seconds, rate(c.decode_tokens_computed, decode_seconds),
              c.spec_draft_seconds > 0 || c.spec_verifications > 0 ? ", drafting included" : "");
   if (c.spec_verifications > 0) {
