@@ -7,7 +7,9 @@ repeated, then its first words) and on free text. Medians of 5 runs.
 
 Run from the repository root after building kiln_cli:
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/speculative/measure.py
-(KILN_CLI / KILN_SHARED_DIR / THREADS override the defaults)."""
+(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS override the defaults; PASS_COST=0
+skips part (1), MODELS, a comma-separated list, limits part (2) to those
+models)."""
 
 import json
 import os
@@ -21,7 +23,7 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "bin" / "kiln"))
-RUNS = 5
+RUNS = int(os.environ.get("RUNS", "5"))
 
 
 def pass_cost(dtype, threads):
@@ -56,7 +58,7 @@ def main():
     print(f"threads {threads}, load average {os.getloadavg()[0]:.1f} at start")
     print("\n| model | dtype | pass over 1 token | over 5 tokens | ratio |")
     print("|---|---|---|---|---|")
-    for dtype in ("bf16", "q8_0", "q4_0"):
+    for dtype in ("bf16", "q8_0", "q4_0") if os.environ.get("PASS_COST", "1") != "0" else ():
         one, five = pass_cost(dtype, threads)
         print(f"| Qwen2.5-0.5B shape | {dtype} | {one * 1e3:.1f} ms | {five * 1e3:.1f} ms | **{five / one:.2f}x** |")
         sys.stdout.flush()
@@ -69,7 +71,8 @@ def main():
     }
     print("\n| model | prompt | decode tokens/s without | with ngram | speed-up | accepted per pass | same text |")
     print("|---|---|---|---|---|---|---|")
-    for name in ("tiny-llama", "tiny-qwen2", "tiny-qwen3"):
+    names = os.environ.get("MODELS", "tiny-llama,tiny-qwen2,tiny-qwen3").split(",")
+    for name in names:
         model = str(SHARED / "models" / name)
         for kind, prompt in prompts.items():
             plain, fast, accepted, same = [], [], [], True

@@ -5,11 +5,13 @@ tiny-qwen2 drafting for tiny-qwen3, which share a tokenizer), and the draft
 tokens accepted per verification pass, on input-grounded prompts (a passage
 of held-out text repeated, or repeated with words dropped, then its first
 words) and on free text. Medians of 5 runs; every run checks that the text
-is the same as without a draft.
+is the same as without a draft. The decode rate with a draft counts the
+drafting (`kiln generate`'s decode line includes it).
 
 Run from the repository root after building kiln_cli:
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/speculative/measure_draft.py
-(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS override the defaults)."""
+(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS override the defaults; MODELS,
+a comma-separated list, keeps the setups of those target models)."""
 
 import os
 import pathlib
@@ -52,6 +54,8 @@ def main():
     setups = [(name, name, "self q4_0", self_q4) for name in ("tiny-llama", "tiny-qwen2", "tiny-qwen3")]
     setups.append(("tiny-qwen3", "tiny-qwen3", "tiny-qwen2",
                    ["--spec-method", "draft", "--draft-model", str(SHARED / "models" / "tiny-qwen2")]))
+    if os.environ.get("MODELS"):
+        setups = [s for s in setups if s[1] in os.environ["MODELS"].split(",")]
     print("\n| model | draft | prompt | decode tokens/s without | with draft | speed-up | draft tokens accepted "
           "per pass | same text |")
     print("|---|---|---|---|---|---|---|---|")

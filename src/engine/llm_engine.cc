@@ -327,7 +327,7 @@ Status LLMEngine::Step() {
     if (running && s.num_draft_tokens > 0) scheduler_->OnDraftVerified(s.seq, num_accepted);
   }
   tally.seconds = EngineClock() - start;
-  tally.draft_seconds = drafted - start;
+  tally.draft_seconds = proposer_ ? drafted - start : 0.0;  // without a proposer, nothing was drafted
   UpdateCounters(&tally);
   return Status::Ok();
 }

@@ -114,8 +114,11 @@ TEST(GenerateCliTest, NgramSpeculationReportsAcceptanceAndChangesNoText) {
   EXPECT_GE(drafting, 0);
   EXPECT_GT(target, 0);
   EXPECT_LT(drafting, target);  // prompt lookup is cheap next to the passes
-  // The decode count is of tokens kept, the same either way.
+  // The decode count is of tokens kept, the same either way; its time
+  // includes the drafting.
   EXPECT_NE(speculative.err.find("decode: 95 tokens"), std::string::npos) << speculative.err;
+  EXPECT_NE(speculative.err.find("tokens/s, drafting included)"), std::string::npos) << speculative.err;
+  EXPECT_EQ(plain.err.find("drafting included"), std::string::npos) << plain.err;
 
   RunResult bad = Generate({"-m", Model("tiny-qwen2"), "-p", "x", "--spec-method", "ngram",
                             "--spec-ngram-min", "3", "--spec-ngram-max", "2"});

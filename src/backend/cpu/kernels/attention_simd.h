@@ -262,6 +262,10 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   constexpr int L = S::kLanes;
   if (d % (8 * L) == 0) return AccumulateValuesFull<S, Row, 8>(acc, correction, p, v0, v_stride, j0, j1, d);
   if (d % (4 * L) == 0) return AccumulateValuesFull<S, Row, 4>(acc, correction, p, v0, v_stride, j0, j1, d);
+  // Small heads (16 or 32 elements: the tiny models') without the general
+  // loop's lane counts, which cost three times the FMAs themselves.
+  if (d % (2 * L) == 0) return AccumulateValuesFull<S, Row, 2>(acc, correction, p, v0, v_stride, j0, j1, d);
+  if (d % L == 0) return AccumulateValuesFull<S, Row, 1>(acc, correction, p, v0, v_stride, j0, j1, d);
   constexpr int kChunk = 4 * L;
   const V corr = S::Set1(correction);
   for (int c0 = 0; c0 < d; c0 += kChunk) {
@@ -298,55 +302,74 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
   using T = typename Row::T;
   constexpr int L = S::kLanes;
   const int heads = a.h_end - a.h_begin;
+  const int tokens = a.tokens > 1 ? a.tokens : 1;
+  // Row r is token r / heads at query head h_begin + r % heads. The rows of
+  // all tokens go through each block's phases together, so that their
+  // independent chains of dependent steps overlap.
+  const int rows = heads * tokens;
   const int d = a.head_dim;
   const int bs = a.block_size;
-  float* scores = a.scratch;                                   // [heads][bs]
-  float* acc = scores + static_cast<int64_t>(heads) * bs;      // [heads][d]
-  float* running_max = acc + static_cast<int64_t>(heads) * d;  // [heads]
-  float* running_sum = running_max + heads;                    // [heads]
-  float* key_mul = running_sum + heads;                        // [bs]: each key's score factor
-  float* corrections = key_mul + bs;                           // [heads]: this block's rescaling
+  float* scores = a.scratch;                                  // [rows][bs]
+  float* acc = scores + static_cast<int64_t>(rows) * bs;      // [rows][d]
+  float* running_max = acc + static_cast<int64_t>(rows) * d;  // [rows]
+  float* running_sum = running_max + rows;                    // [rows]
+  float* key_mul = running_sum + rows;                        // [bs]: each key's score factor
+  float* corrections = key_mul + bs;                          // [rows]: this block's rescaling
   // Float caches with whole 4-vector rows add a block's values for all heads
   // at once; the int8 cache weights each head's values by its own scales.
   const bool heads_together = v_scales == nullptr && d % (4 * L) == 0;
-  for (int i = 0; i < heads; ++i) {
+  for (int i = 0; i < rows; ++i) {
     running_max[i] = -std::numeric_limits<float>::infinity();
     running_sum[i] = 0.0f;
     for (int c = 0; c < d; ++c) acc[static_cast<int64_t>(i) * d + c] = 0.0f;
   }
+  auto q_row = [&](int r) { return a.q + (r / heads) * a.ldq + static_cast<int64_t>(a.h_begin + r % heads) * d; };
 
   const int64_t row_stride = static_cast<int64_t>(a.kv_heads) * d;  // between positions in a block
   const int64_t block_elems = static_cast<int64_t>(bs) * row_stride;
   const T* k_pool = static_cast<const T*>(a.k_pool);
   const T* v_pool = static_cast<const T*>(a.v_pool);
-  for (int b = a.first_pos / bs; b <= a.last_pos / bs; ++b) {
+  const int last_block = (a.last_pos + tokens - 1) / bs;
+  int j0s[kMaxAttentionTokens], j1s[kMaxAttentionTokens];  // each token's keys in the block; none if j0 > j1
+  for (int b = a.first_pos / bs; b <= last_block; ++b) {
     const int block_start = b * bs;
-    const int j0 = (a.first_pos > block_start ? a.first_pos : block_start) - block_start;
-    const int j1 = (a.last_pos < block_start + bs - 1 ? a.last_pos : block_start + bs - 1) - block_start;
+    int lo = bs, hi = -1;
+    bool same = true;  // every token sees the same keys of this block
+    for (int t = 0; t < tokens; ++t) {
+      const int first = AttentionFirstPos(a, t), last = a.last_pos + t;
+      j0s[t] = (first > block_start ? first : block_start) - block_start;
+      j1s[t] = (last < block_start + bs - 1 ? last : block_start + bs - 1) - block_start;
+      if (j0s[t] <= j1s[t]) {
+        lo = j0s[t] < lo ? j0s[t] : lo;
+        hi = j1s[t] > hi ? j1s[t] : hi;
+      }
+      same = same && j0s[t] == j0s[0] && j1s[t] == j1s[0];
+    }
     const int64_t block_offset = static_cast<int64_t>(a.block_table[b]) * block_elems + a.kv_head * d;
     const T* k = k_pool + block_offset;
     const T* v = v_pool + block_offset;
     const int64_t scale_offset = static_cast<int64_t>(a.block_table[b]) * bs * a.kv_heads + a.kv_head;
-    const bool next = b < a.last_pos / bs;
+    const bool next = b < last_block;
     const int64_t next_offset = next ? a.block_table[b + 1] * block_elems + a.kv_head * d : 0;
-    for (int j = j0; j <= j1; ++j) {
+    for (int j = lo; j <= hi; ++j) {
       key_mul[j] = k_scales == nullptr ? a.scale : k_scales[scale_offset + j * a.kv_heads] * a.scale;
     }
-    // The heads' scores and block maxima, then the weights and their sums:
-    // per head the same operations in the same key order, each head's chain
-    // of dependent scalar steps kept in a register, the heads' chains
+    // The rows' scores and block maxima, then the weights and their sums:
+    // per row the same operations in the same key order, each row's chain
+    // of dependent scalar steps kept in a register, the rows' chains
     // independent for the core to overlap.
-    for (int i = 0; i < heads; ++i) {
-      // The next block's rows, in parts between the heads' work: all at
+    for (int i = 0; i < rows; ++i) {
+      // The next block's rows, in parts between the rows' work: all at
       // once, the requests outnumbered the line fill buffers and stalled.
       if (next) {
         constexpr int64_t kElem = sizeof(T);
-        PrefetchKvRows(k_pool, v_pool, next_offset * kElem, row_stride * kElem, d * kElem, bs * i / heads,
-                       bs * (i + 1) / heads);
+        PrefetchKvRows(k_pool, v_pool, next_offset * kElem, row_stride * kElem, d * kElem, bs * i / rows,
+                       bs * (i + 1) / rows);
       }
-      const float* q = a.q + static_cast<int64_t>(a.h_begin + i) * d;
+      const int j0 = j0s[i / heads], j1 = j1s[i / heads];
+      if (j0 > j1) continue;
       float* s = scores + static_cast<int64_t>(i) * bs;
-      Scores<S, Row>(q, k, row_stride, d, key_mul, j0, j1, s);
+      Scores<S, Row>(q_row(i), k, row_stride, d, key_mul, j0, j1, s);
       // The block maximum, for now: whole vectors of scores as they were
       // stored (a maximum is the same value in any order), then the rest.
       auto mv = S::Set1(-std::numeric_limits<float>::infinity());
@@ -356,7 +379,9 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
       for (; j <= j1; ++j) m = s[j] > m ? s[j] : m;
       corrections[i] = m;
     }
-    for (int i = 0; i < heads; ++i) {
+    for (int i = 0; i < rows; ++i) {
+      const int j0 = j0s[i / heads], j1 = j1s[i / heads];
+      if (j0 > j1) continue;
       float* s = scores + static_cast<int64_t>(i) * bs;
       const float block_max = corrections[i];
       const float new_max = block_max > running_max[i] ? block_max : running_max[i];
@@ -374,14 +399,17 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
       running_max[i] = new_max;
       corrections[i] = correction;
     }
-    for (int i = 0; i < heads; ++i) {
+    for (int i = 0; i < rows; ++i) {
+      const int j0 = j0s[i / heads], j1 = j1s[i / heads];
       const float* s = scores + static_cast<int64_t>(i) * bs;
       float sum = running_sum[i];
       for (int j = j0; j <= j1; ++j) sum += s[j];
       running_sum[i] = sum;
     }
     if (!heads_together) {
-      for (int i = 0; i < heads; ++i) {
+      for (int i = 0; i < rows; ++i) {
+        const int j0 = j0s[i / heads], j1 = j1s[i / heads];
+        if (j0 > j1) continue;
         const float* p = scores + static_cast<int64_t>(i) * bs;
         if (v_scales != nullptr) {
           const float* vs = v_scales + scale_offset;
@@ -391,15 +419,22 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
         AccumulateValues<S, Row>(acc + static_cast<int64_t>(i) * d, corrections[i], p, v, row_stride, j0, j1,
                                  d);
       }
+    } else if (same) {
+      AccumulateValuesGroup<S, Row>(acc, corrections, scores, bs, v, row_stride, j0s[0], j1s[0], d, rows);
+    } else {
+      for (int t = 0; t < tokens; ++t) {
+        if (j0s[t] > j1s[t]) continue;
+        const int64_t r = static_cast<int64_t>(t) * heads;
+        AccumulateValuesGroup<S, Row>(acc + r * d, corrections + r, scores + r * bs, bs, v, row_stride, j0s[t],
+                                      j1s[t], d, heads);
+      }
     }
-    if (heads_together)
-      AccumulateValuesGroup<S, Row>(acc, corrections, scores, bs, v, row_stride, j0, j1, d, heads);
   }
 
-  for (int i = 0; i < heads; ++i) {
+  for (int i = 0; i < rows; ++i) {
     const auto inv = S::Set1(running_sum[i]);
     const float* src = acc + static_cast<int64_t>(i) * d;
-    float* out = a.out + static_cast<int64_t>(a.h_begin + i) * d;
+    float* out = a.out + (i / heads) * a.ldo + static_cast<int64_t>(a.h_begin + i % heads) * d;
     for (int c = 0; c < d; c += L) {
       const int n = d - c < L ? d - c : L;
       S::StorePart(out + c, S::Div(S::LoadPart(src + c, n), inv), n);

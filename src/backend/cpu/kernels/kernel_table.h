@@ -119,25 +119,43 @@ struct MatMulArgs {
   int64_t n, k;
 };
 
-// Attention of one query token over its sequence's paged keys and values,
+// Attention of query tokens over their sequence's paged keys and values,
 // for query heads [h_begin, h_end), which share KV head h_begin / group.
+// Several tokens at consecutive positions of one sequence (a verification
+// pass's drafted tokens, a prefill chunk) go in one call, so that their
+// rows walk the keys together: each row's arithmetic is the same as alone.
 struct AttentionArgs {
-  const float* q;  // the token's row: head h at q + h * head_dim
+  const float* q;  // token 0's row: head h at q + h * head_dim
   float* out;      // likewise
   int32_t h_begin, h_end;
   int32_t group;  // query heads per KV head
   int32_t kv_head;
   int32_t head_dim;
   float scale;
-  int32_t first_pos, last_pos;  // keys at positions [first_pos, last_pos]
+  int32_t first_pos, last_pos;  // token 0's keys: positions [first_pos, last_pos]
   const int32_t* block_table;
   ElemType kv_type;
   const void* k_pool;  // [num_blocks][block_size][kv_heads][head_dim]
   const void* v_pool;
   int32_t block_size;
   int32_t kv_heads;
-  float* scratch;  // AttentionScratchFloats(h_end - h_begin, block_size, head_dim)
+  float* scratch;  // AttentionScratchFloats((h_end - h_begin) * tokens, block_size, head_dim)
+  // Token t (< tokens, at most kMaxAttentionTokens) is at position
+  // last_pos + t, its row at q + t * ldq (out + t * ldo), and sees keys from
+  // max(0, last_pos + t - window + 1) (window > 0) or first_pos. The int8
+  // cache's kernels take one token.
+  int32_t tokens = 1;
+  int64_t ldq = 0, ldo = 0;
+  int32_t window = 0;
 };
+inline constexpr int32_t kMaxAttentionTokens = 8;
+
+// The first key position of token t of `a` (AttentionArgs::tokens).
+inline int32_t AttentionFirstPos(const AttentionArgs& a, int32_t t) {
+  if (t == 0 || a.window <= 0) return a.first_pos;
+  const int32_t first = a.last_pos + t - a.window + 1;
+  return first > 0 ? first : 0;
+}
 
 inline int64_t AttentionScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
   return heads * (block_size + head_dim + 16) + block_size + 64;

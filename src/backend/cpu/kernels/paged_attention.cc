@@ -3,6 +3,7 @@
 #include "backend/cpu/kernels/paged_attention.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/kv_prefetch.h"
@@ -57,17 +58,38 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   if (batch.num_tokens <= 0) return;
   const KernelTable& kernels = KernelsFor(ctx.isa);
   const int32_t group = params.num_heads / cache.kv_heads;
-  const int64_t groups = static_cast<int64_t>(batch.num_tokens) * cache.kv_heads;
+  const bool int8 = cache.dtype == DType::kI8;
+  // Runs of tokens at consecutive positions of one sequence (a verification
+  // pass's drafted tokens, a prefill chunk) are one work item each, up to
+  // kMaxAttentionTokens: their rows walk the keys together, sharing each
+  // block's setup and reads, and each row's chain of dependent steps
+  // overlaps the others' (a 5-token pass of the tiny models took 6-12% less
+  // time). The int8 kernels take one token.
+  const int32_t max_run = int8 ? 1 : kMaxAttentionTokens;
+  // Reused, so that a pass allocates nothing; named by reference, so that
+  // the workers read the caller's.
+  thread_local std::vector<int32_t> run_starts_storage;
+  std::vector<int32_t>& run_starts = run_starts_storage;
+  run_starts.clear();
+  for (int32_t t = 0; t < batch.num_tokens; ++t) {
+    const bool joins = !run_starts.empty() && t - run_starts.back() < max_run &&
+                       batch.token_seq[t] == batch.token_seq[t - 1] &&
+                       batch.token_pos[t] == batch.token_pos[t - 1] + 1;
+    if (!joins) run_starts.push_back(t);
+  }
+  const auto runs = static_cast<int64_t>(run_starts.size());
+  run_starts.push_back(batch.num_tokens);
+  const int64_t groups = runs * cache.kv_heads;
   // Few tokens (decoding) leave threads idle: split each KV group's query
   // heads too. Heads are computed independently, so the split changes nothing.
   const int64_t threads = ctx.num_threads();
   const int64_t pieces = groups >= threads ? 1 : std::min<int64_t>(group, (threads + groups - 1) / groups);
-  const bool int8 = cache.dtype == DType::kI8;
   const QuantKernelTable& qkernels = QuantKernelsFor(ctx.isa);
   const int64_t scratch_floats = int8 ? AttentionI8ScratchFloats(group, cache.block_size, cache.head_dim)
-                                      : AttentionScratchFloats(group, cache.block_size, cache.head_dim);
+                                      : AttentionScratchFloats(int64_t{group} * max_run, cache.block_size,
+                                                               cache.head_dim);
 
-  // An item's cost grows with its token's position, so a fixed split of a
+  // An item's cost grows with its tokens' positions, so a fixed split of a
   // prefill chunk would leave the thread with the early tokens idle for half
   // the call. Threads claim small chunks instead, last items (in a chunk,
   // the latest positions: the dearest) first, and at least two items a
@@ -81,7 +103,7 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   const int64_t block_bytes = static_cast<int64_t>(cache.block_size) * cache.kv_heads * row_bytes;
   auto first_pos = [&](int32_t pos) { return params.window > 0 ? std::max(0, pos - params.window + 1) : 0; };
   auto prefetch_first_block = [&](int64_t item) {
-    const int64_t t = item / (cache.kv_heads * pieces);
+    const int32_t t = run_starts[static_cast<size_t>(item / (cache.kv_heads * pieces))];
     const int64_t kv_head = item / pieces % cache.kv_heads;
     const int32_t block = batch.block_tables[batch.token_seq[t]][first_pos(batch.token_pos[t]) / cache.block_size];
     PrefetchKvRows(cache.k, cache.v, block * block_bytes + kv_head * row_bytes, cache.kv_heads * row_bytes, row_bytes,
@@ -90,7 +112,8 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
   ParallelChunks(ctx, items, chunk, [&](int64_t begin, int64_t end, int) {
     float* scratch = ThreadScratch(ScratchSlot::kAttention, scratch_floats);
     for (int64_t item = items - 1 - begin; item > items - 1 - end; --item) {
-      const int64_t t = item / (cache.kv_heads * pieces);
+      const auto run = static_cast<size_t>(item / (cache.kv_heads * pieces));
+      const int32_t t = run_starts[run];
       const int32_t kv_head = static_cast<int32_t>(item / pieces % cache.kv_heads);
       const IndexRange heads =
           ThreadPool::StaticRange(group, static_cast<int>(pieces), static_cast<int>(item % pieces));
@@ -115,6 +138,10 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
       args.block_size = cache.block_size;
       args.kv_heads = cache.kv_heads;
       args.scratch = scratch;
+      args.tokens = run_starts[run + 1] - t;
+      args.ldq = ldq;
+      args.ldo = ldo;
+      args.window = params.window;
       if (int8) {
         qkernels.attention_i8(AttentionI8Args{args, cache.k_scale, cache.v_scale});
       } else {

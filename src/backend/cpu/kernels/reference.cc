@@ -206,13 +206,27 @@ void MatMul(const MatMulArgs& a) {
   }
 }
 
+void AttentionOneToken(const AttentionArgs& a, int d, int bs, int64_t row_stride, int64_t block_elems);
+
 // The same block-by-block online softmax as the vector kernel, one element
-// at a time.
+// at a time, token by token.
 void Attention(const AttentionArgs& a) {
   const int d = a.head_dim;
   const int bs = a.block_size;
   const int64_t row_stride = static_cast<int64_t>(a.kv_heads) * d;
   const int64_t block_elems = static_cast<int64_t>(bs) * row_stride;
+  for (int32_t t = 0; t < std::max(a.tokens, 1); ++t) {
+    AttentionArgs one = a;
+    one.q = a.q + t * a.ldq;
+    one.out = a.out + t * a.ldo;
+    one.first_pos = AttentionFirstPos(a, t);
+    one.last_pos = a.last_pos + t;
+    AttentionOneToken(one, d, bs, row_stride, block_elems);
+  }
+}
+
+// One query token of Attention.
+void AttentionOneToken(const AttentionArgs& a, int d, int bs, int64_t row_stride, int64_t block_elems) {
   for (int h = a.h_begin; h < a.h_end; ++h) {
     const float* q = a.q + static_cast<int64_t>(h) * d;
     float* acc = a.scratch;

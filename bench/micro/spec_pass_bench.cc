@@ -1,0 +1,106 @@
+// What speculative decoding's passes cost on a real model: one decode pass
+// (1 token), one verification pass (k + 1 = 5 tokens, logits for each) and
+// one q4_0 self-draft pass (1 token), each at context 512, on 2 threads
+// (KILN_BENCH_THREADS to change).
+// On the tiny trained models these are dominated by fixed per-pass costs,
+// which is what this measures. KILN_MODELS_DIR names the folder holding
+// tiny-llama, tiny-qwen2 and tiny-qwen3 (default ../shared/models).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "engine/engine_options.h"
+#include "engine/model_loader.h"
+#include "engine/model_session.h"
+#include "engine/model_session_options.h"
+#include "format/model_config.h"
+#include "format/weight_store.h"
+
+namespace kiln {
+namespace {
+
+constexpr int32_t kContext = 512;
+const char* const kModels[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen3"};
+
+struct Session {
+  std::shared_ptr<const WeightStore> weights;
+  std::unique_ptr<ModelSession> session;
+  std::vector<float> logits;
+};
+
+// Args: model (index into kModels), query tokens, q4_0 (1: the weights
+// requantized, as `--draft-model self --draft-dtype q4_0` drafts).
+void BM_Pass(benchmark::State& state) {
+  const char* env = std::getenv("KILN_MODELS_DIR");
+  const std::string dir = std::string(env != nullptr ? env : "../shared/models") + "/" + kModels[state.range(0)];
+  const auto tokens = static_cast<int32_t>(state.range(1));
+  EngineOptions options;
+  options.model = dir;
+  auto loaded = LoadModel(options);
+  if (!loaded.ok()) {
+    state.SkipWithError(loaded.status().ToString().c_str());
+    return;
+  }
+  Session s;
+  s.weights = loaded->weights;
+  if (state.range(2) != 0) {
+    auto q4 = WeightStore::Requantized(*s.weights, DType::kQ4_0);
+    if (!q4.ok()) {
+      state.SkipWithError(q4.status().ToString().c_str());
+      return;
+    }
+    s.weights = std::shared_ptr<const WeightStore>(std::move(q4).value());
+  }
+  ModelSessionOptions so;
+  const char* threads = std::getenv("KILN_BENCH_THREADS");
+  so.threads = threads != nullptr ? std::atoi(threads) : 2;
+  so.max_seqs = 1;
+  so.kv_tokens_per_seq = kContext + 16;
+  auto session = ModelSession::Create(*s.weights, so);
+  if (!session.ok()) {
+    state.SkipWithError(session.status().ToString().c_str());
+    return;
+  }
+  s.session = std::move(session).value();
+  const int64_t vocab = s.weights->config().vocab_size;
+  // The context: arbitrary ids, prefilled once.
+  std::vector<int32_t> ids(kContext);
+  for (int32_t i = 0; i < kContext; ++i) ids[static_cast<size_t>(i)] = (i * 37 + 11) % static_cast<int32_t>(vocab);
+  s.logits.resize(static_cast<size_t>(vocab) * static_cast<size_t>(tokens));
+  const int32_t last = kContext - tokens - 1;
+  if (!s.session->ForwardSequence(std::span(ids).first(static_cast<size_t>(kContext - tokens)), 0,
+                                  std::span<const int32_t>(&last, 1), s.logits.data())
+           .ok()) {
+    state.SkipWithError("prefill failed");
+    return;
+  }
+  // Every token of a verification pass needs its logits.
+  std::vector<int32_t> rows(static_cast<size_t>(tokens));
+  std::iota(rows.begin(), rows.end(), 0);
+  const auto step = std::span(ids).subspan(static_cast<size_t>(kContext - tokens));
+  for (auto _ : state) {
+    Status st = s.session->ForwardSequence(step, kContext - tokens, rows, s.logits.data());
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(s.logits.data());
+  }
+  state.SetLabel(std::string(kModels[state.range(0)]) + (state.range(2) != 0 ? " q4_0" : ""));
+}
+
+BENCHMARK(BM_Pass)
+    ->ArgsProduct({{0, 1, 2}, {1, 5}, {0, 1}})
+    ->ArgNames({"model", "tokens", "q4_0"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kiln
+
+BENCHMARK_MAIN();
