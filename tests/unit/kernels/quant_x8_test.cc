@@ -106,7 +106,7 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i % 7);
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 37, 70}) {
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 16, 17, 31, 32, 33, 37, 70}) {
     std::vector<float> x(static_cast<size_t>(m * s.k));
     for (float& v : x) v = dist(rng);
     KernelContext ref;
