@@ -14,8 +14,9 @@
 // runs lane by lane in the reference's order: the result equals
 // quant_reference.cc bit for bit, whatever the batch, tile or thread split.
 //
-// Included by *_avx2.cc and *_avx512.cc only. Everything is in an anonymous
-// namespace so that each instruction set's copy stays its own.
+// Included by *_avx2.cc, *_avx_vnni.cc and *_avx512.cc only. Everything is
+// in an anonymous namespace so that each instruction set's copy stays its
+// own.
 #pragma once
 
 #include <immintrin.h>
