@@ -45,6 +45,8 @@ function(kiln_area name)
     foreach(src ${srcs})
       if(src MATCHES "_avx2\\.cc$")
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2")
+      elseif(src MATCHES "_avx_vnni\\.cc$")
+        set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2;-mavxvnni")
       elseif(src MATCHES "_avx512\\.cc$")
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
           "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mfma;-mf16c;-mbmi2")

@@ -108,12 +108,13 @@ CpuInfo Detect() {
 
   if (const char* isa = std::getenv("KILN_ISA")) {
     std::string v(isa);
-    if (v == "scalar" || v == "avx2") {
+    if (v == "scalar" || v == "avx2" || v == "avx-vnni") {
       info.avx512f = info.avx512bw = info.avx512vl = false;
       info.avx512_vnni = info.avx512_bf16 = false;
       info.amx_bf16 = info.amx_int8 = false;
     }
-    if (v == "scalar") info.avx2 = info.fma = info.f16c = info.avx_vnni = false;
+    if (v == "scalar" || v == "avx2") info.avx_vnni = false;
+    if (v == "scalar") info.avx2 = info.fma = info.f16c = false;
   }
   return info;
 }

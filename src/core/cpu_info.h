@@ -29,8 +29,10 @@ struct CpuInfo {
   std::string Summary() const;
 };
 
-// The process-wide CpuInfo. Honours KILN_ISA=scalar|avx2|avx512 to force a
-// lower ISA (for testing the fallbacks).
+// The process-wide CpuInfo. Honours KILN_ISA to force a lower ISA (for
+// testing the fallbacks): "scalar"; "avx2", plain AVX2 as on a CPU without
+// VNNI (no AVX-512, no AVX-VNNI); "avx-vnni", AVX2 with AVX-VNNI where the
+// CPU has it (no AVX-512); "avx512", what the CPU has.
 const CpuInfo& GetCpuInfo();
 
 }  // namespace kiln

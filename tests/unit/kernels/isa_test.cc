@@ -35,8 +35,11 @@ TEST(Isa, BestFollowsTheCpuAndTheEnvironment) {
     EXPECT_EQ(BestIsa(), Isa::kScalar);
     EXPECT_FALSE(IsaAvailable(Isa::kAvx2));
   }
-  if (forced != nullptr && std::string(forced) == "avx2") {
+  if (forced != nullptr && (std::string(forced) == "avx2" || std::string(forced) == "avx-vnni")) {
     EXPECT_FALSE(IsaAvailable(Isa::kAvx512));
+  }
+  if (forced != nullptr && std::string(forced) == "avx2") {
+    EXPECT_FALSE(GetCpuInfo().avx_vnni);
   }
   if (IsaAvailable(Isa::kAvx512)) {
     EXPECT_TRUE(IsaAvailable(Isa::kAvx2));

@@ -4,6 +4,7 @@
 // count, batch and row count that is not a multiple of the group.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -13,6 +14,7 @@
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/qkernels/quant_linear.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "quant/ggml_blocks.h"
 
@@ -104,7 +106,7 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i % 7);
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 37, 70}) {
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 16, 17, 31, 32, 33, 37, 70}) {
     std::vector<float> x(static_cast<size_t>(m * s.k));
     for (float& v : x) v = dist(rng);
     KernelContext ref;
@@ -118,7 +120,8 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
         ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
         const auto got = RunLinear(ctx, *x8, x, m, bias);
         ASSERT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
-            << DTypeName(s.dtype) << " " << IsaName(isa) << " threads " << threads << " rows " << m;
+            << DTypeName(s.dtype) << " " << IsaName(isa) << " (" << QuantLinearKernel(ctx, m, *x8) << ") threads "
+            << threads << " rows " << m;
       }
     }
     // A row computed alone gives the bits it gets in the batch.
@@ -126,6 +129,24 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
     const std::vector<float> last(x.end() - s.k, x.end());
     const auto alone = RunLinear(ctx, *x8, last, 1, bias);
     EXPECT_EQ(std::memcmp(alone.data(), expected.data() + (m - 1) * s.n, alone.size() * sizeof(float)), 0);
+  }
+}
+
+// The AVX2 level runs the 256-bit VNNI GEMM where the CPU has AVX-VNNI,
+// unless KILN_ISA=avx2 asks for plain AVX2 (the kernel tests run again
+// under KILN_ISA=avx2 and avx-vnni, so that both tables meet the reference
+// on a CPU with both).
+TEST(QuantX8, Avx2LevelTakesAvxVnniWhereTheCpuHasIt) {
+  if (!IsaAvailable(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 here (or KILN_ISA=scalar)";
+  const auto bytes = RandomBlocks(DType::kQ4_0, 16, 64, 3);
+  auto x8 = RepackX8(*MakeQuantMatrix(DType::kQ4_0, bytes.data(), bytes.size(), 16, 64));
+  ASSERT_TRUE(x8.ok());
+  KernelContext ctx;
+  ctx.isa = Isa::kAvx2;
+  EXPECT_STREQ(QuantLinearKernel(ctx, 5, *x8), GetCpuInfo().avx_vnni ? "avx-vnni" : "avx2");
+  const char* forced = std::getenv("KILN_ISA");
+  if (forced != nullptr && std::string(forced) == "avx2") {
+    EXPECT_FALSE(GetCpuInfo().avx_vnni);
   }
 }
 
@@ -199,7 +220,8 @@ std::string ShapeName(const ::testing::TestParamInfo<Shape>& info) {
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                          ::testing::Values(Shape{DType::kQ8_0, 8, 32}, Shape{DType::kQ8_0, 37, 96},
                                            Shape{DType::kQ8_0, 130, 288}, Shape{DType::kQ4_0, 8, 32},
-                                           Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320}),
+                                           Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320},
+                                           Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64}),
                          ShapeName);
 
 }  // namespace

@@ -119,21 +119,27 @@ inline int64_t AttentionI8ScratchFloats(int64_t heads, int64_t block_size, int64
 
 struct QuantKernelTable {
   Isa isa;
-  const char* name;  // "avx512-vnni", "avx2", "scalar", ...
+  const char* name;  // "avx512-vnni", "avx-vnni", "avx2", "scalar", ...
   void (*quantize_rows)(const QuantizeRowsArgs&);
   void (*gemm)(const QuantGemmArgs&);
   void (*kv_quantize)(const KvQuantizeArgs&);
   void (*attention_i8)(const AttentionI8Args&);
 };
 
-// The table for `isa` (the AVX-512 one picks its VNNI variant when the CPU
-// has AVX512-VNNI). REQUIRES: IsaAvailable(isa) for running its kernels.
+// The table for `isa`: the AVX-512 one picks its VNNI variant when the CPU
+// has AVX512-VNNI, and for AVX2 the "avx-vnni" table (the AVX2 kernels
+// with a 256-bit vpdpbusd GEMM) replaces "avx2" when the CPU has AVX-VNNI
+// (as GetCpuInfo reports it: KILN_ISA=avx2 turns it off). REQUIRES:
+// IsaAvailable(isa) for running its kernels.
 const QuantKernelTable& QuantKernelsFor(Isa isa);
 
 namespace qref {
 const QuantKernelTable& Table();
 }
 namespace qavx2 {
+const QuantKernelTable& Table();
+}
+namespace qavxvnni {
 const QuantKernelTable& Table();
 }
 namespace qavx512 {
