@@ -47,4 +47,4 @@ format:
 	find src include tests bench examples -name '*.h' -o -name '*.cc' -o -name '*.c' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan

@@ -1,23 +1,20 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (address and undefined-behaviour
-# sanitizers) and runs each for FUZZ_SECONDS (default 25); fails on any
-# finding. Every tests/fuzz/<name>.cc target is run, starting from its seeds
+# sanitizers, in the build folder of scripts/sanitize.sh's address runs,
+# whose library objects they share) and runs each for FUZZ_SECONDS (default
+# 25); fails on any finding. Every tests/fuzz/<name>.cc target is run, starting from its seeds
 # in tests/fuzz/seeds/<name>/ plus, where ../shared has them, the beginnings of
 # real model files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=${FUZZ_BUILD:-build-fuzz}
+build=${FUZZ_BUILD:-${SERVER_ASAN_BUILD:-build-asan}}
 seconds=${FUZZ_SECONDS:-25}
 jobs=${JOBS:-$(nproc)}
 shared=${KILN_SHARED_DIR:-../shared}
 
-# -O1 -g1 with assertions on, as in scripts/sanitize.sh: quick to build, and
-# an assertion is one more way for a fuzzer to find a bug.
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined >/dev/null
-cmake --build "$build" -j "$jobs" --target fuzz_targets
+. scripts/sanitizer_build.sh
+sanitizer_build "$build" address,undefined fuzz_targets
 
 # Extra seeds from ../shared for a target: the first 64 KiB of real files.
 real_seeds() {
