@@ -15,10 +15,11 @@ import json
 import os
 import pathlib
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from ab_runs import alternate
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
@@ -75,16 +76,9 @@ def main():
     for name in names:
         model = str(SHARED / "models" / name)
         for kind, prompt in prompts.items():
-            plain, fast, accepted, same = [], [], [], True
-            for _ in range(RUNS):
-                rate, _, out_plain = decode_rate(model, prompt, False, 128, threads)
-                plain.append(rate)
-                rate, acc, out_fast = decode_rate(model, prompt, True, 128, threads)
-                fast.append(rate)
-                accepted.append(acc)
-                same = same and out_plain == out_fast
-            p, f = statistics.median(plain), statistics.median(fast)
-            print(f"| {name} | {kind} | {p:.0f} | {f:.0f} | **{f / p:.2f}x** | {statistics.median(accepted):.2f} | "
+            p, f, accepted, same = alternate(lambda: decode_rate(model, prompt, False, 128, threads),
+                                             lambda: decode_rate(model, prompt, True, 128, threads), RUNS)
+            print(f"| {name} | {kind} | {p:.0f} | {f:.0f} | **{f / p:.2f}x** | {accepted:.2f} | "
                   f"{'yes' if same else 'NO'} |")
             sys.stdout.flush()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -16,9 +16,10 @@ a comma-separated list, keeps the setups of those target models)."""
 import os
 import pathlib
 import re
-import statistics
 import subprocess
 import sys
+
+from ab_runs import alternate
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
@@ -62,17 +63,10 @@ def main():
     for name, model_name, draft_name, draft in setups:
         model = str(SHARED / "models" / model_name)
         for kind, prompt in prompts.items():
-            plain, fast, accepted, same = [], [], [], True
-            for _ in range(RUNS):
-                rate, _, out_plain = generate(model, prompt, [], threads)
-                plain.append(rate)
-                rate, acc, out_fast = generate(model, prompt, draft, threads)
-                fast.append(rate)
-                accepted.append(acc)
-                same = same and out_plain == out_fast
-            p, f = statistics.median(plain), statistics.median(fast)
+            p, f, accepted, same = alternate(lambda: generate(model, prompt, [], threads),
+                                             lambda: generate(model, prompt, draft, threads), RUNS)
             print(f"| {name} | {draft_name} | {kind} | {p:.0f} | {f:.0f} | **{f / p:.2f}x** | "
-                  f"{statistics.median(accepted):.2f} | {'yes' if same else 'NO'} |")
+                  f"{accepted:.2f} | {'yes' if same else 'NO'} |")
             sys.stdout.flush()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 

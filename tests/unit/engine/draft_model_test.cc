@@ -18,12 +18,15 @@
 #include "engine/model_session_options.h"
 #include "engine_test_util.h"
 #include "format/weight_store.h"
+#include "speculation_test_util.h"
 
 namespace kiln {
 namespace {
 
+using engine_test::CountMismatches;
 using engine_test::EngineOrDie;
 using engine_test::LoadOrDie;
+using engine_test::RunAll;
 using engine_test::TinyOptions;
 
 // Input-grounded prompts (a held-out passage repeated, then its start once
@@ -63,55 +66,6 @@ std::vector<GenerationRequest> Workload(const std::string& model, int count, boo
     requests.push_back(std::move(r));
   }
   return requests;
-}
-
-std::vector<GenerationResult> RunAll(LLMEngine& engine, const std::vector<GenerationRequest>& requests,
-                                     bool batched) {
-  std::vector<GenerationResult> out;
-  if (batched) {
-    auto results = engine.Generate(requests);
-    EXPECT_TRUE(results.ok()) << results.status().ToString();
-    if (results.ok()) out = std::move(results).value();
-    return out;
-  }
-  for (const GenerationRequest& r : requests) {
-    auto result = engine.Generate({r});
-    EXPECT_TRUE(result.ok()) << result.status().ToString();
-    if (!result.ok()) return out;
-    out.push_back((*result)[0]);
-  }
-  return out;
-}
-
-// Compares everything a caller sees of the greedy requests; counts those
-// that differ. Sampled requests speculate too, and rejection sampling keeps
-// their distribution but not their exact tokens (rejection_sampling_test.cc
-// checks the distribution): they only have to end as they may.
-int CountMismatches(const std::vector<GenerationRequest>& requests,
-                    const std::vector<GenerationResult>& expected,
-                    const std::vector<GenerationResult>& actual) {
-  EXPECT_EQ(expected.size(), actual.size());
-  int mismatches = 0;
-  for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
-    const GenerationResult& e = expected[i];
-    const GenerationResult& a = actual[i];
-    if (requests[i].params.temperature != 0) {
-      EXPECT_TRUE(a.stats.finish_reason == FinishReason::kStop ||
-                  a.stats.finish_reason == FinishReason::kLength);
-      EXPECT_LE(a.output_ids.size(), static_cast<size_t>(requests[i].params.max_tokens));
-      continue;
-    }
-    const bool same = e.output_ids == a.output_ids && e.text == a.text && e.logprobs == a.logprobs &&
-                      e.stats.finish_reason == a.stats.finish_reason;
-    if (!same && ++mismatches <= 3) {
-      size_t at = 0;
-      while (at < std::min(e.output_ids.size(), a.output_ids.size()) && e.output_ids[at] == a.output_ids[at])
-        ++at;
-      ADD_FAILURE() << "request " << i << " differs from its output without a draft, first at output token "
-                    << at << " of " << e.output_ids.size();
-    }
-  }
-  return mismatches;
 }
 
 struct DraftRun {

@@ -16,12 +16,15 @@
 
 #include "compiler/compiled_model.h"
 #include "engine_test_util.h"
+#include "speculation_test_util.h"
 
 namespace kiln {
 namespace {
 
+using engine_test::CountMismatches;
 using engine_test::EngineOrDie;
 using engine_test::LoadOrDie;
+using engine_test::RunAll;
 using engine_test::TinyOptions;
 
 // Requests of every kind speculation must leave alone: greedy on repeated
@@ -82,60 +85,6 @@ struct SpecConfig {
   bool adaptive = true;
   bool expect_preemption = false;
 };
-
-std::vector<GenerationResult> RunAll(LLMEngine& engine, const std::vector<GenerationRequest>& requests,
-                                     bool batched) {
-  std::vector<GenerationResult> out;
-  if (batched) {
-    auto results = engine.Generate(requests);
-    EXPECT_TRUE(results.ok()) << results.status().ToString();
-    if (results.ok()) out = std::move(results).value();
-    return out;
-  }
-  for (const GenerationRequest& r : requests) {
-    auto result = engine.Generate({r});
-    EXPECT_TRUE(result.ok()) << result.status().ToString();
-    if (!result.ok()) return out;
-    out.push_back((*result)[0]);
-  }
-  return out;
-}
-
-// Compares everything a caller sees of the greedy requests; counts those
-// that differ. Sampled requests only have to end as they may.
-int CountMismatches(const std::vector<GenerationRequest>& requests,
-                    const std::vector<GenerationResult>& expected,
-                    const std::vector<GenerationResult>& actual) {
-  EXPECT_EQ(expected.size(), actual.size());
-  int mismatches = 0;
-  for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
-    const GenerationResult& e = expected[i];
-    const GenerationResult& a = actual[i];
-    if (requests[i].params.temperature != 0) {
-      EXPECT_TRUE(a.stats.finish_reason == FinishReason::kStop ||
-                  a.stats.finish_reason == FinishReason::kLength);
-      EXPECT_LE(a.output_ids.size(), static_cast<size_t>(requests[i].params.max_tokens));
-      if (requests[i].params.ignore_eos) {
-        EXPECT_EQ(a.output_ids.size(), static_cast<size_t>(requests[i].params.max_tokens));
-      }
-      continue;
-    }
-    const bool same = e.output_ids == a.output_ids && e.text == a.text && e.logprobs == a.logprobs &&
-                      e.stats.finish_reason == a.stats.finish_reason &&
-                      e.stats.completion_tokens == a.stats.completion_tokens;
-    if (!same && ++mismatches <= 3) {
-      size_t at = 0;
-      while (at < std::min(e.output_ids.size(), a.output_ids.size()) &&
-             e.output_ids[at] == a.output_ids[at]) {
-        ++at;
-      }
-      ADD_FAILURE() << "request " << i << " (" << e.prompt_ids.size()
-                    << " prompt tokens) differs from its output "
-                    << "without speculation, first at output token " << at << " of " << e.output_ids.size();
-    }
-  }
-  return mismatches;
-}
 
 // Runs the workload without speculation, one request at a time, then under
 // each configuration with n-gram speculation, and compares.
