@@ -15,6 +15,8 @@ import os
 import pathlib
 import subprocess
 
+from prompts import grounding_passage, spec_prompts
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "bin" / "kiln"))
@@ -41,14 +43,8 @@ def common_prefix(a, b):
 
 
 def main():
-    text = (SHARED / "data" / "text" / "heldout.txt").read_text(encoding="utf-8")
-    passage = text[1000:1600]
-    edited = " ".join(w for i, w in enumerate(passage.split(" ")) if i % 9 != 4)
-    prompts = {
-        "input-grounded (repeated)": passage + "\n\n" + passage + "\n\n" + passage[:80],
-        "input-grounded (edited)": passage + "\n\n" + edited + "\n\n" + passage[:80],
-        "free text": text[5000:5400],
-    }
+    prompts = spec_prompts(SHARED)
+    passage = grounding_passage(SHARED)
     print(f"| model | prompt | characters continuing the passage verbatim | output in {MIN_STRETCH}+ character "
           "stretches of the prompt | in stretches of its own earlier output |")
     print("|---|---|---|---|---|")

@@ -20,6 +20,7 @@ import sys
 import tempfile
 
 from ab_runs import alternate
+from prompts import spec_prompts
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
@@ -64,12 +65,8 @@ def main():
         print(f"| Qwen2.5-0.5B shape | {dtype} | {one * 1e3:.1f} ms | {five * 1e3:.1f} ms | **{five / one:.2f}x** |")
         sys.stdout.flush()
 
-    text = (SHARED / "data" / "text" / "heldout.txt").read_text(encoding="utf-8")
-    passage = text[1000:1600]
-    prompts = {
-        "input-grounded": passage + "\n\n" + passage + "\n\n" + passage[:80],
-        "free text": text[5000:5400],
-    }
+    grounded = spec_prompts(SHARED)
+    prompts = {"input-grounded": grounded["input-grounded (repeated)"], "free text": grounded["free text"]}
     print("\n| model | prompt | decode tokens/s without | with ngram | speed-up | accepted per pass | same text |")
     print("|---|---|---|---|---|---|---|")
     names = os.environ.get("MODELS", "tiny-llama,tiny-qwen2,tiny-qwen3").split(",")

@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 from ab_runs import alternate
+from prompts import spec_prompts
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
@@ -43,14 +44,7 @@ def generate(model, prompt, draft, threads):
 def main():
     threads = int(os.environ.get("THREADS", "2"))
     print(f"threads {threads}, load average {os.getloadavg()[0]:.1f} at start")
-    text = (SHARED / "data" / "text" / "heldout.txt").read_text(encoding="utf-8")
-    passage = text[1000:1600]
-    edited = " ".join(w for i, w in enumerate(passage.split(" ")) if i % 9 != 4)
-    prompts = {
-        "input-grounded (repeated)": passage + "\n\n" + passage + "\n\n" + passage[:80],
-        "input-grounded (edited)": passage + "\n\n" + edited + "\n\n" + passage[:80],
-        "free text": text[5000:5400],
-    }
+    prompts = spec_prompts(SHARED)
     self_q4 = ["--spec-method", "draft", "--draft-model", "self", "--draft-dtype", "q4_0"]
     setups = [(name, name, "self q4_0", self_q4) for name in ("tiny-llama", "tiny-qwen2", "tiny-qwen3")]
     setups.append(("tiny-qwen3", "tiny-qwen3", "tiny-qwen2",

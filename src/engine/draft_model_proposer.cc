@@ -196,38 +196,15 @@ Status DraftModelProposer::ProposeAll(std::span<const DraftRequest> requests) {
 }
 
 Status DraftModelProposer::RunPass(std::span<const PassEntry> entries) {
-  token_ids_.clear();
-  positions_.clear();
-  token_seq_.clear();
-  query_start_.assign(1, 0);
-  seq_lens_.clear();
-  block_tables_.clear();
-  output_rows_.clear();
-  for (size_t s = 0; s < entries.size(); ++s) {
-    const PassEntry& e = entries[s];
+  builder_.Clear();
+  for (const PassEntry& e : entries) {
     const auto start = static_cast<int32_t>(e.tracked->mirror.tokens.size());
-    for (size_t j = 0; j < e.tokens.size(); ++j) {
-      token_ids_.push_back(e.tokens[j]);
-      positions_.push_back(start + static_cast<int32_t>(j));
-      token_seq_.push_back(static_cast<int32_t>(s));
-    }
-    query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
-    seq_lens_.push_back(start + static_cast<int32_t>(e.tokens.size()));
-    block_tables_.push_back(e.tracked->mirror.block_table.data());
-    if (e.wants_logits) output_rows_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
+    for (size_t j = 0; j < e.tokens.size(); ++j) builder_.AddToken(e.tokens[j], start + static_cast<int32_t>(j));
+    builder_.EndSequence(start + static_cast<int32_t>(e.tokens.size()), e.tracked->mirror.block_table.data());
+    if (e.wants_logits) builder_.AddOutputRow(builder_.num_tokens() - 1);
   }
-  ForwardBatch fb;
-  fb.num_tokens = static_cast<int32_t>(token_ids_.size());
-  fb.token_ids = token_ids_.data();
-  fb.positions = positions_.data();
-  fb.token_seq = token_seq_.data();
-  fb.num_seqs = static_cast<int32_t>(entries.size());
-  fb.query_start = query_start_.data();
-  fb.seq_lens = seq_lens_.data();
-  fb.block_tables = block_tables_.data();
-  fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
-  fb.output_rows = output_rows_.data();
-  logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_));
+  const ForwardBatch fb = builder_.Batch();
+  logits_.resize(static_cast<size_t>(fb.num_output_rows) * static_cast<size_t>(vocab_));
   return session_->Forward(fb, logits_.data(), vocab_);
 }
 

@@ -21,6 +21,7 @@
 #include "engine/block_manager.h"
 #include "engine/draft_proposer.h"
 #include "engine/engine_options.h"
+#include "engine/forward_batch_builder.h"
 #include "engine/model_loader.h"
 #include "engine/model_session_options.h"
 
@@ -101,8 +102,7 @@ class DraftModelProposer final : public DraftProposer {
   uint64_t call_ = 0;        // Propose calls so far
   std::unordered_map<RequestId, std::unique_ptr<Tracked>> tracked_;
   // Reused between passes.
-  std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;
-  std::vector<const int32_t*> block_tables_;
+  ForwardBatchBuilder builder_;
   std::vector<float> logits_;
 };
 

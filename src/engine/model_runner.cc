@@ -18,13 +18,7 @@ ModelRunner::ModelRunner(ModelSession& session)
 Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const ScheduledBatch& batch,
                                                                   TensorDumper* dumper) {
   // The batch limit is the session's to check (ModelSession::Forward).
-  token_ids_.clear();
-  positions_.clear();
-  token_seq_.clear();
-  query_start_.assign(1, 0);
-  seq_lens_.clear();
-  block_tables_.clear();
-  output_rows_.clear();
+  builder_.Clear();
   sampling_.clear();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const ScheduledSequence& entry = batch.seqs[s];
@@ -34,44 +28,30 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
     const int32_t end = entry.start + entry.num_tokens;
     const int32_t first_draft = end - entry.num_draft_tokens;
     for (int32_t p = entry.start; p < end; ++p) {
-      token_ids_.push_back(p < first_draft ? seq.tokens[static_cast<size_t>(p)]
-                                           : seq.draft[static_cast<size_t>(p - first_draft)]);
-      positions_.push_back(p);
-      token_seq_.push_back(static_cast<int32_t>(s));
+      builder_.AddToken(p < first_draft ? seq.tokens[static_cast<size_t>(p)]
+                                        : seq.draft[static_cast<size_t>(p - first_draft)],
+                        p);
     }
-    query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
-    seq_lens_.push_back(end);
-    block_tables_.push_back(seq.block_table.data());
+    builder_.EndSequence(end, seq.block_table.data());
     if (entry.samples) {
       // The last token's row and every draft token's row.
-      sampling_.push_back({s, static_cast<int32_t>(output_rows_.size())});
-      const auto last_row = static_cast<int32_t>(token_ids_.size()) - 1;
-      for (int32_t row = last_row - entry.num_draft_tokens; row <= last_row; ++row) {
-        output_rows_.push_back(row);
-      }
+      sampling_.push_back({s, builder_.num_output_rows()});
+      const int32_t last_row = builder_.num_tokens() - 1;
+      for (int32_t row = last_row - entry.num_draft_tokens; row <= last_row; ++row) builder_.AddOutputRow(row);
     }
   }
 
-  ForwardBatch fb;
-  fb.num_tokens = static_cast<int32_t>(token_ids_.size());
-  fb.token_ids = token_ids_.data();
-  fb.positions = positions_.data();
-  fb.token_seq = token_seq_.data();
-  fb.num_seqs = static_cast<int32_t>(batch.seqs.size());
-  fb.query_start = query_start_.data();
-  fb.seq_lens = seq_lens_.data();
-  fb.block_tables = block_tables_.data();
-  fb.num_output_rows = static_cast<int32_t>(output_rows_.size());
-  fb.output_rows = output_rows_.data();
-  logits_.resize(output_rows_.size() * static_cast<size_t>(vocab_size_));
+  const ForwardBatch fb = builder_.Batch();
+  const auto num_rows = static_cast<size_t>(fb.num_output_rows);
+  logits_.resize(num_rows * static_cast<size_t>(vocab_size_));
 
   // Grammar masks depend only on the tokens accepted so far, so they are
   // computed while the pass computes the logits: one per logits row, a
   // draft token's row with the grammar advanced through the draft tokens
   // before it (then rolled back: the engine advances it by the tokens that
   // verification keeps).
-  if (masks_.size() < output_rows_.size()) masks_.resize(output_rows_.size());
-  row_masks_.assign(output_rows_.size(), nullptr);
+  if (masks_.size() < num_rows) masks_.resize(num_rows);
+  row_masks_.assign(num_rows, nullptr);
   bool any_constrained = false;
   for (const SamplingSeq& sampling : sampling_) {
     const ScheduledSequence& entry = batch.seqs[sampling.entry];
@@ -102,7 +82,7 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
       }
     });
   }
-  if (dumper != nullptr) dumper->BeginPass(token_ids_, positions_, token_seq_);
+  if (dumper != nullptr) dumper->BeginPass(builder_.token_ids(), builder_.positions(), builder_.token_seq());
   Status forward = session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr);
   if (any_constrained) mask_worker_.Wait();  // before any return: the task reads the batch
   KILN_RETURN_IF_ERROR(forward);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/forward_batch_builder.h"
 #include "engine/mask_worker.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -43,8 +44,7 @@ class ModelRunner {
   ModelSession& session_;
   int64_t vocab_size_;
   // Reused between passes so that a step allocates little.
-  std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_, seq_lens_, output_rows_;
-  std::vector<const int32_t*> block_tables_;
+  ForwardBatchBuilder builder_;
   std::vector<float> logits_;
   // The batch.seqs entries that sample, in logits row order, each with its
   // first logits row (one row, or one more than its draft tokens).

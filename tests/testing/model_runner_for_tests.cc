@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "engine/forward_batch_builder.h"
+
 namespace kiln::testing {
 
 DirectRunner::DirectRunner(CompiledModel& model, int64_t max_seqs, int64_t max_len)
@@ -27,45 +29,35 @@ std::vector<std::vector<float>> DirectRunner::Prefill(const std::vector<std::vec
   std::vector<std::vector<float>> result(prompts.size());
   std::vector<size_t> done(prompts.size(), 0);
   while (true) {
-    std::vector<int32_t> ids, pos, seq, qstart{0}, lens, rows;
-    std::vector<const int32_t*> tables;
+    ForwardBatchBuilder builder;
+    builder.Clear();
+    std::vector<int32_t> rows;
     std::vector<size_t> seq_index;
     for (size_t s = 0; s < prompts.size(); ++s) {
       if (done[s] == prompts[s].size()) continue;
       size_t n = std::min<size_t>(static_cast<size_t>(chunk), prompts[s].size() - done[s]);
-      int32_t local = static_cast<int32_t>(tables.size());
       for (size_t i = 0; i < n; ++i) {
-        ids.push_back(prompts[s][done[s] + i]);
-        pos.push_back(static_cast<int32_t>(done[s] + i));
-        seq.push_back(local);
+        builder.AddToken(prompts[s][done[s] + i], static_cast<int32_t>(done[s] + i));
         bool last = done[s] + i + 1 == prompts[s].size();
-        if (all_positions || last) rows.push_back(static_cast<int32_t>(ids.size() - 1));
+        if (all_positions || last) {
+          rows.push_back(builder.num_tokens() - 1);
+          builder.AddOutputRow(rows.back());
+        }
       }
-      qstart.push_back(static_cast<int32_t>(ids.size()));
-      lens.push_back(static_cast<int32_t>(done[s] + n));
-      tables.push_back(tables_[s].data());
+      builder.EndSequence(static_cast<int32_t>(done[s] + n), tables_[s].data());
       seq_index.push_back(s);
       done[s] += n;
     }
-    if (tables.empty()) break;
-    ForwardBatch b;
-    b.num_tokens = static_cast<int32_t>(ids.size());
-    b.token_ids = ids.data();
-    b.positions = pos.data();
-    b.token_seq = seq.data();
-    b.num_seqs = static_cast<int32_t>(tables.size());
-    b.query_start = qstart.data();
-    b.seq_lens = lens.data();
-    b.block_tables = tables.data();
-    b.num_output_rows = static_cast<int32_t>(rows.size());
-    b.output_rows = rows.data();
+    if (seq_index.empty()) break;
+    const ForwardBatch b = builder.Batch();
+    const int32_t* qstart = b.query_start;
     std::vector<float> logits(rows.size() * static_cast<size_t>(vocab));
     Status st = model_.Forward(b, *cache_, logits.data(), vocab);
     EXPECT_TRUE(st.ok()) << st.ToString();
     if (!st.ok()) return {};
     // Hand each output row to its sequence.
     size_t r = 0;
-    for (size_t local = 0; local < tables.size(); ++local) {
+    for (size_t local = 0; local < seq_index.size(); ++local) {
       size_t s = seq_index[local];
       for (int32_t t = qstart[local]; t < qstart[local + 1]; ++t) {
         if (r < rows.size() && rows[r] == t) {
@@ -92,20 +84,13 @@ std::vector<int32_t> DirectRunner::Greedy(const std::vector<int32_t>& prompt, in
   std::vector<float> logits(static_cast<size_t>(vocab));
   while (static_cast<int>(out.size()) < n) {
     tokens.push_back(out.back());
-    int32_t id = out.back(), p = static_cast<int32_t>(tokens.size() - 1), seq = 0, len = p + 1, row = 0;
-    int32_t qstart[2] = {0, 1};
-    const int32_t* table = tables_[0].data();
-    ForwardBatch b;
-    b.num_tokens = 1;
-    b.token_ids = &id;
-    b.positions = &p;
-    b.token_seq = &seq;
-    b.num_seqs = 1;
-    b.query_start = qstart;
-    b.seq_lens = &len;
-    b.block_tables = &table;
-    b.num_output_rows = 1;
-    b.output_rows = &row;
+    const auto p = static_cast<int32_t>(tokens.size() - 1);
+    ForwardBatchBuilder builder;
+    builder.Clear();
+    builder.AddToken(out.back(), p);
+    builder.EndSequence(p + 1, tables_[0].data());
+    builder.AddOutputRow(0);
+    const ForwardBatch b = builder.Batch();
     Status st = model_.Forward(b, *cache_, logits.data(), vocab);
     EXPECT_TRUE(st.ok()) << st.ToString();
     if (!st.ok()) break;

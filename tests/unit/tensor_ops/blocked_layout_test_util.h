@@ -76,21 +76,20 @@ struct BlockedCase {
       true;  // the entry's takes_layout says yes (the kernel is run either way when it can be made)
 };
 
-// Runs c row-major and blocked (with and without a pool of 2 threads) and
-// compares every output; the blocked outputs' padding must be zero.
-inline void ExpectBlockedMatchesRowMajor(const BlockedCase& c, const std::string& what) {
-  SCOPED_TRACE(what);
+// c's outputs from the row-major kernels.
+inline Expected<std::vector<TensorData>> RowMajorOutputs(const BlockedCase& c) {
   cpu::TensorOpRun run;
   run.op_type = c.op;
   run.attrs = c.attrs;
   for (const TensorData& t : c.inputs) run.inputs.emplace_back(t);
   run.num_outputs = c.num_outputs;
   run.inputs_are_constants = true;
-  auto expected = cpu::RunTensorOp(run);
-  ASSERT_TRUE(expected.ok()) << expected.status().message();
+  return cpu::RunTensorOp(run);
+}
 
-  AttributeMap attrs = c.attrs;
-  attrs.SetString("activation_layout", "nchw16c");
+// The arguments that make c's kernel with `attrs` (which must outlive them),
+// on 2 threads, without output types.
+inline cpu::TensorKernelArgs KernelArgs(const BlockedCase& c, const AttributeMap& attrs) {
   cpu::TensorKernelArgs args;
   args.op_type = c.op;
   args.node = "blocked";
@@ -101,6 +100,27 @@ inline void ExpectBlockedMatchesRowMajor(const BlockedCase& c, const std::string
     args.present.push_back(true);
     args.constants.push_back(c.constant[i] ? &c.inputs[i] : nullptr);
   }
+  return args;
+}
+
+// The implementation the op's entry picks for c on nchw16c activations.
+inline std::string BlockedImplementation(const BlockedCase& c) {
+  AttributeMap attrs = c.attrs;
+  attrs.SetString("activation_layout", "nchw16c");
+  auto kernel = cpu::MakeTensorKernel(KernelArgs(c, attrs));
+  return kernel.ok() ? kernel->impl : "error: " + kernel.status().message();
+}
+
+// Runs c row-major and blocked (with and without a pool of 2 threads) and
+// compares every output; the blocked outputs' padding must be zero.
+inline void ExpectBlockedMatchesRowMajor(const BlockedCase& c, const std::string& what) {
+  SCOPED_TRACE(what);
+  auto expected = RowMajorOutputs(c);
+  ASSERT_TRUE(expected.ok()) << expected.status().message();
+
+  AttributeMap attrs = c.attrs;
+  attrs.SetString("activation_layout", "nchw16c");
+  cpu::TensorKernelArgs args = KernelArgs(c, attrs);
   for (const TensorData& t : *expected) args.outputs.push_back(t.type());
   const cpu::TensorKernelEntry* entry = cpu::FindTensorKernel(c.op);
   ASSERT_NE(entry, nullptr);

@@ -16,66 +16,29 @@
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
 #include "core/thread_pool.h"
-#include "unit/tensor_ops/blocked_layout_test_util.h"
+#include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
 namespace {
 
 using blocked_test::BlockedCase;
-using conv_test::RandomTensor;
+using blocked_test::BlockedImplementation;
 
+// A 3x3 convolution: channels in and out, image, stride and pad.
 struct Shape {
   int64_t c, m, h, w, stride, pad;
 };
 
-std::string Name(const Shape& s, const std::string& activation, bool residual) {
-  return "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " " + std::to_string(s.h) + "x" +
-         std::to_string(s.w) + " s=" + std::to_string(s.stride) + " pad=" + std::to_string(s.pad) + " " +
-         activation + (residual ? " +residual" : "");
+blocked_test::ConvShape Conv(const Shape& s) {
+  return {s.c, s.m, s.h, s.w, 3, s.stride, s.pad, 1};
 }
 
-int64_t OutSize(int64_t in, const Shape& s) {
-  return (in + 2 * s.pad - 3) / s.stride + 1;
+std::string Name(const Shape& s, const std::string& activation, bool residual) {
+  return blocked_test::ConvName(Conv(s), activation, residual);
 }
 
 BlockedCase Case(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
-  BlockedCase bc;
-  bc.op = activation.empty() && !residual ? "Conv" : "kiln.FusedConv";
-  bc.attrs.SetInts("kernel_shape", {3, 3});
-  bc.attrs.SetInts("strides", {s.stride, s.stride});
-  bc.attrs.SetInts("pads", {s.pad, s.pad, s.pad, s.pad});
-  bc.inputs = {RandomTensor({1, s.c, s.h, s.w}, 21), RandomTensor({s.m, s.c, 3, 3}, 22),
-               RandomTensor({s.m}, 23)};
-  bc.constant = {false, true, true};
-  if (bc.op == "kiln.FusedConv") {
-    if (!activation.empty()) bc.attrs.SetString("activation", activation);
-    if (residual_first) bc.attrs.SetInt("residual_before_activation", 1);
-    if (residual) {
-      bc.inputs.push_back(RandomTensor({1, s.m, OutSize(s.h, s), OutSize(s.w, s)}, 24));
-      bc.constant.push_back(false);
-    }
-  }
-  bc.tol = 1e-4f;
-  bc.expect_taken = cpu::BestIsa() == cpu::Isa::kAvx512;
-  return bc;
-}
-
-// The implementation the Conv entry picks for the case on nchw16c.
-std::string Implementation(const BlockedCase& c) {
-  AttributeMap attrs = c.attrs;
-  attrs.SetString("activation_layout", "nchw16c");
-  cpu::TensorKernelArgs args;
-  args.op_type = c.op;
-  args.node = "dense";
-  args.attrs = &attrs;
-  args.num_threads = 2;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    args.inputs.push_back(c.inputs[i].type());
-    args.present.push_back(true);
-    args.constants.push_back(c.constant[i] ? &c.inputs[i] : nullptr);
-  }
-  auto kernel = cpu::MakeTensorKernel(args);
-  return kernel.ok() ? kernel->impl : "error: " + kernel.status().message();
+  return blocked_test::ConvCase(Conv(s), activation, residual, residual_first, 21);
 }
 
 // Through the Conv entry with KILN_CONV=kiln, so that kiln's kernel runs
@@ -86,7 +49,7 @@ void Check(const Shape& s, const std::string& activation, bool residual, bool re
   setenv("KILN_CONV", "kiln", 1);
   blocked_test::ExpectBlockedMatchesRowMajor(bc, what);
   if (cpu::BestIsa() == cpu::Isa::kAvx512) {
-    EXPECT_EQ(Implementation(bc), "kiln-avx512-nchw16c-3x3") << what;
+    EXPECT_EQ(BlockedImplementation(bc), "kiln-avx512-nchw16c-3x3") << what;
   }
   unsetenv("KILN_CONV");
 }
@@ -125,24 +88,10 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
                          Shape{20, 20, 5, 6, 1, 0}}) {
     SCOPED_TRACE(Name(s, "Sigmoid", true));
     const BlockedCase bc = Case(s, "Sigmoid", true);
-    cpu::TensorOpRun run;
-    run.op_type = bc.op;
-    run.attrs = bc.attrs;
-    for (const TensorData& t : bc.inputs) run.inputs.emplace_back(t);
-    run.inputs_are_constants = true;
-    auto expected = cpu::RunTensorOp(run);
+    auto expected = blocked_test::RowMajorOutputs(bc);
     ASSERT_TRUE(expected.ok()) << expected.status().message();
     const std::vector<int64_t>& out_dims = (*expected)[0].type().dims;
-
-    cpu::Window3 g;
-    g.in_channels = s.c;
-    g.out_channels = s.m;
-    g.in = {1, s.h, s.w};
-    g.kernel = {1, 3, 3};
-    g.stride = {1, s.stride, s.stride};
-    g.pad_begin = {0, s.pad, s.pad};
-    g.pad_end = {0, s.pad, s.pad};
-    g.out = {1, out_dims[2], out_dims[3]};
+    const cpu::Window3 g = blocked_test::ConvWindow(Conv(s));
     ASSERT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx512), cpu::BlockedConvShape::kDense3x3);
     FusedEpilogue epilogue;
     epilogue.activation = FusedActivation::kSigmoid;
@@ -178,11 +127,11 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
 // (ResNet-18's 56- and 28-wide layers) and oneDNN elsewhere.
 TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
-  EXPECT_EQ(Implementation(Case({64, 64, 56, 56, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
-  EXPECT_EQ(Implementation(Case({128, 128, 28, 28, 1, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
-  EXPECT_EQ(Implementation(Case({64, 128, 56, 56, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
-  EXPECT_EQ(Implementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)).rfind("onednn:", 0), 0u);
-  EXPECT_EQ(Implementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0), 0u);
+  EXPECT_EQ(BlockedImplementation(Case({64, 64, 56, 56, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(BlockedImplementation(Case({128, 128, 28, 28, 1, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(BlockedImplementation(Case({64, 128, 56, 56, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(BlockedImplementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)).rfind("onednn:", 0), 0u);
+  EXPECT_EQ(BlockedImplementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0), 0u);
 }
 
 TEST(ConvNchw16cDense, TakesOnlyItsShapes) {

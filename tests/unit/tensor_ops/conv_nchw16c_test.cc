@@ -14,65 +14,30 @@
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
-#include "unit/tensor_ops/blocked_layout_test_util.h"
+#include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
 namespace {
 
 using blocked_test::BlockedCase;
-using conv_test::RandomTensor;
+using blocked_test::BlockedImplementation;
 
+// A square k x k convolution padded by k / 2: channels in and out, image,
+// stride and group.
 struct Shape {
   int64_t c, m, h, w, k, stride, group;
 };
 
+blocked_test::ConvShape Conv(const Shape& s) {
+  return {s.c, s.m, s.h, s.w, s.k, s.stride, s.k / 2, s.group};
+}
+
 std::string Name(const Shape& s, const std::string& activation, bool residual) {
-  return "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " " + std::to_string(s.h) + "x" +
-         std::to_string(s.w) + " k=" + std::to_string(s.k) + " s=" + std::to_string(s.stride) +
-         " g=" + std::to_string(s.group) + " " + activation + (residual ? " +residual" : "");
+  return blocked_test::ConvName(Conv(s), activation, residual);
 }
 
 BlockedCase Case(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
-  BlockedCase bc;
-  bc.op = activation.empty() && !residual ? "Conv" : "kiln.FusedConv";
-  const int64_t pad = s.k / 2;
-  bc.attrs.SetInts("kernel_shape", {s.k, s.k});
-  bc.attrs.SetInts("strides", {s.stride, s.stride});
-  bc.attrs.SetInts("pads", {pad, pad, pad, pad});
-  bc.attrs.SetInt("group", s.group);
-  bc.inputs = {RandomTensor({1, s.c, s.h, s.w}, 11), RandomTensor({s.m, s.c / s.group, s.k, s.k}, 12),
-               RandomTensor({s.m}, 13)};
-  bc.constant = {false, true, true};
-  if (bc.op == "kiln.FusedConv") {
-    if (!activation.empty()) bc.attrs.SetString("activation", activation);
-    if (residual_first) bc.attrs.SetInt("residual_before_activation", 1);
-    if (residual) {
-      const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
-      bc.inputs.push_back(RandomTensor({1, s.m, oh, ow}, 14));
-      bc.constant.push_back(false);
-    }
-  }
-  bc.tol = 1e-4f;
-  bc.expect_taken = cpu::BestIsa() == cpu::Isa::kAvx512;
-  return bc;
-}
-
-// The implementation the Conv entry picks for the case on nchw16c.
-std::string Implementation(const BlockedCase& c) {
-  AttributeMap attrs = c.attrs;
-  attrs.SetString("activation_layout", "nchw16c");
-  cpu::TensorKernelArgs args;
-  args.op_type = c.op;
-  args.node = "blocked";
-  args.attrs = &attrs;
-  args.num_threads = 2;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    args.inputs.push_back(c.inputs[i].type());
-    args.present.push_back(true);
-    args.constants.push_back(c.constant[i] ? &c.inputs[i] : nullptr);
-  }
-  auto kernel = cpu::MakeTensorKernel(args);
-  return kernel.ok() ? kernel->impl : "error: " + kernel.status().message();
+  return blocked_test::ConvCase(Conv(s), activation, residual, residual_first, 11);
 }
 
 void Check(const Shape& s, const std::string& activation, bool residual, bool residual_first = false) {
@@ -80,7 +45,7 @@ void Check(const Shape& s, const std::string& activation, bool residual, bool re
   const std::string what = Name(s, activation, residual);
   blocked_test::ExpectBlockedMatchesRowMajor(bc, what);
   if (cpu::BestIsa() == cpu::Isa::kAvx512) {
-    EXPECT_EQ(Implementation(bc).rfind("kiln-avx512-nchw16c", 0), 0u) << what << ": " << Implementation(bc);
+    EXPECT_EQ(BlockedImplementation(bc).rfind("kiln-avx512-nchw16c", 0), 0u) << what << ": " << BlockedImplementation(bc);
   }
 }
 
@@ -144,26 +109,10 @@ TEST(ConvNchw16c, ReferenceMatchesVectorLoopsAndRowMajor) {
                          Shape{96, 24, 1, 1, 1, 1, 1}}) {
     SCOPED_TRACE(Name(s, "Sigmoid", true));
     const BlockedCase bc = Case(s, "Sigmoid", true);
-    cpu::TensorOpRun run;
-    run.op_type = bc.op;
-    run.attrs = bc.attrs;
-    for (const TensorData& t : bc.inputs) run.inputs.emplace_back(t);
-    run.inputs_are_constants = true;
-    auto expected = cpu::RunTensorOp(run);
+    auto expected = blocked_test::RowMajorOutputs(bc);
     ASSERT_TRUE(expected.ok()) << expected.status().message();
     const std::vector<int64_t>& out_dims = (*expected)[0].type().dims;
-
-    cpu::Window3 g;
-    g.in_channels = s.c;
-    g.out_channels = s.m;
-    g.group = s.group;
-    const int64_t pad = s.k / 2;
-    g.in = {1, s.h, s.w};
-    g.kernel = {1, s.k, s.k};
-    g.stride = {1, s.stride, s.stride};
-    g.pad_begin = {0, pad, pad};
-    g.pad_end = {0, pad, pad};
-    g.out = {1, out_dims[2], out_dims[3]};
+    const cpu::Window3 g = blocked_test::ConvWindow(Conv(s));
     FusedEpilogue epilogue;
     epilogue.activation = FusedActivation::kSigmoid;
     const auto shape = s.group == 1 ? cpu::BlockedConvShape::kPointwise : cpu::BlockedConvShape::kDepthwise;

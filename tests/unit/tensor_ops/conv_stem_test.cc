@@ -17,23 +17,24 @@
 #include "backend/cpu/tensor_kernels/conv_layout_preference.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
-#include "unit/tensor_ops/blocked_layout_test_util.h"
+#include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
 namespace {
 
 using blocked_test::BlockedCase;
-using conv_test::RandomTensor;
 
 struct Stem {
   int64_t c, m, h, w, k, stride, pad;
   std::string activation;
 };
 
+blocked_test::ConvShape Conv(const Stem& s) {
+  return {s.c, s.m, s.h, s.w, s.k, s.stride, s.pad, 1};
+}
+
 std::string Name(const Stem& s) {
-  return "c=" + std::to_string(s.c) + " m=" + std::to_string(s.m) + " " + std::to_string(s.h) + "x" +
-         std::to_string(s.w) + " k=" + std::to_string(s.k) + " s=" + std::to_string(s.stride) +
-         " p=" + std::to_string(s.pad) + " " + s.activation;
+  return blocked_test::ConvName(Conv(s), s.activation, false);
 }
 
 const std::vector<Stem>& Stems() {
@@ -46,28 +47,12 @@ const std::vector<Stem>& Stems() {
 }
 
 BlockedCase Case(const Stem& s) {
-  BlockedCase bc;
-  bc.op = s.activation.empty() ? "Conv" : "kiln.FusedConv";
-  bc.attrs.SetInts("kernel_shape", {s.k, s.k});
-  bc.attrs.SetInts("strides", {s.stride, s.stride});
-  bc.attrs.SetInts("pads", {s.pad, s.pad, s.pad, s.pad});
-  if (!s.activation.empty()) bc.attrs.SetString("activation", s.activation);
-  bc.inputs = {RandomTensor({1, s.c, s.h, s.w}, 21), RandomTensor({s.m, s.c, s.k, s.k}, 22),
-               RandomTensor({s.m}, 23)};
-  bc.constant = {false, true, true};
-  bc.tol = 1e-4f;
-  bc.expect_taken = cpu::BestIsa() == cpu::Isa::kAvx512;
-  return bc;
+  return blocked_test::ConvCase(Conv(s), s.activation, false, false, 21);
 }
 
 // The row-major convolution's output.
 std::vector<TensorData> Expected(const BlockedCase& bc) {
-  cpu::TensorOpRun run;
-  run.op_type = bc.op;
-  run.attrs = bc.attrs;
-  for (const TensorData& t : bc.inputs) run.inputs.emplace_back(t);
-  run.inputs_are_constants = true;
-  auto expected = cpu::RunTensorOp(run);
+  auto expected = blocked_test::RowMajorOutputs(bc);
   EXPECT_TRUE(expected.ok()) << expected.status().message();
   return expected.ok() ? *expected : std::vector<TensorData>{};
 }
@@ -86,16 +71,7 @@ void CheckRowMajorInput(const Stem& s, const std::string& forced, const std::str
   AttributeMap attrs = bc.attrs;
   attrs.SetString("activation_layout", "nchw16c");
   attrs.SetString("input_layout", "row-major");
-  cpu::TensorKernelArgs args;
-  args.op_type = bc.op;
-  args.node = "stem";
-  args.attrs = &attrs;
-  args.num_threads = 2;
-  for (size_t i = 0; i < bc.inputs.size(); ++i) {
-    args.inputs.push_back(bc.inputs[i].type());
-    args.present.push_back(true);
-    args.constants.push_back(bc.constant[i] ? &bc.inputs[i] : nullptr);
-  }
+  cpu::TensorKernelArgs args = blocked_test::KernelArgs(bc, attrs);
   args.outputs = {expected[0].type()};
   EXPECT_TRUE(cpu::ConvReadsRowMajorInput(args));
   if (!forced.empty()) setenv("KILN_CONV", forced.c_str(), 1);
@@ -140,15 +116,7 @@ TEST(ConvStem, ReferenceMatchesVectorLoops) {
     const std::vector<TensorData> expected = Expected(bc);
     ASSERT_EQ(expected.size(), 1u);
     const std::vector<int64_t>& out_dims = expected[0].type().dims;
-    cpu::Window3 g;
-    g.in_channels = s.c;
-    g.out_channels = s.m;
-    g.in = {1, s.h, s.w};
-    g.kernel = {1, s.k, s.k};
-    g.stride = {1, s.stride, s.stride};
-    g.pad_begin = {0, s.pad, s.pad};
-    g.pad_end = {0, s.pad, s.pad};
-    g.out = {1, out_dims[2], out_dims[3]};
+    const cpu::Window3 g = blocked_test::ConvWindow(Conv(s));
     ASSERT_EQ(cpu::KilnBlockedConvShape(g, cpu::Isa::kAvx512), cpu::BlockedConvShape::kStem);
     FusedEpilogue epilogue;
     if (!s.activation.empty()) {

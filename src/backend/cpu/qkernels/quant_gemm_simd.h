@@ -617,15 +617,24 @@ void X8TileQ8_0Pair(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* 
   StoreRow(y + a.ldy, acc1, bias, n_valid);
 }
 
-// A Q4_0 tile unpacked: vector j's low nibbles are values 4j..4j+3 of each
-// row (low[j]), its high nibbles values 16+4j..16+4j+3 (high[j]).
-inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
+// A Q4_0 tile's four vectors unpacked one at a time, f(j, low, high):
+// vector j's low nibbles are values 4j..4j+3 of each row, its high nibbles
+// values 16+4j..16+4j+3.
+template <class F>
+inline void X8ForEachQ4_0Vector(const uint8_t* tile, F&& f) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   for (int j = 0; j < 4; ++j) {
     const __m256i v = Load256(tile + 64 * j);
-    low[j] = _mm256_and_si256(v, nibble);
-    high[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+    f(j, _mm256_and_si256(v, nibble), _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
   }
+}
+
+// A Q4_0 tile unpacked whole (low[j], high[j] as above).
+inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
+  X8ForEachQ4_0Vector(tile, [&](int j, __m256i l, __m256i h) {
+    low[j] = l;
+    high[j] = h;
+  });
 }
 
 // An unpacked Q4_0 tile's eight block sums against activation row m's
@@ -815,15 +824,11 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
       } else if constexpr (D::kVnni) {
         // The nibbles' products less 8 times the block's activation sum.
         for (int r = 0; r < R; ++r) sum[r] = _mm256_set1_epi32(x.neg_sum[x.stride * b + r] * 8);
-        const __m256i nibble = _mm256_set1_epi8(0x0F);
-        for (int j = 0; j < 4; ++j) {
-          const __m256i v = Load256(tile + 64 * j);
-          const __m256i low = _mm256_and_si256(v, nibble);
-          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
           for (int r = 0; r < R; ++r) {
             sum[r] = Dot2NibblesAdd<D>(sum[r], low, X8Dword(q + kQK * r, j), high, X8Dword(q + kQK * r, 4 + j));
           }
-        }
+        });
       } else {
         // Without VNNI the block's eight vpmaddubsw results are added in
         // int16 and widened by one vpmaddwd: each pair sum is at most
@@ -831,16 +836,12 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
         // exact in int16. Then less 8 times the block's activation sum.
         __m256i pairs[R];
         for (int r = 0; r < R; ++r) pairs[r] = _mm256_setzero_si256();
-        const __m256i nibble = _mm256_set1_epi8(0x0F);
-        for (int j = 0; j < 4; ++j) {
-          const __m256i v = Load256(tile + 64 * j);
-          const __m256i low = _mm256_and_si256(v, nibble);
-          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
           for (int r = 0; r < R; ++r) {
             pairs[r] = _mm256_add_epi16(pairs[r], _mm256_add_epi16(_mm256_maddubs_epi16(low, X8Dword(q + kQK * r, j)),
                                                                    _mm256_maddubs_epi16(high, X8Dword(q + kQK * r, 4 + j))));
           }
-        }
+        });
         for (int r = 0; r < R; ++r) {
           sum[r] = _mm256_add_epi32(_mm256_madd_epi16(pairs[r], _mm256_set1_epi16(1)),
                                     _mm256_set1_epi32(x.neg_sum[x.stride * b + r] * 8));
