@@ -25,8 +25,10 @@ build: setup $(BUILD)/build.ninja
 run: build
 	scripts/serve-demo.sh $(BUILD) $(MODEL) $(PORT)
 
-# Every test: unit and end-to-end (CTest), then the sanitizer and fuzz builds.
-test: check sanitize fuzz
+# Every test: unit and end-to-end (CTest), then the sanitizer and fuzz
+# builds, which start compiling beside the tests (scripts/test_all.sh).
+test: build
+	BUILD=$(BUILD) JOBS=$(JOBS) scripts/test_all.sh
 
 # The Release build's tests only (quick during development).
 check: build

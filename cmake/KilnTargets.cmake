@@ -11,6 +11,8 @@
 # up the layers fails to build.
 
 set(KILN_AREA_INCLUDE_ROOTS ${PROJECT_BINARY_DIR}/area_include)
+set(KILN_LIBRARY_PCH_HEADERS <fmt/format.h> <algorithm> <cstdint> <cstring> <functional> <map> <memory>
+  <optional> <string> <string_view> <utility> <variant> <vector>)
 
 # kiln_area(NAME [USES AREA...] [LIBS LIB...] [EXCLUDE FILE...] [TARGET T])
 # builds every src/<NAME>/**.cc (excluding *_test.cc and the files EXCLUDE
@@ -41,8 +43,16 @@ function(kiln_area name)
     target_link_libraries(${arg_TARGET} PUBLIC kiln_${used})
   endforeach()
   target_link_libraries(${arg_TARGET} PUBLIC ${arg_LIBS})
+  # The headers nearly every file parses (fmt, through core/status.h, and
+  # the standard containers), a fair part of a small file's compile time,
+  # precompiled once per area; the files compiled with flags of their own
+  # (the vector kernels below) parse them as usual.
+  target_precompile_headers(${arg_TARGET} PRIVATE ${KILN_LIBRARY_PCH_HEADERS})
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
     foreach(src ${srcs})
+      if(src MATCHES "_(avx2|avx_vnni|avx512|amx)\\.cc$")
+        set_source_files_properties(${src} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+      endif()
       if(src MATCHES "_avx2\\.cc$")
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2;${KILN_VECTOR_FILE_FLAGS}")
       elseif(src MATCHES "_avx_vnni\\.cc$")
