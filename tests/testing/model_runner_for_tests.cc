@@ -30,7 +30,6 @@ std::vector<std::vector<float>> DirectRunner::Prefill(const std::vector<std::vec
   std::vector<size_t> done(prompts.size(), 0);
   while (true) {
     ForwardBatchBuilder builder;
-    builder.Clear();
     std::vector<int32_t> rows;
     std::vector<size_t> seq_index;
     for (size_t s = 0; s < prompts.size(); ++s) {
@@ -86,7 +85,6 @@ std::vector<int32_t> DirectRunner::Greedy(const std::vector<int32_t>& prompt, in
     tokens.push_back(out.back());
     const auto p = static_cast<int32_t>(tokens.size() - 1);
     ForwardBatchBuilder builder;
-    builder.Clear();
     builder.AddToken(out.back(), p);
     builder.EndSequence(p + 1, tables_[0].data());
     builder.AddOutputRow(0);
