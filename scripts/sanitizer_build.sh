@@ -1,26 +1,28 @@
 # Sourced by scripts/sanitize.sh and scripts/fuzz.sh: configures and builds
 # a sanitizer build folder.
 #
-# The address/undefined build uses clang with libFuzzer's coverage
-# instrumentation, so that the fuzz targets and the sanitized tests share one
-# build of the library; it compiles at -O0 -g1 with assertions on, except the
-# vector kernels (KILN_VECTOR_FILE_FLAGS=-O1): -O0 compiles in a third of
-# -O1's time with these sanitizers, line tables are all a report needs, and
-# intrinsics at -O0 would run many times slower. The vector kernels go
-# without UndefinedBehaviorSanitizer (AddressSanitizer still checks every
-# access): its checks on their unrolled intrinsic loops made the two nchw16c
-# convolution files take 100-150 s each to compile instead of 10. The thread build (the
-# device tests only) stays at -O1 -g1 with the default compiler.
+# Both builds use clang at -O0 -g1 with assertions on, except the vector
+# kernels (KILN_VECTOR_FILE_FLAGS=-O1): -O0 compiles in a third of -O1's
+# time with these sanitizers, line tables are all a report needs, and
+# intrinsics at -O0 would run many times slower. The address/undefined
+# build adds libFuzzer's coverage instrumentation, so that the fuzz targets
+# and the sanitized tests share one build of the library; its vector
+# kernels go without UndefinedBehaviorSanitizer (AddressSanitizer still
+# checks every access): its checks on their unrolled intrinsic loops made
+# the two nchw16c convolution files take 100-150 s each to compile instead
+# of 10. The thread build (the device tests only) took 550 s of CPU with
+# GCC at -O1 for a two-second run.
 
 # sanitizer_build BUILD SANITIZERS TARGETS...: configures BUILD for
 # SANITIZERS and builds TARGETS.
 sanitizer_build() {
-  local build=$1 sanitizers=$2 flags=(-DKILN_FUZZ=OFF) opt="-O1 -g1"
+  local build=$1 sanitizers=$2 opt="-O0 -g1"
+  local flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKILN_TEST_FLAGS=-O0)
   shift 2
   if [ "$sanitizers" = address,undefined ]; then
-    flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKILN_FUZZ=ON
-      "-DKILN_VECTOR_FILE_FLAGS=-O1;-fno-sanitize=undefined" -DKILN_TEST_FLAGS=-O0)
-    opt="-O0 -g1"
+    flags+=(-DKILN_FUZZ=ON "-DKILN_VECTOR_FILE_FLAGS=-O1;-fno-sanitize=undefined")
+  else
+    flags+=(-DKILN_FUZZ=OFF -DKILN_VECTOR_FILE_FLAGS=-O1)
   fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE="$sanitizers" \
     -DKILN_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt" \
