@@ -93,11 +93,12 @@ struct PeakChoice {
 enum class WeightArithmetic { kFp32, kBf16, kF16, kInt8 };
 const char* WeightArithmeticName(WeightArithmetic a);
 
-// The compute peak for weights of `arithmetic`: fp32 FMA for fp32; the
-// native bf16 dot product where the CPU has one, else fp32 FMA (kiln widens
-// bf16 and f16 to fp32 once per cache block, so its GEMMs run at the fp32
-// rate); the native int8 dot product where the CPU has one, else the AVX2
-// vpmaddubsw + vpmaddwd rate. A zero rate when the row lacks the figure.
+// The compute peak for weights of `arithmetic`: the fastest unit measured
+// in `row` that can do that math, whether or not kiln's kernels run on it
+// (fp32: the FMA units; bf16: the AMX tiles, vdpbf16ps or the FMA units on
+// widened values; f16: the FMA units on widened values; int8: the AMX
+// tiles, vpdpbusd, or vpmaddubsw + vpmaddwd). A zero rate when the row
+// has none of them.
 PeakChoice ComputePeak(const RooflineRow& row, WeightArithmetic arithmetic);
 
 // The bandwidth peak: the better of the 4 KiB and huge-page streaming reads.
