@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backend/kv_cache.h"
+
 namespace kiln {
 namespace {
 
@@ -29,18 +31,40 @@ BoundValue StageOnHost(const BoundValue& v, int64_t rows, Backend& owner, std::v
   return shown;
 }
 
+// The description a profiled run records for node `n`'s step.
+std::shared_ptr<const KernelInfo> DescribeKernel(const Step& step, const Graph* g, const Node* n) {
+  auto k = std::make_shared<KernelInfo>();
+  k->name = step.name;
+  k->op = n != nullptr && n->op == OpKind::kTensorOp ? n->op_type : OpName(step.op);
+  k->backend = step.backend;
+  if (g == nullptr || n == nullptr) return k;
+  for (ValueId out : n->outputs) {
+    const Value& v = g->value(out);
+    if (v.rows == RowSpace::kNone) continue;
+    if (k->dtype.empty()) k->dtype = DTypeName(v.dtype);
+    k->outputs.push_back({v.rows, v.cols, v.dims});
+  }
+  return k;
+}
+
 }  // namespace
 
 void SetSyncFaultForTesting(SyncFault fault) { g_sync_fault.store(fault); }
 
 Program::Program(ShapeEnv capacity, std::vector<Step> steps,
                  std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs,
-                 std::vector<ArenaSpan> arenas, std::map<int32_t, Backend*> domain_owners)
+                 std::vector<ArenaSpan> arenas, std::map<int32_t, Backend*> domain_owners, const Graph* graph)
     : capacity_(capacity),
       steps_(std::move(steps)),
       step_outputs_(std::move(step_outputs)),
       arenas_(std::move(arenas)),
-      domain_owners_(std::move(domain_owners)) {
+      domain_owners_(std::move(domain_owners)),
+      graph_(graph) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const bool has_node = graph_ != nullptr && i < graph_->nodes().size();
+    nodes_.push_back(has_node ? &graph_->nodes()[i] : nullptr);
+    kernels_.push_back(DescribeKernel(steps_[i], graph_, nodes_.back()));
+  }
   events_.resize(steps_.size());
   Backend* previous = nullptr;
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -53,14 +77,52 @@ Program::Program(ShapeEnv capacity, std::vector<Step> steps,
   }
 }
 
+void Program::RecordKernel(size_t i, const ShapeEnv& env, int64_t start_ns, double kv_elem_bytes) const {
+  ProfileEvent e;
+  e.start_ns = start_ns;
+  e.duration_ns = ProfileNow() - start_ns;
+  e.category = "kernel";
+  e.track = ProfileTrack();
+  e.phase = CurrentProfilePhase();
+  e.kernel = kernels_[i];
+  e.env = env;
+  if (const Node* n = nodes_[i]) {
+    const NodeCost cost = EstimateCost(*graph_, *n, env);
+    e.bytes = cost.weight_bytes + cost.activation_bytes;
+    e.flops = cost.flops;
+    if (n->op == OpKind::kEmbedding) {
+      // The rows gathered, not the whole table: about what is written.
+      const Value& out = graph_->value(n->outputs.front());
+      e.bytes = cost.activation_bytes + static_cast<double>(env.Rows(out.rows)) * static_cast<double>(out.RowBytes());
+    }
+    if (n->op == OpKind::kAttention && env.score_rows > 0) {
+      // Each query row against its own sequence's context (the estimate
+      // assumes every row sees all of the batch's context), and the keys
+      // and values it reads from the cache.
+      const double per_pair = 2.0 * static_cast<double>(n->attrs.head_dim * n->attrs.n_heads);
+      e.flops = 2.0 * per_pair * static_cast<double>(env.score_rows);
+      e.bytes += static_cast<double>(env.context_rows) * 2.0 * static_cast<double>(n->attrs.n_kv_heads) *
+                 static_cast<double>(n->attrs.head_dim) * kv_elem_bytes;
+    }
+  }
+  RecordProfileEvent(std::move(e));
+}
+
 Status Program::Run(const RunState& state, const DumpFn* dump) const {
   const SyncFault fault = g_sync_fault.load();
+  const bool profiling = ProfilingEnabled();
   ShapeEnv actual;
-  if (dump != nullptr && state.batch != nullptr) {
+  if ((dump != nullptr || profiling) && state.batch != nullptr) {
     actual.tokens = state.batch->num_tokens;
     actual.output_rows = state.batch->num_output_rows;
     actual.context_rows = state.context_rows;
     actual.score_rows = state.score_rows;
+  }
+  const ShapeEnv profiled = state.batch != nullptr ? actual : capacity_;  // tensor graphs: their one shape
+  double kv_elem_bytes = 0;
+  if (profiling && state.kv_cache != nullptr) {
+    const DTypeInfo& kv = GetDTypeInfo(state.kv_cache->layout().dtype);
+    kv_elem_bytes = static_cast<double>(kv.block_bytes) / static_cast<double>(kv.block_size);
   }
   Stream* current = nullptr;
   std::vector<uint8_t> staging;
@@ -72,6 +134,7 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
       if (fault != SyncFault::kSkipEventWaits) stream->Wait(*events_[i]);
     }
     current = stream;
+    const int64_t start_ns = profiling ? ProfileNow() : 0;
     if (step.enqueue) {
       step.enqueue(state);
     } else if (stream->is_inline()) {
@@ -79,6 +142,10 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
     } else {
       // The state is copied: the kernel runs after this call returns.
       stream->Enqueue([&run = step.run, state] { run(state); });
+    }
+    if (profiling) {
+      if (!stream->is_inline()) stream->Synchronize();
+      RecordKernel(i, profiled, start_ns, kv_elem_bytes);
     }
     if (dump == nullptr) continue;
     stream->Synchronize();
