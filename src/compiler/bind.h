@@ -22,7 +22,6 @@ struct BindInputs {
   int64_t max_positions = 0;
 };
 
-// The Program keeps `in.graph` (for profiling), which must outlive it.
 Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in);
 
 // Scratch bytes each node needs at `env` (asked of its backend).

@@ -11,9 +11,15 @@
 namespace kiln {
 namespace {
 
+// The events live in slots constructed when recording starts, so that
+// recording writes into memory already touched (no page faults, no moves
+// of the list while it is short of kInitialSlots).
+constexpr size_t kInitialSlots = size_t{1} << 16;
+
 struct Recording {
   std::mutex mu;
-  std::vector<ProfileEvent> events;
+  std::vector<ProfileEvent> events;  // the first `used` are recorded
+  size_t used = 0;
   std::vector<std::pair<uint32_t, std::string>> track_names;
   std::atomic<ProfilePhase> phase{ProfilePhase::kNone};
   std::atomic<uint32_t> next_track{0};
@@ -51,13 +57,28 @@ std::string KernelInfo::Shapes(const ShapeEnv& env) const {
   return s;
 }
 
+double KernelInfo::Linear::At(const ShapeEnv& env) const {
+  return constant + per_row[0] * static_cast<double>(env.tokens) +
+         per_row[1] * static_cast<double>(env.output_rows) + per_row[2] * static_cast<double>(env.context_rows) +
+         per_row[3] * static_cast<double>(env.score_rows);
+}
+
+double KernelInfo::Bytes(const ShapeEnv& env, double kv_element_bytes) const {
+  return bytes.At(env) + kv_elements_per_context_row * static_cast<double>(env.context_rows) * kv_element_bytes;
+}
+
+double KernelInfo::Flops(const ShapeEnv& env) const {
+  if (flops_per_score_row > 0) return flops_per_score_row * static_cast<double>(env.score_rows);
+  return flops.At(env);
+}
+
 void EnableProfiling(bool enabled) {
   Recording& r = TheRecording();
   std::lock_guard<std::mutex> lock(r.mu);
   if (enabled) {
-    r.events.clear();
+    r.used = 0;
     r.track_names.clear();
-    r.events.reserve(1 << 16);
+    if (r.events.size() < kInitialSlots) r.events.resize(kInitialSlots);
   }
   profiler_internal::g_enabled.store(enabled);
 }
@@ -76,11 +97,42 @@ void SetProfilePhase(ProfilePhase phase) { TheRecording().phase.store(phase, std
 
 ProfilePhase CurrentProfilePhase() { return TheRecording().phase.load(std::memory_order_relaxed); }
 
+namespace {
+
+// The next free slot. REQUIRES: r.mu held.
+ProfileEvent& NextSlot(Recording& r) {
+  if (r.used == r.events.size()) r.events.resize(2 * r.events.size());
+  return r.events[r.used++];
+}
+
+}  // namespace
+
 void RecordProfileEvent(ProfileEvent event) {
   Recording& r = TheRecording();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!ProfilingEnabled()) return;  // stopped since the caller looked
-  r.events.push_back(std::move(event));
+  NextSlot(r) = std::move(event);
+}
+
+void RecordKernelCall(const std::shared_ptr<const KernelInfo>& kernel, const ShapeEnv& env, double kv_element_bytes,
+                      int64_t start_ns) {
+  const int64_t end_ns = ProfileNow();
+  const uint32_t track = ProfileTrack();
+  Recording& r = TheRecording();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!ProfilingEnabled()) return;
+  ProfileEvent& e = NextSlot(r);
+  e.kind = ProfileEvent::Kind::kSpan;
+  e.name.clear();
+  e.category = "kernel";
+  e.start_ns = start_ns;
+  e.duration_ns = end_ns - start_ns;
+  e.track = track;
+  e.phase = r.phase.load(std::memory_order_relaxed);
+  e.kernel = kernel;
+  e.env = env;
+  e.kv_element_bytes = kv_element_bytes;
+  e.values.clear();
 }
 
 void RecordProfileSpan(std::string name, const char* category, int64_t start_ns) {
@@ -115,7 +167,13 @@ void NameProfileTrack(uint32_t track, std::string name) {
 std::vector<ProfileEvent> ProfileEvents() {
   Recording& r = TheRecording();
   std::lock_guard<std::mutex> lock(r.mu);
-  return r.events;
+  std::vector<ProfileEvent> events(r.events.begin(), r.events.begin() + static_cast<std::ptrdiff_t>(r.used));
+  for (ProfileEvent& e : events) {
+    if (e.kernel == nullptr) continue;
+    e.bytes = e.kernel->Bytes(e.env, e.kv_element_bytes);
+    e.flops = e.kernel->Flops(e.env);
+  }
+  return events;
 }
 
 std::vector<std::pair<uint32_t, std::string>> ProfileTrackNames() {

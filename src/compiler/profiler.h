@@ -35,8 +35,26 @@ struct KernelInfo {
   };
   std::vector<Output> outputs;
 
+  // Bytes moved and FLOPs computed as the compiler estimates them
+  // (EstimateCost), which is linear in the rows of each row space: a
+  // constant and a coefficient per row space, found at bind and applied
+  // when the profile is read, so that recording a call costs little.
+  struct Linear {
+    double constant = 0;
+    double per_row[4] = {};  // kTokens, kOutputRows, kContextRows, kScoreRows
+    double At(const ShapeEnv& env) const;
+  };
+  Linear bytes, flops;
+  // Attention instead: FLOPs per (query row, context row) pair of a
+  // sequence (the score rows), and the K and V elements it reads from the
+  // cache per context row.
+  double flops_per_score_row = 0;
+  double kv_elements_per_context_row = 0;
+
   // "[7,896]" per output, joined by ' ', with rows at `env`.
   std::string Shapes(const ShapeEnv& env) const;
+  double Bytes(const ShapeEnv& env, double kv_element_bytes) const;
+  double Flops(const ShapeEnv& env) const;
 };
 
 struct ProfileEvent {
@@ -48,9 +66,11 @@ struct ProfileEvent {
   int64_t duration_ns = 0;
   uint32_t track = 0;  // a thread, or a request's own track (kRequestTrackBase + id)
   ProfilePhase phase = ProfilePhase::kNone;
-  // Kernels: what ran, at which rows, and the bytes and FLOPs that took.
+  // Kernels: what ran, at which rows (and the KV cache's element size),
+  // and the bytes and FLOPs that took (filled in by ProfileEvents()).
   std::shared_ptr<const KernelInfo> kernel;
   ShapeEnv env;
+  double kv_element_bytes = 0;
   double bytes = 0;
   double flops = 0;
   // Counters: name and value of each series.
@@ -86,6 +106,11 @@ ProfilePhase CurrentProfilePhase();
 // Adds one event (thread-safe). REQUIRES: ProfilingEnabled().
 void RecordProfileEvent(ProfileEvent event);
 
+// A kernel call from `start_ns` to now on this thread's track, written in
+// place (the one recording on every kernel's path).
+void RecordKernelCall(const std::shared_ptr<const KernelInfo>& kernel, const ShapeEnv& env, double kv_element_bytes,
+                      int64_t start_ns);
+
 // A span from `start_ns` to now on this thread's track.
 void RecordProfileSpan(std::string name, const char* category, int64_t start_ns);
 
@@ -95,7 +120,8 @@ void RecordProfileCounter(std::string name, std::vector<std::pair<std::string, d
 // Names for tracks other than threads' ("request 3"), for the trace.
 void NameProfileTrack(uint32_t track, std::string name);
 
-// Everything recorded so far, in order of recording, and the track names.
+// Everything recorded so far, in order of recording (kernels with their
+// bytes and FLOPs), and the track names.
 std::vector<ProfileEvent> ProfileEvents();
 std::vector<std::pair<uint32_t, std::string>> ProfileTrackNames();
 

@@ -31,7 +31,8 @@ BoundValue StageOnHost(const BoundValue& v, int64_t rows, Backend& owner, std::v
   return shown;
 }
 
-// The description a profiled run records for node `n`'s step.
+// The description a profiled run records for node `n`'s step, with the
+// node's cost as a linear function of the rows (see KernelInfo).
 std::shared_ptr<const KernelInfo> DescribeKernel(const Step& step, const Graph* g, const Node* n) {
   auto k = std::make_shared<KernelInfo>();
   k->name = step.name;
@@ -43,6 +44,35 @@ std::shared_ptr<const KernelInfo> DescribeKernel(const Step& step, const Graph* 
     if (v.rows == RowSpace::kNone) continue;
     if (k->dtype.empty()) k->dtype = DTypeName(v.dtype);
     k->outputs.push_back({v.rows, v.cols, v.dims});
+  }
+  auto cost = [&](const ShapeEnv& env, double* bytes, double* flops) {
+    const NodeCost c = EstimateCost(*g, *n, env);
+    *bytes = c.weight_bytes + c.activation_bytes;
+    *flops = c.flops;
+    if (n->op == OpKind::kEmbedding && !n->outputs.empty()) {
+      // The rows gathered, not the whole table: about what is written.
+      const Value& out = g->value(n->outputs.front());
+      *bytes = c.activation_bytes + static_cast<double>(env.Rows(out.rows)) * static_cast<double>(out.RowBytes());
+    }
+  };
+  cost(ShapeEnv{}, &k->bytes.constant, &k->flops.constant);
+  for (int r = 0; r < 4; ++r) {
+    ShapeEnv unit;
+    int64_t* rows[] = {&unit.tokens, &unit.output_rows, &unit.context_rows, &unit.score_rows};
+    *rows[r] = 1;
+    cost(unit, &k->bytes.per_row[r], &k->flops.per_row[r]);
+    k->bytes.per_row[r] -= k->bytes.constant;
+    k->flops.per_row[r] -= k->flops.constant;
+  }
+  if (n->op == OpKind::kAttention || n->op == OpKind::kAttnScores || n->op == OpKind::kAttnValues) {
+    // Each query row against its own sequence's context (the estimate
+    // assumes every row sees all of the batch's context): 2 * head_dim
+    // FLOPs per head for the scores, as many again for the values.
+    const double per_pair = 2.0 * static_cast<double>(n->attrs.head_dim * n->attrs.n_heads);
+    k->flops_per_score_row = n->op == OpKind::kAttention ? 2.0 * per_pair : per_pair;
+  }
+  if (n->op == OpKind::kAttention) {
+    k->kv_elements_per_context_row = 2.0 * static_cast<double>(n->attrs.n_kv_heads * n->attrs.head_dim);
   }
   return k;
 }
@@ -58,12 +88,10 @@ Program::Program(ShapeEnv capacity, std::vector<Step> steps,
       steps_(std::move(steps)),
       step_outputs_(std::move(step_outputs)),
       arenas_(std::move(arenas)),
-      domain_owners_(std::move(domain_owners)),
-      graph_(graph) {
+      domain_owners_(std::move(domain_owners)) {
   for (size_t i = 0; i < steps_.size(); ++i) {
-    const bool has_node = graph_ != nullptr && i < graph_->nodes().size();
-    nodes_.push_back(has_node ? &graph_->nodes()[i] : nullptr);
-    kernels_.push_back(DescribeKernel(steps_[i], graph_, nodes_.back()));
+    const bool has_node = graph != nullptr && i < graph->nodes().size();
+    kernels_.push_back(DescribeKernel(steps_[i], graph, has_node ? &graph->nodes()[i] : nullptr));
   }
   events_.resize(steps_.size());
   Backend* previous = nullptr;
@@ -75,37 +103,6 @@ Program::Program(ShapeEnv capacity, std::vector<Step> steps,
     if (previous != nullptr && &previous->stream() != s) events_[i] = previous->CreateEvent();
     previous = b;
   }
-}
-
-void Program::RecordKernel(size_t i, const ShapeEnv& env, int64_t start_ns, double kv_elem_bytes) const {
-  ProfileEvent e;
-  e.start_ns = start_ns;
-  e.duration_ns = ProfileNow() - start_ns;
-  e.category = "kernel";
-  e.track = ProfileTrack();
-  e.phase = CurrentProfilePhase();
-  e.kernel = kernels_[i];
-  e.env = env;
-  if (const Node* n = nodes_[i]) {
-    const NodeCost cost = EstimateCost(*graph_, *n, env);
-    e.bytes = cost.weight_bytes + cost.activation_bytes;
-    e.flops = cost.flops;
-    if (n->op == OpKind::kEmbedding) {
-      // The rows gathered, not the whole table: about what is written.
-      const Value& out = graph_->value(n->outputs.front());
-      e.bytes = cost.activation_bytes + static_cast<double>(env.Rows(out.rows)) * static_cast<double>(out.RowBytes());
-    }
-    if (n->op == OpKind::kAttention && env.score_rows > 0) {
-      // Each query row against its own sequence's context (the estimate
-      // assumes every row sees all of the batch's context), and the keys
-      // and values it reads from the cache.
-      const double per_pair = 2.0 * static_cast<double>(n->attrs.head_dim * n->attrs.n_heads);
-      e.flops = 2.0 * per_pair * static_cast<double>(env.score_rows);
-      e.bytes += static_cast<double>(env.context_rows) * 2.0 * static_cast<double>(n->attrs.n_kv_heads) *
-                 static_cast<double>(n->attrs.head_dim) * kv_elem_bytes;
-    }
-  }
-  RecordProfileEvent(std::move(e));
 }
 
 Status Program::Run(const RunState& state, const DumpFn* dump) const {
@@ -145,7 +142,7 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
     }
     if (profiling) {
       if (!stream->is_inline()) stream->Synchronize();
-      RecordKernel(i, profiled, start_ns, kv_elem_bytes);
+      RecordKernelCall(kernels_[i], profiled, kv_elem_bytes, start_ns);
     }
     if (dump == nullptr) continue;
     stream->Synchronize();

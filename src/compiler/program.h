@@ -34,8 +34,8 @@ class Program {
  public:
   // `domain_owners`: the backend owning each memory domain (for dumps).
   // `graph`: the graph the steps were bound from, one step per node in
-  // order, which must outlive the Program; with it, profiled runs record
-  // each kernel's shapes, bytes and FLOPs (without it, names and times).
+  // order (read here only); with it, profiled runs record each kernel's
+  // shapes, bytes and FLOPs (without it, names and times).
   Program(ShapeEnv capacity, std::vector<Step> steps,
           std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs,
           std::vector<ArenaSpan> arenas = {}, std::map<int32_t, Backend*> domain_owners = {},
@@ -65,14 +65,8 @@ class Program {
   // streams differ; null otherwise.
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<Stream*> streams_;  // each stream the steps use, once
-  // For profiling: each step's description, and its node (null without a graph).
+  // For profiling: what each step is and costs.
   std::vector<std::shared_ptr<const KernelInfo>> kernels_;
-  std::vector<const Node*> nodes_;
-  const Graph* graph_ = nullptr;
-
-  // Records step `step`, which started at `start_ns`, at the pass's rows;
-  // `kv_elem_bytes`: of one cached key or value element (attention's reads).
-  void RecordKernel(size_t step, const ShapeEnv& env, int64_t start_ns, double kv_elem_bytes) const;
 };
 
 }  // namespace kiln
