@@ -146,6 +146,26 @@ TEST_F(ProfileTest, EveryKernelOfEveryStepNestedAndAddingUp) {
   EXPECT_NE(table.find("memory"), std::string::npos) << table;
 }
 
+TEST_F(ProfileTest, KernelCostsAreTheCompilersEstimateAtThePassRows) {
+  EnableProfiling(true);
+  Outputs(*engine_);
+  EnableProfiling(false);
+  const Graph& g = engine_->compiled_model().graph();
+  std::map<std::string, const Node*> nodes;
+  for (const Node& n : g.nodes()) nodes[n.name] = &n;
+  int checked = 0;
+  for (const ProfileEvent& e : ProfileEvents()) {
+    if (e.kernel == nullptr) continue;
+    const Node& n = *nodes.at(e.kernel->name);
+    if (n.op == OpKind::kAttention || n.op == OpKind::kEmbedding) continue;  // their own accounting
+    const NodeCost c = EstimateCost(g, n, e.env);
+    EXPECT_NEAR(e.bytes, c.weight_bytes + c.activation_bytes, 1e-6 * (1 + e.bytes)) << n.name;
+    EXPECT_NEAR(e.flops, c.flops, 1e-6 * (1 + e.flops)) << n.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+}
+
 TEST_F(ProfileTest, TraceHasEveryKernelWithItsArgsAndRequestsAndCounters) {
   EnableProfiling(true);
   Outputs(*engine_);
