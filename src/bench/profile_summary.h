@@ -33,7 +33,9 @@ struct PhaseProfile {
   std::string name;  // "prefill", "decode", "run"
   int64_t steps = 0;
   double step_seconds = 0;
-  // By op, the most time first.
+  // The kernels of the steps' forward passes by op, the most time first
+  // (kernels run elsewhere, such as a draft model's within "propose
+  // drafts", are part of that span's time).
   std::vector<ProfileRow> kernels;
   // The spans directly within the steps other than the forward pass (by
   // name, the most time first); then "forward, between kernels" and
