@@ -3,13 +3,53 @@
 #include "compiler/profiler.h"
 
 #include <chrono>
+#include <cmath>
 #include <mutex>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace kiln {
 namespace {
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Times are read from the x86 time-stamp counter where it runs at a
+// constant rate (a read takes a third of the steady clock's), and turned
+// into steady-clock nanoseconds when the profile is read, by readings of
+// both clocks where recording started and where it stopped.
+bool InvariantTsc() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(0x80000007, &a, &b, &c, &d) != 0 && (d & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+
+const bool g_tsc = InvariantTsc();
+
+int64_t Ticks() {
+#if defined(__x86_64__)
+  if (g_tsc) return static_cast<int64_t>(__rdtsc());
+#endif
+  return SteadyNs();
+}
+
+// Simultaneous readings of both clocks.
+struct ClockPair {
+  int64_t ticks = 0;
+  int64_t ns = 0;
+  static ClockPair Now() { return {Ticks(), SteadyNs()}; }
+};
 
 // The events live in slots constructed when recording starts, so that
 // recording writes into memory already touched (no page faults, no moves
@@ -23,6 +63,29 @@ struct Recording {
   std::vector<std::pair<uint32_t, std::string>> track_names;
   std::atomic<ProfilePhase> phase{ProfilePhase::kNone};
   std::atomic<uint32_t> next_track{0};
+  ClockPair started, stopped;  // stopped.ticks == 0 while recording
+};
+
+// The steady-clock nanoseconds of `ticks`. REQUIRES: r.mu held.
+struct TickConverter {
+  ClockPair from;
+  double ns_per_tick = 1;
+
+  explicit TickConverter(const Recording& r) : from(r.started) {
+    if (!g_tsc) return;
+    const ClockPair to = r.stopped.ticks != 0 ? r.stopped : ClockPair::Now();
+    if (to.ticks > from.ticks) {
+      ns_per_tick = static_cast<double>(to.ns - from.ns) / static_cast<double>(to.ticks - from.ticks);
+    }
+  }
+  int64_t Ns(int64_t ticks) const {
+    if (!g_tsc) return ticks;
+    return from.ns + std::llround(static_cast<double>(ticks - from.ticks) * ns_per_tick);
+  }
+  int64_t Ticks(int64_t ns) const {
+    if (!g_tsc) return ns;
+    return from.ticks + std::llround(static_cast<double>(ns - from.ns) / ns_per_tick);
+  }
 };
 
 Recording& TheRecording() {
@@ -79,13 +142,24 @@ void EnableProfiling(bool enabled) {
     r.used = 0;
     r.track_names.clear();
     if (r.events.size() < kInitialSlots) r.events.resize(kInitialSlots);
+    r.started = ClockPair::Now();
+    r.stopped = ClockPair{};
+  } else if (ProfilingEnabled() && g_tsc) {
+    // A rate from readings a millisecond apart at least is good to 1e-4.
+    while (SteadyNs() - r.started.ns < 1000000) {
+    }
+    r.stopped = ClockPair::Now();
   }
   profiler_internal::g_enabled.store(enabled);
 }
 
-int64_t ProfileNow() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+int64_t ProfileNow() { return Ticks(); }
+
+void ProfileTimesOfSteadyClock(std::span<int64_t> times) {
+  Recording& r = TheRecording();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const TickConverter clock(r);
+  for (int64_t& t : times) t = clock.Ticks(t);
 }
 
 uint32_t ProfileTrack() {
@@ -168,7 +242,11 @@ std::vector<ProfileEvent> ProfileEvents() {
   Recording& r = TheRecording();
   std::lock_guard<std::mutex> lock(r.mu);
   std::vector<ProfileEvent> events(r.events.begin(), r.events.begin() + static_cast<std::ptrdiff_t>(r.used));
+  const TickConverter clock(r);
   for (ProfileEvent& e : events) {
+    const int64_t end = clock.Ns(e.end_ns());
+    e.start_ns = clock.Ns(e.start_ns);
+    e.duration_ns = end - e.start_ns;
     if (e.kernel == nullptr) continue;
     e.bytes = e.kernel->Bytes(e.env, e.kv_element_bytes);
     e.flops = e.kernel->Flops(e.env);

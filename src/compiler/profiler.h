@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +63,9 @@ struct ProfileEvent {
   Kind kind = Kind::kSpan;
   std::string name;  // empty for kernels: see Name()
   const char* category = "";  // a string literal: "kernel", "step", "engine", "request"
-  int64_t start_ns = 0;       // the steady clock
+  // Recorded on the profile's clock (ProfileNow()); as ProfileEvents()
+  // returns them, nanoseconds on the steady clock.
+  int64_t start_ns = 0;
   int64_t duration_ns = 0;
   uint32_t track = 0;  // a thread, or a request's own track (kRequestTrackBase + id)
   ProfilePhase phase = ProfilePhase::kNone;
@@ -93,8 +96,14 @@ inline bool ProfilingEnabled() { return profiler_internal::g_enabled.load(std::m
 // Starts (clearing what was recorded) or stops recording.
 void EnableProfiling(bool enabled);
 
-// Nanoseconds on the steady clock.
+// Now on the profile's clock, the time events are recorded in: a counter
+// that ProfileEvents() turns into nanoseconds on the steady clock.
 int64_t ProfileNow();
+
+// Times taken on the steady clock (in nanoseconds), in place, on the
+// profile's clock, for spans whose ends were timed before; one call
+// converts alike, so that equal times stay equal and order is kept.
+void ProfileTimesOfSteadyClock(std::span<int64_t> times);
 
 // This thread's track (threads are numbered in the order they first ask).
 uint32_t ProfileTrack();
@@ -120,8 +129,9 @@ void RecordProfileCounter(std::string name, std::vector<std::pair<std::string, d
 // Names for tracks other than threads' ("request 3"), for the trace.
 void NameProfileTrack(uint32_t track, std::string name);
 
-// Everything recorded so far, in order of recording (kernels with their
-// bytes and FLOPs), and the track names.
+// Everything recorded so far, in order of recording, with times in
+// steady-clock nanoseconds and kernels with their bytes and FLOPs; and the
+// track names.
 std::vector<ProfileEvent> ProfileEvents();
 std::vector<std::pair<uint32_t, std::string>> ProfileTrackNames();
 

@@ -48,26 +48,30 @@ namespace {
 
 // A finished request's life on a track of its own: the whole request, and
 // within it the wait for its first step, the steps up to its first token,
-// and the rest (EngineClock and the profiler share the steady clock).
+// and the rest (EngineClock reads the steady clock).
 void RecordRequestSpans(const Sequence& seq) {
   const RequestStats& st = seq.stats;
-  auto ns = [](double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); };
+  // Arrival, first step, first token, finish; -1 where it never came.
+  const double seconds[] = {st.arrival_time, st.first_scheduled_time, st.first_token_time, st.finish_time};
+  int64_t times[4];
+  for (int i = 0; i < 4; ++i) times[i] = static_cast<int64_t>(std::llround(std::max(seconds[i], 0.0) * 1e9));
+  ProfileTimesOfSteadyClock(times);
   const uint32_t track = kRequestTrackBase + static_cast<uint32_t>(seq.id);
   NameProfileTrack(track, fmt::format("request {}", seq.id));
-  auto span = [&](std::string name, double from, double to) {
-    if (from < 0 || to < from) return;
+  auto span = [&](std::string name, int from, int to) {
+    if (seconds[from] < 0 || seconds[to] < seconds[from]) return;
     ProfileEvent e;
     e.name = std::move(name);
     e.category = "request";
-    e.start_ns = ns(from);
-    e.duration_ns = ns(to) - e.start_ns;
+    e.start_ns = times[from];
+    e.duration_ns = times[to] - times[from];
     e.track = track;
     RecordProfileEvent(std::move(e));
   };
-  span(fmt::format("request {}", seq.id), st.arrival_time, st.finish_time);
-  span("queued", st.arrival_time, st.first_scheduled_time);
-  span("to first token", st.first_scheduled_time, st.first_token_time);
-  span("decode", st.first_token_time, st.finish_time);
+  span(fmt::format("request {}", seq.id), 0, 3);
+  span("queued", 0, 1);
+  span("to first token", 1, 2);
+  span("decode", 2, 3);
 }
 
 }  // namespace
