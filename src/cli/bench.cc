@@ -27,6 +27,8 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/inspect_onnx.h"
+#include "cli/profile_flags.h"
+#include "compiler/profiler.h"
 #include "core/cpu_info.h"
 #include "core/mapped_file.h"
 #include "format/model_config.h"
@@ -197,6 +199,7 @@ struct LatencyArgs {
   bench::LatencyOptions options;
   std::string json_schema_file;
   OnnxBenchArgs onnx;  // -m MODEL.onnx
+  ProfileFlags profiling;  // LLMs: over every run, warm-up runs included
 };
 
 Status RunLatency(const LatencyArgs& a) {
@@ -230,15 +233,23 @@ Status RunLatency(const LatencyArgs& a) {
   Progress progress;
   std::unique_ptr<bench::Roofline> roofline = RooflineFor(a.out, EngineThreads(o.engine), progress);
   fmt::print(stderr, "{}; {}\n", ModelDescription(o.engine), MachineLine());
+  StartProfiling(a.profiling);
   auto report = bench::RunLatencyBenchmark(o, [&](const bench::LatencyProgress& p) {
     progress.Update(fmt::format("batch {}: {} {}/{} took {:.2f} s", p.batch_size, p.warmup ? "warm-up run" : "run",
                                 p.warmup ? p.run : p.run - o.warmup, p.warmup ? o.warmup : o.runs, p.seconds));
   });
   progress.Done();
-  if (!report.ok()) return report.status();
+  if (!report.ok()) {
+    if (a.profiling.any()) EnableProfiling(false);
+    return report.status();
+  }
   const bench::RooflineRow* row = roofline ? roofline->AtThreads(report->figures.threads) : nullptr;
   fmt::print("{}", bench::FormatLatencyTable(*report, row));
   std::fflush(stdout);
+  ProfileFlags profiling = a.profiling;
+  profiling.roofline_cache = a.out.roofline_cache;
+  profiling.no_roofline = a.out.no_roofline;
+  KILN_RETURN_IF_ERROR(FinishProfiling(profiling, report->figures.threads, report->figures.arithmetic, stdout));
   nlohmann::ordered_json j = bench::LatencyJson(*report, row);
   if (roofline) j["roofline"] = roofline->ToJson();
   bench::Chart chart = bench::LatencyChart(*report, MachineLine());
@@ -285,6 +296,7 @@ void RegisterBenchLatency(CLI::App* bench) {
                 "Each prompt a random run of tokens said twice (input-grounded: n-gram drafts find it)");
   cmd->add_flag("--compare-unconstrained", o.compare_unconstrained,
                 "With --json-schema: pair each measured run with the same run unconstrained and report the TPOT ratio");
+  AddProfileFlags(cmd, &args->profiling, /*with_profile=*/true, /*with_roofline=*/false);
   cmd->callback([args]() {
     Status s = RunLatency(*args);
     if (!s.ok()) {

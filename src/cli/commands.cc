@@ -18,6 +18,7 @@ void RegisterAll(CLI::App& app) {
   RegisterGenerate(app);
   RegisterInspect(app);
   RegisterOcr(app);
+  RegisterProfile(app);
   RegisterQuantize(app);
   RegisterRun(app);
   RegisterServe(app);

@@ -22,6 +22,7 @@ void RegisterEval(CLI::App& app);
 void RegisterGenerate(CLI::App& app);
 void RegisterInspect(CLI::App& app);
 void RegisterOcr(CLI::App& app);
+void RegisterProfile(CLI::App& app);
 void RegisterQuantize(CLI::App& app);
 void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);

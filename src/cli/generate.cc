@@ -8,10 +8,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/model_figures.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/profile_flags.h"
 #include "cli/prompt_file.h"
 #include "cli/structured_output_flags.h"
+#include "compiler/compiled_model.h"
 #include "engine/llm_engine.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
@@ -26,6 +29,7 @@ constexpr int32_t kDefaultMaxTokens = 256;
 
 struct GenerateArgs {
   EngineFlags engine;
+  ProfileFlags profiling;
   std::vector<std::string> prompts;
   std::string prompts_file;
   bool chat = false;
@@ -185,6 +189,7 @@ Status RunGenerate(const CLI::App& cmd, const GenerateArgs& a) {
     };
   }
 
+  StartProfiling(a.profiling);
   const double start = EngineClock();
   KILN_ASSIGN_OR_RETURN(std::vector<GenerationResult> results, engine->Generate(std::move(requests)));
   const double seconds = EngineClock() - start;
@@ -207,6 +212,8 @@ Status RunGenerate(const CLI::App& cmd, const GenerateArgs& a) {
   std::fflush(stdout);
   PrintSpeed(engine->Counters(), results.size(), seconds);
   if (!a.dump_dir.empty()) fmt::print(stderr, "dumped the values of every pass to {}\n", a.dump_dir);
+  KILN_RETURN_IF_ERROR(FinishProfiling(a.profiling, engine->compiled_model().report().threads,
+                                       bench::DescribeModel(engine->compiled_model(), options.kv_cache_dtype).arithmetic));
   if (any_error) return Internal("a request failed while running");
   return Status::Ok();
 }
@@ -251,6 +258,7 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_flag("--ignore-eos", a.params.ignore_eos, "Keep generating past end-of-sequence tokens")
       ->group(sampling);
   AddStructuredOutputFlags(cmd, &a.structured);
+  AddProfileFlags(cmd, &a.profiling);
   cmd->callback([cmd, args]() {
     Status s = RunGenerate(*cmd, *args);
     if (!s.ok()) {

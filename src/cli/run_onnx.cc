@@ -1,5 +1,6 @@
 // `kiln run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR`: runs an
 // ONNX graph once on .npy inputs and writes every output as DIR/<name>.npy.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -9,6 +10,9 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/onnx_feeds.h"
+#include "cli/profile_flags.h"
+#include "compiler/profiler.h"
+#include "core/cpu_info.h"
 #include "core/npy.h"
 #include "onnx/onnx_io_names.h"
 #include "onnx/onnx_session.h"
@@ -26,6 +30,7 @@ struct RunArgs {
   std::string precision;  // "": fp32
   std::vector<std::string> backend_plugins;
   int threads = 0;
+  ProfileFlags profiling;
 };
 
 Status RunOnnx(const RunArgs& a) {
@@ -41,7 +46,18 @@ Status RunOnnx(const RunArgs& a) {
     expected += fmt::format(" {}:{}[{}]", i.name, DTypeName(i.dtype), DimsToString(i.dims));
     if (!feeds.count(i.name)) return InvalidArgument("input {} has no --input (the model's inputs:{})", i.name, expected);
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, session->Run(feeds));
+  // Profiled, the run is one step whose forward pass holds the kernels.
+  StartProfiling(a.profiling);
+  const int64_t start_ns = ProfilingEnabled() ? ProfileNow() : 0;
+  Expected<std::vector<HostTensor>> ran = [&] {
+    ProfileScope forward("forward", "engine");
+    return session->Run(feeds);
+  }();
+  if (ProfilingEnabled()) RecordProfileSpan("run", "step", start_ns);
+  KILN_RETURN_IF_ERROR(FinishProfiling(a.profiling, a.threads > 0 ? a.threads : std::max(1, GetCpuInfo().physical_cores),
+                                       options.precision == Precision::kFp32 ? bench::WeightArithmetic::kFp32
+                                                                             : bench::WeightArithmetic::kBf16));
+  KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, std::move(ran));
   std::error_code ec;
   std::filesystem::create_directories(a.output_dir, ec);
   if (ec) return InvalidArgument("--output-dir {}: {}", a.output_dir, ec.message());
@@ -72,6 +88,7 @@ void RegisterRun(CLI::App& app) {
       "fp32 (default), mixed or bf16: mixed multiplies the convolutions and matmuls on weights in bf16, "
       "bf16 also the matmuls of two activations, where the CPU multiplies bf16 natively");
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  AddProfileFlags(cmd, &a->profiling);
   cmd->callback([a]() {
     Status s = RunOnnx(*a);
     if (!s.ok()) {

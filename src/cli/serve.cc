@@ -12,8 +12,11 @@
 
 #include <fmt/format.h>
 
+#include "bench/model_figures.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/profile_flags.h"
+#include "compiler/compiled_model.h"
 #include "core/byte_size.h"
 #include "core/log.h"
 #include "engine/llm_engine.h"
@@ -29,6 +32,7 @@ struct ServeArgs {
   std::string max_body_size = "16MiB";
   bool no_access_log = false;
   uint64_t seed = 0;
+  ProfileFlags profiling;
 };
 
 // Each open connection holds a descriptor; the usual soft limit of 1024
@@ -116,6 +120,8 @@ Status RunServe(const ServeArgs& a) {
                 options.served_model_name, options.api_key.empty() ? "" : " (API key required)");
 
   Status load_status;
+  int threads = 0;  // for the profile's roofline
+  bench::WeightArithmetic arithmetic = bench::WeightArithmetic::kFp32;
   {
     SignalWatcher watcher(api, options.shutdown_timeout_seconds);
     std::thread loader([&] {
@@ -126,6 +132,9 @@ Status RunServe(const ServeArgs& a) {
         api.Shutdown(0);
         return;
       }
+      threads = (*engine)->compiled_model().report().threads;
+      arithmetic = bench::DescribeModel((*engine)->compiled_model(), engine_options.kv_cache_dtype).arithmetic;
+      StartProfiling(a.profiling);
       api.AttachEngine(std::move(engine).value());
       KILN_LOG_INFO("ready: http://{}:{}/v1 serves \"{}\"", options.host, api.port(), options.served_model_name);
     });
@@ -133,6 +142,7 @@ Status RunServe(const ServeArgs& a) {
     loader.join();
   }
   KILN_LOG_INFO("stopped");
+  if (load_status.ok()) KILN_RETURN_IF_ERROR(FinishProfiling(a.profiling, threads, arithmetic));
   return load_status;
 }
 
@@ -174,6 +184,7 @@ void RegisterServe(CLI::App& app) {
       ->group(group);
   cmd->add_flag("--no-access-log", a.no_access_log, "Do not log a line per request")->group(group);
   cmd->add_option("--seed", a.seed, "Seeds the requests that give no seed (0: random at start)")->group(group);
+  AddProfileFlags(cmd, &a.profiling);
   cmd->callback([args]() {
     Status s = RunServe(*args);
     if (!s.ok()) {

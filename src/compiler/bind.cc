@@ -150,7 +150,7 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
     arenas.push_back({owner->second, base->second, bytes});
   }
   return std::make_unique<Program>(plan.env, std::move(steps), std::move(step_outputs), std::move(arenas),
-                                   std::move(owners));
+                                   std::move(owners), &g);
 }
 
 }  // namespace kiln

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backend/kv_cache.h"
+
 namespace kiln {
 namespace {
 
@@ -29,18 +31,68 @@ BoundValue StageOnHost(const BoundValue& v, int64_t rows, Backend& owner, std::v
   return shown;
 }
 
+// The description a profiled run records for node `n`'s step, with the
+// node's cost as a linear function of the rows (see KernelInfo).
+std::shared_ptr<const KernelInfo> DescribeKernel(const Step& step, const Graph* g, const Node* n) {
+  auto k = std::make_shared<KernelInfo>();
+  k->name = step.name;
+  k->op = n != nullptr && n->op == OpKind::kTensorOp ? n->op_type : OpName(step.op);
+  k->backend = step.backend;
+  if (g == nullptr || n == nullptr) return k;
+  for (ValueId out : n->outputs) {
+    const Value& v = g->value(out);
+    if (v.rows == RowSpace::kNone) continue;
+    if (k->dtype.empty()) k->dtype = DTypeName(v.dtype);
+    k->outputs.push_back({v.rows, v.cols, v.dims});
+  }
+  auto cost = [&](const ShapeEnv& env, double* bytes, double* flops) {
+    const NodeCost c = EstimateCost(*g, *n, env);
+    *bytes = c.weight_bytes + c.activation_bytes;
+    *flops = c.flops;
+    if (n->op == OpKind::kEmbedding && !n->outputs.empty()) {
+      // The rows gathered, not the whole table: about what is written.
+      const Value& out = g->value(n->outputs.front());
+      *bytes = c.activation_bytes + static_cast<double>(env.Rows(out.rows)) * static_cast<double>(out.RowBytes());
+    }
+  };
+  cost(ShapeEnv{}, &k->bytes.constant, &k->flops.constant);
+  for (int r = 0; r < 4; ++r) {
+    ShapeEnv unit;
+    int64_t* rows[] = {&unit.tokens, &unit.output_rows, &unit.context_rows, &unit.score_rows};
+    *rows[r] = 1;
+    cost(unit, &k->bytes.per_row[r], &k->flops.per_row[r]);
+    k->bytes.per_row[r] -= k->bytes.constant;
+    k->flops.per_row[r] -= k->flops.constant;
+  }
+  if (n->op == OpKind::kAttention || n->op == OpKind::kAttnScores || n->op == OpKind::kAttnValues) {
+    // Each query row against its own sequence's context (the estimate
+    // assumes every row sees all of the batch's context): 2 * head_dim
+    // FLOPs per head for the scores, as many again for the values.
+    const double per_pair = 2.0 * static_cast<double>(n->attrs.head_dim * n->attrs.n_heads);
+    k->flops_per_score_row = n->op == OpKind::kAttention ? 2.0 * per_pair : per_pair;
+  }
+  if (n->op == OpKind::kAttention) {
+    k->kv_elements_per_context_row = 2.0 * static_cast<double>(n->attrs.n_kv_heads * n->attrs.head_dim);
+  }
+  return k;
+}
+
 }  // namespace
 
 void SetSyncFaultForTesting(SyncFault fault) { g_sync_fault.store(fault); }
 
 Program::Program(ShapeEnv capacity, std::vector<Step> steps,
                  std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs,
-                 std::vector<ArenaSpan> arenas, std::map<int32_t, Backend*> domain_owners)
+                 std::vector<ArenaSpan> arenas, std::map<int32_t, Backend*> domain_owners, const Graph* graph)
     : capacity_(capacity),
       steps_(std::move(steps)),
       step_outputs_(std::move(step_outputs)),
       arenas_(std::move(arenas)),
       domain_owners_(std::move(domain_owners)) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const bool has_node = graph != nullptr && i < graph->nodes().size();
+    kernels_.push_back(DescribeKernel(steps_[i], graph, has_node ? &graph->nodes()[i] : nullptr));
+  }
   events_.resize(steps_.size());
   Backend* previous = nullptr;
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -55,12 +107,19 @@ Program::Program(ShapeEnv capacity, std::vector<Step> steps,
 
 Status Program::Run(const RunState& state, const DumpFn* dump) const {
   const SyncFault fault = g_sync_fault.load();
+  const bool profiling = ProfilingEnabled();
   ShapeEnv actual;
-  if (dump != nullptr && state.batch != nullptr) {
+  if ((dump != nullptr || profiling) && state.batch != nullptr) {
     actual.tokens = state.batch->num_tokens;
     actual.output_rows = state.batch->num_output_rows;
     actual.context_rows = state.context_rows;
     actual.score_rows = state.score_rows;
+  }
+  const ShapeEnv profiled = state.batch != nullptr ? actual : capacity_;  // tensor graphs: their one shape
+  double kv_elem_bytes = 0;
+  if (profiling && state.kv_cache != nullptr) {
+    const DTypeInfo& kv = GetDTypeInfo(state.kv_cache->layout().dtype);
+    kv_elem_bytes = static_cast<double>(kv.block_bytes) / static_cast<double>(kv.block_size);
   }
   Stream* current = nullptr;
   std::vector<uint8_t> staging;
@@ -72,6 +131,7 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
       if (fault != SyncFault::kSkipEventWaits) stream->Wait(*events_[i]);
     }
     current = stream;
+    const int64_t start_ns = profiling ? ProfileNow() : 0;
     if (step.enqueue) {
       step.enqueue(state);
     } else if (stream->is_inline()) {
@@ -79,6 +139,10 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
     } else {
       // The state is copied: the kernel runs after this call returns.
       stream->Enqueue([&run = step.run, state] { run(state); });
+    }
+    if (profiling) {
+      if (!stream->is_inline()) stream->Synchronize();
+      RecordKernelCall(kernels_[i], profiled, kv_elem_bytes, start_ns);
     }
     if (dump == nullptr) continue;
     stream->Synchronize();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "compiler/profiler.h"
 
 namespace kiln {
 
@@ -32,9 +33,13 @@ void SetSyncFaultForTesting(SyncFault fault);
 class Program {
  public:
   // `domain_owners`: the backend owning each memory domain (for dumps).
+  // `graph`: the graph the steps were bound from, one step per node in
+  // order (read here only); with it, profiled runs record each kernel's
+  // shapes, bytes and FLOPs (without it, names and times).
   Program(ShapeEnv capacity, std::vector<Step> steps,
           std::vector<std::vector<std::pair<std::string, BoundValue>>> step_outputs,
-          std::vector<ArenaSpan> arenas = {}, std::map<int32_t, Backend*> domain_owners = {});
+          std::vector<ArenaSpan> arenas = {}, std::map<int32_t, Backend*> domain_owners = {},
+          const Graph* graph = nullptr);
 
   const ShapeEnv& capacity() const { return capacity_; }
   const std::vector<Step>& steps() const { return steps_; }
@@ -44,6 +49,8 @@ class Program {
   // first orders the second (so every value that crosses streams is
   // ordered). Returns once every stream used has finished: the logits are
   // then the caller's to read; errors are those the streams report.
+  // While profiling, each step is timed to its stream's end (a stream that
+  // is not inline is synchronized after each step) and recorded.
   // REQUIRES: the batch fits capacity() (the caller checks; see
   // CompiledModel::Forward); one Run at a time.
   Status Run(const RunState& state, const DumpFn* dump = nullptr) const;
@@ -58,6 +65,8 @@ class Program {
   // streams differ; null otherwise.
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<Stream*> streams_;  // each stream the steps use, once
+  // For profiling: what each step is and costs.
+  std::vector<std::shared_ptr<const KernelInfo>> kernels_;
 };
 
 }  // namespace kiln

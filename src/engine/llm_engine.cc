@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <random>
 
 #include "backend/kv_cache.h"
 #include "compiler/compiled_model.h"
+#include "compiler/profiler.h"
 #include "core/log.h"
 #include "core/utf8.h"
 #include "engine/block_manager.h"
@@ -41,6 +43,38 @@ struct LLMEngine::Request {
 double EngineClock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+namespace {
+
+// A finished request's life on a track of its own: the whole request, and
+// within it the wait for its first step, the steps up to its first token,
+// and the rest (EngineClock reads the steady clock).
+void RecordRequestSpans(const Sequence& seq) {
+  const RequestStats& st = seq.stats;
+  // Arrival, first step, first token, finish; -1 where it never came.
+  const double seconds[] = {st.arrival_time, st.first_scheduled_time, st.first_token_time, st.finish_time};
+  int64_t times[4];
+  for (int i = 0; i < 4; ++i) times[i] = static_cast<int64_t>(std::llround(std::max(seconds[i], 0.0) * 1e9));
+  ProfileTimesOfSteadyClock(times);
+  const uint32_t track = kRequestTrackBase + static_cast<uint32_t>(seq.id);
+  NameProfileTrack(track, fmt::format("request {}", seq.id));
+  auto span = [&](std::string name, int from, int to) {
+    if (seconds[from] < 0 || seconds[to] < seconds[from]) return;
+    ProfileEvent e;
+    e.name = std::move(name);
+    e.category = "request";
+    e.start_ns = times[from];
+    e.duration_ns = times[to] - times[from];
+    e.track = track;
+    RecordProfileEvent(std::move(e));
+  };
+  span(fmt::format("request {}", seq.id), 0, 3);
+  span("queued", 0, 1);
+  span("to first token", 1, 2);
+  span("decode", 2, 3);
+}
+
+}  // namespace
 
 LLMEngine::LLMEngine(LoadedModel model, const EngineOptions& options)
     : model_(std::move(model)), options_(options) {}
@@ -266,11 +300,24 @@ Status LLMEngine::Step() {
     UpdateCounters(nullptr);  // aborts may have freed blocks
     return Status::Ok();
   }
+  // Profiled, the step is one span whose parts are spans of their own
+  // (drafting, scheduling, the runner's, handling the tokens), so that
+  // they add up to it.
+  const bool profiling = ProfilingEnabled();
+  const int64_t start_ns = profiling ? ProfileNow() : 0;
   const double start = EngineClock();
-  ProposeDrafts();
-  const double drafted = EngineClock();
-  ScheduledBatch batch = scheduler_->Schedule();
   if (proposer_) {
+    ProfileScope span("propose drafts", "engine");
+    ProposeDrafts();
+  }
+  const double drafted = EngineClock();
+  ScheduledBatch batch;
+  {
+    ProfileScope span("schedule", "engine");
+    batch = scheduler_->Schedule();
+  }
+  if (proposer_) {
+    ProfileScope span("draft prefill", "engine");
     for (Sequence* seq : batch.preempted) proposer_->Forget(seq->id);
     // Sequences take their prompt into the proposer beside the target's
     // prefill (every decoding sequence may draft).
@@ -291,6 +338,8 @@ Status LLMEngine::Step() {
     bool decoding = s.num_tokens - s.num_draft_tokens == 1 && s.start >= s.seq->num_prompt_tokens;
     (decoding ? tally.decode_tokens : tally.prefill_tokens) += s.num_tokens;
   }
+  const ProfilePhase phase = tally.prefill_tokens > 0 ? ProfilePhase::kPrefill : ProfilePhase::kDecode;
+  if (profiling) SetProfilePhase(phase);
 
   auto drawn = runner_->Run(batch, dumper_.get());
   if (!drawn.ok()) {
@@ -302,33 +351,46 @@ Status LLMEngine::Step() {
     StepTally failed;  // nothing was computed
     failed.seconds = now - start;
     UpdateCounters(&failed);
+    if (profiling) SetProfilePhase(ProfilePhase::kNone);
     return drawn.status().WithContext("engine step");
   }
-  scheduler_->OnBatchComputed(batch);
-  const double now = EngineClock();
-  for (size_t i = 0; i < batch.seqs.size(); ++i) {
-    const std::vector<SampleResult>& tokens = (*drawn)[i];
-    if (tokens.empty()) continue;
-    const ScheduledSequence& s = batch.seqs[i];
-    Request& r = *requests_.at(s.seq->id);
-    const auto num_accepted = static_cast<int32_t>(tokens.size()) - 1;
-    if (s.num_draft_tokens > 0) {
-      tally.verifications += 1;
-      tally.draft_tokens += s.num_draft_tokens;
-      tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
-      s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted);
+  {
+    ProfileScope span("handle tokens", "engine");
+    scheduler_->OnBatchComputed(batch);
+    const double now = EngineClock();
+    for (size_t i = 0; i < batch.seqs.size(); ++i) {
+      const std::vector<SampleResult>& tokens = (*drawn)[i];
+      if (tokens.empty()) continue;
+      const ScheduledSequence& s = batch.seqs[i];
+      Request& r = *requests_.at(s.seq->id);
+      const auto num_accepted = static_cast<int32_t>(tokens.size()) - 1;
+      if (s.num_draft_tokens > 0) {
+        tally.verifications += 1;
+        tally.draft_tokens += s.num_draft_tokens;
+        tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
+        s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted);
+      }
+      bool running = true;
+      for (const SampleResult& token : tokens) {
+        ++tally.sampled;
+        running = HandleSample(r, token, now);
+        if (!running) break;  // the tokens after a stop are dropped
+      }
+      if (running && s.num_draft_tokens > 0) scheduler_->OnDraftVerified(s.seq, num_accepted);
     }
-    bool running = true;
-    for (const SampleResult& token : tokens) {
-      ++tally.sampled;
-      running = HandleSample(r, token, now);
-      if (!running) break;  // the tokens after a stop are dropped
+    tally.seconds = EngineClock() - start;
+    tally.draft_seconds = proposer_ ? drafted - start : 0.0;  // without a proposer, nothing was drafted
+    UpdateCounters(&tally);
+    if (profiling) {
+      RecordProfileCounter("engine", {{"kv_blocks_used", static_cast<double>(blocks_->num_used_blocks())},
+                                      {"batch_size", static_cast<double>(batch.seqs.size())},
+                                      {"queue_length", static_cast<double>(scheduler_->waiting().size())}});
     }
-    if (running && s.num_draft_tokens > 0) scheduler_->OnDraftVerified(s.seq, num_accepted);
   }
-  tally.seconds = EngineClock() - start;
-  tally.draft_seconds = proposer_ ? drafted - start : 0.0;  // without a proposer, nothing was drafted
-  UpdateCounters(&tally);
+  if (profiling) {
+    RecordProfileSpan(phase == ProfilePhase::kPrefill ? "prefill step" : "decode step", "step", start_ns);
+    SetProfilePhase(ProfilePhase::kNone);
+  }
   return Status::Ok();
 }
 
@@ -403,6 +465,7 @@ void LLMEngine::FinishRequest(Request& r, FinishReason reason, TokenEvent event,
   event.request_id = seq.id;
   event.finished = true;
   event.stats = &seq.stats;
+  if (ProfilingEnabled()) RecordRequestSpans(seq);
   TokenCallback callback = std::move(r.on_token);
   RequestId id = seq.id;
   if (callback) callback(event);

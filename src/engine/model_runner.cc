@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "compiler/compiled_model.h"
+#include "compiler/profiler.h"
 #include "core/thread_pool.h"
 #include "engine/draft_verifier.h"
 #include "engine/model_session.h"
@@ -18,6 +19,7 @@ ModelRunner::ModelRunner(ModelSession& session)
 Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const ScheduledBatch& batch,
                                                                   TensorDumper* dumper) {
   // The batch limit is the session's to check (ModelSession::Forward).
+  ProfileScope preparing("prepare batch", "engine");
   builder_.Clear();
   sampling_.clear();
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
@@ -64,6 +66,7 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
   }
   if (any_constrained) {
     mask_worker_.Start([this, &batch] {
+      ProfileScope span("grammar masks", "engine");
       for (const SamplingSeq& sampling : sampling_) {
         Sequence& seq = *batch.seqs[sampling.entry].seq;
         if (!seq.constraint || !seq.constraint->active()) continue;
@@ -83,8 +86,16 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
     });
   }
   if (dumper != nullptr) dumper->BeginPass(builder_.token_ids(), builder_.positions(), builder_.token_seq());
-  Status forward = session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr);
-  if (any_constrained) mask_worker_.Wait();  // before any return: the task reads the batch
+  preparing.End();
+  Status forward;
+  {
+    ProfileScope span("forward", "engine");
+    forward = session_.Forward(fb, logits_.data(), vocab_size_, dumper ? &dumper->fn() : nullptr);
+  }
+  if (any_constrained) {
+    ProfileScope span("wait for grammar masks", "engine");
+    mask_worker_.Wait();  // before any return: the task reads the batch
+  }
   KILN_RETURN_IF_ERROR(forward);
 
   if (dumper != nullptr) {
@@ -101,6 +112,7 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
   // Each sequence samples from its own logits rows with its own state, so
   // the sequences go to the pool's threads: a batch of 16 spent about 5% of
   // a decode step sampling on one thread.
+  ProfileScope sampling("sample", "engine");
   std::vector<std::vector<SampleResult>> results(batch.seqs.size());
   ThreadPool& pool = session_.model().pool();
   pool.ParallelFor(static_cast<int64_t>(sampling_.size()), [&](int64_t begin, int64_t end, int) {

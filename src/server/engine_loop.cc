@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "compiler/profiler.h"
 #include "core/log.h"
 
 namespace kiln::server {
@@ -79,6 +80,7 @@ void EngineLoop::Run() {
   int failures = 0;
   while (true) {
     {
+      ProfileScope waiting("wait for requests", "engine");
       std::unique_lock<std::mutex> lock(mu_);
       work_.wait(lock, [this] { return stopping_ || engine_.HasUnfinishedRequests(); });
       // When stopping, the aborted requests still get their final step.
