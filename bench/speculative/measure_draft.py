@@ -10,7 +10,7 @@ drafting (`kiln generate`'s decode line includes it).
 
 Run from the repository root after building kiln_cli:
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/speculative/measure_draft.py
-(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS override the defaults; MODELS,
+(KILN_CLI / KILN_SHARED_DIR / THREADS / RUNS / NEW_TOKENS override the defaults; MODELS,
 a comma-separated list, keeps the setups of those target models)."""
 
 import os
@@ -26,12 +26,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KILN_SHARED_DIR", REPO.parent / "shared"))
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "bin" / "kiln"))
 RUNS = int(os.environ.get("RUNS", "5"))
-NEW_TOKENS = 128
+NEW_TOKENS = int(os.environ.get("NEW_TOKENS", "128"))
 
 
-def generate(model, prompt, draft, threads):
-    """(decode tokens/s, draft tokens accepted per verification pass, text)."""
-    args = [CLI, "generate", "-m", model, "-p", prompt, "-n", str(NEW_TOKENS), "--ignore-eos", "--temperature", "0",
+def generate(model, prompt, draft, threads, cli=None):
+    """(decode tokens/s, draft tokens accepted per verification pass, text),
+    from the kiln at `cli` (default CLI)."""
+    args = [cli or CLI, "generate", "-m", model, "-p", prompt, "-n", str(NEW_TOKENS), "--ignore-eos", "--temperature", "0",
             "--threads", str(threads)]
     args += draft
     run = subprocess.run(args, capture_output=True, text=True, check=True)

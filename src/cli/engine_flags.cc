@@ -98,6 +98,11 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
                 "Each sequence's draft length follows its recent acceptance, pausing where drafts are rarely "
                 "right (on by default)")
       ->group(group);
+  cmd->add_flag("--spec-measure-costs,!--no-spec-measure-costs", o.spec_measure_costs,
+                "Weigh draft lengths against the measured costs of a verified row and a draft token (one "
+                "decode step in 64 goes without drafts to time a plain pass); off: fixed guesses (on by "
+                "default)")
+      ->group(group);
   cmd->add_option("--spec-max-batch", o.spec_max_batch,
                   "Steps with more decoding sequences than this verify no drafts (0: no limit)")
       ->capture_default_str()

@@ -126,6 +126,13 @@ void PrintSpeed(const EngineCounters& c, size_t requests, double seconds) {
                c.spec_verifications, 1e3 * c.spec_draft_seconds,
                1e3 * (c.prefill_seconds + c.decode_seconds));
   }
+  if (c.spec_row_cost > 0 || c.spec_draft_cost > 0) {
+    fmt::print(
+        stderr,
+        "speculation costs, as shares of a plain decode pass: {:.2f} per verified draft row, {:.2f} per "
+        "draft token drafted; {:.2f} ms of the drafting caught the draft model up (not charged)\n",
+        c.spec_row_cost, c.spec_draft_cost, 1e3 * c.spec_catch_up_seconds);
+  }
   if (requests > 1) {
     fmt::print(stderr,
                "{} requests, {} tokens generated in {:.3f} s ({:.1f} output tokens/s), {} preemptions\n",

@@ -1,17 +1,30 @@
-// Adaptive draft length from a moving average of acceptance.
+// Adaptive draft length from a moving average of acceptance and the costs
+// of drafting.
 #include "engine/draft_length.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace kiln {
 
 int32_t DraftLengthFor(double acceptance, const DraftLengthConfig& config) {
-  if (acceptance < config.min_gain || config.max_tokens <= 0) return 0;
-  if (acceptance >= 1 || config.min_gain <= 0) return config.max_tokens;
-  // acceptance^k >= min_gain  <=>  k <= log(min_gain) / log(acceptance).
-  const double longest = std::floor(std::log(config.min_gain) / std::log(acceptance) + 1e-9);
-  return static_cast<int32_t>(std::clamp<double>(longest, 1, config.max_tokens));
+  const double a = std::clamp(acceptance, 0.0, 1.0);
+  const double cost_per_token = std::max(0.0, config.row_cost) + std::max(0.0, config.draft_cost);
+  // Decoding alone yields one token for one pass; a longer draft must beat
+  // the best so far by more than rounding to be taken.
+  int32_t best = 0;
+  double best_yield = 1;
+  double tokens = 1;
+  double accepted_all = 1;  // a^k: every draft token up to the k-th accepted
+  for (int32_t k = 1; k <= config.max_tokens; ++k) {
+    accepted_all *= a;
+    tokens += accepted_all;
+    const double yield = tokens / (1 + k * cost_per_token);
+    if (yield > best_yield * (1 + 1e-9)) {
+      best = k;
+      best_yield = yield;
+    }
+  }
+  return best;
 }
 
 int32_t DraftLength::Next(const DraftLengthConfig& config) {
@@ -30,7 +43,7 @@ void DraftLength::Record(const DraftLengthConfig& config, int32_t drafted, int32
   const double tried = accepted < drafted ? accepted + 1 : drafted;
   successes_ += config.smoothing * (accepted - successes_);
   tries_ += config.smoothing * (tried - tries_);
-  if (acceptance() >= config.min_gain) {
+  if (DraftLengthFor(acceptance(), config) > 0) {
     next_pause_ = 0;
     return;
   }

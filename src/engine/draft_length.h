@@ -1,10 +1,13 @@
 // Adaptive draft length: how many tokens one sequence should draft this
-// step, from how often its recent drafts were accepted. A draft token is
-// worth verifying when the chance that it is accepted (that every draft
-// token before it was, and it too) exceeds what its row adds to the cost
-// of the pass; a sequence whose drafts are almost never right stops
-// drafting for a while and probes again later, so that free text costs
-// nothing where prompt lookup finds nothing useful.
+// step, from how often its recent drafts were accepted and what drafting
+// costs. With acceptance a (the chance that a draft token is accepted when
+// those before it were), a draft of k tokens yields 1 + a + ... + a^k
+// tokens for a pass that costs 1 + k * (row + draft) plain passes, row the
+// extra cost of a verified row and draft that of drafting a token (measured:
+// spec_cost_meter.h); the length is the k that yields the most tokens per
+// unit of cost. A sequence for which no draft pays stops drafting for a
+// while and probes again later, so that free text costs little where the
+// drafts are rarely right.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +16,16 @@ namespace kiln {
 
 struct DraftLengthConfig {
   int32_t max_tokens = 4;  // the draft length when acceptance is high (--spec-tokens)
-  // The k-th draft token is drafted while acceptance^k is at least this:
-  // the cost of one more verified row as a share of a pass.
-  double min_gain = 0.25;
+  // Costs as shares of a sequence's part of a plain decode pass: what one
+  // verified draft row adds to the pass, and drafting one token (0 for prompt
+  // lookup). The engine sets them from its measurements; these are the
+  // guesses it uses without.
+  double row_cost = 0.25;
+  double draft_cost = 0;
   // Weight of the newest verification in the moving averages.
   double smoothing = 0.3;
-  // Decode steps without drafting after acceptance fell below min_gain,
+  // Decode steps without drafting after acceptance fell so low that no
+  // draft pays,
   // doubled after each probe that finds it still low, up to the maximum.
   int32_t pause_steps = 8;
   int32_t max_pause_steps = 128;
@@ -48,8 +55,9 @@ class DraftLength {
   int32_t next_pause_ = 0;  // 0: config.pause_steps
 };
 
-// The longest k in [0, max_tokens] with acceptance^k >= min_gain (k = 0
-// when even one draft token is not worth it).
+// The k in [0, max_tokens] that maximizes the expected tokens per unit of
+// cost, (1 + a + ... + a^k) / (1 + k * (row_cost + draft_cost)); the
+// shortest of equals, and 0 when no draft beats decoding alone.
 int32_t DraftLengthFor(double acceptance, const DraftLengthConfig& config);
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 #include "engine/draft_model_proposer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "backend/forward_batch.h"
@@ -14,6 +15,14 @@
 #include "format/weight_store.h"
 
 namespace kiln {
+
+namespace {
+
+// The most tokens a sequence runs in a pass that counts as drafting: the
+// target's next token, after the last draft token when all were accepted.
+constexpr size_t kDraftPassMaxTokens = 2;
+
+}  // namespace
 
 struct DraftModelProposer::Tracked {
   Tracked(RequestId id, uint64_t seed) : mirror(id, {}, SamplingParams{}), rng(seed) {}
@@ -54,6 +63,7 @@ void DraftModelProposer::ReleaseIdle() {
 
 void DraftModelProposer::Propose(std::span<const DraftRequest> requests) {
   ++call_;
+  timing_ = {};
   for (const DraftRequest& r : requests) {
     r.seq->draft.clear();
     r.seq->draft_probs.clear();
@@ -134,6 +144,7 @@ Status DraftModelProposer::CatchUp(std::span<CatchUpWork> work) {
 
 void DraftModelProposer::Prefill(std::span<const PrefillRequest> requests) {
   ++call_;
+  timing_ = {};
   for (const PrefillRequest& r : requests) MarkAsked(*r.seq);
   std::vector<CatchUpWork> work;
   for (const PrefillRequest& r : requests) {
@@ -199,13 +210,27 @@ Status DraftModelProposer::RunPass(std::span<const PassEntry> entries) {
   builder_.Clear();
   for (const PassEntry& e : entries) {
     const auto start = static_cast<int32_t>(e.tracked->mirror.tokens.size());
-    for (size_t j = 0; j < e.tokens.size(); ++j) builder_.AddToken(e.tokens[j], start + static_cast<int32_t>(j));
+    for (size_t j = 0; j < e.tokens.size(); ++j)
+      builder_.AddToken(e.tokens[j], start + static_cast<int32_t>(j));
     builder_.EndSequence(start + static_cast<int32_t>(e.tokens.size()), e.tracked->mirror.block_table.data());
     if (e.wants_logits) builder_.AddOutputRow(builder_.num_tokens() - 1);
   }
   const ForwardBatch fb = builder_.Batch();
   logits_.resize(static_cast<size_t>(fb.num_output_rows) * static_cast<size_t>(vocab_));
-  return session_->Forward(fb, logits_.data(), vocab_);
+  const auto start = std::chrono::steady_clock::now();
+  Status status = session_->Forward(fb, logits_.data(), vocab_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool drafting = std::all_of(entries.begin(), entries.end(), [](const PassEntry& e) {
+    return e.wants_logits && e.tokens.size() <= kDraftPassMaxTokens;
+  });
+  if (drafting) {
+    timing_.draft_passes += 1;
+    timing_.draft_seconds += seconds;
+  } else {
+    timing_.catch_up_tokens += fb.num_tokens;
+    timing_.catch_up_seconds += seconds;
+  }
+  return status;
 }
 
 void DraftModelProposer::ProposeFrom(const float* logits, const DraftRequest& r, Tracked& t) {

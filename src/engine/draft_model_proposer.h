@@ -49,6 +49,7 @@ class DraftModelProposer final : public DraftProposer {
   // first draft catches up instead.
   void Prefill(std::span<const PrefillRequest> requests) override;
   void Forget(RequestId id) override;
+  DraftTiming last_timing() const override { return timing_; }
 
   const ModelSession& session() const { return *session_; }
   const BlockManager& blocks() const { return blocks_; }
@@ -86,7 +87,8 @@ class DraftModelProposer final : public DraftProposer {
   // Runs each work item's unseen tokens.
   Status CatchUp(std::span<CatchUpWork> work);
   // Runs one pass; the logits of the entries that want them go to logits_,
-  // one row each, in entry order.
+  // one row each, in entry order. Its time goes to timing_, as a draft pass
+  // or as catching up (DraftTiming).
   Status RunPass(std::span<const PassEntry> entries);
   // Releases the caches of sequences not asked for a draft in this call.
   void ReleaseIdle();
@@ -101,6 +103,7 @@ class DraftModelProposer final : public DraftProposer {
   int64_t draft_vocab_ = 0;  // ids it may propose: below both models' vocabularies
   uint64_t call_ = 0;        // Propose calls so far
   std::unordered_map<RequestId, std::unique_ptr<Tracked>> tracked_;
+  DraftTiming timing_;  // of the current or last call
   // Reused between passes.
   ForwardBatchBuilder builder_;
   std::vector<float> logits_;

@@ -25,6 +25,21 @@ struct PrefillRequest {
   int32_t num_tokens = 0;
 };
 
+// The model passes of a proposer's last Propose or Prefill call, for the
+// engine's cost meter. A draft pass proposes one token for each sequence
+// in it and runs at most the few tokens the steady state needs (the
+// target's own next token, and the last draft token when all were
+// accepted); a catch-up pass runs more (a prompt not taken in beside the
+// target's prefill, the tokens decoded while drafting paused). Catching up
+// is what it costs to resume drafting, not what a draft token costs: the
+// engine's cost meter leaves it out.
+struct DraftTiming {
+  int32_t draft_passes = 0;
+  double draft_seconds = 0;
+  int64_t catch_up_tokens = 0;
+  double catch_up_seconds = 0;
+};
+
 class DraftProposer {
  public:
   virtual ~DraftProposer() = default;
@@ -49,6 +64,10 @@ class DraftProposer {
   // for it (a draft model's KV cache) is released. A later Propose for the
   // same id starts over.
   virtual void Forget(RequestId /*id*/) {}
+
+  // What the last Propose or Prefill call ran; nothing for proposers that
+  // run no model (prompt lookup).
+  virtual DraftTiming last_timing() const { return {}; }
 };
 
 }  // namespace kiln

@@ -75,11 +75,16 @@ struct EngineOptions {
   // output stays exactly what it is without, sampled output keeps its
   // distribution (rejection sampling), and a grammar applies to every
   // verified token. With spec_adaptive each sequence's draft length follows
-  // its recent acceptance (draft_length.h). Steps with more than
-  // spec_max_batch decoding sequences do not speculate (0: no limit).
+  // its recent acceptance (draft_length.h), weighed against what drafting
+  // costs: measured as it runs with spec_measure_costs (one decode step in
+  // 64 then goes without drafts to time a plain pass: spec_cost_meter.h),
+  // else fixed guesses, which keep draft lengths a function of acceptance
+  // alone. Steps with more than spec_max_batch decoding sequences do not
+  // speculate (0: no limit).
   std::string spec_method = "none";
   int32_t spec_tokens = 4;
   bool spec_adaptive = true;
+  bool spec_measure_costs = true;
   int32_t spec_max_batch = kDefaultSpecMaxBatch;
   int32_t spec_ngram_min = 2;
   int32_t spec_ngram_max = 4;

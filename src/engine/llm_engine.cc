@@ -21,6 +21,7 @@
 #include "engine/ngram_proposer.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/spec_cost_meter.h"
 #include "engine/stop_string_filter.h"
 #include "engine/tensor_dump.h"
 #include "format/weight_store.h"
@@ -120,6 +121,9 @@ Status LLMEngine::Init() {
     proposer_ = std::make_unique<NgramProposer>(
         NgramConfig{.min_n = options_.spec_ngram_min, .max_n = options_.spec_ngram_max});
   }
+  if (proposer_ && options_.spec_adaptive && options_.spec_measure_costs) {
+    cost_meter_ = std::make_unique<SpecCostMeter>();
+  }
   if (model_.tokenizer) grammars_ = std::make_unique<GrammarCompiler>(*model_.tokenizer);
   if (!options_.dump_dir.empty()) {
     KILN_ASSIGN_OR_RETURN(dumper_, TensorDumper::Create(options_.dump_dir));
@@ -142,7 +146,10 @@ Status LLMEngine::Init() {
       options_.max_num_seqs, options_.max_num_batched_tokens);
   if (proposer_) {
     KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per sequence{}{}",
-                  options_.spec_method, options_.spec_tokens, options_.spec_adaptive ? " (adaptive)" : "",
+                  options_.spec_method, options_.spec_tokens,
+                  !options_.spec_adaptive ? ""
+                  : cost_meter_           ? " (adaptive, weighing measured costs)"
+                                          : " (adaptive)",
                   options_.spec_max_batch > 0
                       ? fmt::format(", in steps of at most {} decoding sequences", options_.spec_max_batch)
                       : "");
@@ -257,16 +264,22 @@ void LLMEngine::DrainPending() {
   }
 }
 
-void LLMEngine::ProposeDrafts() {
+void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
   if (!proposer_) return;
   auto decoding = [](const Sequence* seq) {
     return seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
   };
+  const auto num_decoding = static_cast<int32_t>(
+      std::count_if(scheduler_->running().begin(), scheduler_->running().end(), decoding));
   // Past a batch size the pass is no longer bound by reading the weights,
   // and verifying drafts costs more than the tokens it gains.
-  if (options_.spec_max_batch > 0 && std::count_if(scheduler_->running().begin(), scheduler_->running().end(),
-                                                   decoding) > options_.spec_max_batch) {
-    return;
+  if (options_.spec_max_batch > 0 && num_decoding > options_.spec_max_batch) return;
+  if (cost_meter_) {
+    // Now and then a step without drafts times the plain pass that the
+    // costs are shares of.
+    if (cost_meter_->WantsPlainPass(num_decoding)) return;
+    draft_length_.row_cost = cost_meter_->row_cost();
+    draft_length_.draft_cost = cost_meter_->draft_cost();
   }
   std::vector<DraftRequest> wanted;
   for (Sequence* seq : scheduler_->running()) {
@@ -284,7 +297,19 @@ void LLMEngine::ProposeDrafts() {
     if (max_tokens > 0) wanted.push_back({seq, max_tokens});
   }
   if (wanted.empty()) return;
+  const double propose_start = EngineClock();
   proposer_->Propose(wanted);
+  const double propose_seconds = EngineClock() - propose_start;
+  const DraftTiming timing = proposer_->last_timing();
+  catch_up_seconds += timing.catch_up_seconds;
+  if (cost_meter_) {
+    // What the draft tokens cost is the proposer's time less its catching
+    // up (the tokens decoded while a sequence drafted nothing).
+    int32_t draft_tokens = 0;
+    for (const DraftRequest& r : wanted) draft_tokens += static_cast<int32_t>(r.seq->draft.size());
+    cost_meter_->RecordDrafting(static_cast<int32_t>(wanted.size()), draft_tokens,
+                                propose_seconds - timing.catch_up_seconds);
+  }
   // Draft tokens a grammar forbids would be rejected anyway; they are cut
   // so that the pass does not compute them.
   for (const DraftRequest& r : wanted) {
@@ -306,9 +331,10 @@ Status LLMEngine::Step() {
   const bool profiling = ProfilingEnabled();
   const int64_t start_ns = profiling ? ProfileNow() : 0;
   const double start = EngineClock();
+  StepTally tally;
   if (proposer_) {
     ProfileScope span("propose drafts", "engine");
-    ProposeDrafts();
+    ProposeDrafts(tally.catch_up_seconds);
   }
   const double drafted = EngineClock();
   ScheduledBatch batch;
@@ -332,16 +358,22 @@ Status LLMEngine::Step() {
   if (batch.empty()) {
     return Internal("scheduler: {} requests wait but none could be scheduled", scheduler_->waiting().size());
   }
-  StepTally tally;
+  int32_t draft_rows = 0;
   for (const ScheduledSequence& s : batch.seqs) {
     if (s.seq->stats.first_scheduled_time < 0) s.seq->stats.first_scheduled_time = start;
     bool decoding = s.num_tokens - s.num_draft_tokens == 1 && s.start >= s.seq->num_prompt_tokens;
     (decoding ? tally.decode_tokens : tally.prefill_tokens) += s.num_tokens;
+    draft_rows += s.num_draft_tokens;
   }
   const ProfilePhase phase = tally.prefill_tokens > 0 ? ProfilePhase::kPrefill : ProfilePhase::kDecode;
   if (profiling) SetProfilePhase(phase);
 
+  const double pass_start = EngineClock();
   auto drawn = runner_->Run(batch, dumper_.get());
+  if (cost_meter_ && drawn.ok() && tally.prefill_tokens == 0) {
+    // A pass of decoding sequences only: a plain pass, or one with drafts.
+    cost_meter_->RecordPass(static_cast<int32_t>(batch.seqs.size()), draft_rows, EngineClock() - pass_start);
+  }
   if (!drawn.ok()) {
     double now = EngineClock();
     for (const ScheduledSequence& s : batch.seqs) {
@@ -498,6 +530,11 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.spec_accepted_tokens += step->draft_tokens - step->rejected_draft_tokens;
   c.generation_tokens += step->sampled;
   c.spec_draft_seconds += step->draft_seconds;
+  c.spec_catch_up_seconds += step->catch_up_seconds;
+  if (cost_meter_) {
+    c.spec_row_cost = cost_meter_->row_measured() ? cost_meter_->row_cost() : 0.0;
+    c.spec_draft_cost = cost_meter_->draft_measured() ? cost_meter_->draft_cost() : 0.0;
+  }
   int64_t tokens = step->prefill_tokens + step->decode_tokens;
   const double pass_seconds = step->seconds - step->draft_seconds;
   if (tokens > 0) {

@@ -27,6 +27,7 @@ class GrammarCompiler;
 class ModelRunner;
 class ModelSession;
 class Scheduler;
+class SpecCostMeter;
 class TensorDumper;
 class Tokenizer;
 class WeightStore;
@@ -53,6 +54,14 @@ struct EngineCounters {
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   double spec_draft_seconds = 0;  // proposing drafts (not in prefill or decode seconds)
+  // Of spec_draft_seconds, a draft model catching its caches up (not
+  // charged to the draft cost).
+  double spec_catch_up_seconds = 0;
+  // With spec_measure_costs: the measured extra cost of a verified draft
+  // row and of drafting one token, as shares of a plain decode pass (0 until
+  // measured; spec_cost_meter.h).
+  double spec_row_cost = 0;
+  double spec_draft_cost = 0;
   int64_t steps = 0;
   int64_t requests_finished = 0;
   // Time in the steps' forward passes and sampling, each step's split
@@ -135,9 +144,10 @@ class LLMEngine {
   void DrainPending();
   // Sets the drafts of the running sequences that speculate this step
   // (those decoding their next token, unless the batch is past
-  // spec_max_batch), each as long as its DraftLength says, and cuts them
-  // to what their grammars allow.
-  void ProposeDrafts();
+  // spec_max_batch or the cost meter wants a plain pass timed), each as
+  // long as its DraftLength says, and cuts them to what their grammars
+  // allow. Adds a draft model's catch-up seconds to `catch_up_seconds`.
+  void ProposeDrafts(double& catch_up_seconds);
   // Appends a sampled token, decides whether the request is done, and
   // tells its callback. False when the request ended (and is gone).
   bool HandleSample(Request& request, const SampleResult& sample, double now);
@@ -152,7 +162,8 @@ class LLMEngine {
     int64_t draft_tokens = 0;
     int64_t sampled = 0;
     double seconds = 0;
-    double draft_seconds = 0;  // of `seconds`, proposing drafts
+    double draft_seconds = 0;     // of `seconds`, proposing drafts
+    double catch_up_seconds = 0;  // of `draft_seconds`, a draft model catching up
   };
   // Refreshes the gauges (running, waiting, blocks) and adds `step`, when
   // a pass ran, to the totals.
@@ -166,6 +177,8 @@ class LLMEngine {
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<DraftProposer> proposer_;  // null without speculative decoding
   DraftLengthConfig draft_length_;
+  // With adaptive draft lengths and spec_measure_costs.
+  std::unique_ptr<SpecCostMeter> cost_meter_;
   std::unique_ptr<TensorDumper> dumper_;
   std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
   std::vector<int32_t> eos_ids_;

@@ -120,6 +120,14 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Header("kiln_spec_draft_seconds_total", "counter",
                 "Speculative decoding: seconds spent proposing drafts (outside the forward passes).");
   out += Sample("kiln_spec_draft_seconds_total", c.spec_draft_seconds);
+  out += Header("kiln_spec_row_cost", "gauge",
+                "Speculative decoding: measured extra cost of one verified draft row, as a share of a plain "
+                "decode pass (0 until measured).");
+  out += Sample("kiln_spec_row_cost", c.spec_row_cost);
+  out += Header("kiln_spec_draft_cost", "gauge",
+                "Speculative decoding: measured cost of drafting one token, as a share of a plain decode pass (0 "
+                "until measured; catching a draft model up is not counted).");
+  out += Sample("kiln_spec_draft_cost", c.spec_draft_cost);
   return out;
 }
 

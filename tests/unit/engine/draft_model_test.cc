@@ -5,11 +5,14 @@
 // for tiny-qwen3). A draft that is the model itself at its own dtype
 // computes the target's own logits, so every draft token is accepted: any
 // slip in keeping the draft's KV cache in step with the target's tokens
-// (rollback, catch-up, preemption) would show as a rejection. Bad options
-// are refused with errors naming the models.
+// (rollback, catch-up, preemption) would show as a rejection. Measuring
+// what drafting costs changes no greedy output, and the proposer times
+// catching its cache up apart from drafting. Bad options are refused with
+// errors naming the models.
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "compiler/compiled_model.h"
 #include "engine/draft_model.h"
@@ -125,6 +128,9 @@ void CheckDraft(const EngineOptions& base, const std::string& tiny_model, const 
     EngineOptions options = base;
     options.spec_method = "draft";
     options.spec_max_batch = 0;  // draft in every step, however large the batch
+    // Draft lengths that follow acceptance alone, not timings: the same
+    // drafts (and preemptions) on every run.
+    options.spec_measure_costs = false;
     options.draft_model = draft_model;
     options.draft_dtype = draft_dtype;
     options.spec_tokens = run.spec_tokens;
@@ -167,6 +173,48 @@ TEST(DraftModelTest, TinyQwen2DraftsForTinyQwen3) {
   CheckDraft(TinyOptions("tiny-qwen3"), "tiny-qwen3", testing::ModelDir("tiny-qwen2"), "", kRuns, 16);
 }
 
+// Measuring what drafting costs changes only how long drafts are (and so
+// when they are made): greedy output is the same with the meter and
+// without, by a draft model and by prompt lookup, and the costs are
+// reported only when measured.
+TEST(DraftModelTest, MeasuredCostsChangeNoGreedyOutput) {
+  EngineOptions base = TinyOptions("tiny-llama");
+  LoadedModel loaded = LoadOrDie(base);
+  ASSERT_NE(loaded.weights, nullptr);
+  std::vector<GenerationRequest> requests = Workload("tiny-llama", 8, /*with_sampling=*/false);
+  auto plain = EngineOrDie(loaded, base);
+  ASSERT_NE(plain, nullptr);
+  std::vector<GenerationResult> expected = RunAll(*plain, requests, /*batched=*/false);
+  for (const char* method : {"draft", "ngram"}) {
+    for (bool measure : {true, false}) {
+      SCOPED_TRACE(std::string(method) + (measure ? " measured" : " not measured"));
+      EngineOptions options = base;
+      options.spec_method = method;
+      if (options.spec_method == "draft") {
+        options.draft_model = "self";
+        options.draft_dtype = "q4_0";
+      }
+      options.spec_measure_costs = measure;
+      auto engine = EngineOrDie(loaded, options);
+      ASSERT_NE(engine, nullptr);
+      // One at a time: every decode step has one sequence, whose plain
+      // pass is timed first.
+      std::vector<GenerationResult> actual = RunAll(*engine, requests, /*batched=*/false);
+      EXPECT_EQ(CountMismatches(requests, expected, actual), 0);
+      const EngineCounters c = engine->Counters();
+      EXPECT_GT(c.spec_verifications, 0);
+      if (!measure) {
+        EXPECT_EQ(c.spec_row_cost, 0);
+        EXPECT_EQ(c.spec_draft_cost, 0);
+      } else if (options.spec_method == "draft") {
+        EXPECT_GT(c.spec_draft_cost, 0);
+      } else {
+        EXPECT_LT(c.spec_draft_cost, 1);  // a lookup costs far less than a pass
+      }
+    }
+  }
+}
+
 // The model drafting for itself at its own dtype computes exactly the
 // target's logits (the CPU kernels are batch-invariant), so a draft cache
 // in step with the sequence guesses every greedy token right.
@@ -186,6 +234,9 @@ TEST(DraftModelTest, SelfAtItsOwnDtypeIsAlwaysAccepted) {
       SCOPED_TRACE(run.name);
       options.spec_method = "draft";
       options.spec_max_batch = 0;  // draft in every step, however large the batch
+      // Draft lengths that follow acceptance alone, not timings: the same
+      // drafts (and preemptions) on every run.
+      options.spec_measure_costs = false;
       options.draft_model = "self";
       options.spec_tokens = run.spec_tokens;
       options.max_prefill_chunk = run.max_prefill_chunk;
@@ -206,21 +257,39 @@ TEST(DraftModelTest, SelfAtItsOwnDtypeIsAlwaysAccepted) {
   }
 }
 
+// A tiny model drafting for itself at `dtype` (empty: as loaded), with the
+// target's session beside: what the engine builds for --draft-model self.
+// Null sessions when something failed (and reported).
+struct SelfDrafted {
+  LoadedModel loaded;
+  DraftedSessions sessions;
+};
+SelfDrafted SelfDraftedOrDie(const std::string& model, const std::string& dtype) {
+  EngineOptions options = TinyOptions(model);
+  options.spec_method = "draft";
+  options.draft_model = "self";
+  options.draft_dtype = dtype;
+  SelfDrafted out;
+  out.loaded = LoadOrDie(options);
+  if (out.loaded.weights == nullptr) return out;
+  auto session_options = SessionOptionsFor(options, out.loaded);
+  EXPECT_TRUE(session_options.ok()) << session_options.status().ToString();
+  if (!session_options.ok()) return out;
+  auto drafted = CreateDraftedSessions(options, out.loaded, *session_options);
+  EXPECT_TRUE(drafted.ok()) << drafted.status().ToString();
+  if (drafted.ok()) out.sessions = std::move(drafted).value();
+  return out;
+}
+
 // The proposer on its own: drafts equal the model's greedy continuation,
 // a rejected draft is rolled back and the cache catches up, and forgetting
 // a sequence gives its blocks back.
 TEST(DraftModelTest, ProposerFollowsTheSequenceAndReleasesItsCache) {
-  EngineOptions options = TinyOptions("tiny-qwen2");
-  options.spec_method = "draft";
-  options.draft_model = "self";
-  LoadedModel loaded = LoadOrDie(options);
-  ASSERT_NE(loaded.weights, nullptr);
-  auto session_options = SessionOptionsFor(options, loaded);
-  ASSERT_TRUE(session_options.ok());
-  auto drafted = CreateDraftedSessions(options, loaded, *session_options);
-  ASSERT_TRUE(drafted.ok()) << drafted.status().ToString();
-  DraftModelProposer& proposer = *drafted->proposer;
-  EXPECT_EQ(proposer.blocks().num_blocks(), drafted->target->num_kv_blocks());
+  SelfDrafted drafted = SelfDraftedOrDie("tiny-qwen2", "");
+  ASSERT_NE(drafted.sessions.proposer, nullptr);
+  const LoadedModel& loaded = drafted.loaded;
+  DraftModelProposer& proposer = *drafted.sessions.proposer;
+  EXPECT_EQ(proposer.blocks().num_blocks(), drafted.sessions.target->num_kv_blocks());
 
   // The model's own greedy continuation of two prompts.
   EngineOptions plain_options = TinyOptions("tiny-qwen2");
@@ -288,6 +357,54 @@ TEST(DraftModelTest, ProposerFollowsTheSequenceAndReleasesItsCache) {
   proposer.Forget(b.id);  // unknown ids are ignored
   EXPECT_EQ(proposer.num_tracked(), 0);
   EXPECT_EQ(proposer.blocks().num_used_blocks(), 0);
+}
+
+// The proposer tells drafting apart from catching up: a pass that brings a
+// cache up to date over a prompt, or over tokens decoded while the
+// sequence drafted nothing, is catch-up (timed, and not a draft pass); the
+// passes that propose a token after at most the steady state's two unseen
+// tokens are draft passes.
+TEST(DraftModelTest, ProposerTimesCatchingUpApartFromDrafting) {
+  SelfDrafted drafted = SelfDraftedOrDie("tiny-llama", "q4_0");
+  ASSERT_NE(drafted.sessions.proposer, nullptr);
+  DraftModelProposer& proposer = *drafted.sessions.proposer;
+
+  std::vector<int32_t> text = engine_test::HeldoutIds("tiny-llama");
+  SamplingParams params;
+  params.temperature = 0;
+  Sequence a(1, std::vector<int32_t>(text.begin() + 40, text.begin() + 90), params);
+  std::vector<DraftRequest> requests = {{.seq = &a, .max_tokens = 4}};
+
+  // The prompt, never taken in beside a prefill: caught up, then three
+  // passes for the draft tokens after the first.
+  proposer.Propose(requests);
+  ASSERT_EQ(a.draft.size(), 4u);
+  DraftTiming t = proposer.last_timing();
+  EXPECT_EQ(t.catch_up_tokens, 50);  // the last token's logits propose the first draft token
+  EXPECT_GT(t.catch_up_seconds, 0);
+  EXPECT_EQ(t.draft_passes, 3);
+  EXPECT_GT(t.draft_seconds, 0);
+
+  // All four accepted and the model's own next token: the draft runs the
+  // fourth draft token and that one, and proposes: a draft pass.
+  a.tokens.insert(a.tokens.end(), a.draft.begin(), a.draft.end());
+  a.tokens.push_back(a.draft[0]);
+  proposer.Propose(requests);
+  t = proposer.last_timing();
+  EXPECT_EQ(t.catch_up_tokens, 0);
+  EXPECT_EQ(t.catch_up_seconds, 0);
+  EXPECT_EQ(t.draft_passes, 4);
+
+  // Twelve tokens decoded without drafts (a pause), the first of them not
+  // the draft's: catching up over them is no draft pass.
+  a.tokens.push_back(a.draft[0] == 7 ? 8 : 7);
+  for (int i = 1; i < 12; ++i) a.tokens.push_back(text[static_cast<size_t>(200 + i)]);
+  proposer.Propose(requests);
+  t = proposer.last_timing();
+  EXPECT_EQ(t.catch_up_tokens, 12);
+  EXPECT_GT(t.catch_up_seconds, 0);
+  EXPECT_EQ(t.draft_passes, 3);
+  proposer.Forget(a.id);
 }
 
 TEST(DraftModelTest, KvBudgetIsSharedInProportionToBlockBytes) {

@@ -116,6 +116,9 @@ void CheckModel(const EngineOptions& base, const std::string& tiny_model, std::s
     options.max_num_seqs = config.max_num_seqs;
     options.spec_adaptive = config.adaptive;
     options.spec_max_batch = 0;  // speculate in every step, however large the batch
+    // Draft lengths that follow acceptance alone, not timings: the same
+    // drafts (and preemptions) on every run.
+    options.spec_measure_costs = false;
     if (config.kv_blocks > 0) options.kv_cache_memory.bytes = config.kv_blocks * block_bytes;
     auto engine = EngineOrDie(loaded, options);
     ASSERT_NE(engine, nullptr);

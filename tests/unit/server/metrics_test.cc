@@ -111,6 +111,8 @@ TEST(ServerMetricsTest, SpeculativeDecodingAcceptance) {
   c.spec_draft_tokens = 40;
   c.spec_accepted_tokens = 25;
   c.spec_draft_seconds = 0.75;
+  c.spec_row_cost = 0.125;
+  c.spec_draft_cost = 0.5;
   auto s = Samples(m.Render(&c));
   EXPECT_EQ(s["kiln_spec_verifications_total"], 10);
   EXPECT_EQ(s["kiln_spec_draft_tokens_total"], 40);
@@ -118,6 +120,8 @@ TEST(ServerMetricsTest, SpeculativeDecodingAcceptance) {
   EXPECT_DOUBLE_EQ(s["kiln_spec_acceptance_rate"], 0.625);
   EXPECT_DOUBLE_EQ(s["kiln_spec_mean_accepted_tokens"], 2.5);
   EXPECT_DOUBLE_EQ(s["kiln_spec_draft_seconds_total"], 0.75);
+  EXPECT_DOUBLE_EQ(s["kiln_spec_row_cost"], 0.125);
+  EXPECT_DOUBLE_EQ(s["kiln_spec_draft_cost"], 0.5);
 }
 
 }  // namespace
