@@ -38,7 +38,7 @@ check: build
 sanitize: setup
 	scripts/sanitize.sh
 
-# libFuzzer targets, each for a bounded time (FUZZ_SECONDS, default 25).
+# libFuzzer targets, each for a bounded time (FUZZ_SECONDS, default 20).
 fuzz: setup
 	scripts/fuzz.sh
 

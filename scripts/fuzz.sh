@@ -2,14 +2,14 @@
 # Builds the libFuzzer targets with clang (address and undefined-behaviour
 # sanitizers, in the build folder of scripts/sanitize.sh's address runs,
 # whose library objects they share) and runs each for FUZZ_SECONDS (default
-# 25); fails on any finding. Every tests/fuzz/<name>.cc target is run, starting from its seeds
+# 20); fails on any finding. Every tests/fuzz/<name>.cc target is run, starting from its seeds
 # in tests/fuzz/seeds/<name>/ plus, where ../shared has them, the beginnings of
 # real model files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=${FUZZ_BUILD:-${SERVER_ASAN_BUILD:-build-asan}}
-seconds=${FUZZ_SECONDS:-25}
+seconds=${FUZZ_SECONDS:-20}
 jobs=${JOBS:-$(nproc)}
 shared=${KILN_SHARED_DIR:-../shared}
 
