@@ -137,7 +137,7 @@ void RegisterQuantize(CLI::App& app) {
   auto flags = std::make_shared<QuantizeFlags>();
   cmd->add_option("model", flags->model, "A Hugging Face folder or a .gguf file")->required();
   cmd->add_option("output", flags->output, "The .gguf file to write (atomically)")->required();
-  cmd->add_option("--type", flags->type, "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k, bf16, f16 or f32")
+  cmd->add_option("--type", flags->type, "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k, iq4_nl, iq4_xs, bf16, f16 or f32")
       ->required();
   cmd->add_option("--threads", flags->threads, "Threads to quantize with (0: one per physical core)")
       ->check(CLI::NonNegativeNumber);

@@ -33,6 +33,8 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"q5_k", 256, 176, false, true},
     {"q6_k", 256, 210, false, true},
     {"q8_k", 256, 292, false, true},
+    {"iq4_nl", 32, 18, false, true},
+    {"iq4_xs", 256, 136, false, true},
 }};
 
 }  // namespace

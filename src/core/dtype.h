@@ -35,9 +35,14 @@ enum class DType : uint8_t {
   kQ5_K,
   kQ6_K,
   kQ8_K,
+  // ggml's non-linear 4-bit formats: 4-bit indices into a fixed table of 16
+  // values, one scale per 32 (IQ4_NL) or 6-bit sub-scales under one scale
+  // per 256 (IQ4_XS).
+  kIQ4_NL,
+  kIQ4_XS,
 };
 
-inline constexpr int kNumDTypes = static_cast<int>(DType::kQ8_K) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::kIQ4_XS) + 1;
 
 struct DTypeInfo {
   const char* name;   // "f32", "bf16", "q4_k", ...

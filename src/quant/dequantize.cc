@@ -235,6 +235,40 @@ void DequantizeQ8_K(const void* src, float* dst, int64_t n) {
   }
 }
 
+int UnpackScaleIQ4_XS(const BlockIQ4_XS& block, int j) {
+  const int low = (block.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+  const int high = (block.scales_h >> (2 * j)) & 3;
+  return low | (high << 4);
+}
+
+// ggml's order: d * value (IQ4_NL), (d * (ls - 32)) * value (IQ4_XS).
+void DequantizeIQ4_NL(const void* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    auto block = LoadBlock<BlockIQ4_NL>(src, b);
+    const float d = F16ToF32(block.d);
+    for (int i = 0; i < kQK / 2; ++i) {
+      dst[b * kQK + i] = d * static_cast<float>(kIQ4Values[block.qs[i] & 0x0F]);
+      dst[b * kQK + i + kQK / 2] = d * static_cast<float>(kIQ4Values[block.qs[i] >> 4]);
+    }
+  }
+}
+
+void DequantizeIQ4_XS(const void* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    auto block = LoadBlock<BlockIQ4_XS>(src, b);
+    const float d = F16ToF32(block.d);
+    for (int j = 0; j < kQK_K / kQK; ++j) {
+      const float dl = d * static_cast<float>(UnpackScaleIQ4_XS(block, j) - 32);
+      const uint8_t* qs = block.qs + 16 * j;
+      float* out = dst + b * kQK_K + kQK * j;
+      for (int i = 0; i < kQK / 2; ++i) {
+        out[i] = dl * static_cast<float>(kIQ4Values[qs[i] & 0x0F]);
+        out[i + kQK / 2] = dl * static_cast<float>(kIQ4Values[qs[i] >> 4]);
+      }
+    }
+  }
+}
+
 Status DequantizeRow(DType dtype, const void* src, float* dst, int64_t n) {
   if (n < 0) return InvalidArgument("dequantize {}: negative element count {}", DTypeName(dtype), n);
   int block = DTypeBlockSize(dtype);
@@ -290,6 +324,8 @@ Status DequantizeRow(DType dtype, const void* src, float* dst, int64_t n) {
     case DType::kQ5_K: DequantizeQ5_K(src, dst, n); break;
     case DType::kQ6_K: DequantizeQ6_K(src, dst, n); break;
     case DType::kQ8_K: DequantizeQ8_K(src, dst, n); break;
+    case DType::kIQ4_NL: DequantizeIQ4_NL(src, dst, n); break;
+    case DType::kIQ4_XS: DequantizeIQ4_XS(src, dst, n); break;
   }
   return Status::Ok();
 }

@@ -31,6 +31,8 @@ void DequantizeQ4_K(const void* src, float* dst, int64_t n);
 void DequantizeQ5_K(const void* src, float* dst, int64_t n);
 void DequantizeQ6_K(const void* src, float* dst, int64_t n);
 void DequantizeQ8_K(const void* src, float* dst, int64_t n);
+void DequantizeIQ4_NL(const void* src, float* dst, int64_t n);
+void DequantizeIQ4_XS(const void* src, float* dst, int64_t n);
 
 // The 6-bit scale and min of sub-block `j` (0..7) of a Q4_K or Q5_K block:
 // sub-blocks 0-3 keep theirs in the low 6 bits of bytes j and j + 4; 4-7 keep
@@ -42,5 +44,9 @@ void UnpackScaleMinK4(const uint8_t scales[kKScaleBytes], int j, int* scale, int
 // a Q3_K block: low 4 bits from a nibble of bytes 0-7, high 2 bits from a
 // 2-bit field of bytes 8-11.
 int UnpackScaleQ3_K(const uint8_t scales[kKScaleBytes], int i);
+
+// The 6-bit scale (0..63, before subtracting 32) of sub-block `j` (0..7) of
+// an IQ4_XS block.
+int UnpackScaleIQ4_XS(const BlockIQ4_XS& block, int j);
 
 }  // namespace kiln

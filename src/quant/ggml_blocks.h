@@ -112,6 +112,29 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
+// The 16 values the 4-bit indices of IQ4_NL and IQ4_XS stand for (before
+// the scale): spaced non-linearly, denser near zero, as weights are.
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// 32 values: value = d * kIQ4Values[q], q a 4-bit index packed as Q4_0's
+// nibbles (byte j: element j low, element j + 16 high).
+struct BlockIQ4_NL {
+  HalfBits d;
+  uint8_t qs[kQK / 2];
+};
+
+// 256 values in 8 sub-blocks of 32: value = d * (ls - 32) * kIQ4Values[q],
+// where sub-block j's 6-bit ls has its low 4 bits in nibble j % 2 of
+// scales_l[j / 2] and its high 2 bits at bits 2j, 2j+1 of scales_h; sub-block
+// j's indices are packed as an IQ4_NL block's in qs[16 j .. 16 j + 15].
+struct BlockIQ4_XS {
+  HalfBits d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -124,5 +147,7 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 }  // namespace kiln

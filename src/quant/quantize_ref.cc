@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "quant/ggml_blocks.h"
+#include "quant/quantize_iquants.h"
 #include "quant/quantize_kquants.h"
 
 namespace kiln {
@@ -145,7 +146,9 @@ bool CanQuantizeTo(DType dtype) {
     case DType::kQ5_1:
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K: return true;
+    case DType::kQ6_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS: return true;
     default: return false;
   }
 }
@@ -180,6 +183,8 @@ Status QuantizeRowRef(DType dtype, const float* src, void* dst, int64_t n) {
     case DType::kQ4_K: QuantizeQ4_KRef(src, dst, n); break;
     case DType::kQ5_K: QuantizeQ5_KRef(src, dst, n); break;
     case DType::kQ6_K: QuantizeQ6_KRef(src, dst, n); break;
+    case DType::kIQ4_NL: QuantizeIQ4_NLRef(src, dst, n); break;
+    case DType::kIQ4_XS: QuantizeIQ4_XSRef(src, dst, n); break;
     default: break;  // rejected by CanQuantizeTo above
   }
   return Status::Ok();

@@ -1,7 +1,7 @@
 // Reference quantizers for every format kiln writes: round to nearest with one
 // scale (and min) per block for the 32-element formats, as ggml's reference
 // does, and the float conversions; QuantizeRowRef dispatches to the k-quants
-// of quantize_kquants.h too.
+// of quantize_kquants.h and the IQ4 formats of quantize_iquants.h too.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,7 @@ void QuantizeQ5_0Ref(const float* src, void* dst, int64_t n);
 void QuantizeQ5_1Ref(const float* src, void* dst, int64_t n);
 
 // Whether QuantizeRowRef writes `dtype`: f32, f16, bf16, q8_0, q4_0, q4_1,
-// q5_0, q5_1, q4_k, q5_k and q6_k.
+// q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl and iq4_xs.
 bool CanQuantizeTo(DType dtype);
 
 // Converts `n` floats to `dtype` at `dst`, which must hold DTypeBytes(dtype,

@@ -21,6 +21,7 @@ constexpr FileTypeEntry kFileTypes[] = {
     {QuantFileType::kQ4_1, "q4_1", DType::kQ4_1},     {QuantFileType::kQ5_0, "q5_0", DType::kQ5_0},
     {QuantFileType::kQ5_1, "q5_1", DType::kQ5_1},     {QuantFileType::kQ4_K_M, "q4_k_m", DType::kQ4_K},
     {QuantFileType::kQ5_K_M, "q5_k_m", DType::kQ5_K}, {QuantFileType::kQ6_K, "q6_k", DType::kQ6_K},
+    {QuantFileType::kIQ4_NL, "iq4_nl", DType::kIQ4_NL}, {QuantFileType::kIQ4_XS, "iq4_xs", DType::kIQ4_XS},
     {QuantFileType::kBF16, "bf16", DType::kBF16},     {QuantFileType::kF16, "f16", DType::kF16},
     {QuantFileType::kF32, "f32", DType::kF32},
 };
@@ -57,16 +58,18 @@ bool NeverQuantized(std::string_view name) {
          Contains(name, "position_embd") || Contains(name, "token_types");
 }
 
-bool IsKQuant(DType d) {
-  return d == DType::kQ2_K || d == DType::kQ3_K || d == DType::kQ4_K || d == DType::kQ5_K || d == DType::kQ6_K;
+bool HasSuperBlocks(DType d) {
+  return d == DType::kQ2_K || d == DType::kQ3_K || d == DType::kQ4_K || d == DType::kQ5_K || d == DType::kQ6_K ||
+         d == DType::kIQ4_XS;
 }
 
-// The legacy type a k-quant falls back to for rows that are not whole
-// super-blocks (llama.cpp's choice).
-DType KQuantFallback(DType d) {
+// The type of 32-value blocks a super-block type falls back to for rows
+// that are not whole super-blocks (llama.cpp's choice).
+DType SuperBlockFallback(DType d) {
   switch (d) {
     case DType::kQ4_K: return DType::kQ5_0;
     case DType::kQ5_K: return DType::kQ5_1;
+    case DType::kIQ4_XS: return DType::kIQ4_NL;
     default: return DType::kQ8_0;
   }
 }
@@ -125,7 +128,7 @@ TypeChoice ChooseTensorType(QuantFileType type, const TensorFacts& tensor, const
   const int block = DTypeBlockSize(choice.dtype);
   if (row % block == 0) return choice;
 
-  if (IsKQuant(choice.dtype)) choice.dtype = KQuantFallback(choice.dtype);
+  if (HasSuperBlocks(choice.dtype)) choice.dtype = SuperBlockFallback(choice.dtype);
   if (row % DTypeBlockSize(choice.dtype) != 0) choice.dtype = DType::kF16;
   choice.fallback_reason =
       fmt::format("{} columns are not a multiple of {}'s block of {}", row, DTypeName(choice.preferred), block);

@@ -26,6 +26,8 @@ enum class QuantFileType : uint32_t {
   kQ4_K_M = 15,
   kQ5_K_M = 17,
   kQ6_K = 18,
+  kIQ4_NL = 25,
+  kIQ4_XS = 30,
   kBF16 = 32,
 };
 

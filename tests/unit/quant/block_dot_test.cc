@@ -35,6 +35,8 @@ std::vector<size_t> HalfFields(DType t) {
     case DType::kQ4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
     case DType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
     case DType::kQ6_K: return {offsetof(BlockQ6_K, d)};
+    case DType::kIQ4_NL: return {offsetof(BlockIQ4_NL, d)};
+    case DType::kIQ4_XS: return {offsetof(BlockIQ4_XS, d)};
     default: return {};
   }
 }

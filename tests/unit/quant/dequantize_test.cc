@@ -360,11 +360,49 @@ TEST(Dequantize, Q8_K) {
   for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], 0.001f * static_cast<float>(i - 128)) << i;
 }
 
+TEST(Dequantize, IQ4_NL) {
+  // Byte j: index j (element j) and 15 - j (element j + 16); d = 0.5.
+  BlockIQ4_NL b;
+  b.d = H(0.5f);
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  auto y = DequantizeBlock(DType::kIQ4_NL, b, 32);
+  const int values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 0.5f * static_cast<float>(values[j])) << j;
+    EXPECT_EQ(y[j + 16], 0.5f * static_cast<float>(values[15 - j])) << j;
+  }
+}
+
+TEST(Dequantize, IQ4_XS) {
+  // Sub-block j's 6-bit scale is 32 + j - 4 (so sub-scales -4..3 steps of
+  // d = 0.25), split into scales_l's nibbles and scales_h's 2-bit fields;
+  // element i of sub-block j has index (i + j) % 16.
+  BlockIQ4_XS b{};
+  b.d = H(0.25f);
+  for (int j = 0; j < 8; ++j) {
+    const int ls = 32 + j - 4;
+    b.scales_l[j / 2] = static_cast<uint8_t>(b.scales_l[j / 2] | ((ls & 15) << (4 * (j % 2))));
+    b.scales_h = static_cast<uint16_t>(b.scales_h | ((ls >> 4) << (2 * j)));
+    for (int i = 0; i < 16; ++i) {
+      b.qs[16 * j + i] = static_cast<uint8_t>(((i + j) % 16) | (((i + 16 + j) % 16) << 4));
+    }
+  }
+  auto y = DequantizeBlock(DType::kIQ4_XS, b, 256);
+  for (int j = 0; j < 8; ++j) {
+    const float dl = 0.25f * static_cast<float>(j - 4);
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(y[32 * j + i], dl * static_cast<float>(kIQ4Values[(i + j) % 16])) << j << " " << i;
+    }
+  }
+  EXPECT_EQ(UnpackScaleIQ4_XS(b, 7), 35);
+}
+
 // ---- all formats: zeros, extremes, errors ----
 
 TEST(Dequantize, AllZeroBlocksGiveZeros) {
   const DType kTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ8_1,
-                          DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ8_K};
+                          DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ8_K,
+                          DType::kIQ4_NL, DType::kIQ4_XS};
   for (DType t : kTypes) {
     std::vector<uint8_t> zeros(2 * GetDTypeInfo(t).block_bytes, 0);
     int n = 2 * DTypeBlockSize(t);

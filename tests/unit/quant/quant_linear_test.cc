@@ -134,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantLinearTest,
                                            Case{DType::kQ4_1, 19, 64}, Case{DType::kQ5_0, 70, 160},
                                            Case{DType::kQ5_1, 9, 32}, Case{DType::kQ2_K, 21, 512},
                                            Case{DType::kQ3_K, 16, 256}, Case{DType::kQ4_K, 45, 512},
-                                           Case{DType::kQ5_K, 8, 768}, Case{DType::kQ6_K, 33, 256}),
+                                           Case{DType::kQ5_K, 8, 768}, Case{DType::kQ6_K, 33, 256},
+                                           Case{DType::kIQ4_NL, 27, 96}, Case{DType::kIQ4_XS, 17, 512}),
                          CaseName);
 
 TEST(QuantMatrix, RefusesWhatTheKernelsCannotRead) {

@@ -69,14 +69,37 @@ TEST_P(QuantizeFormats, ZerosAndConstantsComeBackExactly) {
   std::vector<float> zeros(512, 0.0f);
   for (float v : RoundTrip(dtype, zeros)) EXPECT_EQ(v, 0.0f) << DTypeName(dtype);
   // A constant power of two is exact where the block's extreme or min is
-  // stored as it is (Q8_0 and the affine k-quants divide it by 127 or 63).
-  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K) return;
+  // stored as it is (Q8_0, the affine k-quants and the IQ4 formats divide
+  // it by 127 or 63: QuantizeIQ4.ConstantBlocks checks those).
+  if (dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kIQ4_NL ||
+      dtype == DType::kIQ4_XS) {
+    return;
+  }
   std::vector<float> constant(512, -0.25f);
   for (float v : RoundTrip(dtype, constant)) EXPECT_EQ(v, -0.25f) << DTypeName(dtype);
 }
 
 // The k-quants' scale search beats plain rounding at the same bits per
 // weight: Q4_K (4.5) against Q4_0 (4.5), Q5_K (5.5) against Q5_0 (5.5).
+// The non-linear table fits Gaussian weights better than Q4_0's evenly
+// spaced levels at the same 4.5 bits (IQ4_NL) or fewer (IQ4_XS, 4.25).
+TEST(QuantizeIQ4, BeatsQ4_0AtNoMoreBits) {
+  auto x = Gaussian(256 * 64, 17);
+  const double q4_0 = RelativeRmsError(x, RoundTrip(DType::kQ4_0, x));
+  EXPECT_LT(RelativeRmsError(x, RoundTrip(DType::kIQ4_NL, x)), 0.9 * q4_0);
+  EXPECT_LT(RelativeRmsError(x, RoundTrip(DType::kIQ4_XS, x)), 0.95 * q4_0);
+}
+
+// A block of one repeated value maps it onto the table's end: it comes
+// back within the fp16 rounding of its scale.
+TEST(QuantizeIQ4, ConstantBlocks) {
+  for (DType dtype : {DType::kIQ4_NL, DType::kIQ4_XS}) {
+    std::vector<float> constant(256, -1.27f);
+    auto y = RoundTrip(dtype, constant);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], -1.27f, 2e-3f) << DTypeName(dtype) << " " << i;
+  }
+}
+
 TEST(QuantizeKQuants, SearchBeatsRoundToNearestAtEqualSize) {
   auto x = Gaussian(256 * 64, 11);
   EXPECT_LT(RelativeRmsError(x, RoundTrip(DType::kQ4_K, x)), 0.9 * RelativeRmsError(x, RoundTrip(DType::kQ4_0, x)));
@@ -112,7 +135,8 @@ INSTANTIATE_TEST_SUITE_P(All, QuantizeFormats,
                                            FormatBound{DType::kQ4_0, 0.1}, FormatBound{DType::kQ4_1, 0.095},
                                            FormatBound{DType::kQ5_0, 0.05}, FormatBound{DType::kQ5_1, 0.045},
                                            FormatBound{DType::kQ4_K, 0.085}, FormatBound{DType::kQ5_K, 0.043},
-                                           FormatBound{DType::kQ6_K, 0.022}),
+                                           FormatBound{DType::kQ6_K, 0.022}, FormatBound{DType::kIQ4_NL, 0.09},
+                                           FormatBound{DType::kIQ4_XS, 0.09}),
                          [](const ::testing::TestParamInfo<FormatBound>& info) {
                            return std::string(DTypeName(info.param.dtype));
                          });

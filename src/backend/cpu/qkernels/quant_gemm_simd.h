@@ -190,6 +190,26 @@ struct FormatQ5_1 {
   }
 };
 
+// The 16 table values in both 128-bit lanes, for pshufb lookups.
+inline __m256i IQ4Table() {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
+  return _mm256_set_m128i(t, t);
+}
+
+// 16 bytes of IQ4 indices as the 32 signed values they stand for.
+inline __m256i IQ4Values32(const uint8_t* qs) { return _mm256_shuffle_epi8(IQ4Table(), Nibbles32(qs)); }
+
+struct FormatIQ4_NL {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kSigned = true;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile32& t) {
+    t.w[j] = IQ4Values32(b->qs);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+
 // Adds activation row block (q, dx, sum of q) times the tile to acc (8 rows).
 template <class D, class F>
 inline __m256 Accumulate32(const Tile32& t, const int8_t* q, float dx, int32_t q_sum, __m256 acc) {
@@ -290,6 +310,7 @@ inline void SetScalesMinsK4(const uint8_t* scales, int j, Tile256& t) {
 
 struct FormatQ4_K {
   using Block = BlockQ4_K;
+  static constexpr bool kSigned = false;
   static constexpr bool kCorr = false;
   static constexpr bool kHasMin = true;
   static void Unpack(const Block* b, int j, Tile256& t) {
@@ -307,6 +328,7 @@ struct FormatQ4_K {
 
 struct FormatQ5_K {
   using Block = BlockQ5_K;
+  static constexpr bool kSigned = false;
   static constexpr bool kCorr = false;
   static constexpr bool kHasMin = true;
   static void Unpack(const Block* b, int j, Tile256& t) {
@@ -328,6 +350,7 @@ struct FormatQ5_K {
 
 struct FormatQ6_K {
   using Block = BlockQ6_K;
+  static constexpr bool kSigned = false;
   static constexpr bool kCorr = true;
   static constexpr bool kHasMin = false;
   static void Unpack(const Block* b, int j, Tile256& t) {
@@ -354,6 +377,7 @@ struct FormatQ6_K {
 
 struct FormatQ2_K {
   using Block = BlockQ2_K;
+  static constexpr bool kSigned = false;
   static constexpr bool kCorr = false;
   static constexpr bool kHasMin = true;
   static void Unpack(const Block* b, int j, Tile256& t) {
@@ -373,6 +397,7 @@ struct FormatQ2_K {
 
 struct FormatQ3_K {
   using Block = BlockQ3_K;
+  static constexpr bool kSigned = false;
   static constexpr bool kCorr = true;
   static constexpr bool kHasMin = false;
   static void Unpack(const Block* b, int j, Tile256& t) {
@@ -395,6 +420,37 @@ struct FormatQ3_K {
   }
 };
 
+// IQ4_XS: signed table values, one 6-bit scale (minus 32) per 32 values.
+struct FormatIQ4_XS {
+  using Block = BlockIQ4_XS;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    alignas(16) int16_t scales[8];
+    for (int v = 0; v < 8; ++v) {
+      t.w[j][v] = IQ4Values32(b->qs + 16 * v);
+      // As UnpackScaleIQ4_XS (quant/dequantize.h).
+      const int low = (b->scales_l[v / 2] >> (4 * (v % 2))) & 0x0F;
+      const int high = (b->scales_h >> (2 * v)) & 3;
+      scales[v] = static_cast<int16_t>((low | (high << 4)) - 32);
+    }
+    SetSubBlockScales(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)), t.scale[j]);
+    t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+
+// One vector's products: signed weights (the IQ4 table) take their signs
+// onto the activations, so that pairs of |w| * q still fit int16.
+template <class F>
+inline __m256i ScaledDot256(__m256i w, __m256i x, __m256i scales) {
+  if constexpr (F::kSigned) {
+    return ScaledDot(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w), scales);
+  } else {
+    return ScaledDot(w, x, scales);
+  }
+}
+
 template <class D, class F>
 inline __m256 Accumulate256(const Tile256& t, const int8_t* q, float dx, const int16_t* piece_sums, __m256 acc) {
   __m256i x[8];
@@ -402,8 +458,8 @@ inline __m256 Accumulate256(const Tile256& t, const int8_t* q, float dx, const i
   const __m256i sums = Load256(piece_sums);
   __m256i p[8];
   for (int j = 0; j < 8; ++j) {
-    __m256i s = ScaledDot(t.w[j][0], x[0], t.scale[j][0]);
-    for (int v = 1; v < 8; ++v) s = _mm256_add_epi32(s, ScaledDot(t.w[j][v], x[v], t.scale[j][v]));
+    __m256i s = ScaledDot256<F>(t.w[j][0], x[0], t.scale[j][0]);
+    for (int v = 1; v < 8; ++v) s = _mm256_add_epi32(s, ScaledDot256<F>(t.w[j][v], x[v], t.scale[j][v]));
     if constexpr (F::kCorr) s = _mm256_add_epi32(s, _mm256_madd_epi16(t.corr[j], sums));
     p[j] = s;
   }
@@ -1057,6 +1113,8 @@ void GemmAny(const QuantGemmArgs& a) {
     case DType::kQ4_K: return Gemm<D, FormatQ4_K, true>(a);
     case DType::kQ5_K: return Gemm<D, FormatQ5_K, true>(a);
     case DType::kQ6_K: return Gemm<D, FormatQ6_K, true>(a);
+    case DType::kIQ4_NL: return Gemm<D, FormatIQ4_NL, false>(a);
+    case DType::kIQ4_XS: return Gemm<D, FormatIQ4_XS, true>(a);
     default: return;  // PackQuantMatrix admits no other type
   }
 }

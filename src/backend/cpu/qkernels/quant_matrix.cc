@@ -15,7 +15,8 @@ namespace kiln::cpu {
 
 const std::vector<DType>& QuantKernelTypes() {
   static const std::vector<DType> types = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
-                                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                                           DType::kIQ4_NL, DType::kIQ4_XS};
   return types;
 }
 
@@ -40,6 +41,8 @@ RowDequantizer QuantRowDequantizer(DType dtype) {
     case DType::kQ5_K: return &DequantizeQ5_K;
     case DType::kQ6_K: return &DequantizeQ6_K;
     case DType::kQ8_K: return &DequantizeQ8_K;
+    case DType::kIQ4_NL: return &DequantizeIQ4_NL;
+    case DType::kIQ4_XS: return &DequantizeIQ4_XS;
     default: return nullptr;
   }
 }

@@ -21,6 +21,8 @@
 //   Q4_K  A = sum_j sc_j sum w q,  dm = dmin, B = -sum_j m_j (s_2j + s_2j+1)  (8 pieces of 32)
 //   Q5_K  as Q4_K
 //   Q6_K  A = sum_i sc_i (sum w q - 32 s_i)            (w unsigned, 6 bits)
+//   IQ4_NL  A = sum v q,  v = kIQ4Values[w]             (v signed)
+//   IQ4_XS  A = sum_j (ls_j - 32) sum v q                (8 pieces of 32)
 // Integers cannot overflow: |A| < 2^28 for every format and any bytes.
 #include <algorithm>
 #include <cmath>
@@ -199,6 +201,29 @@ Terms TermsQ6_K(const uint8_t* p, const int8_t* q, const int16_t* s) {
   return t;
 }
 
+// Element i (0..31) of an IQ4 group's indices, as its table value.
+int IQ4Value(const uint8_t qs[16], int i) { return kIQ4Values[Nibble32(qs, i)]; }
+
+Terms TermsIQ4_NL(const uint8_t* p, const int8_t* q, const int16_t*) {
+  auto b = Load<BlockIQ4_NL>(p);
+  Terms t;
+  t.d = F16ToF32(b.d);
+  for (int i = 0; i < kQK; ++i) t.a += IQ4Value(b.qs, i) * q[i];
+  return t;
+}
+
+Terms TermsIQ4_XS(const uint8_t* p, const int8_t* q, const int16_t*) {
+  auto b = Load<BlockIQ4_XS>(p);
+  Terms t;
+  t.d = F16ToF32(b.d);
+  for (int j = 0; j < kQK_K / kQK; ++j) {
+    int32_t dot = 0;
+    for (int i = 0; i < kQK; ++i) dot += IQ4Value(b.qs + 16 * j, i) * q[kQK * j + i];
+    t.a += (UnpackScaleIQ4_XS(b, j) - 32) * dot;
+  }
+  return t;
+}
+
 using TermsFn = Terms (*)(const uint8_t*, const int8_t*, const int16_t*);
 
 TermsFn TermsFor(DType t) {
@@ -213,6 +238,8 @@ TermsFn TermsFor(DType t) {
     case DType::kQ4_K: return &TermsQ4_K;
     case DType::kQ5_K: return &TermsQ5_K;
     case DType::kQ6_K: return &TermsQ6_K;
+    case DType::kIQ4_NL: return &TermsIQ4_NL;
+    case DType::kIQ4_XS: return &TermsIQ4_XS;
     default: return nullptr;
   }
 }
