@@ -221,7 +221,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                          ::testing::Values(Shape{DType::kQ8_0, 8, 32}, Shape{DType::kQ8_0, 37, 96},
                                            Shape{DType::kQ8_0, 130, 288}, Shape{DType::kQ4_0, 8, 32},
                                            Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320},
-                                           Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64}),
+                                           Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64},
+                                           Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320}),
                          ShapeName);
 
 }  // namespace

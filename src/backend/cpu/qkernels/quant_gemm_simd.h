@@ -706,6 +706,22 @@ inline __m256i X8SumsQ4_0(const __m256i low[4], const __m256i high[4], const Qua
   return _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
+// An IQ4_NL tile's eight block sums against the activation block at q:
+// its layout is Q4_0's (the blocks are byte for byte alike), each nibble
+// looked up in the table, and the signed values multiplied as Q8_0's are.
+template <class D>
+inline __m256i X8SumsIQ4_NL(const uint8_t* tile, const int8_t* q) {
+  const __m256i table = IQ4Table();
+  __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
+    const __m256i wl = _mm256_shuffle_epi8(table, low);
+    const __m256i wh = _mm256_shuffle_epi8(table, high);
+    p[0] = DotAdd<D>(p[0], _mm256_abs_epi8(wl), _mm256_sign_epi8(X8Dword(q, j), wl));
+    p[1] = DotAdd<D>(p[1], _mm256_abs_epi8(wh), _mm256_sign_epi8(X8Dword(q, 4 + j), wh));
+  });
+  return _mm256_add_epi32(p[0], p[1]);
+}
+
 // R activation rows from m against Q4_0 group g, sharing each tile's
 // unpacking.
 template <class D, int R>
@@ -742,14 +758,19 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
+// The formats on the x8 layout. IQ4_NL uses it for one activation row
+// (decoding) only; more rows read its GGUF blocks (FormatIQ4_NL).
+enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL };
+
 // One activation row (decoding) against G consecutive x8 groups from g0 at
 // once: the groups' independent integer work gives the core more to
 // overlap than one group's chain of multiplies. Each group's arithmetic is
-// X8TileQ8_0's or X8TileQ4_0's, so the bits are too.
-template <class D, bool kQ8, int G>
+// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's: the row kernel's integers), so
+// the bits are too.
+template <class D, X8Format F, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : 256;
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -771,12 +792,14 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
       }
       __m256i sum;
-      if constexpr (kQ8) {
+      if constexpr (F == X8Format::kQ8_0) {
         sum = X8SumsQ8_0<D>(tile, q);
-      } else {
+      } else if constexpr (F == X8Format::kQ4_0) {
         __m256i low[4], high[4];
         X8UnpackQ4_0(tile, low, high);
         sum = X8SumsQ4_0<D>(low, high, a, m, b);
+      } else {
+        sum = X8SumsIQ4_NL<D>(tile, q);
       }
       acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(group[i], b), dx), _mm256_cvtepi32_ps(sum), acc[i]);
     }
@@ -1067,21 +1090,25 @@ void X8FewRows(const QuantGemmArgs& a) {
   }
 }
 
+// One activation row over the x8 copy's groups [g_begin, g_end), four at a
+// time.
+template <class D, X8Format F>
+void X8Row(const QuantGemmArgs& a) {
+  int64_t g = a.g_begin;
+  for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, F, 4>(a, g, a.m_begin);
+  // The groups left go together too: one group alone is one chain.
+  switch (a.g_end - g) {
+    case 3: X8RowGroups<D, F, 3>(a, g, a.m_begin); break;
+    case 2: X8RowGroups<D, F, 2>(a, g, a.m_begin); break;
+    case 1: X8RowGroups<D, F, 1>(a, g, a.m_begin); break;
+    default: break;
+  }
+}
+
 // As Gemm, over the x8 copy.
 template <class D, bool kQ8>
 void GemmX8(const QuantGemmArgs& a) {
-  if (a.m_end - a.m_begin == 1) {
-    int64_t g = a.g_begin;
-    for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, kQ8, 4>(a, g, a.m_begin);
-    // The groups left go together too: one group alone is one chain.
-    switch (a.g_end - g) {
-      case 3: X8RowGroups<D, kQ8, 3>(a, g, a.m_begin); break;
-      case 2: X8RowGroups<D, kQ8, 2>(a, g, a.m_begin); break;
-      case 1: X8RowGroups<D, kQ8, 1>(a, g, a.m_begin); break;
-      default: break;
-    }
-    return;
-  }
+  if (a.m_end - a.m_begin == 1) return X8Row<D, kQ8 ? X8Format::kQ8_0 : X8Format::kQ4_0>(a);
   if (a.x->by_block != nullptr && a.m_end - a.m_begin <= 2 * kFewRowsTile) return X8FewRows<D, kQ8>(a);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
@@ -1102,6 +1129,9 @@ template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
+  if (a.x8 != nullptr && a.w_type == DType::kIQ4_NL && a.m_end - a.m_begin == 1) {
+    return X8Row<D, X8Format::kIQ4_NL>(a);
+  }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);
     case DType::kQ4_0: return Gemm<D, FormatQ4_0, false>(a);

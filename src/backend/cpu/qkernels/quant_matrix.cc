@@ -58,6 +58,7 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   uint8_t* quants = pair + X8ScaleBytes(blocks);
   const bool q8 = w.dtype() == DType::kQ8_0;
   const int64_t tile = X8TileBytes(w.dtype());
+  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
   const int64_t block_bytes = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const int lines = q8 ? 8 : 4;
   for (int j = 0; j < kX8PairRows; ++j) {
@@ -75,7 +76,9 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
 
 }  // namespace
 
-bool HasX8Layout(DType dtype) { return dtype == DType::kQ8_0 || dtype == DType::kQ4_0; }
+bool HasX8Layout(DType dtype) {
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL;
+}
 
 int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 32 + 63) / 64 * 64; }
 
