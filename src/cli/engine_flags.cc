@@ -3,6 +3,7 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "core/dtype.h"
+#include "quant/quantize_ref.h"
 
 namespace kiln::cli {
 
@@ -32,7 +33,7 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--preset", o.preset,
                   "With --load-format dummy: a published model's shapes, e.g. qwen2.5-0.5b")
       ->group(group);
-  cmd->add_option("--dtype", flags->dummy_dtype, "With --load-format dummy: the generated weights' dtype (f32, f16, bf16, q8_0, q4_0, iq4_nl or iq4_xs)")
+  cmd->add_option("--dtype", flags->dummy_dtype, "With --load-format dummy: the generated weights' dtype (f32, f16, bf16 or a block type kiln quantize writes: q8_0, q4_0, q5_0, q4_k, iq4_nl, ...)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--tokenizer", o.tokenizer,
@@ -130,10 +131,10 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
   EngineOptions o = options;
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(backend_plugins));
   auto dummy = DTypeFromName(dummy_dtype);
-  if (!dummy || (*dummy != DType::kF32 && *dummy != DType::kF16 && *dummy != DType::kBF16 &&
-                 *dummy != DType::kQ8_0 && *dummy != DType::kQ4_0 && *dummy != DType::kIQ4_NL &&
-                 *dummy != DType::kIQ4_XS)) {
-    return InvalidArgument("--dtype {}: expected f32, f16, bf16, q8_0, q4_0, iq4_nl or iq4_xs", dummy_dtype);
+  if (!dummy || !CanQuantizeTo(*dummy)) {
+    return InvalidArgument("--dtype {}: expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, "
+                           "iq4_nl or iq4_xs",
+                           dummy_dtype);
   }
   o.dummy_dtype = *dummy;
   KILN_ASSIGN_OR_RETURN(o.precision, ParsePrecisionFlag(precision, Precision::kMixed));

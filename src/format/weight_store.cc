@@ -281,10 +281,8 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string& path
 Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& config, DType dtype,
                                                           uint64_t seed) {
   KILN_RETURN_IF_ERROR(config.Validate().WithContext("dummy weights"));
-  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kQ8_0 &&
-      dtype != DType::kQ4_0 && dtype != DType::kIQ4_NL && dtype != DType::kIQ4_XS) {
-    return Unsupported("dummy weights: dtype {} (f32, f16, bf16, q8_0, q4_0, iq4_nl and iq4_xs are supported)",
-                       DTypeName(dtype));
+  if (!CanQuantizeTo(dtype)) {
+    return Unsupported("dummy weights: dtype {} (the types kiln quantize writes are supported)", DTypeName(dtype));
   }
   auto store = std::make_unique<LoadedWeightStore>(fmt::format("dummy:{}", ArchitectureName(config.arch)),
                                                    ModelFormat::kDummy);

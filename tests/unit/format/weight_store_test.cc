@@ -319,7 +319,7 @@ TEST(WeightStore, DummyWeights) {
 }
 
 TEST(WeightStore, DummyErrors) {
-  EXPECT_EQ(WeightStore::Dummy(SmallLlama(), DType::kQ6_K).status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(WeightStore::Dummy(SmallLlama(), DType::kQ2_K).status().code(), StatusCode::kUnsupported);
   ModelConfig odd = SmallLlama();
   odd.hidden_size = 48;
   odd.head_dim = 12;

@@ -64,8 +64,10 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   EXPECT_EQ(pair_bytes % 64, 0);
   EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(pairs * pair_bytes));
   const bool q8 = s.dtype == DType::kQ8_0;
-  const int64_t block_bytes = q8 ? 34 : 18;
+  const bool q5 = s.dtype == DType::kQ5_0;
+  const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int lines = q8 ? 8 : 4;  // 4-byte pieces of a row's block, one per tile line
+  const int64_t values = q5 ? 6 : 2;  // after d (and Q5_0's 4 bytes of fifth bits)
   for (int64_t n = 0; n < pairs * 16; ++n) {
     const uint8_t* pair = x8->x8() + (n / 16) * pair_bytes;
     const int j = static_cast<int>(n % 16);
@@ -75,7 +77,7 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
       if (n >= s.n) {
         // Rows past N are zeros.
         EXPECT_EQ(scale[0] | scale[1], 0);
-        for (int l = 0; l < lines; ++l) {
+        for (int l = 0; l < lines + (q5 ? 1 : 0); ++l) {
           for (int i = 0; i < 4; ++i) ASSERT_EQ(piece[64 * l + i], 0);
         }
         continue;
@@ -83,7 +85,10 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
       const uint8_t* block = bytes.data() + n * rows->row_bytes() + b * block_bytes;
       ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
       for (int l = 0; l < lines; ++l) {
-        ASSERT_EQ(std::memcmp(piece + 64 * l, block + 2 + 4 * l, 4), 0) << "row " << n << " block " << b;
+        ASSERT_EQ(std::memcmp(piece + 64 * l, block + values + 4 * l, 4), 0) << "row " << n << " block " << b;
+      }
+      if (q5) {
+        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + 2, 4), 0) << "row " << n << " fifth bits " << b;
       }
     }
   }
@@ -222,7 +227,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ8_0, 130, 288}, Shape{DType::kQ4_0, 8, 32},
                                            Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320},
                                            Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64},
-                                           Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320}),
+                                           Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320},
+                                           Shape{DType::kQ5_0, 61, 128}, Shape{DType::kQ5_0, 130, 320},
+                                           Shape{DType::kQ5_0, 8, 32}),
                          ShapeName);
 
 }  // namespace

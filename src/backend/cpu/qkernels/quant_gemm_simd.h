@@ -722,6 +722,34 @@ inline __m256i X8SumsIQ4_NL(const uint8_t* tile, const int8_t* q) {
   return _mm256_add_epi32(p[0], p[1]);
 }
 
+// In each 32-bit lane (a row's Q5_0 fifth bits), bits shift..shift+3 as
+// bytes 0..3 of the lane: 0x10 where the bit is set, else 0.
+inline __m256i X8FifthBits(__m256i qh, int shift) {
+  const __m256i low_byte = _mm256_shuffle_epi8(
+      _mm256_srli_epi32(qh, shift),
+      _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12,
+                       12, 12));
+  const __m256i bit = _mm256_set1_epi32(0x08040201);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(low_byte, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// A Q5_0 tile's eight block sums against activation row m's block b: its
+// nibble lines are Q4_0's, the fifth line each row's 32 fifth bits; the
+// 5-bit values' products less 16 times the block's activation sum.
+template <class D>
+inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m, int64_t b) {
+  const int8_t* q = a.x->row_q(m) + kQK * b;
+  const __m256i qh = Load256(tile + 256);
+  __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
+    p[0] = DotAdd<D>(p[0], _mm256_or_si256(low, X8FifthBits(qh, 4 * j)), X8Dword(q, j));
+    p[1] = DotAdd<D>(p[1], _mm256_or_si256(high, X8FifthBits(qh, 16 + 4 * j)), X8Dword(q, 4 + j));
+  });
+  const int16_t* s = a.x->row_sums(m) + 2 * b;
+  return _mm256_sub_epi32(_mm256_add_epi32(p[0], p[1]),
+                          _mm256_set1_epi32(16 * (static_cast<int32_t>(s[0]) + s[1])));
+}
+
 // R activation rows from m against Q4_0 group g, sharing each tile's
 // unpacking.
 template <class D, int R>
@@ -758,19 +786,19 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL uses it for one activation row
-// (decoding) only; more rows read its GGUF blocks (FormatIQ4_NL).
-enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL };
+// The formats on the x8 layout. IQ4_NL and Q5_0 use it for one activation
+// row (decoding) only; more rows read their GGUF blocks.
+enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
 // once: the groups' independent integer work gives the core more to
 // overlap than one group's chain of multiplies. Each group's arithmetic is
-// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's: the row kernel's integers), so
-// the bits are too.
+// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's and Q5_0's: the row kernels'
+// integers), so the bits are too.
 template <class D, X8Format F, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : 256;
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (F == X8Format::kQ5_0 ? 320 : 256);
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -798,8 +826,10 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         __m256i low[4], high[4];
         X8UnpackQ4_0(tile, low, high);
         sum = X8SumsQ4_0<D>(low, high, a, m, b);
-      } else {
+      } else if constexpr (F == X8Format::kIQ4_NL) {
         sum = X8SumsIQ4_NL<D>(tile, q);
+      } else {
+        sum = X8SumsQ5_0<D>(tile, a, m, b);
       }
       acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(group[i], b), dx), _mm256_cvtepi32_ps(sum), acc[i]);
     }
@@ -1129,8 +1159,9 @@ template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
-  if (a.x8 != nullptr && a.w_type == DType::kIQ4_NL && a.m_end - a.m_begin == 1) {
-    return X8Row<D, X8Format::kIQ4_NL>(a);
+  if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
+    if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
+    if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);

@@ -3,6 +3,7 @@
 #include "backend/cpu/qkernels/quant_matrix.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -57,19 +58,24 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   uint8_t* scales = pair;
   uint8_t* quants = pair + X8ScaleBytes(blocks);
   const bool q8 = w.dtype() == DType::kQ8_0;
+  const bool q5 = w.dtype() == DType::kQ5_0;
   const int64_t tile = X8TileBytes(w.dtype());
   static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
-  const int64_t block_bytes = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const int64_t block_bytes = GetDTypeInfo(w.dtype()).block_bytes;
+  // Every block starts with its f16 d; the values (nibbles) follow, after
+  // Q5_0's fifth bits.
+  const int64_t values = q5 ? offsetof(BlockQ5_0, qs) : 2;
   const int lines = q8 ? 8 : 4;
   for (int j = 0; j < kX8PairRows; ++j) {
     const int64_t n = p * kX8PairRows + j;
     if (n >= w.rows()) break;
     const uint8_t* row = w.data() + n * w.row_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* block = row + b * block_bytes;  // f16 d, then the values
+      const uint8_t* block = row + b * block_bytes;
       std::memcpy(scales + b * 32 + 2 * j, block, 2);
       uint8_t* dst = quants + b * tile + 4 * j;
-      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + 2 + 4 * l, 4);
+      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + values + 4 * l, 4);
+      if (q5) std::memcpy(dst + 64 * lines, block + offsetof(BlockQ5_0, qh), 4);
     }
   }
 }
@@ -77,12 +83,18 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
 }  // namespace
 
 bool HasX8Layout(DType dtype) {
-  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL;
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ5_0;
 }
 
 int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 32 + 63) / 64 * 64; }
 
-int64_t X8TileBytes(DType dtype) { return dtype == DType::kQ8_0 ? 512 : 256; }
+int64_t X8TileBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0: return 512;
+    case DType::kQ5_0: return 320;
+    default: return 256;
+  }
+}
 
 int64_t X8PairBytes(DType dtype, int64_t k) {
   const int64_t blocks = k / kQK;
@@ -118,7 +130,7 @@ Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool) {
 Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n, int64_t k) {
   if (!IsQuantKernelType(dtype)) {
     return Unsupported("quantized linear weight: dtype {} (the CPU quantized kernels take q4_0, q4_1, q5_0, "
-                       "q5_1, q8_0, q2_k, q3_k, q4_k, q5_k and q6_k)",
+                       "q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl and iq4_xs)",
                        DTypeName(dtype));
   }
   if (n <= 0 || k <= 0) return InvalidArgument("quantized weight: shape [{}, {}] is empty", n, k);

@@ -46,7 +46,9 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // away), and the first (last) 32 bytes of each line are group 2p's (2p+1's)
 // eight rows: one vector with one int32 lane per row. The bytes of every
 // block are the file's, only moved. IQ4_NL, whose blocks are laid out as
-// Q4_0's, moves as Q4_0 and is read from the copy when decoding one row.
+// Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
+// 4 bytes of fifth bits (320 bytes a tile). Both are read from the copy
+// when decoding one row only.
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
 int64_t X8ScaleBytes(int64_t blocks);  // a pair's scales
