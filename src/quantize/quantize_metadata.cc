@@ -233,6 +233,7 @@ const char* GgufArchitectureName(Architecture arch) {
     case Architecture::kMistral: return "llama";
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
+    case Architecture::kPhi3: return "phi3";
   }
   return "llama";
 }
