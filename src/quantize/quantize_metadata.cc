@@ -85,7 +85,7 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
   }
   if (arch == "llama") {
     b.U32(key("vocab_size"), c.vocab_size);
-    b.U32(key("rope.dimension_count"), c.head_dim);
+    b.U32(key("rope.dimension_count"), c.RotaryDim());
   }
   const RopeScaling& rs = c.rope_scaling;
   if (rs.type == RopeScalingType::kLinear || rs.type == RopeScalingType::kYarn) {
