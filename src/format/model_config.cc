@@ -276,7 +276,8 @@ class GgufKeys {
 // llama.cpp keeps Phi-3's longrope factors as f32 tensors and the context
 // the model was trained at as rope.scaling.original_context_length (absent:
 // the context length); llama.cpp picks the long factors for a context above
-// it, as RopeTable does.
+// it, as RopeTable does. Its converter always writes rope.scaling.attn_factor;
+// without it llama.cpp scales by 1, not by the factor transformers derives.
 Expected<std::vector<double>> FactorTensor(const GgufFile& gguf, const char* name) {
   const GgufTensorInfo* t = gguf.FindTensor(name);
   if (t == nullptr) {
@@ -305,7 +306,10 @@ Expected<RopeScaling> LongRopeFromGguf(const GgufFile& gguf, const GgufKeys& key
     return Corrupt("{}: {} is not positive", gguf.path(), keys.Key("rope.scaling.original_context_length"));
   }
   rs.factor = static_cast<double>(max_position) / static_cast<double>(rs.original_max_position_embeddings);
-  KILN_ASSIGN_OR_RETURN(rs.attention_factor, keys.FloatOr("rope.scaling.attn_factor", 0.0));
+  KILN_ASSIGN_OR_RETURN(rs.attention_factor, keys.FloatOr("rope.scaling.attn_factor", 1.0));
+  if (!(rs.attention_factor > 0)) {
+    return Corrupt("{}: {} is not positive", gguf.path(), keys.Key("rope.scaling.attn_factor"));
+  }
   return rs;
 }
 

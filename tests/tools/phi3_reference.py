@@ -144,8 +144,8 @@ def gguf_metadata(window, attn_factor):
          ("phi3.rope.freq_base", GGUF_F32, THETA)]
     if window:
         m.append(("phi3.attention.sliding_window", GGUF_U32, window))
-    if attn_factor is not None:
-        m.append(("phi3.rope.scaling.attn_factor", GGUF_F32, attn_factor))
+    # llama.cpp's converter always writes it (llama.cpp scales by 1 without it).
+    m.append(("phi3.rope.scaling.attn_factor", GGUF_F32, attn_factor))
     return m
 
 
@@ -260,7 +260,7 @@ def write_variant(out, tied, seed):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     tensors = gguf_tensors(w, tied)
-    metadata = gguf_metadata(window, given_attn_factor)
+    metadata = gguf_metadata(window, attn_factor)
     write_gguf(os.path.join(out, "model-F32.gguf"), metadata, tensors, quantized=False)
     write_gguf(os.path.join(out, "model-Q8_0.gguf"), metadata, tensors, quantized=True)
 

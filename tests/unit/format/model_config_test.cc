@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -396,6 +397,50 @@ TEST(ModelConfig, GgufMetadataVariants) {
   std::vector<GgufValue> tokens(77, GgufValue::String("t"));
   kv.emplace_back("tokenizer.ggml.tokens", GgufValue::Array(GgufType::kString, tokens));
   EXPECT_EQ(FromGgufMetadata(kv)->vocab_size, 77);
+}
+
+// GGUF phi3: rotary dims from rope.dimension_count, longrope's factors from
+// their tensors, and llama.cpp's attention factor of 1 when the key is absent.
+TEST(ModelConfig, GgufPhi3LongRope) {
+  auto phi3 = [](bool attn_factor, bool both_factors) -> Expected<ModelConfig> {
+    GgufWriter w;
+    for (auto [k, v] : QwenMetadata()) {
+      if (k.rfind("qwen2.", 0) == 0) k = "phi3." + k.substr(6);
+      KILN_RETURN_IF_ERROR(w.Set(k, k == "general.architecture" ? GgufValue::String("phi3") : v));
+    }
+    KILN_RETURN_IF_ERROR(w.Set("phi3.rope.dimension_count", GgufValue::UInt(GgufType::kU32, 12)));
+    KILN_RETURN_IF_ERROR(
+        w.Set("phi3.rope.scaling.original_context_length", GgufValue::UInt(GgufType::kU32, 1024)));
+    if (attn_factor) {
+      KILN_RETURN_IF_ERROR(w.Set("phi3.rope.scaling.attn_factor", GgufValue::Float(GgufType::kF32, 1.25)));
+    }
+    std::vector<float> long_factors = {1, 2, 3, 4, 5, 6}, short_factors = {1, 1, 1, 1, 1, 2};
+    auto bytes = [](const std::vector<float>& f) {
+      std::vector<uint8_t> b(f.size() * 4);
+      std::memcpy(b.data(), f.data(), b.size());
+      return b;
+    };
+    KILN_RETURN_IF_ERROR(w.AddTensor("rope_factors_long.weight", DType::kF32, {6}, bytes(long_factors)));
+    if (both_factors) {
+      KILN_RETURN_IF_ERROR(w.AddTensor("rope_factors_short.weight", DType::kF32, {6}, bytes(short_factors)));
+    }
+    std::vector<uint8_t> image = w.Serialize();
+    KILN_ASSIGN_OR_RETURN(auto f, GgufFile::Parse(image.data(), image.size(), "meta.gguf"));
+    return ModelConfigFromGguf(*f);
+  };
+  auto c = phi3(false, true);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kPhi3);
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  EXPECT_EQ(c->RotaryDim(), 12);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(c->rope_scaling.long_factor, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(c->rope_scaling.short_factor, (std::vector<double>{1, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 1024);
+  EXPECT_EQ(c->rope_scaling.factor, 4.0);  // context_length 4096 / 1024
+  EXPECT_EQ(c->rope_scaling.LongRopeAttentionFactor(), 1.0);
+  EXPECT_EQ(phi3(true, true)->rope_scaling.LongRopeAttentionFactor(), 1.25);
+  EXPECT_EQ(phi3(true, false).status().code(), StatusCode::kNotFound);
 }
 
 TEST(ModelConfig, GgufMetadataErrors) {
