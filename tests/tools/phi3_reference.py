@@ -18,8 +18,10 @@ trained at (original_max_position_embeddings) is 64 of 256.
 Each folder receives config.json, model.safetensors (F32, fused qkv_proj and
 gate_up_proj as Hugging Face writes them), model-F32.gguf and model-Q8_0.gguf
 (llama.cpp's "phi3" names: attn_qkv, ffn_up holding gate and up, the factors
-as rope_factors_long/short tensors) and reference.json:
+as rope_factors_long/short tensors, rope.scaling.attn_factor, and the least
+vocabulary llama.cpp loads) and reference.json:
   {"input_ids": [...], "window": W, "original_context": 64, "max_context": 256,
+   "rotary_dim": R, "attention_factor": A, "vocab_size": V,
    "short": {"logits": [[...], ...] every position, "greedy": [...], "margins": [...]},
    "long": {...}}
 "short" is what a context of at most 64 tokens computes, "long" a longer
@@ -65,7 +67,7 @@ def write_safetensors(path, tensors):
 
 # ---- GGUF (v3) ----
 
-GGUF_U32, GGUF_F32, GGUF_STRING = 4, 6, 8
+GGUF_I32, GGUF_U32, GGUF_F32, GGUF_STRING, GGUF_ARRAY = 5, 4, 6, 8, 9
 GGML_F32, GGML_Q8_0 = 0, 8
 
 
@@ -94,8 +96,13 @@ def write_gguf(path, metadata, tensors, quantized):
     out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
     for key, vtype, value in metadata:
         out += gguf_string(key) + struct.pack("<I", vtype)
-        out += gguf_string(value) if vtype == GGUF_STRING else struct.pack(
-            "<I" if vtype == GGUF_U32 else "<f", value)
+        if vtype == GGUF_ARRAY:  # (element type, items)
+            element, items = value
+            out += struct.pack("<IQ", element, len(items))
+            out += b"".join(gguf_string(x) if element == GGUF_STRING else struct.pack("<i", x) for x in items)
+        else:
+            out += gguf_string(value) if vtype == GGUF_STRING else struct.pack(
+                "<I" if vtype == GGUF_U32 else "<f", value)
     blobs, offset = [], 0
     for name, t in tensors:
         as_q8 = quantized and t.dim() == 2
@@ -146,6 +153,15 @@ def gguf_metadata(window, attn_factor):
         m.append(("phi3.attention.sliding_window", GGUF_U32, window))
     # llama.cpp's converter always writes it (llama.cpp scales by 1 without it).
     m.append(("phi3.rope.scaling.attn_factor", GGUF_F32, attn_factor))
+    # The least vocabulary llama.cpp loads (byte-level BPE: it needs the
+    # newline's "\u010a" and one merge); the tests feed token ids.
+    tokens = ["<|endoftext|>", "<s>", "</s>", "\u010a", "a", "b", "ab"] + ["t%d" % i for i in range(7, VOCAB)]
+    m += [("tokenizer.ggml.model", GGUF_STRING, "gpt2"),
+          ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, tokens)),
+          ("tokenizer.ggml.token_type", GGUF_ARRAY, (GGUF_I32, [3, 3, 3] + [1] * (VOCAB - 3))),
+          ("tokenizer.ggml.merges", GGUF_ARRAY, (GGUF_STRING, ["a b"])),
+          ("tokenizer.ggml.bos_token_id", GGUF_U32, 1),
+          ("tokenizer.ggml.eos_token_id", GGUF_U32, 2)]
     return m
 
 
@@ -266,7 +282,7 @@ def write_variant(out, tied, seed):
 
     ids = torch.randint(3, VOCAB, (PROMPT_LEN,), generator=torch.Generator().manual_seed(seed + 7)).tolist()
     ref = {"input_ids": ids, "window": window, "original_context": ORIGINAL, "max_context": MAX_POS,
-           "rotary_dim": ROT, "attention_factor": attn_factor}
+           "rotary_dim": ROT, "attention_factor": attn_factor, "vocab_size": VOCAB}
     with torch.no_grad():
         for name, factors in (("short", SHORT), ("long", LONG)):
             logits = forward(w, ids, tied, window, factors, attn_factor)

@@ -194,5 +194,49 @@ TEST(Phi3Gguf, QuantizedModelRuns) {
   EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 0.05f * MaxAbs(expected));
 }
 
+// The tied model's GGUF file against llama.cpp itself (node-llama-cpp, which
+// scripts/setup.sh installs into tests/llamacpp_oracle) with an f32 KV cache:
+// every position's logits within 1e-4 x max(1, max |logit|), and the same
+// top token wherever llama.cpp's top-2 margin exceeds 3e-3. The untied model
+// is left out: llama.cpp ignores Phi-3's sliding window. llama.cpp rounds
+// its context up to 256, above the trained 64, so both use the long factors.
+TEST(Phi3LlamaCpp, TiedGgufLogitsMatchLlamaCpp) {
+  const std::string oracle = testing::SourceDir() + "/tests/llamacpp_oracle";
+  if (!std::filesystem::exists(oracle + "/node_modules/node-llama-cpp") ||
+      std::system("node --version > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
+  }
+  const std::string dir = ModelsDir() + "/tied";
+  const std::string out = testing::MakeTempDir() + "/llamacpp.json";
+  const std::string cmd = "cd " + oracle + " && node logits.mjs " + dir + "/model-F32.gguf " + dir +
+                          "/reference.json 256 > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto theirs = testing::LoadJson(out);
+  auto ref = testing::LoadJson(dir + "/reference.json");
+  ASSERT_GT(theirs["n_ctx"].get<int64_t>(), ref["original_context"].get<int64_t>());
+  std::vector<float> expected = AllLogits(theirs["logits"]);
+
+  auto m = testing::Load(dir + "/model-F32.gguf", testing::Fp32());
+  ASSERT_NE(m.model, nullptr);
+  testing::DirectRunner runner(*m.model, 1, 64);
+  auto ids = testing::Ids(ref["input_ids"]);
+  auto logits = runner.Prefill({ids}, 64, true);
+  EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 1e-4f * std::max(1.0f, MaxAbs(expected)));
+
+  const size_t vocab = static_cast<size_t>(ref["vocab_size"].get<int64_t>());
+  ASSERT_EQ(logits[0].size(), ids.size() * vocab);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const float* mine = logits[0].data() + t * vocab;
+    std::vector<float> row(expected.begin() + static_cast<std::ptrdiff_t>(t * vocab),
+                           expected.begin() + static_cast<std::ptrdiff_t>((t + 1) * vocab));
+    std::vector<float> sorted = row;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    if (sorted[0] - sorted[1] <= 3e-3f) continue;
+    EXPECT_EQ(std::max_element(mine, mine + vocab) - mine,
+              std::max_element(row.begin(), row.end()) - row.begin())
+        << "position " << t;
+  }
+}
+
 }  // namespace
 }  // namespace kiln
