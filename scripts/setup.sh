@@ -74,3 +74,17 @@ if ! cmp -s "$ocr_dir/package-lock.json" "$ocr_stamp"; then
   (cd "$ocr_dir" && npm ci --no-audit --no-fund)
   cp "$ocr_dir/package-lock.json" "$ocr_stamp"
 fi
+
+# llama.cpp's CPU build (npm node-llama-cpp with its prebuilt linux-x64
+# binary, pinned by tests/llamacpp_oracle's lockfile), the independent
+# reference for kiln's GGUF runs of Phi-3; the other prebuilt binaries (GPU
+# variants, other platforms) are optional and left out. npm install, not npm
+# ci: npm ci refuses this lockfile, which lacks the other platforms' optional
+# packages (npm leaves them out of it).
+llamacpp_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/llamacpp_oracle"
+llamacpp_stamp="$llamacpp_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$llamacpp_dir/package-lock.json" "$llamacpp_stamp"; then
+  echo "setup: installing node-llama-cpp into tests/llamacpp_oracle"
+  (cd "$llamacpp_dir" && npm install --no-audit --no-fund --ignore-scripts --omit=optional)
+  cp "$llamacpp_dir/package-lock.json" "$llamacpp_stamp"
+fi

@@ -1,6 +1,7 @@
 // `kiln inspect MODEL`: what a model is and what it needs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "cli/backend_plugin_flag.h"
@@ -45,6 +46,17 @@ std::string ScalingText(const RopeScaling& rs) {
     case RopeScalingType::kYarn:
       return fmt::format("yarn, factor {}, original context {}, beta fast/slow {}/{}", rs.factor,
                          rs.original_max_position_embeddings, rs.beta_fast, rs.beta_slow);
+    case RopeScalingType::kLongRope: {
+      auto range = [](const std::vector<double>& f) {
+        auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+        return f.empty() ? std::string("none") : fmt::format("{:.4g}..{:.4g}", *lo, *hi);
+      };
+      return fmt::format(
+          "longrope, original context {} (long factors beyond it), short factors {}, long factors {}, "
+          "attention factor {:.6g}",
+          rs.original_max_position_embeddings, range(rs.short_factor), range(rs.long_factor),
+          rs.LongRopeAttentionFactor());
+    }
   }
   return "unknown";
 }
@@ -100,6 +112,8 @@ void PrintModel(const WeightStore& store) {
   fmt::print("vocab size: {}\n", c.vocab_size);
   fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
              ScalingText(c.rope_scaling));
+  if (c.RotaryDim() != c.head_dim) fmt::print("rotary dims: {} of {} per head\n", c.RotaryDim(), c.head_dim);
+  if (c.arch == Architecture::kPhi3) fmt::print("fused projections: qkv and gate/up, split at load\n");
   fmt::print("rms norm eps: {:g}\n", c.rms_norm_eps);
   fmt::print("tied embeddings: {}\n", c.tie_word_embeddings ? "yes" : "no");
   fmt::print("attention bias: {}, qk norm: {}\n", c.attention_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");

@@ -3,6 +3,7 @@
 #include "format/model_config.h"
 
 #include <cmath>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@ constexpr ArchitectureName kArchitectures[] = {
     {Architecture::kMistral, "MistralForCausalLM", "mistral"},
     {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2"},
     {Architecture::kQwen3, "Qwen3ForCausalLM", "qwen3"},
+    {Architecture::kPhi3, "Phi3ForCausalLM", "phi3"},
 };
 
 // Upper bounds that keep every size derived from a config within int64
@@ -138,6 +140,48 @@ Expected<Architecture> ArchitectureFromHf(const json& j, const std::string& sour
                      model_type, SupportedArchitectureList());
 }
 
+// A list of positive numbers (longrope's factors).
+Expected<std::vector<double>> PositiveFloats(const json& j, const char* key, const std::string& source) {
+  const json* v = Field(j, key);
+  if (v == nullptr) return InvalidArgument("{}: missing required field '{}'", source, key);
+  std::vector<double> out;
+  if (v->is_array()) {
+    for (const json& x : *v) {
+      if (!x.is_number() || !(x.get<double>() > 0)) break;
+      out.push_back(x.get<double>());
+    }
+  }
+  if (!v->is_array() || out.size() != v->size() || out.empty()) {
+    return InvalidArgument("{}: {}: expected a list of positive numbers, got {}", source, key, v->dump());
+  }
+  return out;
+}
+
+// Phi-3's longrope ("su" in older configs). Its configs state the context
+// the model was trained at as a top-level original_max_position_embeddings;
+// the ratio to max_position_embeddings is the factor, as transformers takes it.
+Expected<RopeScaling> LongRopeFromHf(const json& j, const json& v, int64_t max_position,
+                                     const std::string& where) {
+  RopeScaling rs;
+  rs.type = RopeScalingType::kLongRope;
+  KILN_ASSIGN_OR_RETURN(rs.short_factor, PositiveFloats(v, "short_factor", where));
+  KILN_ASSIGN_OR_RETURN(rs.long_factor, PositiveFloats(v, "long_factor", where));
+  KILN_ASSIGN_OR_RETURN(auto original, OptionalInt(j, "original_max_position_embeddings", where));
+  if (original) {
+    if (*original <= 0) {
+      return InvalidArgument("{}: original_max_position_embeddings must be positive", where);
+    }
+    rs.original_max_position_embeddings = *original;
+    rs.factor = static_cast<double>(max_position) / static_cast<double>(*original);
+  } else {
+    KILN_ASSIGN_OR_RETURN(rs.original_max_position_embeddings,
+                          IntOr(v, "original_max_position_embeddings", max_position, where));
+    KILN_ASSIGN_OR_RETURN(rs.factor, FloatOr(v, "factor", 1.0, where));
+  }
+  KILN_ASSIGN_OR_RETURN(rs.attention_factor, FloatOr(v, "attention_factor", 0.0, where));
+  return rs;
+}
+
 Expected<RopeScaling> RopeScalingFromHf(const json& j, int64_t max_position, const std::string& source) {
   RopeScaling rs;
   const json* v = Field(j, "rope_scaling");
@@ -152,8 +196,9 @@ Expected<RopeScaling> RopeScalingFromHf(const json& j, int64_t max_position, con
     KILN_ASSIGN_OR_RETURN(type, StringOr(*v, "type", "", where));
   }
   if (type.empty() || type == "default") return rs;
+  if (type == "longrope" || type == "su") return LongRopeFromHf(j, *v, max_position, where);
   if (type != "linear" && type != "llama3" && type != "yarn") {
-    return Unsupported("{}: type '{}' is not supported (linear, llama3 and yarn are)", where, type);
+    return Unsupported("{}: type '{}' is not supported (linear, llama3, yarn and longrope are)", where, type);
   }
   KILN_ASSIGN_OR_RETURN(auto factor, FloatOr(*v, "factor", 0.0, where));
   if (!(factor > 0)) return InvalidArgument("{}: {} scaling needs a positive 'factor'", where, type);
@@ -228,7 +273,55 @@ class GgufKeys {
   std::string arch_;
 };
 
+// llama.cpp keeps Phi-3's longrope factors as f32 tensors and the context
+// the model was trained at as rope.scaling.original_context_length (absent:
+// the context length); llama.cpp picks the long factors for a context above
+// it, as RopeTable does. Its converter always writes rope.scaling.attn_factor;
+// without it llama.cpp scales by 1, not by the factor transformers derives.
+Expected<std::vector<double>> FactorTensor(const GgufFile& gguf, const char* name) {
+  const GgufTensorInfo* t = gguf.FindTensor(name);
+  if (t == nullptr) {
+    return NotFound("{}: tensor {} is missing (longrope needs both factor lists)", gguf.path(), name);
+  }
+  if (t->dtype != DType::kF32 || t->dims.size() != 1 || t->nbytes != static_cast<uint64_t>(t->dims[0]) * 4) {
+    return Corrupt("{}: tensor {}: expected a vector of f32", gguf.path(), name);
+  }
+  std::vector<double> out(static_cast<size_t>(t->dims[0]));
+  for (size_t i = 0; i < out.size(); ++i) {
+    float f;
+    std::memcpy(&f, t->data + 4 * i, 4);
+    out[i] = f;
+  }
+  return out;
+}
+
+Expected<RopeScaling> LongRopeFromGguf(const GgufFile& gguf, const GgufKeys& keys, int64_t max_position) {
+  RopeScaling rs;
+  rs.type = RopeScalingType::kLongRope;
+  KILN_ASSIGN_OR_RETURN(rs.long_factor, FactorTensor(gguf, kLongRopeFactorTensors[0]));
+  KILN_ASSIGN_OR_RETURN(rs.short_factor, FactorTensor(gguf, kLongRopeFactorTensors[1]));
+  KILN_ASSIGN_OR_RETURN(auto original, keys.OptionalInt("rope.scaling.original_context_length"));
+  rs.original_max_position_embeddings = original.value_or(max_position);
+  if (rs.original_max_position_embeddings <= 0) {
+    return Corrupt("{}: {} is not positive", gguf.path(), keys.Key("rope.scaling.original_context_length"));
+  }
+  rs.factor = static_cast<double>(max_position) / static_cast<double>(rs.original_max_position_embeddings);
+  KILN_ASSIGN_OR_RETURN(rs.attention_factor, keys.FloatOr("rope.scaling.attn_factor", 1.0));
+  if (!(rs.attention_factor > 0)) {
+    return Corrupt("{}: {} is not positive", gguf.path(), keys.Key("rope.scaling.attn_factor"));
+  }
+  return rs;
+}
+
 }  // namespace
+
+double RopeScaling::LongRopeAttentionFactor() const {
+  if (attention_factor > 0) return attention_factor;
+  if (factor <= 1 || original_max_position_embeddings <= 1) return 1.0;
+  return std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original_max_position_embeddings)));
+}
+
+const char* const kLongRopeFactorTensors[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
 
 const char* ArchitectureName(Architecture a) {
   for (const auto& entry : kArchitectures) {
@@ -290,6 +383,9 @@ Status ModelConfig::Validate() const {
     return InvalidArgument("num_heads {} is not a multiple of num_kv_heads {}", num_heads, num_kv_heads);
   }
   if (head_dim % 2 != 0) return InvalidArgument("head_dim {} is odd; RoPE rotates pairs", head_dim);
+  if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
+    return InvalidArgument("rotary dims {} are not an even number in [0, head_dim {}]", rotary_dim, head_dim);
+  }
   if (max_position_embeddings <= 0) {
     return InvalidArgument("max_position_embeddings {} is not positive", max_position_embeddings);
   }
@@ -311,6 +407,24 @@ Status ModelConfig::Validate() const {
         !(rope_scaling.low_freq_factor > 0)) {
       return InvalidArgument("llama3 rope scaling needs 0 < low_freq_factor ({}) < high_freq_factor ({})",
                              rope_scaling.low_freq_factor, rope_scaling.high_freq_factor);
+    }
+  }
+  if (rope_scaling.type == RopeScalingType::kLongRope) {
+    if (rope_scaling.original_max_position_embeddings <= 0) {
+      return InvalidArgument("longrope scaling needs a positive original_max_position_embeddings");
+    }
+    const size_t pairs = static_cast<size_t>(RotaryDim() / 2);
+    for (const auto* f : {&rope_scaling.short_factor, &rope_scaling.long_factor}) {
+      if (f->size() != pairs) {
+        return InvalidArgument("longrope {} factors: {} of them, the {} rotary dims need {}",
+                               f == &rope_scaling.short_factor ? "short" : "long", f->size(), RotaryDim(),
+                               pairs);
+      }
+      for (double x : *f) {
+        if (!(x > 0) || !std::isfinite(x)) {
+          return InvalidArgument("longrope factor {} is not a positive number", x);
+        }
+      }
     }
   }
   if (sliding_window < 0) return InvalidArgument("sliding_window {} is negative", sliding_window);
@@ -348,6 +462,12 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
   KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, RequiredInt(j, "max_position_embeddings", source));
   KILN_ASSIGN_OR_RETURN(c.rms_norm_eps, FloatOr(j, "rms_norm_eps", 1e-6, source));
   KILN_ASSIGN_OR_RETURN(c.rope_theta, FloatOr(j, "rope_theta", 10000.0, source));
+  // transformers rotates int(head_dim * partial_rotary_factor) dims.
+  KILN_ASSIGN_OR_RETURN(double partial, FloatOr(j, "partial_rotary_factor", 1.0, source));
+  if (!(partial > 0 && partial <= 1)) {
+    return InvalidArgument("{}: partial_rotary_factor {} is outside (0, 1]", source, partial);
+  }
+  c.rotary_dim = partial == 1.0 ? 0 : static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
   KILN_ASSIGN_OR_RETURN(c.rope_scaling, RopeScalingFromHf(j, c.max_position_embeddings, source));
   KILN_ASSIGN_OR_RETURN(std::string act, StringOr(j, "hidden_act", "silu", source));
   KILN_ASSIGN_OR_RETURN(c.activation, ActivationFromName(act, source));
@@ -366,13 +486,14 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
       c.attention_output_bias = bias;
       break;
     }
-    case Architecture::kMistral: break;
+    case Architecture::kMistral:
+    case Architecture::kPhi3: break;  // no biases
   }
   c.qk_norm = c.arch == Architecture::kQwen3;
 
-  // Mistral always honours sliding_window; Qwen2/Qwen3 only when
+  // Mistral and Phi-3 always honour sliding_window; Qwen2/Qwen3 only when
   // use_sliding_window is set (their configs carry a window either way).
-  if (c.arch == Architecture::kMistral) {
+  if (c.arch == Architecture::kMistral || c.arch == Architecture::kPhi3) {
     KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
   } else if (c.arch == Architecture::kQwen2 || c.arch == Architecture::kQwen3) {
     KILN_ASSIGN_OR_RETURN(bool use, BoolOr(j, "use_sliding_window", false, source));
@@ -420,8 +541,11 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   } else if (*arch_name == "qwen3") {
     c.arch = Architecture::kQwen3;
     c.hf_architecture = "Qwen3ForCausalLM";
+  } else if (*arch_name == "phi3") {
+    c.arch = Architecture::kPhi3;
+    c.hf_architecture = "Phi3ForCausalLM";
   } else {
-    return Unsupported("{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3",
+    return Unsupported("{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, phi3",
                        source, *arch_name);
   }
   GgufKeys keys(gguf, *arch_name);
@@ -443,10 +567,7 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     c.head_dim = c.hidden_size / c.num_heads;
   }
   KILN_ASSIGN_OR_RETURN(auto rope_dims, keys.OptionalInt("rope.dimension_count"));
-  if (rope_dims && *rope_dims != c.head_dim) {
-    return Unsupported("{}: {} = {}: partial rotary embeddings (head_dim {}) are not supported", source,
-                       keys.Key("rope.dimension_count"), *rope_dims, c.head_dim);
-  }
+  if (rope_dims && *rope_dims != c.head_dim) c.rotary_dim = *rope_dims;
   KILN_ASSIGN_OR_RETURN(c.rms_norm_eps, keys.FloatOr("attention.layer_norm_rms_epsilon", 1e-5));
   KILN_ASSIGN_OR_RETURN(c.rope_theta, keys.FloatOr("rope.freq_base", 10000.0));
 
@@ -480,6 +601,10 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
       return Unsupported("{}: {} '{}' is not supported (none, linear and yarn are)", source,
                          keys.Key("rope.scaling.type"), *name);
     }
+  }
+  if (gguf.FindTensor(kLongRopeFactorTensors[0]) != nullptr ||
+      gguf.FindTensor(kLongRopeFactorTensors[1]) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(c.rope_scaling, LongRopeFromGguf(gguf, keys, c.max_position_embeddings));
   }
   KILN_ASSIGN_OR_RETURN(auto window, keys.OptionalInt("attention.sliding_window"));
   c.sliding_window = window.value_or(0);

@@ -14,10 +14,10 @@ namespace kiln {
 
 class GgufFile;
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
 
-const char* ArchitectureName(Architecture a);  // "llama", "mistral", "qwen2", "qwen3"
-// "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"
+const char* ArchitectureName(Architecture a);  // "llama", "mistral", "qwen2", "qwen3", "phi3"
+// "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM"
 std::string SupportedArchitectureList();
 
 // How RoPE pairs the elements of a head: Hugging Face's rotate_half pairs
@@ -26,7 +26,7 @@ std::string SupportedArchitectureList();
 // weights llama.cpp's converter permutes accordingly).
 enum class RopeStyle { kHalf, kInterleaved };
 
-enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn };
+enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn, kLongRope };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kNone;
@@ -38,7 +38,19 @@ struct RopeScaling {
   // yarn
   double beta_fast = 32.0;
   double beta_slow = 1.0;
-  double attention_factor = 0.0;  // 0: derive as 0.1 * ln(factor) + 1
+  // yarn: 0 derives 0.1 * ln(factor) + 1; longrope: 0 derives
+  // sqrt(1 + ln(factor) / ln(original_max_position_embeddings)).
+  double attention_factor = 0.0;
+  // longrope (Phi-3): per-frequency divisors of the inverse frequencies,
+  // rotary_dim / 2 each; the long ones serve a context longer than
+  // original_max_position_embeddings, the short ones any other. factor is
+  // max_position_embeddings / original_max_position_embeddings.
+  std::vector<double> short_factor;
+  std::vector<double> long_factor;
+
+  // longrope's factor on cos and sin: attention_factor when given, else
+  // derived from factor and original_max_position_embeddings.
+  double LongRopeAttentionFactor() const;
 };
 
 enum class Activation { kSilu, kGelu, kGeluTanh };
@@ -56,6 +68,7 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  int64_t rotary_dim = 0;  // the leading elements of each head RoPE rotates; 0: head_dim
   RopeStyle rope_style = RopeStyle::kHalf;
   RopeScaling rope_scaling;
   Activation activation = Activation::kSilu;
@@ -69,6 +82,8 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;  // config.json may list several
   std::string torch_dtype;             // as written in config.json, or ""
 
+  int64_t RotaryDim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+
   // Parameters implied by the shapes (embedding counted once when tied).
   int64_t ParameterCount() const;
   // Bytes of K and V for one token across all layers at `bytes_per_element`.
@@ -81,7 +96,10 @@ struct ModelConfig {
 // From a parsed config.json; `source` names the file in errors.
 Expected<ModelConfig> ModelConfigFromHfJson(const nlohmann::json& j, const std::string& source);
 Expected<ModelConfig> ModelConfigFromHfFile(const std::string& config_json_path);
-// From GGUF metadata (general.architecture, <arch>.* keys).
+// From GGUF metadata (general.architecture, <arch>.* keys), and Phi-3's
+// longrope factors, which GGUF files keep as the tensors named here (long,
+// short).
+extern const char* const kLongRopeFactorTensors[2];
 Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf);
 
 }  // namespace kiln

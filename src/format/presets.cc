@@ -92,6 +92,40 @@ ModelConfig Llama32_1B() {
   return c;
 }
 
+ModelConfig Phi4Mini() {
+  ModelConfig c;
+  c.arch = Architecture::kPhi3;
+  c.hf_architecture = "Phi3ForCausalLM";
+  c.vocab_size = 200064;
+  c.hidden_size = 3072;
+  c.intermediate_size = 8192;
+  c.num_layers = 32;
+  c.num_heads = 24;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.rotary_dim = 96;  // partial_rotary_factor 0.75
+  c.max_position_embeddings = 131072;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 10000.0;
+  c.rope_scaling.type = RopeScalingType::kLongRope;
+  c.rope_scaling.original_max_position_embeddings = 4096;
+  c.rope_scaling.factor = 131072.0 / 4096.0;
+  c.rope_scaling.short_factor.assign(48, 1.0);
+  c.rope_scaling.long_factor = {
+      1,           1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897,  1.956131817, 2.187582649,
+      2.446418898, 2.735880826, 3.059592084, 3.421605075, 3.826451687, 4.279200023, 4.785517845, 5.351743533,
+      5.984965424, 6.693110555, 7.485043894, 8.370679318, 9.36110372,  10.4687158,  11.70738129, 13.09260651,
+      14.64173252, 16.37415215, 18.31155283, 20.47818807, 22.90118105, 25.61086418, 28.64115884, 32.03,
+      32.1,        32.13,       32.23,       32.6,        32.61,       32.64,       32.66,       32.7,
+      32.71,       32.93,       32.97,       33.28,       33.49,       33.5,        44.16,       47.77};
+  c.sliding_window = 262144;
+  c.tie_word_embeddings = true;
+  c.bos_token_ids = {199999};
+  c.eos_token_ids = {199999};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
 struct Preset {
   const char* name;
   ModelConfig (*make)();
@@ -101,6 +135,7 @@ constexpr Preset kPresets[] = {
     {"qwen2.5-1.5b", Qwen25_15B},
     {"qwen3-0.6b", Qwen3_06B},
     {"llama-3.2-1b", Llama32_1B},
+    {"phi-4-mini", Phi4Mini},
 };
 
 }  // namespace

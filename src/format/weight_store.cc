@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "format/fused_weights.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
 #include "quant/dequantize.h"
@@ -31,7 +32,7 @@ constexpr LayerName kLayerNames[] = {
     {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
     {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},
+    {"ffn_down", "mlp.down_proj"},       {"attn_qkv", "self_attn.qkv_proj"},
 };
 constexpr LayerName kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
@@ -188,6 +189,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   // The mapped files live as long as the store.
   std::shared_ptr<SafetensorsModel> shared(std::move(model));
   store->Own(std::shared_ptr<void>(shared, shared.get()));
+  KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(source));
   return std::unique_ptr<WeightStore>(std::move(store));
 }
@@ -196,7 +198,10 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
   auto store = std::make_unique<LoadedWeightStore>(path, ModelFormat::kGguf);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   KILN_ASSIGN_OR_RETURN(store->mutable_config(), ModelConfigFromGguf(*gguf));
+  const bool longrope = store->config().rope_scaling.type == RopeScalingType::kLongRope;
   for (const GgufTensorInfo& t : gguf->tensors()) {
+    // The config holds longrope's factors.
+    if (longrope && (t.name == kLongRopeFactorTensors[0] || t.name == kLongRopeFactorTensors[1])) continue;
     Weight w;
     w.name = weight_names::FromGguf(t.name);
     w.source_name = t.name;
@@ -209,6 +214,7 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
     store->mutable_weights().push_back(std::move(w));
   }
   store->set_gguf(std::move(gguf));
+  KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(path));
   return std::unique_ptr<WeightStore>(std::move(store));
 }

@@ -10,16 +10,18 @@ const char* ScalingName(RopeScalingType t) {
     case RopeScalingType::kLinear: return "linear";
     case RopeScalingType::kLlama3: return "llama3";
     case RopeScalingType::kYarn: return "yarn";
+    case RopeScalingType::kLongRope: return "longrope";
   }
   return "?";
 }
 
 Expected<RopeScalingType> ScalingFromName(const std::string& name) {
-  for (RopeScalingType t :
-       {RopeScalingType::kNone, RopeScalingType::kLinear, RopeScalingType::kLlama3, RopeScalingType::kYarn}) {
+  for (RopeScalingType t : {RopeScalingType::kNone, RopeScalingType::kLinear, RopeScalingType::kLlama3,
+                            RopeScalingType::kYarn, RopeScalingType::kLongRope}) {
     if (name == ScalingName(t)) return t;
   }
-  return InvalidArgument("attribute 'rope.scaling' is '{}', expected none, linear, llama3 or yarn", name);
+  return InvalidArgument("attribute 'rope.scaling' is '{}', expected none, linear, llama3, yarn or longrope",
+                         name);
 }
 
 }  // namespace
@@ -36,6 +38,11 @@ void SetRopeAttributes(const RopeParameters& p, AttributeMap* attrs) {
   attrs->SetFloat("rope.beta_fast", s.beta_fast);
   attrs->SetFloat("rope.beta_slow", s.beta_slow);
   attrs->SetFloat("rope.attention_factor", s.attention_factor);
+  // Only longrope has them; other nodes keep the attributes they had.
+  if (s.type == RopeScalingType::kLongRope) {
+    attrs->SetFloats("rope.short_factor", s.short_factor);
+    attrs->SetFloats("rope.long_factor", s.long_factor);
+  }
 }
 
 Expected<RopeParameters> RopeAttributes(const AttributeMap& attrs) {
@@ -53,6 +60,10 @@ Expected<RopeParameters> RopeAttributes(const AttributeMap& attrs) {
   KILN_ASSIGN_OR_RETURN(s.beta_fast, attrs.Float("rope.beta_fast"));
   KILN_ASSIGN_OR_RETURN(s.beta_slow, attrs.Float("rope.beta_slow"));
   KILN_ASSIGN_OR_RETURN(s.attention_factor, attrs.Float("rope.attention_factor"));
+  if (s.type == RopeScalingType::kLongRope) {
+    KILN_ASSIGN_OR_RETURN(s.short_factor, attrs.Floats("rope.short_factor"));
+    KILN_ASSIGN_OR_RETURN(s.long_factor, attrs.Floats("rope.long_factor"));
+  }
   return p;
 }
 

@@ -155,7 +155,7 @@ class Builder {
     a.rope_style = c_.rope_style;
     ValueId out = Op(OpKind::kRope, std::move(name), {x}, {}, a, std::move(out_name), g_.value(x).cols);
     RopeParameters rope;
-    rope.rotary_dim = c_.head_dim;
+    rope.rotary_dim = c_.RotaryDim();
     rope.theta = c_.rope_theta;
     rope.scaling = c_.rope_scaling;
     SetRopeAttributes(rope, &g_.nodes().back().named_attrs);

@@ -1,7 +1,8 @@
-// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3)
+// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3)
 // from its ModelConfig and weights. The architectures differ only in options
 // the config carries: q/k/v biases, per-head q/k norms, tied embeddings,
-// sliding-window attention, RoPE convention and scaling.
+// sliding-window attention, RoPE convention, rotary dims and scaling (Phi-3's
+// fused projections are split into separate weights at load).
 #pragma once
 
 #include "core/status.h"

@@ -85,7 +85,7 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
   }
   if (arch == "llama") {
     b.U32(key("vocab_size"), c.vocab_size);
-    b.U32(key("rope.dimension_count"), c.head_dim);
+    b.U32(key("rope.dimension_count"), c.RotaryDim());
   }
   const RopeScaling& rs = c.rope_scaling;
   if (rs.type == RopeScalingType::kLinear || rs.type == RopeScalingType::kYarn) {
@@ -233,6 +233,7 @@ const char* GgufArchitectureName(Architecture arch) {
     case Architecture::kMistral: return "llama";
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
+    case Architecture::kPhi3: return "phi3";
   }
   return "llama";
 }

@@ -221,6 +221,11 @@ uint64_t QuantizedModel::TensorBytes() const {
 Expected<QuantizedModel> QuantizeModel(const std::string& source, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::Open(source));
+  if (store->config().arch == Architecture::kPhi3) {
+    // Its GGUF layout fuses q/k/v and gate/up, which the loader splits.
+    return Unsupported("{}: quantizing Phi-3 models is not supported yet (their GGUF tensors are fused)",
+                       source);
+  }
   const bool from_gguf = store->format() == ModelFormat::kGguf;
   std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
 

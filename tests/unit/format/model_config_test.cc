@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
@@ -175,6 +178,67 @@ TEST(ModelConfig, RopeScalingVariants) {
   EXPECT_FALSE(FromJson(j).ok());  // no factor
 }
 
+// Phi-3: partial rotary embeddings, longrope in both spellings, the window.
+TEST(ModelConfig, Phi3) {
+  json j = LlamaJson();
+  j["architectures"] = {"Phi3ForCausalLM"};
+  j["model_type"] = "phi3";
+  j["partial_rotary_factor"] = 0.75;  // 12 of head_dim 16
+  j["original_max_position_embeddings"] = 64;
+  j["sliding_window"] = 7;
+  j["rope_scaling"] = json::parse(R"({"rope_type": "longrope", "short_factor": [1, 1, 1, 1, 1, 1.5],
+                                      "long_factor": [1, 2, 3, 4, 5, 6]})");
+  auto c = FromJson(j);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kPhi3);
+  EXPECT_EQ(c->RotaryDim(), 12);
+  EXPECT_EQ(c->sliding_window, 7);
+  EXPECT_FALSE(c->attention_bias);
+  const RopeScaling& rs = c->rope_scaling;
+  EXPECT_EQ(rs.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(rs.original_max_position_embeddings, 64);
+  EXPECT_EQ(rs.factor, 4.0);  // max_position_embeddings / original
+  EXPECT_EQ(rs.long_factor, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_NEAR(rs.LongRopeAttentionFactor(), std::sqrt(1 + std::log(4.0) / std::log(64.0)), 1e-12);
+
+  j["rope_scaling"].erase("rope_type");
+  j["rope_scaling"]["type"] = "su";  // Phi-3-mini-128k's spelling
+  j["rope_scaling"]["attention_factor"] = 1.25;
+  auto su = FromJson(j);
+  ASSERT_TRUE(su.ok()) << su.status().ToString();
+  EXPECT_EQ(su->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(su->rope_scaling.LongRopeAttentionFactor(), 1.25);
+
+  json no_scaling = LlamaJson();
+  no_scaling["model_type"] = "phi3";
+  no_scaling.erase("architectures");
+  auto plain = FromJson(no_scaling);  // Phi-3-mini-4k: no rope_scaling, whole heads rotate
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->arch, Architecture::kPhi3);
+  EXPECT_EQ(plain->RotaryDim(), 16);
+  EXPECT_EQ(plain->rope_scaling.type, RopeScalingType::kNone);
+
+  json short_list = j;
+  short_list["rope_scaling"]["long_factor"] = {1, 2, 3};
+  auto wrong = FromJson(short_list);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("longrope long factors: 3 of them, the 12 rotary dims need 6"),
+            std::string::npos)
+      << wrong.status().message();
+  json missing = j;
+  missing["rope_scaling"].erase("short_factor");
+  EXPECT_NE(FromJson(missing).status().message().find("missing required field 'short_factor'"),
+            std::string::npos);
+  json negative = j;
+  negative["rope_scaling"]["short_factor"][0] = -1;
+  EXPECT_FALSE(FromJson(negative).ok());
+  json partial = j;
+  partial["partial_rotary_factor"] = 1.5;
+  EXPECT_FALSE(FromJson(partial).ok());
+  partial["partial_rotary_factor"] = 0.7;  // 11.2 -> 11 dims: odd
+  EXPECT_FALSE(FromJson(partial).ok());
+}
+
 TEST(ModelConfig, SlidingWindowBiasTiesAndTokenIds) {
   json mistral = LlamaJson();
   mistral["architectures"] = {"MistralForCausalLM"};
@@ -224,7 +288,7 @@ TEST(ModelConfig, Errors) {
   EXPECT_NE(arch.status().message().find("'GPT2LMHeadModel' is not supported"), std::string::npos);
   EXPECT_NE(arch.status().message().find(SupportedArchitectureList()), std::string::npos);
   EXPECT_EQ(SupportedArchitectureList(),
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM");
 
   json no_arch = LlamaJson();
   no_arch.erase("architectures");
@@ -335,6 +399,50 @@ TEST(ModelConfig, GgufMetadataVariants) {
   EXPECT_EQ(FromGgufMetadata(kv)->vocab_size, 77);
 }
 
+// GGUF phi3: rotary dims from rope.dimension_count, longrope's factors from
+// their tensors, and llama.cpp's attention factor of 1 when the key is absent.
+TEST(ModelConfig, GgufPhi3LongRope) {
+  auto phi3 = [](bool attn_factor, bool both_factors) -> Expected<ModelConfig> {
+    GgufWriter w;
+    for (auto [k, v] : QwenMetadata()) {
+      if (k.rfind("qwen2.", 0) == 0) k = "phi3." + k.substr(6);
+      KILN_RETURN_IF_ERROR(w.Set(k, k == "general.architecture" ? GgufValue::String("phi3") : v));
+    }
+    KILN_RETURN_IF_ERROR(w.Set("phi3.rope.dimension_count", GgufValue::UInt(GgufType::kU32, 12)));
+    KILN_RETURN_IF_ERROR(
+        w.Set("phi3.rope.scaling.original_context_length", GgufValue::UInt(GgufType::kU32, 1024)));
+    if (attn_factor) {
+      KILN_RETURN_IF_ERROR(w.Set("phi3.rope.scaling.attn_factor", GgufValue::Float(GgufType::kF32, 1.25)));
+    }
+    std::vector<float> long_factors = {1, 2, 3, 4, 5, 6}, short_factors = {1, 1, 1, 1, 1, 2};
+    auto bytes = [](const std::vector<float>& f) {
+      std::vector<uint8_t> b(f.size() * 4);
+      std::memcpy(b.data(), f.data(), b.size());
+      return b;
+    };
+    KILN_RETURN_IF_ERROR(w.AddTensor("rope_factors_long.weight", DType::kF32, {6}, bytes(long_factors)));
+    if (both_factors) {
+      KILN_RETURN_IF_ERROR(w.AddTensor("rope_factors_short.weight", DType::kF32, {6}, bytes(short_factors)));
+    }
+    std::vector<uint8_t> image = w.Serialize();
+    KILN_ASSIGN_OR_RETURN(auto f, GgufFile::Parse(image.data(), image.size(), "meta.gguf"));
+    return ModelConfigFromGguf(*f);
+  };
+  auto c = phi3(false, true);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kPhi3);
+  EXPECT_EQ(c->rope_style, RopeStyle::kHalf);
+  EXPECT_EQ(c->RotaryDim(), 12);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(c->rope_scaling.long_factor, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(c->rope_scaling.short_factor, (std::vector<double>{1, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 1024);
+  EXPECT_EQ(c->rope_scaling.factor, 4.0);  // context_length 4096 / 1024
+  EXPECT_EQ(c->rope_scaling.LongRopeAttentionFactor(), 1.0);
+  EXPECT_EQ(phi3(true, true)->rope_scaling.LongRopeAttentionFactor(), 1.25);
+  EXPECT_EQ(phi3(true, false).status().code(), StatusCode::kNotFound);
+}
+
 TEST(ModelConfig, GgufMetadataErrors) {
   auto kv = QwenMetadata();
   kv[0].second = GgufValue::String("gpt2");
@@ -342,7 +450,7 @@ TEST(ModelConfig, GgufMetadataErrors) {
   ASSERT_FALSE(arch.ok());
   EXPECT_NE(arch.status().message().find(
                 "meta.gguf: general.architecture 'gpt2' is not supported; supported: llama, "
-                "qwen2, qwen3"),
+                "qwen2, qwen3, phi3"),
             std::string::npos)
       << arch.status().message();
 
@@ -376,9 +484,9 @@ TEST(Presets, PublishedShapes) {
     int64_t hidden;
     int64_t layers;
   };
-  for (const Case& c :
-       {Case{"qwen2.5-0.5b", 494032768, 896, 24}, Case{"qwen2.5-1.5b", 1543714304, 1536, 28},
-        Case{"qwen3-0.6b", 596049920, 1024, 28}, Case{"llama-3.2-1b", 1235814400, 2048, 16}}) {
+  for (const Case& c : {Case{"qwen2.5-0.5b", 494032768, 896, 24}, Case{"qwen2.5-1.5b", 1543714304, 1536, 28},
+                        Case{"qwen3-0.6b", 596049920, 1024, 28}, Case{"llama-3.2-1b", 1235814400, 2048, 16},
+                        Case{"phi-4-mini", 3836021760, 3072, 32}}) {
     auto config = PresetConfig(c.name);
     ASSERT_TRUE(config.ok()) << c.name;
     EXPECT_TRUE(config->Validate().ok()) << c.name;
@@ -406,7 +514,17 @@ TEST(Presets, PublishedShapes) {
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_NE(unknown.status().message().find("qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, llama-3.2-1b"),
             std::string::npos);
-  EXPECT_EQ(PresetNames().size(), 4u);
+  auto phi = *PresetConfig("phi-4-mini");
+  EXPECT_EQ(phi.arch, Architecture::kPhi3);
+  EXPECT_EQ(phi.RotaryDim(), 96);
+  EXPECT_EQ(phi.rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(phi.rope_scaling.long_factor.size(), 48u);
+  EXPECT_EQ(phi.rope_scaling.long_factor.back(), 47.77);
+  EXPECT_EQ(phi.rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_NEAR(phi.rope_scaling.LongRopeAttentionFactor(), std::sqrt(1 + std::log(32.0) / std::log(4096.0)),
+              1e-12);
+  EXPECT_TRUE(phi.tie_word_embeddings);
+  EXPECT_EQ(PresetNames().size(), 5u);
 }
 
 }  // namespace

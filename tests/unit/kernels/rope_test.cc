@@ -125,6 +125,36 @@ TEST(RopeTable, YarnBlendsByDimensionAndScalesByMscale) {
   EXPECT_FLOAT_EQ(BuildOk(dim, dim, theta, yarn, 2).attention_scaling(), 1.5f);
 }
 
+// longrope: each frequency divided by its own factor, the long ones only
+// for a context beyond the trained one; cos and sin times the attention
+// factor either way.
+TEST(RopeTable, LongRopeChoosesFactorsByContext) {
+  RopeScaling longrope;
+  longrope.type = RopeScalingType::kLongRope;
+  longrope.original_max_position_embeddings = 64;
+  longrope.factor = 4.0;  // a model of 256 positions
+  longrope.short_factor = {1.0, 1.5, 2.0};
+  longrope.long_factor = {2.0, 4.0, 8.0};
+  const double attention = std::sqrt(1 + std::log(4.0) / std::log(64.0));
+  // Rotary dims 6 of a 16-wide head: 3 frequencies.
+  RopeTable trained = BuildOk(16, 6, 10000.0, longrope, 64);
+  RopeTable extended = BuildOk(16, 6, 10000.0, longrope, 65);
+  EXPECT_FLOAT_EQ(trained.attention_scaling(), static_cast<float>(attention));
+  EXPECT_FLOAT_EQ(extended.attention_scaling(), static_cast<float>(attention));
+  for (size_t i = 0; i < 3; ++i) {
+    const double inv = DefaultInvFreq(10000.0, static_cast<int64_t>(i), 6);
+    EXPECT_NEAR(trained.inv_freq()[i], inv / longrope.short_factor[i], 1e-6 * inv) << i;
+    EXPECT_NEAR(extended.inv_freq()[i], inv / longrope.long_factor[i], 1e-6 * inv) << i;
+  }
+  const float angle = 9.0f * extended.inv_freq()[2];
+  EXPECT_FLOAT_EQ(extended.cos()[9 * 3 + 2],
+                  static_cast<float>(std::cos(static_cast<double>(angle))) * static_cast<float>(attention));
+  longrope.attention_factor = 1.25;
+  EXPECT_FLOAT_EQ(BuildOk(16, 6, 10000.0, longrope, 8).attention_scaling(), 1.25f);
+  longrope.long_factor.pop_back();  // one factor per frequency
+  EXPECT_FALSE(RopeTable::Build(16, 6, 10000.0, longrope, 8).ok());
+}
+
 TEST(RopeTable, PartialRotaryUsesRotaryDimForFrequencies) {
   RopeTable table = BuildOk(64, 32, 10000.0, RopeScaling{}, 4);
   ASSERT_EQ(table.inv_freq().size(), 16u);

@@ -17,18 +17,22 @@ int64_t Bits(double d) {
 Expected<std::shared_ptr<const RopeTable>> RopeTableCache::Get(int64_t head_dim, const RopeParameters& p,
                                                                int64_t max_positions) {
   const RopeScaling& s = p.scaling;
-  const std::vector<int64_t> key = {head_dim,
-                                    p.rotary_dim,
-                                    Bits(p.theta),
-                                    static_cast<int64_t>(s.type),
-                                    Bits(s.factor),
-                                    Bits(s.low_freq_factor),
-                                    Bits(s.high_freq_factor),
-                                    s.original_max_position_embeddings,
-                                    Bits(s.beta_fast),
-                                    Bits(s.beta_slow),
-                                    Bits(s.attention_factor),
-                                    max_positions};
+  std::vector<int64_t> key = {head_dim,
+                              p.rotary_dim,
+                              Bits(p.theta),
+                              static_cast<int64_t>(s.type),
+                              Bits(s.factor),
+                              Bits(s.low_freq_factor),
+                              Bits(s.high_freq_factor),
+                              s.original_max_position_embeddings,
+                              Bits(s.beta_fast),
+                              Bits(s.beta_slow),
+                              Bits(s.attention_factor),
+                              max_positions};
+  for (const auto* factors : {&s.short_factor, &s.long_factor}) {
+    key.push_back(static_cast<int64_t>(factors->size()));
+    for (double f : *factors) key.push_back(Bits(f));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tables_.find(key);
   if (it != tables_.end()) return it->second;

@@ -72,6 +72,20 @@ void ApplyYarn(const RopeScaling& s, double theta, int64_t dim, int64_t original
   }
 }
 
+// _compute_longrope_parameters: each inverse frequency divided by its own
+// factor, 1 / (ext[i] * pos_freqs[i]) in fp32, the long factors when the
+// context exceeds the one the model was trained at (as llama.cpp chooses,
+// by the context it runs with). Returns the attention scaling.
+double ApplyLongRope(const RopeScaling& s, int64_t original_max, int64_t max_positions,
+                     const std::vector<float>& pos_freqs, std::vector<float>& inv_freq) {
+  const std::vector<double>& ext = max_positions > original_max ? s.long_factor : s.short_factor;
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float divisor = static_cast<float>(ext[i]) * pos_freqs[i];
+    inv_freq[i] = 1.0f / divisor;
+  }
+  return s.LongRopeAttentionFactor();
+}
+
 }  // namespace
 
 Expected<RopeTable> RopeTable::Build(int64_t head_dim, int64_t rotary_dim, double theta,
@@ -95,6 +109,12 @@ Expected<RopeTable> RopeTable::Build(int64_t head_dim, int64_t rotary_dim, doubl
     return InvalidArgument("rope: llama3 frequency factors low {} high {} must satisfy 0 < low < high",
                            scaling.low_freq_factor, scaling.high_freq_factor);
   }
+  if (scaling.type == RopeScalingType::kLongRope &&
+      (scaling.short_factor.size() != static_cast<size_t>(rotary_dim / 2) ||
+       scaling.long_factor.size() != static_cast<size_t>(rotary_dim / 2))) {
+    return InvalidArgument("rope: longrope needs {} short and long factors, has {} and {}", rotary_dim / 2,
+                           scaling.short_factor.size(), scaling.long_factor.size());
+  }
 
   RopeTable table;
   table.head_dim_ = head_dim;
@@ -115,6 +135,9 @@ Expected<RopeTable> RopeTable::Build(int64_t head_dim, int64_t rotary_dim, doubl
       attention_scaling = scaling.attention_factor > 0 ? scaling.attention_factor
                           : scaling.factor <= 1        ? 1.0
                                                        : 0.1 * std::log(scaling.factor) + 1.0;
+      break;
+    case RopeScalingType::kLongRope:
+      attention_scaling = ApplyLongRope(scaling, original_max, max_positions, pos_freqs, table.inv_freq_);
       break;
   }
   table.attention_scaling_ = static_cast<float>(attention_scaling);

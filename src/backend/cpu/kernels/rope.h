@@ -15,10 +15,12 @@ class RopeTable {
  public:
   // The table for positions [0, max_positions): inverse frequencies of
   // the first rotary_dim elements of each head computed in fp32 as
-  // transformers' default, linear, llama3 or yarn rope initialisation does;
-  // cos and sin of fp32 position * inv_freq, times the attention scaling
-  // (yarn's mscale, else 1). A yarn or llama3 original_max_position_embeddings
-  // of 0 means max_positions.
+  // transformers' default, linear, llama3, yarn or longrope initialisation
+  // does (longrope with its long factors when max_positions exceeds
+  // original_max_position_embeddings); cos and sin of fp32 position *
+  // inv_freq, times the attention scaling (yarn's mscale, longrope's
+  // attention factor, else 1). An original_max_position_embeddings of 0
+  // means max_positions.
   // Fails on odd or out-of-range dims, a non-positive theta or factor, or a
   // table over 2^28 entries.
   static Expected<RopeTable> Build(int64_t head_dim, int64_t rotary_dim, double theta,
