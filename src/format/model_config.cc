@@ -2,6 +2,7 @@
 // sizes derived from it.
 #include "format/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,8 @@ constexpr ArchitectureName kArchitectures[] = {
     {Architecture::kMistral, "MistralForCausalLM", "mistral"},
     {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2"},
     {Architecture::kQwen3, "Qwen3ForCausalLM", "qwen3"},
+    {Architecture::kGemma2, "Gemma2ForCausalLM", "gemma2"},
+    {Architecture::kGemma3, "Gemma3ForCausalLM", "gemma3_text"},
 };
 
 // Upper bounds that keep every size derived from a config within int64
@@ -185,6 +188,50 @@ Expected<Activation> ActivationFromName(const std::string& name, const std::stri
                      name);
 }
 
+// Gemma 2 and Gemma 3's particulars: (1 + w) norms and the extra ones,
+// scaled embeddings, query_pre_attn_scalar, soft-capping, and which layers
+// slide (Gemma 2: the even ones; Gemma 3: all but every sixth, or as
+// layer_types lists them) with Gemma 3's own RoPE base for those.
+Status GemmaFromHf(const json& j, const std::string& source, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const bool gemma3 = c.arch == Architecture::kGemma3;
+  c.gemma_norms = true;
+  c.qk_norm = gemma3;
+  KILN_ASSIGN_OR_RETURN(c.query_pre_attn_scalar,
+                        FloatOr(j, "query_pre_attn_scalar", static_cast<double>(c.head_dim), source));
+  KILN_ASSIGN_OR_RETURN(c.attn_logit_softcap, FloatOr(j, "attn_logit_softcapping", 0.0, source));
+  KILN_ASSIGN_OR_RETURN(c.final_logit_softcap, FloatOr(j, "final_logit_softcapping", 0.0, source));
+  KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
+  // Gemma always ties the head to the embedding (config.json may not say).
+  KILN_ASSIGN_OR_RETURN(c.tie_word_embeddings, BoolOr(j, "tie_word_embeddings", true, source));
+  c.sliding_layers.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), false);
+  if (const json* types = Field(j, "layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers) {
+      return InvalidArgument("{}: layer_types: expected a list of {} layer kinds, got {}", source, c.num_layers,
+                             types->dump());
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        c.sliding_layers[i] = true;
+      } else if (t != "full_attention") {
+        return Unsupported("{}: layer_types[{}]: '{}' (sliding_attention and full_attention are known)", source,
+                           i, t.dump());
+      }
+    }
+  } else if (gemma3) {
+    KILN_ASSIGN_OR_RETURN(int64_t pattern, IntOr(j, "sliding_window_pattern", 6, source));
+    if (pattern <= 0) return InvalidArgument("{}: sliding_window_pattern {} is not positive", source, pattern);
+    for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  } else {
+    for (int64_t i = 0; i < c.num_layers; i += 2) c.sliding_layers[static_cast<size_t>(i)] = true;
+  }
+  if (gemma3) {
+    KILN_ASSIGN_OR_RETURN(c.rope_local_theta, FloatOr(j, "rope_local_base_freq", 10000.0, source));
+  }
+  return Status::Ok();
+}
+
 // ---- GGUF metadata access ----
 
 class GgufKeys {
@@ -254,7 +301,7 @@ int64_t ModelConfig::ParameterCount() const {
   if (attention_output_bias) attention += hidden_size;
   if (qk_norm) attention += 2 * head_dim;
   int64_t mlp = 3 * hidden_size * intermediate_size;
-  int64_t norms = 2 * hidden_size;
+  int64_t norms = (gemma_norms ? 4 : 2) * hidden_size;
   int64_t layer = attention + mlp + norms;
   int64_t embedding = vocab_size * hidden_size;
   return embedding + num_layers * layer + hidden_size + (tie_word_embeddings ? 0 : embedding);
@@ -264,6 +311,22 @@ int64_t ModelConfig::KvBytesPerToken(double bytes_per_element) const {
   double elements = 2.0 * static_cast<double>(num_layers) * static_cast<double>(num_kv_heads) *
                     static_cast<double>(head_dim);
   return static_cast<int64_t>(std::llround(elements * bytes_per_element));
+}
+
+bool ModelConfig::LayerSlides(int64_t layer) const {
+  if (sliding_window <= 0) return false;
+  if (sliding_layers.empty()) return true;
+  return layer >= 0 && layer < static_cast<int64_t>(sliding_layers.size()) &&
+         sliding_layers[static_cast<size_t>(layer)];
+}
+
+double ModelConfig::LayerRopeTheta(int64_t layer) const {
+  return rope_local_theta > 0 && LayerSlides(layer) ? rope_local_theta : rope_theta;
+}
+
+double ModelConfig::AttentionScale() const {
+  const double d = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim);
+  return 1.0 / std::sqrt(d);
 }
 
 Status ModelConfig::Validate() const {
@@ -314,6 +377,14 @@ Status ModelConfig::Validate() const {
     }
   }
   if (sliding_window < 0) return InvalidArgument("sliding_window {} is negative", sliding_window);
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
+    return InvalidArgument("{} layer attention kinds for {} layers", sliding_layers.size(), num_layers);
+  }
+  for (double v : {rope_local_theta, query_pre_attn_scalar, attn_logit_softcap, final_logit_softcap}) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      return InvalidArgument("a Gemma parameter ({}) is negative or not a number", v);
+    }
+  }
   for (const auto* ids : {&bos_token_ids, &eos_token_ids}) {
     for (int64_t id : *ids) {
       if (id < 0 || id >= vocab_size) {
@@ -350,6 +421,8 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
   KILN_ASSIGN_OR_RETURN(c.rope_theta, FloatOr(j, "rope_theta", 10000.0, source));
   KILN_ASSIGN_OR_RETURN(c.rope_scaling, RopeScalingFromHf(j, c.max_position_embeddings, source));
   KILN_ASSIGN_OR_RETURN(std::string act, StringOr(j, "hidden_act", "silu", source));
+  // Gemma's configs name the MLP's activation hidden_activation.
+  KILN_ASSIGN_OR_RETURN(act, StringOr(j, "hidden_activation", act, source));
   KILN_ASSIGN_OR_RETURN(c.activation, ActivationFromName(act, source));
   KILN_ASSIGN_OR_RETURN(c.tie_word_embeddings, BoolOr(j, "tie_word_embeddings", false, source));
 
@@ -367,8 +440,15 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
       break;
     }
     case Architecture::kMistral: break;
+    case Architecture::kGemma2:
+    case Architecture::kGemma3: {
+      KILN_ASSIGN_OR_RETURN(bool bias, BoolOr(j, "attention_bias", false, source));
+      if (bias) return Unsupported("{}: attention_bias: Gemma attention biases are not supported", source);
+      KILN_RETURN_IF_ERROR(GemmaFromHf(j, source, &c));
+      break;
+    }
   }
-  c.qk_norm = c.arch == Architecture::kQwen3;
+  c.qk_norm = c.qk_norm || c.arch == Architecture::kQwen3;
 
   // Mistral always honours sliding_window; Qwen2/Qwen3 only when
   // use_sliding_window is set (their configs carry a window either way).

@@ -162,6 +162,25 @@ class LoadedWeightStore : public WeightStore {
     }
     return Status::Ok();
   }
+
+  // Gemma's RMSNorm scales by (1 + w): Hugging Face files hold w, so the 1
+  // is added here, once, in f32, and the norms compute as any other's.
+  // (llama.cpp's converter has added it already in GGUF files.)
+  Status AddOneToNorms() {
+    for (Weight& w : weights_) {
+      if (w.shape.size() != 1 || !IsNormWeight(w.name)) continue;
+      KILN_RETURN_IF_ERROR(ConvertToF32(w));  // a copy of its own, f32 whatever it was
+      auto* values = reinterpret_cast<float*>(const_cast<uint8_t*>(w.data));
+      for (int64_t i = 0; i < w.num_elements(); ++i) values[i] += 1.0f;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static bool IsNormWeight(const std::string& name) {
+    const std::string_view suffix = "norm.weight";
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
 };
 
 Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder) {
@@ -189,6 +208,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   std::shared_ptr<SafetensorsModel> shared(std::move(model));
   store->Own(std::shared_ptr<void>(shared, shared.get()));
   KILN_RETURN_IF_ERROR(store->Finish(source));
+  if (store->config().gemma_norms) KILN_RETURN_IF_ERROR(store->AddOneToNorms());
   return std::unique_ptr<WeightStore>(std::move(store));
 }
 
@@ -247,6 +267,10 @@ std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
       specs.push_back({Layer(i, "self_attn.k_norm.weight"), {c.head_dim}});
     }
     specs.push_back({Layer(i, "post_attention_layernorm.weight"), {c.hidden_size}});
+    if (c.gemma_norms) {
+      specs.push_back({Layer(i, "pre_feedforward_layernorm.weight"), {c.hidden_size}});
+      specs.push_back({Layer(i, "post_feedforward_layernorm.weight"), {c.hidden_size}});
+    }
     specs.push_back({Layer(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.down_proj.weight"), {c.hidden_size, c.intermediate_size}});

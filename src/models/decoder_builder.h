@@ -1,7 +1,9 @@
-// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3)
-// from its ModelConfig and weights. The architectures differ only in options
-// the config carries: q/k/v biases, per-head q/k norms, tied embeddings,
-// sliding-window attention, RoPE convention and scaling.
+// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3,
+// Gemma 2, Gemma 3) from its ModelConfig and weights. The architectures
+// differ only in options the config carries: q/k/v biases, per-head q/k
+// norms, tied embeddings, sliding-window attention (on every layer or some),
+// RoPE convention, base and scaling, Gemma's extra norms, embedding scale and
+// soft-capping.
 #pragma once
 
 #include "core/status.h"
