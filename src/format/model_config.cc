@@ -275,6 +275,54 @@ class GgufKeys {
   std::string arch_;
 };
 
+// Gemma's particulars as llama.cpp writes and reads them: the norms' 1 is
+// already added to their weights; the soft caps are keys; Gemma 2's even
+// layers slide, Gemma 3's all but every sixth (or as
+// attention.sliding_window_pattern says), those at a fixed RoPE base of
+// 10000; and the attention scale follows the model size, as in llama.cpp
+// (the 27B models scale by hidden_size / heads, the others by head_dim).
+Status GemmaFromGguf(const GgufFile& gguf, const GgufKeys& keys, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const bool gemma3 = c.arch == Architecture::kGemma3;
+  c.gemma_norms = true;
+  c.qk_norm = gemma3;
+  c.activation = Activation::kGeluTanh;
+  KILN_ASSIGN_OR_RETURN(c.attn_logit_softcap, keys.FloatOr("attn_logit_softcapping", 0.0));
+  KILN_ASSIGN_OR_RETURN(c.final_logit_softcap, keys.FloatOr("final_logit_softcapping", 0.0));
+  const bool is_27b = c.num_layers == (gemma3 ? 62 : 46);
+  c.query_pre_attn_scalar =
+      static_cast<double>(is_27b && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim);
+  if (c.num_layers <= 0 || c.num_layers > kMaxLayers) return Status::Ok();  // Validate says why
+  c.sliding_layers.assign(static_cast<size_t>(c.num_layers), false);
+  int64_t pattern = gemma3 ? 6 : 2;
+  const std::string pattern_key = keys.Key("attention.sliding_window_pattern");
+  if (const GgufValue* v = gguf.Find(pattern_key); v != nullptr) {
+    if (v->is_array()) {
+      // One flag per layer: true where the layer slides.
+      if (static_cast<int64_t>(v->items().size()) != c.num_layers) {
+        return Corrupt("{}: {}: {} entries for {} layers", gguf.path(), pattern_key, v->items().size(),
+                       c.num_layers);
+      }
+      for (size_t i = 0; i < v->items().size(); ++i) {
+        auto slides = v->items()[i].AsBool();
+        if (!slides) return Corrupt("{}: {}: expected booleans", gguf.path(), pattern_key);
+        c.sliding_layers[i] = *slides;
+      }
+      pattern = 0;
+    } else {
+      auto p = v->AsInt();
+      if (!p || *p <= 0) return Corrupt("{}: {}: expected a positive integer", gguf.path(), pattern_key);
+      pattern = *p;
+    }
+  }
+  for (int64_t i = 0; pattern > 0 && i < c.num_layers; ++i) {
+    // Gemma 2: layers 0, 2, ... slide; Gemma 3: all but layers pattern - 1, 2 * pattern - 1, ...
+    c.sliding_layers[static_cast<size_t>(i)] = gemma3 ? (i + 1) % pattern != 0 : i % pattern == 0;
+  }
+  if (gemma3) c.rope_local_theta = 10000.0;
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* ArchitectureName(Architecture a) {
@@ -500,9 +548,16 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   } else if (*arch_name == "qwen3") {
     c.arch = Architecture::kQwen3;
     c.hf_architecture = "Qwen3ForCausalLM";
+  } else if (*arch_name == "gemma2") {
+    c.arch = Architecture::kGemma2;
+    c.hf_architecture = "Gemma2ForCausalLM";
+  } else if (*arch_name == "gemma3") {
+    c.arch = Architecture::kGemma3;
+    c.hf_architecture = "Gemma3ForCausalLM";
   } else {
-    return Unsupported("{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3",
-                       source, *arch_name);
+    return Unsupported(
+        "{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, gemma2, gemma3", source,
+        *arch_name);
   }
   GgufKeys keys(gguf, *arch_name);
   KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.RequiredInt("context_length"));
@@ -568,6 +623,9 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
   c.attention_output_bias = gguf.FindTensor("blk.0.attn_output.bias") != nullptr;
   c.qk_norm = c.arch == Architecture::kQwen3;
+  if (c.arch == Architecture::kGemma2 || c.arch == Architecture::kGemma3) {
+    KILN_RETURN_IF_ERROR(GemmaFromGguf(gguf, keys, &c));
+  }
 
   GgufKeys global(gguf, "tokenizer.ggml");
   KILN_ASSIGN_OR_RETURN(auto bos, global.OptionalInt("bos_token_id"));

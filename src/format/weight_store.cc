@@ -212,13 +212,33 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   return std::unique_ptr<WeightStore>(std::move(store));
 }
 
+// Gemma's four norms a layer in llama.cpp's names: attn_norm and ffn_norm
+// are the blocks' input norms (ffn_norm the MLP's, pre_feedforward_layernorm
+// in Hugging Face's names), attn_post_norm and post_ffw_norm their outputs'.
+constexpr LayerName kGemmaNormNames[] = {
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"attn_post_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
+std::string CanonicalGgufName(const std::string& gguf_name, const ModelConfig& config) {
+  std::string layer;
+  std::string_view rest;
+  if (config.gemma_norms && SplitLayer(gguf_name, "blk.", &layer, &rest)) {
+    if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), true)) {
+      return fmt::format("model.layers.{}.{}", layer, *mapped);
+    }
+  }
+  return weight_names::FromGguf(gguf_name);
+}
+
 Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
   auto store = std::make_unique<LoadedWeightStore>(path, ModelFormat::kGguf);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   KILN_ASSIGN_OR_RETURN(store->mutable_config(), ModelConfigFromGguf(*gguf));
   for (const GgufTensorInfo& t : gguf->tensors()) {
     Weight w;
-    w.name = weight_names::FromGguf(t.name);
+    w.name = CanonicalGgufName(t.name, store->config());
     w.source_name = t.name;
     w.file = path;
     w.dtype = t.dtype;
