@@ -214,10 +214,10 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
 
 // Gemma's four norms a layer in llama.cpp's names: attn_norm and ffn_norm
 // are the blocks' input norms (ffn_norm the MLP's, pre_feedforward_layernorm
-// in Hugging Face's names), attn_post_norm and post_ffw_norm their outputs'.
+// in Hugging Face's names), post_attention_norm and post_ffw_norm their outputs'.
 constexpr LayerName kGemmaNormNames[] = {
     {"ffn_norm", "pre_feedforward_layernorm"},
-    {"attn_post_norm", "post_attention_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 

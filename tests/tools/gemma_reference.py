@@ -7,7 +7,9 @@ computes for it.
 usage: gemma_reference.py OUT_DIR gemma2|gemma3 [llama.cpp]
 
 With llama.cpp, the model keeps to what a GGUF file of llama.cpp can say:
-query_pre_attn_scalar = head_dim, and Gemma 3's six-layer pattern.
+query_pre_attn_scalar = head_dim, and Gemma 3's six-layer pattern; and its
+vocabulary has room for the 256 byte tokens llama.cpp's SentencePiece
+vocabulary needs (tests/tools/gemma_to_gguf.py).
 
 OUT_DIR receives config.json, model.safetensors (F32) and reference.json:
 {"input_ids": [...], "logits": [[...], ...] (every position),
@@ -150,11 +152,11 @@ def config_for(arch):
 
 
 def main():
-    global QUERY_PRE_ATTN_SCALAR, PATTERN
+    global QUERY_PRE_ATTN_SCALAR, PATTERN, VOCAB
     out, arch = sys.argv[1], sys.argv[2]
     assert arch in ("gemma2", "gemma3"), arch
     if sys.argv[3:] == ["llama.cpp"]:
-        QUERY_PRE_ATTN_SCALAR, PATTERN = HEAD_DIM, 6
+        QUERY_PRE_ATTN_SCALAR, PATTERN, VOCAB = HEAD_DIM, 6, 384
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(1234 if arch == "gemma2" else 4321)
     w = {"model.embed_tokens.weight": torch.randn(VOCAB, HIDDEN) * 0.25,

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "format/gguf_writer.h"
 #include "model_test_util.h"
 #include "testing/model_runner_for_tests.h"
 
@@ -26,62 +25,14 @@ std::string MakeModel(const std::string& arch, const std::string& variant = "") 
   return dir;
 }
 
-// Writes the Hugging Face model in `dir` as dir/model.gguf the way
-// llama.cpp's converter does: its tensor names, the norms' weights with the
-// 1 added (as the Hugging Face load has them), its metadata keys.
+// Writes the model in `dir` as dir/model.gguf the way llama.cpp's converter
+// does (tests/tools/gemma_to_gguf.py): its tensor names and keys, the norms'
+// weights stored as 1 + w.
 std::string WriteGguf(const std::string& dir, const std::string& arch) {
-  auto hf = WeightStore::Open(dir);
-  EXPECT_TRUE(hf.ok()) << hf.status().ToString();
-  if (!hf.ok()) return "";
-  const ModelConfig& c = (*hf)->config();
-  GgufWriter w;
-  auto key = [&](const char* k) { return arch + "." + k; };
-  EXPECT_TRUE(w.SetString("general.architecture", arch).ok());
-  EXPECT_TRUE(w.SetU32(key("context_length"), static_cast<uint32_t>(c.max_position_embeddings)).ok());
-  EXPECT_TRUE(w.SetU32(key("embedding_length"), static_cast<uint32_t>(c.hidden_size)).ok());
-  EXPECT_TRUE(w.SetU32(key("block_count"), static_cast<uint32_t>(c.num_layers)).ok());
-  EXPECT_TRUE(w.SetU32(key("feed_forward_length"), static_cast<uint32_t>(c.intermediate_size)).ok());
-  EXPECT_TRUE(w.SetU32(key("attention.head_count"), static_cast<uint32_t>(c.num_heads)).ok());
-  EXPECT_TRUE(w.SetU32(key("attention.head_count_kv"), static_cast<uint32_t>(c.num_kv_heads)).ok());
-  EXPECT_TRUE(w.SetU32(key("attention.key_length"), static_cast<uint32_t>(c.head_dim)).ok());
-  EXPECT_TRUE(w.SetU32(key("attention.value_length"), static_cast<uint32_t>(c.head_dim)).ok());
-  EXPECT_TRUE(w.SetF32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps)).ok());
-  EXPECT_TRUE(w.SetF32(key("rope.freq_base"), static_cast<float>(c.rope_theta)).ok());
-  EXPECT_TRUE(w.SetU32(key("attention.sliding_window"), static_cast<uint32_t>(c.sliding_window)).ok());
-  if (c.attn_logit_softcap > 0) {
-    EXPECT_TRUE(w.SetF32(key("attn_logit_softcapping"), static_cast<float>(c.attn_logit_softcap)).ok());
-    EXPECT_TRUE(w.SetF32(key("final_logit_softcapping"), static_cast<float>(c.final_logit_softcap)).ok());
-  }
-  if (c.rope_scaling.type == RopeScalingType::kLinear) {
-    EXPECT_TRUE(w.SetString(key("rope.scaling.type"), "linear").ok());
-    EXPECT_TRUE(w.SetF32(key("rope.scaling.factor"), static_cast<float>(c.rope_scaling.factor)).ok());
-  }
-  const std::pair<std::string, std::string> layer_names[] = {
-      {"input_layernorm", "attn_norm"},         {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},           {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},      {"self_attn.q_norm", "attn_q_norm"},
-      {"self_attn.k_norm", "attn_k_norm"},      {"post_attention_layernorm", "attn_post_norm"},
-      {"pre_feedforward_layernorm", "ffn_norm"}, {"post_feedforward_layernorm", "post_ffw_norm"},
-      {"mlp.gate_proj", "ffn_gate"},            {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},
-  };
-  for (const Weight& t : (*hf)->weights()) {
-    std::string name;
-    if (t.name == weight_names::Embedding()) name = "token_embd.weight";
-    if (t.name == weight_names::FinalNorm()) name = "output_norm.weight";
-    for (int64_t l = 0; l < c.num_layers && name.empty(); ++l) {
-      for (const auto& [hf_name, gguf_name] : layer_names) {
-        if (t.name == weight_names::Layer(l, hf_name + ".weight")) name = fmt::format("blk.{}.{}.weight", l, gguf_name);
-      }
-    }
-    EXPECT_FALSE(name.empty()) << t.name;
-    EXPECT_EQ(t.dtype, DType::kF32) << t.name;
-    EXPECT_TRUE(w.AddTensor(name, t.dtype, t.shape, t.data, t.nbytes).ok()) << name;
-  }
-  const std::string path = dir + "/model.gguf";
-  Status written = w.Write(path);
-  EXPECT_TRUE(written.ok()) << written.ToString();
-  return path;
+  std::string cmd = "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 " + testing::SourceDir() +
+                    "/tests/tools/gemma_to_gguf.py " + dir + " " + arch;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return dir + "/model.gguf";
 }
 
 void CheckAgainstReference(const std::string& arch, Architecture expected_arch, const std::string& variant = "",
@@ -113,6 +64,7 @@ void CheckAgainstReference(const std::string& arch, Architecture expected_arch, 
     ASSERT_NE(m.model, nullptr);
     const ModelConfig& c = m.model->config();
     EXPECT_EQ(c.arch, expected_arch);
+    EXPECT_EQ(m.weights->format(), from_gguf ? ModelFormat::kGguf : ModelFormat::kHuggingFace);
     EXPECT_EQ(c.sliding_window, ref["window"].get<int64_t>());
     for (int64_t chunk : {1, 4, 64}) {
       testing::DirectRunner runner(*m.model, 1, 64);
