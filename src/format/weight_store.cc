@@ -102,6 +102,29 @@ float NormalLike(uint64_t& state, float stddev) {
   return (sum - 2.0f) / kIrwinHallStd * stddev;
 }
 
+// Gemma's four norms a layer in llama.cpp's names: attn_norm and ffn_norm
+// are the blocks' input norms (ffn_norm the MLP's, pre_feedforward_layernorm
+// in Hugging Face's names), post_attention_norm and post_ffw_norm their
+// outputs'.
+constexpr LayerName kGemmaNormNames[] = {
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
+// A GGUF tensor name as its canonical name (to_canonical) or back, for a
+// model of `config`.
+std::string MapGgufName(const std::string& name, const ModelConfig& config, bool to_canonical) {
+  std::string layer;
+  std::string_view rest;
+  if (config.gemma_norms && SplitLayer(name, to_canonical ? "blk." : "model.layers.", &layer, &rest)) {
+    if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), to_canonical)) {
+      return (to_canonical ? "model.layers." : "blk.") + layer + "." + *mapped;
+    }
+  }
+  return to_canonical ? weight_names::FromGguf(name) : weight_names::ToGguf(name);
+}
+
 // A WeightStore whose contents the factory functions below fill in.
 class LoadedWeightStore : public WeightStore {
  public:
@@ -144,7 +167,7 @@ class LoadedWeightStore : public WeightStore {
     }
     for (const WeightSpec& spec : RequiredWeights(config_)) {
       const Weight* w = Find(spec.name);
-      std::string source_name = format_ == ModelFormat::kGguf ? weight_names::ToGguf(spec.name) : spec.name;
+      std::string source_name = format_ == ModelFormat::kGguf ? MapGgufName(spec.name, config_, false) : spec.name;
       std::string shown =
           source_name == spec.name ? spec.name : fmt::format("{} ({})", source_name, spec.name);
       if (w == nullptr) {
@@ -212,33 +235,13 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   return std::unique_ptr<WeightStore>(std::move(store));
 }
 
-// Gemma's four norms a layer in llama.cpp's names: attn_norm and ffn_norm
-// are the blocks' input norms (ffn_norm the MLP's, pre_feedforward_layernorm
-// in Hugging Face's names), post_attention_norm and post_ffw_norm their outputs'.
-constexpr LayerName kGemmaNormNames[] = {
-    {"ffn_norm", "pre_feedforward_layernorm"},
-    {"post_attention_norm", "post_attention_layernorm"},
-    {"post_ffw_norm", "post_feedforward_layernorm"},
-};
-
-std::string CanonicalGgufName(const std::string& gguf_name, const ModelConfig& config) {
-  std::string layer;
-  std::string_view rest;
-  if (config.gemma_norms && SplitLayer(gguf_name, "blk.", &layer, &rest)) {
-    if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), true)) {
-      return fmt::format("model.layers.{}.{}", layer, *mapped);
-    }
-  }
-  return weight_names::FromGguf(gguf_name);
-}
-
 Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
   auto store = std::make_unique<LoadedWeightStore>(path, ModelFormat::kGguf);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   KILN_ASSIGN_OR_RETURN(store->mutable_config(), ModelConfigFromGguf(*gguf));
   for (const GgufTensorInfo& t : gguf->tensors()) {
     Weight w;
-    w.name = CanonicalGgufName(t.name, store->config());
+    w.name = MapGgufName(t.name, store->config(), true);
     w.source_name = t.name;
     w.file = path;
     w.dtype = t.dtype;
