@@ -77,7 +77,7 @@ fi
 
 # llama.cpp's CPU build (npm node-llama-cpp with its prebuilt linux-x64
 # binary, pinned by tests/llamacpp_oracle's lockfile), the independent
-# reference for kiln's GGUF runs of Phi-3; the other prebuilt binaries (GPU
+# reference for kiln's GGUF runs of Phi-3 and Gemma; the other prebuilt binaries (GPU
 # variants, other platforms) are optional and left out. npm install, not npm
 # ci: npm ci refuses this lockfile, which lacks the other platforms' optional
 # packages (npm leaves them out of it).

@@ -61,6 +61,11 @@ std::string Mismatch(const SupportEntry& e, const Graph& g, const Node& node) {
     return fmt::format("head_dim {} beyond limit {}", node.attrs.head_dim, e.max_head_dim);
   }
   if (!e.sliding_window && node.attrs.sliding_window > 0) return "sliding-window attention not supported";
+  const bool attention = node.op == OpKind::kAttention || node.op == OpKind::kMaskedSoftmax;
+  if (!e.softcap && attention && node.attrs.softcap > 0) return "soft-capped attention not supported";
+  if (!e.embedding_scale && node.op == OpKind::kEmbedding && node.attrs.scale != 0) {
+    return "scaled embeddings not supported";
+  }
   return "";
 }
 
@@ -95,6 +100,8 @@ std::string SupportList::ToString() const {
     if (e.max_cols > 0) limits += fmt::format("cols<={} ", e.max_cols);
     if (e.max_head_dim > 0) limits += fmt::format("head_dim<={} ", e.max_head_dim);
     if (!e.sliding_window) limits += "no-window ";
+    if (!e.softcap && (e.op == OpKind::kAttention || e.op == OpKind::kMaskedSoftmax)) limits += "no-softcap ";
+    if (!e.embedding_scale && e.op == OpKind::kEmbedding) limits += "no-scale ";
     if (!e.note.empty()) limits += e.note;
     const std::string op = e.op == OpKind::kTensorOp ? e.op_type : OpName(e.op);
     s += fmt::format("  {:<18} {:<18} {:<40} {:<10} {}\n", op, DTypeList(e.activation_dtypes),

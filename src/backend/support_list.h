@@ -25,6 +25,8 @@ struct SupportEntry {
   int64_t max_head_dim = 0;              // attention and RoPE (0: no limit)
   int64_t max_rank = 0;                  // tensor ops: the largest rank of any input or output (0: no limit)
   bool sliding_window = true;            // attention: supports a window
+  bool softcap = true;                   // attention: supports soft-capped scores (Gemma 2)
+  bool embedding_scale = true;           // embedding: supports scaled rows (Gemma)
   // Tensor ops: the layout the backend's kernel indexes its 4-d
   // activations in (the layout stage reorders at its borders).
   TensorLayout activation_layout = TensorLayout::kRowMajor;

@@ -1,5 +1,6 @@
 // `kiln inspect MODEL`: what a model is and what it needs.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -117,7 +118,26 @@ void PrintModel(const WeightStore& store) {
   fmt::print("rms norm eps: {:g}\n", c.rms_norm_eps);
   fmt::print("tied embeddings: {}\n", c.tie_word_embeddings ? "yes" : "no");
   fmt::print("attention bias: {}, qk norm: {}\n", c.attention_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");
-  fmt::print("sliding window: {}\n", c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none");
+  if (c.sliding_window > 0 && !c.sliding_layers.empty()) {
+    std::vector<int64_t> global;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      if (!c.LayerSlides(l)) global.push_back(l);
+    }
+    fmt::print("sliding window: {} on {} of {} layers; global layers: {}\n", c.sliding_window,
+               c.num_layers - static_cast<int64_t>(global.size()), c.num_layers,
+               global.empty() ? "none" : fmt::format("{}", fmt::join(global, ", ")));
+  } else {
+    fmt::print("sliding window: {}\n", c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none");
+  }
+  if (c.rope_local_theta > 0) fmt::print("sliding layers' rope: theta {}, unscaled\n", c.rope_local_theta);
+  if (c.gemma_norms) {
+    auto cap = [](double v) { return v > 0 ? fmt::format("{:g}", v) : std::string("none"); };
+    fmt::print("norms: (1 + w), before and after each block; embeddings scaled by sqrt({})\n", c.hidden_size);
+    fmt::print("attention scale: query_pre_attn_scalar {:g}\n",
+               c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim));
+    fmt::print("soft-capping: attention {}, final logits {}\n", cap(c.attn_logit_softcap),
+               cap(c.final_logit_softcap));
+  }
   fmt::print("bos: {}, eos: {}\n", Ids(c.bos_token_ids), Ids(c.eos_token_ids));
 
   auto tokenizer = store.gguf() != nullptr ? LoadTokenizerFromGguf(*store.gguf()) : LoadTokenizer(store.path());

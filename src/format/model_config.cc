@@ -2,6 +2,7 @@
 // sizes derived from it.
 #include "format/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -26,6 +27,8 @@ constexpr ArchitectureName kArchitectures[] = {
     {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2"},
     {Architecture::kQwen3, "Qwen3ForCausalLM", "qwen3"},
     {Architecture::kPhi3, "Phi3ForCausalLM", "phi3"},
+    {Architecture::kGemma2, "Gemma2ForCausalLM", "gemma2"},
+    {Architecture::kGemma3, "Gemma3ForCausalLM", "gemma3_text"},
 };
 
 // Upper bounds that keep every size derived from a config within int64
@@ -230,6 +233,50 @@ Expected<Activation> ActivationFromName(const std::string& name, const std::stri
                      name);
 }
 
+// Gemma 2 and Gemma 3's particulars: (1 + w) norms and the extra ones,
+// scaled embeddings, query_pre_attn_scalar, soft-capping, and which layers
+// slide (Gemma 2: the even ones; Gemma 3: all but every sixth, or as
+// layer_types lists them) with Gemma 3's own RoPE base for those.
+Status GemmaFromHf(const json& j, const std::string& source, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const bool gemma3 = c.arch == Architecture::kGemma3;
+  c.gemma_norms = true;
+  c.qk_norm = gemma3;
+  KILN_ASSIGN_OR_RETURN(c.query_pre_attn_scalar,
+                        FloatOr(j, "query_pre_attn_scalar", static_cast<double>(c.head_dim), source));
+  KILN_ASSIGN_OR_RETURN(c.attn_logit_softcap, FloatOr(j, "attn_logit_softcapping", 0.0, source));
+  KILN_ASSIGN_OR_RETURN(c.final_logit_softcap, FloatOr(j, "final_logit_softcapping", 0.0, source));
+  KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
+  // Gemma always ties the head to the embedding (config.json may not say).
+  KILN_ASSIGN_OR_RETURN(c.tie_word_embeddings, BoolOr(j, "tie_word_embeddings", true, source));
+  c.sliding_layers.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), false);
+  if (const json* types = Field(j, "layer_types")) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers) {
+      return InvalidArgument("{}: layer_types: expected a list of {} layer kinds, got {}", source, c.num_layers,
+                             types->dump());
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        c.sliding_layers[i] = true;
+      } else if (t != "full_attention") {
+        return Unsupported("{}: layer_types[{}]: '{}' (sliding_attention and full_attention are known)", source,
+                           i, t.dump());
+      }
+    }
+  } else if (gemma3) {
+    KILN_ASSIGN_OR_RETURN(int64_t pattern, IntOr(j, "sliding_window_pattern", 6, source));
+    if (pattern <= 0) return InvalidArgument("{}: sliding_window_pattern {} is not positive", source, pattern);
+    for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  } else {
+    for (int64_t i = 0; i < c.num_layers; i += 2) c.sliding_layers[static_cast<size_t>(i)] = true;
+  }
+  if (gemma3) {
+    KILN_ASSIGN_OR_RETURN(c.rope_local_theta, FloatOr(j, "rope_local_base_freq", 10000.0, source));
+  }
+  return Status::Ok();
+}
+
 // ---- GGUF metadata access ----
 
 class GgufKeys {
@@ -313,6 +360,54 @@ Expected<RopeScaling> LongRopeFromGguf(const GgufFile& gguf, const GgufKeys& key
   return rs;
 }
 
+// Gemma's particulars as llama.cpp writes and reads them: the norms' 1 is
+// already added to their weights; the soft caps are keys; Gemma 2's even
+// layers slide, Gemma 3's all but every sixth (or as
+// attention.sliding_window_pattern says), those at a fixed RoPE base of
+// 10000; and the attention scale follows the model size, as in llama.cpp
+// (the 27B models scale by hidden_size / heads, the others by head_dim).
+Status GemmaFromGguf(const GgufFile& gguf, const GgufKeys& keys, ModelConfig* out) {
+  ModelConfig& c = *out;
+  const bool gemma3 = c.arch == Architecture::kGemma3;
+  c.gemma_norms = true;
+  c.qk_norm = gemma3;
+  c.activation = Activation::kGeluTanh;
+  KILN_ASSIGN_OR_RETURN(c.attn_logit_softcap, keys.FloatOr("attn_logit_softcapping", 0.0));
+  KILN_ASSIGN_OR_RETURN(c.final_logit_softcap, keys.FloatOr("final_logit_softcapping", 0.0));
+  const bool is_27b = c.num_layers == (gemma3 ? 62 : 46);
+  c.query_pre_attn_scalar =
+      static_cast<double>(is_27b && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim);
+  if (c.num_layers <= 0 || c.num_layers > kMaxLayers) return Status::Ok();  // Validate says why
+  c.sliding_layers.assign(static_cast<size_t>(c.num_layers), false);
+  int64_t pattern = gemma3 ? 6 : 2;
+  const std::string pattern_key = keys.Key("attention.sliding_window_pattern");
+  if (const GgufValue* v = gguf.Find(pattern_key); v != nullptr) {
+    if (v->is_array()) {
+      // One flag per layer: true where the layer slides.
+      if (static_cast<int64_t>(v->items().size()) != c.num_layers) {
+        return Corrupt("{}: {}: {} entries for {} layers", gguf.path(), pattern_key, v->items().size(),
+                       c.num_layers);
+      }
+      for (size_t i = 0; i < v->items().size(); ++i) {
+        auto slides = v->items()[i].AsBool();
+        if (!slides) return Corrupt("{}: {}: expected booleans", gguf.path(), pattern_key);
+        c.sliding_layers[i] = *slides;
+      }
+      pattern = 0;
+    } else {
+      auto p = v->AsInt();
+      if (!p || *p <= 0) return Corrupt("{}: {}: expected a positive integer", gguf.path(), pattern_key);
+      pattern = *p;
+    }
+  }
+  for (int64_t i = 0; pattern > 0 && i < c.num_layers; ++i) {
+    // Gemma 2: layers 0, 2, ... slide; Gemma 3: all but layers pattern - 1, 2 * pattern - 1, ...
+    c.sliding_layers[static_cast<size_t>(i)] = gemma3 ? (i + 1) % pattern != 0 : i % pattern == 0;
+  }
+  if (gemma3) c.rope_local_theta = 10000.0;
+  return Status::Ok();
+}
+
 }  // namespace
 
 double RopeScaling::LongRopeAttentionFactor() const {
@@ -347,7 +442,7 @@ int64_t ModelConfig::ParameterCount() const {
   if (attention_output_bias) attention += hidden_size;
   if (qk_norm) attention += 2 * head_dim;
   int64_t mlp = 3 * hidden_size * intermediate_size;
-  int64_t norms = 2 * hidden_size;
+  int64_t norms = (gemma_norms ? 4 : 2) * hidden_size;
   int64_t layer = attention + mlp + norms;
   int64_t embedding = vocab_size * hidden_size;
   return embedding + num_layers * layer + hidden_size + (tie_word_embeddings ? 0 : embedding);
@@ -357,6 +452,22 @@ int64_t ModelConfig::KvBytesPerToken(double bytes_per_element) const {
   double elements = 2.0 * static_cast<double>(num_layers) * static_cast<double>(num_kv_heads) *
                     static_cast<double>(head_dim);
   return static_cast<int64_t>(std::llround(elements * bytes_per_element));
+}
+
+bool ModelConfig::LayerSlides(int64_t layer) const {
+  if (sliding_window <= 0) return false;
+  if (sliding_layers.empty()) return true;
+  return layer >= 0 && layer < static_cast<int64_t>(sliding_layers.size()) &&
+         sliding_layers[static_cast<size_t>(layer)];
+}
+
+double ModelConfig::LayerRopeTheta(int64_t layer) const {
+  return rope_local_theta > 0 && LayerSlides(layer) ? rope_local_theta : rope_theta;
+}
+
+double ModelConfig::AttentionScale() const {
+  const double d = query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim);
+  return 1.0 / std::sqrt(d);
 }
 
 Status ModelConfig::Validate() const {
@@ -428,6 +539,14 @@ Status ModelConfig::Validate() const {
     }
   }
   if (sliding_window < 0) return InvalidArgument("sliding_window {} is negative", sliding_window);
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
+    return InvalidArgument("{} layer attention kinds for {} layers", sliding_layers.size(), num_layers);
+  }
+  for (double v : {rope_local_theta, query_pre_attn_scalar, attn_logit_softcap, final_logit_softcap}) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      return InvalidArgument("a Gemma parameter ({}) is negative or not a number", v);
+    }
+  }
   for (const auto* ids : {&bos_token_ids, &eos_token_ids}) {
     for (int64_t id : *ids) {
       if (id < 0 || id >= vocab_size) {
@@ -470,6 +589,8 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
   c.rotary_dim = partial == 1.0 ? 0 : static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
   KILN_ASSIGN_OR_RETURN(c.rope_scaling, RopeScalingFromHf(j, c.max_position_embeddings, source));
   KILN_ASSIGN_OR_RETURN(std::string act, StringOr(j, "hidden_act", "silu", source));
+  // Gemma's configs name the MLP's activation hidden_activation.
+  KILN_ASSIGN_OR_RETURN(act, StringOr(j, "hidden_activation", act, source));
   KILN_ASSIGN_OR_RETURN(c.activation, ActivationFromName(act, source));
   KILN_ASSIGN_OR_RETURN(c.tie_word_embeddings, BoolOr(j, "tie_word_embeddings", false, source));
 
@@ -488,8 +609,15 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
     }
     case Architecture::kMistral:
     case Architecture::kPhi3: break;  // no biases
+    case Architecture::kGemma2:
+    case Architecture::kGemma3: {
+      KILN_ASSIGN_OR_RETURN(bool bias, BoolOr(j, "attention_bias", false, source));
+      if (bias) return Unsupported("{}: attention_bias: Gemma attention biases are not supported", source);
+      KILN_RETURN_IF_ERROR(GemmaFromHf(j, source, &c));
+      break;
+    }
   }
-  c.qk_norm = c.arch == Architecture::kQwen3;
+  c.qk_norm = c.qk_norm || c.arch == Architecture::kQwen3;
 
   // Mistral and Phi-3 always honour sliding_window; Qwen2/Qwen3 only when
   // use_sliding_window is set (their configs carry a window either way).
@@ -544,9 +672,16 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   } else if (*arch_name == "phi3") {
     c.arch = Architecture::kPhi3;
     c.hf_architecture = "Phi3ForCausalLM";
+  } else if (*arch_name == "gemma2") {
+    c.arch = Architecture::kGemma2;
+    c.hf_architecture = "Gemma2ForCausalLM";
+  } else if (*arch_name == "gemma3") {
+    c.arch = Architecture::kGemma3;
+    c.hf_architecture = "Gemma3ForCausalLM";
   } else {
-    return Unsupported("{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, phi3",
-                       source, *arch_name);
+    return Unsupported(
+        "{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, phi3, gemma2, gemma3",
+        source, *arch_name);
   }
   GgufKeys keys(gguf, *arch_name);
   KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.RequiredInt("context_length"));
@@ -613,6 +748,9 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
   c.attention_output_bias = gguf.FindTensor("blk.0.attn_output.bias") != nullptr;
   c.qk_norm = c.arch == Architecture::kQwen3;
+  if (c.arch == Architecture::kGemma2 || c.arch == Architecture::kGemma3) {
+    KILN_RETURN_IF_ERROR(GemmaFromGguf(gguf, keys, &c));
+  }
 
   GgufKeys global(gguf, "tokenizer.ggml");
   KILN_ASSIGN_OR_RETURN(auto bos, global.OptionalInt("bos_token_id"));

@@ -14,10 +14,11 @@ namespace kiln {
 
 class GgufFile;
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
 
-const char* ArchitectureName(Architecture a);  // "llama", "mistral", "qwen2", "qwen3", "phi3"
-// "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM"
+// "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"
+const char* ArchitectureName(Architecture a);
+// "LlamaForCausalLM, MistralForCausalLM, ..."
 std::string SupportedArchitectureList();
 
 // How RoPE pairs the elements of a head: Hugging Face's rotate_half pairs
@@ -78,6 +79,22 @@ struct ModelConfig {
   bool attention_output_bias = false;
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   int64_t sliding_window = 0;   // 0: full attention
+  // Gemma: which layers use sliding_window (the others attend to everything);
+  // empty: all of them.
+  std::vector<bool> sliding_layers;
+  // Gemma 3: the RoPE base of the sliding layers (unscaled); 0: rope_theta.
+  double rope_local_theta = 0;
+  // Gemma: RMSNorm scales by (1 + w), embeddings are scaled by
+  // sqrt(hidden_size), and the attention and MLP outputs are normalized
+  // too before their residual adds (post_attention_layernorm then is the
+  // attention output's norm; pre_feedforward_layernorm the MLP input's).
+  bool gemma_norms = false;
+  // Attention scores are scaled by query_pre_attn_scalar^-0.5; 0: head_dim.
+  double query_pre_attn_scalar = 0;
+  // Gemma 2: scores = cap * tanh(scores / cap) before the softmax, and the
+  // same on the logits; 0: none.
+  double attn_logit_softcap = 0;
+  double final_logit_softcap = 0;
   std::vector<int64_t> bos_token_ids;  // usually one
   std::vector<int64_t> eos_token_ids;  // config.json may list several
   std::string torch_dtype;             // as written in config.json, or ""
@@ -88,6 +105,13 @@ struct ModelConfig {
   int64_t ParameterCount() const;
   // Bytes of K and V for one token across all layers at `bytes_per_element`.
   int64_t KvBytesPerToken(double bytes_per_element) const;
+
+  // Whether layer `layer` attends within sliding_window only.
+  bool LayerSlides(int64_t layer) const;
+  // The RoPE base of layer `layer` (Gemma 3's sliding layers differ).
+  double LayerRopeTheta(int64_t layer) const;
+  // Scale of the attention scores.
+  double AttentionScale() const;
 
   // Checks shapes are positive and consistent (heads divisible by KV heads, ...).
   Status Validate() const;

@@ -126,6 +126,34 @@ ModelConfig Phi4Mini() {
   return c;
 }
 
+ModelConfig Gemma3_1B() {
+  ModelConfig c;
+  c.arch = Architecture::kGemma3;
+  c.hf_architecture = "Gemma3ForCausalLM";
+  c.vocab_size = 262144;
+  c.hidden_size = 1152;
+  c.intermediate_size = 6912;
+  c.num_layers = 26;
+  c.num_heads = 4;
+  c.num_kv_heads = 1;
+  c.head_dim = 256;
+  c.max_position_embeddings = 32768;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.rope_local_theta = 10000.0;
+  c.activation = Activation::kGeluTanh;
+  c.tie_word_embeddings = true;
+  c.qk_norm = true;
+  c.gemma_norms = true;
+  c.query_pre_attn_scalar = 256;
+  c.sliding_window = 512;
+  for (int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % 6 != 0);
+  c.bos_token_ids = {2};
+  c.eos_token_ids = {1, 106};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
 struct Preset {
   const char* name;
   ModelConfig (*make)();
@@ -136,6 +164,7 @@ constexpr Preset kPresets[] = {
     {"qwen3-0.6b", Qwen3_06B},
     {"llama-3.2-1b", Llama32_1B},
     {"phi-4-mini", Phi4Mini},
+    {"gemma-3-1b", Gemma3_1B},
 };
 
 }  // namespace

@@ -103,6 +103,29 @@ float NormalLike(uint64_t& state, float stddev) {
   return (sum - 2.0f) / kIrwinHallStd * stddev;
 }
 
+// Gemma's four norms a layer in llama.cpp's names: attn_norm and ffn_norm
+// are the blocks' input norms (ffn_norm the MLP's, pre_feedforward_layernorm
+// in Hugging Face's names), post_attention_norm and post_ffw_norm their
+// outputs'.
+constexpr LayerName kGemmaNormNames[] = {
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
+// A GGUF tensor name as its canonical name (to_canonical) or back, for a
+// model of `config`.
+std::string MapGgufName(const std::string& name, const ModelConfig& config, bool to_canonical) {
+  std::string layer;
+  std::string_view rest;
+  if (config.gemma_norms && SplitLayer(name, to_canonical ? "blk." : "model.layers.", &layer, &rest)) {
+    if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), to_canonical)) {
+      return (to_canonical ? "model.layers." : "blk.") + layer + "." + *mapped;
+    }
+  }
+  return to_canonical ? weight_names::FromGguf(name) : weight_names::ToGguf(name);
+}
+
 // A WeightStore whose contents the factory functions below fill in.
 class LoadedWeightStore : public WeightStore {
  public:
@@ -145,7 +168,7 @@ class LoadedWeightStore : public WeightStore {
     }
     for (const WeightSpec& spec : RequiredWeights(config_)) {
       const Weight* w = Find(spec.name);
-      std::string source_name = format_ == ModelFormat::kGguf ? weight_names::ToGguf(spec.name) : spec.name;
+      std::string source_name = format_ == ModelFormat::kGguf ? MapGgufName(spec.name, config_, false) : spec.name;
       std::string shown =
           source_name == spec.name ? spec.name : fmt::format("{} ({})", source_name, spec.name);
       if (w == nullptr) {
@@ -162,6 +185,25 @@ class LoadedWeightStore : public WeightStore {
       if (!ComputesIn(w.dtype)) KILN_RETURN_IF_ERROR(ConvertToF32(w));
     }
     return Status::Ok();
+  }
+
+  // Gemma's RMSNorm scales by (1 + w): Hugging Face files hold w, so the 1
+  // is added here, once, in f32, and the norms compute as any other's.
+  // (llama.cpp's converter has added it already in GGUF files.)
+  Status AddOneToNorms() {
+    for (Weight& w : weights_) {
+      if (w.shape.size() != 1 || !IsNormWeight(w.name)) continue;
+      KILN_RETURN_IF_ERROR(ConvertToF32(w));  // a copy of its own, f32 whatever it was
+      auto* values = reinterpret_cast<float*>(const_cast<uint8_t*>(w.data));
+      for (int64_t i = 0; i < w.num_elements(); ++i) values[i] += 1.0f;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static bool IsNormWeight(const std::string& name) {
+    const std::string_view suffix = "norm.weight";
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
 };
 
@@ -191,6 +233,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   store->Own(std::shared_ptr<void>(shared, shared.get()));
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(source));
+  if (store->config().gemma_norms) KILN_RETURN_IF_ERROR(store->AddOneToNorms());
   return std::unique_ptr<WeightStore>(std::move(store));
 }
 
@@ -203,7 +246,7 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
     // The config holds longrope's factors.
     if (longrope && (t.name == kLongRopeFactorTensors[0] || t.name == kLongRopeFactorTensors[1])) continue;
     Weight w;
-    w.name = weight_names::FromGguf(t.name);
+    w.name = MapGgufName(t.name, store->config(), true);
     w.source_name = t.name;
     w.file = path;
     w.dtype = t.dtype;
@@ -253,6 +296,10 @@ std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
       specs.push_back({Layer(i, "self_attn.k_norm.weight"), {c.head_dim}});
     }
     specs.push_back({Layer(i, "post_attention_layernorm.weight"), {c.hidden_size}});
+    if (c.gemma_norms) {
+      specs.push_back({Layer(i, "pre_feedforward_layernorm.weight"), {c.hidden_size}});
+      specs.push_back({Layer(i, "post_feedforward_layernorm.weight"), {c.hidden_size}});
+    }
     specs.push_back({Layer(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.down_proj.weight"), {c.hidden_size, c.intermediate_size}});

@@ -90,7 +90,8 @@ struct NodeAttrs {
   int64_t n_kv_heads = 0;     // attention
   int64_t head_dim = 0;       // rope, attention
   int64_t sliding_window = 0; // attention: 0 for full causal attention
-  double scale = 0;           // attention: score scale
+  double scale = 0;           // attention: score scale; embedding: row scale (0: none)
+  double softcap = 0;         // attention, softcap: y = softcap * tanh(x / softcap) (0: none)
   RopeStyle rope_style = RopeStyle::kHalf;
   bool gelu_tanh = false;     // gelu
   DType cast_to = DType::kF32;

@@ -10,7 +10,8 @@ constexpr std::array<const char*, kNumOpKinds> kNames = {
     "embedding",      "rms_norm",   "add_rms_norm", "linear",        "rope",        "kv_write",
     "attention",      "silu",       "gelu",         "silu_mul",      "gelu_mul",    "gate_up_silu_mul",
     "add",            "mul",        "softmax",      "select_rows",   "gather_kv",   "attn_scores",
-    "masked_softmax", "attn_values", "cast",        "transfer",    "tensor_op",
+    "masked_softmax", "attn_values", "cast",        "transfer",    "softcap",
+    "tensor_op",
 };
 
 }  // namespace

@@ -31,6 +31,7 @@ enum class OpKind : uint8_t {
   kAttnValues,    // decomposed attention: O = P V per sequence and head (a matmul)
   kCast,          // dtype conversion inserted by the precision policy
   kTransfer,      // copy between memory domains, inserted by the layout stage
+  kSoftcap,       // y = cap * tanh(x / cap) (Gemma 2's logits)
   kTensorOp,      // an N-dimensional tensor op named by Node::op_type (graph/tensor_op.h)
 };
 

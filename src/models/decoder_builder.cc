@@ -3,6 +3,9 @@
 //   per layer: h += o_proj(attention(rope(q), rope(k), v))   over norm(h)
 //              h += down(silu(gate(x)) * up(x))              over norm(h)
 //   logits = lm_head(norm(h[selected rows]))
+// Gemma scales the embeddings by sqrt(hidden_size), normalizes each block's
+// output as well as its input (h += norm(o_proj(...)), h += norm(down(...))),
+// and Gemma 2 soft-caps the logits.
 #include "models/decoder_builder.h"
 
 #include <cmath>
@@ -26,7 +29,11 @@ class Builder {
 
   Expected<Graph> Build() {
     KILN_ASSIGN_OR_RETURN(const Weight* embed, store_.Require(weight_names::Embedding()));
-    ValueId h = Op(OpKind::kEmbedding, "model.embed_tokens", {}, {embed}, {}, "embed", c_.hidden_size);
+    NodeAttrs embed_attrs;
+    // Hugging Face multiplies by the normalizer in the activations' dtype:
+    // f32 here.
+    if (c_.gemma_norms) embed_attrs.scale = static_cast<float>(std::sqrt(static_cast<double>(c_.hidden_size)));
+    ValueId h = Op(OpKind::kEmbedding, "model.embed_tokens", {}, {embed}, embed_attrs, "embed", c_.hidden_size);
     for (int64_t l = 0; l < c_.num_layers; ++l) {
       KILN_ASSIGN_OR_RETURN(h, Layer(l, h));
     }
@@ -43,6 +50,12 @@ class Builder {
     const Weight* head = store_.Find(weight_names::LmHead());
     if (head == nullptr || c_.tie_word_embeddings) head = embed;
     ValueId logits = LinearOp("lm_head", x, head, nullptr, "logits");
+    if (c_.final_logit_softcap > 0) {
+      NodeAttrs a;
+      a.softcap = c_.final_logit_softcap;
+      logits = Op(OpKind::kSoftcap, "final_logit_softcap", {logits}, {}, a, "capped_logits", c_.vocab_size,
+                  RowSpace::kOutputRows);
+    }
     g_.value(logits).is_output = true;
     KILN_RETURN_IF_ERROR(g_.Validate());
     return std::move(g_);
@@ -73,8 +86,8 @@ class Builder {
       q = Norm(prefix + "self_attn.q_norm", q, qn, c_.head_dim, vname("q_norm"));
       k = Norm(prefix + "self_attn.k_norm", k, kn, c_.head_dim, vname("k_norm"));
     }
-    q = Rope(prefix + "self_attn.rope_q", q, c_.num_heads, vname("q_rope"));
-    k = Rope(prefix + "self_attn.rope_k", k, c_.num_kv_heads, vname("k_rope"));
+    q = Rope(prefix + "self_attn.rope_q", q, c_.num_heads, l, vname("q_rope"));
+    k = Rope(prefix + "self_attn.rope_k", k, c_.num_kv_heads, l, vname("k_rope"));
 
     ValueId written = g_.AddValue(vname("kv_written"), DType::kF32, RowSpace::kNone, 0);
     Node kv;
@@ -97,18 +110,24 @@ class Builder {
     at.attrs.n_heads = c_.num_heads;
     at.attrs.n_kv_heads = c_.num_kv_heads;
     at.attrs.head_dim = c_.head_dim;
-    at.attrs.sliding_window = c_.sliding_window;
-    at.attrs.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    at.attrs.sliding_window = c_.LayerSlides(l) ? c_.sliding_window : 0;
+    at.attrs.scale = c_.AttentionScale();
+    at.attrs.softcap = c_.attn_logit_softcap;
     g_.AddNode(std::move(at));
 
     KILN_ASSIGN_OR_RETURN(const Weight* wo, w("self_attn.o_proj.weight"));
     const Weight* bo = c_.attention_output_bias ? maybe("self_attn.o_proj.bias") : nullptr;
     ValueId o = LinearOp(prefix + "self_attn.o_proj", attn, wo, bo, vname("attn_out"));
+    KILN_ASSIGN_OR_RETURN(const Weight* post_norm, w("post_attention_layernorm.weight"));
+    if (c_.gemma_norms) {
+      o = Norm(prefix + "post_attention_layernorm", o, post_norm, 0, vname("attn_out_norm"));
+      KILN_ASSIGN_OR_RETURN(post_norm, w("pre_feedforward_layernorm.weight"));
+    }
     h = Binary(OpKind::kAdd, prefix + "attn_residual", h, o, vname("attn_residual"));
 
     // MLP block.
-    KILN_ASSIGN_OR_RETURN(const Weight* post_norm, w("post_attention_layernorm.weight"));
-    x = Norm(prefix + "post_attention_layernorm", h, post_norm, 0, vname("mlp_norm"));
+    x = Norm(prefix + (c_.gemma_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm"), h, post_norm,
+             0, vname("mlp_norm"));
     KILN_ASSIGN_OR_RETURN(const Weight* wg, w("mlp.gate_proj.weight"));
     KILN_ASSIGN_OR_RETURN(const Weight* wu, w("mlp.up_proj.weight"));
     KILN_ASSIGN_OR_RETURN(const Weight* wd, w("mlp.down_proj.weight"));
@@ -118,6 +137,10 @@ class Builder {
     ValueId m = Binary(act, prefix + "mlp.act", gate, up, vname("mlp_act"));
     if (act == OpKind::kGeluMul) g_.nodes().back().attrs.gelu_tanh = c_.activation == Activation::kGeluTanh;
     ValueId d = LinearOp(prefix + "mlp.down_proj", m, wd, nullptr, vname("mlp_out"));
+    if (c_.gemma_norms) {
+      KILN_ASSIGN_OR_RETURN(const Weight* out_norm, w("post_feedforward_layernorm.weight"));
+      d = Norm(prefix + "post_feedforward_layernorm", d, out_norm, 0, vname("mlp_out_norm"));
+    }
     return Binary(OpKind::kAdd, prefix + "output", h, d, vname("output"));
   }
 
@@ -148,7 +171,7 @@ class Builder {
     return Op(OpKind::kLinear, std::move(name), {x}, {w, bias}, {}, std::move(out_name), w->shape[0], rows);
   }
 
-  ValueId Rope(std::string name, ValueId x, int64_t heads, std::string out_name) {
+  ValueId Rope(std::string name, ValueId x, int64_t heads, int64_t layer, std::string out_name) {
     NodeAttrs a;
     a.n_heads = heads;
     a.head_dim = c_.head_dim;
@@ -156,8 +179,9 @@ class Builder {
     ValueId out = Op(OpKind::kRope, std::move(name), {x}, {}, a, std::move(out_name), g_.value(x).cols);
     RopeParameters rope;
     rope.rotary_dim = c_.RotaryDim();
-    rope.theta = c_.rope_theta;
-    rope.scaling = c_.rope_scaling;
+    rope.theta = c_.LayerRopeTheta(layer);
+    // Gemma 3's sliding layers rotate at their own base, unscaled.
+    if (!(c_.rope_local_theta > 0 && c_.LayerSlides(layer))) rope.scaling = c_.rope_scaling;
     SetRopeAttributes(rope, &g_.nodes().back().named_attrs);
     return out;
   }

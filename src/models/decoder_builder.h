@@ -1,8 +1,10 @@
-// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3)
-// from its ModelConfig and weights. The architectures differ only in options
-// the config carries: q/k/v biases, per-head q/k norms, tied embeddings,
-// sliding-window attention, RoPE convention, rotary dims and scaling (Phi-3's
-// fused projections are split into separate weights at load).
+// Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3,
+// Phi-3, Gemma 2, Gemma 3) from its ModelConfig and weights. The
+// architectures differ only in options the config carries: q/k/v biases,
+// per-head q/k norms, tied embeddings, sliding-window attention (on every
+// layer or some), RoPE convention, base, rotary dims and scaling, Gemma's
+// extra norms, embedding scale and soft-capping (Phi-3's fused projections
+// are split into separate weights at load).
 #pragma once
 
 #include "core/status.h"

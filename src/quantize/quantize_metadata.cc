@@ -234,12 +234,18 @@ const char* GgufArchitectureName(Architecture arch) {
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
     case Architecture::kPhi3: return "phi3";
+    case Architecture::kGemma2: return "gemma2";
+    case Architecture::kGemma3: return "gemma3";
   }
   return "llama";
 }
 
 Expected<GgufMetadata> HfGgufMetadata(const std::string& folder, const ModelConfig& config, uint32_t file_type) {
   const fs::path dir(folder);
+  if (config.gemma_norms) {
+    return Unsupported("{}: Gemma: writing its GGUF layout (norm names, soft-capping keys) is not supported",
+                       (dir / "config.json").string());
+  }
   if (config.rope_scaling.type == RopeScalingType::kLlama3) {
     return Unsupported("{}: Llama 3 RoPE scaling: GGUF keeps it as a rope_freqs tensor kiln does not write",
                        (dir / "config.json").string());

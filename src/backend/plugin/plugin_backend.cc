@@ -347,6 +347,10 @@ Expected<SupportList> ConvertSupport(const kiln_backend& t) {
     s.max_cols = e.max_cols;
     s.max_head_dim = e.max_head_dim;
     s.sliding_window = e.sliding_window != 0;
+    // The plugin ABI has no soft-capping or embedding scale attributes: such
+    // nodes stay on the CPU.
+    s.softcap = false;
+    s.embedding_scale = false;
     s.note = e.note != nullptr ? e.note : "";
     list.Add(std::move(s));
   }

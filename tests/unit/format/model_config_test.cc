@@ -288,7 +288,8 @@ TEST(ModelConfig, Errors) {
   EXPECT_NE(arch.status().message().find("'GPT2LMHeadModel' is not supported"), std::string::npos);
   EXPECT_NE(arch.status().message().find(SupportedArchitectureList()), std::string::npos);
   EXPECT_EQ(SupportedArchitectureList(),
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+            "Gemma2ForCausalLM, Gemma3ForCausalLM");
 
   json no_arch = LlamaJson();
   no_arch.erase("architectures");
@@ -477,6 +478,82 @@ TEST(ModelConfig, GgufMetadataErrors) {
   EXPECT_FALSE(FromGgufMetadata({}).ok());
 }
 
+// A minimal Gemma config.json (Gemma 2 or Gemma 3 text).
+json GemmaJson(bool gemma3) {
+  json j = json::parse(R"({
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 6,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 100,
+    "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+    "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 24, "sliding_window": 16,
+    "bos_token_id": 2, "eos_token_id": 1})");
+  if (gemma3) {
+    j["architectures"] = {"Gemma3ForCausalLM"};
+    j["rope_local_base_freq"] = 10000.0;
+    j["rope_theta"] = 1000000.0;
+  } else {
+    j["architectures"] = {"Gemma2ForCausalLM"};
+    j["attn_logit_softcapping"] = 50.0;
+    j["final_logit_softcapping"] = 30.0;
+  }
+  return j;
+}
+
+TEST(ModelConfig, GemmaVariants) {
+  auto g2 = FromJson(GemmaJson(false));
+  ASSERT_TRUE(g2.ok()) << g2.status().ToString();
+  EXPECT_EQ(g2->arch, Architecture::kGemma2);
+  EXPECT_TRUE(g2->gemma_norms);
+  EXPECT_FALSE(g2->qk_norm);
+  EXPECT_TRUE(g2->tie_word_embeddings);  // Gemma's default
+  EXPECT_EQ(g2->activation, Activation::kGeluTanh);
+  EXPECT_EQ(g2->attn_logit_softcap, 50.0);
+  EXPECT_EQ(g2->final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(g2->AttentionScale(), 1.0 / std::sqrt(24.0));
+  for (int64_t l = 0; l < 6; ++l) {
+    EXPECT_EQ(g2->LayerSlides(l), l % 2 == 0) << l;  // even layers slide
+    EXPECT_EQ(g2->LayerRopeTheta(l), 10000.0);
+  }
+  // norms: 4 per layer of 64, and the final one
+  EXPECT_EQ(g2->ParameterCount(), 100 * 64 + 6 * (64 * 128 + 2 * 64 * 64 + 128 * 64 + 3 * 64 * 128 + 4 * 64) + 64);
+
+  auto g3 = FromJson(GemmaJson(true));
+  ASSERT_TRUE(g3.ok()) << g3.status().ToString();
+  EXPECT_EQ(g3->arch, Architecture::kGemma3);
+  EXPECT_TRUE(g3->qk_norm);
+  EXPECT_EQ(g3->attn_logit_softcap, 0.0);
+  for (int64_t l = 0; l < 6; ++l) {
+    EXPECT_EQ(g3->LayerSlides(l), l != 5) << l;  // the default pattern: every sixth global
+    EXPECT_EQ(g3->LayerRopeTheta(l), l != 5 ? 10000.0 : 1e6) << l;
+  }
+  // model_type alone names Gemma 3's text model.
+  json by_type = GemmaJson(true);
+  by_type.erase("architectures");
+  by_type["model_type"] = "gemma3_text";
+  EXPECT_EQ(FromJson(by_type)->arch, Architecture::kGemma3);
+
+  // An explicit layer_types list wins over the pattern.
+  json typed = GemmaJson(true);
+  typed["sliding_window_pattern"] = 2;
+  typed["layer_types"] = {"full_attention",    "sliding_attention", "sliding_attention",
+                          "sliding_attention", "full_attention",    "sliding_attention"};
+  auto g3t = FromJson(typed);
+  ASSERT_TRUE(g3t.ok()) << g3t.status().ToString();
+  EXPECT_EQ(g3t->sliding_layers, (std::vector<bool>{false, true, true, true, false, true}));
+  json pattern = GemmaJson(true);
+  pattern["sliding_window_pattern"] = 2;
+  EXPECT_EQ(FromJson(pattern)->sliding_layers, (std::vector<bool>{true, false, true, false, true, false}));
+
+  json short_types = GemmaJson(true);
+  short_types["layer_types"] = {"full_attention"};
+  EXPECT_EQ(FromJson(short_types).status().code(), StatusCode::kInvalidArgument);
+  json odd_type = typed;
+  odd_type["layer_types"][0] = "chunked_attention";
+  EXPECT_EQ(FromJson(odd_type).status().code(), StatusCode::kUnsupported);
+  json negative_cap = GemmaJson(false);
+  negative_cap["final_logit_softcapping"] = -1.0;
+  EXPECT_FALSE(FromJson(negative_cap).ok());
+}
+
 TEST(Presets, PublishedShapes) {
   struct Case {
     const char* name;
@@ -484,9 +561,10 @@ TEST(Presets, PublishedShapes) {
     int64_t hidden;
     int64_t layers;
   };
-  for (const Case& c : {Case{"qwen2.5-0.5b", 494032768, 896, 24}, Case{"qwen2.5-1.5b", 1543714304, 1536, 28},
-                        Case{"qwen3-0.6b", 596049920, 1024, 28}, Case{"llama-3.2-1b", 1235814400, 2048, 16},
-                        Case{"phi-4-mini", 3836021760, 3072, 32}}) {
+  for (const Case& c :
+       {Case{"qwen2.5-0.5b", 494032768, 896, 24}, Case{"qwen2.5-1.5b", 1543714304, 1536, 28},
+        Case{"qwen3-0.6b", 596049920, 1024, 28}, Case{"llama-3.2-1b", 1235814400, 2048, 16},
+        Case{"phi-4-mini", 3836021760, 3072, 32}, Case{"gemma-3-1b", 999885952, 1152, 26}}) {
     auto config = PresetConfig(c.name);
     ASSERT_TRUE(config.ok()) << c.name;
     EXPECT_TRUE(config->Validate().ok()) << c.name;
@@ -524,7 +602,15 @@ TEST(Presets, PublishedShapes) {
   EXPECT_NEAR(phi.rope_scaling.LongRopeAttentionFactor(), std::sqrt(1 + std::log(32.0) / std::log(4096.0)),
               1e-12);
   EXPECT_TRUE(phi.tie_word_embeddings);
-  EXPECT_EQ(PresetNames().size(), 5u);
+  EXPECT_EQ(PresetNames().size(), 6u);
+  auto gemma = *PresetConfig("gemma-3-1b");
+  EXPECT_EQ(gemma.arch, Architecture::kGemma3);
+  EXPECT_EQ(gemma.sliding_window, 512);
+  EXPECT_TRUE(gemma.LayerSlides(0));
+  EXPECT_FALSE(gemma.LayerSlides(5));
+  EXPECT_EQ(gemma.LayerRopeTheta(0), 10000.0);
+  EXPECT_EQ(gemma.LayerRopeTheta(5), 1e6);
+  EXPECT_DOUBLE_EQ(gemma.AttentionScale(), 1.0 / 16.0);
 }
 
 }  // namespace

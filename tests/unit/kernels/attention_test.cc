@@ -107,7 +107,8 @@ class Fixture {
   }
 
   // Two-pass softmax attention in double for one token, all heads.
-  std::vector<double> Reference(const float* q, int32_t seq, int32_t pos, float scale, int32_t window) const {
+  std::vector<double> Reference(const float* q, int32_t seq, int32_t pos, float scale, int32_t window,
+                                double softcap = 0) const {
     const int32_t d = spec_.head_dim, group = spec_.num_heads / spec_.kv_heads;
     const int32_t first = window > 0 ? std::max(0, pos - window + 1) : 0;
     std::vector<double> out(static_cast<size_t>(spec_.num_heads * d), 0.0);
@@ -118,7 +119,7 @@ class Fixture {
         double dot = 0;
         for (int32_t c = 0; c < d; ++c)
           dot += static_cast<double>(q[h * d + c]) * Stored(keys_, seq, p, kv + c);
-        scores.push_back(dot * scale);
+        scores.push_back(softcap > 0 ? softcap * std::tanh(dot * scale / softcap) : dot * scale);
       }
       const double m = *std::max_element(scores.begin(), scores.end());
       double sum = 0;
@@ -148,10 +149,10 @@ class Fixture {
 
 std::vector<float> RunAttention(const KernelContext& ctx, const Fixture& f, const std::vector<int32_t>& seqs,
                                 const std::vector<int32_t>& positions, const std::vector<float>& q,
-                                int64_t ldq, float scale, int32_t window) {
+                                int64_t ldq, float scale, int32_t window, float softcap = 0) {
   const CacheSpec& s = f.spec();
   AttentionBatch batch = f.Batch(seqs, positions);
-  AttentionParams params{s.num_heads, scale, window};
+  AttentionParams params{s.num_heads, scale, window, softcap};
   EXPECT_TRUE(CheckAttentionBatch(batch, f.view(), params).ok());
   const int64_t ldo = static_cast<int64_t>(s.num_heads) * s.head_dim;
   std::vector<float> out(seqs.size() * static_cast<size_t>(ldo), -1.0f);
@@ -160,6 +161,43 @@ std::vector<float> RunAttention(const KernelContext& ctx, const Fixture& f, cons
 }
 
 class AttentionTest : public ::testing::TestWithParam<Isa> {};
+
+// Gemma 2's soft-capped scores, cap * tanh(scale * q.k / cap), with a cap
+// small enough to bend them: single tokens, and runs of consecutive ones
+// (the kernels' several-token path), with and without a window.
+TEST_P(AttentionTest, SoftCapMatchesTwoPassSoftmaxInDouble) {
+  KILN_SKIP_UNLESS_AVAILABLE(GetParam());
+  for (auto [block_size, head_dim] : {std::pair<int32_t, int32_t>{16, 64}, {5, 20}, {32, 128}}) {
+    for (int32_t window : {0, 8}) {
+      CacheSpec spec;
+      spec.dtype = DType::kF32;
+      spec.block_size = block_size;
+      spec.head_dim = head_dim;
+      spec.num_blocks = 200 / block_size + 8;
+      const std::vector<int32_t> lens = {37, 70};
+      Fixture f(spec, lens, 1);
+      const KernelContext ctx = ContextFor(GetParam(), 2);
+      std::vector<int32_t> seqs, positions;
+      for (int32_t s = 0; s < 2; ++s) f.Write(ctx, s, 0, lens[static_cast<size_t>(s)]);
+      for (int32_t p = 0; p < 37; p += 3) seqs.push_back(0), positions.push_back(p);
+      for (int32_t p = 60; p < 70; ++p) seqs.push_back(1), positions.push_back(p);
+      const int64_t ldq = spec.num_heads * head_dim;
+      std::vector<float> q = RandomFloats(seqs.size() * static_cast<size_t>(ldq), 3, -2.0f, 2.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      const float cap = 1.5f;
+      std::vector<float> out = RunAttention(ctx, f, seqs, positions, q, ldq, scale, window, cap);
+      for (size_t t = 0; t < seqs.size(); ++t) {
+        std::vector<double> want =
+            f.Reference(&q[t * static_cast<size_t>(ldq)], seqs[t], positions[t], scale, window, cap);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(out[t * static_cast<size_t>(ldq) + i], want[i], 2e-6)
+              << "block " << block_size << " head_dim " << head_dim << " window " << window << " token " << t
+              << " element " << i;
+        }
+      }
+    }
+  }
+}
 
 TEST_P(AttentionTest, MatchesTwoPassSoftmaxInDouble) {
   KILN_SKIP_UNLESS_AVAILABLE(GetParam());

@@ -24,6 +24,7 @@ Expected<Step> BindAttention(const BindContext& ctx, BindCaches&, Step step) {
   params.num_heads = static_cast<int32_t>(n.attrs.n_heads);
   params.scale = static_cast<float>(n.attrs.scale);
   params.window = static_cast<int32_t>(n.attrs.sliding_window);
+  params.softcap = static_cast<float>(n.attrs.softcap);
   step.run = [=](const RunState& s) {
     AttentionBatch b;
     b.num_tokens = s.batch->num_tokens;

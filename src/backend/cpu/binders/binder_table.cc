@@ -20,6 +20,7 @@ std::array<Binder, kNumOpKinds> MakeTable() {
   set(OpKind::kSilu, BindUnary);
   set(OpKind::kGelu, BindUnary);
   set(OpKind::kSoftmax, BindUnary);
+  set(OpKind::kSoftcap, BindUnary);
   set(OpKind::kSiluMul, BindBinary);
   set(OpKind::kGeluMul, BindBinary);
   set(OpKind::kAdd, BindBinary);

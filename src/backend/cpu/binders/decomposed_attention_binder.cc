@@ -9,6 +9,7 @@
 #include "backend/cpu/kernels/attention_mask.h"
 #include "backend/cpu/kernels/kv_cache.h"
 #include "backend/cpu/kernels/matmul.h"
+#include "backend/cpu/kernels/softcap.h"
 #include "backend/cpu/kernels/softmax.h"
 
 namespace kiln::cpu {
@@ -48,6 +49,7 @@ Expected<Step> BindMaskedSoftmax(const BindContext& ctx, BindCaches&, Step step)
   const BoundValue x = ctx.inputs[0], o = ctx.outputs[0];
   const int64_t heads = n.attrs.n_heads, window = n.attrs.sliding_window;
   const auto scale = static_cast<float>(n.attrs.scale);
+  const auto softcap = static_cast<float>(n.attrs.softcap);
   // Scratch (CpuBackend::ScratchBytes): each score row's visible key range.
   auto* ranges = reinterpret_cast<int32_t*>(ctx.scratch);
   const int64_t cap = ctx.capacity.tokens * heads;
@@ -59,7 +61,14 @@ Expected<Step> BindMaskedSoftmax(const BindContext& ctx, BindCaches&, Step step)
       CausalKeyRanges(heads, ts, s.batch->positions + t0, window, begin, end);
       const float* base_in = Floats(x) + s.score_offsets[i] * heads;
       float* base_out = Floats(o) + s.score_offsets[i] * heads;
-      MaskedSoftmax(ContextOf(s), heads * ts, cs, base_in, cs, scale, begin, end, base_out, cs);
+      if (softcap > 0) {
+        // cap * tanh(scale * s / cap) in place of the scaled scores, then
+        // their softmax.
+        SoftCap(ContextOf(s), heads * ts, cs, base_in, cs, scale, softcap, base_out, cs);
+        MaskedSoftmax(ContextOf(s), heads * ts, cs, base_out, cs, 1.0f, begin, end, base_out, cs);
+      } else {
+        MaskedSoftmax(ContextOf(s), heads * ts, cs, base_in, cs, scale, begin, end, base_out, cs);
+      }
     }
   };
   return step;

@@ -1,10 +1,11 @@
-// The elementwise ops and row softmax: silu, gelu and softmax of one
-// input; silu_mul, gelu_mul, add and mul of two.
+// The elementwise ops and row softmax: silu, gelu, softcap and softmax of
+// one input; silu_mul, gelu_mul, add and mul of two.
 #include "backend/cpu/binders/binder.h"
 #include "backend/cpu/binders/bound_access.h"
 #include "backend/cpu/kernels/activation.h"
 #include "backend/cpu/kernels/elementwise.h"
 #include "backend/cpu/kernels/silu.h"
+#include "backend/cpu/kernels/softcap.h"
 #include "backend/cpu/kernels/softmax.h"
 
 namespace kiln::cpu {
@@ -22,6 +23,16 @@ Expected<Step> BindUnary(const BindContext& ctx, BindCaches&, Step step) {
       const GeluForm form = n.attrs.gelu_tanh ? GeluForm::kTanh : GeluForm::kErf;
       step.run = [=](const RunState& s) {
         Gelu(ContextOf(s), form, RowsOf(x.rows, s), x.cols, Floats(x), x.row_stride, Floats(o), o.row_stride);
+      };
+      return step;
+    }
+    case OpKind::kSoftcap: {
+      const auto cap = static_cast<float>(n.attrs.softcap);
+      if (!(cap > 0)) return InvalidArgument("{}: soft cap {} is not positive", n.name, n.attrs.softcap);
+      // Gemma 2's capped logits are the graph's output.
+      step.run = [=](const RunState& s) {
+        SoftCap(ContextOf(s), RowsOf(x.rows, s), x.cols, Floats(x), x.row_stride, 1.0f, cap, OutputFloats(o, s),
+                OutputStride(o, s));
       };
       return step;
     }

@@ -293,6 +293,24 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
+// s[j] = cap * tanh(s[j] / cap) for j in [j0, j1] (Gemma 2's soft-capped
+// scores).
+template <class S>
+void SoftCap(float* s, int j0, int j1, float cap) {
+  constexpr int L = S::kLanes;
+  const auto inv = S::Set1(1.0f / cap), c = S::Set1(cap);
+  for (int j = j0; j <= j1; j += L) {
+    const int n = j1 + 1 - j < L ? j1 + 1 - j : L;
+    const auto x = n == L ? S::Load(s + j) : S::LoadPart(s + j, n);
+    const auto y = S::Mul(VecTanh<S>(S::Mul(x, inv)), c);
+    if (n == L) {
+      S::Store(s + j, y);
+    } else {
+      S::StorePart(s + j, y, n);
+    }
+  }
+}
+
 // The kernel for rows read by Row. With k_scales/v_scales (the int8 cache:
 // [slot][kv_heads] floats), key j's score is dot(q, k_j) * (k_scale_j *
 // scale) and value j is weighted by p_j * v_scale_j, those products kept in
@@ -370,6 +388,7 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
       if (j0 > j1) continue;
       float* s = scores + static_cast<int64_t>(i) * bs;
       Scores<S, Row>(q_row(i), k, row_stride, d, key_mul, j0, j1, s);
+      if (a.softcap > 0) SoftCap<S>(s, j0, j1, a.softcap);
       // The block maximum, for now: whole vectors of scores as they were
       // stored (a maximum is the same value in any order), then the rest.
       auto mv = S::Set1(-std::numeric_limits<float>::infinity());

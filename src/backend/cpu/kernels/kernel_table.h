@@ -147,6 +147,8 @@ struct AttentionArgs {
   int32_t tokens = 1;
   int64_t ldq = 0, ldo = 0;
   int32_t window = 0;
+  // > 0: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2).
+  float softcap = 0.0f;
 };
 inline constexpr int32_t kMaxAttentionTokens = 8;
 

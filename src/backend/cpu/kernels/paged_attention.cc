@@ -21,6 +21,7 @@ Status CheckAttentionBatch(const AttentionBatch& batch, const KvCacheView& cache
                            params.num_heads, cache.kv_heads);
   }
   if (params.window < 0) return InvalidArgument("attention: negative window {}", params.window);
+  if (!(params.softcap >= 0)) return InvalidArgument("attention: soft cap {} is not >= 0", params.softcap);
   if (batch.num_tokens < 0 || batch.num_seqs < 0) {
     return InvalidArgument("attention batch: {} tokens, {} sequences", batch.num_tokens, batch.num_seqs);
   }
@@ -142,6 +143,7 @@ void PagedAttention(const KernelContext& ctx, const AttentionBatch& batch, const
       args.ldq = ldq;
       args.ldo = ldo;
       args.window = params.window;
+      args.softcap = params.softcap;
       if (int8) {
         qkernels.attention_i8(AttentionI8Args{args, cache.k_scale, cache.v_scale});
       } else {

@@ -25,6 +25,7 @@ struct AttentionParams {
   int32_t num_heads = 0;  // query heads; a multiple of the cache's kv_heads
   float scale = 0.0f;     // usually 1 / sqrt(head_dim)
   int32_t window = 0;     // sliding window in positions; 0: unlimited
+  float softcap = 0.0f;   // > 0: scores = softcap * tanh(scores / softcap) (Gemma 2)
 };
 
 // Checks the batch against the cache: sequence indices, non-negative

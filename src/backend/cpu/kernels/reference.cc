@@ -245,6 +245,7 @@ void AttentionOneToken(const AttentionArgs& a, int d, int bs, int64_t row_stride
         for (int c = 0; c < d; ++c)
           dot += static_cast<double>(q[c]) * LoadAs(a.kv_type, a.k_pool, offset + j * row_stride + c);
         scores[j] = static_cast<float>(dot) * a.scale;
+        if (a.softcap > 0) scores[j] = a.softcap * std::tanh(scores[j] / a.softcap);
         block_max = std::max(block_max, scores[j]);
       }
       const float new_max = std::max(running_max, block_max);

@@ -356,6 +356,7 @@ void AttentionI8(const AttentionI8Args& args) {
         for (int c = 0; c < d; ++c) dot += static_cast<double>(q[c]) * k_pool[offset + j * row_stride + c];
         const float k_scale = args.k_scales[(slot0 + j) * a.kv_heads + a.kv_head];
         scores[j] = static_cast<float>(dot) * (k_scale * a.scale);
+        if (a.softcap > 0) scores[j] = a.softcap * std::tanh(scores[j] / a.softcap);
         block_max = std::max(block_max, scores[j]);
       }
       const float new_max = std::max(running_max, block_max);

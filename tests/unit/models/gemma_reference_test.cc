@@ -1,0 +1,114 @@
+// Gemma 2 and Gemma 3 (text) against an independent PyTorch implementation
+// of the published architectures (tests/tools/gemma_reference.py): a small
+// model with both kinds of layers and a window shorter than the prompt,
+// through the paged kernel and the decomposed path, prefilled in chunks of
+// several sizes; then greedy continuation. The same weights written as GGUF
+// with llama.cpp's names and conventions (norms stored as 1 + w) load to the
+// same results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "model_test_util.h"
+#include "testing/model_runner_for_tests.h"
+
+namespace kiln {
+namespace {
+
+std::string MakeModel(const std::string& arch, const std::string& variant = "") {
+  std::string dir = testing::MakeTempDir();
+  std::string cmd = "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 " + testing::SourceDir() +
+                    "/tests/tools/gemma_reference.py " + dir + " " + arch + " " + variant;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return dir;
+}
+
+// Writes the model in `dir` as dir/model.gguf the way llama.cpp's converter
+// does (tests/tools/gemma_to_gguf.py): its tensor names and keys, the norms'
+// weights stored as 1 + w.
+std::string WriteGguf(const std::string& dir, const std::string& arch) {
+  std::string cmd = "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 " + testing::SourceDir() +
+                    "/tests/tools/gemma_to_gguf.py " + dir + " " + arch;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return dir + "/model.gguf";
+}
+
+void CheckAgainstReference(const std::string& arch, Architecture expected_arch, const std::string& variant = "",
+                           bool from_gguf = false) {
+  std::string dir = MakeModel(arch, variant);
+  const std::string model_path = from_gguf ? WriteGguf(dir, arch) : dir;
+  auto ref = testing::LoadJson(dir + "/reference.json");
+  auto ids = testing::Ids(ref["input_ids"]);
+  std::vector<float> expected;
+  for (const auto& row : ref["logits"]) {
+    auto r = testing::Floats(row);
+    expected.insert(expected.end(), r.begin(), r.end());
+  }
+  float largest = 1.0f;
+  for (float v : expected) largest = std::max(largest, std::fabs(v));
+  const float tolerance = 1e-4f * largest;
+  const auto greedy = ref["greedy"].get<std::vector<int32_t>>();
+  const auto margins = ref["margins"].get<std::vector<double>>();
+  // Tokens are compared up to the first step whose top two logits are too
+  // close to tell apart at the logits' tolerance.
+  size_t decided = 0;
+  while (decided < margins.size() && margins[decided] > 3e-3) ++decided;
+  ASSERT_GT(decided, 0u) << "the reference's first step is a near tie";
+
+  for (const char* backend : {"cpu", "testaccel-mm"}) {
+    CompileOptions o = testing::Fp32();
+    o.backend = backend;
+    auto m = testing::Load(model_path, o);
+    ASSERT_NE(m.model, nullptr);
+    const ModelConfig& c = m.model->config();
+    EXPECT_EQ(c.arch, expected_arch);
+    EXPECT_EQ(m.weights->format(), from_gguf ? ModelFormat::kGguf : ModelFormat::kHuggingFace);
+    EXPECT_EQ(c.sliding_window, ref["window"].get<int64_t>());
+    for (int64_t chunk : {1, 4, 64}) {
+      testing::DirectRunner runner(*m.model, 1, 64);
+      auto logits = runner.Prefill({ids}, chunk, true);
+      EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), tolerance) << backend << " chunk " << chunk;
+    }
+    testing::DirectRunner runner(*m.model, 1, 64);
+    auto tokens = runner.Greedy(ids, static_cast<int>(greedy.size()));
+    ASSERT_EQ(tokens.size(), greedy.size());
+    for (size_t i = 0; i < decided; ++i) EXPECT_EQ(tokens[i], greedy[i]) << backend << " step " << i;
+  }
+}
+
+TEST(GemmaReference, Gemma3LogitsAndGreedyMatchPyTorch) {
+  CheckAgainstReference("gemma3", Architecture::kGemma3);
+}
+
+TEST(GemmaReference, Gemma2LogitsAndGreedyMatchPyTorch) {
+  CheckAgainstReference("gemma2", Architecture::kGemma2);
+}
+
+TEST(GemmaReference, Gemma3FromGgufMatchesPyTorch) {
+  CheckAgainstReference("gemma3", Architecture::kGemma3, "llama.cpp", true);
+}
+
+TEST(GemmaReference, Gemma2FromGgufMatchesPyTorch) {
+  CheckAgainstReference("gemma2", Architecture::kGemma2, "llama.cpp", true);
+}
+
+TEST(GemmaReference, Gemma3LayerKindsAndRopeBases) {
+  auto w = WeightStore::Open(MakeModel("gemma3"));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const ModelConfig& c = (*w)->config();
+  EXPECT_TRUE(c.gemma_norms);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.activation, Activation::kGeluTanh);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    EXPECT_EQ(c.LayerSlides(l), (l + 1) % 3 != 0) << l;
+    EXPECT_EQ(c.LayerRopeTheta(l), c.LayerSlides(l) ? 10000.0 : 1000000.0) << l;
+  }
+  EXPECT_DOUBLE_EQ(c.AttentionScale(), 1.0 / std::sqrt(24.0));
+  EXPECT_EQ(c.attn_logit_softcap, 0.0);
+  EXPECT_EQ(c.final_logit_softcap, 0.0);
+}
+
+}  // namespace
+}  // namespace kiln
