@@ -19,10 +19,11 @@ its steps the gap between the two largest logits).
 import json
 import math
 import os
-import struct
 import sys
 
 import torch
+
+from f32_safetensors import write_safetensors
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB = 64, 6, 4, 2, 32, 128, 128
 WINDOW, MAX_POS, EPS = 5, 64, 1e-6
@@ -33,24 +34,6 @@ ATTN_CAP, FINAL_CAP, GEMMA2_THETA = 2.0, 8.0, 10000.0
 # Gemma 3: every third layer global (the real models: every sixth), its
 # RoPE at its own base and linearly scaled; the others at the local base.
 PATTERN, GLOBAL_THETA, LOCAL_THETA, LINEAR_FACTOR = 3, 1000000.0, 10000.0, 2.0
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = tensors[name].contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def rms_norm(x, w):

@@ -11,32 +11,15 @@ OUT_DIR receives config.json, model.safetensors (F32) and reference.json
 import json
 import math
 import os
-import struct
 import sys
 
 import torch
 
+from f32_safetensors import write_safetensors
+
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB = 64, 2, 4, 2, 16, 128, 100
 WINDOW, MAX_POS, THETA, EPS = 6, 64, 10000.0, 1e-5
 PROMPT_LEN = 20
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = tensors[name].contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def rms_norm(x, w):

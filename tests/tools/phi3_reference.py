@@ -37,6 +37,8 @@ import sys
 
 import torch
 
+from f32_safetensors import write_safetensors
+
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, INTER, VOCAB = 64, 2, 4, 2, 16, 128, 100
 PARTIAL = 0.75
 ROT = int(HEAD_DIM * PARTIAL)  # 12 rotated dims, 6 frequencies
@@ -45,24 +47,6 @@ SHORT = [1.0, 1.05, 1.1, 1.2, 1.35, 1.5]
 LONG = [1.0, 1.6, 2.5, 4.0, 6.5, 9.0]
 PROMPT_LEN, NEW_TOKENS = 20, 16
 Q_DIM, KV_DIM = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        data = tensors[name].contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 # ---- GGUF (v3) ----
