@@ -10,6 +10,7 @@
 
 #include "core/mapped_file.h"
 #include "format/gguf.h"
+#include "format/text_tower.h"
 
 namespace kiln {
 namespace {
@@ -560,6 +561,13 @@ Status ModelConfig::Validate() const {
 
 Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& source) {
   if (!j.is_object()) return InvalidArgument("{}: expected a JSON object", source);
+  if (const char* wrapper = TextTowerWrapperOf(j)) {
+    KILN_ASSIGN_OR_RETURN(json text, TextTowerConfig(j, source));
+    KILN_ASSIGN_OR_RETURN(ModelConfig c, ModelConfigFromHfJson(text, source + " (text_config)"));
+    c.hf_architecture = wrapper;
+    c.text_tower_of_multimodal = true;
+    return c;
+  }
   ModelConfig c;
   KILN_ASSIGN_OR_RETURN(c.arch, ArchitectureFromHf(j, source, &c.hf_architecture));
   KILN_ASSIGN_OR_RETURN(c.vocab_size, RequiredInt(j, "vocab_size", source));

@@ -98,6 +98,10 @@ struct ModelConfig {
   std::vector<int64_t> bos_token_ids;  // usually one
   std::vector<int64_t> eos_token_ids;  // config.json may list several
   std::string torch_dtype;             // as written in config.json, or ""
+  // The language model of a multimodal checkpoint (hf_architecture names the
+  // wrapper): its tensors carry the wrapper's prefix, the other towers' are
+  // not loaded (format/text_tower.h).
+  bool text_tower_of_multimodal = false;
 
   int64_t RotaryDim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 

@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <unordered_map>
 
+#include "core/log.h"
 #include "format/fused_weights.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
+#include "format/text_tower.h"
 #include "quant/dequantize.h"
 #include "quant/quantize_ref.h"
 
@@ -213,9 +216,19 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   KILN_ASSIGN_OR_RETURN(store->mutable_config(),
                         ModelConfigFromHfFile((fs::path(folder) / "config.json").string()));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> model, SafetensorsModel::Open(folder));
+  const bool text_tower = store->config().text_tower_of_multimodal;
+  int64_t other_towers = 0;
   for (const auto& entry : model->tensors()) {
     Weight w;
     w.name = entry.tensor->name;
+    if (text_tower) {
+      std::optional<std::string> name = TextTowerTensorName(w.name);
+      if (!name) {
+        ++other_towers;
+        continue;
+      }
+      w.name = *name;
+    }
     w.source_name = entry.tensor->name;
     w.file = entry.file->path();
     w.dtype = entry.tensor->dtype;
@@ -231,6 +244,10 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   // The mapped files live as long as the store.
   std::shared_ptr<SafetensorsModel> shared(std::move(model));
   store->Own(std::shared_ptr<void>(shared, shared.get()));
+  if (other_towers > 0) {
+    KILN_LOG_INFO("{}: {} runs its language model only; {} tensors of its other towers are not loaded", folder,
+                  store->config().hf_architecture, other_towers);
+  }
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(source));
   if (store->config().gemma_norms) KILN_RETURN_IF_ERROR(store->AddOneToNorms());

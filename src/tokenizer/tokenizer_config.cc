@@ -120,6 +120,14 @@ Expected<TokenizerConfig> ReadTokenizerConfig(const std::string& folder) {
   if (config.chat_template.empty() && Exists(template_path)) {
     KILN_ASSIGN_OR_RETURN(config.chat_template, ReadFileToString(template_path.string()));
   }
+  // Multimodal processors (Gemma 3's) keep it as {"chat_template": "..."}.
+  fs::path template_json_path = dir / "chat_template.json";
+  if (config.chat_template.empty() && Exists(template_json_path)) {
+    std::string where = template_json_path.string();
+    KILN_ASSIGN_OR_RETURN(json root, ReadJsonFile(where));
+    if (!root.is_object()) return Corrupt("{}: should hold a JSON object", where);
+    KILN_ASSIGN_OR_RETURN(config.chat_template, ReadChatTemplate(root, where));
+  }
 
   // Older folders name the special tokens here.
   fs::path map_path = dir / "special_tokens_map.json";

@@ -4,12 +4,19 @@ sliding window shorter than the test prompt and both kinds of layers, and
 what an independent PyTorch implementation of the published architecture
 computes for it.
 
-usage: gemma_reference.py OUT_DIR gemma2|gemma3 [llama.cpp]
+usage: gemma_reference.py OUT_DIR gemma2|gemma3 [llama.cpp|multimodal|multimodal-new]
 
 With llama.cpp, the model keeps to what a GGUF file of llama.cpp can say:
 query_pre_attn_scalar = head_dim, and Gemma 3's six-layer pattern; and its
 vocabulary has room for the 256 byte tokens llama.cpp's SentencePiece
 vocabulary needs (tests/tools/gemma_to_gguf.py).
+
+With multimodal (Gemma 3 only), the folder is laid out as
+Gemma3ForConditionalGeneration checkpoints are: config.json holds the text
+model's config under text_config, stating only what differs from the class's
+defaults, and the tensors carry the wrapper's prefix ("language_model.model."
+as first published; "model.language_model." with multimodal-new), beside
+tensors of a vision tower and projector.
 
 OUT_DIR receives config.json, model.safetensors (F32) and reference.json:
 {"input_ids": [...], "logits": [[...], ...] (every position),
@@ -134,12 +141,41 @@ def config_for(arch):
     return c
 
 
+# Gemma3TextConfig's defaults that config_for's Gemma 3 values equal: a
+# multimodal checkpoint's text_config leaves them out.
+TEXT_DEFAULTS = {"rms_norm_eps": 1e-6, "rope_local_base_freq": 10000.0, "hidden_activation": "gelu_pytorch_tanh",
+                 "tie_word_embeddings": True, "attention_bias": False, "rope_theta": 1000000.0}
+
+
+def multimodal_config(c):
+    text = {k: v for k, v in c.items()
+            if k not in ("architectures", "model_type", "bos_token_id", "eos_token_id", "pad_token_id",
+                         "torch_dtype") and TEXT_DEFAULTS.get(k, object()) != v}
+    text["model_type"] = "gemma3_text"
+    return {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": text,
+            "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8},
+            "bos_token_id": c["bos_token_id"], "eos_token_id": c["eos_token_id"], "torch_dtype": "float32",
+            "mm_tokens_per_image": 4}
+
+
+def multimodal_weights(w, new_names):
+    prefix = "model.language_model." if new_names else "language_model."
+    tower = "model." if new_names else ""
+    out = {(prefix + k[len("model."):] if new_names else prefix + k): v for k, v in w.items()}
+    out[tower + "vision_tower.vision_model.embeddings.patch_embedding.weight"] = torch.randn(8, 3, 2, 2)
+    out[tower + "multi_modal_projector.mm_input_projection_weight"] = torch.randn(8, HIDDEN)
+    return out
+
+
 def main():
     global QUERY_PRE_ATTN_SCALAR, PATTERN, VOCAB
     out, arch = sys.argv[1], sys.argv[2]
     assert arch in ("gemma2", "gemma3"), arch
-    if sys.argv[3:] == ["llama.cpp"]:
+    variant = sys.argv[3] if len(sys.argv) > 3 else ""
+    if variant == "llama.cpp":
         QUERY_PRE_ATTN_SCALAR, PATTERN, VOCAB = HEAD_DIM, 6, 384
+    multimodal = variant.startswith("multimodal")
+    assert not multimodal or arch == "gemma3", "only Gemma 3 ships as a multimodal checkpoint"
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(1234 if arch == "gemma2" else 4321)
     w = {"model.embed_tokens.weight": torch.randn(VOCAB, HIDDEN) * 0.25,
@@ -159,9 +195,10 @@ def main():
         w[p + "mlp.gate_proj.weight"] = torch.randn(INTER, HIDDEN) * 0.15
         w[p + "mlp.up_proj.weight"] = torch.randn(INTER, HIDDEN) * 0.15
         w[p + "mlp.down_proj.weight"] = torch.randn(HIDDEN, INTER) * 0.1
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
+    stored = multimodal_weights(w, variant == "multimodal-new") if multimodal else w
+    write_safetensors(os.path.join(out, "model.safetensors"), stored)
     with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(config_for(arch), f, indent=2)
+        json.dump(multimodal_config(config_for(arch)) if multimodal else config_for(arch), f, indent=2)
     ids = torch.randint(3, VOCAB, (PROMPT_LEN,), generator=torch.Generator().manual_seed(99)).tolist()
     with torch.no_grad():
         logits = forward(arch, w, ids)

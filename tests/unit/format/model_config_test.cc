@@ -554,6 +554,55 @@ TEST(ModelConfig, GemmaVariants) {
   EXPECT_FALSE(FromJson(negative_cap).ok());
 }
 
+// gemma-3-4b-it's config.json as published: the text model's config under
+// text_config, giving only what differs from Gemma3TextConfig's defaults.
+TEST(ModelConfig, Gemma3MultimodalCheckpointReadsItsTextConfig) {
+  json j = json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106],
+    "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model"}})");
+  auto c = FromJson(j);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kGemma3);
+  EXPECT_EQ(c->hf_architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_TRUE(c->text_tower_of_multimodal);
+  EXPECT_EQ(c->hidden_size, 2560);
+  EXPECT_EQ(c->num_layers, 34);
+  EXPECT_EQ(c->num_heads, 8);
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->head_dim, 256);
+  EXPECT_EQ(c->vocab_size, 262208);
+  EXPECT_EQ(c->sliding_window, 1024);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c->rope_scaling.factor, 8.0);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int64_t>{1, 106}));
+  EXPECT_EQ(c->torch_dtype, "bfloat16");
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  for (int64_t l = 0; l < 12; ++l) {
+    EXPECT_EQ(c->LayerSlides(l), (l + 1) % 6 != 0) << l;
+    EXPECT_EQ(c->LayerRopeTheta(l), c->LayerSlides(l) ? 10000.0 : 1e6) << l;
+  }
+  EXPECT_DOUBLE_EQ(c->AttentionScale(), 1.0 / 16.0);  // query_pre_attn_scalar 256
+  // The published 4B's text model: about 3.88 billion parameters.
+  EXPECT_NEAR(static_cast<double>(c->ParameterCount()), 3.88e9, 0.01e9);
+
+  // model_type gemma3 with a text_config and no architectures reads the same.
+  json by_type = j;
+  by_type.erase("architectures");
+  EXPECT_EQ(FromJson(by_type)->num_layers, 34);
+  json no_text = j;
+  no_text.erase("text_config");
+  auto missing = FromJson(no_text);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("text_config"), std::string::npos) << missing.status().ToString();
+}
+
 TEST(Presets, PublishedShapes) {
   struct Case {
     const char* name;

@@ -94,6 +94,20 @@ TEST(GemmaReference, Gemma2FromGgufMatchesPyTorch) {
   CheckAgainstReference("gemma2", Architecture::kGemma2, "llama.cpp", true);
 }
 
+// Gemma3ForConditionalGeneration folders (gemma-3-4b and larger): the text
+// config under text_config with the class's defaults left out, the tensors
+// under the wrapper's prefix in both of its spellings, a vision tower that is
+// not loaded.
+TEST(GemmaReference, Gemma3OfAMultimodalCheckpointMatchesPyTorch) {
+  CheckAgainstReference("gemma3", Architecture::kGemma3, "multimodal");
+  auto w = WeightStore::Open(MakeModel("gemma3", "multimodal-new"));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ((*w)->config().hf_architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_TRUE((*w)->config().text_tower_of_multimodal);
+  EXPECT_NE((*w)->Find("model.layers.0.self_attn.q_norm.weight"), nullptr);
+  for (const Weight& weight : (*w)->weights()) EXPECT_EQ(weight.name.find("vision"), std::string::npos);
+}
+
 TEST(GemmaReference, Gemma3LayerKindsAndRopeBases) {
   auto w = WeightStore::Open(MakeModel("gemma3"));
   ASSERT_TRUE(w.ok()) << w.status().ToString();

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
+#include "tokenizer/tokenizer_config.h"
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
@@ -149,6 +151,28 @@ TEST(SpecialTokensTest, QwenMergesStartingWithHashAreReal) {
   auto tok = LoadTokenizerOrFail(TokenizerDataDir() + "/qwen2");
   ASSERT_NE(tok, nullptr);
   EXPECT_EQ(tok->Encode("#include <stdio.h>", false), (std::vector<int32_t>{1067, 366, 10345, 860, 29}));
+}
+
+// Folders without a template in tokenizer_config.json keep it in a file of
+// its own: chat_template.jinja, or chat_template.json as multimodal
+// processors (Gemma 3's) write it; tokenizer_config.json's wins.
+TEST(TokenizerConfig, ChatTemplateFiles) {
+  auto write = [](const std::string& path, const std::string& text) { std::ofstream(path) << text; };
+  std::string dir = MakeTempDir();
+  write(dir + "/chat_template.json", R"({"chat_template": "{{ messages[0].content }}"})");
+  auto config = ReadTokenizerConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->chat_template, "{{ messages[0].content }}");
+  write(dir + "/chat_template.jinja", "jinja file");
+  EXPECT_EQ(ReadTokenizerConfig(dir)->chat_template, "jinja file");
+  write(dir + "/tokenizer_config.json", R"({"chat_template": "config"})");
+  EXPECT_EQ(ReadTokenizerConfig(dir)->chat_template, "config");
+
+  std::string bad = MakeTempDir();
+  write(bad + "/chat_template.json", R"(["not", "an", "object"])");
+  auto refused = ReadTokenizerConfig(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("chat_template.json"), std::string::npos) << refused.status().ToString();
 }
 
 }  // namespace
