@@ -36,6 +36,8 @@ constexpr LayerName kLayerNames[] = {
     {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},       {"attn_qkv", "self_attn.qkv_proj"},
+    // Phi-3's fused gate and up (ffn_up reads as up_proj, the entry above).
+    {"ffn_up", "mlp.gate_up_proj"},
 };
 constexpr LayerName kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
@@ -504,6 +506,10 @@ std::string FromGguf(std::string_view gguf_name) {
   }
   if (auto hf = MapBase(gguf_name, kGlobalNames, std::size(kGlobalNames), true)) return *hf;
   return std::string(gguf_name);
+}
+
+std::string ToGgufFor(const std::string& canonical_name, const ModelConfig& config) {
+  return MapGgufName(canonical_name, config, false);
 }
 
 std::string ToGguf(std::string_view canonical_name) {

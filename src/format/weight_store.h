@@ -109,6 +109,9 @@ std::string Layer(int64_t layer, std::string_view suffix);  // model.layers.{i}.
 // back unchanged.
 std::string FromGguf(std::string_view gguf_name);
 std::string ToGguf(std::string_view canonical_name);
+// ToGguf for a model of `config`: Gemma's four norms a layer have names of
+// their own in GGUF files.
+std::string ToGgufFor(const std::string& canonical_name, const ModelConfig& config);
 }  // namespace weight_names
 
 }  // namespace kiln

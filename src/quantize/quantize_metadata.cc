@@ -3,6 +3,7 @@
 #include "quantize/quantize_metadata.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,16 @@ std::string PadTokenContent(const fs::path& folder) {
   return content != nullptr && content->is_string() ? content->get<std::string>() : "";
 }
 
+// Whether the layers slide as llama.cpp assumes for Gemma (2: the even
+// ones; 3: all but every sixth).
+bool SlidesAsLlamaCppAssumes(const ModelConfig& c) {
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const bool assumed = c.arch == Architecture::kGemma3 ? (i + 1) % 6 != 0 : i % 2 == 0;
+    if (c.LayerSlides(i) != assumed) return false;
+  }
+  return true;
+}
+
 void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuilder& b, const std::string& arch) {
   auto key = [&](const char* k) { return arch + "." + k; };
   b.U32(key("context_length"), c.max_position_embeddings);
@@ -83,11 +94,14 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
     b.U32(key("attention.key_length"), c.head_dim);
     b.U32(key("attention.value_length"), c.head_dim);
   }
-  if (arch == "llama") {
-    b.U32(key("vocab_size"), c.vocab_size);
-    b.U32(key("rope.dimension_count"), c.RotaryDim());
-  }
+  if (arch == "llama") b.U32(key("vocab_size"), c.vocab_size);
+  if (arch == "llama" || arch == "phi3") b.U32(key("rope.dimension_count"), c.RotaryDim());
   const RopeScaling& rs = c.rope_scaling;
+  if (rs.type == RopeScalingType::kLongRope) {
+    // The factor lists go as tensors (rope_factors_long/short).
+    b.U32(key("rope.scaling.original_context_length"), rs.original_max_position_embeddings);
+    b.F32(key("rope.scaling.attn_factor"), rs.LongRopeAttentionFactor());
+  }
   if (rs.type == RopeScalingType::kLinear || rs.type == RopeScalingType::kYarn) {
     b.String(key("rope.scaling.type"), rs.type == RopeScalingType::kLinear ? "linear" : "yarn");
     b.F32(key("rope.scaling.factor"), rs.factor);
@@ -101,6 +115,33 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
     }
   }
   if (c.sliding_window > 0) b.U32(key("attention.sliding_window"), c.sliding_window);
+  if (c.attn_logit_softcap > 0) b.F32(key("attn_logit_softcapping"), c.attn_logit_softcap);
+  if (c.final_logit_softcap > 0) b.F32(key("final_logit_softcapping"), c.final_logit_softcap);
+  if (c.gemma_norms && !SlidesAsLlamaCppAssumes(c)) {
+    // One flag a layer, as kiln's reader takes it (llama.cpp assumes the
+    // default pattern for these architectures).
+    std::vector<GgufValue> flags;
+    for (int64_t i = 0; i < c.num_layers; ++i) flags.push_back(GgufValue::Int(GgufType::kBool, c.LayerSlides(i)));
+    b.Array(key("attention.sliding_window_pattern"), GgufType::kBool, std::move(flags));
+  }
+}
+
+// What a Gemma GGUF file cannot say, llama.cpp derives from the model's
+// size; a config that differs is refused rather than written wrong.
+Status CheckGemmaFitsGguf(const ModelConfig& c, const std::string& where) {
+  const bool gemma3 = c.arch == Architecture::kGemma3;
+  const bool is_27b = c.num_layers == (gemma3 ? 62 : 46);
+  const double implied = is_27b && c.num_heads > 0 ? static_cast<double>(c.hidden_size / c.num_heads)
+                                                   : static_cast<double>(c.head_dim);
+  const double stated = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
+  if (stated != implied) {
+    return Unsupported("{}: query_pre_attn_scalar {}: a Gemma GGUF file implies {} for this model's size", where,
+                       c.query_pre_attn_scalar, implied);
+  }
+  if (gemma3 && c.rope_local_theta != 10000.0) {
+    return Unsupported("{}: rope_local_base_freq {}: Gemma 3 GGUF files imply 10000", where, c.rope_local_theta);
+  }
+  return Status::Ok();
 }
 
 // The tokenizer files of `folder` as a spec, in llama.cpp's converter's order
@@ -242,15 +283,15 @@ const char* GgufArchitectureName(Architecture arch) {
 
 Expected<GgufMetadata> HfGgufMetadata(const std::string& folder, const ModelConfig& config, uint32_t file_type) {
   const fs::path dir(folder);
-  if (config.gemma_norms) {
-    return Unsupported("{}: Gemma: writing its GGUF layout (norm names, soft-capping keys) is not supported",
-                       (dir / "config.json").string());
-  }
+  if (config.gemma_norms) KILN_RETURN_IF_ERROR(CheckGemmaFitsGguf(config, (dir / "config.json").string()));
   if (config.rope_scaling.type == RopeScalingType::kLlama3) {
     return Unsupported("{}: Llama 3 RoPE scaling: GGUF keeps it as a rope_freqs tensor kiln does not write",
                        (dir / "config.json").string());
   }
   KILN_ASSIGN_OR_RETURN(bool states_head_dim, ConfigStatesHeadDim(dir / "config.json"));
+  // A head size the reader cannot derive (multimodal configs leave it to
+  // their class's default).
+  states_head_dim = states_head_dim || config.num_heads <= 0 || config.head_dim * config.num_heads != config.hidden_size;
   const std::string arch = GgufArchitectureName(config.arch);
   std::string name = fs::absolute(dir).lexically_normal().filename().string();
   if (name.empty()) name = fs::absolute(dir).lexically_normal().parent_path().filename().string();

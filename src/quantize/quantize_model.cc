@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -22,12 +24,69 @@ namespace {
 // One tensor of the output and where its values come from.
 struct Job {
   std::string name;  // GGUF name
-  const Weight* weight = nullptr;
+  const Weight* weight = nullptr;  // the first of `parts`
+  // The weights whose rows the tensor holds, one after another: one, or
+  // the parts of a tensor GGUF keeps fused (Phi-3's q/k/v and gate/up).
+  std::vector<const Weight*> parts;
+  std::vector<int64_t> shape;  // as written
   // llama.cpp's q/k row permutation for interleaved RoPE: the head size, or 0.
   int64_t permute_head_dim = 0;
   TypeChoice choice;
   DType dtype = DType::kF32;  // as written
 };
+
+Job JobOf(std::string name, const Weight* w) {
+  Job job;
+  job.name = std::move(name);
+  job.weight = w;
+  job.parts = {w};
+  job.shape = w->shape;
+  return job;
+}
+
+// Adds `w` to the last job when both are parts of one fused tensor (the
+// store split it at load and they share its source name), else a new job.
+void AddJob(std::vector<Job>& jobs, std::string name, const Weight* w,
+            const std::unordered_map<std::string, int>& parts_of_source) {
+  auto fused = parts_of_source.find(w->source_name);
+  if (fused != parts_of_source.end() && fused->second > 1 && !jobs.empty() &&
+      jobs.back().weight->source_name == w->source_name) {
+    Job& job = jobs.back();
+    job.parts.push_back(w);
+    job.shape[0] += w->shape[0];
+    return;
+  }
+  jobs.push_back(JobOf(std::move(name), w));
+}
+
+std::unordered_map<std::string, int> PartsOfSource(const WeightStore& store) {
+  std::unordered_map<std::string, int> count;
+  for (const Weight& w : store.weights()) ++count[w.source_name];
+  return count;
+}
+
+// LongRoPE's factor lists, which GGUF keeps as tensors and the loader reads
+// into the config.
+void AddLongRopeFactors(const ModelConfig& c, std::vector<Job>& jobs, std::vector<std::unique_ptr<Weight>>& owned,
+                        std::vector<std::shared_ptr<std::vector<float>>>& values) {
+  if (c.rope_scaling.type != RopeScalingType::kLongRope) return;
+  const std::vector<double>* lists[2] = {&c.rope_scaling.long_factor, &c.rope_scaling.short_factor};
+  for (int i = 0; i < 2; ++i) {
+    auto data = std::make_shared<std::vector<float>>(lists[i]->begin(), lists[i]->end());
+    auto w = std::make_unique<Weight>();
+    w->name = kLongRopeFactorTensors[i];
+    w->source_name = w->name;
+    w->file = "config";
+    w->dtype = DType::kF32;
+    w->file_dtype = DType::kF32;
+    w->shape = {static_cast<int64_t>(data->size())};
+    w->data = reinterpret_cast<const uint8_t*>(data->data());
+    w->nbytes = data->size() * sizeof(float);
+    jobs.push_back(JobOf(w->name, w.get()));
+    values.push_back(std::move(data));
+    owned.push_back(std::move(w));
+  }
+}
 
 // The source row of output row r under the q/k permutation: within each
 // head of d rows, output row 2i + j is source row i + j * d / 2.
@@ -39,6 +98,12 @@ int64_t SourceRow(int64_t r, int64_t head_dim) {
 
 bool IsHfLlama(const ModelConfig& c) { return c.arch == Architecture::kLlama || c.arch == Architecture::kMistral; }
 
+int64_t Elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 int64_t Rows(const std::vector<int64_t>& shape) {
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
@@ -49,20 +114,20 @@ int64_t Rows(const std::vector<int64_t>& shape) {
 // llama.cpp's naming, q/k permuted for llama.
 std::vector<Job> HfJobs(const WeightStore& store, const QuantizeOptions& options) {
   const ModelConfig& c = store.config();
+  const std::unordered_map<std::string, int> parts_of_source = PartsOfSource(store);
   std::vector<Job> jobs;
   std::vector<std::string> used;
   for (const WeightSpec& spec : RequiredWeights(c)) {
     const Weight* w = store.Find(spec.name);
     if (w == nullptr) continue;  // WeightStore::Open checked the required ones
-    Job job;
-    job.name = weight_names::ToGguf(spec.name);
-    job.weight = w;
+    // A part of a fused tensor is written under the fused tensor's name.
+    const bool part = parts_of_source.count(w->source_name) > 0 && parts_of_source.at(w->source_name) > 1;
+    AddJob(jobs, weight_names::ToGgufFor(part ? w->source_name : spec.name, c), w, parts_of_source);
     if (IsHfLlama(c)) {
       bool q = spec.name.find("self_attn.q_proj.") != std::string::npos;
       bool k = spec.name.find("self_attn.k_proj.") != std::string::npos;
-      if (q || k) job.permute_head_dim = c.head_dim;
+      if (q || k) jobs.back().permute_head_dim = c.head_dim;
     }
-    jobs.push_back(std::move(job));
     used.push_back(spec.name);
   }
   for (const Weight& w : store.weights()) {
@@ -73,13 +138,9 @@ std::vector<Job> HfJobs(const WeightStore& store, const QuantizeOptions& options
 }
 
 std::vector<Job> GgufJobs(const WeightStore& store) {
+  const std::unordered_map<std::string, int> parts_of_source = PartsOfSource(store);
   std::vector<Job> jobs;
-  for (const Weight& w : store.weights()) {
-    Job job;
-    job.name = w.source_name;
-    job.weight = &w;
-    jobs.push_back(std::move(job));
-  }
+  for (const Weight& w : store.weights()) AddJob(jobs, w.source_name, &w, parts_of_source);
   return jobs;
 }
 
@@ -95,24 +156,42 @@ int64_t FirstNonFinite(const float* x, int64_t n) {
 Status ConvertTensor(const Job& job, ThreadPool& pool, QuantizedTensor* out) {
   const Weight& w = *job.weight;
   const std::string where = fmt::format("{}: tensor {}", w.file, w.source_name);
-  const bool vector = w.shape.size() <= 1;
+  const bool vector = job.shape.size() <= 1;
   // Vectors are one row of `n` elements, permuted element-wise (q/k biases).
-  const int64_t rows = vector ? 1 : Rows(w.shape);
-  const int64_t row = vector ? w.num_elements() : w.shape.back();
+  const int64_t rows = vector ? 1 : Rows(job.shape);
+  const int64_t row = vector ? w.num_elements() : job.shape.back();
   auto src_row_bytes = DTypeBytes(w.dtype, static_cast<uint64_t>(row));
   auto dst_row_bytes = DTypeBytes(job.dtype, static_cast<uint64_t>(row));
   if (!src_row_bytes || !dst_row_bytes) {
     return Corrupt("{}: rows of {} elements are not whole {} blocks", where, row, DTypeName(!src_row_bytes ? w.dtype : job.dtype));
   }
-  if (*src_row_bytes * static_cast<uint64_t>(rows) > w.nbytes) {
-    return Corrupt("{}: {} rows of {} bytes exceed the tensor's {} bytes", where, rows, *src_row_bytes, w.nbytes);
+  // The first output row of each part.
+  std::vector<int64_t> first_rows;
+  int64_t part_rows_total = 0;
+  for (const Weight* part : job.parts) {
+    const int64_t part_rows = vector ? 1 : Rows(part->shape);
+    if (part->dtype != w.dtype) {
+      return Corrupt("{}: the parts of a fused tensor differ in type ({} and {})", where, DTypeName(w.dtype),
+                     DTypeName(part->dtype));
+    }
+    if (*src_row_bytes * static_cast<uint64_t>(part_rows) > part->nbytes) {
+      return Corrupt("{}: tensor {}: {} rows of {} bytes exceed the tensor's {} bytes", part->file, part->source_name,
+                     part_rows, *src_row_bytes, part->nbytes);
+    }
+    first_rows.push_back(part_rows_total);
+    part_rows_total += part_rows;
   }
+  if (part_rows_total != rows) return Corrupt("{}: {} rows in its parts, {} written", where, part_rows_total, rows);
+  auto source_row = [&](int64_t r) {
+    r = SourceRow(r, job.permute_head_dim);
+    size_t p = static_cast<size_t>(std::upper_bound(first_rows.begin(), first_rows.end(), r) - first_rows.begin()) - 1;
+    return job.parts[p]->data + static_cast<uint64_t>(r - first_rows[p]) * *src_row_bytes;
+  };
   uint8_t* dst = out->data.data();
 
   if (w.dtype == job.dtype && !(vector && job.permute_head_dim > 0)) {
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(dst + static_cast<uint64_t>(r) * *dst_row_bytes,
-                  w.data + static_cast<uint64_t>(SourceRow(r, job.permute_head_dim)) * *src_row_bytes, *src_row_bytes);
+      std::memcpy(dst + static_cast<uint64_t>(r) * *dst_row_bytes, source_row(r), *src_row_bytes);
     }
     return Status::Ok();
   }
@@ -124,8 +203,7 @@ Status ConvertTensor(const Job& job, ThreadPool& pool, QuantizedTensor* out) {
                      std::vector<float> values(static_cast<size_t>(row)), permuted;
                      Status& error = errors[static_cast<size_t>(thread)];
                      for (int64_t r = begin; r < end && error.ok(); ++r) {
-                       const uint8_t* src =
-                           w.data + static_cast<uint64_t>(SourceRow(r, job.permute_head_dim)) * *src_row_bytes;
+                       const uint8_t* src = source_row(r);
                        Status s = DequantizeRow(w.dtype, src, values.data(), row);
                        if (!s.ok()) {
                          error = s.WithContext(where);
@@ -168,9 +246,18 @@ ModelConfig FileConfig(const WeightStore& store, const GgufMetadata& metadata, b
     c.hf_architecture = "LlamaForCausalLM";
     c.rope_style = RopeStyle::kInterleaved;
   } else {
-    c.hf_architecture = c.arch == Architecture::kQwen2 ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM";
+    switch (c.arch) {
+      case Architecture::kQwen2: c.hf_architecture = "Qwen2ForCausalLM"; break;
+      case Architecture::kPhi3: c.hf_architecture = "Phi3ForCausalLM"; break;
+      case Architecture::kGemma2: c.hf_architecture = "Gemma2ForCausalLM"; break;
+      case Architecture::kGemma3: c.hf_architecture = "Gemma3ForCausalLM"; break;
+      default: c.hf_architecture = "Qwen3ForCausalLM"; break;
+    }
   }
+  c.text_tower_of_multimodal = false;
   // Floats are stored as f32.
+  c.attn_logit_softcap = StoredAsF32(c.attn_logit_softcap);
+  c.final_logit_softcap = StoredAsF32(c.final_logit_softcap);
   c.rms_norm_eps = StoredAsF32(c.rms_norm_eps);
   c.rope_theta = StoredAsF32(c.rope_theta);
   c.rope_scaling.factor = StoredAsF32(c.rope_scaling.factor);
@@ -221,13 +308,11 @@ uint64_t QuantizedModel::TensorBytes() const {
 Expected<QuantizedModel> QuantizeModel(const std::string& source, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::Open(source));
-  if (store->config().arch == Architecture::kPhi3) {
-    // Its GGUF layout fuses q/k/v and gate/up, which the loader splits.
-    return Unsupported("{}: quantizing Phi-3 models is not supported yet (their GGUF tensors are fused)",
-                       source);
-  }
   const bool from_gguf = store->format() == ModelFormat::kGguf;
   std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
+  std::vector<std::unique_ptr<Weight>> factor_weights;
+  std::vector<std::shared_ptr<std::vector<float>>> factor_values;
+  AddLongRopeFactors(store->config(), jobs, factor_weights, factor_values);
 
   QuantizedModel model;
   model.type = options.type;
@@ -240,7 +325,7 @@ Expected<QuantizedModel> QuantizeModel(const std::string& source, const Quantize
   bool requantizing = false;
   for (Job& job : jobs) {
     const Weight& w = *job.weight;
-    job.choice = ChooseTensorType(options.type, {job.name, w.shape}, facts);
+    job.choice = ChooseTensorType(options.type, {job.name, job.shape}, facts);
     if (job.choice.keep_as_is) {
       // GGUF tensors stay as they are; Hugging Face vectors become f32, as
       // llama.cpp's converter writes them.
@@ -250,9 +335,9 @@ Expected<QuantizedModel> QuantizeModel(const std::string& source, const Quantize
       requantizing |= IsQuantized(w.dtype) && w.dtype != job.dtype;
     }
     job.choice.dtype = job.dtype;
-    auto bytes = DTypeBytes(job.dtype, static_cast<uint64_t>(w.num_elements()));
+    auto bytes = DTypeBytes(job.dtype, static_cast<uint64_t>(Elements(job.shape)));
     if (!bytes) {
-      return Corrupt("{}: tensor {}: {} elements do not fit {}", w.file, w.source_name, w.num_elements(),
+      return Corrupt("{}: tensor {}: {} elements do not fit {}", w.file, w.source_name, Elements(job.shape),
                      DTypeName(job.dtype));
     }
     bytes_total += *bytes;
@@ -286,9 +371,9 @@ Expected<QuantizedModel> QuantizeModel(const std::string& source, const Quantize
     QuantizedTensor t;
     t.name = job.name;
     t.dtype = job.dtype;
-    t.shape = job.weight->shape;
+    t.shape = job.shape;
     t.choice = job.choice;
-    t.data.resize(static_cast<size_t>(*DTypeBytes(job.dtype, static_cast<uint64_t>(job.weight->num_elements()))));
+    t.data.resize(static_cast<size_t>(*DTypeBytes(job.dtype, static_cast<uint64_t>(Elements(job.shape)))));
     KILN_RETURN_IF_ERROR(ConvertTensor(job, pool, &t));
     progress.bytes_done += t.data.size();
     ++progress.tensors_done;

@@ -18,7 +18,9 @@ defaults, and the tensors carry the wrapper's prefix ("language_model.model."
 as first published; "model.language_model." with multimodal-new), beside
 tensors of a vision tower and projector.
 
-OUT_DIR receives config.json, model.safetensors (F32) and reference.json:
+OUT_DIR receives config.json, model.safetensors (F32), tokenizer.json (a
+byte-level BPE stand-in of the vocabulary's size: the tests feed token ids)
+and reference.json:
 {"input_ids": [...], "logits": [[...], ...] (every position),
  "greedy": [...], "margins": [...]} (a greedy continuation, and at each of
 its steps the gap between the two largest logits).
@@ -167,6 +169,17 @@ def multimodal_weights(w, new_names):
     return out
 
 
+def tokenizer_json():
+    tokens = ["<pad>", "<eos>", "<bos>", "\u010a", "a", "b", "ab"] + ["t%d" % i for i in range(7, VOCAB)]
+    added = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i in range(3)]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {"version": "1.0", "added_tokens": added, "normalizer": None, "pre_tokenizer": byte_level,
+            "post_processor": None, "decoder": byte_level,
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "fuse_unk": False, "byte_fallback": False,
+                      "vocab": {t: i for i, t in enumerate(tokens)}, "merges": ["a b"]}}
+
+
 def main():
     global QUERY_PRE_ATTN_SCALAR, PATTERN, VOCAB
     out, arch = sys.argv[1], sys.argv[2]
@@ -199,6 +212,8 @@ def main():
     write_safetensors(os.path.join(out, "model.safetensors"), stored)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(multimodal_config(config_for(arch)) if multimodal else config_for(arch), f, indent=2)
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tokenizer_json(), f)
     ids = torch.randint(3, VOCAB, (PROMPT_LEN,), generator=torch.Generator().manual_seed(99)).tolist()
     with torch.no_grad():
         logits = forward(arch, w, ids)

@@ -16,7 +16,8 @@ factors that differ from 1 and from each other; the context the model was
 trained at (original_max_position_embeddings) is 64 of 256.
 
 Each folder receives config.json, model.safetensors (F32, fused qkv_proj and
-gate_up_proj as Hugging Face writes them), model-F32.gguf and model-Q8_0.gguf
+gate_up_proj as Hugging Face writes them), tokenizer.json (the GGUF files'
+vocabulary as a byte-level BPE), model-F32.gguf and model-Q8_0.gguf
 (llama.cpp's "phi3" names: attn_qkv, ffn_up holding gate and up, the factors
 as rope_factors_long/short tensors, rope.scaling.attn_factor, and the least
 vocabulary llama.cpp loads) and reference.json:
@@ -121,6 +122,26 @@ def gguf_tensors(w, tied):
     return t
 
 
+def vocabulary():
+    """The least vocabulary llama.cpp loads (byte-level BPE: it needs the
+    newline's "\u010a" and one merge); the tests feed token ids."""
+    return ["<|endoftext|>", "<s>", "</s>", "\u010a", "a", "b", "ab"] + ["t%d" % i for i in range(7, VOCAB)]
+
+
+def tokenizer_json():
+    """The same vocabulary as a Hugging Face tokenizer.json, the first three
+    tokens special."""
+    tokens = vocabulary()
+    added = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i in range(3)]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+            "pre_tokenizer": byte_level, "post_processor": None, "decoder": byte_level,
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                      "vocab": {t: i for i, t in enumerate(tokens)}, "merges": ["a b"]}}
+
+
 def gguf_metadata(window, attn_factor):
     m = [("general.architecture", GGUF_STRING, "phi3"),
          ("phi3.context_length", GGUF_U32, MAX_POS),
@@ -137,9 +158,7 @@ def gguf_metadata(window, attn_factor):
         m.append(("phi3.attention.sliding_window", GGUF_U32, window))
     # llama.cpp's converter always writes it (llama.cpp scales by 1 without it).
     m.append(("phi3.rope.scaling.attn_factor", GGUF_F32, attn_factor))
-    # The least vocabulary llama.cpp loads (byte-level BPE: it needs the
-    # newline's "\u010a" and one merge); the tests feed token ids.
-    tokens = ["<|endoftext|>", "<s>", "</s>", "\u010a", "a", "b", "ab"] + ["t%d" % i for i in range(7, VOCAB)]
+    tokens = vocabulary()
     m += [("tokenizer.ggml.model", GGUF_STRING, "gpt2"),
           ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, tokens)),
           ("tokenizer.ggml.token_type", GGUF_ARRAY, (GGUF_I32, [3, 3, 3] + [1] * (VOCAB - 3))),
@@ -259,6 +278,8 @@ def write_variant(out, tied, seed):
     }
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tokenizer_json(), f)
     tensors = gguf_tensors(w, tied)
     metadata = gguf_metadata(window, attn_factor)
     write_gguf(os.path.join(out, "model-F32.gguf"), metadata, tensors, quantized=False)

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 
+#include "format/gguf.h"
 #include "model_test_util.h"
 #include "testing/model_runner_for_tests.h"
 
@@ -194,29 +196,88 @@ TEST(Phi3Gguf, QuantizedModelRuns) {
   EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 0.05f * MaxAbs(expected));
 }
 
+// `kiln quantize MODEL OUT --type TYPE`; the file written, or "" on failure.
+std::string KilnQuantize(const std::string& model, const std::string& type) {
+  const std::string out = testing::MakeTempDir() + "/model-" + type + ".gguf";
+  const std::string cmd = testing::KilnBinary() + " quantize " + model + " " + out + " --type " + type +
+                          " --no-progress --threads 1 > " + out + ".log 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
+}
+
+// kiln quantize writes a Phi-3 folder in llama.cpp's layout: every tensor
+// of the script's llama.cpp-layout file (fused attn_qkv and ffn_up, the
+// LongRoPE factors as tensors), bit for bit at f32, and no other; its phi3.*
+// keys with the same values.
+TEST(Phi3Gguf, QuantizeWritesLlamaCppsLayout) {
+  for (const char* variant : {"untied", "tied"}) {
+    const std::string dir = ModelsDir() + "/" + variant;
+    auto mine = GgufFile::Open(KilnQuantize(dir, "f32"));
+    auto theirs = GgufFile::Open(dir + "/model-F32.gguf");
+    ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+    ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+    EXPECT_EQ((*mine)->tensors().size(), (*theirs)->tensors().size()) << variant;
+    for (const GgufTensorInfo& t : (*theirs)->tensors()) {
+      const GgufTensorInfo* m = (*mine)->FindTensor(t.name);
+      ASSERT_NE(m, nullptr) << variant << " " << t.name;
+      EXPECT_EQ(m->dims, t.dims) << variant << " " << t.name;
+      EXPECT_EQ(m->dtype, DType::kF32) << variant << " " << t.name;
+      ASSERT_EQ(m->nbytes, t.nbytes) << variant << " " << t.name;
+      EXPECT_EQ(std::memcmp(m->data, t.data, t.nbytes), 0) << variant << " " << t.name;
+    }
+    for (const auto& [key, value] : (*theirs)->metadata()) {
+      if (key.rfind("phi3.", 0) != 0) continue;
+      const GgufValue* v = (*mine)->Find(key);
+      ASSERT_NE(v, nullptr) << variant << " " << key;
+      EXPECT_EQ(v->AsFloat(), value.AsFloat()) << variant << " " << key;
+    }
+  }
+}
+
+// A llama.cpp-layout GGUF file requantized by kiln keeps its fused tensors
+// fused and runs near the f32 reference.
+TEST(Phi3Gguf, RequantizedGgufKeepsItsLayoutAndRuns) {
+  const std::string dir = ModelsDir() + "/untied";
+  const std::string path = KilnQuantize(dir + "/model-F32.gguf", "q8_0");
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_NE((*file)->FindTensor("blk.0.attn_qkv.weight"), nullptr);
+  EXPECT_EQ((*file)->FindTensor("blk.0.attn_qkv.weight")->dtype, DType::kQ8_0);
+  EXPECT_EQ((*file)->FindTensor("blk.0.ffn_up.weight")->shape(), (std::vector<int64_t>{256, 64}));
+  EXPECT_EQ((*file)->FindTensor("blk.0.attn_q.weight"), nullptr);
+  EXPECT_NE((*file)->FindTensor("rope_factors_long.weight"), nullptr);
+  auto ref = testing::LoadJson(dir + "/reference.json");
+  auto m = testing::Load(path, testing::Fp32());
+  ASSERT_NE(m.model, nullptr);
+  testing::DirectRunner runner(*m.model, 1, 64);
+  auto logits = runner.Prefill({testing::Ids(ref["input_ids"])}, 64, true);
+  std::vector<float> expected = AllLogits(ref["long"]["logits"]);
+  EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 0.05f * MaxAbs(expected));
+}
+
 // The tied model's GGUF file against llama.cpp itself (node-llama-cpp, which
 // scripts/setup.sh installs into tests/llamacpp_oracle) with an f32 KV cache:
 // every position's logits within 1e-4 x max(1, max |logit|), and the same
 // top token wherever llama.cpp's top-2 margin exceeds 3e-3. The untied model
 // is left out: llama.cpp ignores Phi-3's sliding window. llama.cpp rounds
 // its context up to 256, above the trained 64, so both use the long factors.
-TEST(Phi3LlamaCpp, TiedGgufLogitsMatchLlamaCpp) {
+bool LlamaCppInstalled() {
+  return std::filesystem::exists(testing::SourceDir() + "/tests/llamacpp_oracle/node_modules/node-llama-cpp") &&
+         std::system("node --version > /dev/null 2>&1") == 0;
+}
+
+// llama.cpp's logits of `gguf` go to `out`.
+void CheckAgainstLlamaCpp(const std::string& gguf, const std::string& out) {
   const std::string oracle = testing::SourceDir() + "/tests/llamacpp_oracle";
-  if (!std::filesystem::exists(oracle + "/node_modules/node-llama-cpp") ||
-      std::system("node --version > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
-  }
   const std::string dir = ModelsDir() + "/tied";
-  const std::string out = testing::MakeTempDir() + "/llamacpp.json";
-  const std::string cmd = "cd " + oracle + " && node logits.mjs " + dir + "/model-F32.gguf " + dir +
-                          "/reference.json 256 > " + out;
+  const std::string cmd = "cd " + oracle + " && node logits.mjs " + gguf + " " + dir + "/reference.json 256 > " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto theirs = testing::LoadJson(out);
   auto ref = testing::LoadJson(dir + "/reference.json");
   ASSERT_GT(theirs["n_ctx"].get<int64_t>(), ref["original_context"].get<int64_t>());
   std::vector<float> expected = AllLogits(theirs["logits"]);
 
-  auto m = testing::Load(dir + "/model-F32.gguf", testing::Fp32());
+  auto m = testing::Load(gguf, testing::Fp32());
   ASSERT_NE(m.model, nullptr);
   testing::DirectRunner runner(*m.model, 1, 64);
   auto ids = testing::Ids(ref["input_ids"]);
@@ -236,6 +297,23 @@ TEST(Phi3LlamaCpp, TiedGgufLogitsMatchLlamaCpp) {
               std::max_element(row.begin(), row.end()) - row.begin())
         << "position " << t;
   }
+}
+
+TEST(Phi3LlamaCpp, TiedGgufLogitsMatchLlamaCpp) {
+  if (!LlamaCppInstalled()) {
+    GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
+  }
+  CheckAgainstLlamaCpp(ModelsDir() + "/tied/model-F32.gguf", testing::MakeTempDir() + "/llamacpp.json");
+}
+
+// The same model written by kiln quantize from its Hugging Face folder,
+// tokenizer metadata and all, loads in llama.cpp and computes the same.
+TEST(Phi3LlamaCpp, KilnQuantizedGgufLogitsMatchLlamaCpp) {
+  if (!LlamaCppInstalled()) {
+    GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
+  }
+  const std::string gguf = KilnQuantize(ModelsDir() + "/tied", "f32");
+  CheckAgainstLlamaCpp(gguf, gguf + ".llamacpp.json");
 }
 
 }  // namespace
