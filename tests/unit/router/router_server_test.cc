@@ -122,7 +122,12 @@ TEST(RouterServer, AStreamCutMidwayEndsWithAnErrorEvent) {
   StandInBackend cut([](const httplib::Request&, httplib::Response& res) {
     auto calls = std::make_shared<int>(0);
     res.set_chunked_content_provider("text/event-stream", [calls](size_t, httplib::DataSink& sink) {
-      if ((*calls)++ > 0) return false;  // dies after its first event
+      if ((*calls)++ > 0) {
+        // Dies after its first event has reached the client (a failure
+        // before then would be retried, as nothing was sent).
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return false;
+      }
       const std::string event = "data: {\"choices\":[{\"text\":\"a\"}]}\n\n";
       sink.write(event.data(), event.size());
       return true;
