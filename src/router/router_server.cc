@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "router/backend_exchange.h"
+#include "router/stream_start.h"
 #include "server/api_error.h"
 #include "server/connection_threads.h"
 #include "server/http_listener.h"
@@ -81,13 +82,15 @@ class RequestToken {
 // and closes the backend connection if the client goes away.
 class StreamRelay {
  public:
+  // `first`: the stream's bytes received so far, sent before the rest.
   StreamRelay(RouterMetrics& metrics, std::shared_ptr<RequestToken> token, std::unique_ptr<InFlight> load,
-              std::unique_ptr<BackendExchange> exchange, int client_fd, Clock::time_point start, int status,
-              const std::atomic<bool>& abort)
+              std::unique_ptr<BackendExchange> exchange, std::string first, int client_fd, Clock::time_point start,
+              int status, const std::atomic<bool>& abort)
       : metrics_(metrics),
         token_(std::move(token)),
         load_(std::move(load)),
         exchange_(std::move(exchange)),
+        first_(std::move(first)),
         client_fd_(client_fd),
         start_(start),
         status_(status),
@@ -100,6 +103,11 @@ class StreamRelay {
 
   // One step of the HTTP library's chunked writing.
   bool Pump(httplib::DataSink& sink) {
+    if (!first_.empty()) {
+      std::string first;
+      first.swap(first_);
+      return sink.write(first.data(), first.size()) || ClientGone();
+    }
     const bool finished = exchange_->finished();  // before taking: then nothing can follow
     std::string data = exchange_->TakeData();
     if (data.empty() && !finished) {
@@ -139,6 +147,7 @@ class StreamRelay {
   std::shared_ptr<RequestToken> token_;
   std::unique_ptr<InFlight> load_;              // released after the exchange (declared before it)
   std::unique_ptr<BackendExchange> exchange_;
+  std::string first_;
   int client_fd_;
   Clock::time_point start_;
   int status_;
@@ -254,8 +263,13 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
     auto exchange = std::make_unique<BackendExchange>(backend, req.method, req.path, ForwardedHeaders(req), req.body);
 
     // Nothing reaches the client before the whole answer, or a stream's
-    // first bytes, has come: until then a failure can still be retried.
-    while (!exchange->finished() && !(exchange->bytes_received() > 0 && IsEventStream(*exchange))) {
+    // first output, has come: until then a failure can still be retried.
+    std::string held;  // a stream's bytes so far
+    while (!exchange->finished()) {
+      if (IsEventStream(*exchange)) {
+        held += exchange->TakeData();
+        if (StreamHasBegun(held)) break;
+      }
       exchange->Wait(kPollInterval);
       if (server::PeerClosed(client_fd)) {
         exchange->Cancel();
@@ -271,7 +285,7 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
     if (exchange->failed()) {
       metrics_.CountAttempt(backend.url(), "error");
       last_error = fmt::format("{}: {}", backend.url(), exchange->error());
-      KILN_LOG_WARN("router: {} {} failed on {} before its first byte: {}", req.method, req.path, backend.url(),
+      KILN_LOG_WARN("router: {} {} failed on {} before answering (trying another replica if any): {}", req.method, req.path, backend.url(),
                     exchange->error());
       // Nothing answered at all: out of rotation until a probe succeeds.
       if ((exchange->connect_failed() || !exchange->has_head()) && backend.SetUp(false)) {
@@ -286,7 +300,7 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
     if (exchange->finished()) {
       if (status == 503 && attempt + 1 < options_.max_attempts) {
         busy_status = status;
-        busy_body = exchange->TakeData();
+        busy_body = held + exchange->TakeData();
         busy_type = content_type;
         busy_retry_after = exchange->header("Retry-After");
         busy_url = backend.url();
@@ -295,15 +309,15 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
       }
       res.status = status;
       SetReplyHeaders(res, *exchange, backend.url(), pick.reason);
-      res.set_content(exchange->TakeData(), content_type.empty() ? "application/json" : content_type);
+      res.set_content(held + exchange->TakeData(), content_type.empty() ? "application/json" : content_type);
       metrics_.CountResponse(status, SecondsSince(start));
       return;
     }
 
     res.status = status;
     SetReplyHeaders(res, *exchange, backend.url(), pick.reason);
-    auto relay = std::make_shared<StreamRelay>(metrics_, token, std::move(load), std::move(exchange), client_fd, start,
-                                               status, abort_streams_);
+    auto relay = std::make_shared<StreamRelay>(metrics_, token, std::move(load), std::move(exchange), std::move(held),
+                                               client_fd, start, status, abort_streams_);
     res.set_chunked_content_provider(content_type,
                                      [relay](size_t, httplib::DataSink& sink) { return relay->Pump(sink); });
     return;

@@ -46,10 +46,10 @@ def wait_for(condition, timeout=30):
     return condition()
 
 
-def complete(router, body):
+def complete(router, body, path="/v1/completions"):
     """(status, headers, events or JSON) of a completion through the router:
     a streamed one as its SSE payloads."""
-    status, headers, data = router.request("POST", "/v1/completions", body)
+    status, headers, data = router.request("POST", path, body)
     if body.get("stream"):
         return status, headers, sse_events(data)
     return status, headers, json.loads(data)
@@ -131,8 +131,13 @@ def test_killed_replica_loses_no_unstarted_request():
             with KilnRouter([url_a, url_b]) as router:
 
                 def one(k):
-                    body = {"prompt": f"Request {k} says", "max_tokens": 120, "ignore_eos": True,
-                            "stream": k % 2 == 1}
+                    # Plain, streamed, plain, streamed chat (whose role preamble
+                    # is sent while the request still waits in the queue).
+                    body = {"max_tokens": 120, "ignore_eos": True, "stream": k % 2 == 1}
+                    if k % 4 == 3:
+                        body["messages"] = [{"role": "user", "content": f"Request {k} says"}]
+                        return k, complete(router, body, "/v1/chat/completions")
+                    body["prompt"] = f"Request {k} says"
                     return k, complete(router, body)
 
                 with concurrent.futures.ThreadPoolExecutor(12) as pool:
@@ -154,15 +159,17 @@ def test_killed_replica_loses_no_unstarted_request():
                         if reply[-1] == "[DONE]":
                             continue
                         # Only a stream that had begun on the killed replica may end early,
-                        # and then with an error event after its first events.
+                        # and then with an error event after its first output.
                         assert headers["x-kiln-replica"] == url_a, (k, headers, reply[-1])
-                        assert len(reply) >= 2 and "error" in json.loads(reply[-1]), reply[-1]
+                        assert "error" in json.loads(reply[-1]), reply[-1]
+                        outputs = [json.loads(e)["choices"][0] for e in reply[:-1]]
+                        assert any(c.get("text") or c.get("delta", {}).get("content") for c in outputs), reply
                         cut += 1
                     else:
                         assert len(reply["choices"][0]["text"]) > 0
                 m = router.metrics()
                 print(f"replica killed mid-run: {len(results)} requests answered, {cut} streams cut after "
-                      f"their first events, {m['kiln_router_retries_total']:.0f} retries")
+                      f"their first output, {m['kiln_router_retries_total']:.0f} retries")
                 assert m["kiln_router_stream_errors_total"] == cut
                 assert m["kiln_router_retries_total"] >= 1
                 # Out of rotation at its first unanswered request, or at the next probe.

@@ -145,6 +145,42 @@ TEST(RouterServer, AStreamCutMidwayEndsWithAnErrorEvent) {
   EXPECT_NE(router.Metrics().find("kiln_router_stream_errors_total 1"), std::string::npos);
 }
 
+TEST(RouterServer, AStreamThatDiesAfterItsRolePreambleIsRetried) {
+  const std::string role =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+      "\"finish_reason\":null}]}\n\n";
+  const std::string whole = role + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n" +
+                            "data: [DONE]\n\n";
+  // Queued, then killed: only the preamble was sent.
+  StandInBackend dying([role](const httplib::Request&, httplib::Response& res) {
+    auto calls = std::make_shared<int>(0);
+    res.set_chunked_content_provider("text/event-stream", [role, calls](size_t, httplib::DataSink& sink) {
+      if ((*calls)++ > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return false;
+      }
+      sink.write(role.data(), role.size());
+      return true;
+    });
+  });
+  StandInBackend healthy([whole](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("text/event-stream", [whole](size_t, httplib::DataSink& sink) {
+      sink.write(whole.data(), whole.size());
+      sink.done();
+      return true;
+    });
+  });
+  RunningRouter router({dying.url(), healthy.url()});
+  for (int i = 0; i < 2; ++i) {  // equal loads take turns: the dying one goes first once
+    httplib::Result res = router.Post(R"({"messages":[],"stream":true})");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body, whole);  // one stream, the preamble once
+    EXPECT_EQ(res->get_header_value("x-kiln-replica"), healthy.url());
+  }
+  EXPECT_GE(dying.hits(), 1);
+}
+
 TEST(RouterServer, PassesTheBackendsErrorsThrough) {
   StandInBackend refusing([](const httplib::Request&, httplib::Response& res) {
     res.status = 400;
