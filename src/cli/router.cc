@@ -99,12 +99,14 @@ void RegisterRouter(CLI::App& app) {
       ->required()
       ->take_all();
   cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", o.port, "Port to listen on (0: a free one, printed at start)")->capture_default_str();
+  cmd->add_option("--port", o.port, "Port to listen on (0: a free one, printed at start)")
+      ->capture_default_str();
   cmd->add_option("--health-interval-ms", o.health_interval_ms,
                   "How often each replica's /health is probed; a failed probe takes it out of rotation")
       ->capture_default_str();
-  cmd->add_option("--affinity-chunk", o.affinity_chunk_bytes,
-                  "Prompt bytes per hashed chunk for prefix affinity (prompts shorter than one chunk go by load)")
+  cmd->add_option(
+         "--affinity-chunk", o.affinity_chunk_bytes,
+         "Prompt bytes per hashed chunk for prefix affinity (prompts shorter than one chunk go by load)")
       ->capture_default_str();
   cmd->add_option("--affinity-capacity", o.affinity_capacity,
                   "Prompt-prefix chunks remembered (least recently used ones are forgotten)")
@@ -122,7 +124,8 @@ void RegisterRouter(CLI::App& app) {
   cmd->add_option("--max-concurrent-connections", o.max_concurrent_connections,
                   "Client connections served at once, open streams included")
       ->capture_default_str();
-  cmd->add_option("--max-body-size", args->max_body_size, "Larger request bodies get 413 (bytes, or e.g. 64KiB)")
+  cmd->add_option("--max-body-size", args->max_body_size,
+                  "Larger request bodies get 413 (bytes, or e.g. 64KiB)")
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout", o.shutdown_timeout_seconds,
                   "On SIGTERM or SIGINT: seconds requests in flight get to finish")

@@ -3,11 +3,11 @@
 
 namespace kiln::router {
 
-BackendExchange::BackendExchange(Backend& backend, std::string method, std::string path, httplib::Headers headers,
-                                 std::string body)
+BackendExchange::BackendExchange(Backend& backend, std::string method, std::string path,
+                                 httplib::Headers headers, std::string body)
     : backend_(backend), client_(backend.Acquire()) {
-  thread_ = std::thread([this, method = std::move(method), path = std::move(path), headers = std::move(headers),
-                         body = std::move(body)]() mutable {
+  thread_ = std::thread([this, method = std::move(method), path = std::move(path),
+                         headers = std::move(headers), body = std::move(body)]() mutable {
     Run(std::move(method), std::move(path), std::move(headers), std::move(body));
   });
 }
@@ -45,7 +45,8 @@ void BackendExchange::Run(std::string method, std::string path, httplib::Headers
   {
     std::lock_guard<std::mutex> lock(mu_);
     finished_ = true;
-    error_ = ok ? httplib::Error::Success : (error == httplib::Error::Success ? httplib::Error::Unknown : error);
+    error_ =
+        ok ? httplib::Error::Success : (error == httplib::Error::Success ? httplib::Error::Unknown : error);
     if (canceled_ && ok) error_ = httplib::Error::Canceled;
     // Cancel() may be using the connection until it sees finished_; once
     // canceled, the connection stays here until the destructor.

@@ -9,7 +9,7 @@ namespace kiln::router {
 namespace {
 
 std::vector<double> LatencyBounds() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75,
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.25,  0.5,  0.75,
           1.0,   2.5,    5.0,   7.5,  10.0,  20.0, 40.0,  80.0, 160.0, 640.0};
 }
 
@@ -80,8 +80,9 @@ std::string RouterMetrics::Render(const std::vector<const Backend*>& backends) c
   out += Header("kiln_router_load_balanced_picks_total", "counter",
                 "Backends picked as the least loaded (no known prefix, or its backend was too busy).");
   out += fmt::format("kiln_router_load_balanced_picks_total {}\n", load_balanced_picks_);
-  out += Header("kiln_router_client_disconnects_total", "counter",
-                "Requests whose client went away before the answer ended (the backend's request was closed).");
+  out +=
+      Header("kiln_router_client_disconnects_total", "counter",
+             "Requests whose client went away before the answer ended (the backend's request was closed).");
   out += fmt::format("kiln_router_client_disconnects_total {}\n", client_disconnects_);
   out += Header("kiln_router_stream_errors_total", "counter",
                 "Streams ended with an error event because their backend failed after the first byte.");
@@ -96,7 +97,8 @@ std::string RouterMetrics::Render(const std::vector<const Backend*>& backends) c
   for (const Backend* b : backends) {
     out += fmt::format("kiln_router_backend_up{{backend=\"{}\"}} {}\n", b->url(), b->up() ? 1 : 0);
   }
-  out += Header("kiln_router_backend_in_flight", "gauge", "Requests in flight through the router, per backend.");
+  out +=
+      Header("kiln_router_backend_in_flight", "gauge", "Requests in flight through the router, per backend.");
   int total = 0;
   for (const Backend* b : backends) {
     out += fmt::format("kiln_router_backend_in_flight{{backend=\"{}\"}} {}\n", b->url(), b->in_flight());

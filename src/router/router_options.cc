@@ -48,7 +48,8 @@ Status RouterOptions::Validate() const {
     seen.push_back(address.url);
   }
   if (port < 0 || port > 65535) return InvalidArgument("--port {} is not a port (0-65535)", port);
-  if (health_interval_ms < 10) return InvalidArgument("--health-interval-ms must be at least 10, not {}", health_interval_ms);
+  if (health_interval_ms < 10)
+    return InvalidArgument("--health-interval-ms must be at least 10, not {}", health_interval_ms);
   if (affinity_chunk_bytes < 1) return InvalidArgument("--affinity-chunk must be at least 1 byte");
   if (affinity_capacity < 1) return InvalidArgument("--affinity-capacity must be at least 1");
   if (load_margin < 0) return InvalidArgument("--load-margin must not be negative, not {}", load_margin);
@@ -57,7 +58,8 @@ Status RouterOptions::Validate() const {
     return InvalidArgument("--backend-timeout must be at least 1 second, not {}", backend_timeout_seconds);
   }
   if (max_concurrent_connections < 1) {
-    return InvalidArgument("--max-concurrent-connections must be at least 1, not {}", max_concurrent_connections);
+    return InvalidArgument("--max-concurrent-connections must be at least 1, not {}",
+                           max_concurrent_connections);
   }
   if (shutdown_timeout_seconds < 0) return InvalidArgument("--shutdown-timeout must not be negative");
   return Status::Ok();

@@ -84,8 +84,8 @@ class StreamRelay {
  public:
   // `first`: the stream's bytes received so far, sent before the rest.
   StreamRelay(RouterMetrics& metrics, std::shared_ptr<RequestToken> token, std::unique_ptr<InFlight> load,
-              std::unique_ptr<BackendExchange> exchange, std::string first, int client_fd, Clock::time_point start,
-              int status, const std::atomic<bool>& abort)
+              std::unique_ptr<BackendExchange> exchange, std::string first, int client_fd,
+              Clock::time_point start, int status, const std::atomic<bool>& abort)
       : metrics_(metrics),
         token_(std::move(token)),
         load_(std::move(load)),
@@ -122,8 +122,9 @@ class StreamRelay {
       if (exchange_->failed()) {
         metrics_.CountStreamError();
         KILN_LOG_WARN("router: {} failed mid-stream: {}", exchange_->backend().url(), exchange_->error());
-        server::ApiError e{502, fmt::format("the backend {} failed during the stream: {}", exchange_->backend().url(),
-                                            exchange_->error()),
+        server::ApiError e{502,
+                           fmt::format("the backend {} failed during the stream: {}",
+                                       exchange_->backend().url(), exchange_->error()),
                            "server_error", "", "backend_failed"};
         const std::string event = server::SseEvent(e.ToJson());
         if (!sink.write(event.data(), event.size())) return ClientGone();
@@ -145,7 +146,7 @@ class StreamRelay {
 
   RouterMetrics& metrics_;
   std::shared_ptr<RequestToken> token_;
-  std::unique_ptr<InFlight> load_;              // released after the exchange (declared before it)
+  std::unique_ptr<InFlight> load_;  // released after the exchange (declared before it)
   std::unique_ptr<BackendExchange> exchange_;
   std::string first_;
   int client_fd_;
@@ -163,7 +164,8 @@ RouterServer::RouterServer(RouterOptions options)
       affinity_(options_.affinity_capacity) {
   for (const std::string& url : options_.replicas) {
     Expected<BackendAddress> address = ParseBackendUrl(url);
-    if (address.ok()) backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
+    if (address.ok())
+      backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
   }
   std::vector<Backend*> probed;
   for (auto& b : backends_) probed.push_back(b.get());
@@ -172,7 +174,9 @@ RouterServer::RouterServer(RouterOptions options)
   InstallRoutes();
 }
 
-RouterServer::~RouterServer() { health_.reset(); }
+RouterServer::~RouterServer() {
+  health_.reset();
+}
 
 Status RouterServer::Bind() {
   KILN_ASSIGN_OR_RETURN(int port, http_->BindAndListen(options_.host, options_.port, kListenBacklog));
@@ -198,7 +202,8 @@ void RouterServer::Shutdown(double timeout_seconds) {
     http_->StopAccepting();
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_seconds));
-    while (requests_in_flight_.load() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(kPollInterval);
+    while (requests_in_flight_.load() > 0 && Clock::now() < deadline)
+      std::this_thread::sleep_for(kPollInterval);
     if (requests_in_flight_.load() > 0) {
       KILN_LOG_WARN("router: {} requests still running after {} s; closing them", requests_in_flight_.load(),
                     timeout_seconds);
@@ -240,11 +245,13 @@ ReplicaPick RouterServer::Pick(const std::vector<uint64_t>& hashes, const std::v
   return pick;
 }
 
-void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text) {
+void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
+                           const std::string& affinity_text) {
   const Clock::time_point start = Clock::now();
   auto token = std::make_shared<RequestToken>(requests_in_flight_);
-  const std::vector<uint64_t> hashes =
-      affinity_text.empty() ? std::vector<uint64_t>() : PrefixChainHashes(affinity_text, options_.affinity_chunk_bytes);
+  const std::vector<uint64_t> hashes = affinity_text.empty()
+                                           ? std::vector<uint64_t>()
+                                           : PrefixChainHashes(affinity_text, options_.affinity_chunk_bytes);
   const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
   std::vector<bool> tried(backends_.size(), false);
   std::string last_error;
@@ -260,16 +267,15 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
     tried[static_cast<size_t>(pick.replica)] = true;
     Backend& backend = *backends_[static_cast<size_t>(pick.replica)];
     auto load = std::make_unique<InFlight>(backend);
-    auto exchange = std::make_unique<BackendExchange>(backend, req.method, req.path, ForwardedHeaders(req), req.body);
+    auto exchange =
+        std::make_unique<BackendExchange>(backend, req.method, req.path, ForwardedHeaders(req), req.body);
 
     // Nothing reaches the client before the whole answer, or a stream's
     // first output, has come: until then a failure can still be retried.
-    std::string held;  // a stream's bytes so far
+    std::string held;  // the answer's bytes so far
     while (!exchange->finished()) {
-      if (IsEventStream(*exchange)) {
-        held += exchange->TakeData();
-        if (StreamHasBegun(held)) break;
-      }
+      held += exchange->TakeData();
+      if (IsEventStream(*exchange) && StreamHasBegun(held)) break;
       exchange->Wait(kPollInterval);
       if (server::PeerClosed(client_fd)) {
         exchange->Cancel();
@@ -285,8 +291,8 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
     if (exchange->failed()) {
       metrics_.CountAttempt(backend.url(), "error");
       last_error = fmt::format("{}: {}", backend.url(), exchange->error());
-      KILN_LOG_WARN("router: {} {} failed on {} before answering (trying another replica if any): {}", req.method, req.path, backend.url(),
-                    exchange->error());
+      KILN_LOG_WARN("router: {} {} failed on {} before answering (trying another replica if any): {}",
+                    req.method, req.path, backend.url(), exchange->error());
       // Nothing answered at all: out of rotation until a probe succeeds.
       if ((exchange->connect_failed() || !exchange->has_head()) && backend.SetUp(false)) {
         OnHealthChange(pick.replica, false);
@@ -316,8 +322,8 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, 
 
     res.status = status;
     SetReplyHeaders(res, *exchange, backend.url(), pick.reason);
-    auto relay = std::make_shared<StreamRelay>(metrics_, token, std::move(load), std::move(exchange), std::move(held),
-                                               client_fd, start, status, abort_streams_);
+    auto relay = std::make_shared<StreamRelay>(metrics_, token, std::move(load), std::move(exchange),
+                                               std::move(held), client_fd, start, status, abort_streams_);
     res.set_chunked_content_provider(content_type,
                                      [relay](size_t, httplib::DataSink& sink) { return relay->Pump(sink); });
     return;
@@ -362,7 +368,10 @@ void RouterServer::InstallRoutes() {
     server::ApiError e;
     e.http_status = res.status;
     switch (res.status) {
-      case 404: e.message = fmt::format("no such endpoint: {} {}", req.method, req.path); e.code = "not_found"; break;
+      case 404:
+        e.message = fmt::format("no such endpoint: {} {}", req.method, req.path);
+        e.code = "not_found";
+        break;
       case 413:
         e.message = "the request body is too large (--max-body-size)";
         e.code = "payload_too_large";
@@ -391,7 +400,8 @@ void RouterServer::InstallRoutes() {
     if (draining_) return server::ReplyJson(res, 503, {{"status", "shutting down"}});
     if (up == 0) {
       res.set_header("Retry-After", std::to_string(server::kRetryAfterSeconds));
-      return server::ReplyJson(res, 503, {{"status", "no backend up"}, {"backends_up", 0}, {"backends", total}});
+      return server::ReplyJson(res, 503,
+                               {{"status", "no backend up"}, {"backends_up", 0}, {"backends", total}});
     }
     server::ReplyJson(res, 200, {{"status", "ok"}, {"backends_up", up}, {"backends", total}});
   });

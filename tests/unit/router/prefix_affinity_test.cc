@@ -8,7 +8,9 @@
 namespace kiln::router {
 namespace {
 
-bool Any(int) { return true; }
+bool Any(int) {
+  return true;
+}
 
 TEST(PrefixChainHashes, OneHashPerCompleteChunk) {
   EXPECT_TRUE(PrefixChainHashes("abc", 4).empty());
@@ -36,7 +38,7 @@ TEST(PrefixChainHashes, EachHashDependsOnWhatComesBefore) {
 
 TEST(PrefixAffinityMap, FindsTheLongestKnownPrefix) {
   PrefixAffinityMap map(100);
-  const auto short_prompt = PrefixChainHashes("0123456789abcdef", 4);        // 4 chunks
+  const auto short_prompt = PrefixChainHashes("0123456789abcdef", 4);         // 4 chunks
   const auto long_prompt = PrefixChainHashes("0123456789abcdefGHIJKLMN", 4);  // same 4, then 2 more
   map.Record(short_prompt, 0);
   PrefixAffinityMap::Match m = map.Longest(long_prompt, Any);

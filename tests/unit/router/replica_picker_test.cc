@@ -6,8 +6,12 @@
 namespace kiln::router {
 namespace {
 
-ReplicaLoad Up(int in_flight) { return ReplicaLoad{true, in_flight, false}; }
-ReplicaLoad Down() { return ReplicaLoad{false, 0, false}; }
+ReplicaLoad Up(int in_flight) {
+  return ReplicaLoad{true, in_flight, false};
+}
+ReplicaLoad Down() {
+  return ReplicaLoad{false, 0, false};
+}
 
 TEST(PickReplica, LeastLoadedWithoutAKnownPrefix) {
   ReplicaPick p = PickReplica({Up(3), Up(1), Up(2)}, -1, 4, 0);

@@ -114,7 +114,8 @@ TEST(RouterServer, RetriesOnAnotherReplicaWhenTheFirstClosesBeforeAnyByte) {
     EXPECT_EQ(nlohmann::json::parse(res->body)["echo"], body);
   }
   EXPECT_GE(dying.hits(), 1);
-  EXPECT_NE(router.Metrics().find("kiln_router_retries_total " + std::to_string(dying.hits())), std::string::npos)
+  EXPECT_NE(router.Metrics().find("kiln_router_retries_total " + std::to_string(dying.hits())),
+            std::string::npos)
       << router.Metrics();
 }
 
@@ -149,8 +150,8 @@ TEST(RouterServer, AStreamThatDiesAfterItsRolePreambleIsRetried) {
   const std::string role =
       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
       "\"finish_reason\":null}]}\n\n";
-  const std::string whole = role + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n" +
-                            "data: [DONE]\n\n";
+  const std::string whole =
+      role + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n" + "data: [DONE]\n\n";
   // Queued, then killed: only the preamble was sent.
   StandInBackend dying([role](const httplib::Request&, httplib::Response& res) {
     auto calls = std::make_shared<int>(0);

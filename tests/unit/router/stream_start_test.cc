@@ -20,13 +20,16 @@ TEST(StreamHasBegun, TheRolePreambleDoesNotCount) {
   EXPECT_FALSE(StreamHasBegun(kRole));
   // Two choices (n = 2) each announce their role.
   EXPECT_FALSE(StreamHasBegun(std::string(kRole) + kRole));
-  EXPECT_FALSE(StreamHasBegun(std::string(kRole) + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi"));
+  EXPECT_FALSE(
+      StreamHasBegun(std::string(kRole) + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi"));
 }
 
 TEST(StreamHasBegun, OutputDoes) {
   const std::string role = kRole;
-  EXPECT_TRUE(StreamHasBegun(role + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"));
-  EXPECT_TRUE(StreamHasBegun(role + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"));
+  EXPECT_TRUE(
+      StreamHasBegun(role + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"));
+  EXPECT_TRUE(StreamHasBegun(
+      role + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"));
   EXPECT_TRUE(StreamHasBegun(role + "data: {\"choices\":[{\"delta\":{\"tool_calls\":[]}}]}\n\n"));
   EXPECT_TRUE(StreamHasBegun("data: {\"error\":{\"message\":\"x\"}}\n\n"));
   EXPECT_TRUE(StreamHasBegun("data: [DONE]\n\n"));
