@@ -1,16 +1,19 @@
 """`kiln router` in front of two `kiln serve` replicas on tiny-qwen2:
 requests sharing a long prompt prefix go to the replica that holds it,
-streams are relayed, a client that goes away has its backend request
-aborted, and a replica killed mid-run loses no request that had not started
-streaming, leaves the rotation and re-enters it when restarted."""
+streams are relayed (the server load test's requests come back exactly as a
+replica answers them directly), a client that goes away has its backend
+request aborted, and a replica killed mid-run loses no request that had not
+started streaming, leaves the rotation and re-enters it when restarted."""
 
 import concurrent.futures
 import json
 import signal
 import socket
+import threading
 import time
 
-from kiln_server import KILN, KilnServer, read_http_response, sse_events
+from kiln_server import KILN, KilnServer, sse_events
+from test_load import CLIENTS, REQUESTS_PER_CLIENT, request_for, streamed, text_of
 
 
 class KilnRouter(KilnServer):
@@ -94,7 +97,7 @@ def test_prefix_affinity_streams_and_disconnects():
             for replica in (a, b):
                 assert replica.metrics()["kiln_prefix_cache_hits_total"] > 0
 
-            m = router.metrics()
+            m = router.metrics_when(lambda m: m.get('kiln_router_requests_total{status="200"}', 0) >= 20)
             assert m["kiln_router_prefix_affinity_picks_total"] >= 16
             assert m["kiln_router_load_balanced_picks_total"] >= 4
             assert m['kiln_router_requests_total{status="200"}'] >= 20
@@ -120,6 +123,59 @@ def test_prefix_affinity_streams_and_disconnects():
             assert wait_for(lambda: sum(r.metrics()['kiln_request_finished_total{reason="abort"}']
                                         for r in (a, b)) == aborted + 1)
             assert wait_for(lambda: router.metrics()["kiln_router_client_disconnects_total"] == 1)
+
+
+def test_load_test_through_the_router():
+    """The server load test's requests (64 streaming clients, 4 requests
+    each, chat and plain, some sharing prefixes) through the router over two
+    replicas: every one answered, with exactly the text one replica gives
+    when asked directly, one at a time."""
+    with KilnServer("--max-num-seqs", "64") as a, KilnServer("--max-num-seqs", "64") as b:
+        urls = [url_of(a), url_of(b)]
+        expected = {}
+        for client in range(CLIENTS):
+            for n in range(REQUESTS_PER_CLIENT):
+                path, body = request_for(client, n)
+                status, answer = a.post_json(path, body)
+                assert status == 200, answer
+                expected[(client, n)] = (text_of(path, answer), answer["choices"][0]["finish_reason"])
+        # Chunks short enough for these prompts' shared prefixes to count.
+        with KilnRouter(urls, "--affinity-chunk", "32") as router:
+            results = {}
+            errors = []
+            lock = threading.Lock()
+
+            def run_client(client):
+                try:
+                    for n in range(REQUESTS_PER_CLIENT):
+                        result = streamed(router, *request_for(client, n))
+                        with lock:
+                            results[(client, n)] = result
+                except Exception as e:  # reported below, with the client
+                    with lock:
+                        errors.append(f"client {client}: {e!r}")
+
+            threads = [threading.Thread(target=run_client, args=(c,)) for c in range(CLIENTS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(600)
+            assert not errors, errors[:5]
+            mismatches = [key for key in expected if results[key][:2] != expected[key]]
+            assert not mismatches, [(k, results[k][:2], expected[k]) for k in mismatches[:3]]
+
+            total = CLIENTS * REQUESTS_PER_CLIENT
+            # A stream is counted just after its client has the last byte.
+            ok = 'kiln_router_requests_total{status="200"}'
+            m = router.metrics_when(lambda m: m.get(ok, 0) >= total)
+            assert m[ok] == total
+            assert m["kiln_router_retries_total"] == 0
+            assert m["kiln_router_prefix_affinity_picks_total"] > 0
+            assert m["kiln_router_prefix_affinity_picks_total"] + m["kiln_router_load_balanced_picks_total"] == total
+            served = {u: m[f'kiln_router_backend_requests_total{{backend="{u}",status="200"}}'] for u in urls}
+            print(f"load test through the router: {total} streams, "
+                  f"{m['kiln_router_prefix_affinity_picks_total']:.0f} by prefix affinity, served {served}")
+            assert all(count > 0 for count in served.values()), served
 
 
 def test_killed_replica_loses_no_unstarted_request():
