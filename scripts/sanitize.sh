@@ -46,16 +46,19 @@ run_parallel() {
 
 # The HTTP server under AddressSanitizer (with LeakSanitizer) and
 # UndefinedBehaviorSanitizer: its GoogleTest cases in process, then the raw
-# HTTP, load and disconnect tests against an instrumented `kiln serve`. Every
+# HTTP, load and disconnect tests against an instrumented `kiln serve`; and
+# `kiln router` the same way (in process over stand-in backends, then over
+# two instrumented replicas). Every
 # server those tests start is stopped with SIGTERM and must exit 0, which a
 # leak or an error report at exit prevents. (Each server listens on a free
 # port of its own, so these run beside the others.)
-server_targets=(test_server kiln_cli)
+server_targets=(test_server test_router kiln_cli)
 server_tests() {
   local build=$1
   echo "test_server=$build/tests/test_server"
+  echo "test_router=$build/tests/test_router"
   echo "server_http=KILN_BIN=$build/bin/kiln /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-tests/server/test_raw_http.py tests/server/test_load.py tests/server/test_disconnect.py"
+tests/server/test_raw_http.py tests/server/test_load.py tests/server/test_disconnect.py tests/server/test_router.py"
 }
 
 # The parsers of untrusted files (safetensors, GGUF, tokenizer.json,

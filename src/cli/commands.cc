@@ -20,6 +20,7 @@ void RegisterAll(CLI::App& app) {
   RegisterOcr(app);
   RegisterProfile(app);
   RegisterQuantize(app);
+  RegisterRouter(app);
   RegisterRun(app);
   RegisterServe(app);
   RegisterTokenize(app);

@@ -24,6 +24,7 @@ void RegisterInspect(CLI::App& app);
 void RegisterOcr(CLI::App& app);
 void RegisterProfile(CLI::App& app);
 void RegisterQuantize(CLI::App& app);
+void RegisterRouter(CLI::App& app);
 void RegisterRun(CLI::App& app);
 void RegisterServe(CLI::App& app);
 void RegisterTokenize(CLI::App& app);

@@ -44,3 +44,6 @@ kiln_layering_case(grammar tokenizer/tokenizer.h engine/llm_engine.h)
 kiln_layering_case(onnx compiler/bind.h engine/llm_engine.h)
 # The vision pipelines run models through the ONNX session; they know nothing of the LLM engine.
 kiln_layering_case(vision onnx/onnx_session.h engine/llm_engine.h)
+# The router forwards to servers over HTTP and uses the server's HTTP pieces;
+# the command line above it is out of its sight.
+kiln_layering_case(router server/http_listener.h cli/commands.h)

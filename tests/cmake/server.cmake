@@ -1,5 +1,6 @@
 # `kiln serve` tests beyond GoogleTest (tests/unit/server/ runs the server in
-# process): the raw HTTP, load, disconnect and structured-output (outputs
+# process): the raw HTTP, load, disconnect, `kiln router` over two replicas,
+# and structured-output (outputs
 # validated against Debian's json-schema-test-suite) tests (pytest, tests/server/)
 # and the official OpenAI npm client (node's test runner) against a
 # `kiln serve` each test starts on loopback. The npm packages are installed
@@ -7,7 +8,7 @@
 set(KILN_SERVER_TEST_DIR ${PROJECT_SOURCE_DIR}/tests/server)
 set(KILN_SERVER_TEST_ENV "KILN_BIN=$<TARGET_FILE:kiln_cli>;OMP_WAIT_POLICY=PASSIVE")
 
-foreach(name raw_http load disconnect tools)
+foreach(name raw_http load disconnect tools router)
   add_test(NAME server_${name}
     COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${KILN_SERVER_TEST_DIR}/test_${name}.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -28,8 +28,9 @@ SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak|UndefinedBehavior)Sanitizer
 class KilnServer:
     """A `kiln serve` child process; use as a context manager."""
 
-    def __init__(self, *args, model=TINY_QWEN2, wait_ready=True, env=None):
+    def __init__(self, *args, model=TINY_QWEN2, wait_ready=True, env=None, port=0):
         self.args = list(args)
+        self.requested_port = port
         self.model = model
         self.wait_ready = wait_ready
         self.env = dict(os.environ, **(env or {}))
@@ -43,10 +44,12 @@ class KilnServer:
 
     # --- life cycle -------------------------------------------------------
 
+    def command(self):
+        return [KILN, "serve", "-m", self.model, "--host", "127.0.0.1", "--port", str(self.requested_port),
+                "--threads", "2"] + self.args
+
     def start(self):
-        command = [KILN, "serve", "-m", self.model, "--host", "127.0.0.1", "--port", "0", "--threads", "2"]
-        command += self.args
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
         threading.Thread(target=self._read_log, daemon=True).start()
         if not self._port_found.wait(120):
             self.process.kill()
