@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "format/expert_weights.h"
 #include "format/fused_weights.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
@@ -33,6 +34,13 @@ constexpr LayerName kLayerNames[] = {
     {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},       {"attn_qkv", "self_attn.qkv_proj"},
+    // Mixtures of experts: the router, and Qwen2-MoE's shared expert and
+    // its gate (the experts themselves: format/expert_weights).
+    {"ffn_gate_inp", "mlp.gate"},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
 };
 constexpr LayerName kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
@@ -232,6 +240,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   std::shared_ptr<SafetensorsModel> shared(std::move(model));
   store->Own(std::shared_ptr<void>(shared, shared.get()));
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
+  RenameMixtralWeights(store->config(), &store->mutable_weights());
   KILN_RETURN_IF_ERROR(store->Finish(source));
   if (store->config().gemma_norms) KILN_RETURN_IF_ERROR(store->AddOneToNorms());
   return std::unique_ptr<WeightStore>(std::move(store));
@@ -258,6 +267,7 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
   }
   store->set_gguf(std::move(gguf));
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
+  KILN_RETURN_IF_ERROR(SplitStackedExperts(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(path));
   return std::unique_ptr<WeightStore>(std::move(store));
 }
@@ -274,6 +284,7 @@ const char* ModelFormatName(ModelFormat f) {
 }
 
 std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
+  using weight_names::ExpertSuffix;
   using weight_names::Layer;
   int64_t q_dim = c.num_heads * c.head_dim;
   int64_t kv_dim = c.num_kv_heads * c.head_dim;
@@ -299,6 +310,23 @@ std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
     if (c.gemma_norms) {
       specs.push_back({Layer(i, "pre_feedforward_layernorm.weight"), {c.hidden_size}});
       specs.push_back({Layer(i, "post_feedforward_layernorm.weight"), {c.hidden_size}});
+    }
+    if (c.LayerIsMoe(i)) {
+      const int64_t ff = c.expert_intermediate_size;
+      specs.push_back({Layer(i, "mlp.gate.weight"), {c.num_experts, c.hidden_size}});
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        specs.push_back({Layer(i, ExpertSuffix(e, "gate_proj")), {ff, c.hidden_size}});
+        specs.push_back({Layer(i, ExpertSuffix(e, "up_proj")), {ff, c.hidden_size}});
+        specs.push_back({Layer(i, ExpertSuffix(e, "down_proj")), {c.hidden_size, ff}});
+      }
+      if (c.shared_expert_intermediate_size > 0) {
+        const int64_t sf = c.shared_expert_intermediate_size;
+        specs.push_back({Layer(i, "mlp.shared_expert.gate_proj.weight"), {sf, c.hidden_size}});
+        specs.push_back({Layer(i, "mlp.shared_expert.up_proj.weight"), {sf, c.hidden_size}});
+        specs.push_back({Layer(i, "mlp.shared_expert.down_proj.weight"), {c.hidden_size, sf}});
+        specs.push_back({Layer(i, "mlp.shared_expert_gate.weight"), {1, c.hidden_size}});
+      }
+      continue;
     }
     specs.push_back({Layer(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
@@ -359,10 +387,13 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
     }
 
     bool is_norm = spec.name.find("norm") != std::string::npos;
+    // A router of near-zero weights would choose its experts by noise;
+    // larger ones give the peaked choices of a trained model.
+    bool is_router = std::string_view(spec.name).ends_with(".mlp.gate.weight");
     uint64_t state = seed * 0x100000001b3ull + index;
     std::vector<float> values(static_cast<size_t>(row));
     for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : values) v = is_norm ? 1.0f : NormalLike(state, 0.02f);
+      for (float& v : values) v = is_norm ? 1.0f : NormalLike(state, is_router ? 0.5f : 0.02f);
       uint8_t* dst = static_cast<uint8_t*>(buffer.get()) + static_cast<uint64_t>(r) * row_bytes;
       KILN_RETURN_IF_ERROR(QuantizeRowRef(stored, values.data(), dst, row));
     }
@@ -474,6 +505,9 @@ std::string LmHead() {
 }
 std::string Layer(int64_t layer, std::string_view suffix) {
   return fmt::format("model.layers.{}.{}", layer, suffix);
+}
+std::string ExpertSuffix(int64_t expert, std::string_view projection) {
+  return fmt::format("mlp.experts.{}.{}.weight", expert, projection);
 }
 
 std::string FromGguf(std::string_view gguf_name) {
