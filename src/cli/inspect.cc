@@ -95,6 +95,7 @@ void PrintModel(const WeightStore& store) {
   fmt::print("format: {}\n", ModelFormatName(store.format()));
   fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
   fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
+  if (c.num_experts > 0) fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
   fmt::print("tensors: {}, {} bytes\n", store.weights().size(), GroupDigits(file_bytes));
   fmt::print("dtypes: {}\n", Counts(file_dtypes));
   if (!converted.empty()) fmt::print("converted at load: {}\n", Counts(converted));
@@ -110,6 +111,17 @@ void PrintModel(const WeightStore& store) {
   fmt::print("hidden size: {}\n", c.hidden_size);
   fmt::print("heads: {}, kv heads: {}, head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
   fmt::print("intermediate size: {}\n", c.intermediate_size);
+  if (c.num_experts > 0) {
+    int64_t moe_layers = 0;
+    for (int64_t l = 0; l < c.num_layers; ++l) moe_layers += c.LayerIsMoe(l) ? 1 : 0;
+    fmt::print("experts: {}, {} per token, intermediate size {}, weights {}\n", c.num_experts,
+               c.experts_per_token, c.expert_intermediate_size,
+               c.normalize_expert_weights ? "renormalized to sum 1" : "softmax probabilities as they are");
+    fmt::print("expert layers: {} of {}\n", moe_layers, c.num_layers);
+    if (c.shared_expert_intermediate_size > 0) {
+      fmt::print("shared expert: intermediate size {}, gated by sigmoid\n", c.shared_expert_intermediate_size);
+    }
+  }
   fmt::print("vocab size: {}\n", c.vocab_size);
   fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
              ScalingText(c.rope_scaling));

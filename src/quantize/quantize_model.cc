@@ -226,6 +226,11 @@ Expected<QuantizedModel> QuantizeModel(const std::string& source, const Quantize
     return Unsupported("{}: quantizing Phi-3 models is not supported yet (their GGUF tensors are fused)",
                        source);
   }
+  if (store->config().num_experts > 0) {
+    // Its GGUF layout stacks each layer's experts into 3-D tensors.
+    return Unsupported("{}: quantizing mixtures of experts is not supported yet (their GGUF experts are stacked)",
+                       source);
+  }
   const bool from_gguf = store->format() == ModelFormat::kGguf;
   std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
 
