@@ -208,6 +208,53 @@ TEST(MoeGguf, QuantizedExpertsRun) {
   }
 }
 
+// Perplexity of a prompt's tokens after the first under per-position logits
+// (vocab floats each).
+double Perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids, size_t vocab) {
+  double nll = 0;
+  for (size_t t = 0; t + 1 < ids.size(); ++t) {
+    const float* row = logits.data() + t * vocab;
+    const double max = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - max);
+    nll -= static_cast<double>(row[static_cast<size_t>(ids[t + 1])]) - max - std::log(sum);
+  }
+  return std::exp(nll / static_cast<double>(ids.size() - 1));
+}
+
+// The GGUF files against llama.cpp itself (node-llama-cpp, which
+// scripts/setup.sh installs into tests/llamacpp_oracle) with an f32 KV
+// cache: every position's logits within 1e-4 x max(1, max |logit|), and the
+// prompt's perplexity within 0.1%. Qwen2-MoE is left out: llama.cpp's
+// qwen2moe has no dense layers.
+TEST(MoeLlamaCpp, GgufLogitsMatchLlamaCpp) {
+  const std::string oracle = testing::SourceDir() + "/tests/llamacpp_oracle";
+  if (!std::filesystem::exists(oracle + "/node_modules/node-llama-cpp") ||
+      std::system("node --version > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
+  }
+  for (const char* variant : {"qwen3_moe", "mixtral"}) {
+    const std::string dir = ModelsDir() + "/" + variant;
+    const std::string out = testing::MakeTempDir() + "/llamacpp.json";
+    const std::string cmd = "cd " + oracle + " && node logits.mjs " + dir + "/model-F32.gguf " + dir +
+                            "/reference.json 256 > " + out;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::vector<float> expected = AllLogits(testing::LoadJson(out)["logits"]);
+    auto ref = testing::LoadJson(dir + "/reference.json");
+    auto ids = testing::Ids(ref["input_ids"]);
+
+    auto m = testing::Load(dir + "/model-F32.gguf", testing::Fp32());
+    ASSERT_NE(m.model, nullptr);
+    testing::DirectRunner runner(*m.model, 1, 64);
+    auto logits = runner.Prefill({ids}, 64, true);
+    EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 1e-4f * std::max(1.0f, MaxAbs(expected))) << variant;
+    const size_t vocab = static_cast<size_t>(ref["vocab_size"].get<int64_t>());
+    ASSERT_EQ(logits[0].size(), ids.size() * vocab);
+    const double ours = Perplexity(logits[0], ids, vocab), theirs = Perplexity(expected, ids, vocab);
+    EXPECT_LT(std::fabs(ours / theirs - 1), 1e-3) << variant << ": " << ours << " vs " << theirs;
+  }
+}
+
 // A router whose expert count is not the config's is named.
 TEST(MoeConfig, RouterOfAnotherExpertCountIsNamed) {
   const std::string dir = ModelsDir() + "/qwen3_moe";
