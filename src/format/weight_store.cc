@@ -126,6 +126,14 @@ constexpr LayerName kGemmaNormNames[] = {
 std::string MapGgufName(const std::string& name, const ModelConfig& config, bool to_canonical) {
   std::string layer;
   std::string_view rest;
+  // An expert's matrix is part of its layer's stacked tensor in GGUF files.
+  if (!to_canonical && SplitLayer(name, "model.layers.", &layer, &rest) && rest.starts_with("mlp.experts.")) {
+    for (const char* projection : {"gate", "up", "down"}) {
+      if (rest.ends_with(fmt::format(".{}_proj.weight", projection))) {
+        return fmt::format("blk.{}.ffn_{}_exps.weight", layer, projection);
+      }
+    }
+  }
   if (config.gemma_norms && SplitLayer(name, to_canonical ? "blk." : "model.layers.", &layer, &rest)) {
     if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), to_canonical)) {
       return (to_canonical ? "model.layers." : "blk.") + layer + "." + *mapped;
