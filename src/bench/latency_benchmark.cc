@@ -344,8 +344,11 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
                  r.contention.Mark()});
   }
   out += roof.ToString();
-  out += "bytes/decode pass: every packed weight matrix (LM head included) plus the KV cache read at the mean "
-         "context.\n";
+  out += report.figures.expert_bytes > 0
+             ? "bytes/decode pass: every packed weight matrix (LM head included) but the experts, the experts the "
+               "batch is expected to choose, and the KV cache read at the mean context.\n"
+             : "bytes/decode pass: every packed weight matrix (LM head included) plus the KV cache read at the mean "
+               "context.\n";
   if (roofline == nullptr) {
     out += "No roofline for this thread count: fractions not shown.\n";
   } else {
