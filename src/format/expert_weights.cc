@@ -26,6 +26,25 @@ constexpr Stacked kStacked[] = {
     {".ffn_down_exps.weight", "down_proj"},
 };
 
+// Older Mixtral GGUF files hold each expert as its own matrix,
+// blk.N.ffn_{gate,up,down}.E.weight.
+void RenameOlderMixtralExpert(Weight& w) {
+  std::string_view name = w.source_name;
+  if (!name.starts_with("blk.") || !name.ends_with(".weight")) return;
+  const size_t layer_end = name.find('.', 4);
+  if (layer_end == std::string_view::npos) return;
+  std::string_view rest = name.substr(layer_end + 1, name.size() - layer_end - 1 - 7);  // "ffn_gate.3"
+  for (const char* projection : {"gate", "up", "down"}) {
+    const std::string prefix = fmt::format("ffn_{}.", projection);
+    if (!rest.starts_with(prefix)) continue;
+    std::string_view expert = rest.substr(prefix.size());
+    if (expert.empty() || expert.find_first_not_of("0123456789") != std::string_view::npos) return;
+    w.name = fmt::format("model.layers.{}.mlp.experts.{}.{}_proj.weight", name.substr(4, layer_end - 4), expert,
+                         projection);
+    return;
+  }
+}
+
 }  // namespace
 
 void RenameMixtralWeights(const ModelConfig& c, std::vector<Weight>* weights) {
@@ -51,6 +70,7 @@ Status SplitStackedExperts(const ModelConfig& c, std::vector<Weight>* weights) {
       w.shape = {1, w.shape[0]};
     }
     if (stacked == nullptr) {
+      RenameOlderMixtralExpert(w);
       out.push_back(std::move(w));
       continue;
     }

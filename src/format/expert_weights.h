@@ -20,7 +20,8 @@ namespace kiln {
 void RenameMixtralWeights(const ModelConfig& config, std::vector<Weight>* weights);
 
 // GGUF's blk.N.ffn_{gate,up,down}_exps (3-D, experts outermost) as
-// per-expert matrices, and the shared expert's gate (a vector in GGUF) as
+// per-expert matrices (older Mixtral files' per-expert
+// blk.N.ffn_{gate,up,down}.E renamed), and the shared expert's gate (a vector in GGUF) as
 // the [1, hidden] matrix Hugging Face holds. Errors: a stacked tensor whose
 // expert count is not the config's, or whose bytes do not divide into it.
 Status SplitStackedExperts(const ModelConfig& config, std::vector<Weight>* weights);

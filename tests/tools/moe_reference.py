@@ -18,8 +18,9 @@ Each folder receives config.json, model.safetensors (F32, Hugging Face's
 names), model-F32.gguf and model-Q8_0.gguf (llama.cpp's names: arch llama
 with expert_count for Mixtral, with its q/k rows permuted as llama.cpp's
 converter does; qwen2moe / qwen3moe; stacked 3-D ffn_{gate,up,down}_exps;
-the router and vectors kept in F32 as llama.cpp's quantize keeps them) and
-reference.json:
+the router and vectors kept in F32 as llama.cpp's quantize keeps them);
+mixtral also model-F32-per-expert.gguf, the older Mixtral layout with one
+blk.N.ffn_{gate,up,down}.E tensor per expert; and reference.json:
   {"input_ids": [...], "logits": [[...], ...] every position,
    "greedy": [...], "margins": [...], "vocab_size": V, "experts": E,
    "top_k": K, "normalized": bool, "shared_width": S, "dense_layers": [...]}
@@ -215,7 +216,8 @@ def permute(t, heads):
     return t.reshape(heads, 2, t.shape[0] // heads // 2, *t.shape[1:]).swapaxes(1, 2).reshape(t.shape)
 
 
-def gguf_tensors(v, w):
+def gguf_tensors(v, w, stacked=True):
+    """stacked=False: older Mixtral files' per-expert blk.N.ffn_{gate,up,down}.E."""
     mixtral = v["hf"] == "MixtralForCausalLM"
     t = [("token_embd.weight", w["model.embed_tokens.weight"])]
     for layer in range(v["layers"]):
@@ -240,8 +242,11 @@ def gguf_tensors(v, w):
         names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
         t.append((b + "ffn_gate_inp.weight", w[block + "gate.weight"]))
         for gguf, hf in zip(("gate", "up", "down"), names):
-            stacked = torch.stack([w[block + f"experts.{e}.{hf}.weight"] for e in range(v["experts"])])
-            t.append((b + f"ffn_{gguf}_exps.weight", stacked))
+            experts = [w[block + f"experts.{e}.{hf}.weight"] for e in range(v["experts"])]
+            if stacked:
+                t.append((b + f"ffn_{gguf}_exps.weight", torch.stack(experts)))
+            else:
+                t += [(b + f"ffn_{gguf}.{e}.weight", x) for e, x in enumerate(experts)]
         if v["shared"]:
             t += [(b + f"ffn_{x}_shexp.weight", w[p + f"mlp.shared_expert.{x}_proj.weight"])
                   for x in ("gate", "up", "down")]
@@ -325,6 +330,9 @@ def write_variant(out, name, seed):
     tensors, metadata = gguf_tensors(v, w), gguf_metadata(v)
     write_gguf(os.path.join(out, "model-F32.gguf"), metadata, tensors, quantized=False)
     write_gguf(os.path.join(out, "model-Q8_0.gguf"), metadata, tensors, quantized=True)
+    if name == "mixtral":
+        write_gguf(os.path.join(out, "model-F32-per-expert.gguf"), metadata, gguf_tensors(v, w, stacked=False),
+                   quantized=False)
     ids = torch.randint(3, VOCAB, (PROMPT_LEN,), generator=torch.Generator().manual_seed(seed + 7)).tolist()
     with torch.no_grad():
         logits = forward(v, w, ids)

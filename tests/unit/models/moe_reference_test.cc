@@ -3,7 +3,8 @@
 // (tests/tools/moe_reference.py): routing by softmax and top-k with or
 // without renormalization, Qwen2-MoE's sigmoid-gated shared expert and its
 // dense layer; from the Hugging Face folder and from GGUF files of the same
-// weights in llama.cpp's layout (stacked 3-D expert tensors), F32 and Q8_0.
+// weights in llama.cpp's layout (stacked 3-D expert tensors, and older
+// Mixtral files' per-expert ones), F32 and Q8_0.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -161,9 +162,14 @@ TEST_P(MoeReference, GreedyMatchesPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Variants, MoeReference,
                          ::testing::Values(Case{"qwen3_moe", ""}, Case{"mixtral", ""}, Case{"qwen2_moe", ""},
                                            Case{"qwen3_moe", "model-F32.gguf"}, Case{"mixtral", "model-F32.gguf"},
-                                           Case{"qwen2_moe", "model-F32.gguf"}),
+                                           Case{"qwen2_moe", "model-F32.gguf"},
+                                           Case{"mixtral", "model-F32-per-expert.gguf"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.variant) + (*info.param.file ? "_gguf" : "_hf");
+                           const std::string file = info.param.file;
+                           const char* from = file.empty()                                   ? "_hf"
+                                              : file.find("per-expert") != std::string::npos ? "_gguf_per_expert"
+                                                                                             : "_gguf";
+                           return std::string(info.param.variant) + from;
                          });
 
 // The Q8_0 files' experts run on their blocks: each expert's matrix is a
