@@ -2,6 +2,7 @@
 #include "bench/latency_benchmark.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -228,7 +229,8 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
       row.tpot_ratio = Summarize(ratios);
     }
 
-    row.weight_bytes_per_step = report.figures.weight_bytes;
+    // A mixture's decode step reads only the experts its tokens choose.
+    row.weight_bytes_per_step = static_cast<int64_t>(std::llround(report.figures.WeightBytesPerStep(batch)));
     // Decode passes feed positions input_len .. input_len + output_len - 2,
     // attending to one more token each: a mean context of input_len + output_len / 2.
     const double mean_context = o.input_len + o.output_len / 2.0;
@@ -269,6 +271,12 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
   out += fmt::format("weights: {:.1f} MiB packed ({}), {} matrices; {} threads; KV cache {}\n",
                      static_cast<double>(report.figures.weight_bytes) / (1 << 20), report.figures.layouts,
                      report.figures.matrices, report.figures.threads, DTypeName(o.engine.kv_cache_dtype));
+  if (report.figures.expert_bytes > 0) {
+    out += fmt::format("experts: {:.1f} MiB of those, {:.1f}% of them read per token; a step's weight bytes count "
+                       "the experts its batch is expected to choose\n",
+                       static_cast<double>(report.figures.expert_bytes) / (1 << 20),
+                       100.0 * report.figures.experts_per_token_share);
+  }
   if (!o.json_schema.empty()) out += "Every output constrained by the given JSON schema.\n";
   if (o.repeated_prompt) out += "Every prompt a random run of tokens said twice.\n";
   if (o.temperature != 0.6) out += fmt::format("Sampled at temperature {}.\n", o.temperature);
@@ -336,8 +344,11 @@ std::string FormatLatencyTable(const LatencyReport& report, const RooflineRow* r
                  r.contention.Mark()});
   }
   out += roof.ToString();
-  out += "bytes/decode pass: every packed weight matrix (LM head included) plus the KV cache read at the mean "
-         "context.\n";
+  out += report.figures.expert_bytes > 0
+             ? "bytes/decode pass: every packed weight matrix (LM head included) but the experts, the experts the "
+               "batch is expected to choose, and the KV cache read at the mean context.\n"
+             : "bytes/decode pass: every packed weight matrix (LM head included) plus the KV cache read at the mean "
+               "context.\n";
   if (roofline == nullptr) {
     out += "No roofline for this thread count: fractions not shown.\n";
   } else {
@@ -378,6 +389,8 @@ nlohmann::ordered_json LatencyJson(const LatencyReport& report, const RooflineRo
                    {"max_num_batched_tokens", o.engine.max_num_batched_tokens},
                    {"kv_cache_dtype", DTypeName(o.engine.kv_cache_dtype)}};
   j["weights"] = {{"bytes", report.figures.weight_bytes},
+                  {"expert_bytes", report.figures.expert_bytes},
+                  {"experts_per_token_share", report.figures.experts_per_token_share},
                   {"matrices", report.figures.matrices},
                   {"layouts", report.figures.layouts},
                   {"arithmetic", WeightArithmeticName(report.figures.arithmetic)},

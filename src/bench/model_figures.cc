@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -37,6 +38,7 @@ ModelFigures DescribeModel(const CompiledModel& model, DType kv_dtype) {
   std::map<std::string, int64_t> by_layout;
   for (const PackedWeightInfo& p : report.layout.packed) {
     f.weight_bytes += static_cast<int64_t>(p.bytes);
+    if (p.weight.find(".mlp.experts.") != std::string::npos) f.expert_bytes += static_cast<int64_t>(p.bytes);
     by_layout[p.layout] += static_cast<int64_t>(p.bytes);
     ++f.matrices;
   }
@@ -50,10 +52,19 @@ ModelFigures DescribeModel(const CompiledModel& model, DType kv_dtype) {
   }
   if (!shares.empty()) f.arithmetic = ArithmeticOfLayout(shares.front().second);
   f.threads = report.threads;
+  const ModelConfig& c = model.config();
+  if (c.num_experts > 0) {
+    f.experts_per_token_share = static_cast<double>(c.experts_per_token) / static_cast<double>(c.num_experts);
+  }
   const DTypeInfo& kv = GetDTypeInfo(kv_dtype);
   f.kv_bytes_per_token =
       static_cast<double>(model.config().KvBytesPerToken(static_cast<double>(kv.block_bytes) / kv.block_size));
   return f;
+}
+
+double ModelFigures::WeightBytesPerStep(int64_t batch) const {
+  const double chosen = 1.0 - std::pow(1.0 - experts_per_token_share, static_cast<double>(std::max<int64_t>(batch, 1)));
+  return static_cast<double>(weight_bytes - expert_bytes) + static_cast<double>(expert_bytes) * chosen;
 }
 
 }  // namespace kiln::bench

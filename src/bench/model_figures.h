@@ -17,8 +17,17 @@ namespace kiln::bench {
 
 struct ModelFigures {
   // Bytes of every packed weight matrix (all linear layers and the LM
-  // head): what one decode pass streams from memory.
+  // head): what one decode pass of a dense model streams from memory.
   int64_t weight_bytes = 0;
+  // Of those, a mixture's experts', of which a token reads experts_per_token
+  // of num_experts a layer.
+  int64_t expert_bytes = 0;
+  double experts_per_token_share = 0;  // experts_per_token / num_experts
+
+  // The weight bytes a decode step of `batch` sequences reads: all but the
+  // experts, and of these the expected share that at least one sequence
+  // chooses (routing taken as uniform: 1 - (1 - k / E)^batch).
+  double WeightBytesPerStep(int64_t batch) const;
   int64_t matrices = 0;
   // The packed layouts by share of bytes, e.g. "panel16-bf16 100%".
   std::string layouts;

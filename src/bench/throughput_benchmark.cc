@@ -83,14 +83,22 @@ double RequestFlops(const ModelConfig& c, int64_t prompt_len, int64_t output_len
   const double q_width = static_cast<double>(c.num_heads * c.head_dim);
   const double kv_width = static_cast<double>(c.num_kv_heads * c.head_dim);
   const double hidden = static_cast<double>(c.hidden_size);
-  const double linear_weights = hidden * q_width + 2 * hidden * kv_width + q_width * hidden +
-                                3 * hidden * static_cast<double>(c.intermediate_size);
+  const double attention_weights = hidden * q_width + 2 * hidden * kv_width + q_width * hidden;
+  // A mixture's layer: the router, the experts a token chooses, the shared expert.
+  const double dense_mlp = 3 * hidden * static_cast<double>(c.intermediate_size);
+  const double moe_mlp =
+      hidden * static_cast<double>(c.num_experts) +
+      3 * hidden *
+          static_cast<double>(c.experts_per_token * c.expert_intermediate_size + c.shared_expert_intermediate_size);
   const int64_t tokens_run = prompt_len + output_len - 1;
   // Token at position p attends to p + 1 keys: QK^T and the weighted sum of
   // V, 2 FLOPs per multiply-add each.
   const double context_sum = static_cast<double>(tokens_run) * static_cast<double>(tokens_run + 1) / 2;
-  double flops = static_cast<double>(c.num_layers) *
-                 (2 * linear_weights * static_cast<double>(tokens_run) + 4 * q_width * context_sum);
+  double flops = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const double linear_weights = attention_weights + (c.LayerIsMoe(l) ? moe_mlp : dense_mlp);
+    flops += 2 * linear_weights * static_cast<double>(tokens_run) + 4 * q_width * context_sum;
+  }
   flops += 2 * hidden * static_cast<double>(c.vocab_size) * static_cast<double>(output_len);
   return flops;
 }

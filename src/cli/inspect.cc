@@ -12,6 +12,7 @@
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
 #include "format/gguf.h"
+#include "format/presets.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -76,6 +77,50 @@ std::string Counts(const std::map<std::string, int>& counts) {
   return out;
 }
 
+void PrintExperts(const ModelConfig& c) {
+  if (c.num_experts == 0) return;
+  int64_t moe_layers = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) moe_layers += c.LayerIsMoe(l) ? 1 : 0;
+  fmt::print("experts: {}, {} per token, intermediate size {}, weights {}\n", c.num_experts, c.experts_per_token,
+             c.expert_intermediate_size,
+             c.normalize_expert_weights ? "renormalized to sum 1" : "softmax probabilities as they are");
+  fmt::print("expert layers: {} of {}\n", moe_layers, c.num_layers);
+  if (c.shared_expert_intermediate_size > 0) {
+    fmt::print("shared expert: intermediate size {}, gated by sigmoid\n", c.shared_expert_intermediate_size);
+  }
+}
+
+// A preset's shapes without weights: what it is and what it would need
+// (matrices in each dtype, vectors in f32, as dummy weights store them).
+Status PrintPreset(const std::string& name) {
+  KILN_ASSIGN_OR_RETURN(ModelConfig c, PresetConfig(name));
+  fmt::print("preset: {}\n", name);
+  fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
+  fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
+  if (c.num_experts > 0) fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
+  fmt::print("context length: {}\n", c.max_position_embeddings);
+  fmt::print("layers: {}\n", c.num_layers);
+  fmt::print("hidden size: {}\n", c.hidden_size);
+  fmt::print("heads: {}, kv heads: {}, head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
+  fmt::print("intermediate size: {}\n", c.intermediate_size);
+  PrintExperts(c);
+  fmt::print("vocab size: {}\n", c.vocab_size);
+  std::string memory;
+  for (DType dtype : {DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    uint64_t bytes = 0;
+    for (const WeightSpec& spec : RequiredWeights(c)) {
+      uint64_t n = 1;
+      for (int64_t d : spec.shape) n *= static_cast<uint64_t>(d);
+      bytes += spec.shape.size() == 1 ? 4 * n : DTypeBytes(dtype, n).value_or(0);
+    }
+    memory += fmt::format("{}{} {}", memory.empty() ? "" : ", ", DTypeName(dtype), MiB(static_cast<int64_t>(bytes)));
+  }
+  fmt::print("memory for weights: {}\n", memory);
+  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiB(c.KvBytesPerToken(4) * 1000),
+             MiB(c.KvBytesPerToken(2) * 1000));
+  return Status::Ok();
+}
+
 void PrintModel(const WeightStore& store) {
   const ModelConfig& c = store.config();
   std::map<std::string, int> file_dtypes;
@@ -95,6 +140,7 @@ void PrintModel(const WeightStore& store) {
   fmt::print("format: {}\n", ModelFormatName(store.format()));
   fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
   fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
+  if (c.num_experts > 0) fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
   fmt::print("tensors: {}, {} bytes\n", store.weights().size(), GroupDigits(file_bytes));
   fmt::print("dtypes: {}\n", Counts(file_dtypes));
   if (!converted.empty()) fmt::print("converted at load: {}\n", Counts(converted));
@@ -110,6 +156,7 @@ void PrintModel(const WeightStore& store) {
   fmt::print("hidden size: {}\n", c.hidden_size);
   fmt::print("heads: {}, kv heads: {}, head dim: {}\n", c.num_heads, c.num_kv_heads, c.head_dim);
   fmt::print("intermediate size: {}\n", c.intermediate_size);
+  PrintExperts(c);
   fmt::print("vocab size: {}\n", c.vocab_size);
   fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
              ScalingText(c.rope_scaling));
@@ -183,9 +230,13 @@ void RegisterInspect(CLI::App& app) {
     bool w8a8 = false;
     std::vector<std::string> backend_plugins;
     std::vector<std::string> input_shapes;
+    std::string preset;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file or an .onnx file")->required();
+  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file or an .onnx file");
+  cmd->add_option("--preset", a->preset,
+                  "Instead of a model: a preset's shapes and the memory its weights would need (" +
+                      fmt::format("{}", fmt::join(PresetNames(), ", ")) + ")");
   cmd->add_flag("--plan", a->plan, "Compile the model and print the plan: placement, fallbacks, fusions, memory");
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
@@ -198,6 +249,16 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_flag("--w8a8", a->w8a8, "With --plan: the decoder layers' linears repacked to int8 (W8A8)");
   cmd->add_option("--input-shape", a->input_shapes, "For ONNX models: NAME:DIMS fixes an input's shape (repeatable)");
   cmd->callback([a]() {
+    if (!a->preset.empty() || a->model.empty()) {
+      Status printed = a->model.empty() == a->preset.empty()
+                           ? InvalidArgument("give a model or --preset NAME (not both)")
+                           : PrintPreset(a->preset);
+      if (!printed.ok()) {
+        fmt::print(stderr, "kiln inspect: {}\n", printed.ToString());
+        SetExitCode(a->model.empty() == a->preset.empty() ? 2 : 1);
+      }
+      return;
+    }
     if (IsOnnxPath(a->model)) {
       Status printed = PrintOnnxSummary(a->model, a->input_shapes);
       if (!printed.ok()) {

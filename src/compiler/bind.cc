@@ -130,7 +130,8 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
     }
     for (const Weight* w : n.weights) {
       const PackedMatrix* m = nullptr;
-      if (w != nullptr && w->shape.size() == 2 && (n.op == OpKind::kLinear || n.op == OpKind::kGateUpSiluMul)) {
+      if (w != nullptr && w->shape.size() == 2 &&
+          (n.op == OpKind::kLinear || n.op == OpKind::kGateUpSiluMul || n.op == OpKind::kMoe)) {
         m = in.packed->Find(n.backend, w->name);
         if (m == nullptr) return Internal("bind: weight {} not packed for {}", w->name, n.backend);
       }

@@ -176,7 +176,8 @@ Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options&
         KILN_ASSIGN_OR_RETURN(w, packed->F32Vector(*w));
       }
     }
-    bool matmul = n.op == OpKind::kLinear || n.op == OpKind::kGateUpSiluMul;
+    // A mixture's experts, router and shared expert are matmuls too.
+    bool matmul = n.op == OpKind::kLinear || n.op == OpKind::kGateUpSiluMul || n.op == OpKind::kMoe;
     if (!matmul) continue;
     for (const Weight* w : n.weights) {
       if (w == nullptr || w->shape.size() != 2) continue;
@@ -184,7 +185,7 @@ Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options&
       PackRequest request;
       request.weight = w;
       request.node = &n;
-      if (w8a8.enabled) {
+      if (w8a8.enabled && n.op != OpKind::kMoe) {
         request.int8 = true;
         auto clip = w8a8.input_clips.find(w->name);
         request.activation_clip = clip == w8a8.input_clips.end() ? 0.0f : clip->second;

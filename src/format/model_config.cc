@@ -30,6 +30,9 @@ constexpr ArchitectureName kArchitectures[] = {
     {Architecture::kPhi3, "Phi3ForCausalLM", "phi3"},
     {Architecture::kGemma2, "Gemma2ForCausalLM", "gemma2"},
     {Architecture::kGemma3, "Gemma3ForCausalLM", "gemma3_text"},
+    {Architecture::kMixtral, "MixtralForCausalLM", "mixtral"},
+    {Architecture::kQwen2Moe, "Qwen2MoeForCausalLM", "qwen2_moe"},
+    {Architecture::kQwen3Moe, "Qwen3MoeForCausalLM", "qwen3_moe"},
 };
 
 // Upper bounds that keep every size derived from a config within int64
@@ -40,6 +43,7 @@ constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxLayers = int64_t{1} << 12;
 constexpr int64_t kMaxHeads = int64_t{1} << 12;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 14;
+constexpr int64_t kMaxExperts = int64_t{1} << 12;
 
 // ---- config.json field access: absent and null read as "not given" ----
 
@@ -278,6 +282,50 @@ Status GemmaFromHf(const json& j, const std::string& source, ModelConfig* out) {
   return Status::Ok();
 }
 
+// The experts of Mixtral (num_local_experts, every layer, each of
+// intermediate_size, weights renormalized), Qwen2-MoE and Qwen3-MoE
+// (num_experts of moe_intermediate_size; norm_topk_prob; dense MLPs on the
+// layers mlp_only_layers lists and those decoder_sparse_step skips;
+// Qwen2-MoE's shared expert).
+Status MoeFromHf(const json& j, const std::string& source, ModelConfig* out) {
+  ModelConfig& c = *out;
+  KILN_ASSIGN_OR_RETURN(c.experts_per_token, RequiredInt(j, "num_experts_per_tok", source));
+  if (c.arch == Architecture::kMixtral) {
+    KILN_ASSIGN_OR_RETURN(c.num_experts, RequiredInt(j, "num_local_experts", source));
+    c.expert_intermediate_size = c.intermediate_size;
+    c.normalize_expert_weights = true;
+    return Status::Ok();
+  }
+  KILN_ASSIGN_OR_RETURN(c.num_experts, RequiredInt(j, "num_experts", source));
+  KILN_ASSIGN_OR_RETURN(c.expert_intermediate_size, RequiredInt(j, "moe_intermediate_size", source));
+  KILN_ASSIGN_OR_RETURN(c.normalize_expert_weights,
+                        BoolOr(j, "norm_topk_prob", c.arch == Architecture::kQwen3Moe, source));
+  if (c.arch == Architecture::kQwen2Moe) {
+    KILN_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                          RequiredInt(j, "shared_expert_intermediate_size", source));
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t step, IntOr(j, "decoder_sparse_step", 1, source));
+  if (step <= 0) return InvalidArgument("{}: decoder_sparse_step {} is not positive", source, step);
+  if (c.num_layers <= 0 || c.num_layers > kMaxLayers) return Status::Ok();  // Validate says why
+  std::vector<bool> dense(static_cast<size_t>(c.num_layers), false);
+  for (int64_t i = 0; i < c.num_layers; ++i) dense[static_cast<size_t>(i)] = (i + 1) % step != 0;
+  if (const json* only = Field(j, "mlp_only_layers")) {
+    if (!only->is_array()) {
+      return InvalidArgument("{}: mlp_only_layers: expected a list of layer numbers, got {}", source,
+                             only->dump());
+    }
+    for (const json& l : *only) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= c.num_layers) {
+        return InvalidArgument("{}: mlp_only_layers: {} is not a layer number below {}", source, l.dump(),
+                               c.num_layers);
+      }
+      dense[static_cast<size_t>(l.get<int64_t>())] = true;
+    }
+  }
+  if (std::find(dense.begin(), dense.end(), true) != dense.end()) c.dense_mlp_layers = std::move(dense);
+  return Status::Ok();
+}
+
 // ---- GGUF metadata access ----
 
 class GgufKeys {
@@ -409,6 +457,46 @@ Status GemmaFromGguf(const GgufFile& gguf, const GgufKeys& keys, ModelConfig* ou
   return Status::Ok();
 }
 
+// The experts as llama.cpp writes them: <arch>.expert_count and
+// expert_used_count (Mixtral is arch llama with them), qwen2moe/qwen3moe's
+// expert_feed_forward_length and qwen2moe's
+// expert_shared_feed_forward_length. llama.cpp renormalizes the chosen
+// experts' weights for llama and qwen3moe, not for qwen2moe. A layer
+// without a router (ffn_gate_inp) has a dense MLP.
+Status MoeFromGguf(const GgufFile& gguf, const GgufKeys& keys, ModelConfig* out) {
+  ModelConfig& c = *out;
+  KILN_ASSIGN_OR_RETURN(auto count, keys.OptionalInt("expert_count"));
+  const bool moe_arch = c.arch == Architecture::kQwen2Moe || c.arch == Architecture::kQwen3Moe;
+  if (!count || *count == 0) {
+    if (moe_arch) return NotFound("{}: missing metadata key '{}'", gguf.path(), keys.Key("expert_count"));
+    return Status::Ok();
+  }
+  if (c.arch == Architecture::kLlama) {
+    c.arch = Architecture::kMixtral;
+    c.hf_architecture = "MixtralForCausalLM";
+  } else if (!moe_arch) {
+    return Unsupported("{}: {}: experts in this architecture are not supported", gguf.path(),
+                       keys.Key("expert_count"));
+  }
+  c.num_experts = *count;
+  KILN_ASSIGN_OR_RETURN(c.experts_per_token, keys.RequiredInt("expert_used_count"));
+  c.normalize_expert_weights = c.arch != Architecture::kQwen2Moe;
+  if (moe_arch) {
+    KILN_ASSIGN_OR_RETURN(c.expert_intermediate_size, keys.RequiredInt("expert_feed_forward_length"));
+  }
+  if (c.arch == Architecture::kQwen2Moe) {
+    KILN_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                          keys.RequiredInt("expert_shared_feed_forward_length"));
+  }
+  if (c.num_layers <= 0 || c.num_layers > kMaxLayers) return Status::Ok();  // Validate says why
+  std::vector<bool> dense(static_cast<size_t>(c.num_layers), false);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    dense[static_cast<size_t>(i)] = gguf.FindTensor(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr;
+  }
+  if (std::find(dense.begin(), dense.end(), true) != dense.end()) c.dense_mlp_layers = std::move(dense);
+  return Status::Ok();
+}
+
 }  // namespace
 
 double RopeScaling::LongRopeAttentionFactor() const {
@@ -435,6 +523,20 @@ std::string SupportedArchitectureList() {
   return out;
 }
 
+bool ModelConfig::LayerIsMoe(int64_t layer) const {
+  if (num_experts <= 0) return false;
+  return dense_mlp_layers.empty() || layer < 0 || layer >= static_cast<int64_t>(dense_mlp_layers.size()) ||
+         !dense_mlp_layers[static_cast<size_t>(layer)];
+}
+
+int64_t ModelConfig::ActiveParameterCount() const {
+  int64_t unused = 0;
+  for (int64_t l = 0; l < num_layers; ++l) {
+    if (LayerIsMoe(l)) unused += (num_experts - experts_per_token) * 3 * hidden_size * expert_intermediate_size;
+  }
+  return ParameterCount() - unused;
+}
+
 int64_t ModelConfig::ParameterCount() const {
   int64_t q_dim = num_heads * head_dim;
   int64_t kv_dim = num_kv_heads * head_dim;
@@ -442,11 +544,21 @@ int64_t ModelConfig::ParameterCount() const {
   if (attention_bias) attention += q_dim + 2 * kv_dim;
   if (attention_output_bias) attention += hidden_size;
   if (qk_norm) attention += 2 * head_dim;
-  int64_t mlp = 3 * hidden_size * intermediate_size;
   int64_t norms = (gemma_norms ? 4 : 2) * hidden_size;
-  int64_t layer = attention + mlp + norms;
+  int64_t layers = num_layers * (attention + norms);
+  for (int64_t l = 0; l < num_layers; ++l) {
+    if (!LayerIsMoe(l)) {
+      layers += 3 * hidden_size * intermediate_size;
+      continue;
+    }
+    layers += num_experts * hidden_size;  // router
+    layers += num_experts * 3 * hidden_size * expert_intermediate_size;
+    if (shared_expert_intermediate_size > 0) {
+      layers += 3 * hidden_size * shared_expert_intermediate_size + hidden_size;
+    }
+  }
   int64_t embedding = vocab_size * hidden_size;
-  return embedding + num_layers * layer + hidden_size + (tie_word_embeddings ? 0 : embedding);
+  return embedding + layers + hidden_size + (tie_word_embeddings ? 0 : embedding);
 }
 
 int64_t ModelConfig::KvBytesPerToken(double bytes_per_element) const {
@@ -539,6 +651,26 @@ Status ModelConfig::Validate() const {
       }
     }
   }
+  if (num_experts != 0) {
+    if (num_experts < 0 || num_experts > kMaxExperts) {
+      return InvalidArgument("num_experts {} is outside [1, {}]", num_experts, kMaxExperts);
+    }
+    if (experts_per_token <= 0 || experts_per_token > num_experts) {
+      return InvalidArgument("experts per token {} is outside [1, num_experts {}]", experts_per_token,
+                             num_experts);
+    }
+    if (expert_intermediate_size <= 0 || expert_intermediate_size > kMaxIntermediate) {
+      return InvalidArgument("expert intermediate size {} is outside [1, {}]", expert_intermediate_size,
+                             kMaxIntermediate);
+    }
+    if (shared_expert_intermediate_size < 0 || shared_expert_intermediate_size > kMaxIntermediate) {
+      return InvalidArgument("shared expert intermediate size {} is outside [0, {}]",
+                             shared_expert_intermediate_size, kMaxIntermediate);
+    }
+    if (!dense_mlp_layers.empty() && static_cast<int64_t>(dense_mlp_layers.size()) != num_layers) {
+      return InvalidArgument("{} layer MLP kinds for {} layers", dense_mlp_layers.size(), num_layers);
+    }
+  }
   if (sliding_window < 0) return InvalidArgument("sliding_window {} is negative", sliding_window);
   if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
     return InvalidArgument("{} layer attention kinds for {} layers", sliding_layers.size(), num_layers);
@@ -606,16 +738,19 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
   if (mlp_bias) return Unsupported("{}: mlp_bias: MLP biases are not supported", source);
   switch (c.arch) {
     case Architecture::kQwen2:
+    case Architecture::kQwen2Moe:
       c.attention_bias = true;  // Qwen2 always has q/k/v biases and never an o_proj bias
       break;
     case Architecture::kLlama:
-    case Architecture::kQwen3: {
+    case Architecture::kQwen3:
+    case Architecture::kQwen3Moe: {
       KILN_ASSIGN_OR_RETURN(bool bias, BoolOr(j, "attention_bias", false, source));
       c.attention_bias = bias;
       c.attention_output_bias = bias;
       break;
     }
     case Architecture::kMistral:
+    case Architecture::kMixtral:
     case Architecture::kPhi3: break;  // no biases
     case Architecture::kGemma2:
     case Architecture::kGemma3: {
@@ -625,13 +760,17 @@ Expected<ModelConfig> ModelConfigFromHfJson(const json& j, const std::string& so
       break;
     }
   }
-  c.qk_norm = c.qk_norm || c.arch == Architecture::kQwen3;
+  c.qk_norm = c.qk_norm || c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe;
+  if (c.arch == Architecture::kMixtral || c.arch == Architecture::kQwen2Moe || c.arch == Architecture::kQwen3Moe) {
+    KILN_RETURN_IF_ERROR(MoeFromHf(j, source, &c));
+  }
 
-  // Mistral and Phi-3 always honour sliding_window; Qwen2/Qwen3 only when
-  // use_sliding_window is set (their configs carry a window either way).
-  if (c.arch == Architecture::kMistral || c.arch == Architecture::kPhi3) {
+  // Mistral, Mixtral and Phi-3 always honour sliding_window; the Qwens only
+  // when use_sliding_window is set (their configs carry a window either way).
+  if (c.arch == Architecture::kMistral || c.arch == Architecture::kMixtral || c.arch == Architecture::kPhi3) {
     KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
-  } else if (c.arch == Architecture::kQwen2 || c.arch == Architecture::kQwen3) {
+  } else if (c.arch == Architecture::kQwen2 || c.arch == Architecture::kQwen3 ||
+             c.arch == Architecture::kQwen2Moe || c.arch == Architecture::kQwen3Moe) {
     KILN_ASSIGN_OR_RETURN(bool use, BoolOr(j, "use_sliding_window", false, source));
     if (use) {
       KILN_ASSIGN_OR_RETURN(c.sliding_window, IntOr(j, "sliding_window", 0, source));
@@ -686,16 +825,30 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   } else if (*arch_name == "gemma3") {
     c.arch = Architecture::kGemma3;
     c.hf_architecture = "Gemma3ForCausalLM";
+  } else if (*arch_name == "qwen2moe") {
+    c.arch = Architecture::kQwen2Moe;
+    c.hf_architecture = "Qwen2MoeForCausalLM";
+  } else if (*arch_name == "qwen3moe") {
+    c.arch = Architecture::kQwen3Moe;
+    c.hf_architecture = "Qwen3MoeForCausalLM";
   } else {
     return Unsupported(
-        "{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, phi3, gemma2, gemma3",
+        "{}: general.architecture '{}' is not supported; supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, "
+        "qwen2moe, qwen3moe",
         source, *arch_name);
   }
   GgufKeys keys(gguf, *arch_name);
   KILN_ASSIGN_OR_RETURN(c.max_position_embeddings, keys.RequiredInt("context_length"));
   KILN_ASSIGN_OR_RETURN(c.hidden_size, keys.RequiredInt("embedding_length"));
   KILN_ASSIGN_OR_RETURN(c.num_layers, keys.RequiredInt("block_count"));
-  KILN_ASSIGN_OR_RETURN(c.intermediate_size, keys.RequiredInt("feed_forward_length"));
+  KILN_RETURN_IF_ERROR(MoeFromGguf(gguf, keys, &c));
+  if (c.num_experts == 0 || c.arch == Architecture::kMixtral) {
+    KILN_ASSIGN_OR_RETURN(c.intermediate_size, keys.RequiredInt("feed_forward_length"));
+    if (c.arch == Architecture::kMixtral) c.expert_intermediate_size = c.intermediate_size;
+  } else {
+    KILN_ASSIGN_OR_RETURN(auto dense_width, keys.OptionalInt("feed_forward_length"));
+    c.intermediate_size = dense_width.value_or(c.expert_intermediate_size);
+  }
   KILN_ASSIGN_OR_RETURN(c.num_heads, keys.RequiredInt("attention.head_count"));
   KILN_ASSIGN_OR_RETURN(auto kv_heads, keys.OptionalInt("attention.head_count_kv"));
   c.num_kv_heads = kv_heads.value_or(c.num_heads);
@@ -755,7 +908,7 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
   c.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
   c.attention_output_bias = gguf.FindTensor("blk.0.attn_output.bias") != nullptr;
-  c.qk_norm = c.arch == Architecture::kQwen3;
+  c.qk_norm = c.arch == Architecture::kQwen3 || c.arch == Architecture::kQwen3Moe;
   if (c.arch == Architecture::kGemma2 || c.arch == Architecture::kGemma3) {
     KILN_RETURN_IF_ERROR(GemmaFromGguf(gguf, keys, &c));
   }

@@ -14,9 +14,21 @@ namespace kiln {
 
 class GgufFile;
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
+enum class Architecture {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kPhi3,
+  kGemma2,
+  kGemma3,
+  kMixtral,
+  kQwen2Moe,
+  kQwen3Moe,
+};
 
-// "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"
+// "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text",
+// "mixtral", "qwen2_moe", "qwen3_moe"
 const char* ArchitectureName(Architecture a);
 // "LlamaForCausalLM, MistralForCausalLM, ..."
 std::string SupportedArchitectureList();
@@ -95,6 +107,21 @@ struct ModelConfig {
   // same on the logits; 0: none.
   double attn_logit_softcap = 0;
   double final_logit_softcap = 0;
+  // Mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE): each token's MLP
+  // is the weighted sum of the experts_per_token experts a router picks out
+  // of num_experts (0: a dense MLP everywhere).
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate_size = 0;  // each expert's MLP width
+  // The chosen experts' softmax probabilities are renormalized to sum to 1
+  // (Mixtral, Qwen3-MoE); Qwen2-MoE's released configs keep them as they are.
+  bool normalize_expert_weights = true;
+  // Qwen2-MoE: an expert every token runs, of this width, scaled by
+  // sigmoid(shared_expert_gate(x)); 0: none.
+  int64_t shared_expert_intermediate_size = 0;
+  // Layers with a dense MLP of intermediate_size among the MoE ones (Qwen's
+  // mlp_only_layers and decoder_sparse_step); empty: none.
+  std::vector<bool> dense_mlp_layers;
   std::vector<int64_t> bos_token_ids;  // usually one
   std::vector<int64_t> eos_token_ids;  // config.json may list several
   std::string torch_dtype;             // as written in config.json, or ""
@@ -105,8 +132,14 @@ struct ModelConfig {
 
   int64_t RotaryDim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 
+  // Whether layer `layer`'s MLP is a mixture of experts.
+  bool LayerIsMoe(int64_t layer) const;
+
   // Parameters implied by the shapes (embedding counted once when tied).
   int64_t ParameterCount() const;
+  // Parameters one token computes with: all but the experts it does not
+  // choose (ParameterCount() for a dense model).
+  int64_t ActiveParameterCount() const;
   // Bytes of K and V for one token across all layers at `bytes_per_element`.
   int64_t KvBytesPerToken(double bytes_per_element) const;
 

@@ -154,6 +154,55 @@ ModelConfig Gemma3_1B() {
   return c;
 }
 
+ModelConfig Qwen3_30B_A3B() {
+  ModelConfig c;
+  c.arch = Architecture::kQwen3Moe;
+  c.hf_architecture = "Qwen3MoeForCausalLM";
+  c.vocab_size = 151936;
+  c.hidden_size = 2048;
+  c.intermediate_size = 6144;  // no dense layers: unused
+  c.num_layers = 48;
+  c.num_heads = 32;
+  c.num_kv_heads = 4;
+  c.head_dim = 128;
+  c.max_position_embeddings = 40960;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.qk_norm = true;
+  c.num_experts = 128;
+  c.experts_per_token = 8;
+  c.expert_intermediate_size = 768;
+  c.normalize_expert_weights = true;
+  c.bos_token_ids = {151643};
+  c.eos_token_ids = {151645};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
+ModelConfig Mixtral8x7B() {
+  ModelConfig c;
+  c.arch = Architecture::kMixtral;
+  c.hf_architecture = "MixtralForCausalLM";
+  c.vocab_size = 32000;
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_layers = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.max_position_embeddings = 32768;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 1000000.0;
+  c.num_experts = 8;
+  c.experts_per_token = 2;
+  c.expert_intermediate_size = 14336;
+  c.normalize_expert_weights = true;
+  c.bos_token_ids = {1};
+  c.eos_token_ids = {2};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
 struct Preset {
   const char* name;
   ModelConfig (*make)();
@@ -165,6 +214,8 @@ constexpr Preset kPresets[] = {
     {"llama-3.2-1b", Llama32_1B},
     {"phi-4-mini", Phi4Mini},
     {"gemma-3-1b", Gemma3_1B},
+    {"qwen3-30b-a3b", Qwen3_30B_A3B},
+    {"mixtral-8x7b", Mixtral8x7B},
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "format/expert_weights.h"
 #include "format/fused_weights.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
@@ -38,6 +39,13 @@ constexpr LayerName kLayerNames[] = {
     {"ffn_down", "mlp.down_proj"},       {"attn_qkv", "self_attn.qkv_proj"},
     // Phi-3's fused gate and up (ffn_up reads as up_proj, the entry above).
     {"ffn_up", "mlp.gate_up_proj"},
+    // Mixtures of experts: the router, and Qwen2-MoE's shared expert and
+    // its gate (the experts themselves: format/expert_weights).
+    {"ffn_gate_inp", "mlp.gate"},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
 };
 constexpr LayerName kGlobalNames[] = {
     {"token_embd", "model.embed_tokens"},
@@ -123,6 +131,14 @@ constexpr LayerName kGemmaNormNames[] = {
 std::string MapGgufName(const std::string& name, const ModelConfig& config, bool to_canonical) {
   std::string layer;
   std::string_view rest;
+  // An expert's matrix is part of its layer's stacked tensor in GGUF files.
+  if (!to_canonical && SplitLayer(name, "model.layers.", &layer, &rest) && rest.starts_with("mlp.experts.")) {
+    for (const char* projection : {"gate", "up", "down"}) {
+      if (rest.ends_with(fmt::format(".{}_proj.weight", projection))) {
+        return fmt::format("blk.{}.ffn_{}_exps.weight", layer, projection);
+      }
+    }
+  }
   if (config.gemma_norms && SplitLayer(name, to_canonical ? "blk." : "model.layers.", &layer, &rest)) {
     if (auto mapped = MapBase(rest, kGemmaNormNames, std::size(kGemmaNormNames), to_canonical)) {
       return (to_canonical ? "model.layers." : "blk.") + layer + "." + *mapped;
@@ -251,6 +267,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
                   store->config().hf_architecture, other_towers);
   }
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
+  RenameMixtralWeights(store->config(), &store->mutable_weights());
   KILN_RETURN_IF_ERROR(store->Finish(source));
   if (store->config().gemma_norms) KILN_RETURN_IF_ERROR(store->AddOneToNorms());
   return std::unique_ptr<WeightStore>(std::move(store));
@@ -277,6 +294,7 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
   }
   store->set_gguf(std::move(gguf));
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
+  KILN_RETURN_IF_ERROR(SplitStackedExperts(store->config(), &store->mutable_weights()));
   KILN_RETURN_IF_ERROR(store->Finish(path));
   return std::unique_ptr<WeightStore>(std::move(store));
 }
@@ -293,6 +311,7 @@ const char* ModelFormatName(ModelFormat f) {
 }
 
 std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
+  using weight_names::ExpertSuffix;
   using weight_names::Layer;
   int64_t q_dim = c.num_heads * c.head_dim;
   int64_t kv_dim = c.num_kv_heads * c.head_dim;
@@ -318,6 +337,23 @@ std::vector<WeightSpec> RequiredWeights(const ModelConfig& c) {
     if (c.gemma_norms) {
       specs.push_back({Layer(i, "pre_feedforward_layernorm.weight"), {c.hidden_size}});
       specs.push_back({Layer(i, "post_feedforward_layernorm.weight"), {c.hidden_size}});
+    }
+    if (c.LayerIsMoe(i)) {
+      const int64_t ff = c.expert_intermediate_size;
+      specs.push_back({Layer(i, "mlp.gate.weight"), {c.num_experts, c.hidden_size}});
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        specs.push_back({Layer(i, ExpertSuffix(e, "gate_proj")), {ff, c.hidden_size}});
+        specs.push_back({Layer(i, ExpertSuffix(e, "up_proj")), {ff, c.hidden_size}});
+        specs.push_back({Layer(i, ExpertSuffix(e, "down_proj")), {c.hidden_size, ff}});
+      }
+      if (c.shared_expert_intermediate_size > 0) {
+        const int64_t sf = c.shared_expert_intermediate_size;
+        specs.push_back({Layer(i, "mlp.shared_expert.gate_proj.weight"), {sf, c.hidden_size}});
+        specs.push_back({Layer(i, "mlp.shared_expert.up_proj.weight"), {sf, c.hidden_size}});
+        specs.push_back({Layer(i, "mlp.shared_expert.down_proj.weight"), {c.hidden_size, sf}});
+        specs.push_back({Layer(i, "mlp.shared_expert_gate.weight"), {1, c.hidden_size}});
+      }
+      continue;
     }
     specs.push_back({Layer(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
     specs.push_back({Layer(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
@@ -378,10 +414,13 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
     }
 
     bool is_norm = spec.name.find("norm") != std::string::npos;
+    // A router of near-zero weights would choose its experts by noise;
+    // larger ones give the peaked choices of a trained model.
+    bool is_router = std::string_view(spec.name).ends_with(".mlp.gate.weight");
     uint64_t state = seed * 0x100000001b3ull + index;
     std::vector<float> values(static_cast<size_t>(row));
     for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : values) v = is_norm ? 1.0f : NormalLike(state, 0.02f);
+      for (float& v : values) v = is_norm ? 1.0f : NormalLike(state, is_router ? 0.5f : 0.02f);
       uint8_t* dst = static_cast<uint8_t*>(buffer.get()) + static_cast<uint64_t>(r) * row_bytes;
       KILN_RETURN_IF_ERROR(QuantizeRowRef(stored, values.data(), dst, row));
     }
@@ -493,6 +532,9 @@ std::string LmHead() {
 }
 std::string Layer(int64_t layer, std::string_view suffix) {
   return fmt::format("model.layers.{}.{}", layer, suffix);
+}
+std::string ExpertSuffix(int64_t expert, std::string_view projection) {
+  return fmt::format("mlp.experts.{}.{}.weight", expert, projection);
 }
 
 std::string FromGguf(std::string_view gguf_name) {

@@ -103,6 +103,9 @@ std::string Embedding();                 // model.embed_tokens.weight
 std::string FinalNorm();                 // model.norm.weight
 std::string LmHead();                    // lm_head.weight
 std::string Layer(int64_t layer, std::string_view suffix);  // model.layers.{i}.{suffix}
+// A mixture's expert, as a Layer suffix: mlp.experts.{e}.{projection}.weight
+// (projection: gate_proj, up_proj or down_proj).
+std::string ExpertSuffix(int64_t expert, std::string_view projection);
 
 // GGUF tensor names <-> canonical names ("blk.3.ffn_up.weight" <->
 // "model.layers.3.mlp.up_proj.weight"). Names without a counterpart come

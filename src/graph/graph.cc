@@ -172,8 +172,19 @@ std::string Graph::ToString() const {
 
 NodeCost EstimateCost(const Graph& g, const Node& node, const ShapeEnv& env) {
   NodeCost c;
-  for (const Weight* w : node.weights) {
-    if (w != nullptr) c.weight_bytes += static_cast<double>(w->nbytes);
+  // A mixture reads the experts its rows choose: at most rows x top-k of them.
+  const int64_t experts = node.op == OpKind::kMoe ? moe_weights::ExpertCount(node) : 0;
+  double expert_share = 1.0;
+  if (experts > 0) {
+    const double rows = node.inputs.empty() ? 0.0 : static_cast<double>(env.Rows(g.value(node.inputs[0]).rows));
+    expert_share = std::min(1.0, rows * static_cast<double>(node.attrs.experts_per_token) /
+                                     static_cast<double>(experts));
+  }
+  for (size_t i = 0; i < node.weights.size(); ++i) {
+    const Weight* w = node.weights[i];
+    if (w == nullptr) continue;
+    const bool expert = experts > 0 && i >= 1 && i < moe_weights::Shared(node, 0);
+    c.weight_bytes += static_cast<double>(w->nbytes) * (expert ? expert_share : 1.0);
   }
   for (ValueId in : node.inputs) {
     if (in == kNoValue) continue;
@@ -199,6 +210,19 @@ NodeCost EstimateCost(const Graph& g, const Node& node, const ShapeEnv& env) {
         if (w != nullptr && w->shape.size() == 2) {
           c.flops += 2.0 * rows_of_input(0) * static_cast<double>(w->shape[0]) * static_cast<double>(w->shape[1]);
         }
+      }
+      break;
+    case OpKind::kMoe:
+      // Router and shared expert on every row; top-k of the experts each.
+      for (size_t i = 0; i < node.weights.size(); ++i) {
+        const Weight* w = node.weights[i];
+        if (w == nullptr || w->shape.size() != 2) continue;
+        const bool expert = i >= 1 && i < moe_weights::Shared(node, 0);
+        const double per_row = expert ? static_cast<double>(node.attrs.experts_per_token) /
+                                            static_cast<double>(std::max<int64_t>(experts, 1))
+                                      : 1.0;
+        c.flops += 2.0 * rows_of_input(0) * per_row * static_cast<double>(w->shape[0]) *
+                   static_cast<double>(w->shape[1]);
       }
       break;
     case OpKind::kAttention:

@@ -96,6 +96,10 @@ struct NodeAttrs {
   bool gelu_tanh = false;     // gelu
   DType cast_to = DType::kF32;
   int32_t transfer_from = 0;  // transfer: source domain
+  // moe: experts each row runs, and whether their softmax probabilities
+  // are renormalized to sum to 1.
+  int64_t experts_per_token = 0;
+  bool normalize_expert_weights = false;
 };
 
 struct Node {
@@ -108,7 +112,7 @@ struct Node {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // Weights in op order: linear (W0, W1, ..., then biases or nullptr per W),
-  // rms_norm (w), embedding (table).
+  // rms_norm (w), embedding (table), moe (MoeWeights's order).
   std::vector<const Weight*> weights;
   NodeAttrs attrs;
   // What the fields of attrs do not cover, by name (RoPE's "rope.*").
@@ -117,6 +121,19 @@ struct Node {
   std::vector<std::string> fused_from;  // names of the nodes a fusion replaced
   bool dead = false;                    // removed by a rewrite; dropped by Compact()
 };
+
+// The weights of a moe node, in order: the router [experts, hidden]; gate,
+// up and down of each expert; the shared expert's gate, up and down and its
+// gate [1, hidden] (null when the model has none).
+namespace moe_weights {
+inline constexpr size_t kRouter = 0;
+inline constexpr int kGate = 0, kUp = 1, kDown = 2, kSharedGate = 3;
+inline int64_t ExpertCount(const Node& n) {
+  return n.weights.size() >= 5 ? static_cast<int64_t>((n.weights.size() - 5) / 3) : 0;
+}
+inline size_t Expert(int64_t e, int part) { return 1 + 3 * static_cast<size_t>(e) + static_cast<size_t>(part); }
+inline size_t Shared(const Node& n, int part) { return n.weights.size() - 4 + static_cast<size_t>(part); }
+}  // namespace moe_weights
 
 class Graph {
  public:

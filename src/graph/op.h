@@ -32,6 +32,7 @@ enum class OpKind : uint8_t {
   kCast,          // dtype conversion inserted by the precision policy
   kTransfer,      // copy between memory domains, inserted by the layout stage
   kSoftcap,       // y = cap * tanh(x / cap) (Gemma 2's logits)
+  kMoe,           // mixture of experts: route each row to its top-k experts' SwiGLU MLPs, sum them weighted
   kTensorOp,      // an N-dimensional tensor op named by Node::op_type (graph/tensor_op.h)
 };
 

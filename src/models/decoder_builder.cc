@@ -2,6 +2,8 @@
 //   h = embed(ids)
 //   per layer: h += o_proj(attention(rope(q), rope(k), v))   over norm(h)
 //              h += down(silu(gate(x)) * up(x))              over norm(h)
+//                   (or, in a mixture's layers, the weighted sum of that
+//                   MLP over the experts the router picks: one moe node)
 //   logits = lm_head(norm(h[selected rows]))
 // Gemma scales the embeddings by sqrt(hidden_size), normalizes each block's
 // output as well as its input (h += norm(o_proj(...)), h += norm(down(...))),
@@ -128,20 +130,57 @@ class Builder {
     // MLP block.
     x = Norm(prefix + (c_.gemma_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm"), h, post_norm,
              0, vname("mlp_norm"));
-    KILN_ASSIGN_OR_RETURN(const Weight* wg, w("mlp.gate_proj.weight"));
-    KILN_ASSIGN_OR_RETURN(const Weight* wu, w("mlp.up_proj.weight"));
-    KILN_ASSIGN_OR_RETURN(const Weight* wd, w("mlp.down_proj.weight"));
-    ValueId gate = LinearOp(prefix + "mlp.gate_proj", x, wg, nullptr, vname("gate"));
-    ValueId up = LinearOp(prefix + "mlp.up_proj", x, wu, nullptr, vname("up"));
-    OpKind act = c_.activation == Activation::kSilu ? OpKind::kSiluMul : OpKind::kGeluMul;
-    ValueId m = Binary(act, prefix + "mlp.act", gate, up, vname("mlp_act"));
-    if (act == OpKind::kGeluMul) g_.nodes().back().attrs.gelu_tanh = c_.activation == Activation::kGeluTanh;
-    ValueId d = LinearOp(prefix + "mlp.down_proj", m, wd, nullptr, vname("mlp_out"));
+    ValueId d;
+    if (c_.LayerIsMoe(l)) {
+      KILN_ASSIGN_OR_RETURN(d, Experts(l, x));
+    } else {
+      KILN_ASSIGN_OR_RETURN(const Weight* wg, w("mlp.gate_proj.weight"));
+      KILN_ASSIGN_OR_RETURN(const Weight* wu, w("mlp.up_proj.weight"));
+      KILN_ASSIGN_OR_RETURN(const Weight* wd, w("mlp.down_proj.weight"));
+      ValueId gate = LinearOp(prefix + "mlp.gate_proj", x, wg, nullptr, vname("gate"));
+      ValueId up = LinearOp(prefix + "mlp.up_proj", x, wu, nullptr, vname("up"));
+      OpKind act = c_.activation == Activation::kSilu ? OpKind::kSiluMul : OpKind::kGeluMul;
+      ValueId m = Binary(act, prefix + "mlp.act", gate, up, vname("mlp_act"));
+      if (act == OpKind::kGeluMul) g_.nodes().back().attrs.gelu_tanh = c_.activation == Activation::kGeluTanh;
+      d = LinearOp(prefix + "mlp.down_proj", m, wd, nullptr, vname("mlp_out"));
+    }
     if (c_.gemma_norms) {
       KILN_ASSIGN_OR_RETURN(const Weight* out_norm, w("post_feedforward_layernorm.weight"));
       d = Norm(prefix + "post_feedforward_layernorm", d, out_norm, 0, vname("mlp_out_norm"));
     }
     return Binary(OpKind::kAdd, prefix + "output", h, d, vname("output"));
+  }
+
+  // One moe node: the router, every expert's gate/up/down, and the shared
+  // expert where the model has one (moe_weights' order).
+  Expected<ValueId> Experts(int64_t l, ValueId x) {
+    if (c_.activation != Activation::kSilu) {
+      return Unsupported("layer {}: experts with an activation other than SiLU", l);
+    }
+    auto w = [&](const std::string& suffix) { return store_.Require(weight_names::Layer(l, suffix)); };
+    std::vector<const Weight*> weights;
+    KILN_ASSIGN_OR_RETURN(const Weight* router, w("mlp.gate.weight"));
+    weights.push_back(router);
+    for (int64_t e = 0; e < c_.num_experts; ++e) {
+      for (const char* projection : {"gate_proj", "up_proj", "down_proj"}) {
+        KILN_ASSIGN_OR_RETURN(const Weight* p, w(weight_names::ExpertSuffix(e, projection)));
+        weights.push_back(p);
+      }
+    }
+    if (c_.shared_expert_intermediate_size > 0) {
+      for (const char* suffix : {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight",
+                                 "mlp.shared_expert.down_proj.weight", "mlp.shared_expert_gate.weight"}) {
+        KILN_ASSIGN_OR_RETURN(const Weight* p, w(suffix));
+        weights.push_back(p);
+      }
+    } else {
+      weights.insert(weights.end(), 4, nullptr);
+    }
+    NodeAttrs a;
+    a.experts_per_token = c_.experts_per_token;
+    a.normalize_expert_weights = c_.normalize_expert_weights;
+    return Op(OpKind::kMoe, fmt::format("model.layers.{}.mlp.experts", l), {x}, std::move(weights), a,
+              value_names::Layer(l, "mlp_out"), c_.hidden_size);
   }
 
   ValueId Op(OpKind op, std::string name, std::vector<ValueId> inputs, std::vector<const Weight*> weights,

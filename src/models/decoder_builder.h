@@ -1,6 +1,7 @@
 // Builds the graph of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3,
-// Phi-3, Gemma 2, Gemma 3) from its ModelConfig and weights. The
-// architectures differ only in options the config carries: q/k/v biases,
+// Phi-3, Gemma 2, Gemma 3; Mixtral, Qwen2-MoE and Qwen3-MoE, whose MLPs are
+// mixtures of experts: one moe node a layer) from its ModelConfig and
+// weights. The architectures differ only in options the config carries: q/k/v biases,
 // per-head q/k norms, tied embeddings, sliding-window attention (on every
 // layer or some), RoPE convention, base, rotary dims and scaling, Gemma's
 // extra norms, embedding scale and soft-capping (Phi-3's fused projections

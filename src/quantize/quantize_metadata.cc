@@ -277,6 +277,9 @@ const char* GgufArchitectureName(Architecture arch) {
     case Architecture::kPhi3: return "phi3";
     case Architecture::kGemma2: return "gemma2";
     case Architecture::kGemma3: return "gemma3";
+    case Architecture::kMixtral: return "llama";
+    case Architecture::kQwen2Moe: return "qwen2moe";
+    case Architecture::kQwen3Moe: return "qwen3moe";
   }
   return "llama";
 }

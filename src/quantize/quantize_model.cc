@@ -308,6 +308,11 @@ uint64_t QuantizedModel::TensorBytes() const {
 Expected<QuantizedModel> QuantizeModel(const std::string& source, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::Open(source));
+  if (store->config().num_experts > 0) {
+    // Its GGUF layout stacks each layer's experts into 3-D tensors.
+    return Unsupported("{}: quantizing mixtures of experts is not supported yet (their GGUF experts are stacked)",
+                       source);
+  }
   const bool from_gguf = store->format() == ModelFormat::kGguf;
   std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
   std::vector<std::unique_ptr<Weight>> factor_weights;

@@ -67,6 +67,13 @@ CpuBackend::CpuBackend() : caches_(std::make_unique<cpu::BindCaches>()) {
       support_.Add(std::move(q));
       continue;
     }
+    if (op == OpKind::kMoe) {
+      // Each matrix on the kernels of its own dtype.
+      e.activation_dtypes = {DType::kF32};
+      e.weight_dtypes = {DType::kF32, DType::kF16, DType::kBF16};
+      e.weight_dtypes.insert(e.weight_dtypes.end(), quantized.begin(), quantized.end());
+      e.weight_layout = "panel16 / gguf-rows";
+    }
     support_.Add(std::move(e));
   }
 }
@@ -113,7 +120,10 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     if (!q.ok()) return q.status().WithContext(w.name);
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
-    if (cpu::BestIsa() != cpu::Isa::kScalar) {
+    // Not a mixture's: its experts are most of a large model's bytes, and a
+    // second copy of them would double its memory.
+    const bool expert = request.node != nullptr && request.node->op == OpKind::kMoe;
+    if (cpu::BestIsa() != cpu::Isa::kScalar && !expert) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
     }
@@ -136,6 +146,7 @@ size_t CpuBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv
       // An error surfaces when the node is bound.
       return kernel.ok() ? (*kernel)->scratch_bytes : 0;
     }
+    case OpKind::kMoe: return cpu::MoeScratchBytes(g, node, capacity.Rows(g.value(node.inputs[0]).rows));
     case OpKind::kMaskedSoftmax:
       // Valid column ranges of every softmax row: tokens x heads, twice.
       return static_cast<size_t>(2 * capacity.tokens * node.attrs.n_heads) * sizeof(int32_t);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "bench/model_figures.h"
 #include "format/model_config.h"
 #include "testing/test_paths.h"
 
@@ -182,6 +183,20 @@ TEST(LatencyBenchmark, SpeculationIsMeasuredAndReported) {
   EXPECT_EQ(FormatLatencyTable(*none, nullptr).find("Speculative decoding"), std::string::npos);
   EXPECT_FALSE(LatencyJson(*none, nullptr)["results"][0].contains("speculation"));
   EXPECT_EQ(none->rows[0].spec.verifications, 0);
+}
+
+// A mixture's decode step reads all but the experts, and of these the share
+// its batch is expected to choose.
+TEST(ModelFigures, ExpertBytesCountByTheShareChosen) {
+  ModelFigures f;
+  f.weight_bytes = 1000;
+  f.expert_bytes = 800;
+  f.experts_per_token_share = 0.25;
+  EXPECT_DOUBLE_EQ(f.WeightBytesPerStep(1), 200 + 800 * 0.25);
+  EXPECT_DOUBLE_EQ(f.WeightBytesPerStep(2), 200 + 800 * (1 - 0.75 * 0.75));
+  f.expert_bytes = 0;  // a dense model: every byte every step
+  f.experts_per_token_share = 0;
+  EXPECT_DOUBLE_EQ(f.WeightBytesPerStep(4), 1000);
 }
 
 TEST(LatencyBenchmark, RejectsBadSettings) {

@@ -20,8 +20,8 @@ struct CliRun {
   std::string output;  // stdout and stderr
 };
 
-CliRun Inspect(const std::string& model) {
-  std::string command = testing::KilnBinary() + " inspect '" + model + "' 2>&1";
+CliRun RunInspect(const std::string& arguments) {
+  std::string command = testing::KilnBinary() + " inspect " + arguments + " 2>&1";
   CliRun run{-1, ""};
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -32,6 +32,8 @@ CliRun Inspect(const std::string& model) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
+
+CliRun Inspect(const std::string& model) { return RunInspect("'" + model + "'"); }
 
 // The text after "<key>: " on its line, or "".
 std::string Field(const std::string& output, const std::string& key) {
@@ -106,6 +108,19 @@ TEST(InspectCli, GgufFilesMatchTheGoldens) {
     EXPECT_EQ(Field(run.output, "file type"), stem.substr(stem.rfind('-') + 1));
     EXPECT_EQ(Field(run.output, "format"), "GGUF");
   }
+}
+
+// A mixture's preset, without weights: its experts, the parameters a token
+// computes with, and what its weights would need.
+TEST(InspectCli, PresetsOfMixturesOfExperts) {
+  CliRun run = RunInspect("--preset qwen3-30b-a3b");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(ParseGrouped(Field(run.output, "parameters")), 30532122624);
+  EXPECT_EQ(ParseGrouped(Field(run.output, "active parameters per token")), 3353032704);
+  EXPECT_EQ(Field(run.output, "experts"), "128, 8 per token, intermediate size 768, weights renormalized to sum 1");
+  EXPECT_NE(Field(run.output, "memory for weights").find("q4_0 16379.4 MiB"), std::string::npos) << run.output;
+  EXPECT_EQ(RunInspect("").exit_code, 2);
+  EXPECT_EQ(RunInspect("--preset gpt-5").exit_code, 1);
 }
 
 TEST(InspectCli, ErrorsGoToStderrWithAnExitCode) {

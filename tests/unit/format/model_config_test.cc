@@ -289,7 +289,7 @@ TEST(ModelConfig, Errors) {
   EXPECT_NE(arch.status().message().find(SupportedArchitectureList()), std::string::npos);
   EXPECT_EQ(SupportedArchitectureList(),
             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-            "Gemma2ForCausalLM, Gemma3ForCausalLM");
+            "Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM");
 
   json no_arch = LlamaJson();
   no_arch.erase("architectures");
@@ -603,6 +603,66 @@ TEST(ModelConfig, Gemma3MultimodalCheckpointReadsItsTextConfig) {
   EXPECT_NE(missing.status().message().find("text_config"), std::string::npos) << missing.status().ToString();
 }
 
+// Qwen2-MoE's and Qwen3-MoE's keys: the experts, norm_topk_prob's default
+// by architecture, dense layers by decoder_sparse_step and mlp_only_layers;
+// Mixtral's experts of intermediate_size; and the errors, each named.
+TEST(ModelConfig, MixturesOfExperts) {
+  json qwen3 = LlamaJson();
+  qwen3["architectures"] = {"Qwen3MoeForCausalLM"};
+  qwen3["num_hidden_layers"] = 4;
+  qwen3["num_experts"] = 8;
+  qwen3["num_experts_per_tok"] = 2;
+  qwen3["moe_intermediate_size"] = 32;
+  auto c = FromJson(qwen3);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kQwen3Moe);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_TRUE(c->normalize_expert_weights);
+  EXPECT_EQ(c->expert_intermediate_size, 32);
+  EXPECT_TRUE(c->dense_mlp_layers.empty());
+  for (int64_t l = 0; l < 4; ++l) EXPECT_TRUE(c->LayerIsMoe(l));
+
+  json qwen2 = qwen3;
+  qwen2["architectures"] = {"Qwen2MoeForCausalLM"};
+  qwen2["shared_expert_intermediate_size"] = 64;
+  qwen2["decoder_sparse_step"] = 2;
+  qwen2["mlp_only_layers"] = {3};
+  c = FromJson(qwen2);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->attention_bias);
+  EXPECT_FALSE(c->normalize_expert_weights);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 64);
+  EXPECT_FALSE(c->LayerIsMoe(0));
+  EXPECT_TRUE(c->LayerIsMoe(1));
+  EXPECT_FALSE(c->LayerIsMoe(2));
+  EXPECT_FALSE(c->LayerIsMoe(3));  // listed in mlp_only_layers
+
+  json mixtral = LlamaJson();
+  mixtral["architectures"] = {"MixtralForCausalLM"};
+  mixtral["num_local_experts"] = 8;
+  mixtral["num_experts_per_tok"] = 2;
+  c = FromJson(mixtral);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->arch, Architecture::kMixtral);
+  EXPECT_EQ(c->expert_intermediate_size, 128);
+  EXPECT_TRUE(c->normalize_expert_weights);
+  EXPECT_EQ(c->ActiveParameterCount(), c->ParameterCount() - 2 * 6 * 3 * 64 * 128);
+
+  auto message = [](const json& j) { return FromJson(j).status().ToString(); };
+  json too_many = qwen3;
+  too_many["num_experts_per_tok"] = 9;
+  EXPECT_NE(message(too_many).find("experts per token 9"), std::string::npos) << message(too_many);
+  json no_experts = mixtral;
+  no_experts.erase("num_local_experts");
+  EXPECT_NE(message(no_experts).find("num_local_experts"), std::string::npos) << message(no_experts);
+  json bad_layer = qwen2;
+  bad_layer["mlp_only_layers"] = {4};
+  EXPECT_NE(message(bad_layer).find("mlp_only_layers"), std::string::npos) << message(bad_layer);
+  json no_shared = qwen2;
+  no_shared.erase("shared_expert_intermediate_size");
+  EXPECT_NE(message(no_shared).find("shared_expert_intermediate_size"), std::string::npos);
+}
+
 TEST(Presets, PublishedShapes) {
   struct Case {
     const char* name;
@@ -651,7 +711,18 @@ TEST(Presets, PublishedShapes) {
   EXPECT_NEAR(phi.rope_scaling.LongRopeAttentionFactor(), std::sqrt(1 + std::log(32.0) / std::log(4096.0)),
               1e-12);
   EXPECT_TRUE(phi.tie_word_embeddings);
-  EXPECT_EQ(PresetNames().size(), 6u);
+  EXPECT_EQ(PresetNames().size(), 8u);
+  // The mixtures: published totals, and the parameters a token computes with
+  // (3.3B of Qwen3-30B-A3B, 12.9B of Mixtral-8x7B).
+  auto qwen_moe = *PresetConfig("qwen3-30b-a3b");
+  EXPECT_TRUE(qwen_moe.Validate().ok());
+  EXPECT_EQ(qwen_moe.ParameterCount(), 30532122624);
+  EXPECT_EQ(qwen_moe.ActiveParameterCount(), 3353032704);
+  EXPECT_TRUE(qwen_moe.LayerIsMoe(47));
+  auto mixtral = *PresetConfig("mixtral-8x7b");
+  EXPECT_TRUE(mixtral.Validate().ok());
+  EXPECT_EQ(mixtral.ParameterCount(), 46702792704);
+  EXPECT_EQ(mixtral.ActiveParameterCount(), 12879925248);
   auto gemma = *PresetConfig("gemma-3-1b");
   EXPECT_EQ(gemma.arch, Architecture::kGemma3);
   EXPECT_EQ(gemma.sliding_window, 512);

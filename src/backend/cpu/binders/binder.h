@@ -76,6 +76,9 @@ Expected<Step> BindBinary(const BindContext& ctx, BindCaches& caches, Step step)
 Expected<Step> BindSelectRows(const BindContext& ctx, BindCaches& caches, Step step);
 Expected<Step> BindCast(const BindContext& ctx, BindCaches& caches, Step step);
 Expected<Step> BindTransfer(const BindContext& ctx, BindCaches& caches, Step step);
+// A mixture of experts, and the scratch it needs for `rows` rows.
+Expected<Step> BindMoe(const BindContext& ctx, BindCaches& caches, Step step);
+size_t MoeScratchBytes(const Graph& g, const Node& n, int64_t rows);
 // Every N-dimensional tensor op (tensor_kernels/).
 Expected<Step> BindTensorOp(const BindContext& ctx, BindCaches& caches, Step step);
 

@@ -32,6 +32,7 @@ std::array<Binder, kNumOpKinds> MakeTable() {
   set(OpKind::kAttnValues, BindAttnValues);
   set(OpKind::kCast, BindCast);
   set(OpKind::kTransfer, BindTransfer);
+  set(OpKind::kMoe, BindMoe);
   set(OpKind::kTensorOp, BindTensorOp);
   return t;
 }
