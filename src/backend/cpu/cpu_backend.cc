@@ -3,6 +3,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "backend/cpu/binders/binder.h"
@@ -18,6 +21,15 @@
 
 namespace kiln {
 namespace {
+
+// False where KILN_X8=0 asks for the GGUF rows alone.
+bool X8RepackAllowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("KILN_X8");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return allowed;
+}
 
 SupportEntry Everything(OpKind op) {
   SupportEntry e;
@@ -113,7 +125,8 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     if (!q.ok()) return q.status().WithContext(w.name);
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
-    if (cpu::BestIsa() != cpu::Isa::kScalar) {
+    // KILN_X8=0 keeps the GGUF rows alone, to compare with the row kernels.
+    if (cpu::BestIsa() != cpu::Isa::kScalar && X8RepackAllowed()) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
     }

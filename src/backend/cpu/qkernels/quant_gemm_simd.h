@@ -850,8 +850,10 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
 // int16 lanes (vpmaddubsw) for as many vectors as cannot overflow, then
 // scaled by the row's sub-block scale and widened in one vpmaddwd: the
 // row kernel's ScaledDot with the lanes of a row instead of a vector per
-// row. So A (and B) are the row kernel's exact integers and the fp32 steps
-// (Accumulate256's) are its, lane by lane: the same bits.
+// row (with VNNI, a sub-block's products add up in int32 by vpdpbusd and
+// one vpmulld scales them). So A (and B) are the row kernel's exact
+// integers and the fp32 steps (Accumulate256's) are its, lane by lane: the
+// same bits.
 
 // A pshufb mask taking the four bytes of `pattern` (offsets 0-3 within a
 // dword, 0x80 for a zero byte) from every dword of the source.
@@ -883,6 +885,14 @@ inline __m256i LaneSignedBytePair16(__m256i v, int k) {
   return _mm256_srai_epi16(_mm256_shuffle_epi8(v, DwordBytes(((b + 1) << 24) | 0x00800000u | (b << 8) | 0x80u)), 8);
 }
 
+// Byte k of each dword of v, unsigned or signed, as an int32.
+inline __m256i LaneByte32(__m256i v, int k) {
+  return _mm256_shuffle_epi8(v, DwordBytes(0x80808000u | static_cast<uint32_t>(k)));
+}
+inline __m256i LaneSignedByte32(__m256i v, int k) {
+  return _mm256_srai_epi32(_mm256_shuffle_epi8(v, DwordBytes((static_cast<uint32_t>(k) << 24) | 0x808080u)), 24);
+}
+
 // The 4-byte piece at `at` (an activation's pair of int16 sums, or 4 int8
 // values) in every lane.
 inline __m256i Dword(const void* at) {
@@ -908,7 +918,7 @@ inline void SetSubBlockSums(const int16_t* pieces, SuperRowSums* s) {
 // Q4_K's or Q5_K's 8 rows (tile: the group's half of the super-block's
 // lines) against the activation's 256 values at q: A = sum_s sc_s sum w q
 // and B = -sum_s m_s (sum of the activation's sub-block s).
-template <bool kFifth>
+template <class D, bool kFifth>
 inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
                       __m256i* b_out) {
   // The 12 packed scale bytes as in UnpackScalesMinsK4, lane by lane.
@@ -926,13 +936,16 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
   // Pair sums of 4-bit values times int8 are at most 2 * 15 * 127 = 3810,
   // so the 8 of a sub-block's lane add up in int16; 5-bit ones (7874) 4 at
   // a time.
-  constexpr int kRun = kFifth ? 4 : 8;
+  // With VNNI, vpdpbusd adds a sub-block's products in int32 and one
+  // vpmulld scales them (at most 32 * 31 * 127 * 63: exact).
+  constexpr int kRun = D::kVnni ? 8 : (kFifth ? 4 : 8);
   __m256i a = _mm256_setzero_si256();
   for (int c = 0; c < 4; ++c) {
-    const __m256i scale_low = LaneByte16(sc[c / 2], 2 * (c % 2));
-    const __m256i scale_high = LaneByte16(sc[c / 2], 2 * (c % 2) + 1);
+    const __m256i scale_low = D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2)) : LaneByte16(sc[c / 2], 2 * (c % 2));
+    const __m256i scale_high =
+        D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2) + 1) : LaneByte16(sc[c / 2], 2 * (c % 2) + 1);
     for (int j0 = 0; j0 < 8; j0 += kRun) {
-      __m256i low16 = _mm256_setzero_si256(), high16 = _mm256_setzero_si256();
+      __m256i low_sum = _mm256_setzero_si256(), high_sum = _mm256_setzero_si256();
       for (int j = j0; j < j0 + kRun; ++j) {
         const __m256i v = Load256(qs + 64 * (8 * c + j));
         __m256i low = _mm256_and_si256(v, nibble);
@@ -946,10 +959,21 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
           low = _mm256_or_si256(low, _mm256_and_si256(h0, fifth));
           high = _mm256_or_si256(high, _mm256_and_si256(h1, fifth));
         }
-        low16 = _mm256_add_epi16(low16, _mm256_maddubs_epi16(low, Dword(q + 64 * c + 4 * j)));
-        high16 = _mm256_add_epi16(high16, _mm256_maddubs_epi16(high, Dword(q + 64 * c + 32 + 4 * j)));
+        if constexpr (D::kVnni) {
+          low_sum = DotAdd<D>(low_sum, low, Dword(q + 64 * c + 4 * j));
+          high_sum = DotAdd<D>(high_sum, high, Dword(q + 64 * c + 32 + 4 * j));
+        } else {
+          low_sum = _mm256_add_epi16(low_sum, _mm256_maddubs_epi16(low, Dword(q + 64 * c + 4 * j)));
+          high_sum = _mm256_add_epi16(high_sum, _mm256_maddubs_epi16(high, Dword(q + 64 * c + 32 + 4 * j)));
+        }
       }
-      a = _mm256_add_epi32(a, _mm256_add_epi32(_mm256_madd_epi16(low16, scale_low), _mm256_madd_epi16(high16, scale_high)));
+      if constexpr (D::kVnni) {
+        a = _mm256_add_epi32(a, _mm256_add_epi32(_mm256_mullo_epi32(low_sum, scale_low),
+                                                 _mm256_mullo_epi32(high_sum, scale_high)));
+      } else {
+        a = _mm256_add_epi32(
+            a, _mm256_add_epi32(_mm256_madd_epi16(low_sum, scale_low), _mm256_madd_epi16(high_sum, scale_high)));
+      }
     }
   }
   __m256i b = _mm256_setzero_si256();
@@ -962,6 +986,7 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
 
 // Q6_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
 // (sum w q - 32 s_i) over its 16 pieces of 16.
+template <class D>
 inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
   const uint8_t* ql = tile;
   const uint8_t* qh = tile + 64 * 32;
@@ -976,13 +1001,16 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
       __m256i scale[4];
       for (int v = 0; v < 4; ++v) {
         const int piece = 8 * h + 2 * v + half;
-        scale[v] = LaneSignedByte16(Load256(scales + 64 * (piece / 4)), piece % 4);
+        const __m256i line = Load256(scales + 64 * (piece / 4));
+        scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
       }
       // Pair sums of 6-bit values times int8 are at most 16002: two vectors
-      // add up in int16.
-      for (int j = 4 * half; j < 4 * half + 4; j += 2) {
-        __m256i p16[4];
-        for (int u = 0; u < 2; ++u) {
+      // add up in int16. With VNNI a piece's four add up in int32 and one
+      // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
+      constexpr int kRun = D::kVnni ? 4 : 2;
+      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
+        __m256i piece_sum[4];
+        for (int u = 0; u < kRun; ++u) {
           const __m256i l0 = Load256(ql + 64 * (16 * h + j + u));
           const __m256i l1 = Load256(ql + 64 * (16 * h + 8 + j + u));
           const __m256i hi = Load256(qh + 64 * (8 * h + j + u));
@@ -993,11 +1021,18 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
                               _mm256_and_si256(_mm256_srli_epi16(hi, 2), two))};
           for (int v = 0; v < 4; ++v) {
-            const __m256i p = _mm256_maddubs_epi16(w[v], Dword(q + 128 * h + 32 * v + 4 * (j + u)));
-            p16[v] = u == 0 ? p : _mm256_add_epi16(p16[v], p);
+            const __m256i x = Dword(q + 128 * h + 32 * v + 4 * (j + u));
+            if constexpr (D::kVnni) {
+              piece_sum[v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[v], w[v], x);
+            } else {
+              const __m256i p = _mm256_maddubs_epi16(w[v], x);
+              piece_sum[v] = u == 0 ? p : _mm256_add_epi16(piece_sum[v], p);
+            }
           }
         }
-        for (int v = 0; v < 4; ++v) a = _mm256_add_epi32(a, _mm256_madd_epi16(p16[v], scale[v]));
+        for (int v = 0; v < 4; ++v) {
+          a = _mm256_add_epi32(a, D::kVnni ? _mm256_mullo_epi32(piece_sum[v], scale[v]) : _mm256_madd_epi16(piece_sum[v], scale[v]));
+        }
       }
     }
   }
@@ -1013,7 +1048,7 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
 // One activation row against G consecutive groups of a k-quant's x8 copy
 // from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
 // fma(dmin dx, B, acc) for Q4_K/Q5_K, as Accumulate256.
-template <DType T, int G>
+template <class D, DType T, int G>
 void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   constexpr bool kHasMin = T != DType::kQ6_K;
   const int64_t blocks = a.k / kQK_K;
@@ -1042,12 +1077,12 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
       if constexpr (kHasMin) {
         __m256i sum_a, sum_b;
-        X8SumsK45<T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
       } else {
-        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(X8SumsQ6_K(tile, q, sums)), acc[i]);
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(X8SumsQ6_K<D>(tile, q, sums)), acc[i]);
       }
     }
   }
@@ -1352,15 +1387,15 @@ void X8Row(const QuantGemmArgs& a) {
   }
 }
 
-// X8Row for a k-quant. Its integers take no VNNI (as the row kernel's).
-template <DType T>
+// X8Row for a k-quant.
+template <class D, DType T>
 void X8SuperRow(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
-  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<T, 4>(a, g, a.m_begin);
+  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4>(a, g, a.m_begin);
   switch (a.g_end - g) {
-    case 3: X8SuperRowGroups<T, 3>(a, g, a.m_begin); break;
-    case 2: X8SuperRowGroups<T, 2>(a, g, a.m_begin); break;
-    case 1: X8SuperRowGroups<T, 1>(a, g, a.m_begin); break;
+    case 3: X8SuperRowGroups<D, T, 3>(a, g, a.m_begin); break;
+    case 2: X8SuperRowGroups<D, T, 2>(a, g, a.m_begin); break;
+    case 1: X8SuperRowGroups<D, T, 1>(a, g, a.m_begin); break;
     default: break;
   }
 }
@@ -1392,9 +1427,9 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
     if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
     if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
-    if (a.w_type == DType::kQ4_K) return X8SuperRow<DType::kQ4_K>(a);
-    if (a.w_type == DType::kQ5_K) return X8SuperRow<DType::kQ5_K>(a);
-    if (a.w_type == DType::kQ6_K) return X8SuperRow<DType::kQ6_K>(a);
+    if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
+    if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
+    if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);
