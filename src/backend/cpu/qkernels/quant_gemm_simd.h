@@ -918,6 +918,8 @@ inline void SetSubBlockSums(const int16_t* pieces, SuperRowSums* s) {
 // Q4_K's or Q5_K's 8 rows (tile: the group's half of the super-block's
 // lines) against the activation's 256 values at q: A = sum_s sc_s sum w q
 // and B = -sum_s m_s (sum of the activation's sub-block s).
+// Every loop here is unrolled whole (GCC left the outer ones rolled): the
+// shuffle masks and shift counts then are constants.
 template <class D, bool kFifth>
 inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
                       __m256i* b_out) {
@@ -940,12 +942,15 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
   // vpmulld scales them (at most 32 * 31 * 127 * 63: exact).
   constexpr int kRun = D::kVnni ? 8 : (kFifth ? 4 : 8);
   __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
   for (int c = 0; c < 4; ++c) {
     const __m256i scale_low = D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2)) : LaneByte16(sc[c / 2], 2 * (c % 2));
     const __m256i scale_high =
         D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2) + 1) : LaneByte16(sc[c / 2], 2 * (c % 2) + 1);
+    #pragma GCC unroll 16
     for (int j0 = 0; j0 < 8; j0 += kRun) {
       __m256i low_sum = _mm256_setzero_si256(), high_sum = _mm256_setzero_si256();
+      #pragma GCC unroll 16
       for (int j = j0; j < j0 + kRun; ++j) {
         const __m256i v = Load256(qs + 64 * (8 * c + j));
         __m256i low = _mm256_and_si256(v, nibble);
@@ -977,6 +982,7 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
     }
   }
   __m256i b = _mm256_setzero_si256();
+  #pragma GCC unroll 16
   for (int t = 0; t < 4; ++t) {
     b = _mm256_add_epi32(b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.sub_blocks + 2 * t)));
   }
@@ -994,11 +1000,14 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i two = _mm256_set1_epi8(0x30);
   __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
     // Pieces 8h + 2v + half: vector v of this 128 is values 32v..32v+31,
     // dwords j of the lines half 0 (j < 4) or half 1.
+    #pragma GCC unroll 16
     for (int half = 0; half < 2; ++half) {
       __m256i scale[4];
+      #pragma GCC unroll 16
       for (int v = 0; v < 4; ++v) {
         const int piece = 8 * h + 2 * v + half;
         const __m256i line = Load256(scales + 64 * (piece / 4));
@@ -1008,8 +1017,10 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
       // add up in int16. With VNNI a piece's four add up in int32 and one
       // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
       constexpr int kRun = D::kVnni ? 4 : 2;
+      #pragma GCC unroll 16
       for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
         __m256i piece_sum[4];
+        #pragma GCC unroll 16
         for (int u = 0; u < kRun; ++u) {
           const __m256i l0 = Load256(ql + 64 * (16 * h + j + u));
           const __m256i l1 = Load256(ql + 64 * (16 * h + 8 + j + u));
@@ -1020,6 +1031,7 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble), _mm256_and_si256(hi, two)),
               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
                               _mm256_and_si256(_mm256_srli_epi16(hi, 2), two))};
+          #pragma GCC unroll 16
           for (int v = 0; v < 4; ++v) {
             const __m256i x = Dword(q + 128 * h + 32 * v + 4 * (j + u));
             if constexpr (D::kVnni) {
@@ -1030,6 +1042,7 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
             }
           }
         }
+        #pragma GCC unroll 16
         for (int v = 0; v < 4; ++v) {
           a = _mm256_add_epi32(a, D::kVnni ? _mm256_mullo_epi32(piece_sum[v], scale[v]) : _mm256_madd_epi16(piece_sum[v], scale[v]));
         }
@@ -1038,6 +1051,7 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   }
   // Less 32 sum_i sc_i s_i, the pieces' scales and sums taken in pairs.
   __m256i corr = _mm256_setzero_si256();
+  #pragma GCC unroll 16
   for (int t = 0; t < 8; ++t) {
     const __m256i pair = LaneSignedBytePair16(Load256(scales + 64 * (t / 2)), 2 * (t % 2));
     corr = _mm256_add_epi32(corr, _mm256_madd_epi16(pair, Dword(sums.pieces + 2 * t)));
