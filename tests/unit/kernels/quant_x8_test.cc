@@ -86,15 +86,55 @@ void ExpectBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& 
   }
 }
 
+// A Q6_K block's 256 6-bit values, in ggml's dequantization order.
+std::vector<int> Q6_KValues(const uint8_t* block) {
+  const uint8_t* ql = block;
+  const uint8_t* qh = block + 128;
+  std::vector<int> y(256);
+  for (int n = 0; n < 2; ++n, ql += 64, qh += 32) {
+    for (int l = 0; l < 32; ++l) {
+      y[128 * n + l] = (ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4);
+      y[128 * n + l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+      y[128 * n + l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+      y[128 * n + l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+    }
+  }
+  return y;
+}
+
+// Q6_K's tile (row j's bytes at piece + 64 l): every value where
+// quant_matrix.h says, and the scales as in the file.
+void ExpectQ6_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64_t b) {
+  const std::vector<int> y = Q6_KValues(block);
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      for (int p = 0; p < 4; ++p) {
+        const int e = 128 * h + 4 * g + p;
+        int fourth = 0;
+        for (int t = 0; t < 3; ++t) {
+          const uint8_t byte = piece[64 * (3 * (8 * h + g) + t) + p];
+          ASSERT_EQ(byte & 0x3F, y[e + 32 * t]) << "row " << n << " block " << b << " value " << e + 32 * t;
+          fourth |= (byte >> 6) << (2 * t);
+        }
+        ASSERT_EQ(fourth, y[e + 96]) << "row " << n << " block " << b << " value " << e + 96;
+      }
+    }
+  }
+  for (int l = 0; l < 4; ++l) {
+    ASSERT_EQ(std::memcmp(piece + 64 * (48 + l), block + 192 + 4 * l, 4), 0) << "row " << n << " scales " << b;
+  }
+}
+
 // The k-quants: d (and dmin) to the scales area, the rest of the block in
-// 4-byte pieces in the file's order; so every byte of the rows is somewhere.
+// 4-byte pieces in the file's order (Q6_K's values rearranged); so every
+// bit of the rows is somewhere.
 void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
   const int64_t blocks = s.k / kQK_K, pairs = (s.n + 15) / 16;
   const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
   const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int64_t row_bytes = block_bytes * blocks;
   const bool q6 = s.dtype == DType::kQ6_K;
-  const int64_t d_at = q6 ? block_bytes - 2 : 0, body = q6 ? 0 : 4;
+  const int64_t d_at = q6 ? block_bytes - 2 : 0, body = 4;
   const int64_t stride = q6 ? 32 : 64;
   const int64_t lines = (block_bytes - (q6 ? 2 : 4)) / 4;
   EXPECT_EQ(X8TileBytes(s.dtype), 64 * lines);
@@ -110,6 +150,10 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
       ASSERT_EQ(std::memcmp(scale, block + d_at, 2), 0) << "row " << n << " block " << b;
       if (!q6) {
         ASSERT_EQ(std::memcmp(scale + 32, block + 2, 2), 0) << "row " << n << " dmin " << b;
+      }
+      if (q6) {
+        ExpectQ6_KTile(block, piece, n, b);
+        continue;
       }
       for (int64_t l = 0; l < lines; ++l) {
         ASSERT_EQ(std::memcmp(piece + 64 * l, block + body + 4 * l, 4), 0) << "row " << n << " block " << b;

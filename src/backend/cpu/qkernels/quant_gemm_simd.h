@@ -994,11 +994,9 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
 // (sum w q - 32 s_i) over its 16 pieces of 16.
 template <class D>
 inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
-  const uint8_t* ql = tile;
-  const uint8_t* qh = tile + 64 * 32;
+  const uint8_t* values = tile;
   const uint8_t* scales = tile + 64 * 48;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const __m256i two = _mm256_set1_epi8(0x30);
+  const __m256i six = _mm256_set1_epi8(0x3F);
   __m256i a = _mm256_setzero_si256();
   #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
@@ -1022,15 +1020,17 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
         __m256i piece_sum[4];
         #pragma GCC unroll 16
         for (int u = 0; u < kRun; ++u) {
-          const __m256i l0 = Load256(ql + 64 * (16 * h + j + u));
-          const __m256i l1 = Load256(ql + 64 * (16 * h + 8 + j + u));
-          const __m256i hi = Load256(qh + 64 * (8 * h + j + u));
-          const __m256i w[4] = {
-              _mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_and_si256(_mm256_slli_epi16(hi, 4), two)),
-              _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_and_si256(_mm256_slli_epi16(hi, 2), two)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble), _mm256_and_si256(hi, two)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
-                              _mm256_and_si256(_mm256_srli_epi16(hi, 2), two))};
+          // Lines 3i, 3i + 1, 3i + 2 of value group i = 8h + j: the first
+          // three vectors' values in bits 0-5, the fourth's bits in pairs
+          // in bits 6-7 (quant_matrix.h).
+          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
+          const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
+          const __m256i w3 = _mm256_or_si256(
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
+              _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
+          const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
+                                w3};
           #pragma GCC unroll 16
           for (int v = 0; v < 4; ++v) {
             const __m256i x = Dword(q + 128 * h + 32 * v + 4 * (j + u));

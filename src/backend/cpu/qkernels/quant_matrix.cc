@@ -101,6 +101,37 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   }
 }
 
+// Q6_K value e (0..255), 6 bits, as the row kernel unpacks it.
+int SixBitValue(const BlockQ6_K& b, int e) {
+  const int h = e / 128, c = e % 128 / 32, l = e % 32;
+  const uint8_t low = b.ql[64 * h + 32 * (c % 2) + l];
+  const int nibble = c < 2 ? low & 0x0F : low >> 4;
+  return nibble | (((b.qh[32 * h + l] >> (2 * c)) & 3) << 4);
+}
+
+// A Q6_K block's values and scales into one row's dwords of a tile (row
+// j's at dst + 4 j + 64 l): value group i = 8h + j' (h, j' < 8) on lines 3i
+// .. 3i+2, byte p of line 3i + t holding value 128h + 32t + 4j' + p in bits
+// 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j' + p in bits 6-7; the 16
+// int8 scales on lines 48-51 as in the file.
+void RepackQ6_KValues(const uint8_t* block, uint8_t* dst) {
+  BlockQ6_K b;
+  std::memcpy(&b, block, sizeof(b));
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      for (int t = 0; t < 3; ++t) {
+        uint8_t* line = dst + 64 * (3 * (8 * h + g) + t);
+        for (int p = 0; p < 4; ++p) {
+          const int e = 128 * h + 4 * g + p;
+          const int fourth = SixBitValue(b, e + 96);
+          line[p] = static_cast<uint8_t>(SixBitValue(b, e + 32 * t) | (((fourth >> (2 * t)) & 3) << 6));
+        }
+      }
+    }
+  }
+  for (int l = 0; l < 4; ++l) std::memcpy(dst + 64 * (48 + l), b.scales + 4 * l, 4);
+}
+
 // RepackPair for the k-quants: d (and dmin) to the scales area, the body's
 // 4-byte pieces to the lines of the super-block's tile.
 void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
@@ -119,6 +150,10 @@ void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
       std::memcpy(pair + b * stride + 2 * j, block + parts.d, 2);
       if (parts.dmin >= 0) std::memcpy(pair + b * stride + 32 + 2 * j, block + parts.dmin, 2);
       uint8_t* dst = quants + b * tile + 4 * j;
+      if (w.dtype() == DType::kQ6_K) {
+        RepackQ6_KValues(block, dst);
+        continue;
+      }
       for (int64_t l = 0; l < parts.body_bytes / 4; ++l) std::memcpy(dst + 64 * l, block + parts.body + 4 * l, 4);
     }
   }

@@ -56,9 +56,13 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // a super-block), and line l of its tile the l-th 4 bytes of each row's
 // block without d and dmin, in the file's order (Q4_K: 3 lines of packed
 // scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of fifth bits, 32,
-// 2752 bytes; Q6_K: 32 lines of ql, 16 of qh, 4 of int8 scales, 3328
-// bytes). So a pair is the file's bytes of its 16 rows, only moved (plus
-// the scales area's rounding); the kernels read it for one activation row.
+// 2752 bytes). Q6_K's 6-bit values are rearranged instead, so that three
+// of every four come out with one AND: for h < 2 and j < 8, lines
+// 3(8h + j) + t (t < 3) hold, in byte p of a row's 4, value 128h + 32t +
+// 4j + p in bits 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j + p in bits
+// 6-7; lines 48-51 its 16 int8 scales (3328 bytes). So a pair is its 16
+// rows' bits in the file's bytes (plus the scales area's rounding); the
+// kernels read it for one activation row.
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
