@@ -844,8 +844,8 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
 // ---- K-quants on the x8 layout: one activation row ------------------------
 //
 // A group's super-block comes as one tile (quant_matrix.h): its half of
-// line l is the l-th 4 bytes of each of its 8 rows' block, one int32 lane
-// per row, so a broadcast activation dword multiplies every row's values at
+// line l is the l-th 4 bytes of each of its 8 rows' block (Q6_K's values
+// rearranged), one int32 lane per row, so a broadcast activation dword multiplies every row's values at
 // once and each row's products stay in its lane. Products are added in
 // int16 lanes (vpmaddubsw) for as many vectors as cannot overflow, then
 // scaled by the row's sub-block scale and widened in one vpmaddwd: the
