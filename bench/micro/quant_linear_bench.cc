@@ -5,7 +5,8 @@
 // (2 per weight per row), for Q8_0 and Q4_0 (read in place as GGUF rows, and
 // repacked: the x8 layout the backend uses) at every linear shape, and every
 // other block format the kernels run at one MLP shape (up for the 32-value
-// blocks, down for the k-quants), on 1 and 2 threads; and the LM head's
+// blocks, down for the k-quants; both layouts for those with an x8 copy), on
+// 1 and 2 threads; and the LM head's
 // shape (vocabulary 151936) for Q8_0 and Q4_0 repacked, as the backend runs them.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -180,10 +181,13 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
     }
     // The k-quants' 256-value blocks need K = 4864 (896 is not a multiple).
     for (DType dtype : kOthers) {
-      if (QuantActivationBlock(dtype) == 256) {
-        add(dtype, 896, 4864, threads, 0);
-      } else {
-        add(dtype, 4864, 896, threads, 0);
+      for (int x8 : {0, 1}) {
+        if (x8 == 1 && !HasX8Layout(dtype)) continue;
+        if (QuantActivationBlock(dtype) == 256) {
+          add(dtype, 896, 4864, threads, x8);
+        } else {
+          add(dtype, 4864, 896, threads, x8);
+        }
       }
     }
   }

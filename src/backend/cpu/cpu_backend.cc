@@ -3,6 +3,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "backend/cpu/binders/binder.h"
@@ -18,6 +21,15 @@
 
 namespace kiln {
 namespace {
+
+// False where KILN_X8=0 asks for the GGUF rows alone.
+bool X8RepackAllowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("KILN_X8");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return allowed;
+}
 
 SupportEntry Everything(OpKind op) {
   SupportEntry e;
@@ -121,9 +133,10 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
     // Not a mixture's: its experts are most of a large model's bytes, and a
-    // second copy of them would double its memory.
+    // second copy of them would double its memory. KILN_X8=0 keeps the GGUF
+    // rows alone, to compare with the row kernels.
     const bool expert = request.node != nullptr && request.node->op == OpKind::kMoe;
-    if (cpu::BestIsa() != cpu::Isa::kScalar && !expert) {
+    if (cpu::BestIsa() != cpu::Isa::kScalar && !expert && X8RepackAllowed()) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
     }

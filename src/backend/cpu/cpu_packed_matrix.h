@@ -26,7 +26,8 @@ class PanelMatrix : public PackedMatrix {
 };
 
 // A block-quantized matrix: the file's bytes read in place by the quantized
-// kernels, or (Q8_0, Q4_0) a copy repacked for them at load.
+// kernels, or (the types with an x8 layout, HasX8Layout) a copy repacked
+// for them at load.
 class BlockQuantMatrix : public PackedMatrix {
  public:
   explicit BlockQuantMatrix(QuantMatrix w) : w_(std::move(w)) {}

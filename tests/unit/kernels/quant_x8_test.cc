@@ -1,5 +1,6 @@
-// The x8 layout of Q8_0 and Q4_0 weights: the repacked copy moves every
-// block's bytes where quant_matrix.h says, and the kernels reading it give
+// The x8 layout of Q8_0, Q4_0, Q5_0, IQ4_NL and the k-quants Q4_K, Q5_K
+// and Q6_K: the repacked copy moves every block's bytes where
+// quant_matrix.h says, and the kernels reading it give
 // the reference's bits (which reads the GGUF rows) for every ISA, thread
 // count, batch and row count that is not a multiple of the group.
 #include <gtest/gtest.h>
@@ -46,6 +47,121 @@ struct Shape {
   int64_t n, k;
 };
 
+bool IsSuperBlock(DType t) { return DTypeBlockSize(t) == 256; }
+
+// The 32-value formats: d to the scales area, the values in 4-byte pieces
+// (Q5_0's fifth bits last).
+void ExpectBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
+  const int64_t blocks = s.k / kQK, pairs = (s.n + 15) / 16;
+  const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
+  const bool q8 = s.dtype == DType::kQ8_0;
+  const bool q5 = s.dtype == DType::kQ5_0;
+  const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
+  const int64_t row_bytes = block_bytes * blocks;
+  const int lines = q8 ? 8 : 4;  // 4-byte pieces of a row's block, one per tile line
+  const int64_t values = q5 ? 6 : 2;  // after d (and Q5_0's 4 bytes of fifth bits)
+  for (int64_t n = 0; n < pairs * 16; ++n) {
+    const uint8_t* pair = x8.x8() + (n / 16) * pair_bytes;
+    const int j = static_cast<int>(n % 16);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* scale = pair + b * 32 + 2 * j;
+      const uint8_t* piece = pair + X8ScaleBytes(s.dtype, blocks) + b * X8TileBytes(s.dtype) + 4 * j;
+      if (n >= s.n) {
+        // Rows past N are zeros.
+        EXPECT_EQ(scale[0] | scale[1], 0);
+        for (int l = 0; l < lines + (q5 ? 1 : 0); ++l) {
+          for (int i = 0; i < 4; ++i) ASSERT_EQ(piece[64 * l + i], 0);
+        }
+        continue;
+      }
+      const uint8_t* block = bytes.data() + n * row_bytes + b * block_bytes;
+      ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
+      for (int l = 0; l < lines; ++l) {
+        ASSERT_EQ(std::memcmp(piece + 64 * l, block + values + 4 * l, 4), 0) << "row " << n << " block " << b;
+      }
+      if (q5) {
+        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + 2, 4), 0) << "row " << n << " fifth bits " << b;
+      }
+    }
+  }
+}
+
+// A Q6_K block's 256 6-bit values, in ggml's dequantization order.
+std::vector<int> Q6_KValues(const uint8_t* block) {
+  const uint8_t* ql = block;
+  const uint8_t* qh = block + 128;
+  std::vector<int> y(256);
+  for (int n = 0; n < 2; ++n, ql += 64, qh += 32) {
+    for (int l = 0; l < 32; ++l) {
+      y[128 * n + l] = (ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4);
+      y[128 * n + l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+      y[128 * n + l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+      y[128 * n + l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+    }
+  }
+  return y;
+}
+
+// Q6_K's tile (row j's bytes at piece + 64 l): every value where
+// quant_matrix.h says, and the scales as in the file.
+void ExpectQ6_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64_t b) {
+  const std::vector<int> y = Q6_KValues(block);
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      for (int p = 0; p < 4; ++p) {
+        const int e = 128 * h + 4 * g + p;
+        int fourth = 0;
+        for (int t = 0; t < 3; ++t) {
+          const uint8_t byte = piece[64 * (3 * (8 * h + g) + t) + p];
+          ASSERT_EQ(byte & 0x3F, y[e + 32 * t]) << "row " << n << " block " << b << " value " << e + 32 * t;
+          fourth |= (byte >> 6) << (2 * t);
+        }
+        ASSERT_EQ(fourth, y[e + 96]) << "row " << n << " block " << b << " value " << e + 96;
+      }
+    }
+  }
+  for (int l = 0; l < 4; ++l) {
+    ASSERT_EQ(std::memcmp(piece + 64 * (48 + l), block + 192 + 4 * l, 4), 0) << "row " << n << " scales " << b;
+  }
+}
+
+// The k-quants: d (and dmin) to the scales area, the rest of the block in
+// 4-byte pieces in the file's order (Q6_K's values rearranged); so every
+// bit of the rows is somewhere.
+void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
+  const int64_t blocks = s.k / kQK_K, pairs = (s.n + 15) / 16;
+  const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
+  const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
+  const int64_t row_bytes = block_bytes * blocks;
+  const bool q6 = s.dtype == DType::kQ6_K;
+  const int64_t d_at = q6 ? block_bytes - 2 : 0, body = 4;
+  const int64_t stride = q6 ? 32 : 64;
+  const int64_t lines = (block_bytes - (q6 ? 2 : 4)) / 4;
+  EXPECT_EQ(X8TileBytes(s.dtype), 64 * lines);
+  EXPECT_LE(pair_bytes, 16 * row_bytes + 63);  // no bytes added but the scales area's rounding
+  for (int64_t n = 0; n < pairs * 16; ++n) {
+    const uint8_t* pair = x8.x8() + (n / 16) * pair_bytes;
+    const int j = static_cast<int>(n % 16);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* scale = pair + b * stride + 2 * j;
+      const uint8_t* piece = pair + X8ScaleBytes(s.dtype, blocks) + b * X8TileBytes(s.dtype) + 4 * j;
+      const std::vector<uint8_t> zeros(static_cast<size_t>(block_bytes), 0);
+      const uint8_t* block = n < s.n ? bytes.data() + n * row_bytes + b * block_bytes : zeros.data();
+      ASSERT_EQ(std::memcmp(scale, block + d_at, 2), 0) << "row " << n << " block " << b;
+      if (!q6) {
+        ASSERT_EQ(std::memcmp(scale + 32, block + 2, 2), 0) << "row " << n << " dmin " << b;
+      }
+      if (q6) {
+        ExpectQ6_KTile(block, piece, n, b);
+        continue;
+      }
+      for (int64_t l = 0; l < lines; ++l) {
+        ASSERT_EQ(std::memcmp(piece + 64 * l, block + body + 4 * l, 4), 0) << "row " << n << " block " << b;
+      }
+    }
+  }
+}
+
 class QuantX8Test : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
@@ -59,43 +175,19 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   ASSERT_TRUE(x8.ok()) << x8.status().ToString();
   ASSERT_NE(x8->x8(), nullptr);
   EXPECT_EQ(x8->layout(), std::string(DTypeName(s.dtype)) + "-x8");
-  const int64_t blocks = s.k / kQK, pairs = (s.n + 15) / 16;
+  const int64_t pairs = (s.n + 15) / 16;
   const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
   EXPECT_EQ(pair_bytes % 64, 0);
   EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(pairs * pair_bytes));
-  const bool q8 = s.dtype == DType::kQ8_0;
-  const bool q5 = s.dtype == DType::kQ5_0;
-  const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
-  const int lines = q8 ? 8 : 4;  // 4-byte pieces of a row's block, one per tile line
-  const int64_t values = q5 ? 6 : 2;  // after d (and Q5_0's 4 bytes of fifth bits)
-  for (int64_t n = 0; n < pairs * 16; ++n) {
-    const uint8_t* pair = x8->x8() + (n / 16) * pair_bytes;
-    const int j = static_cast<int>(n % 16);
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* scale = pair + b * 32 + 2 * j;
-      const uint8_t* piece = pair + X8ScaleBytes(blocks) + b * X8TileBytes(s.dtype) + 4 * j;
-      if (n >= s.n) {
-        // Rows past N are zeros.
-        EXPECT_EQ(scale[0] | scale[1], 0);
-        for (int l = 0; l < lines + (q5 ? 1 : 0); ++l) {
-          for (int i = 0; i < 4; ++i) ASSERT_EQ(piece[64 * l + i], 0);
-        }
-        continue;
-      }
-      const uint8_t* block = bytes.data() + n * rows->row_bytes() + b * block_bytes;
-      ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
-      for (int l = 0; l < lines; ++l) {
-        ASSERT_EQ(std::memcmp(piece + 64 * l, block + values + 4 * l, 4), 0) << "row " << n << " block " << b;
-      }
-      if (q5) {
-        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + 2, 4), 0) << "row " << n << " fifth bits " << b;
-      }
-    }
+  if (IsSuperBlock(s.dtype)) {
+    ExpectSuperBlocksWhereTheLayoutSays(s, bytes, *x8);
+  } else {
+    ExpectBlocksWhereTheLayoutSays(s, bytes, *x8);
   }
   // Repacking twice, or a type without the layout, changes nothing.
   EXPECT_EQ(RepackX8(*x8)->x8(), x8->x8());
-  std::vector<uint8_t> k4(static_cast<size_t>(DTypeBytes(DType::kQ4_K, 256).value()));
-  auto other = MakeQuantMatrix(DType::kQ4_K, k4.data(), k4.size(), 1, 256);
+  std::vector<uint8_t> k2(static_cast<size_t>(DTypeBytes(DType::kQ2_K, 256).value()));
+  auto other = MakeQuantMatrix(DType::kQ2_K, k2.data(), k2.size(), 1, 256);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(RepackX8(*other)->x8(), nullptr);
 }
@@ -229,7 +321,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64},
                                            Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320},
                                            Shape{DType::kQ5_0, 61, 128}, Shape{DType::kQ5_0, 130, 320},
-                                           Shape{DType::kQ5_0, 8, 32}),
+                                           Shape{DType::kQ5_0, 8, 32}, Shape{DType::kQ4_K, 61, 512},
+                                           Shape{DType::kQ4_K, 130, 256}, Shape{DType::kQ5_K, 61, 512},
+                                           Shape{DType::kQ5_K, 8, 256}, Shape{DType::kQ6_K, 61, 768},
+                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256}),
                          ShapeName);
 
 }  // namespace

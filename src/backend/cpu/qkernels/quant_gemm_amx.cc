@@ -213,7 +213,7 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
   }
   Configure();
   const bool q8 = a.w_type == DType::kQ8_0;
-  const int64_t scale_bytes = X8ScaleBytes(blocks);
+  const int64_t scale_bytes = X8ScaleBytes(a.w_type, blocks);
   for (int64_t g = a.g_begin; g < a.g_end; g += 2) {
     const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
     Strip strip{pair + scale_bytes, pair};

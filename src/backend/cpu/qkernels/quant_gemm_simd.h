@@ -593,7 +593,7 @@ struct X8Group {
 inline X8Group GroupOf(const QuantGemmArgs& a, int64_t g) {
   const uint8_t* pair = a.x8 + (g / 2) * a.x8_pair_bytes;
   const int64_t half = g % 2;
-  return {pair + 16 * half, pair + X8ScaleBytes(a.k / kQK) + 32 * half};
+  return {pair + 16 * half, pair + X8ScaleBytes(a.w_type, a.k / DTypeBlockSize(a.w_type)) + 32 * half};
 }
 
 inline __m256 X8Scales(const X8Group& g, int64_t b) {
@@ -841,6 +841,272 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   }
 }
 
+// ---- K-quants on the x8 layout: one activation row ------------------------
+//
+// A group's super-block comes as one tile (quant_matrix.h): its half of
+// line l is the l-th 4 bytes of each of its 8 rows' block (Q6_K's values
+// rearranged), one int32 lane per row, so a broadcast activation dword multiplies every row's values at
+// once and each row's products stay in its lane. Products are added in
+// int16 lanes (vpmaddubsw) for as many vectors as cannot overflow, then
+// scaled by the row's sub-block scale and widened in one vpmaddwd: the
+// row kernel's ScaledDot with the lanes of a row instead of a vector per
+// row (with VNNI, a sub-block's products add up in int32 by vpdpbusd and
+// one vpmulld scales them). So A (and B) are the row kernel's exact
+// integers and the fp32 steps (Accumulate256's) are its, lane by lane: the
+// same bits.
+
+// A pshufb mask taking the four bytes of `pattern` (offsets 0-3 within a
+// dword, 0x80 for a zero byte) from every dword of the source.
+inline __m256i DwordBytes(uint32_t pattern) {
+  const __m256i base = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404, 0x08080808, 0x0C0C0C0C);
+  return _mm256_or_si256(_mm256_set1_epi32(static_cast<int>(pattern)), base);
+}
+
+// Byte k of each dword of v (unsigned) as an int16 pair (v_k, v_k).
+inline __m256i LaneByte16(__m256i v, int k) {
+  return _mm256_shuffle_epi8(v, DwordBytes(0x80008000u | (static_cast<uint32_t>(k) << 16) | static_cast<uint32_t>(k)));
+}
+
+// Bytes k and k+1 of each dword of v (unsigned) as int16s.
+inline __m256i LaneBytePair16(__m256i v, int k) {
+  return _mm256_shuffle_epi8(
+      v, DwordBytes(0x80008000u | (static_cast<uint32_t>(k + 1) << 16) | static_cast<uint32_t>(k)));
+}
+
+// Byte k of each dword of v (signed) as an int16 pair (v_k, v_k).
+inline __m256i LaneSignedByte16(__m256i v, int k) {
+  const auto b = static_cast<uint32_t>(k);
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(v, DwordBytes((b << 24) | 0x00800000u | (b << 8) | 0x80u)), 8);
+}
+
+// Bytes k and k+1 of each dword of v (signed) as int16s.
+inline __m256i LaneSignedBytePair16(__m256i v, int k) {
+  const auto b = static_cast<uint32_t>(k);
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(v, DwordBytes(((b + 1) << 24) | 0x00800000u | (b << 8) | 0x80u)), 8);
+}
+
+// Byte k of each dword of v, unsigned or signed, as an int32.
+inline __m256i LaneByte32(__m256i v, int k) {
+  return _mm256_shuffle_epi8(v, DwordBytes(0x80808000u | static_cast<uint32_t>(k)));
+}
+inline __m256i LaneSignedByte32(__m256i v, int k) {
+  return _mm256_srai_epi32(_mm256_shuffle_epi8(v, DwordBytes((static_cast<uint32_t>(k) << 24) | 0x808080u)), 24);
+}
+
+// The 4-byte piece at `at` (an activation's pair of int16 sums, or 4 int8
+// values) in every lane.
+inline __m256i Dword(const void* at) {
+  int32_t v;
+  std::memcpy(&v, at, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// What a super-block's tiles need of the activation row beyond its values:
+// for Q4_K/Q5_K the sums of its 8 sub-blocks of 32 as int16 pairs.
+struct SuperRowSums {
+  const int16_t* pieces;  // the 16 sums of 16 values
+  alignas(16) int16_t sub_blocks[8];
+};
+
+inline void SetSubBlockSums(const int16_t* pieces, SuperRowSums* s) {
+  s->pieces = pieces;
+  const __m256i wide = _mm256_madd_epi16(Load256(pieces), _mm256_set1_epi16(1));  // exact: |sum| <= 4064
+  _mm_store_si128(reinterpret_cast<__m128i*>(s->sub_blocks),
+                  _mm_packs_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1)));
+}
+
+// Q4_K's or Q5_K's 8 rows (tile: the group's half of the super-block's
+// lines) against the activation's 256 values at q: A = sum_s sc_s sum w q
+// and B = -sum_s m_s (sum of the activation's sub-block s).
+// Every loop here is unrolled whole (GCC left the outer ones rolled): the
+// shuffle masks and shift counts then are constants.
+template <class D, bool kFifth>
+inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
+                      __m256i* b_out) {
+  // The 12 packed scale bytes as in UnpackScalesMinsK4, lane by lane.
+  const __m256i a0 = Load256(tile), a1 = Load256(tile + 64), a2 = Load256(tile + 128);
+  const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+  const __m256i sc[2] = {_mm256_and_si256(a0, six),
+                         _mm256_or_si256(_mm256_and_si256(a2, four), _mm256_and_si256(_mm256_srli_epi32(a0, 2), top))};
+  const __m256i mins[2] = {
+      _mm256_and_si256(a1, six),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a2, 4), four), _mm256_and_si256(_mm256_srli_epi32(a1, 2), top))};
+  const uint8_t* qh = tile + 64 * 3;
+  const uint8_t* qs = tile + 64 * (kFifth ? 11 : 3);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i fifth = _mm256_set1_epi8(0x10);
+  // Pair sums of 4-bit values times int8 are at most 2 * 15 * 127 = 3810,
+  // so the 8 of a sub-block's lane add up in int16; 5-bit ones (7874) 4 at
+  // a time.
+  // With VNNI, vpdpbusd adds a sub-block's products in int32 and one
+  // vpmulld scales them (at most 32 * 31 * 127 * 63: exact).
+  constexpr int kRun = D::kVnni ? 8 : (kFifth ? 4 : 8);
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int c = 0; c < 4; ++c) {
+    const __m256i scale_low = D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2)) : LaneByte16(sc[c / 2], 2 * (c % 2));
+    const __m256i scale_high =
+        D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2) + 1) : LaneByte16(sc[c / 2], 2 * (c % 2) + 1);
+    #pragma GCC unroll 16
+    for (int j0 = 0; j0 < 8; j0 += kRun) {
+      __m256i low_sum = _mm256_setzero_si256(), high_sum = _mm256_setzero_si256();
+      #pragma GCC unroll 16
+      for (int j = j0; j < j0 + kRun; ++j) {
+        const __m256i v = Load256(qs + 64 * (8 * c + j));
+        __m256i low = _mm256_and_si256(v, nibble);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        if constexpr (kFifth) {
+          // Bits 2c and 2c+1 of each qh byte to bit 4 (16-bit shifts: the
+          // bits crossing bytes are masked off).
+          const __m256i h = Load256(qh + 64 * j);
+          const __m256i h0 = c < 2 ? _mm256_slli_epi16(h, 4 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 4);
+          const __m256i h1 = c < 2 ? _mm256_slli_epi16(h, 3 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 3);
+          low = _mm256_or_si256(low, _mm256_and_si256(h0, fifth));
+          high = _mm256_or_si256(high, _mm256_and_si256(h1, fifth));
+        }
+        if constexpr (D::kVnni) {
+          low_sum = DotAdd<D>(low_sum, low, Dword(q + 64 * c + 4 * j));
+          high_sum = DotAdd<D>(high_sum, high, Dword(q + 64 * c + 32 + 4 * j));
+        } else {
+          low_sum = _mm256_add_epi16(low_sum, _mm256_maddubs_epi16(low, Dword(q + 64 * c + 4 * j)));
+          high_sum = _mm256_add_epi16(high_sum, _mm256_maddubs_epi16(high, Dword(q + 64 * c + 32 + 4 * j)));
+        }
+      }
+      if constexpr (D::kVnni) {
+        a = _mm256_add_epi32(a, _mm256_add_epi32(_mm256_mullo_epi32(low_sum, scale_low),
+                                                 _mm256_mullo_epi32(high_sum, scale_high)));
+      } else {
+        a = _mm256_add_epi32(
+            a, _mm256_add_epi32(_mm256_madd_epi16(low_sum, scale_low), _mm256_madd_epi16(high_sum, scale_high)));
+      }
+    }
+  }
+  __m256i b = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 4; ++t) {
+    b = _mm256_add_epi32(b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.sub_blocks + 2 * t)));
+  }
+  *a_out = a;
+  *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
+}
+
+// Q6_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
+// (sum w q - 32 s_i) over its 16 pieces of 16.
+template <class D>
+inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
+  const uint8_t* values = tile;
+  const uint8_t* scales = tile + 64 * 48;
+  const __m256i six = _mm256_set1_epi8(0x3F);
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    // Pieces 8h + 2v + half: vector v of this 128 is values 32v..32v+31,
+    // dwords j of the lines half 0 (j < 4) or half 1.
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i scale[4];
+      #pragma GCC unroll 16
+      for (int v = 0; v < 4; ++v) {
+        const int piece = 8 * h + 2 * v + half;
+        const __m256i line = Load256(scales + 64 * (piece / 4));
+        scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
+      }
+      // Pair sums of 6-bit values times int8 are at most 16002: two vectors
+      // add up in int16. With VNNI a piece's four add up in int32 and one
+      // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
+      constexpr int kRun = D::kVnni ? 4 : 2;
+      #pragma GCC unroll 16
+      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
+        __m256i piece_sum[4];
+        #pragma GCC unroll 16
+        for (int u = 0; u < kRun; ++u) {
+          // Lines 3i, 3i + 1, 3i + 2 of value group i = 8h + j: the first
+          // three vectors' values in bits 0-5, the fourth's bits in pairs
+          // in bits 6-7 (quant_matrix.h).
+          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
+          const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
+          const __m256i w3 = _mm256_or_si256(
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
+              _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
+          const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
+                                w3};
+          #pragma GCC unroll 16
+          for (int v = 0; v < 4; ++v) {
+            const __m256i x = Dword(q + 128 * h + 32 * v + 4 * (j + u));
+            if constexpr (D::kVnni) {
+              piece_sum[v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[v], w[v], x);
+            } else {
+              const __m256i p = _mm256_maddubs_epi16(w[v], x);
+              piece_sum[v] = u == 0 ? p : _mm256_add_epi16(piece_sum[v], p);
+            }
+          }
+        }
+        #pragma GCC unroll 16
+        for (int v = 0; v < 4; ++v) {
+          a = _mm256_add_epi32(a, D::kVnni ? _mm256_mullo_epi32(piece_sum[v], scale[v]) : _mm256_madd_epi16(piece_sum[v], scale[v]));
+        }
+      }
+    }
+  }
+  // Less 32 sum_i sc_i s_i, the pieces' scales and sums taken in pairs.
+  __m256i corr = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    const __m256i pair = LaneSignedBytePair16(Load256(scales + 64 * (t / 2)), 2 * (t % 2));
+    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(pair, Dword(sums.pieces + 2 * t)));
+  }
+  return _mm256_sub_epi32(a, _mm256_slli_epi32(corr, 5));
+}
+
+// One activation row against G consecutive groups of a k-quant's x8 copy
+// from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
+// fma(dmin dx, B, acc) for Q4_K/Q5_K, as Accumulate256.
+template <class D, DType T, int G>
+void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
+  constexpr bool kHasMin = T != DType::kQ6_K;
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(T);
+  const int64_t stride = kHasMin ? 64 : 32;
+  X8Group group[G];
+  __m256 acc[G];
+  for (int i = 0; i < G; ++i) {
+    group[i] = GroupOf(a, g0 + i);
+    acc[i] = _mm256_setzero_ps();
+  }
+  const int64_t next = (G + 1) / 2 * a.x8_pair_bytes;
+  const int64_t ahead = next < kX8PrefetchMax ? next : kX8PrefetchMax;
+  SuperRowSums sums;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* q = a.x->row_q(m) + kQK_K * b;
+    SetSubBlockSums(a.x->row_sums(m) + 16 * b, &sums);
+    const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
+    for (int i = 0; i < G; ++i) {
+      const uint8_t* tile = group[i].quants + tile_bytes * b;
+      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + tile_bytes / 2 * ((g0 + i) % 2);
+      for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+      }
+      const uint8_t* scales = group[i].scales + stride * b;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      if constexpr (kHasMin) {
+        __m256i sum_a, sum_b;
+        X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
+      } else {
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(X8SumsQ6_K<D>(tile, q, sums)), acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < G; ++i) {
+    const int64_t n0 = (g0 + i) * kQuantGroupRows;
+    const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+    StoreRow(a.y + m * a.ldy + n0, acc[i], a.bias != nullptr ? a.bias + n0 : nullptr, n_valid);
+  }
+}
+
 // ---- Few rows on the x8 layout: verifying drafted tokens, small batches ----
 //
 // Each weight vector is loaded once and (Q8_0) its absolute value taken or
@@ -1004,7 +1270,7 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
   constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
   constexpr int kBiasShift = kQ8 ? 7 : 3;
   const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
-  const uint8_t* quants = pair + X8ScaleBytes(blocks);
+  const uint8_t* quants = pair + X8ScaleBytes(a.w_type, blocks);
   const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -1135,6 +1401,19 @@ void X8Row(const QuantGemmArgs& a) {
   }
 }
 
+// X8Row for a k-quant.
+template <class D, DType T>
+void X8SuperRow(const QuantGemmArgs& a) {
+  int64_t g = a.g_begin;
+  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4>(a, g, a.m_begin);
+  switch (a.g_end - g) {
+    case 3: X8SuperRowGroups<D, T, 3>(a, g, a.m_begin); break;
+    case 2: X8SuperRowGroups<D, T, 2>(a, g, a.m_begin); break;
+    case 1: X8SuperRowGroups<D, T, 1>(a, g, a.m_begin); break;
+    default: break;
+  }
+}
+
 // As Gemm, over the x8 copy.
 template <class D, bool kQ8>
 void GemmX8(const QuantGemmArgs& a) {
@@ -1162,6 +1441,9 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
     if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
     if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
+    if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
+    if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
+    if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);

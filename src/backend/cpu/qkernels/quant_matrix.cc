@@ -50,13 +50,34 @@ RowDequantizer QuantRowDequantizer(DType dtype) {
 
 namespace {
 
+// Where a k-quant block's f16 d and dmin sit (dmin < 0: none), and its body:
+// every other byte, which the x8 tile holds in 4-byte pieces.
+struct SuperBlockParts {
+  int64_t d, dmin, body, body_bytes;
+};
+static_assert(offsetof(BlockQ4_K, qs) + sizeof(BlockQ4_K::qs) == sizeof(BlockQ4_K));
+static_assert(offsetof(BlockQ5_K, qs) + sizeof(BlockQ5_K::qs) == sizeof(BlockQ5_K));
+static_assert(offsetof(BlockQ6_K, d) + 2 == sizeof(BlockQ6_K));
+
+bool IsSuperX8(DType dtype) {
+  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+}
+
+SuperBlockParts PartsOf(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin), offsetof(BlockQ4_K, scales), sizeof(BlockQ4_K) - 4};
+    case DType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin), offsetof(BlockQ5_K, scales), sizeof(BlockQ5_K) - 4};
+    default: return {offsetof(BlockQ6_K, d), -1, offsetof(BlockQ6_K, ql), sizeof(BlockQ6_K) - 2};
+  }
+}
+
 // Moves rows [16p, 16p + 16) of w (those below N) into pair p of the x8
 // layout at `pair`, which is zero-filled: each row's block in 4-byte pieces,
 // one per tile line.
 void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   const int64_t blocks = w.cols() / kQK;
   uint8_t* scales = pair;
-  uint8_t* quants = pair + X8ScaleBytes(blocks);
+  uint8_t* quants = pair + X8ScaleBytes(w.dtype(), blocks);
   const bool q8 = w.dtype() == DType::kQ8_0;
   const bool q5 = w.dtype() == DType::kQ5_0;
   const int64_t tile = X8TileBytes(w.dtype());
@@ -80,25 +101,89 @@ void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   }
 }
 
+// Q6_K value e (0..255), 6 bits, as the row kernel unpacks it.
+int SixBitValue(const BlockQ6_K& b, int e) {
+  const int h = e / 128, c = e % 128 / 32, l = e % 32;
+  const uint8_t low = b.ql[64 * h + 32 * (c % 2) + l];
+  const int nibble = c < 2 ? low & 0x0F : low >> 4;
+  return nibble | (((b.qh[32 * h + l] >> (2 * c)) & 3) << 4);
+}
+
+// A Q6_K block's values and scales into one row's dwords of a tile (row
+// j's at dst + 4 j + 64 l): value group i = 8h + j' (h, j' < 8) on lines 3i
+// .. 3i+2, byte p of line 3i + t holding value 128h + 32t + 4j' + p in bits
+// 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j' + p in bits 6-7; the 16
+// int8 scales on lines 48-51 as in the file.
+void RepackQ6_KValues(const uint8_t* block, uint8_t* dst) {
+  BlockQ6_K b;
+  std::memcpy(&b, block, sizeof(b));
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      for (int t = 0; t < 3; ++t) {
+        uint8_t* line = dst + 64 * (3 * (8 * h + g) + t);
+        for (int p = 0; p < 4; ++p) {
+          const int e = 128 * h + 4 * g + p;
+          const int fourth = SixBitValue(b, e + 96);
+          line[p] = static_cast<uint8_t>(SixBitValue(b, e + 32 * t) | (((fourth >> (2 * t)) & 3) << 6));
+        }
+      }
+    }
+  }
+  for (int l = 0; l < 4; ++l) std::memcpy(dst + 64 * (48 + l), b.scales + 4 * l, 4);
+}
+
+// RepackPair for the k-quants: d (and dmin) to the scales area, the body's
+// 4-byte pieces to the lines of the super-block's tile.
+void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
+  const int64_t blocks = w.cols() / kQK_K;
+  const int64_t stride = X8ScaleStride(w.dtype());
+  uint8_t* quants = pair + X8ScaleBytes(w.dtype(), blocks);
+  const int64_t tile = X8TileBytes(w.dtype());
+  const int64_t block_bytes = GetDTypeInfo(w.dtype()).block_bytes;
+  const SuperBlockParts parts = PartsOf(w.dtype());
+  for (int j = 0; j < kX8PairRows; ++j) {
+    const int64_t n = p * kX8PairRows + j;
+    if (n >= w.rows()) break;
+    const uint8_t* row = w.data() + n * w.row_bytes();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = row + b * block_bytes;
+      std::memcpy(pair + b * stride + 2 * j, block + parts.d, 2);
+      if (parts.dmin >= 0) std::memcpy(pair + b * stride + 32 + 2 * j, block + parts.dmin, 2);
+      uint8_t* dst = quants + b * tile + 4 * j;
+      if (w.dtype() == DType::kQ6_K) {
+        RepackQ6_KValues(block, dst);
+        continue;
+      }
+      for (int64_t l = 0; l < parts.body_bytes / 4; ++l) std::memcpy(dst + 64 * l, block + parts.body + 4 * l, 4);
+    }
+  }
+}
+
 }  // namespace
 
 bool HasX8Layout(DType dtype) {
-  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ5_0;
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ5_0 ||
+         IsSuperX8(dtype);
 }
 
-int64_t X8ScaleBytes(int64_t blocks) { return (blocks * 32 + 63) / 64 * 64; }
+int64_t X8ScaleStride(DType dtype) { return dtype == DType::kQ4_K || dtype == DType::kQ5_K ? 64 : 32; }
+
+int64_t X8ScaleBytes(DType dtype, int64_t blocks) { return (blocks * X8ScaleStride(dtype) + 63) / 64 * 64; }
 
 int64_t X8TileBytes(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0: return 512;
     case DType::kQ5_0: return 320;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return 16 * PartsOf(dtype).body_bytes;
     default: return 256;
   }
 }
 
 int64_t X8PairBytes(DType dtype, int64_t k) {
-  const int64_t blocks = k / kQK;
-  return X8ScaleBytes(blocks) + blocks * X8TileBytes(dtype);
+  const int64_t blocks = k / DTypeBlockSize(dtype);
+  return X8ScaleBytes(dtype, blocks) + blocks * X8TileBytes(dtype);
 }
 
 std::string QuantMatrix::layout() const {
@@ -113,7 +198,13 @@ Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool) {
   if (!memory.ok()) return memory.status().WithContext(fmt::format("repacking a {} matrix", DTypeName(w.dtype())));
   uint8_t* base = memory->data();
   auto repack = [&](int64_t begin, int64_t end, int) {
-    for (int64_t p = begin; p < end; ++p) RepackPair(w, p, base + p * pair_bytes);
+    for (int64_t p = begin; p < end; ++p) {
+      if (IsSuperX8(w.dtype())) {
+        RepackSuperPair(w, p, base + p * pair_bytes);
+      } else {
+        RepackPair(w, p, base + p * pair_bytes);
+      }
+    }
   };
   // Copying is bound by page faults and memory: worth a second thread only
   // for matrices of a few hundred KB and more.

@@ -1,6 +1,6 @@
 // A block-quantized weight matrix as the quantized kernels read it: the
 // GGUF bytes of W[N, K] row by row, used in place (no dequantized form),
-// optionally with a copy repacked for the vector kernels (Q8_0, Q4_0), and
+// optionally with a copy repacked for the vector kernels (see HasX8Layout), and
 // what pairs with it (the activation block size).
 #pragma once
 
@@ -49,10 +49,25 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
 // 4 bytes of fifth bits (320 bytes a tile). Both are read from the copy
 // when decoding one row only.
+//
+// The k-quants Q4_K, Q5_K and Q6_K take the same pairs of groups, one tile
+// per super-block of 256: its scales area holds the 16 rows' f16 d per
+// super-block and, for Q4_K and Q5_K, their f16 dmin after them (64 bytes
+// a super-block), and line l of its tile the l-th 4 bytes of each row's
+// block without d and dmin, in the file's order (Q4_K: 3 lines of packed
+// scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of fifth bits, 32,
+// 2752 bytes). Q6_K's 6-bit values are rearranged instead, so that three
+// of every four come out with one AND: for h < 2 and j < 8, lines
+// 3(8h + j) + t (t < 3) hold, in byte p of a row's 4, value 128h + 32t +
+// 4j + p in bits 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j + p in bits
+// 6-7; lines 48-51 its 16 int8 scales (3328 bytes). So a pair is its 16
+// rows' bits in the file's bytes (plus the scales area's rounding); the
+// kernels read it for one activation row.
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
-int64_t X8ScaleBytes(int64_t blocks);  // a pair's scales
-int64_t X8TileBytes(DType dtype);      // a pair's block tile
+int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
+int64_t X8ScaleBytes(DType dtype, int64_t blocks);  // a pair's scales
+int64_t X8TileBytes(DType dtype);                  // a pair's block tile
 int64_t X8PairBytes(DType dtype, int64_t k);
 
 // Not owning the GGUF bytes: they must outlive it (the WeightStore's
