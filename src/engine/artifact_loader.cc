@@ -175,11 +175,11 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
 Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
   KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(options.model));
   const std::string& path = options.model;
-  // The options must be those compiled with (ApplyArtifactOptions).
+  // An option set away from its default must be the one compiled with
+  // (callers make the options the artifact's: ApplyArtifactOptions).
   {
     EngineOptions expected = options;
-    std::set<std::string> all(ArtifactCompileFlags().begin(), ArtifactCompileFlags().end());
-    KILN_RETURN_IF_ERROR(ApplyArtifactOptions(a.metadata, &all, &expected).WithContext(path));
+    KILN_RETURN_IF_ERROR(ApplyArtifactOptions(a.metadata, nullptr, &expected));
   }
   if (options.load_format == "dummy") return InvalidArgument("--load-format dummy: {} holds its weights", path);
   if (options.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());

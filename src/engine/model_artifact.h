@@ -61,8 +61,10 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
 
 // LoadModel for an artifact: weights (packed forms adopted at compile
 // time), tokenizer (options.tokenizer instead when set) and generation
-// config. The options must be the artifact's (ApplyArtifactOptions);
-// options.verify_weights checks every weight section's checksum first.
+// config. Callers make the options the artifact's first
+// (ApplyArtifactOptions); an option away from its default that disagrees
+// is an error here too. options.verify_weights checks every weight
+// section's checksum first.
 Expected<LoadedModel> LoadArtifact(const EngineOptions& options);
 
 }  // namespace kiln
