@@ -34,7 +34,7 @@ std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
   return fmt::format("rebuild it on this machine: kiln compile {} -o {}", source, path);
 }
 
-Status CheckRuns(const std::string& path, const nlohmann::json& meta) {
+Status CheckRuns(const std::string& path, const nlohmann::json& meta, std::string* note) {
   const int layout = meta.at("kernel_layout_version").get<int>();
   if (layout != kKernelLayoutVersion) {
     return Unsupported("{}: stale artifact: compiled with kernel-layout version {} (kiln {}), this kiln's is {}; {}",
@@ -48,8 +48,8 @@ Status CheckRuns(const std::string& path, const nlohmann::json& meta) {
                        meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")), here, RebuildHint(path, meta));
   }
   if (IsaRank(isa) < IsaRank(here)) {
-    fmt::print(stderr, "note: {} was compiled for {}; this CPU runs {} kernels, which read the same layouts\n", path,
-               isa, here);
+    *note = fmt::format("{} was compiled for {}; this CPU runs {} kernels, which read the same layouts", path, isa,
+                        here);
   }
   const std::string backend = meta.at("backend").get<std::string>();
   if (BackendRegistry::Get().Find(backend) == nullptr) {
@@ -138,7 +138,7 @@ Expected<OpenedArtifact> OpenArtifact(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, a.file->Require("metadata"));
   try {
     a.metadata = nlohmann::json::parse(meta->text());
-    KILN_RETURN_IF_ERROR(CheckRuns(path, a.metadata));
+    KILN_RETURN_IF_ERROR(CheckRuns(path, a.metadata, &a.note));
   } catch (const nlohmann::json::exception& e) {
     return Corrupt("{}: metadata: {}", path, e.what());
   }
@@ -175,6 +175,7 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
 Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
   KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(options.model));
   const std::string& path = options.model;
+  if (!a.note.empty()) fmt::print(stderr, "note: {}\n", a.note);
   // An option set away from its default must be the one compiled with
   // (callers make the options the artifact's: ApplyArtifactOptions).
   {

@@ -42,13 +42,15 @@ const std::vector<std::string>& ArtifactCompileFlags();
 struct OpenedArtifact {
   std::shared_ptr<const ArtifactFile> file;
   nlohmann::json metadata;
+  std::string note;  // set when it was compiled for a lower ISA than this CPU's
 };
 
 // Opens `path` and parses its metadata (checksums of header, table,
 // metadata, plan and tokenizer verified), then checks that this build and
 // machine can run it: the kernel-layout version, the ISA (a file compiled
 // for a higher ISA than this CPU's is refused; a lower one runs, with a
-// note on stderr) and the backend. Errors say which and how to rebuild.
+// note that LoadArtifact prints on stderr) and the backend. Errors say
+// which and how to rebuild.
 Expected<OpenedArtifact> OpenArtifact(const std::string& path);
 
 // Makes `options` the options `artifact` was compiled with: a flag in
