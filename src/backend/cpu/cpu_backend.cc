@@ -142,7 +142,12 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::AdoptPacked(const Pack
   if (IsQuantized(w.dtype)) {
     auto q = cpu::MakeQuantMatrix(w.dtype, w.data, w.nbytes, w.shape[0], w.shape[1]);
     if (!q.ok()) return q.status().WithContext(w.name);
-    if (cpu::BestIsa() != cpu::Isa::kScalar && cpu::HasX8Layout(w.dtype)) {
+    // The stored form says whether the kernels read an x8 copy (PackWeight
+    // may have kept the rows alone: a mixture's experts, KILN_X8=0).
+    if (stored.parts.count("x8") > 0) {
+      if (cpu::BestIsa() == cpu::Isa::kScalar || !cpu::HasX8Layout(w.dtype)) {
+        return Unsupported("{}: stored in layout {}, which this CPU's kernels do not read", w.name, stored.layout);
+      }
       KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> x8, part("x8"));
       KILN_ASSIGN_OR_RETURN(DomainBuffer memory, cpu::AdoptWeightMemory(x8));
       q = cpu::AdoptX8(*q, std::move(memory));
