@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -22,7 +24,13 @@
 namespace kiln {
 
 class ThreadPool;
+struct StoredPackedMatrix;
 struct Weight;
+
+// The version of the packed weight layouts (PackedMatrix::layout() names
+// them): bumped whenever any backend changes how it lays out a packed
+// weight, so that a compiled artifact holding the old bytes is refused.
+inline constexpr int kKernelLayoutVersion = 1;
 
 // What every kernel call can read at run time.
 struct RunState {
@@ -74,6 +82,12 @@ class PackedMatrix {
   virtual size_t bytes() const = 0;
   // True when the packed form is the file's bytes, used in place.
   virtual bool in_place() const { return false; }
+  // The packed bytes by part name, for storing in an artifact (valid while
+  // this matrix lives); the weight's own bytes are stored beside them. An
+  // error for a form that cannot be stored.
+  virtual Expected<std::map<std::string, std::span<const uint8_t>>> StoredParts() const {
+    return Unsupported("packed layout {} cannot be stored in an artifact", layout());
+  }
 };
 
 // A value as the binder sees it: memory and geometry.
@@ -149,6 +163,15 @@ class Backend {
   // backend's kernels; called once per weight at load, the result shared by
   // every Program.
   virtual Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) = 0;
+
+  // What PackWeight(request) would return, made from `stored` (a compiled
+  // artifact's bytes, which outlive the result) without packing again.
+  // Errors when `stored` is not the layout this backend packs the request
+  // in, or its bytes are not that layout's size.
+  virtual Expected<std::shared_ptr<const PackedMatrix>> AdoptPacked(const PackRequest& request,
+                                                                    const StoredPackedMatrix& stored) {
+    return Unsupported("backend {} cannot adopt packed weights", name());
+  }
 
   // Scratch memory a node needs during its call (planned in the arena).
   virtual size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const { return 0; }

@@ -77,6 +77,13 @@ Expected<DomainBuffer> DomainBuffer::Allocate(MemoryDomain& domain, size_t bytes
   return b;
 }
 
+DomainBuffer DomainBuffer::View(const void* data, size_t bytes) {
+  DomainBuffer b;
+  b.data_ = const_cast<void*>(data);  // packed weights are only read
+  b.bytes_ = bytes;
+  return b;
+}
+
 DomainBuffer::~DomainBuffer() {
   if (domain_ != nullptr) domain_->Free(data_, bytes_);
 }

@@ -62,6 +62,8 @@ class DomainBuffer {
  public:
   DomainBuffer() = default;
   static Expected<DomainBuffer> Allocate(MemoryDomain& domain, size_t bytes);
+  // Host memory owned elsewhere (a mapped file's bytes), never freed here.
+  static DomainBuffer View(const void* data, size_t bytes);
   ~DomainBuffer();
   DomainBuffer(DomainBuffer&& o) noexcept;
   DomainBuffer& operator=(DomainBuffer&& o) noexcept;

@@ -12,6 +12,7 @@
 #include "bench/text_table.h"
 #include "bench/throughput_benchmark.h"
 #include "compiler/compiled_model.h"
+#include "format/artifact_file.h"
 #include "engine/llm_engine.h"
 #include "engine/model_loader.h"
 #include "format/model_config.h"
@@ -143,11 +144,20 @@ Expected<LatencyReport> RunLatencyBenchmark(const LatencyOptions& o,
   LatencyReport report;
   report.options = o;
   EngineOptions eo = o.engine;
-  eo.max_num_seqs = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
+  const int32_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
+  // A compiled artifact runs with the sizes it was compiled for.
+  const bool compiled = IsArtifactFile(eo.model);
+  if (compiled && eo.max_num_seqs < max_batch) {
+    return InvalidArgument("latency: batch size {} exceeds the artifact's --max-num-seqs {}; compile it with more",
+                           max_batch, eo.max_num_seqs);
+  }
+  if (!compiled) eo.max_num_seqs = max_batch;
   eo.enable_prefix_caching = false;
   const int64_t context = static_cast<int64_t>(o.input_len) + o.output_len;
-  if (eo.max_model_len == 0) eo.max_model_len = static_cast<int32_t>(std::min<int64_t>(context, INT32_MAX));
-  if (eo.max_model_len < context) {
+  if (eo.max_model_len == 0 && !compiled) {
+    eo.max_model_len = static_cast<int32_t>(std::min<int64_t>(context, INT32_MAX));
+  }
+  if (eo.max_model_len < context && !(compiled && eo.max_model_len == 0)) {
     return InvalidArgument("latency: input {} + output {} tokens exceed --max-model-len {}", o.input_len,
                            o.output_len, eo.max_model_len);
   }

@@ -5,6 +5,7 @@
 #include "capi/c_boundary.h"
 #include "capi/handles.h"
 #include "capi/option_conversion.h"
+#include "engine/model_artifact.h"
 #include "kiln/kiln.h"
 
 using kiln::Expected;
@@ -112,6 +113,10 @@ kiln_status kiln_engine_create(const kiln_model* model, const kiln_engine_option
     o.tokenizer = model->load_options.tokenizer;
     o.dummy_dtype = model->load_options.dummy_dtype;
     o.dummy_seed = model->load_options.dummy_seed;
+    if (!model->artifact_metadata.is_null()) {
+      // A compiled artifact runs with its compile options; one set otherwise is an error.
+      KILN_RETURN_IF_ERROR(kiln::ApplyArtifactOptions(model->artifact_metadata, nullptr, &o));
+    }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::LLMEngine> llm, kiln::LLMEngine::Create(model->model, o));
     auto handle = std::make_unique<kiln_engine>();
     handle->driver = std::make_unique<kiln::capi::EngineDriver>(std::move(llm));

@@ -7,6 +7,8 @@
 #include "capi/c_boundary.h"
 #include "capi/handles.h"
 #include "capi/option_conversion.h"
+#include "engine/model_artifact.h"
+#include "format/artifact_file.h"
 #include "format/weight_store.h"
 #include "kiln/kiln.h"
 #include "tokenizer/chat_prompt.h"
@@ -51,8 +53,15 @@ kiln_status kiln_model_load(const char* path, const kiln_model_options* options,
   return Guard("kiln_model_load", [&]() -> Status {
     if (model == nullptr) return InvalidArgument("model (the output) is NULL");
     KILN_ASSIGN_OR_RETURN(kiln::EngineOptions o, kiln::capi::FromCModelOptions(path, options));
+    nlohmann::json compiled_with;
+    if (kiln::IsArtifactFile(o.model)) {
+      // A compiled artifact: its compile options, an option set otherwise an error.
+      KILN_ASSIGN_OR_RETURN(kiln::OpenedArtifact artifact, kiln::OpenArtifact(o.model));
+      KILN_RETURN_IF_ERROR(kiln::ApplyArtifactOptions(artifact.metadata, nullptr, &o));
+      compiled_with = {{"options", artifact.metadata.at("options")}};
+    }
     KILN_ASSIGN_OR_RETURN(kiln::LoadedModel loaded, kiln::LoadModel(o));
-    *model = new kiln_model{std::move(loaded), o};
+    *model = new kiln_model{std::move(loaded), o, std::move(compiled_with)};
     return Status::Ok();
   });
 }

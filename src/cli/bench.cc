@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/startup_benchmark.h"
 #include "bench/charts.h"
 #include "bench/latency_benchmark.h"
 #include "bench/model_figures.h"
@@ -499,6 +501,30 @@ void RegisterBenchServe(CLI::App* bench) {
   });
 }
 
+void RegisterBenchStartup(CLI::App* bench) {
+  auto* cmd = bench->add_subcommand(
+      "startup",
+      "Process start to first token of `kiln generate -n 1`, median of fresh processes, for each model side by "
+      "side (a compiled .kiln artifact against its GGUF, say); the page cache warmed by one untimed run each");
+  auto o = std::make_shared<bench::StartupOptions>();
+  cmd->add_option("-m,--model", o->models, "A model as -m takes it (repeat for several)")->required();
+  cmd->add_option("--runs", o->runs, "Timed runs per model")->capture_default_str();
+  cmd->add_option("-p,--prompt", o->prompt, "The prompt")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "--threads for the runs (0: kiln's default)");
+  cmd->add_option("--generate-arg", o->extra_args, "One more `kiln generate` argument for every run (repeatable)");
+  cmd->callback([o]() {
+    std::error_code ec;
+    o->kiln = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    auto results = bench::RunStartupBenchmark(*o);
+    if (!results.ok()) {
+      fmt::print(stderr, "kiln bench startup: {}\n", results.status().ToString());
+      SetExitCode(1);
+      return;
+    }
+    fmt::print("start-up to the first token, {} runs each:\n{}", o->runs, bench::StartupTable(*results));
+  });
+}
+
 }  // namespace
 
 void RegisterBench(CLI::App& app) {
@@ -509,6 +535,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchLatency(bench);
   RegisterBenchThroughput(bench);
   RegisterBenchServe(bench);
+  RegisterBenchStartup(bench);
 }
 
 }  // namespace kiln::cli

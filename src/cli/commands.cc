@@ -12,6 +12,7 @@ int ExitCode() { return g_exit_code; }
 void RegisterAll(CLI::App& app) {
   RegisterBackends(app);
   RegisterBench(app);
+  RegisterCompile(app);
   RegisterDetect(app);
   RegisterDiff(app);
   RegisterEval(app);

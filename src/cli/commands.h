@@ -16,6 +16,7 @@ int ExitCode();
 // Subcommands.
 void RegisterBackends(CLI::App& app);
 void RegisterBench(CLI::App& app);
+void RegisterCompile(CLI::App& app);
 void RegisterDetect(CLI::App& app);
 void RegisterDiff(CLI::App& app);
 void RegisterEval(CLI::App& app);

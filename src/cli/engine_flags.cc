@@ -3,6 +3,8 @@
 
 #include "cli/backend_plugin_flag.h"
 #include "core/dtype.h"
+#include "engine/model_artifact.h"
+#include "format/artifact_file.h"
 #include "quant/quantize_ref.h"
 
 namespace kiln::cli {
@@ -24,8 +26,13 @@ Expected<Precision> ParsePrecisionFlag(const std::string& flag, Precision fallba
 
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   EngineOptions& o = flags->options;
+  flags->command = cmd;
   const std::string group = "Engine";
-  cmd->add_option("-m,--model", o.model, "A Hugging Face folder or a .gguf file")->group(group);
+  cmd->add_option("-m,--model", o.model, "A Hugging Face folder, a .gguf file or a compiled .kiln artifact")
+      ->group(group);
+  cmd->add_flag("--verify-weights", o.verify_weights,
+                "With a .kiln artifact: check every weight section's checksum at load")
+      ->group(group);
   cmd->add_option("--load-format", o.load_format,
                   "auto: read the model's weights; dummy: generate weights of its (or --preset's) shapes")
       ->check(CLI::IsMember({"auto", "dummy"}))
@@ -143,6 +150,19 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
     auto memory = ParseKvCacheMemory(kv_cache_memory);
     if (!memory.ok()) return memory.status().WithContext("--kv-cache-memory");
     o.kv_cache_memory = *memory;
+  }
+  if (!o.model.empty() && IsArtifactFile(o.model)) {
+    for (const char* flag : {"--load-format", "--preset"}) {
+      if (command != nullptr && command->count(flag) > 0) {
+        return InvalidArgument("{}: {} is a compiled artifact, which holds its weights", flag, o.model);
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(OpenedArtifact artifact, OpenArtifact(o.model));
+    std::set<std::string> given;
+    for (const std::string& flag : ArtifactCompileFlags()) {
+      if (command != nullptr && command->count(flag) > 0) given.insert(flag);
+    }
+    KILN_RETURN_IF_ERROR(ApplyArtifactOptions(artifact.metadata, command != nullptr ? &given : nullptr, &o));
   }
   KILN_RETURN_IF_ERROR(o.Validate());
   return o;

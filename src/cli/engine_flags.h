@@ -21,9 +21,12 @@ struct EngineFlags {
   std::string kv_cache_memory;
   std::string kv_cache_dtype = "f32";
   std::vector<std::string> backend_plugins;
+  CLI::App* command = nullptr;  // which flags were given (AddEngineFlags sets it)
 
   // Checks and converts the typed values, after loading the backend
-  // plugins (so that --backend can name theirs); errors name the flag.
+  // plugins (so that --backend can name theirs); errors name the flag. For
+  // a compiled artifact (-m X.kiln), the compile options are the file's: a
+  // flag given with another value is an error naming it.
   Expected<EngineOptions> Resolve() const;
 };
 

@@ -8,9 +8,11 @@
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/inspect_artifact.h"
 #include "cli/inspect_onnx.h"
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
+#include "format/artifact_file.h"
 #include "format/gguf.h"
 #include "format/presets.h"
 #include "format/weight_store.h"
@@ -228,16 +230,20 @@ void RegisterInspect(CLI::App& app) {
     int64_t max_batch_tokens = 512;
     int threads = 0;
     bool w8a8 = false;
+    bool verify = false;
     std::vector<std::string> backend_plugins;
     std::vector<std::string> input_shapes;
     std::string preset;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file or an .onnx file");
+  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file, an .onnx file or a .kiln artifact");
   cmd->add_option("--preset", a->preset,
                   "Instead of a model: a preset's shapes and the memory its weights would need (" +
                       fmt::format("{}", fmt::join(PresetNames(), ", ")) + ")");
-  cmd->add_flag("--plan", a->plan, "Compile the model and print the plan: placement, fallbacks, fusions, memory");
+  cmd->add_flag("--plan", a->plan,
+                "Compile the model and print the plan: placement, fallbacks, fusions, memory (for a .kiln "
+                "artifact: the plan stored when it was compiled)");
+  cmd->add_flag("--verify", a->verify, "For a .kiln artifact: check every section's checksum, weights included");
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
@@ -273,6 +279,14 @@ void RegisterInspect(CLI::App& app) {
           fmt::print(stderr, "kiln inspect: {}\n", planned.ToString());
           SetExitCode(1);
         }
+      }
+      return;
+    }
+    if (IsArtifactFile(a->model)) {
+      Status printed = PrintArtifact(a->model, a->verify, a->plan, a->nodes);
+      if (!printed.ok()) {
+        fmt::print(stderr, "kiln inspect: {}\n", printed.ToString());
+        SetExitCode(1);
       }
       return;
     }

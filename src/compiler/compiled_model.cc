@@ -84,7 +84,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
                                                               : backends.Find(report.layout.kv_cache_backend);
   if (kv_owner == nullptr) return Internal("KV cache placed on unknown backend '{}'", report.layout.kv_cache_backend);
   m->kv_cache_domain_ = &kv_owner->domain();
-  KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout));
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout, &weights));
 
   // Buckets: powers of two up to the largest batch.
   std::vector<int64_t> sizes;

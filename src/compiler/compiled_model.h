@@ -77,6 +77,8 @@ class CompiledModel {
   const Graph& graph() const { return graph_; }
   const CompileReport& report() const { return report_; }
   const CompileOptions& options() const { return options_; }
+  // The packed weights every Program shares.
+  const PackedWeights& packed() const { return packed_; }
   int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
   int64_t max_model_len() const { return max_model_len_; }
   ThreadPool& pool() const { return *pool_; }

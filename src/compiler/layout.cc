@@ -167,7 +167,7 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
 }
 
 Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options& w8a8, PackedWeights* packed,
-                   LayoutReport* report) {
+                   LayoutReport* report, const WeightStore* stored) {
   for (Node& n : g.nodes()) {
     Backend* b = backends.Find(n.backend);
     if (b == nullptr) return Internal("node {} placed on unknown backend '{}'", n.name, n.backend);
@@ -190,9 +190,13 @@ Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options&
         auto clip = w8a8.input_clips.find(w->name);
         request.activation_clip = clip == w8a8.input_clips.end() ? 0.0f : clip->second;
       }
-      auto m = b->PackWeight(request);
-      if (!m.ok()) return m.status().WithContext(fmt::format("packing {} for {}", w->name, b->name()));
-      PackedWeightInfo info{w->name, b->name(), (*m)->layout(), (*m)->bytes(), (*m)->in_place()};
+      const StoredPackedMatrix* form = stored != nullptr ? stored->FindPacked(b->name(), w->name) : nullptr;
+      auto m = form != nullptr ? b->AdoptPacked(request, *form) : b->PackWeight(request);
+      if (!m.ok()) {
+        return m.status().WithContext(fmt::format("{} {} for {}", form != nullptr ? "adopting the stored" : "packing",
+                                                  w->name, b->name()));
+      }
+      PackedWeightInfo info{w->name, b->name(), (*m)->layout(), (*m)->bytes(), (*m)->in_place(), form != nullptr};
       report->packed.push_back(info);
       if (!info.in_place) report->packed_bytes += info.bytes;
       packed->Add(b->name(), w->name, std::move(*m));

@@ -25,6 +25,7 @@ class Backend;
 class BackendRegistry;
 class DomainBuffer;
 class PackedMatrix;
+class WeightStore;
 struct Weight;
 
 struct PackedWeightInfo {
@@ -33,6 +34,7 @@ struct PackedWeightInfo {
   std::string layout;
   size_t bytes = 0;
   bool in_place = false;
+  bool adopted = false;  // taken from a compiled artifact, not packed here
 };
 
 struct LayoutReport {
@@ -60,6 +62,10 @@ class PackedWeights {
   const PackedMatrix* Find(const std::string& backend, const std::string& weight) const;
   void Add(const std::string& backend, const std::string& weight, std::shared_ptr<const PackedMatrix> m);
   size_t TotalBytes() const;
+  // Every packed matrix by (backend, weight name).
+  const std::map<std::pair<std::string, std::string>, std::shared_ptr<const PackedMatrix>>& all() const {
+    return packed_;
+  }
 
   // An fp32 copy of vector weight `w` (made on first request).
   Expected<const Weight*> F32Vector(const Weight& w);
@@ -88,9 +94,11 @@ Status AssignDomainsAndTransfers(Graph& g, const BackendRegistry& backends, Layo
 // (backend, weight)), asking for int8 when w8a8 is enabled (the backend
 // decides which weights it takes so), and points nodes at fp32 copies of
 // vector weights stored in another dtype: kernels read norms and biases as
-// fp32.
+// fp32. Where `stored` (a compiled artifact's weights; may be null) holds a
+// weight's packed form for the backend, the backend adopts those bytes
+// instead of packing.
 Status PackWeights(Graph& g, const BackendRegistry& backends, const W8A8Options& w8a8, PackedWeights* packed,
-                   LayoutReport* report);
+                   LayoutReport* report, const WeightStore* stored = nullptr);
 
 // Where each buffer lives in its domain's arena for one bucket.
 struct BufferSlot {

@@ -55,14 +55,16 @@ std::string CompileReport::ToString(const Graph& g, bool per_node) const {
   for (const std::string& p : fuse.precision) s += "  precision " + p + "\n";
 
   s += "\n[3 layout]\n";
-  size_t in_place = 0, repacked = 0;
+  size_t in_place = 0, repacked = 0, adopted = 0;
   std::map<std::string, int> layouts;
   for (const PackedWeightInfo& p : layout.packed) {
     (p.in_place ? in_place : repacked) += 1;
+    adopted += p.adopted ? 1 : 0;
     layouts[p.backend + ":" + p.layout] += 1;
   }
   s += fmt::format("  weights: {} packed once at load ({}), {} used in place\n", repacked,
                    Bytes(static_cast<double>(layout.packed_bytes)), in_place);
+  if (adopted > 0) s += fmt::format("    {} of them as compiled into the artifact, not packed again\n", adopted);
   for (const auto& [l, n] : layouts) s += fmt::format("    {} x {}\n", n, l);
   for (const std::string& a : layout.activation_layouts) s += "  " + a + "\n";
   if (layout.transfers.empty()) s += "  transfers: none\n";

@@ -42,6 +42,9 @@ struct EngineOptions {
   DType dummy_dtype = DType::kBF16;
   uint64_t dummy_seed = 0;
   std::string tokenizer;  // a tokenizer path other than the model's
+  // A compiled artifact (model_artifact.h): check every weight section's
+  // checksum at load (the header, plan and metadata are always checked).
+  bool verify_weights = false;
 
   // Compilation.
   std::string backend = "cpu";

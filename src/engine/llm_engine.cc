@@ -141,9 +141,10 @@ Status LLMEngine::Init() {
       options_.seed != 0 ? options_.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   counters_.kv_blocks_total = num_blocks;
   KILN_LOG_INFO(
-      "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step",
+      "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step; "
+      "compiled in {:.1f} ms",
       num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
-      options_.max_num_seqs, options_.max_num_batched_tokens);
+      options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
   if (proposer_) {
     KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per sequence{}{}",
                   options_.spec_method, options_.spec_tokens,

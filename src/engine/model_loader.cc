@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "engine/model_artifact.h"
+#include "format/artifact_file.h"
 #include "format/model_config.h"
 #include "format/presets.h"
 #include "format/weight_store.h"
@@ -36,6 +38,7 @@ Expected<std::shared_ptr<const WeightStore>> LoadWeights(const EngineOptions& op
 
 Expected<LoadedModel> LoadModel(const EngineOptions& options) {
   KILN_RETURN_IF_ERROR(options.Validate());
+  if (!options.model.empty() && IsArtifactFile(options.model)) return LoadArtifact(options);
   LoadedModel loaded;
   KILN_ASSIGN_OR_RETURN(loaded.weights, LoadWeights(options));
 

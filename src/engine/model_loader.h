@@ -21,9 +21,10 @@ struct LoadedModel {
   GenerationConfig generation;
 };
 
-// Loads options.model (or, with load_format "dummy", generates weights of
-// options.preset's shapes or of the model folder's config.json) and its
-// tokenizer (options.tokenizer when set). Errors name the path.
+// Loads options.model (a compiled .kiln artifact through LoadArtifact; or,
+// with load_format "dummy", generates weights of options.preset's shapes or
+// of the model folder's config.json) and its tokenizer (options.tokenizer
+// when set). Errors name the path.
 Expected<LoadedModel> LoadModel(const EngineOptions& options);
 
 }  // namespace kiln

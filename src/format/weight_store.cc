@@ -306,6 +306,7 @@ const char* ModelFormatName(ModelFormat f) {
     case ModelFormat::kHuggingFace: return "Hugging Face";
     case ModelFormat::kGguf: return "GGUF";
     case ModelFormat::kDummy: return "dummy";
+    case ModelFormat::kArtifact: return "kiln artifact";
   }
   return "unknown";
 }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,6 +19,7 @@
 
 namespace kiln {
 
+class ArtifactFile;
 class GgufFile;
 
 struct Weight {
@@ -32,9 +35,19 @@ struct Weight {
   int64_t num_elements() const;
 };
 
-enum class ModelFormat { kHuggingFace, kGguf, kDummy };
+enum class ModelFormat { kHuggingFace, kGguf, kDummy, kArtifact };
 
-const char* ModelFormatName(ModelFormat f);  // "Hugging Face", "GGUF", "dummy"
+const char* ModelFormatName(ModelFormat f);  // "Hugging Face", "GGUF", "dummy", "kiln artifact"
+
+// A weight matrix as a backend packed it, stored with the weights (a .kiln
+// artifact): what the backend adopts instead of packing the weight again.
+struct StoredPackedMatrix {
+  std::string backend;
+  std::string weight;  // canonical name
+  std::string layout;  // the PackedMatrix's layout(), e.g. "panel16-bf16", "q8_0-x8"
+  // The packed bytes by part name ("panel", "x8"); the artifact's mapping.
+  std::map<std::string, std::span<const uint8_t>> parts;
+};
 
 // A tensor the architecture needs, with the shape the config implies.
 struct WeightSpec {
@@ -83,6 +96,20 @@ class WeightStore {
   // The GGUF file, when the weights came from one (for tokenizer metadata).
   const GgufFile* gguf() const { return gguf_.get(); }
 
+  // The weights of a compiled artifact: `tensors` (a JSON array of {name,
+  // source_name, file, dtype, file_dtype, shape, section}) and `packed`
+  // (of {backend, weight, layout, parts: {part: section}}) over `file`'s
+  // sections, used where they lie; `config` as ModelConfigToJson wrote it.
+  // Checks every tensor's size against its dtype and shape.
+  static Expected<std::unique_ptr<WeightStore>> FromArtifact(std::shared_ptr<const ArtifactFile> file,
+                                                             const std::string& config_json,
+                                                             const std::string& tensors_json,
+                                                             const std::string& packed_json);
+
+  // The stored packed form of `weight` for `backend`, or null.
+  const StoredPackedMatrix* FindPacked(std::string_view backend, std::string_view weight) const;
+  const std::vector<StoredPackedMatrix>& stored_packed() const { return packed_; }
+
   int64_t TotalBytes() const;
 
  protected:
@@ -95,6 +122,7 @@ class WeightStore {
   std::unordered_map<std::string, size_t> index_;  // name -> position in weights_
   std::unique_ptr<GgufFile> gguf_;
   std::vector<std::shared_ptr<void>> owned_;  // mapped files, converted buffers
+  std::vector<StoredPackedMatrix> packed_;
 };
 
 // Canonical tensor names, so builders never spell them by hand.

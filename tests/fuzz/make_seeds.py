@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the small seed inputs of the format fuzz targets (tests/fuzz/seeds/).
 
-The seeds are committed; rerun this only to change them. Each is a complete,
+The seeds are committed; rerun this only to change them (with KILN_BINARY
+naming a kiln executable, the compiled-artifact seeds too). Each is a complete,
 valid file a few hundred bytes long, covering the features the readers
 handle: every GGUF value type, nested arrays, a custom alignment, block
 types, llama/qwen metadata; every safetensors dtype, metadata, scalars.
@@ -155,7 +156,30 @@ def onnx_seeds():
                 write("onnx_fuzz", name + ".onnx", f.read())
 
 
+def artifact_seeds(kiln):
+    """A compiled artifact of generated weights of a one-layer model of
+    hidden size 32, written by `kiln compile` (the kiln binary given)."""
+    import subprocess
+    import tempfile
+
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,
+              "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+              "num_key_value_heads": 1, "vocab_size": 32, "max_position_embeddings": 64,
+              "rms_norm_eps": 1e-6, "tie_word_embeddings": True}
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(config, f)
+        for dtype in ["f32", "q8_0"]:
+            out = os.path.join(tmp, dtype + ".kiln")
+            subprocess.run([kiln, "compile", "--load-format", "dummy", "-m", tmp, "--dtype", dtype,
+                            "-o", out], check=True, stdout=subprocess.DEVNULL)
+            with open(out, "rb") as f:
+                write("artifact_fuzz", "tiny-" + dtype + ".kiln", f.read())
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
     onnx_seeds()
+    if os.environ.get("KILN_BINARY"):
+        artifact_seeds(os.environ["KILN_BINARY"])

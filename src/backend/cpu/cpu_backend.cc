@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_packed_matrix.h"
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/kernels/packed_weight.h"
+#include "backend/cpu/kernels/weight_memory.h"
 #include "backend/cpu/tensor_kernels/conv_layout_preference.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
 #include "backend/cpu/w8a8/w8a8_bind.h"
@@ -145,6 +146,49 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
   KILN_ASSIGN_OR_RETURN(cpu::PackedWeight p,
                         cpu::PackLinearWeight(w.dtype, w.data, w.shape[0], w.shape[1], &DefaultThreadPool()));
   return std::shared_ptr<const PackedMatrix>(std::make_shared<cpu::PanelMatrix>(std::move(p)));
+}
+
+Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::AdoptPacked(const PackRequest& request,
+                                                                       const StoredPackedMatrix& stored) {
+  if (request.weight == nullptr) return InvalidArgument("cpu backend: an adopt request without a weight");
+  const Weight& w = *request.weight;
+  if (w.shape.size() != 2) return InvalidArgument("{}: not a matrix", w.name);
+  auto part = [&](const char* name) -> Expected<std::span<const uint8_t>> {
+    auto it = stored.parts.find(name);
+    if (it == stored.parts.end()) return Corrupt("{}: packed layout {} without its '{}' part", w.name, stored.layout, name);
+    return it->second;
+  };
+  if (request.int8 && IsMatmul(request.node) && cpu::W8A8Applies(w)) {
+    return Unsupported("{}: W8A8 weights are not stored in artifacts", w.name);
+  }
+  std::shared_ptr<const PackedMatrix> adopted;
+  if (IsQuantized(w.dtype)) {
+    auto q = cpu::MakeQuantMatrix(w.dtype, w.data, w.nbytes, w.shape[0], w.shape[1]);
+    if (!q.ok()) return q.status().WithContext(w.name);
+    // The stored form says whether the kernels read an x8 copy (PackWeight
+    // may have kept the rows alone: a mixture's experts, KILN_X8=0).
+    if (stored.parts.count("x8") > 0) {
+      if (cpu::BestIsa() == cpu::Isa::kScalar || !cpu::HasX8Layout(w.dtype)) {
+        return Unsupported("{}: stored in layout {}, which this CPU's kernels do not read", w.name, stored.layout);
+      }
+      KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> x8, part("x8"));
+      KILN_ASSIGN_OR_RETURN(DomainBuffer memory, cpu::AdoptWeightMemory(x8));
+      q = cpu::AdoptX8(*q, std::move(memory));
+      if (!q.ok()) return q.status().WithContext(w.name);
+    }
+    adopted = std::make_shared<cpu::BlockQuantMatrix>(*q);
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> panels, part("panels"));
+    KILN_ASSIGN_OR_RETURN(DomainBuffer memory, cpu::AdoptWeightMemory(panels));
+    auto p = cpu::AdoptPackedLinearWeight(w.dtype, w.shape[0], w.shape[1], std::move(memory));
+    if (!p.ok()) return p.status().WithContext(w.name);
+    adopted = std::make_shared<cpu::PanelMatrix>(std::move(*p));
+  }
+  if (adopted->layout() != stored.layout) {
+    return Unsupported("{}: stored in layout {}, which this CPU's kernels do not read (they take {})", w.name,
+                       stored.layout, adopted->layout());
+  }
+  return adopted;
 }
 
 size_t CpuBackend::ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const {

@@ -26,6 +26,9 @@ class CpuBackend : public Backend {
   // where the vector kernels run); an int8 request for a decoder layer's
   // matrix into W8A8's int8 panels.
   Expected<std::shared_ptr<const PackedMatrix>> PackWeight(const PackRequest& request) override;
+  // Panels and x8 copies as PackWeight makes them, over the stored bytes.
+  Expected<std::shared_ptr<const PackedMatrix>> AdoptPacked(const PackRequest& request,
+                                                            const StoredPackedMatrix& stored) override;
   size_t ScratchBytes(const Graph& g, const Node& node, const ShapeEnv& capacity) const override;
   // The op's binder (backend/cpu/binders/).
   Expected<Step> Bind(const BindContext& ctx) override;

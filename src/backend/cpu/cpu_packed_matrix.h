@@ -19,6 +19,10 @@ class PanelMatrix : public PackedMatrix {
   explicit PanelMatrix(PackedWeight w) : w_(std::move(w)) {}
   std::string layout() const override { return fmt::format("panel16-{}", DTypeName(w_.dtype())); }
   size_t bytes() const override { return w_.bytes(); }
+  Expected<std::map<std::string, std::span<const uint8_t>>> StoredParts() const override {
+    return std::map<std::string, std::span<const uint8_t>>{
+        {"panels", {static_cast<const uint8_t*>(w_.data()), w_.bytes()}}};
+  }
   const PackedWeight& weight() const { return w_; }
 
  private:
@@ -34,6 +38,12 @@ class BlockQuantMatrix : public PackedMatrix {
   std::string layout() const override { return w_.layout(); }
   size_t bytes() const override { return w_.kernel_bytes(); }
   bool in_place() const override { return w_.x8() == nullptr; }
+  // The rows are the weight's own bytes; only the x8 copy is stored.
+  Expected<std::map<std::string, std::span<const uint8_t>>> StoredParts() const override {
+    std::map<std::string, std::span<const uint8_t>> parts;
+    if (w_.x8() != nullptr) parts["x8"] = {w_.x8(), w_.kernel_bytes()};
+    return parts;
+  }
   const QuantMatrix& weight() const { return w_; }
 
  private:

@@ -6,16 +6,20 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "capi_test_util.h"
+#include "engine/model_artifact.h"
+#include "testing/test_paths.h"
 
 namespace kiln::capi_test {
 namespace {
@@ -94,6 +98,41 @@ TEST(CApiGenerate, EqualsKilnGenerateWithTheSameOptions) {
       {"-m", ModelPath("tiny-qwen2"), "-p", prompt, "-n", "40", "--temperature", "0", "--threads", "2"});
   EXPECT_EQ(Text(*c) + "\n", cli);
   EXPECT_GT(c->num_tokens, 10u);
+}
+
+// A compiled artifact loads through kiln_model_load and generates what its
+// source model does; an option that disagrees with the artifact is named.
+TEST(CApiArtifact, ACompiledArtifactGeneratesWhatItsSourceDoes) {
+  EngineOptions compile;
+  compile.model = ModelPath("tiny-qwen2");
+  compile.max_model_len = 256;
+  // Not in MakeTempDir(), which RunKilnGenerate empties.
+  const std::string dir = testing::BinaryDir() + "/test_tmp/capi_artifact." + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string artifact = dir + "/qwen2.kiln";
+  auto written = CompileArtifact(compile, artifact);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  kiln_model* loaded = nullptr;
+  ASSERT_EQ(kiln_model_load(artifact.c_str(), nullptr, &loaded), KILN_OK) << kiln_last_error();
+  ModelPtr model(loaded);
+  kiln_engine_options options;
+  kiln_engine_options_default(&options);
+  options.threads = 2;
+  EnginePtr engine = CreateEngine(model.get(), options);
+  ASSERT_NE(engine, nullptr);
+  const std::string prompt = Reference("tiny-qwen2", 1)["prompt"];
+  kiln_sampling_params params = Greedy(24);
+  kiln_completion* c = nullptr;
+  ASSERT_EQ(kiln_generate(engine.get(), prompt.c_str(), &params, &c), KILN_OK) << kiln_last_error();
+  CompletionPtr owned(c);
+  const std::string cli = RunKilnGenerate({"-m", ModelPath("tiny-qwen2"), "-p", prompt, "-n", "24", "--temperature",
+                                           "0", "--ignore-eos", "--threads", "2", "--max-model-len", "256"});
+  EXPECT_EQ(Text(*c) + "\n", cli);
+
+  options.kv_cache_dtype = "f16";
+  kiln_engine* other = nullptr;
+  EXPECT_NE(kiln_engine_create(model.get(), &options, &other), KILN_OK);
+  EXPECT_TRUE(Contains(kiln_last_error(), "--kv-cache-dtype")) << kiln_last_error();
 }
 
 struct StreamLog {

@@ -89,4 +89,27 @@ Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, i
   return packed;
 }
 
+Expected<PackedWeight> AdoptPackedLinearWeight(DType dtype, int64_t n, int64_t k, DomainBuffer panels) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+    return Unsupported("packed linear weight: dtype {}", DTypeName(dtype));
+  }
+  const uint64_t element = dtype == DType::kF32 ? 4 : 2;
+  const uint64_t expected = static_cast<uint64_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth *
+                            static_cast<uint64_t>(k) * element;
+  if (n <= 0 || k <= 0 || panels.size() != expected) {
+    return Corrupt("packed linear weight: {} bytes for a [{}, {}] {} matrix, expected {}", panels.size(), n, k,
+                   DTypeName(dtype), expected);
+  }
+  if (reinterpret_cast<uintptr_t>(panels.data()) % 64 != 0) {
+    return Corrupt("packed linear weight: not 64-byte aligned");
+  }
+  PackedWeight packed;
+  packed.dtype_ = dtype;
+  packed.n_ = n;
+  packed.k_ = k;
+  packed.bytes_ = panels.size();
+  packed.data_ = std::move(panels);
+  return packed;
+}
+
 }  // namespace kiln::cpu

@@ -43,6 +43,7 @@ class PackedWeight {
  private:
   friend Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k,
                                                  ThreadPool* pool);
+  friend Expected<PackedWeight> AdoptPackedLinearWeight(DType dtype, int64_t n, int64_t k, DomainBuffer panels);
   DType dtype_ = DType::kF32;
   int64_t n_ = 0;
   int64_t k_ = 0;
@@ -55,6 +56,11 @@ class PackedWeight {
 // non-positive sizes, or a size that overflows.
 Expected<PackedWeight> PackLinearWeight(DType dtype, const void* w, int64_t n, int64_t k,
                                         ThreadPool* pool = nullptr);
+
+// The panels of a [n, k] weight of `dtype` packed earlier (PackLinearWeight's
+// bytes, stored in an artifact). Fails when `panels` is not the size that
+// layout takes, or is not 64-byte aligned.
+Expected<PackedWeight> AdoptPackedLinearWeight(DType dtype, int64_t n, int64_t k, DomainBuffer panels);
 
 // The kernels' element type for a dtype. REQUIRES: dtype is F32, F16 or BF16.
 ElemType ElemTypeOf(DType dtype);

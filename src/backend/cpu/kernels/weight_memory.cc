@@ -116,4 +116,19 @@ bool WeightsUseHugePages() {
 
 Expected<DomainBuffer> AllocateWeightMemory(size_t bytes) { return DomainBuffer::Allocate(WeightMemory(), bytes); }
 
+bool AdoptedWeightsAreCopied() {
+  static const bool copy = [] {
+    const char* v = std::getenv("KILN_ARTIFACT_WEIGHTS");
+    return v != nullptr && std::strcmp(v, "copy") == 0;
+  }();
+  return copy;
+}
+
+Expected<DomainBuffer> AdoptWeightMemory(std::span<const uint8_t> bytes) {
+  if (!AdoptedWeightsAreCopied()) return DomainBuffer::View(bytes.data(), bytes.size());
+  KILN_ASSIGN_OR_RETURN(DomainBuffer copy, AllocateWeightMemory(bytes.size()));
+  std::memcpy(copy.data(), bytes.data(), bytes.size());
+  return copy;
+}
+
 }  // namespace kiln::cpu

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 
 #include "backend/memory_domain.h"
 #include "core/status.h"
@@ -20,5 +22,14 @@ Expected<DomainBuffer> AllocateWeightMemory(size_t bytes);
 
 // Whether AllocateWeightMemory advises huge pages in this process.
 bool WeightsUseHugePages();
+
+// Packed weight bytes stored in a compiled artifact's mapping, as the
+// kernels will read them: the mapping itself, used in place (the default),
+// or with KILN_ARTIFACT_WEIGHTS=copy a copy in AllocateWeightMemory's
+// huge pages. `bytes` must outlive the result when used in place.
+Expected<DomainBuffer> AdoptWeightMemory(std::span<const uint8_t> bytes);
+
+// Whether AdoptWeightMemory copies in this process.
+bool AdoptedWeightsAreCopied();
 
 }  // namespace kiln::cpu

@@ -218,6 +218,19 @@ Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool) {
   return out;
 }
 
+Expected<QuantMatrix> AdoptX8(const QuantMatrix& w, DomainBuffer x8) {
+  if (!HasX8Layout(w.dtype())) return Unsupported("{} has no x8 layout", DTypeName(w.dtype()));
+  const int64_t pairs = (w.rows() + kX8PairRows - 1) / kX8PairRows;
+  const auto expected = static_cast<size_t>(pairs * X8PairBytes(w.dtype(), w.cols()));
+  if (x8.size() != expected) {
+    return Corrupt("x8 copy of a [{}, {}] {} matrix: {} bytes, expected {}", w.rows(), w.cols(),
+                   DTypeName(w.dtype()), x8.size(), expected);
+  }
+  QuantMatrix out = w;
+  out.x8_ = std::make_shared<const DomainBuffer>(std::move(x8));
+  return out;
+}
+
 Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n, int64_t k) {
   if (!IsQuantKernelType(dtype)) {
     return Unsupported("quantized linear weight: dtype {} (the CPU quantized kernels take q4_0, q4_1, q5_0, "

@@ -95,6 +95,7 @@ class QuantMatrix {
   friend Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n,
                                                int64_t k);
   friend Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool);
+  friend Expected<QuantMatrix> AdoptX8(const QuantMatrix& w, DomainBuffer x8);
   DType dtype_ = DType::kQ8_0;
   const uint8_t* data_ = nullptr;
   int64_t n_ = 0;
@@ -114,5 +115,9 @@ Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nb
 // A type without the layout comes back as it is. Copies on `pool`'s threads
 // when given. Fails when the memory is refused.
 Expected<QuantMatrix> RepackX8(const QuantMatrix& w, ThreadPool* pool = nullptr);
+
+// `w` with `x8` as its x8 copy (RepackX8's bytes, stored in an artifact).
+// Fails for a type without the layout or bytes of another size.
+Expected<QuantMatrix> AdoptX8(const QuantMatrix& w, DomainBuffer x8);
 
 }  // namespace kiln::cpu

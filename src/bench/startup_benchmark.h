@@ -1,0 +1,39 @@
+// `kiln bench startup`: how long a fresh process takes from its start to
+// its first generated token, for each model side by side (a compiled
+// artifact against the file it was compiled from, say).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kiln::bench {
+
+struct StartupOptions {
+  std::string kiln;                 // the kiln executable to start
+  std::vector<std::string> models;  // each run as `kiln generate -m MODEL`
+  int runs = 5;                     // timed runs per model, after one untimed run (warm page cache)
+  std::string prompt = "Hello";
+  int threads = 0;                  // --threads for the runs (0: kiln's default)
+  std::vector<std::string> extra_args;  // more `kiln generate` arguments, for every model
+};
+
+struct StartupResult {
+  std::string model;
+  double file_bytes = 0;
+  // Seconds from starting the process to its first byte of output (the
+  // first token: `-n 1`), and to its exit; one per run.
+  std::vector<double> first_token;
+  std::vector<double> exit;
+};
+
+// Runs `kiln generate -m MODEL -p PROMPT -n 1 --temperature 0` opts.runs + 1
+// times per model, in turn, the first run of each untimed. Errors when a
+// run fails (with its stderr's last line).
+Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& options);
+
+// The table of medians (and minima), one row per model.
+std::string StartupTable(const std::vector<StartupResult>& results);
+
+}  // namespace kiln::bench

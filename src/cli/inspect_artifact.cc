@@ -1,0 +1,99 @@
+// `kiln inspect` for compiled artifacts.
+#include "cli/inspect_artifact.h"
+
+#include <ctime>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/model_artifact.h"
+#include "format/artifact_file.h"
+
+namespace kiln::cli {
+namespace {
+
+std::string MiB(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+std::string Time(int64_t t) {
+  std::time_t time = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&time, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buffer;
+}
+
+}  // namespace
+
+Status PrintArtifact(const std::string& path, bool verify, bool plan, bool nodes) {
+  KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(path));
+  const ArtifactFile& file = *a.file;
+  const nlohmann::json& m = a.metadata;
+  try {
+    fmt::print("artifact: {}\n", path);
+    fmt::print("format: kiln artifact version {}, {} sections, {}\n", file.format_version(), file.sections().size(),
+               MiB(static_cast<double>(file.size())));
+    fmt::print("compiled by: kiln {} (kernel-layout version {}), {}\n", m.at("kiln_version").get<std::string>(),
+               m.at("kernel_layout_version").get<int>(), Time(m.at("created").get<int64_t>()));
+    fmt::print("backend: {}, ISA {}\n", m.at("backend").get<std::string>(), m.at("isa").get<std::string>());
+    const nlohmann::json& cpu = m.at("cpu");
+    fmt::print("cpu: {}; features: {}\n", cpu.at("model").get<std::string>(),
+               fmt::join(cpu.at("features").get<std::vector<std::string>>(), " "));
+    const nlohmann::json& source = m.at("source");
+    fmt::print("source: {} ({})\n", source.at("path").get<std::string>(), source.at("format").get<std::string>());
+    if (source.at("load_format").get<std::string>() == "dummy") {
+      fmt::print("  generated weights: preset '{}', seed {}\n", source.at("preset").get<std::string>(),
+                 source.at("seed").get<uint64_t>());
+    }
+    for (const nlohmann::json& f : source.at("files")) {
+      fmt::print("  {}  {} bytes  xxh64 {}\n", f.at("name").get<std::string>(), f.at("bytes").get<uint64_t>(),
+                 f.at("xxh64").get<std::string>());
+    }
+    std::string options;
+    for (const std::string& flag : ArtifactCompileFlags()) {
+      const nlohmann::json& v = m.at("options").at(flag);
+      options += fmt::format("{}{} {}", options.empty() ? "" : " ", flag, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    fmt::print("options: {}\n", options);
+    const nlohmann::json& c = m.at("config");
+    fmt::print("model: {} ({}), {} layers, hidden {}, vocabulary {}\n", c.at("arch_name").get<std::string>(),
+               c.at("hf_architecture").get<std::string>(), c.at("num_layers").get<int64_t>(),
+               c.at("hidden_size").get<int64_t>(), c.at("vocab_size").get<int64_t>());
+    uint64_t tensor_bytes = 0, packed_bytes = 0;
+    for (const ArtifactSection& s : file.sections()) {
+      if (s.name.rfind("t.", 0) == 0) tensor_bytes += s.bytes;
+      if (s.name.rfind("p.", 0) == 0) packed_bytes += s.bytes;
+    }
+    std::map<std::string, int> layouts;
+    for (const nlohmann::json& p : m.at("packed")) {
+      ++layouts[p.at("backend").get<std::string>() + ":" + p.at("layout").get<std::string>()];
+    }
+    fmt::print("tensors: {}, {}\n", m.at("tensors").size(), MiB(static_cast<double>(tensor_bytes)));
+    fmt::print("packed: {} matrices, {} beside the tensors:", m.at("packed").size(),
+               MiB(static_cast<double>(packed_bytes)));
+    for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
+    fmt::print("\n");
+    const nlohmann::json& tok = m.at("tokenizer");
+    const std::string kind = tok.at("kind").get<std::string>();
+    if (kind == "folder") {
+      fmt::print("tokenizer: files {}\n", fmt::join(tok.at("files").get<std::vector<std::string>>(), ", "));
+    } else {
+      fmt::print("tokenizer: {}\n", kind == "gguf" ? "GGUF metadata" : "none (token ids in and out)");
+    }
+    fmt::print("compile time: {:.3f} s\n", m.at("compile_seconds").get<double>());
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("{}: metadata: {}", path, e.what());
+  }
+  if (verify) {
+    KILN_RETURN_IF_ERROR(file.VerifyAll());
+    fmt::print("verified: every section's xxh64 checksum matches ({} sections)\n", file.sections().size());
+  }
+  if (plan) {
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, file.Require(nodes ? "plan.nodes" : "plan"));
+    fmt::print("\n{}", s->text());
+  }
+  return Status::Ok();
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,217 @@
+// Opening a compiled artifact: staleness checks, options, and the model.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "core/cpu_info.h"
+#include "engine/model_artifact.h"
+#include "engine/model_loader.h"
+#include "format/artifact_file.h"
+#include "format/gguf.h"
+#include "format/weight_store.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kiln {
+namespace fs = std::filesystem;
+
+namespace {
+
+int IsaRank(const std::string& isa) {
+  if (isa == "avx512") return 2;
+  if (isa == "avx2") return 1;
+  if (isa == "scalar") return 0;
+  return -1;
+}
+
+std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
+  std::string source = meta.value(nlohmann::json::json_pointer("/source/path"), std::string());
+  if (source.empty()) source = "MODEL";
+  return fmt::format("rebuild it on this machine: kiln compile {} -o {}", source, path);
+}
+
+Status CheckRuns(const std::string& path, const nlohmann::json& meta, std::string* note) {
+  const int layout = meta.at("kernel_layout_version").get<int>();
+  if (layout != kKernelLayoutVersion) {
+    return Unsupported("{}: stale artifact: compiled with kernel-layout version {} (kiln {}), this kiln's is {}; {}",
+                       path, layout, meta.value("kiln_version", "?"), kKernelLayoutVersion, RebuildHint(path, meta));
+  }
+  const std::string isa = meta.at("isa").get<std::string>();
+  const std::string here = GetCpuInfo().BestIsa();
+  if (IsaRank(isa) < 0) return Corrupt("{}: unknown ISA '{}'", path, isa);
+  if (IsaRank(isa) > IsaRank(here)) {
+    return Unsupported("{}: stale artifact: compiled for {} ({}), this CPU runs {} kernels; {}", path, isa,
+                       meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")), here, RebuildHint(path, meta));
+  }
+  if (IsaRank(isa) < IsaRank(here)) {
+    *note = fmt::format("{} was compiled for {}; this CPU runs {} kernels, which read the same layouts", path, isa,
+                        here);
+  }
+  const std::string backend = meta.at("backend").get<std::string>();
+  if (BackendRegistry::Get().Find(backend) == nullptr) {
+    return Unsupported("{}: compiled for backend '{}', which is not loaded here (available: {}); load its plugin "
+                       "(--backend-plugin) or {}",
+                       path, backend, BackendRegistry::Get().Names(), RebuildHint(path, meta));
+  }
+  return Status::Ok();
+}
+
+// A flag's value as the metadata records it and as `options` holds it.
+std::string OptionValue(const std::string& flag, const EngineOptions& o) {
+  if (flag == "--backend") return o.backend;
+  if (flag == "--precision") return PrecisionName(o.precision);
+  if (flag == "--dtype") return DTypeName(o.dummy_dtype);
+  if (flag == "--kv-cache-dtype") return DTypeName(o.kv_cache_dtype);
+  if (flag == "--max-num-batched-tokens") return std::to_string(o.max_num_batched_tokens);
+  if (flag == "--max-model-len") return std::to_string(o.max_model_len);
+  if (flag == "--max-num-seqs") return std::to_string(o.max_num_seqs);
+  if (flag == "--block-size") return std::to_string(o.block_size);
+  return "";
+}
+
+Status SetOption(const std::string& flag, const nlohmann::json& value, EngineOptions* o) {
+  if (flag == "--backend") {
+    o->backend = value.get<std::string>();
+  } else if (flag == "--precision") {
+    KILN_ASSIGN_OR_RETURN(o->precision, ParsePrecision(value.get<std::string>()));
+  } else if (flag == "--dtype") {
+    auto d = DTypeFromName(value.get<std::string>());
+    if (!d) return Corrupt("unknown dtype {}", value.dump());
+    o->dummy_dtype = *d;
+  } else if (flag == "--kv-cache-dtype") {
+    auto d = DTypeFromName(value.get<std::string>());
+    if (!d) return Corrupt("unknown KV cache dtype {}", value.dump());
+    o->kv_cache_dtype = *d;
+  } else if (flag == "--max-num-batched-tokens") {
+    o->max_num_batched_tokens = value.get<int32_t>();
+  } else if (flag == "--max-model-len") {
+    o->max_model_len = value.get<int32_t>();
+  } else if (flag == "--max-num-seqs") {
+    o->max_num_seqs = value.get<int32_t>();
+  } else if (flag == "--block-size") {
+    o->block_size = value.get<int32_t>();
+  }
+  return Status::Ok();
+}
+
+std::string Recorded(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Writes the stored tokenizer files into a fresh private folder and loads
+// them from there, as LoadTokenizer loads a model folder; the folder is
+// removed afterwards.
+Expected<std::unique_ptr<Tokenizer>> LoadFolderTokenizer(const ArtifactFile& file, const nlohmann::json& tok) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "kiln-tokenizer-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return IoError("cannot create a folder for the artifact's tokenizer");
+  const fs::path folder(pattern);
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } remove{folder};
+  for (const nlohmann::json& name : tok.at("files")) {
+    const std::string n = name.get<std::string>();
+    if (n.empty() || n.find('/') != std::string::npos || n == "." || n == "..") {
+      return Corrupt("{}: tokenizer file name '{}'", file.name(), n);
+    }
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, file.Require("tok." + n));
+    std::ofstream out(folder / n, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(s->data), static_cast<std::streamsize>(s->bytes));
+    if (!out) return IoError("cannot write the artifact's tokenizer file {}", n);
+  }
+  const std::string entry = tok.value("entry", std::string());
+  return LoadTokenizer(entry.empty() ? folder.string() : (folder / entry).string());
+}
+
+}  // namespace
+
+Expected<OpenedArtifact> OpenArtifact(const std::string& path) {
+  OpenedArtifact a;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(path));
+  a.file = std::move(file);
+  KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, a.file->Require("metadata"));
+  try {
+    a.metadata = nlohmann::json::parse(meta->text());
+    KILN_RETURN_IF_ERROR(CheckRuns(path, a.metadata, &a.note));
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("{}: metadata: {}", path, e.what());
+  }
+  return a;
+}
+
+Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::string>* given,
+                            EngineOptions* options) {
+  const EngineOptions defaults;
+  try {
+    const nlohmann::json& recorded = metadata.at("options");
+    for (const std::string& flag : ArtifactCompileFlags()) {
+      const nlohmann::json& value = recorded.at(flag);
+      const bool is_given = given != nullptr ? given->count(flag) > 0
+                                             : OptionValue(flag, *options) != OptionValue(flag, defaults);
+      if (is_given) {
+        EngineOptions wanted = *options;
+        KILN_RETURN_IF_ERROR(SetOption(flag, value, &wanted));
+        if (OptionValue(flag, wanted) != OptionValue(flag, *options)) {
+          return InvalidArgument(
+              "{} {}: the artifact was compiled with {} {}; leave the flag out, or compile another artifact "
+              "with it",
+              flag, OptionValue(flag, *options), flag, Recorded(value));
+        }
+      }
+      KILN_RETURN_IF_ERROR(SetOption(flag, value, options));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("artifact metadata: {}", e.what());
+  }
+  return Status::Ok();
+}
+
+Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
+  KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(options.model));
+  const std::string& path = options.model;
+  if (!a.note.empty()) fmt::print(stderr, "note: {}\n", a.note);
+  // An option set away from its default must be the one compiled with
+  // (callers make the options the artifact's: ApplyArtifactOptions).
+  {
+    EngineOptions expected = options;
+    KILN_RETURN_IF_ERROR(ApplyArtifactOptions(a.metadata, nullptr, &expected));
+  }
+  if (options.load_format == "dummy") return InvalidArgument("--load-format dummy: {} holds its weights", path);
+  if (options.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());
+  LoadedModel loaded;
+  try {
+    KILN_ASSIGN_OR_RETURN(loaded.weights,
+                          WeightStore::FromArtifact(a.file, a.metadata.at("config").dump(),
+                                                    a.metadata.at("tensors").dump(), a.metadata.at("packed").dump()));
+    if (!options.tokenizer.empty()) {
+      KILN_ASSIGN_OR_RETURN(loaded.tokenizer, LoadTokenizer(options.tokenizer));
+    } else {
+      const nlohmann::json& tok = a.metadata.at("tokenizer");
+      const std::string kind = tok.at("kind").get<std::string>();
+      if (kind == "gguf") {
+        KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(tok.at("section").get<std::string>()));
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Parse(s->data, s->bytes, path));
+        KILN_ASSIGN_OR_RETURN(loaded.tokenizer, LoadTokenizerFromGguf(*gguf));
+      } else if (kind == "folder") {
+        auto tokenizer = LoadFolderTokenizer(*a.file, tok);
+        if (!tokenizer.ok()) return tokenizer.status().WithContext(fmt::format("{}: tokenizer", path));
+        loaded.tokenizer = std::move(*tokenizer);
+      } else if (kind != "none") {
+        return Corrupt("{}: tokenizer kind '{}'", path, kind);
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("{}: metadata: {}", path, e.what());
+  }
+  KILN_ASSIGN_OR_RETURN(const ArtifactSection* generation, a.file->Require("generation"));
+  KILN_ASSIGN_OR_RETURN(loaded.generation, ParseGenerationConfig(std::string(generation->text()), path));
+  return loaded;
+}
+
+}  // namespace kiln

@@ -1,0 +1,244 @@
+// CompileArtifact: load, compile, and store what compiling produced.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "compiler/compiled_model.h"
+#include "core/cpu_info.h"
+#include "core/mapped_file.h"
+#include "engine/model_artifact.h"
+#include "engine/model_loader.h"
+#include "engine/model_session_options.h"
+#include "format/artifact_file.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "format/model_config_json.h"
+#include "format/weight_store.h"
+
+namespace kiln {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The files a tokenizer folder may hold (tokenizer/load_tokenizer.cc and
+// tokenizer_config.cc read them), stored as they are.
+constexpr const char* kTokenizerFiles[] = {
+    "tokenizer.json", "tokenizer.model",         "vocab.json",         "merges.txt",
+    "encoder.json",   "vocab.bpe",               "tokenizer_config.json", "chat_template.jinja",
+    "special_tokens_map.json", "added_tokens.json", "generation_config.json", "config.json",
+};
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// xxh64 and size of a file, for the provenance.
+Expected<nlohmann::json> FileHash(const fs::path& p) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(p.string()));
+  return nlohmann::json{{"name", p.filename().string()},
+                        {"bytes", mapped->size()},
+                        {"xxh64", fmt::format("{:016x}", ArtifactChecksum({mapped->data(), mapped->size()}))}};
+}
+
+// The model's own files: a folder's safetensors and JSON files, or the .gguf.
+Expected<nlohmann::json> SourceFiles(const EngineOptions& options) {
+  nlohmann::json files = nlohmann::json::array();
+  if (options.model.empty()) return files;
+  std::error_code ec;
+  if (fs::is_directory(options.model, ec)) {
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::directory_iterator(options.model, ec)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".safetensors" || ext == ".json" || ext == ".model" || ext == ".txt" ||
+                                  ext == ".jinja")) {
+        paths.push_back(e.path());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const fs::path& p : paths) {
+      KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(p));
+      files.push_back(std::move(h));
+    }
+  } else if (IsFile(options.model)) {
+    KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(options.model));
+    files.push_back(std::move(h));
+  }
+  return files;
+}
+
+// The tokenizer's sources: a GGUF file's metadata (as a GGUF image without
+// tensors) or a folder's tokenizer files. `path` is what LoadModel loads
+// the tokenizer from.
+Status AddTokenizer(const std::string& path, ArtifactWriter* writer, nlohmann::json* meta) {
+  if (path.empty()) {
+    (*meta)["tokenizer"] = {{"kind", "none"}};
+    return Status::Ok();
+  }
+  std::error_code ec;
+  fs::path p(path);
+  if (IsFile(p) && p.extension() == ".gguf") {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
+    GgufWriter w(gguf->version());
+    for (const auto& [key, value] : gguf->metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0 || key.rfind("general.", 0) == 0) KILN_RETURN_IF_ERROR(w.Set(key, value));
+    }
+    std::vector<uint8_t> image = w.Serialize();
+    KILN_RETURN_IF_ERROR(writer->AddText("tok.gguf", std::string(image.begin(), image.end())));
+    (*meta)["tokenizer"] = {{"kind", "gguf"}, {"section", "tok.gguf"}};
+    return Status::Ok();
+  }
+  // A folder, or one tokenizer file in a folder (with its neighbours).
+  const fs::path folder = fs::is_directory(p, ec) ? p : p.parent_path();
+  nlohmann::json files = nlohmann::json::array();
+  for (const char* name : kTokenizerFiles) {
+    if (!IsFile(folder / name)) continue;
+    KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString((folder / name).string()));
+    KILN_RETURN_IF_ERROR(writer->AddText(fmt::format("tok.{}", name), std::move(text)));
+    files.push_back(name);
+  }
+  std::string entry;
+  if (!fs::is_directory(p, ec)) {
+    entry = p.filename().string();
+    if (std::find(files.begin(), files.end(), entry) == files.end()) {
+      if (entry.size() + 4 > kArtifactMaxNameBytes) return Unsupported("tokenizer file name {} is too long", entry);
+      KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(p.string()));
+      KILN_RETURN_IF_ERROR(writer->AddText(fmt::format("tok.{}", entry), std::move(text)));
+      files.push_back(entry);
+    }
+  }
+  (*meta)["tokenizer"] = {{"kind", "folder"}, {"files", files}, {"entry", entry}};
+  return Status::Ok();
+}
+
+// The weights' dtype as --dtype names it: the generated dtype, or the
+// dtype most of the matrices' bytes are in.
+std::string WeightsDType(const EngineOptions& options, const WeightStore& weights) {
+  if (options.load_format == "dummy") return DTypeName(options.dummy_dtype);
+  std::map<DType, uint64_t> bytes;
+  for (const Weight& w : weights.weights()) {
+    if (w.shape.size() == 2) bytes[w.file_dtype] += w.nbytes;
+  }
+  DType most = DType::kF32;
+  uint64_t max = 0;
+  for (const auto& [d, b] : bytes) {
+    if (b > max) max = b, most = d;
+  }
+  return DTypeName(most);
+}
+
+}  // namespace
+
+const std::vector<std::string>& ArtifactCompileFlags() {
+  static const std::vector<std::string> flags = {"--backend",        "--precision",       "--dtype",
+                                                 "--kv-cache-dtype", "--max-num-batched-tokens",
+                                                 "--max-model-len",  "--max-num-seqs",    "--block-size"};
+  return flags;
+}
+
+Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const std::string& output) {
+  if (options.w8a8) return Unsupported("--w8a8: W8A8 weights cannot be stored in an artifact yet");
+  KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
+  if (loaded.weights->format() == ModelFormat::kArtifact) {
+    return InvalidArgument("{} is already a compiled artifact", options.model);
+  }
+  KILN_ASSIGN_OR_RETURN(ModelSessionOptions session, SessionOptionsFor(options, loaded));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> compiled, CompileForSession(*loaded.weights, session));
+  const WeightStore& weights = *loaded.weights;
+  const CompileReport& report = compiled->report();
+
+  ArtifactWriter writer;
+  nlohmann::json meta;
+  const CpuInfo& cpu = GetCpuInfo();
+  meta["kiln_version"] = KILN_VERSION;
+  meta["format_version"] = kArtifactFormatVersion;
+  meta["kernel_layout_version"] = kKernelLayoutVersion;
+  meta["backend"] = report.backend;
+  meta["isa"] = report.isa;
+  std::vector<std::string> features;
+  for (auto [name, on] : {std::pair{"avx2", cpu.avx2}, {"fma", cpu.fma}, {"f16c", cpu.f16c},
+                          {"avx512f", cpu.avx512f}, {"avx512bw", cpu.avx512bw}, {"avx512vl", cpu.avx512vl},
+                          {"avx512_vnni", cpu.avx512_vnni}, {"avx512_bf16", cpu.avx512_bf16},
+                          {"avx_vnni", cpu.avx_vnni}, {"amx_bf16", cpu.amx_bf16}, {"amx_int8", cpu.amx_int8}}) {
+    if (on) features.push_back(name);
+  }
+  meta["cpu"] = {{"model", cpu.model_name}, {"features", features}};
+  meta["created"] = static_cast<int64_t>(std::time(nullptr));
+  KILN_ASSIGN_OR_RETURN(nlohmann::json source_files, SourceFiles(options));
+  meta["source"] = {{"path", options.model.empty() ? "" : fs::absolute(options.model).string()},
+                    {"format", ModelFormatName(weights.format())},
+                    {"load_format", options.load_format},
+                    {"preset", options.preset},
+                    {"seed", options.dummy_seed},
+                    {"files", source_files}};
+  meta["options"] = {{"--backend", options.backend},
+                     {"--precision", PrecisionName(options.precision)},
+                     {"--dtype", WeightsDType(options, weights)},
+                     {"--kv-cache-dtype", DTypeName(options.kv_cache_dtype)},
+                     {"--max-num-batched-tokens", options.max_num_batched_tokens},
+                     {"--max-model-len", options.max_model_len},
+                     {"--max-num-seqs", options.max_num_seqs},
+                     {"--block-size", options.block_size}};
+  meta["config"] = ModelConfigToJson(weights.config());
+  meta["compile_seconds"] = report.compile_seconds;
+
+  ArtifactSummary summary;
+  nlohmann::json tensors = nlohmann::json::array();
+  std::map<std::string, size_t> tensor_index;
+  for (const Weight& w : weights.weights()) {
+    const std::string section = fmt::format("t.{}", tensors.size());
+    tensor_index[w.name] = tensors.size();
+    KILN_RETURN_IF_ERROR(writer.Add(section, {w.data, static_cast<size_t>(w.nbytes)}));
+    tensors.push_back({{"name", w.name},
+                       {"source_name", w.source_name},
+                       {"file", fs::path(w.file).filename().string()},
+                       {"dtype", DTypeName(w.dtype)},
+                       {"file_dtype", DTypeName(w.file_dtype)},
+                       {"shape", w.shape},
+                       {"section", section}});
+  }
+  summary.tensors = static_cast<int64_t>(tensors.size());
+  nlohmann::json packed = nlohmann::json::array();
+  for (const auto& [key, matrix] : compiled->packed().all()) {
+    const auto& [backend, weight] = key;
+    auto index = tensor_index.find(weight);
+    if (index == tensor_index.end()) return Internal("packed weight {} is not among the model's tensors", weight);
+    auto parts = matrix->StoredParts();
+    if (!parts.ok()) return parts.status().WithContext(fmt::format("{} on {}", weight, backend));
+    nlohmann::json named;
+    for (const auto& [part, bytes] : *parts) {
+      const std::string section = fmt::format("p.{}.{}", index->second, part);
+      KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
+      named[part] = section;
+    }
+    packed.push_back({{"backend", backend}, {"weight", weight}, {"layout", matrix->layout()},
+                      {"parts", named.is_null() ? nlohmann::json::object() : named}});
+  }
+  summary.packed = static_cast<int64_t>(packed.size());
+  meta["tensors"] = std::move(tensors);
+  meta["packed"] = std::move(packed);
+
+  std::string tokenizer_path = options.tokenizer;
+  if (tokenizer_path.empty() && loaded.tokenizer != nullptr) tokenizer_path = options.model;
+  KILN_RETURN_IF_ERROR(AddTokenizer(tokenizer_path, &writer, &meta).WithContext("storing the tokenizer"));
+
+  std::string generation = "{}";
+  std::error_code ec;
+  if (!options.model.empty() && fs::is_directory(options.model, ec) &&
+      IsFile(fs::path(options.model) / "generation_config.json")) {
+    KILN_ASSIGN_OR_RETURN(generation, ReadFileToString((fs::path(options.model) / "generation_config.json").string()));
+  }
+  KILN_RETURN_IF_ERROR(writer.AddText("generation", std::move(generation)));
+  KILN_RETURN_IF_ERROR(writer.AddText("plan", report.ToString(compiled->graph(), false)));
+  KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", report.ToString(compiled->graph(), true)));
+  KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
+  KILN_RETURN_IF_ERROR(writer.Write(output));
+  summary.bytes = static_cast<int64_t>(fs::file_size(output, ec));
+  summary.compile_seconds = report.compile_seconds;
+  return summary;
+}
+
+}  // namespace kiln

@@ -1,0 +1,72 @@
+// Compiled artifacts (.kiln files, `kiln compile`): a model compiled once
+// for a backend and options, with its weights already packed in the
+// kernels' layouts, its tokenizer, generation defaults, the compile plan
+// and provenance, loaded wherever a model path is taken without packing
+// again. The container is format/artifact_file.h; this is what goes in it.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "engine/engine_options.h"
+
+namespace kiln {
+
+class ArtifactFile;
+struct LoadedModel;
+
+// What compiling wrote, summed up for `kiln compile` to print.
+struct ArtifactSummary {
+  int64_t tensors = 0;
+  int64_t packed = 0;           // matrices stored in their packed layout
+  int64_t bytes = 0;            // the file's size
+  double compile_seconds = 0;   // compiling alone (the four stages)
+};
+
+// Loads and compiles the model `options` names, as an engine would, and
+// writes it to `output`. Errors when something cannot be stored (W8A8,
+// a backend whose packed weights cannot be stored) or written.
+Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const std::string& output);
+
+// The compile options as recorded in an artifact, by the flag that sets
+// each: "--backend", "--precision", "--dtype", "--kv-cache-dtype",
+// "--max-num-batched-tokens", "--max-model-len", "--max-num-seqs",
+// "--block-size".
+const std::vector<std::string>& ArtifactCompileFlags();
+
+// An opened artifact with its parsed metadata.
+struct OpenedArtifact {
+  std::shared_ptr<const ArtifactFile> file;
+  nlohmann::json metadata;
+  std::string note;  // set when it was compiled for a lower ISA than this CPU's
+};
+
+// Opens `path` and parses its metadata (checksums of header, table,
+// metadata, plan and tokenizer verified), then checks that this build and
+// machine can run it: the kernel-layout version, the ISA (a file compiled
+// for a higher ISA than this CPU's is refused; a lower one runs, with a
+// note that LoadArtifact prints on stderr) and the backend. Errors say
+// which and how to rebuild.
+Expected<OpenedArtifact> OpenArtifact(const std::string& path);
+
+// Makes `options` the options `artifact` was compiled with: a flag in
+// `given` (by name, as ArtifactCompileFlags spells them) whose value
+// differs is an error naming it; the others take the artifact's values.
+// With `given` null, an option that differs from EngineOptions' default
+// counts as given (the C API, which sees no flags).
+Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::string>* given,
+                            EngineOptions* options);
+
+// LoadModel for an artifact: weights (packed forms adopted at compile
+// time), tokenizer (options.tokenizer instead when set) and generation
+// config. Callers make the options the artifact's first
+// (ApplyArtifactOptions); an option away from its default that disagrees
+// is an error here too. options.verify_weights checks every weight
+// section's checksum first.
+Expected<LoadedModel> LoadArtifact(const EngineOptions& options);
+
+}  // namespace kiln

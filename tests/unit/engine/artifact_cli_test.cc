@@ -1,0 +1,156 @@
+// `kiln compile`, `-m X.kiln`, `kiln inspect X.kiln` and `kiln bench
+// startup` end to end: the same greedy text as the source model, the
+// refusals a user meets (an ISA this CPU lacks, a flag that disagrees, a
+// truncated file, flipped weight bytes under --verify) with their messages.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "format/artifact_file.h"
+#include "testing/test_paths.h"
+
+namespace kiln {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `[ENV] kiln ARGS` with its output captured.
+Result Kiln(const std::vector<std::string>& args, const std::string& env = "") {
+  static int runs = 0;
+  const std::string dir = testing::BinaryDir() + "/test_tmp/artifact_cli." + std::to_string(::getpid()) + "." +
+                          std::to_string(runs++);
+  std::filesystem::create_directories(dir);
+  std::string cmd = env + " " + Quote(testing::KilnBinary());
+  for (const std::string& a : args) cmd += " " + Quote(a);
+  cmd += " >" + Quote(dir + "/out") + " 2>" + Quote(dir + "/err");
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(dir + "/out"), ReadAll(dir + "/err")};
+}
+
+const std::vector<std::string> kGenerate = {"-p", "Once upon a time", "-n", "12", "--temperature", "0",
+                                            "--ignore-eos", "--threads", "2"};
+
+std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+TEST(ArtifactCli, CompiledModelsGenerateTheSameText) {
+  const std::string dir = testing::MakeTempDir();
+  for (const std::string& model : {testing::ModelDir("tiny-llama"),
+                                   testing::SharedDir() + "/models/gguf/tiny-qwen2-Q4_0.gguf"}) {
+    SCOPED_TRACE(model);
+    const std::string artifact = dir + "/" + std::filesystem::path(model).stem().string() + ".kiln";
+    Result c = Kiln({"compile", model, "-o", artifact, "--max-model-len", "128", "--kv-cache-dtype", "f16"});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_NE(c.out.find("matrices in their packed layouts"), std::string::npos) << c.out;
+    Result a = Kiln(Args({"generate", "-m", model, "--max-model-len", "128", "--kv-cache-dtype", "f16"}, kGenerate));
+    Result b = Kiln(Args({"generate", "-m", artifact}, kGenerate));
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_FALSE(a.out.empty());
+
+    Result flag = Kiln(Args({"generate", "-m", artifact, "--kv-cache-dtype", "bf16"}, kGenerate));
+    EXPECT_NE(flag.exit_code, 0);
+    EXPECT_NE(flag.err.find("--kv-cache-dtype bf16: the artifact was compiled with --kv-cache-dtype f16"),
+              std::string::npos)
+        << flag.err;
+  }
+}
+
+class ArtifactCliFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::MakeTempDir() + "/qwen2.kiln";
+    Result c = Kiln({"compile", testing::ModelDir("tiny-qwen2"), "-o", path_});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+  }
+  std::string path_;
+};
+
+TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRefused) {
+  auto file = ArtifactFile::Open(path_);
+  ASSERT_TRUE(file.ok());
+  const std::string isa = ReadAll(path_).find("\"isa\": \"avx512\"") != std::string::npos ? "avx512" : "";
+  if (isa.empty()) GTEST_SKIP() << "compiled for a lower ISA than AVX-512 here";
+  Result r = Kiln(Args({"generate", "-m", path_}, kGenerate), "KILN_ISA=avx2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("stale artifact: compiled for avx512"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kiln compile"), std::string::npos) << r.err;
+}
+
+TEST_F(ArtifactCliFile, TruncatedFileIsRefused) {
+  const std::string bytes = ReadAll(path_);
+  const std::string cut = path_ + ".cut.kiln";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  Result r = Kiln(Args({"generate", "-m", cut}, kGenerate));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+}
+
+TEST_F(ArtifactCliFile, InspectPrintsProvenanceAndTheStoredPlan) {
+  Result r = Kiln({"inspect", path_, "--plan"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* expected : {"compiled by: kiln", "kernel-layout version", "backend: cpu", "model.safetensors",
+                               "xxh64", "options: --backend cpu", "compile plan: target cpu", "[3 layout]"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  }
+}
+
+TEST_F(ArtifactCliFile, InspectVerifyCatchesFlippedWeightBytes) {
+  Result ok = Kiln({"inspect", path_, "--verify"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("verified"), std::string::npos);
+  auto file = ArtifactFile::Open(path_);
+  ASSERT_TRUE(file.ok());
+  std::string packed;
+  uint64_t at = 0;
+  for (const ArtifactSection& s : (*file)->sections()) {
+    if (s.name.rfind("p.", 0) == 0 && s.bytes > 100) {
+      packed = s.name;
+      at = s.offset + 100;
+      break;
+    }
+  }
+  ASSERT_FALSE(packed.empty());
+  file->reset();
+  std::string bytes = ReadAll(path_);
+  bytes[at] = static_cast<char>(bytes[at] ^ 1);
+  std::ofstream(path_, std::ios::binary) << bytes;
+  Result bad = Kiln({"inspect", path_, "--verify"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("section '" + packed + "' fails its checksum"), std::string::npos) << bad.err;
+}
+
+TEST_F(ArtifactCliFile, BenchStartupMeasuresModelsSideBySide) {
+  Result r = Kiln({"bench", "startup", "-m", testing::ModelDir("tiny-qwen2"), "-m", path_, "--runs", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("first token (median s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("qwen2.kiln"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace kiln

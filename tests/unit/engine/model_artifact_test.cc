@@ -1,0 +1,251 @@
+// Compiled artifacts: the logits of a model loaded from its artifact equal
+// those of the model it was compiled from, bit for bit, for Hugging Face
+// folders, GGUF files of several types and generated weights, with every
+// packed matrix adopted rather than packed again; the tokenizer and
+// generation defaults come along; stale files (another kernel-layout
+// version, a higher ISA, a missing backend) and flags that disagree with
+// what was compiled are refused by name.
+#include "engine/model_artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "backend/backend.h"
+#include "compiler/compiled_model.h"
+#include "engine/model_loader.h"
+#include "engine/model_session.h"
+#include "engine/model_session_options.h"
+#include "format/artifact_file.h"
+#include "format/weight_store.h"
+#include "testing/test_paths.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kiln {
+namespace {
+
+EngineOptions SmallOptions(const std::string& model) {
+  EngineOptions o;
+  o.model = model;
+  o.max_model_len = 64;
+  o.max_num_seqs = 2;
+  o.max_num_batched_tokens = 16;
+  o.threads = 2;
+  return o;
+}
+
+// Greedy ids of `steps` decoded tokens after `prompt`, and every step's logits.
+struct Run {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+  int adopted = 0;
+  int packed = 0;
+};
+
+Run Decode(const EngineOptions& options, const std::vector<int32_t>& prompt, int steps) {
+  Run run;
+  auto loaded = LoadModel(options);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  if (!loaded.ok()) return run;
+  auto session_options = SessionOptionsFor(options, *loaded);
+  EXPECT_TRUE(session_options.ok());
+  auto session = ModelSession::Create(*loaded->weights, *session_options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return run;
+  for (const PackedWeightInfo& p : (*session)->model().report().layout.packed) {
+    (p.adopted ? run.adopted : run.packed) += 1;
+  }
+  const int64_t vocab = (*loaded->weights).config().vocab_size;
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  std::vector<int32_t> ids = prompt;
+  int32_t position = 0;
+  for (int s = 0; s < steps; ++s) {
+    const int32_t last = static_cast<int32_t>(ids.size()) - 1 - position;
+    EXPECT_TRUE((*session)->ForwardSequence({ids.data() + position, ids.size() - position}, position, {&last, 1},
+                                            logits.data())
+                    .ok());
+    position = static_cast<int32_t>(ids.size());
+    const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    run.logits.insert(run.logits.end(), logits.begin(), logits.end());
+    run.tokens.push_back(best);
+    ids.push_back(best);
+  }
+  return run;
+}
+
+void ExpectSameAsSource(const EngineOptions& source) {
+  const std::string artifact = testing::MakeTempDir() + "/model.kiln";
+  auto summary = CompileArtifact(source, artifact);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_GT(summary->packed, 0);
+  EngineOptions from_artifact = source;
+  from_artifact.model = artifact;
+  from_artifact.load_format = "auto";
+  from_artifact.preset.clear();
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 5};
+  Run a = Decode(source, prompt, 4);
+  Run b = Decode(from_artifact, prompt, 4);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.logits.size(), b.logits.size());
+  EXPECT_EQ(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)), 0)
+      << "logits differ";
+  EXPECT_EQ(a.adopted, 0);
+  EXPECT_EQ(b.packed, 0) << "every packed matrix comes from the artifact";
+  EXPECT_EQ(b.adopted, a.packed);
+}
+
+std::string Gguf(const std::string& name) { return testing::SharedDir() + "/models/gguf/" + name; }
+
+TEST(ModelArtifact, HuggingFaceFolderGivesTheSameLogits) {
+  ExpectSameAsSource(SmallOptions(testing::ModelDir("tiny-qwen2")));
+}
+
+TEST(ModelArtifact, GgufFilesGiveTheSameLogits) {
+  for (const char* file : {"tiny-qwen2-Q8_0.gguf", "tiny-qwen2-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
+                           "tiny-qwen3-F16.gguf", "tiny-qwen3-Q5_0.gguf"}) {
+    SCOPED_TRACE(file);
+    ExpectSameAsSource(SmallOptions(Gguf(file)));
+  }
+}
+
+TEST(ModelArtifact, GeneratedWeightsGiveTheSameLogits) {
+  for (DType dtype : {DType::kBF16, DType::kQ8_0}) {
+    EngineOptions o = SmallOptions("");
+    o.load_format = "dummy";
+    o.dummy_dtype = dtype;
+    o.model = testing::ModelDir("tiny-llama");  // its config.json's shapes
+    ExpectSameAsSource(o);
+  }
+}
+
+TEST(ModelArtifact, TokenizerAndGenerationDefaultsComeAlong) {
+  for (const std::string& model : {testing::ModelDir("tiny-qwen2"), Gguf("tiny-llama-Q8_0.gguf")}) {
+    SCOPED_TRACE(model);
+    const std::string artifact = testing::MakeTempDir() + "/model.kiln";
+    ASSERT_TRUE(CompileArtifact(SmallOptions(model), artifact).ok());
+    auto source = LoadModel(SmallOptions(model));
+    auto compiled = LoadModel(SmallOptions(artifact));
+    ASSERT_TRUE(source.ok() && compiled.ok()) << compiled.status().ToString();
+    ASSERT_NE(compiled->tokenizer, nullptr);
+    const std::string text = "Hello, world! The quick brown fox.";
+    EXPECT_EQ(source->tokenizer->Encode(text), compiled->tokenizer->Encode(text));
+    EXPECT_EQ(source->tokenizer->chat_template(), compiled->tokenizer->chat_template());
+    EXPECT_EQ(source->generation.eos_token_ids, compiled->generation.eos_token_ids);
+    EXPECT_EQ(source->generation.temperature, compiled->generation.temperature);
+  }
+}
+
+// Rewrites `path` with its metadata changed by `edit` (sealed with fresh
+// checksums, as a file from another build or machine would be).
+template <typename Edit>
+std::string Rewritten(const std::string& path, Edit edit) {
+  auto file = ArtifactFile::Open(path);
+  EXPECT_TRUE(file.ok());
+  nlohmann::json meta = nlohmann::json::parse((*file)->Find("metadata")->text());
+  edit(meta);
+  ArtifactWriter w;
+  for (const ArtifactSection& s : (*file)->sections()) {
+    if (s.name == "metadata") {
+      EXPECT_TRUE(w.AddText("metadata", meta.dump()).ok());
+    } else {
+      EXPECT_TRUE(w.Add(s.name, s.span(), s.flags).ok());
+    }
+  }
+  const std::string out = path + ".edited.kiln";
+  EXPECT_TRUE(w.Write(out).ok());
+  return out;
+}
+
+class ArtifactRefusals : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::MakeTempDir() + "/model.kiln";
+    ASSERT_TRUE(CompileArtifact(SmallOptions(testing::ModelDir("tiny-qwen2")), path_).ok());
+  }
+  std::string path_;
+};
+
+TEST_F(ArtifactRefusals, AnotherKernelLayoutVersion) {
+  const std::string stale = Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
+  auto loaded = LoadModel(SmallOptions(stale));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("kernel-layout version"), std::string::npos) << loaded.status().message();
+  EXPECT_NE(loaded.status().message().find("kiln compile"), std::string::npos);
+}
+
+TEST_F(ArtifactRefusals, AMissingBackend) {
+  const std::string other = Rewritten(path_, [](nlohmann::json& m) { m["backend"] = "npu-that-is-not-here"; });
+  auto loaded = LoadModel(SmallOptions(other));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("backend 'npu-that-is-not-here'"), std::string::npos)
+      << loaded.status().message();
+}
+
+TEST_F(ArtifactRefusals, AnUnknownIsa) {
+  const std::string other = Rewritten(path_, [](nlohmann::json& m) { m["isa"] = "avx1024"; });
+  EXPECT_FALSE(LoadModel(SmallOptions(other)).ok());
+}
+
+TEST_F(ArtifactRefusals, FlagsThatDisagreeAreNamed) {
+  auto opened = OpenArtifact(path_);
+  ASSERT_TRUE(opened.ok());
+  // Flags not given take the artifact's values.
+  EngineOptions o;
+  o.model = path_;
+  std::set<std::string> none;
+  ASSERT_TRUE(ApplyArtifactOptions(opened->metadata, &none, &o).ok());
+  EXPECT_EQ(o.max_model_len, 64);
+  EXPECT_EQ(o.max_num_batched_tokens, 16);
+  // A flag given with the same value is fine, with another it is named.
+  std::set<std::string> given = {"--kv-cache-dtype", "--max-model-len"};
+  EngineOptions same = o;
+  EXPECT_TRUE(ApplyArtifactOptions(opened->metadata, &given, &same).ok());
+  EngineOptions other = o;
+  other.kv_cache_dtype = DType::kF16;
+  Status s = ApplyArtifactOptions(opened->metadata, &given, &other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--kv-cache-dtype f16"), std::string::npos) << s.message();
+  // Without flags (the C API), an option away from its default counts as given.
+  EngineOptions api;
+  api.model = path_;
+  api.backend = "testaccel";
+  s = ApplyArtifactOptions(opened->metadata, nullptr, &api);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--backend"), std::string::npos) << s.message();
+  // Loading checks them too.
+  EngineOptions wrong = SmallOptions(path_);
+  wrong.precision = Precision::kFp32;
+  auto loaded = LoadModel(wrong);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("--precision"), std::string::npos) << loaded.status().message();
+}
+
+TEST_F(ArtifactRefusals, FlippedWeightBytesWithVerifyWeights) {
+  auto file = ArtifactFile::Open(path_);
+  ASSERT_TRUE(file.ok());
+  const uint64_t at = (*file)->Find("t.3")->offset + 7;
+  file->reset();
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&c, 1);
+  }
+  EngineOptions o = SmallOptions(path_);
+  EXPECT_TRUE(LoadModel(o).ok()) << "weight sections are checked on request";
+  o.verify_weights = true;
+  auto loaded = LoadModel(o);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("section 't.3' fails its checksum"), std::string::npos)
+      << loaded.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
