@@ -31,8 +31,8 @@ uint16_t U16At(const uint8_t* p) {
 // negative) into w.
 void PutGroup(uint64_t entry, uint8_t signs, int n, int8_t* w) {
   for (int j = 0; j < n; ++j) {
-    const int magnitude = GridByte(entry, j);
-    w[j] = static_cast<int8_t>((signs >> j) & 1 ? -magnitude : magnitude);
+    const int negative = -((signs >> j) & 1);  // 0 or -1: (m ^ -1) + 1 = -m
+    w[j] = static_cast<int8_t>((GridByte(entry, j) ^ negative) - negative);
   }
 }
 

@@ -8,7 +8,7 @@ block's fp16 scale d set small enough that the weights have a sane size) is
 a model llama.cpp and kiln must compute alike. SOURCE is a Llama GGUF whose
 tokenizer metadata is kept; the shapes are chosen here so that every
 matrix row is whole blocks of 256: hidden 256, FFN 512, 2 layers, 4 heads of
-64 (2 KV heads). TYPE is iq2_xxs, iq2_xs, iq2_s, iq3_xxs or iq3_s.
+64 (2 KV heads). TYPE is iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s or iq4_xs.
 Embeddings, norms and the output matrix stay F32.
 """
 import struct
@@ -16,14 +16,16 @@ import sys
 
 import numpy as np
 
-# ggml type id, block bytes, and the fp16 d that gives weights of about
-# 0.06 (1 / sqrt(256)): d times the mean step factor times the mean magnitude.
+# ggml type id, block bytes, the fp16 d that gives weights of about 0.06
+# (1 / sqrt(256)): d times the mean step factor times the mean magnitude,
+# and llama.cpp's general.file_type for a model of that type.
 TYPES = {
-    "iq2_xxs": (16, 66, 0.0015),
-    "iq2_xs": (17, 74, 0.0015),
-    "iq2_s": (22, 82, 0.0015),
-    "iq3_xxs": (18, 98, 0.0005),
-    "iq3_s": (21, 110, 0.0005),
+    "iq2_xxs": (16, 66, 0.0015, 19),
+    "iq2_xs": (17, 74, 0.0015, 20),
+    "iq2_s": (22, 82, 0.0015, 28),
+    "iq3_xxs": (18, 98, 0.0005, 23),
+    "iq3_s": (21, 110, 0.0005, 26),
+    "iq4_xs": (23, 136, 0.000075, 30),  # a vector-kernel type to compare with
 }
 HIDDEN, FFN, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 256, 512, 2, 4, 2, 64
 UINT32, FLOAT32, STRING, ARRAY = 4, 6, 8, 9
@@ -93,7 +95,7 @@ def main():
         sys.exit(__doc__)
     source, type_name, out_path = sys.argv[1:4]
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-    ggml_type, block_bytes, d = TYPES[type_name]
+    ggml_type, block_bytes, d, file_type = TYPES[type_name]
     rng = np.random.default_rng(seed)
 
     shape_keys = {
@@ -110,7 +112,7 @@ def main():
         if key == "llama.vocab_size":
             vocab = struct.unpack("<I", raw)[0]
         if key == "general.file_type":
-            continue
+            raw = struct.pack("<I", file_type)
         metadata.append((key, vtype, raw))
     if vocab is None:
         sys.exit("%s: no llama.vocab_size" % source)
