@@ -1176,8 +1176,8 @@ void GemmAny(const QuantGemmArgs& a) {
     case DType::kQ6_K: return Gemm<D, FormatQ6_K, true>(a);
     case DType::kIQ4_NL: return Gemm<D, FormatIQ4_NL, false>(a);
     case DType::kIQ4_XS: return Gemm<D, FormatIQ4_XS, true>(a);
-    // The grid i-quants have no vector format yet: the scalar reference's
-    // row loop, the same numbers on every ISA.
+    // The grid i-quants have no vector format yet: the scalar reference
+    // (each block decoded once per 16 rows), the same numbers on every ISA.
     case DType::kIQ2_XXS:
     case DType::kIQ2_XS:
     case DType::kIQ2_S:
