@@ -35,6 +35,11 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"q8_k", 256, 292, false, true},
     {"iq4_nl", 32, 18, false, true},
     {"iq4_xs", 256, 136, false, true},
+    {"iq2_xxs", 256, 66, false, true},
+    {"iq2_xs", 256, 74, false, true},
+    {"iq2_s", 256, 82, false, true},
+    {"iq3_xxs", 256, 98, false, true},
+    {"iq3_s", 256, 110, false, true},
 }};
 
 }  // namespace

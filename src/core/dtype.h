@@ -40,9 +40,16 @@ enum class DType : uint8_t {
   // per 256 (IQ4_XS).
   kIQ4_NL,
   kIQ4_XS,
+  // ggml's 2- and 3-bit i-quants: groups of 8 or 4 values as indices into
+  // fixed grids, signs apart, 4-bit scales per 32 (or 16) under one per 256.
+  kIQ2_XXS,
+  kIQ2_XS,
+  kIQ2_S,
+  kIQ3_XXS,
+  kIQ3_S,
 };
 
-inline constexpr int kNumDTypes = static_cast<int>(DType::kIQ4_XS) + 1;
+inline constexpr int kNumDTypes = static_cast<int>(DType::kIQ3_S) + 1;
 
 struct DTypeInfo {
   const char* name;   // "f32", "bf16", "q4_k", ...

@@ -36,7 +36,8 @@ constexpr GgmlTypeMapping kGgmlTypes[] = {
     {7, DType::kQ5_1},  {8, DType::kQ8_0},  {9, DType::kQ8_1},  {10, DType::kQ2_K}, {11, DType::kQ3_K},
     {12, DType::kQ4_K}, {13, DType::kQ5_K}, {14, DType::kQ6_K}, {15, DType::kQ8_K}, {24, DType::kI8},
     {25, DType::kI16},  {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
-    {20, DType::kIQ4_NL}, {23, DType::kIQ4_XS},
+    {20, DType::kIQ4_NL}, {23, DType::kIQ4_XS}, {16, DType::kIQ2_XXS}, {17, DType::kIQ2_XS},
+    {22, DType::kIQ2_S},  {18, DType::kIQ3_XXS}, {21, DType::kIQ3_S},
 };
 
 // llama.cpp's general.file_type values (enum llama_ftype) by name.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/half.h"
+#include "quant/iquant_decode.h"
 
 namespace kiln {
 namespace {
@@ -269,6 +270,26 @@ void DequantizeIQ4_XS(const void* src, float* dst, int64_t n) {
   }
 }
 
+// The grid i-quants through their integer form (quant/iquant_decode.h),
+// (unit * scale) * w: ggml's value, whose (d * (0.5 + ls)) * 0.25 and
+// (d / 8) * (2 ls + 1) are the same real number rounded once.
+void DequantizeGridIQuant(DType dtype, const void* src, float* dst, int64_t n) {
+  const int64_t block_bytes = GetDTypeInfo(dtype).block_bytes;
+  IQuantBlock block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    DecodeIQuantBlock(dtype, static_cast<const uint8_t*>(src) + b * block_bytes, &block);
+    for (int i = 0; i < kQK_K; ++i) {
+      dst[b * kQK_K + i] = (block.unit * static_cast<float>(block.scale[i / 16])) * static_cast<float>(block.w[i]);
+    }
+  }
+}
+
+void DequantizeIQ2_XXS(const void* src, float* dst, int64_t n) { DequantizeGridIQuant(DType::kIQ2_XXS, src, dst, n); }
+void DequantizeIQ2_XS(const void* src, float* dst, int64_t n) { DequantizeGridIQuant(DType::kIQ2_XS, src, dst, n); }
+void DequantizeIQ2_S(const void* src, float* dst, int64_t n) { DequantizeGridIQuant(DType::kIQ2_S, src, dst, n); }
+void DequantizeIQ3_XXS(const void* src, float* dst, int64_t n) { DequantizeGridIQuant(DType::kIQ3_XXS, src, dst, n); }
+void DequantizeIQ3_S(const void* src, float* dst, int64_t n) { DequantizeGridIQuant(DType::kIQ3_S, src, dst, n); }
+
 Status DequantizeRow(DType dtype, const void* src, float* dst, int64_t n) {
   if (n < 0) return InvalidArgument("dequantize {}: negative element count {}", DTypeName(dtype), n);
   int block = DTypeBlockSize(dtype);
@@ -326,6 +347,11 @@ Status DequantizeRow(DType dtype, const void* src, float* dst, int64_t n) {
     case DType::kQ8_K: DequantizeQ8_K(src, dst, n); break;
     case DType::kIQ4_NL: DequantizeIQ4_NL(src, dst, n); break;
     case DType::kIQ4_XS: DequantizeIQ4_XS(src, dst, n); break;
+    case DType::kIQ2_XXS: DequantizeIQ2_XXS(src, dst, n); break;
+    case DType::kIQ2_XS: DequantizeIQ2_XS(src, dst, n); break;
+    case DType::kIQ2_S: DequantizeIQ2_S(src, dst, n); break;
+    case DType::kIQ3_XXS: DequantizeIQ3_XXS(src, dst, n); break;
+    case DType::kIQ3_S: DequantizeIQ3_S(src, dst, n); break;
   }
   return Status::Ok();
 }

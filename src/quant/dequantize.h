@@ -33,6 +33,11 @@ void DequantizeQ6_K(const void* src, float* dst, int64_t n);
 void DequantizeQ8_K(const void* src, float* dst, int64_t n);
 void DequantizeIQ4_NL(const void* src, float* dst, int64_t n);
 void DequantizeIQ4_XS(const void* src, float* dst, int64_t n);
+void DequantizeIQ2_XXS(const void* src, float* dst, int64_t n);
+void DequantizeIQ2_XS(const void* src, float* dst, int64_t n);
+void DequantizeIQ2_S(const void* src, float* dst, int64_t n);
+void DequantizeIQ3_XXS(const void* src, float* dst, int64_t n);
+void DequantizeIQ3_S(const void* src, float* dst, int64_t n);
 
 // The 6-bit scale and min of sub-block `j` (0..7) of a Q4_K or Q5_K block:
 // sub-blocks 0-3 keep theirs in the low 6 bits of bytes j and j + 4; 4-7 keep

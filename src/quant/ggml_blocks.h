@@ -135,6 +135,62 @@ struct BlockIQ4_XS {
   uint8_t qs[kQK_K / 2];
 };
 
+// ggml's 2- and 3-bit i-quants: 256 values in 8 sub-blocks of 32, each
+// group of 8 (IQ2) or 4 (IQ3) magnitudes one index into a fixed grid
+// (quant/iquant_grids.h), signs stored apart, and a 4-bit scale ls per
+// sub-block (per 16 values for IQ2_XS and IQ2_S). Multi-byte fields are
+// little-endian.
+
+// value = d * (0.5 + ls) / 4 * grid * sign. Sub-block j is 8 bytes at
+// qs[8 j]: 4 indices into kIQ2XXSGrid (one per 8 values), then a uint32
+// whose bits 7 l .. 7 l + 6 are group l's signs (SignsFrom7Bits) and bits
+// 28-31 ls.
+struct BlockIQ2_XXS {
+  HalfBits d;
+  uint8_t qs[kQK_K / 4];
+};
+
+// value = d * (0.5 + ls) / 4 * grid * sign. Group g (0..31, 8 values) is a
+// uint16 at qs[2 g]: a 9-bit index into kIQ2XSGrid and 7 sign bits above
+// it. Sub-block j's groups 0-1 take the low nibble of scales[j], 2-3 the high.
+struct BlockIQ2_XS {
+  HalfBits d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[kQK_K / 32];
+};
+
+// As IQ2_XS, with a 10-bit index into kIQ2SGrid: the low 8 bits in qs[g],
+// the high 2 at bits 2 (g % 4), 2 (g % 4) + 1 of qh[g / 4]; and all 8 signs
+// of group g in signs[g].
+struct BlockIQ2_S {
+  HalfBits d;
+  uint8_t qs[kQK_K / 8];
+  uint8_t signs[kQK_K / 8];
+  uint8_t qh[kQK_K / 32];
+  uint8_t scales[kQK_K / 32];
+};
+
+// value = d * (0.5 + ls) / 2 * grid * sign. Group h (0..63, 4 values) is
+// the index qs[h] into kIQ3XXSGrid; sub-block j's signs and ls are the
+// uint32 at scales_signs[4 j], as IQ2_XXS's (7 sign bits per 8 values).
+struct BlockIQ3_XXS {
+  HalfBits d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales_signs[kQK_K / 32 * 4];
+};
+
+// value = d * (1 + 2 ls) * grid * sign. Group h (0..63, 4 values) has a
+// 9-bit index into kIQ3SGrid: qs[h] and bit h % 8 of qh[h / 8]. signs[g]
+// holds the 8 signs of values 8 g .. 8 g + 7; sub-block j's ls is nibble
+// j % 2 of scales[j / 2].
+struct BlockIQ3_S {
+  HalfBits d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t qh[kQK_K / 32];
+  uint8_t signs[kQK_K / 8];
+  uint8_t scales[kQK_K / 64];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -149,5 +205,10 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
 
 }  // namespace kiln

@@ -148,7 +148,7 @@ TEST(GgufBadFiles, BadTensorInfos) {
   ExpectError(OneTensor("w", {uint64_t{1} << 62}, 0, 0, 0), StatusCode::kCorrupt,
               {"tensor 'w'", "byte size", "overflows"});
   ExpectError(OneTensor("w", {4}, 99, 0, 16), StatusCode::kCorrupt, {"tensor 'w'", "unknown ggml type 99"});
-  ExpectError(OneTensor("w", {256}, 21, 0, 256), StatusCode::kUnsupported, {"tensor 'w'", "IQ3_S (21)"});
+  ExpectError(OneTensor("w", {256}, 19, 0, 256), StatusCode::kUnsupported, {"tensor 'w'", "IQ1_S (19)"});
   ExpectError(OneTensor("w", {33, 2}, 2, 0, 64), StatusCode::kCorrupt,
               {"tensor 'w'", "row of 33 elements", "Q4_0's block size 32"});
   ExpectError(OneTensor("w", {4}, 0, 4, 64), StatusCode::kCorrupt,

@@ -232,7 +232,9 @@ TEST(Gguf, TypeIdsAndNames) {
   EXPECT_EQ(DTypeFromGgmlType(30), DType::kBF16);
   EXPECT_EQ(DTypeFromGgmlType(23), DType::kIQ4_XS);
   EXPECT_EQ(DTypeFromGgmlType(20), DType::kIQ4_NL);
-  EXPECT_EQ(DTypeFromGgmlType(21), std::nullopt);  // IQ3_S
+  EXPECT_EQ(DTypeFromGgmlType(21), DType::kIQ3_S);
+  EXPECT_EQ(DTypeFromGgmlType(16), DType::kIQ2_XXS);
+  EXPECT_EQ(DTypeFromGgmlType(19), std::nullopt);  // IQ1_S
   EXPECT_EQ(DTypeFromGgmlType(4), std::nullopt);   // removed Q4_2
   EXPECT_EQ(GgmlTypeFromDType(DType::kQ6_K), 14u);
   EXPECT_EQ(GgmlTypeFromDType(DType::kBool), std::nullopt);

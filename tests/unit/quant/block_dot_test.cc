@@ -37,6 +37,11 @@ std::vector<size_t> HalfFields(DType t) {
     case DType::kQ6_K: return {offsetof(BlockQ6_K, d)};
     case DType::kIQ4_NL: return {offsetof(BlockIQ4_NL, d)};
     case DType::kIQ4_XS: return {offsetof(BlockIQ4_XS, d)};
+    case DType::kIQ2_XXS: return {offsetof(BlockIQ2_XXS, d)};
+    case DType::kIQ2_XS: return {offsetof(BlockIQ2_XS, d)};
+    case DType::kIQ2_S: return {offsetof(BlockIQ2_S, d)};
+    case DType::kIQ3_XXS: return {offsetof(BlockIQ3_XXS, d)};
+    case DType::kIQ3_S: return {offsetof(BlockIQ3_S, d)};
     default: return {};
   }
 }

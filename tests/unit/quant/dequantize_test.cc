@@ -41,6 +41,11 @@ TEST(Dequantize, BlockStructsMatchTheDTypeTable) {
   EXPECT_EQ(GetDTypeInfo(DType::kQ5_K).block_bytes, static_cast<int>(sizeof(BlockQ5_K)));
   EXPECT_EQ(GetDTypeInfo(DType::kQ6_K).block_bytes, static_cast<int>(sizeof(BlockQ6_K)));
   EXPECT_EQ(GetDTypeInfo(DType::kQ8_K).block_bytes, static_cast<int>(sizeof(BlockQ8_K)));
+  EXPECT_EQ(GetDTypeInfo(DType::kIQ2_XXS).block_bytes, static_cast<int>(sizeof(BlockIQ2_XXS)));
+  EXPECT_EQ(GetDTypeInfo(DType::kIQ2_XS).block_bytes, static_cast<int>(sizeof(BlockIQ2_XS)));
+  EXPECT_EQ(GetDTypeInfo(DType::kIQ2_S).block_bytes, static_cast<int>(sizeof(BlockIQ2_S)));
+  EXPECT_EQ(GetDTypeInfo(DType::kIQ3_XXS).block_bytes, static_cast<int>(sizeof(BlockIQ3_XXS)));
+  EXPECT_EQ(GetDTypeInfo(DType::kIQ3_S).block_bytes, static_cast<int>(sizeof(BlockIQ3_S)));
 }
 
 // ---- the 32-value formats ----
@@ -397,12 +402,111 @@ TEST(Dequantize, IQ4_XS) {
   EXPECT_EQ(UnpackScaleIQ4_XS(b, 7), 35);
 }
 
+// ---- the grid i-quants: grid entries as ggml's tables give them ----
+
+// Little-endian bytes of a uint32 into p.
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+TEST(Dequantize, IQ2_XXS) {
+  // d = 1. Sub-block 0: grid indices 0, 1, 2, 255; sign bits 0b1 (group 0:
+  // one minus sign, so the eighth is negative too), 0, 0b11, 0; ls = 3, so
+  // the step is (0.5 + 3) / 4 = 0.875. Sub-blocks 1-7 are all zero bytes:
+  // entry 0 (eight 8s), no signs, ls = 0: 8 * 0.125 = 1.
+  BlockIQ2_XXS b{};
+  b.d = H(1.0f);
+  b.qs[0] = 0;
+  b.qs[1] = 1;
+  b.qs[2] = 2;
+  b.qs[3] = 255;
+  PutU32(b.qs + 4, 1u | (0u << 7) | (3u << 14) | (0u << 21) | (3u << 28));
+  auto y = DequantizeBlock(DType::kIQ2_XXS, b, 256);
+  // Entries: 0x0808080808080808, 0x080808080808082b, 0x0808080808081919,
+  // 0x2b2b2b1908081908 (lowest byte first: weight 0).
+  const int expected[32] = {-8, 8, 8, 8, 8, 8, 8,  -8, 43,  8,  8, 8, 8, 8,  8,  8,
+                            -25, -25, 8, 8, 8, 8, 8, 8, 8, 25, 8, 8, 25, 43, 43, 43};
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 0.875f * static_cast<float>(expected[i])) << i;
+  for (int i = 32; i < 256; ++i) EXPECT_EQ(y[i], 1.0f) << i;
+}
+
+TEST(Dequantize, IQ2_XS) {
+  // d = 1. Group 0: index 1 with sign bits 0b1 (weights 0 and 7 negative);
+  // groups 1-3 index 0. scales[0] = 0x52: groups 0-1 ls = 2 (step 0.625),
+  // groups 2-3 ls = 5 (step 1.375). The rest: eights at 0.125.
+  BlockIQ2_XS b{};
+  b.d = H(1.0f);
+  const uint16_t group0 = 1 | (1 << 9);
+  std::memcpy(b.qs, &group0, 2);
+  b.scales[0] = 0x52;
+  auto y = DequantizeBlock(DType::kIQ2_XS, b, 256);
+  const int group0_values[8] = {-43, 8, 8, 8, 8, 8, 8, -8};  // entry 1: 0x080808080808082b
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 0.625f * static_cast<float>(group0_values[i])) << i;
+  for (int i = 8; i < 16; ++i) EXPECT_EQ(y[i], 5.0f) << i;
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(y[i], 11.0f) << i;
+  for (int i = 32; i < 256; ++i) EXPECT_EQ(y[i], 1.0f) << i;
+}
+
+TEST(Dequantize, IQ2_S) {
+  // d = 1. Group 0: index 9 (0x08080808082b0808), signs 0x80 (weight 7
+  // negative; all 8 signs are stored). Group 1: low byte 0, high bits 1
+  // (bits 2-3 of qh[0]): index 256 (0x0819081919191919). scales[0] = 0x31:
+  // groups 0-1 step (0.5 + 1) / 4, groups 2-3 (0.5 + 3) / 4.
+  BlockIQ2_S b{};
+  b.d = H(1.0f);
+  b.qs[0] = 9;
+  b.signs[0] = 0x80;
+  b.qh[0] = 1 << 2;
+  b.scales[0] = 0x31;
+  auto y = DequantizeBlock(DType::kIQ2_S, b, 256);
+  const int expected[16] = {8, 8, 43, 8, 8, 8, 8, -8, 25, 25, 25, 25, 25, 8, 25, 8};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(y[i], 0.375f * static_cast<float>(expected[i])) << i;
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(y[i], 7.0f) << i;
+  for (int i = 32; i < 256; ++i) EXPECT_EQ(y[i], 1.0f) << i;
+}
+
+TEST(Dequantize, IQ3_XXS) {
+  // d = 2. Sub-block 0: groups of 4 with indices 0 (0x04040404) and 5
+  // (0x04040c3e), the rest 0; its uint32 has ls = 1 (step 2 * 1.5 / 2 = 1.5)
+  // and sign bits 0b1000000 for the first 8 (weight 6 negative, so 7 too).
+  // Sub-blocks 1-7: fours at 2 * 0.5 / 2 = 0.5.
+  BlockIQ3_XXS b{};
+  b.d = H(2.0f);
+  b.qs[1] = 5;
+  PutU32(b.scales_signs, (1u << 28) | (1u << 6));
+  auto y = DequantizeBlock(DType::kIQ3_XXS, b, 256);
+  const int expected[8] = {4, 4, 4, 4, 62, 12, -4, -4};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 1.5f * static_cast<float>(expected[i])) << i;
+  for (int i = 8; i < 32; ++i) EXPECT_EQ(y[i], 6.0f) << i;
+  for (int i = 32; i < 256; ++i) EXPECT_EQ(y[i], 2.0f) << i;
+}
+
+TEST(Dequantize, IQ3_S) {
+  // d = 0.5, scales[0] = 0x21: sub-block 0 step 0.5 * (1 + 2) = 1.5,
+  // sub-block 1 step 0.5 * (1 + 4) = 2.5, the rest 0.5. Group 0: qs 0 with
+  // qh[0] bit 0: index 256 (0x05090507); group 1: index 3 (0x0101010b);
+  // signs[0] = 0x11: weights 0 and 4 negative. Other groups: entry 0, ones.
+  BlockIQ3_S b{};
+  b.d = H(0.5f);
+  b.scales[0] = 0x21;
+  b.qh[0] = 1;
+  b.qs[1] = 3;
+  b.signs[0] = 0x11;
+  auto y = DequantizeBlock(DType::kIQ3_S, b, 256);
+  const int expected[8] = {-7, 5, 9, 5, -11, 1, 1, 1};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 1.5f * static_cast<float>(expected[i])) << i;
+  for (int i = 8; i < 32; ++i) EXPECT_EQ(y[i], 1.5f) << i;
+  for (int i = 32; i < 64; ++i) EXPECT_EQ(y[i], 2.5f) << i;
+  for (int i = 64; i < 256; ++i) EXPECT_EQ(y[i], 0.5f) << i;
+}
+
 // ---- all formats: zeros, extremes, errors ----
 
 TEST(Dequantize, AllZeroBlocksGiveZeros) {
   const DType kTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ8_1,
                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ8_K,
-                          DType::kIQ4_NL, DType::kIQ4_XS};
+                          DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
+                          DType::kIQ3_XXS, DType::kIQ3_S};
   for (DType t : kTypes) {
     std::vector<uint8_t> zeros(2 * GetDTypeInfo(t).block_bytes, 0);
     int n = 2 * DTypeBlockSize(t);

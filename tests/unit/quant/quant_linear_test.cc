@@ -135,7 +135,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantLinearTest,
                                            Case{DType::kQ5_1, 9, 32}, Case{DType::kQ2_K, 21, 512},
                                            Case{DType::kQ3_K, 16, 256}, Case{DType::kQ4_K, 45, 512},
                                            Case{DType::kQ5_K, 8, 768}, Case{DType::kQ6_K, 33, 256},
-                                           Case{DType::kIQ4_NL, 27, 96}, Case{DType::kIQ4_XS, 17, 512}),
+                                           Case{DType::kIQ4_NL, 27, 96}, Case{DType::kIQ4_XS, 17, 512},
+                                           Case{DType::kIQ2_XXS, 9, 256}, Case{DType::kIQ2_XS, 10, 512},
+                                           Case{DType::kIQ2_S, 8, 256}, Case{DType::kIQ3_XXS, 11, 256},
+                                           Case{DType::kIQ3_S, 12, 512}),
                          CaseName);
 
 TEST(QuantMatrix, RefusesWhatTheKernelsCannotRead) {

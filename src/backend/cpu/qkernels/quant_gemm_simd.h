@@ -1458,6 +1458,13 @@ void GemmAny(const QuantGemmArgs& a) {
     case DType::kQ6_K: return Gemm<D, FormatQ6_K, true>(a);
     case DType::kIQ4_NL: return Gemm<D, FormatIQ4_NL, false>(a);
     case DType::kIQ4_XS: return Gemm<D, FormatIQ4_XS, true>(a);
+    // The grid i-quants have no vector format yet: the scalar reference
+    // (each block decoded once per 16 rows), the same numbers on every ISA.
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S: return qref::Table().gemm(a);
     default: return;  // PackQuantMatrix admits no other type
   }
 }

@@ -17,7 +17,8 @@ namespace kiln::cpu {
 const std::vector<DType>& QuantKernelTypes() {
   static const std::vector<DType> types = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
                                            DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
-                                           DType::kIQ4_NL, DType::kIQ4_XS};
+                                           DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kIQ2_XS,
+                                           DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S};
   return types;
 }
 
@@ -44,6 +45,11 @@ RowDequantizer QuantRowDequantizer(DType dtype) {
     case DType::kQ8_K: return &DequantizeQ8_K;
     case DType::kIQ4_NL: return &DequantizeIQ4_NL;
     case DType::kIQ4_XS: return &DequantizeIQ4_XS;
+    case DType::kIQ2_XXS: return &DequantizeIQ2_XXS;
+    case DType::kIQ2_XS: return &DequantizeIQ2_XS;
+    case DType::kIQ2_S: return &DequantizeIQ2_S;
+    case DType::kIQ3_XXS: return &DequantizeIQ3_XXS;
+    case DType::kIQ3_S: return &DequantizeIQ3_S;
     default: return nullptr;
   }
 }
@@ -234,7 +240,8 @@ Expected<QuantMatrix> AdoptX8(const QuantMatrix& w, DomainBuffer x8) {
 Expected<QuantMatrix> MakeQuantMatrix(DType dtype, const void* data, uint64_t nbytes, int64_t n, int64_t k) {
   if (!IsQuantKernelType(dtype)) {
     return Unsupported("quantized linear weight: dtype {} (the CPU quantized kernels take q4_0, q4_1, q5_0, "
-                       "q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl and iq4_xs)",
+                       "q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq2_xxs, iq2_xs, iq2_s, "
+                       "iq3_xxs and iq3_s)",
                        DTypeName(dtype));
   }
   if (n <= 0 || k <= 0) return InvalidArgument("quantized weight: shape [{}, {}] is empty", n, k);

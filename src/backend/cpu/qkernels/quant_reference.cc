@@ -23,6 +23,9 @@
 //   Q6_K  A = sum_i sc_i (sum w q - 32 s_i)            (w unsigned, 6 bits)
 //   IQ4_NL  A = sum v q,  v = kIQ4Values[w]             (v signed)
 //   IQ4_XS  A = sum_j (ls_j - 32) sum v q                (8 pieces of 32)
+//   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
+//           A = sum_i sc_i sum w q,  d = the block's unit  (16 pieces;
+//           sc, w and unit as quant/iquant_decode.h: w = +-grid magnitude)
 // Integers cannot overflow: |A| < 2^28 for every format and any bytes.
 #include <algorithm>
 #include <cmath>
@@ -32,6 +35,7 @@
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "core/half.h"
 #include "quant/dequantize.h"
+#include "quant/iquant_decode.h"
 #include "quant/ggml_blocks.h"
 
 namespace kiln::cpu::qref {
@@ -224,6 +228,20 @@ Terms TermsIQ4_XS(const uint8_t* p, const int8_t* q, const int16_t*) {
   return t;
 }
 
+template <DType kType>
+Terms TermsGridIQuant(const uint8_t* p, const int8_t* q, const int16_t*) {
+  IQuantBlock b;
+  DecodeIQuantBlock(kType, p, &b);
+  Terms t;
+  t.d = b.unit;
+  for (int i = 0; i < kQK_K / 16; ++i) {
+    int32_t dot = 0;
+    for (int j = 0; j < 16; ++j) dot += b.w[16 * i + j] * q[16 * i + j];
+    t.a += b.scale[i] * dot;
+  }
+  return t;
+}
+
 using TermsFn = Terms (*)(const uint8_t*, const int8_t*, const int16_t*);
 
 TermsFn TermsFor(DType t) {
@@ -240,11 +258,51 @@ TermsFn TermsFor(DType t) {
     case DType::kQ6_K: return &TermsQ6_K;
     case DType::kIQ4_NL: return &TermsIQ4_NL;
     case DType::kIQ4_XS: return &TermsIQ4_XS;
+    case DType::kIQ2_XXS: return &TermsGridIQuant<DType::kIQ2_XXS>;
+    case DType::kIQ2_XS: return &TermsGridIQuant<DType::kIQ2_XS>;
+    case DType::kIQ2_S: return &TermsGridIQuant<DType::kIQ2_S>;
+    case DType::kIQ3_XXS: return &TermsGridIQuant<DType::kIQ3_XXS>;
+    case DType::kIQ3_S: return &TermsGridIQuant<DType::kIQ3_S>;
     default: return nullptr;
   }
 }
 
+// The grid i-quants' terms, with each weight block decoded once for up to
+// kRowChunk activation rows instead of once per row: the same terms, added
+// in the same order, so the same bits as the loop in Gemm.
+void GemmGridIQuant(const QuantGemmArgs& a) {
+  constexpr int64_t kRowChunk = 16;
+  const int64_t block_bytes = GetDTypeInfo(a.w_type).block_bytes;
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t n_end = std::min(a.g_end * kQuantGroupRows, a.n_total);
+  IQuantBlock w;
+  for (int64_t m0 = a.m_begin; m0 < a.m_end; m0 += kRowChunk) {
+    const int64_t rows = std::min(kRowChunk, a.m_end - m0);
+    for (int64_t n = a.g_begin * kQuantGroupRows; n < n_end; ++n) {
+      const uint8_t* row = a.w + n * a.row_bytes;
+      float acc[kRowChunk] = {};
+      for (int64_t b = 0; b < blocks; ++b) {
+        DecodeIQuantBlock(a.w_type, row + b * block_bytes, &w);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int8_t* q = a.x->row_q(m0 + r) + b * kQK_K;
+          int32_t sum = 0;
+          for (int i = 0; i < kQK_K / 16; ++i) {
+            int32_t dot = 0;
+            for (int j = 0; j < 16; ++j) dot += w.w[16 * i + j] * q[16 * i + j];
+            sum += w.scale[i] * dot;
+          }
+          acc[r] = std::fma(w.unit * a.x->row_d(m0 + r)[b], static_cast<float>(sum), acc[r]);
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        a.y[(m0 + r) * a.ldy + n] = a.bias != nullptr ? acc[r] + a.bias[n] : acc[r];
+      }
+    }
+  }
+}
+
 void Gemm(const QuantGemmArgs& a) {
+  if (IsGridIQuant(a.w_type)) return GemmGridIQuant(a);
   const TermsFn terms = TermsFor(a.w_type);
   const int bs = DTypeBlockSize(a.w_type);
   const int64_t block_bytes = GetDTypeInfo(a.w_type).block_bytes;
