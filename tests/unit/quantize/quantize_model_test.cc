@@ -191,8 +191,8 @@ TEST(QuantizeModel, UnsupportedTensorTypesAreNamed) {
     uint64_t bytes;
     const char* expected;
   };
-  // IQ2_XXS (16): a real ggml type kiln does not run; 99: no ggml type at all.
-  for (const Case& c : {Case{16, 256 * 66, "IQ2_XXS (16) is not supported"}, Case{99, 256 * 256, "unknown ggml type 99"}}) {
+  // IQ1_S (19): a real ggml type kiln does not run; 99: no ggml type at all.
+  for (const Case& c : {Case{19, 256 * 50, "IQ1_S (19) is not supported"}, Case{99, 256 * 256, "unknown ggml type 99"}}) {
     const std::string path = dir + "/type" + std::to_string(c.type) + ".gguf";
     {
       std::FILE* f = std::fopen(path.c_str(), "wb");
