@@ -67,13 +67,19 @@ nlohmann::json ModelConfigToJson(const ModelConfig& c) {
       {"bos_token_ids", c.bos_token_ids},
       {"eos_token_ids", c.eos_token_ids},
       {"torch_dtype", c.torch_dtype},
+      {"num_experts", c.num_experts},
+      {"experts_per_token", c.experts_per_token},
+      {"expert_intermediate_size", c.expert_intermediate_size},
+      {"normalize_expert_weights", c.normalize_expert_weights},
+      {"shared_expert_intermediate_size", c.shared_expert_intermediate_size},
+      {"dense_mlp_layers", c.dense_mlp_layers},
   };
 }
 
 Expected<ModelConfig> ModelConfigFromJson(const nlohmann::json& j) {
   ModelConfig c;
   try {
-    KILN_ASSIGN_OR_RETURN(c.arch, EnumAt<Architecture>(j, "arch", AsInt(Architecture::kGemma3) + 1));
+    KILN_ASSIGN_OR_RETURN(c.arch, EnumAt<Architecture>(j, "arch", AsInt(Architecture::kQwen3Moe) + 1));
     c.hf_architecture = j.at("hf_architecture").get<std::string>();
     c.vocab_size = j.at("vocab_size").get<int64_t>();
     c.hidden_size = j.at("hidden_size").get<int64_t>();
@@ -113,6 +119,12 @@ Expected<ModelConfig> ModelConfigFromJson(const nlohmann::json& j) {
     c.bos_token_ids = j.at("bos_token_ids").get<std::vector<int64_t>>();
     c.eos_token_ids = j.at("eos_token_ids").get<std::vector<int64_t>>();
     c.torch_dtype = j.at("torch_dtype").get<std::string>();
+    c.num_experts = j.at("num_experts").get<int64_t>();
+    c.experts_per_token = j.at("experts_per_token").get<int64_t>();
+    c.expert_intermediate_size = j.at("expert_intermediate_size").get<int64_t>();
+    c.normalize_expert_weights = j.at("normalize_expert_weights").get<bool>();
+    c.shared_expert_intermediate_size = j.at("shared_expert_intermediate_size").get<int64_t>();
+    c.dense_mlp_layers = j.at("dense_mlp_layers").get<std::vector<bool>>();
   } catch (const nlohmann::json::exception& e) {
     return Corrupt("model config: {}", e.what());
   }

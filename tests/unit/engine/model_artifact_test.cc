@@ -11,9 +11,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "compiler/compiled_model.h"
@@ -118,6 +121,35 @@ TEST(ModelArtifact, GeneratedWeightsGiveTheSameLogits) {
     o.load_format = "dummy";
     o.dummy_dtype = dtype;
     o.model = testing::ModelDir("tiny-llama");  // its config.json's shapes
+    ExpectSameAsSource(o);
+  }
+}
+
+// A mixture of experts (tiny-qwen3's shapes and tokenizer, four experts of
+// which two run per token, generated weights): its config's experts come
+// back from the artifact and so do its logits.
+TEST(ModelArtifact, MixtureOfExpertsGivesTheSameLogits) {
+  namespace fs = std::filesystem;
+  // Not a MakeTempDir: ExpectSameAsSource makes (and so empties) that one.
+  const std::string dir = testing::BinaryDir() + "/test_tmp/moe_artifact_model";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"}) {
+    fs::copy_file(fs::path(testing::ModelDir("tiny-qwen3")) / file, fs::path(dir) / file);
+  }
+  std::ifstream in(testing::ModelDir("tiny-qwen3") + "/config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["architectures"] = {"Qwen3MoeForCausalLM"};
+  config["model_type"] = "qwen3_moe";
+  config["num_experts"] = 4;
+  config["num_experts_per_tok"] = 2;
+  config["moe_intermediate_size"] = 128;
+  config["norm_topk_prob"] = true;
+  std::ofstream(dir + "/config.json") << config.dump();
+  for (DType dtype : {DType::kBF16, DType::kQ8_0}) {
+    EngineOptions o = SmallOptions(dir);
+    o.load_format = "dummy";
+    o.dummy_dtype = dtype;
     ExpectSameAsSource(o);
   }
 }

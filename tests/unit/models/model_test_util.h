@@ -3,11 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "compiler/compiled_model.h"
@@ -60,6 +65,52 @@ inline CompileOptions Fp32(int threads = 0) {
   o.precision = Precision::kFp32;
   o.threads = threads;
   return o;
+}
+
+// The output folder of the reference script tests/tools/<script>, made once
+// per version of the script and shared by the test processes (CTest runs
+// each case in its own): written to a fresh folder, then renamed into
+// place, which fails harmlessly for all but one. `made` is a file the
+// script writes last, relative to the folder.
+inline std::string ReferenceScriptOutput(const std::string& script, const std::string& made) {
+  const std::string path = SourceDir() + "/tests/tools/" + script;
+  auto text = ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << path;
+  const std::string stem = script.substr(0, script.rfind('.'));
+  const std::string shared = fmt::format("{}/{}_{:016x}", BinaryDir(), stem,
+                                         std::hash<std::string>()(text.ok() ? *text : std::string()));
+  std::error_code ec;
+  if (std::filesystem::exists(shared + "/" + made, ec)) return shared;
+  const std::string fresh = MakeTempDir() + "/models";
+  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 " + path + " " + fresh;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::filesystem::rename(fresh, shared, ec);
+  return std::filesystem::exists(shared + "/" + made, ec) ? shared : fresh;
+}
+
+// Every position's logits of a reference run, one row after another.
+inline std::vector<float> AllLogits(const nlohmann::json& rows) {
+  std::vector<float> out;
+  for (const auto& row : rows) {
+    auto r = Floats(row);
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+inline float MaxAbs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// The reference's greedy tokens up to the first step whose top-2 margin is
+// 3e-3 or less (where rounding may pick either).
+inline size_t DecidedSteps(const nlohmann::json& run) {
+  auto margins = Floats(run["margins"]);
+  size_t n = 0;
+  while (n < margins.size() && margins[n] > 3e-3f) ++n;
+  return n;
 }
 
 }  // namespace kiln::testing

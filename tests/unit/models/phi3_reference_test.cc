@@ -19,51 +19,14 @@
 namespace kiln {
 namespace {
 
-// The script's output, made once per version of the script and shared by
-// the test processes (CTest runs each case in its own): written to a fresh
-// folder, then renamed into place, which fails harmlessly for all but one.
 const std::string& ModelsDir() {
-  static const std::string dir = [] {
-    const std::string script = testing::SourceDir() + "/tests/tools/phi3_reference.py";
-    auto text = ReadFileToString(script);
-    EXPECT_TRUE(text.ok()) << script;
-    const std::string shared = fmt::format("{}/phi3_reference_{:016x}", testing::BinaryDir(),
-                                           std::hash<std::string>()(text.ok() ? *text : std::string()));
-    std::error_code ec;
-    if (std::filesystem::exists(shared + "/tied/reference.json", ec)) return shared;
-    const std::string fresh = testing::MakeTempDir() + "/models";
-    const std::string cmd =
-        "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 " + script + " " + fresh;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::filesystem::rename(fresh, shared, ec);
-    return std::filesystem::exists(shared + "/tied/reference.json", ec) ? shared : fresh;
-  }();
+  static const std::string dir = testing::ReferenceScriptOutput("phi3_reference.py", "tied/reference.json");
   return dir;
 }
 
-std::vector<float> AllLogits(const nlohmann::json& rows) {
-  std::vector<float> out;
-  for (const auto& row : rows) {
-    auto r = testing::Floats(row);
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
-
-float MaxAbs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-// The reference's greedy tokens up to the first step whose top-2 margin is
-// 3e-3 or less (where rounding may pick either).
-size_t DecidedSteps(const nlohmann::json& run) {
-  auto margins = testing::Floats(run["margins"]);
-  size_t n = 0;
-  while (n < margins.size() && margins[n] > 3e-3f) ++n;
-  return n;
-}
+using testing::AllLogits;
+using testing::DecidedSteps;
+using testing::MaxAbs;
 
 struct Case {
   const char* variant;  // "untied" or "tied"
