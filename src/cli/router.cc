@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/termination_signals.h"
 #include "core/byte_size.h"
 #include "core/log.h"
 #include "router/router_server.h"
@@ -21,40 +22,6 @@ namespace {
 struct RouterArgs {
   router::RouterOptions options;
   std::string max_body_size = "16MiB";
-};
-
-// Waits for SIGTERM or SIGINT (blocked in every other thread) and shuts the
-// router down on the first.
-class RouterSignalWatcher {
- public:
-  RouterSignalWatcher(router::RouterServer& server, double timeout) : server_(server), timeout_(timeout) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~RouterSignalWatcher() {
-    done_ = true;
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    const timespec poll_interval{0, 200 * 1000 * 1000};
-    while (!done_) {
-      int sig = sigtimedwait(&set, nullptr, &poll_interval);
-      if (sig <= 0) continue;
-      KILN_LOG_INFO("received {}: no longer accepting; letting requests in flight finish (up to {} s)",
-                    sig == SIGTERM ? "SIGTERM" : "SIGINT", timeout_);
-      server_.Shutdown(timeout_);
-    }
-  }
-
-  router::RouterServer& server_;
-  double timeout_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
 };
 
 Status RunRouter(const RouterArgs& a) {
@@ -69,18 +36,19 @@ Status RunRouter(const RouterArgs& a) {
   // A client or backend that goes away must not kill the router with
   // SIGPIPE; the failed write reports it.
   ::signal(SIGPIPE, SIG_IGN);
-  sigset_t termination;
-  sigemptyset(&termination);
-  sigaddset(&termination, SIGTERM);
-  sigaddset(&termination, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &termination, nullptr);
+  BlockTerminationSignals();
 
   router::RouterServer server(options);
   KILN_RETURN_IF_ERROR(server.Bind());
   KILN_LOG_INFO("listening on http://{}:{}, routing to {} replicas", options.host, server.port(),
                 options.replicas.size());
   {
-    RouterSignalWatcher watcher(server, options.shutdown_timeout_seconds);
+    const double timeout = options.shutdown_timeout_seconds;
+    TerminationSignalWatcher watcher([&server, timeout](const char* signal) {
+      KILN_LOG_INFO("received {}: no longer accepting; letting requests in flight finish (up to {} s)", signal,
+                    timeout);
+      server.Shutdown(timeout);
+    });
     server.Serve();
   }
   KILN_LOG_INFO("stopped");

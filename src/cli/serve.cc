@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/profile_flags.h"
+#include "cli/termination_signals.h"
 #include "compiler/compiled_model.h"
 #include "core/byte_size.h"
 #include "core/log.h"
@@ -49,41 +50,6 @@ void RaiseOpenFileLimit(int connections) {
   }
 }
 
-// Waits for SIGTERM or SIGINT (blocked in every thread, so only this one
-// sees them) and shuts the server down on the first.
-class SignalWatcher {
- public:
-  SignalWatcher(server::ApiServer& api, double timeout) : api_(api), timeout_(timeout) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~SignalWatcher() {
-    done_ = true;
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    const timespec poll_interval{0, 200 * 1000 * 1000};
-    while (!done_) {
-      int sig = sigtimedwait(&set, nullptr, &poll_interval);
-      if (sig <= 0) continue;
-      KILN_LOG_INFO("received {}: no longer accepting; letting running requests finish (up to {} s)",
-                    sig == SIGTERM ? "SIGTERM" : "SIGINT", timeout_);
-      api_.Shutdown(timeout_);
-      KILN_LOG_INFO("every request has ended; closing connections");
-    }
-  }
-
-  server::ApiServer& api_;
-  double timeout_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
-
 Status RunServe(const ServeArgs& a) {
   KILN_ASSIGN_OR_RETURN(EngineOptions engine_options, a.engine.Resolve());
   if (engine_options.model.empty() && engine_options.load_format != "dummy") {
@@ -108,11 +74,7 @@ Status RunServe(const ServeArgs& a) {
   // thread alone: every thread started from here inherits the mask.
   ::signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit(options.max_concurrent_connections);
-  sigset_t termination;
-  sigemptyset(&termination);
-  sigaddset(&termination, SIGTERM);
-  sigaddset(&termination, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &termination, nullptr);
+  BlockTerminationSignals();
 
   server::ApiServer api(options);
   KILN_RETURN_IF_ERROR(api.Bind());
@@ -123,7 +85,13 @@ Status RunServe(const ServeArgs& a) {
   int threads = 0;  // for the profile's roofline
   bench::WeightArithmetic arithmetic = bench::WeightArithmetic::kFp32;
   {
-    SignalWatcher watcher(api, options.shutdown_timeout_seconds);
+    const double timeout = options.shutdown_timeout_seconds;
+    TerminationSignalWatcher watcher([&api, timeout](const char* signal) {
+      KILN_LOG_INFO("received {}: no longer accepting; letting running requests finish (up to {} s)", signal,
+                    timeout);
+      api.Shutdown(timeout);
+      KILN_LOG_INFO("every request has ended; closing connections");
+    });
     std::thread loader([&] {
       auto engine = LLMEngine::Create(engine_options);
       if (!engine.ok()) {
