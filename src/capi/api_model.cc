@@ -56,7 +56,7 @@ kiln_status kiln_model_load(const char* path, const kiln_model_options* options,
     nlohmann::json compiled_with;
     if (kiln::IsArtifactFile(o.model)) {
       // A compiled artifact: its compile options, an option set otherwise an error.
-      KILN_ASSIGN_OR_RETURN(kiln::OpenedArtifact artifact, kiln::OpenArtifact(o.model));
+      KILN_ASSIGN_OR_RETURN(kiln::OpenedArtifact artifact, kiln::OpenArtifact(o.model, o.recompile_if_stale));
       KILN_RETURN_IF_ERROR(kiln::ApplyArtifactOptions(artifact.metadata, nullptr, &o));
       compiled_with = {{"options", artifact.metadata.at("options")}};
     }

@@ -33,6 +33,10 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_flag("--verify-weights", o.verify_weights,
                 "With a .kiln artifact: check every weight section's checksum at load")
       ->group(group);
+  cmd->add_flag("--recompile-if-stale", o.recompile_if_stale,
+                "With a .kiln artifact: rebuild it in place from the source it records when it is stale (another "
+                "kernel-layout version, an ISA this CPU lacks) instead of refusing it")
+      ->group(group);
   cmd->add_option("--load-format", o.load_format,
                   "auto: read the model's weights; dummy: generate weights of its (or --preset's) shapes")
       ->check(CLI::IsMember({"auto", "dummy"}))
@@ -157,7 +161,7 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
         return InvalidArgument("{}: {} is a compiled artifact, which holds its weights", flag, o.model);
       }
     }
-    KILN_ASSIGN_OR_RETURN(OpenedArtifact artifact, OpenArtifact(o.model));
+    KILN_ASSIGN_OR_RETURN(OpenedArtifact artifact, OpenArtifact(o.model, o.recompile_if_stale));
     std::set<std::string> given;
     for (const std::string& flag : ArtifactCompileFlags()) {
       if (command != nullptr && command->count(flag) > 0) given.insert(flag);

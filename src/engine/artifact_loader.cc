@@ -1,6 +1,7 @@
 // Opening a compiled artifact: staleness checks, options, and the model.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -34,19 +35,33 @@ std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
   return fmt::format("rebuild it on this machine: kiln compile {} -o {}", source, path);
 }
 
-Status CheckRuns(const std::string& path, const nlohmann::json& meta, std::string* note) {
+// Why this build and CPU cannot run an artifact's packed weights (another
+// kernel-layout version, an ISA this CPU lacks), or "" when they can. A
+// stale file can be rebuilt from its source (RecompileStaleArtifact).
+Expected<std::string> StaleReason(const std::string& path, const nlohmann::json& meta) {
   const int layout = meta.at("kernel_layout_version").get<int>();
   if (layout != kKernelLayoutVersion) {
-    return Unsupported("{}: stale artifact: compiled with kernel-layout version {} (kiln {}), this kiln's is {}; {}",
-                       path, layout, meta.value("kiln_version", "?"), kKernelLayoutVersion, RebuildHint(path, meta));
+    return fmt::format("compiled with kernel-layout version {} (kiln {}), this kiln's is {}", layout,
+                       meta.value("kiln_version", "?"), kKernelLayoutVersion);
   }
   const std::string isa = meta.at("isa").get<std::string>();
   const std::string here = GetCpuInfo().BestIsa();
   if (IsaRank(isa) < 0) return Corrupt("{}: unknown ISA '{}'", path, isa);
   if (IsaRank(isa) > IsaRank(here)) {
-    return Unsupported("{}: stale artifact: compiled for {} ({}), this CPU runs {} kernels; {}", path, isa,
-                       meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")), here, RebuildHint(path, meta));
+    return fmt::format("compiled for {} ({}), this CPU runs {} kernels", isa,
+                       meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")), here);
   }
+  return std::string();
+}
+
+Status CheckRuns(const std::string& path, const nlohmann::json& meta, std::string* note) {
+  KILN_ASSIGN_OR_RETURN(std::string stale, StaleReason(path, meta));
+  if (!stale.empty()) {
+    return Unsupported("{}: stale artifact: {}; {} (or load it with --recompile-if-stale)", path, stale,
+                       RebuildHint(path, meta));
+  }
+  const std::string isa = meta.at("isa").get<std::string>();
+  const std::string here = GetCpuInfo().BestIsa();
   if (IsaRank(isa) < IsaRank(here)) {
     *note = fmt::format("{} was compiled for {}; this CPU runs {} kernels, which read the same layouts", path, isa,
                         here);
@@ -131,18 +146,81 @@ Expected<std::unique_ptr<Tokenizer>> LoadFolderTokenizer(const ArtifactFile& fil
 
 }  // namespace
 
-Expected<OpenedArtifact> OpenArtifact(const std::string& path) {
+Expected<OpenedArtifact> OpenArtifact(const std::string& path, bool recompile_if_stale) {
   OpenedArtifact a;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(path));
   a.file = std::move(file);
   KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, a.file->Require("metadata"));
   try {
     a.metadata = nlohmann::json::parse(meta->text());
+    if (recompile_if_stale) {
+      KILN_ASSIGN_OR_RETURN(std::string stale, StaleReason(path, a.metadata));
+      if (!stale.empty()) {
+        a = OpenedArtifact();  // unmapped before the file is replaced
+        KILN_ASSIGN_OR_RETURN(std::string rebuilt, RecompileStaleArtifact(path));
+        fmt::print(stderr, "note: {}\n", rebuilt);
+        return OpenArtifact(path, /*recompile_if_stale=*/false);
+      }
+    }
     KILN_RETURN_IF_ERROR(CheckRuns(path, a.metadata, &a.note));
   } catch (const nlohmann::json::exception& e) {
     return Corrupt("{}: metadata: {}", path, e.what());
   }
   return a;
+}
+
+Expected<std::string> RecompileStaleArtifact(const std::string& path) {
+  EngineOptions source;
+  std::string stale;
+  nlohmann::json recorded_files;
+  {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(path));
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file->Require("metadata"));
+    try {
+      const nlohmann::json meta = nlohmann::json::parse(section->text());
+      KILN_ASSIGN_OR_RETURN(stale, StaleReason(path, meta));
+      if (stale.empty()) return InvalidArgument("{}: not stale, nothing to rebuild", path);
+      for (const std::string& flag : ArtifactCompileFlags()) {
+        KILN_RETURN_IF_ERROR(SetOption(flag, meta.at("options").at(flag), &source));
+      }
+      const nlohmann::json& from = meta.at("source");
+      source.model = from.at("path").get<std::string>();
+      source.load_format = from.at("load_format").get<std::string>();
+      source.preset = from.at("preset").get<std::string>();
+      source.dummy_seed = from.at("seed").get<uint64_t>();
+      recorded_files = from.at("files");
+    } catch (const nlohmann::json::exception& e) {
+      return Corrupt("{}: metadata: {}", path, e.what());
+    }
+  }
+  std::error_code ec;
+  if (!source.model.empty() && !fs::exists(source.model, ec)) {
+    return NotFound("{}: stale artifact ({}), and its source {} is gone: compile it again from the model "
+                    "(kiln compile MODEL -o {})",
+                    path, stale, source.model, path);
+  }
+  KILN_ASSIGN_OR_RETURN(nlohmann::json current_files, ArtifactSourceFiles(source));
+  const std::string from = source.model.empty() ? fmt::format("generated weights (--preset '{}', seed {})",
+                                                              source.preset, source.dummy_seed)
+                                                : source.model;
+  // Written beside the file and renamed over it: readers never see half a file.
+  const std::string temporary = fmt::format("{}.rebuild-{}", path, ::getpid());
+  const auto start = std::chrono::steady_clock::now();
+  auto summary = CompileArtifact(source, temporary);
+  if (!summary.ok()) {
+    fs::remove(temporary, ec);
+    return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, from));
+  }
+  fs::rename(temporary, path, ec);
+  if (ec) {
+    fs::remove(temporary, ec);
+    return IoError("{}: cannot replace it with its rebuilt form: {}", path, ec.message());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return fmt::format("{} was stale ({}); rebuilt from {} in {:.2f} s{}", path, stale, from, seconds,
+                     current_files == recorded_files ? ""
+                                                     : "; the source's files changed since it was first compiled, "
+                                                       "so it holds their current contents");
 }
 
 Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::string>* given,

@@ -44,32 +44,6 @@ Expected<nlohmann::json> FileHash(const fs::path& p) {
                         {"xxh64", fmt::format("{:016x}", ArtifactChecksum({mapped->data(), mapped->size()}))}};
 }
 
-// The model's own files: a folder's safetensors and JSON files, or the .gguf.
-Expected<nlohmann::json> SourceFiles(const EngineOptions& options) {
-  nlohmann::json files = nlohmann::json::array();
-  if (options.model.empty()) return files;
-  std::error_code ec;
-  if (fs::is_directory(options.model, ec)) {
-    std::vector<fs::path> paths;
-    for (const auto& e : fs::directory_iterator(options.model, ec)) {
-      const std::string ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".safetensors" || ext == ".json" || ext == ".model" || ext == ".txt" ||
-                                  ext == ".jinja")) {
-        paths.push_back(e.path());
-      }
-    }
-    std::sort(paths.begin(), paths.end());
-    for (const fs::path& p : paths) {
-      KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(p));
-      files.push_back(std::move(h));
-    }
-  } else if (IsFile(options.model)) {
-    KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(options.model));
-    files.push_back(std::move(h));
-  }
-  return files;
-}
-
 // The tokenizer's sources: a GGUF file's metadata (as a GGUF image without
 // tensors) or a folder's tokenizer files. `path` is what LoadModel loads
 // the tokenizer from.
@@ -132,6 +106,32 @@ std::string WeightsDType(const EngineOptions& options, const WeightStore& weight
 
 }  // namespace
 
+// The model's own files (see model_artifact.h): a folder's safetensors and JSON files, or the .gguf.
+Expected<nlohmann::json> ArtifactSourceFiles(const EngineOptions& options) {
+  nlohmann::json files = nlohmann::json::array();
+  if (options.model.empty()) return files;
+  std::error_code ec;
+  if (fs::is_directory(options.model, ec)) {
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::directory_iterator(options.model, ec)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".safetensors" || ext == ".json" || ext == ".model" || ext == ".txt" ||
+                                  ext == ".jinja")) {
+        paths.push_back(e.path());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const fs::path& p : paths) {
+      KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(p));
+      files.push_back(std::move(h));
+    }
+  } else if (IsFile(options.model)) {
+    KILN_ASSIGN_OR_RETURN(nlohmann::json h, FileHash(options.model));
+    files.push_back(std::move(h));
+  }
+  return files;
+}
+
 const std::vector<std::string>& ArtifactCompileFlags() {
   static const std::vector<std::string> flags = {"--backend",        "--precision",       "--dtype",
                                                  "--kv-cache-dtype", "--max-num-batched-tokens",
@@ -167,7 +167,7 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   }
   meta["cpu"] = {{"model", cpu.model_name}, {"features", features}};
   meta["created"] = static_cast<int64_t>(std::time(nullptr));
-  KILN_ASSIGN_OR_RETURN(nlohmann::json source_files, SourceFiles(options));
+  KILN_ASSIGN_OR_RETURN(nlohmann::json source_files, ArtifactSourceFiles(options));
   meta["source"] = {{"path", options.model.empty() ? "" : fs::absolute(options.model).string()},
                     {"format", ModelFormatName(weights.format())},
                     {"load_format", options.load_format},

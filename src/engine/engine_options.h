@@ -45,6 +45,10 @@ struct EngineOptions {
   // A compiled artifact (model_artifact.h): check every weight section's
   // checksum at load (the header, plan and metadata are always checked).
   bool verify_weights = false;
+  // A stale artifact (another kernel-layout version, an ISA this CPU
+  // lacks) is rebuilt from the source it records, in place, instead of
+  // being refused.
+  bool recompile_if_stale = false;
 
   // Compilation.
   std::string backend = "cpu";

@@ -38,6 +38,11 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
 // "--block-size".
 const std::vector<std::string>& ArtifactCompileFlags();
 
+// The hashes of the files a model is read from (a folder's safetensors,
+// JSON and tokenizer files, or the .gguf), as an artifact records them:
+// [{"name", "bytes", "xxh64"}].
+Expected<nlohmann::json> ArtifactSourceFiles(const EngineOptions& options);
+
 // An opened artifact with its parsed metadata.
 struct OpenedArtifact {
   std::shared_ptr<const ArtifactFile> file;
@@ -50,8 +55,19 @@ struct OpenedArtifact {
 // machine can run it: the kernel-layout version, the ISA (a file compiled
 // for a higher ISA than this CPU's is refused; a lower one runs, with a
 // note that LoadArtifact prints on stderr) and the backend. Errors say
-// which and how to rebuild.
-Expected<OpenedArtifact> OpenArtifact(const std::string& path);
+// which and how to rebuild. With `recompile_if_stale`, a stale file (another
+// kernel-layout version, an ISA this CPU lacks) is rebuilt first by
+// RecompileStaleArtifact, and the rebuilt file opened.
+Expected<OpenedArtifact> OpenArtifact(const std::string& path, bool recompile_if_stale = false);
+
+// Rebuilds the stale artifact at `path` from the source its metadata
+// records (the model path, or the preset and seed of generated weights)
+// with the compile options it records, for this build and CPU, and
+// replaces the file (written beside it, then renamed over it, so a reader
+// never sees half a file). Returns a line saying what was rebuilt and why,
+// and whether the source changed since. Errors when the file is not stale,
+// or its source is gone.
+Expected<std::string> RecompileStaleArtifact(const std::string& path);
 
 // Makes `options` the options `artifact` was compiled with: a flag in
 // `given` (by name, as ArtifactCompileFlags spells them) whose value

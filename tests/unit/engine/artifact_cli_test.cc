@@ -102,6 +102,24 @@ TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRefused) {
   EXPECT_NE(r.err.find("kiln compile"), std::string::npos) << r.err;
 }
 
+TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRebuiltWithRecompileIfStale) {
+  if (ReadAll(path_).find("\"isa\": \"avx512\"") == std::string::npos) {
+    GTEST_SKIP() << "compiled for a lower ISA than AVX-512 here";
+  }
+  Result r = Kiln(Args({"generate", "-m", path_, "--recompile-if-stale"}, kGenerate), "KILN_ISA=avx2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("was stale (compiled for avx512"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rebuilt from " + testing::ModelDir("tiny-qwen2")), std::string::npos) << r.err;
+  // The file now holds the AVX2 build, and runs as its source does there.
+  EXPECT_NE(ReadAll(path_).find("\"isa\": \"avx2\""), std::string::npos);
+  Result source = Kiln(Args({"generate", "-m", testing::ModelDir("tiny-qwen2")}, kGenerate), "KILN_ISA=avx2");
+  ASSERT_EQ(source.exit_code, 0) << source.err;
+  EXPECT_EQ(r.out, source.out);
+  Result again = Kiln(Args({"generate", "-m", path_, "--recompile-if-stale"}, kGenerate), "KILN_ISA=avx2");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err.find("was stale"), std::string::npos) << "rebuilt once, not at every load";
+}
+
 TEST_F(ArtifactCliFile, TruncatedFileIsRefused) {
   const std::string bytes = ReadAll(path_);
   const std::string cut = path_ + ".cut.kiln";

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -207,6 +209,40 @@ TEST_F(ArtifactRefusals, AnotherKernelLayoutVersion) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("kernel-layout version"), std::string::npos) << loaded.status().message();
   EXPECT_NE(loaded.status().message().find("kiln compile"), std::string::npos);
+}
+
+TEST_F(ArtifactRefusals, AStaleFileIsRebuiltFromItsSourceWhenAsked) {
+  const std::string stale = Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
+  auto not_stale = RecompileStaleArtifact(path_);
+  ASSERT_FALSE(not_stale.ok());
+  EXPECT_NE(not_stale.status().message().find("not stale"), std::string::npos);
+
+  auto opened = OpenArtifact(stale, /*recompile_if_stale=*/true);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened->metadata.at("kernel_layout_version").get<int>(), kKernelLayoutVersion);
+  EXPECT_FALSE(std::filesystem::exists(stale + ".rebuild-" + std::to_string(::getpid())));
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 5};
+  auto a = Decode(SmallOptions(path_), prompt, 3);
+  auto b = Decode(SmallOptions(stale), prompt, 3);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.logits.size(), b.logits.size());
+  EXPECT_EQ(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)), 0);
+  EXPECT_EQ(b.packed, 0) << "the rebuilt file holds its packed matrices";
+}
+
+TEST_F(ArtifactRefusals, AStaleFileWhoseSourceIsGoneIsNotRebuilt) {
+  const std::string stale = Rewritten(path_, [](nlohmann::json& m) {
+    m["kernel_layout_version"] = kKernelLayoutVersion + 1;
+    m["source"]["path"] = "/nonexistent/kiln-model";
+  });
+  auto opened = OpenArtifact(stale, /*recompile_if_stale=*/true);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("its source /nonexistent/kiln-model is gone"), std::string::npos)
+      << opened.status().message();
+  // The stale file is left as it was.
+  auto refused = OpenArtifact(stale);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("kernel-layout version"), std::string::npos);
 }
 
 TEST_F(ArtifactRefusals, AMissingBackend) {
