@@ -5,11 +5,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -27,7 +31,55 @@ using Clock = std::chrono::steady_clock;
 struct Run {
   double first_byte = -1;
   double exit = 0;
+  double read_bytes = 0;  // block inputs from its rusage
 };
+
+// The files a model path stands for: the file, or a folder's regular files.
+std::vector<std::string> ModelFiles(const std::string& model) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (std::filesystem::is_directory(model, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(model, ec)) {
+      if (e.is_regular_file(ec)) files.push_back(e.path().string());
+    }
+  } else if (std::filesystem::is_regular_file(model, ec)) {
+    files.push_back(model);
+  }
+  return files;
+}
+
+// Drops the files' pages from the page cache (clean pages no process maps).
+Status DropFromPageCache(const std::vector<std::string>& files) {
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return IoError("cannot open {}: {}", f, std::strerror(errno));
+    const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    if (rc != 0) return IoError("posix_fadvise(DONTNEED) on {}: {}", f, std::strerror(rc));
+  }
+  return Status::Ok();
+}
+
+// Bytes of the files now in the page cache (mincore over a mapping).
+double CachedBytes(const std::vector<std::string>& files) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  double bytes = 0;
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::error_code ec;
+    const size_t size = static_cast<size_t>(std::filesystem::file_size(f, ec));
+    void* p = size > 0 && !ec ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    ::close(fd);
+    if (p == MAP_FAILED) continue;
+    std::vector<unsigned char> resident((size + page - 1) / page);
+    if (::mincore(p, size, resident.data()) == 0) {
+      for (unsigned char r : resident) bytes += (r & 1) != 0 ? static_cast<double>(page) : 0.0;
+    }
+    ::munmap(p, size);
+  }
+  return bytes;
+}
 
 Expected<Run> TimeOneRun(const std::vector<std::string>& argv) {
   int out[2], err[2];
@@ -73,8 +125,10 @@ Expected<Run> TimeOneRun(const std::vector<std::string>& argv) {
     }
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
   run.exit = std::chrono::duration<double>(Clock::now() - start).count();
+  run.read_bytes = static_cast<double>(usage.ru_inblock) * 512.0;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
     const size_t line = errors.rfind('\n');
@@ -105,27 +159,49 @@ Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& o
     argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
     commands.push_back(std::move(argv));
   }
-  // One untimed run each warms the page cache; then the models take turns,
-  // so that a slow spell of the machine falls on all of them alike.
-  for (const auto& argv : commands) KILN_RETURN_IF_ERROR(TimeOneRun(argv).status());
+  // One untimed run each warms the page cache (unless measuring a cold
+  // one); then the models take turns, so that a slow spell of the machine
+  // falls on all of them alike.
+  if (!o.cold) {
+    for (const auto& argv : commands) KILN_RETURN_IF_ERROR(TimeOneRun(argv).status());
+  }
   for (int i = 0; i < o.runs; ++i) {
     for (size_t m = 0; m < commands.size(); ++m) {
+      const std::vector<std::string> files = o.cold ? ModelFiles(o.models[m]) : std::vector<std::string>();
+      if (o.cold) {
+        KILN_RETURN_IF_ERROR(DropFromPageCache(files));
+        results[m].cached_before_max = std::max(results[m].cached_before_max, CachedBytes(files));
+      }
       KILN_ASSIGN_OR_RETURN(Run run, TimeOneRun(commands[m]));
       results[m].first_token.push_back(run.first_byte);
       results[m].exit.push_back(run.exit);
+      if (o.cold) {
+        results[m].read_bytes.push_back(run.read_bytes);
+        results[m].cached_after.push_back(CachedBytes(files));
+      }
     }
   }
   return results;
 }
 
 std::string StartupTable(const std::vector<StartupResult>& results) {
-  TextTable table({"model", "file MiB", "first token (median s)", "min s", "exit (median s)", "vs first"});
+  const bool cold = !results.empty() && !results[0].read_bytes.empty();
+  std::vector<std::string> columns = {"model", "file MiB", "first token (median s)", "min s", "exit (median s)",
+                                      "vs first"};
+  if (cold) columns.insert(columns.end(), {"read MiB (median)", "cached after MiB", "left cached before MiB"});
+  TextTable table(columns);
   const double base = results.empty() ? 0 : Percentile(results[0].first_token, 50);
+  auto mib = [](double b) { return fmt::format("{:.1f}", b / (1 << 20)); };
   for (const StartupResult& r : results) {
     const double median = Percentile(r.first_token, 50);
-    table.AddRow({r.model, r.file_bytes > 0 ? fmt::format("{:.0f}", r.file_bytes / (1 << 20)) : "-", Seconds(median),
-                  Seconds(*std::min_element(r.first_token.begin(), r.first_token.end())),
-                  Seconds(Percentile(r.exit, 50)), base > 0 ? fmt::format("{:.2f}x", median / base) : "-"});
+    std::vector<std::string> row = {r.model, r.file_bytes > 0 ? fmt::format("{:.0f}", r.file_bytes / (1 << 20)) : "-",
+                                    Seconds(median), Seconds(*std::min_element(r.first_token.begin(), r.first_token.end())),
+                                    Seconds(Percentile(r.exit, 50)), base > 0 ? fmt::format("{:.2f}x", median / base) : "-"};
+    if (cold) {
+      row.insert(row.end(), {mib(Percentile(r.read_bytes, 50)), mib(Percentile(r.cached_after, 50)),
+                             mib(r.cached_before_max)});
+    }
+    table.AddRow(row);
   }
   return table.ToString();
 }

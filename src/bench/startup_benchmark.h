@@ -17,6 +17,10 @@ struct StartupOptions {
   std::string prompt = "Hello";
   int threads = 0;                  // --threads for the runs (0: kiln's default)
   std::vector<std::string> extra_args;  // more `kiln generate` arguments, for every model
+  // Cold page cache: before every run the model's files are dropped from the
+  // page cache (posix_fadvise DONTNEED), no untimed run comes first, and each
+  // run's reads from storage are counted.
+  bool cold = false;
 };
 
 struct StartupResult {
@@ -26,10 +30,18 @@ struct StartupResult {
   // first token: `-n 1`), and to its exit; one per run.
   std::vector<double> first_token;
   std::vector<double> exit;
+  // With a cold cache, one per run: bytes the process read from storage
+  // (its rusage block inputs, 512 bytes each), and bytes of the model's
+  // files in the page cache when it had exited (what its reads and the
+  // kernel's read-ahead brought in); before the run they are dropped.
+  std::vector<double> read_bytes;
+  std::vector<double> cached_after;
+  double cached_before_max = 0;  // the most left in the cache after dropping (0 when dropping works)
 };
 
 // Runs `kiln generate -m MODEL -p PROMPT -n 1 --temperature 0` opts.runs + 1
-// times per model, in turn, the first run of each untimed. Errors when a
+// times per model, in turn, the first run of each untimed (opts.runs times
+// with opts.cold, the files dropped from the page cache before each). Errors when a
 // run fails (with its stderr's last line).
 Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& options);
 

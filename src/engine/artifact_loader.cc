@@ -203,19 +203,11 @@ Expected<std::string> RecompileStaleArtifact(const std::string& path) {
   const std::string from = source.model.empty() ? fmt::format("generated weights (--preset '{}', seed {})",
                                                               source.preset, source.dummy_seed)
                                                 : source.model;
-  // Written beside the file and renamed over it: readers never see half a file.
-  const std::string temporary = fmt::format("{}.rebuild-{}", path, ::getpid());
+  // CompileArtifact writes beside the file and renames it over it: a
+  // reader never sees half a file, and a failure leaves the stale one.
   const auto start = std::chrono::steady_clock::now();
-  auto summary = CompileArtifact(source, temporary);
-  if (!summary.ok()) {
-    fs::remove(temporary, ec);
-    return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, from));
-  }
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    return IoError("{}: cannot replace it with its rebuilt form: {}", path, ec.message());
-  }
+  auto summary = CompileArtifact(source, path);
+  if (!summary.ok()) return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, from));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return fmt::format("{} was stale ({}); rebuilt from {} in {:.2f} s{}", path, stale, from, seconds,
                      current_files == recorded_files ? ""

@@ -2,6 +2,10 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <set>
+#include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -186,12 +190,27 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   meta["compile_seconds"] = report.compile_seconds;
 
   ArtifactSummary summary;
+  // Sections are named first and added in the order they are read, since
+  // a page fault reads ahead into its neighbours: what every load reads
+  // (tokenizer, plan, metadata), then the tensors the kernels read as they
+  // are (norms, biases, rows with no packed form), then the packed forms,
+  // and last the file rows of packed matrices, which only an embedding
+  // lookup or a long prefill reads. A cold start then reads little beyond
+  // the bytes it uses.
+  std::set<std::string> has_packed;
+  for (const auto& [key, matrix] : compiled->packed().all()) has_packed.insert(key.second);
+  struct Pending {
+    std::string section;
+    std::span<const uint8_t> bytes;
+  };
+  std::vector<Pending> hot_tensors, packed_parts, cold_rows;
   nlohmann::json tensors = nlohmann::json::array();
   std::map<std::string, size_t> tensor_index;
   for (const Weight& w : weights.weights()) {
     const std::string section = fmt::format("t.{}", tensors.size());
     tensor_index[w.name] = tensors.size();
-    KILN_RETURN_IF_ERROR(writer.Add(section, {w.data, static_cast<size_t>(w.nbytes)}));
+    (has_packed.count(w.name) > 0 ? cold_rows : hot_tensors)
+        .push_back({section, {w.data, static_cast<size_t>(w.nbytes)}});
     tensors.push_back({{"name", w.name},
                        {"source_name", w.source_name},
                        {"file", fs::path(w.file).filename().string()},
@@ -211,7 +230,7 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
     nlohmann::json named;
     for (const auto& [part, bytes] : *parts) {
       const std::string section = fmt::format("p.{}.{}", index->second, part);
-      KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
+      packed_parts.push_back({section, bytes});
       named[part] = section;
     }
     packed.push_back({{"backend", backend}, {"weight", weight}, {"layout", matrix->layout()},
@@ -235,6 +254,9 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   KILN_RETURN_IF_ERROR(writer.AddText("plan", report.ToString(compiled->graph(), false)));
   KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", report.ToString(compiled->graph(), true)));
   KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
+  for (const std::vector<Pending>* group : {&hot_tensors, &packed_parts, &cold_rows}) {
+    for (const Pending& p : *group) KILN_RETURN_IF_ERROR(writer.Add(p.section, p.bytes));
+  }
   KILN_RETURN_IF_ERROR(writer.Write(output));
   summary.bytes = static_cast<int64_t>(fs::file_size(output, ec));
   summary.compile_seconds = report.compile_seconds;

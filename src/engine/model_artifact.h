@@ -63,8 +63,8 @@ Expected<OpenedArtifact> OpenArtifact(const std::string& path, bool recompile_if
 // Rebuilds the stale artifact at `path` from the source its metadata
 // records (the model path, or the preset and seed of generated weights)
 // with the compile options it records, for this build and CPU, and
-// replaces the file (written beside it, then renamed over it, so a reader
-// never sees half a file). Returns a line saying what was rebuilt and why,
+// replaces the file (as CompileArtifact writes: beside it, then renamed
+// over it). Returns a line saying what was rebuilt and why,
 // and whether the source changed since. Errors when the file is not stale,
 // or its source is gone.
 Expected<std::string> RecompileStaleArtifact(const std::string& path);
