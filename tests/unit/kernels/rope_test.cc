@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -297,6 +299,27 @@ TEST_P(RopeTest, BothStylesMatchThePairwiseRotationExactly) {
       }
     }
   }
+}
+
+// Rows are computed on first use, a chunk at a time: rotating first at
+// early positions, then at later ones beyond the first chunks, gives what
+// a table computed whole gives.
+TEST_P(RopeTest, RowsFilledOnFirstUseEqualATableComputedWhole) {
+  KILN_SKIP_UNLESS_AVAILABLE(GetParam());
+  RopeTable lazy = BuildOk(64, 64, 1000000.0, RopeScaling{}, 5000);
+  RopeTable whole = BuildOk(64, 64, 1000000.0, RopeScaling{}, 5000);
+  ASSERT_NE(whole.cos(), nullptr);  // computes every row
+  const int64_t heads = 2, ldx = heads * 64;
+  for (std::vector<int32_t> positions : {std::vector<int32_t>{0, 3, 7}, std::vector<int32_t>{1500, 1023, 1024},
+                                         std::vector<int32_t>{4999, 3100, 2}}) {
+    const auto tokens = static_cast<int64_t>(positions.size());
+    std::vector<float> x = RandomFloats(static_cast<size_t>(tokens * ldx), 5, -2.0f, 2.0f);
+    std::vector<float> want = x;
+    ApplyRope(ContextFor(GetParam(), 2), whole, RopeStyle::kHalf, tokens, positions.data(), heads, want.data(), ldx);
+    ApplyRope(ContextFor(GetParam(), 2), lazy, RopeStyle::kHalf, tokens, positions.data(), heads, x.data(), ldx);
+    ASSERT_EQ(x, want) << "positions up to " << *std::max_element(positions.begin(), positions.end());
+  }
+  EXPECT_EQ(std::memcmp(lazy.cos(), whole.cos(), 5000 * 32 * sizeof(float)), 0);
 }
 
 TEST_P(RopeTest, PositionZeroIsTheIdentityAndRotationKeepsNorms) {

@@ -142,18 +142,31 @@ Expected<RopeTable> RopeTable::Build(int64_t head_dim, int64_t rotary_dim, doubl
   }
   table.attention_scaling_ = static_cast<float>(attention_scaling);
 
-  const size_t half = pos_freqs.size();
-  table.cos_.resize(static_cast<size_t>(max_positions) * half);
-  table.sin_.resize(static_cast<size_t>(max_positions) * half);
-  for (int64_t pos = 0; pos < max_positions; ++pos) {
+  const size_t rows = static_cast<size_t>(max_positions) * pos_freqs.size();
+  table.rows_ = std::make_unique<Rows>();
+  table.rows_->cos.reset(new float[rows]);
+  table.rows_->sin.reset(new float[rows]);
+  return table;
+}
+
+void RopeTable::RowsBelow(int64_t positions) const {
+  Rows& r = *rows_;
+  if (positions <= r.filled.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int64_t from = r.filled.load(std::memory_order_relaxed);
+  if (positions <= from) return;
+  constexpr int64_t kChunk = 1024;
+  const int64_t to = std::min(max_positions_, (positions + kChunk - 1) / kChunk * kChunk);
+  const size_t half = inv_freq_.size();
+  for (int64_t pos = from; pos < to; ++pos) {
     for (size_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(pos) * table.inv_freq_[i];
+      const float angle = static_cast<float>(pos) * inv_freq_[i];
       const size_t at = static_cast<size_t>(pos) * half + i;
-      table.cos_[at] = static_cast<float>(std::cos(static_cast<double>(angle))) * table.attention_scaling_;
-      table.sin_[at] = static_cast<float>(std::sin(static_cast<double>(angle))) * table.attention_scaling_;
+      r.cos[at] = static_cast<float>(std::cos(static_cast<double>(angle))) * attention_scaling_;
+      r.sin[at] = static_cast<float>(std::sin(static_cast<double>(angle))) * attention_scaling_;
     }
   }
-  return table;
+  r.filled.store(to, std::memory_order_release);
 }
 
 void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
@@ -167,8 +180,11 @@ void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style
   args.rotary_dim = table.rotary_dim();
   args.interleaved = style == RopeStyle::kInterleaved;
   args.positions = positions;
-  args.cos = table.cos();
-  args.sin = table.sin();
+  int64_t used = 0;
+  for (int64_t t = 0; t < tokens; ++t) used = std::max<int64_t>(used, positions[t] + 1);
+  table.RowsBelow(std::min(used, table.max_positions()));
+  args.cos = table.rows_->cos.get();
+  args.sin = table.rows_->sin.get();
   const int64_t per_token = std::max<int64_t>(1, heads * table.rotary_dim());
   ParallelRanges(ctx, tokens, std::max<int64_t>(1, 16384 / per_token), [&](int64_t begin, int64_t end, int) {
     RopeArgs piece = args;

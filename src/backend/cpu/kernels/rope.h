@@ -2,7 +2,10 @@
 // way Hugging Face transformers computes it, and its application in place.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_context.h"
@@ -33,18 +36,37 @@ class RopeTable {
   float attention_scaling() const { return attention_scaling_; }
   // rotary_dim / 2 inverse frequencies.
   const std::vector<float>& inv_freq() const { return inv_freq_; }
-  // [max_positions][rotary_dim / 2].
-  const float* cos() const { return cos_.data(); }
-  const float* sin() const { return sin_.data(); }
+  // [max_positions][rotary_dim / 2], every row computed.
+  const float* cos() const {
+    RowsBelow(max_positions_);
+    return rows_->cos.get();
+  }
+  const float* sin() const {
+    RowsBelow(max_positions_);
+    return rows_->sin.get();
+  }
+  // Computes the rows of positions below `positions` if they are not yet
+  // (rows are filled on first use, a chunk at a time: a 32k-position
+  // context's table costs a start-up tens of milliseconds, and a short
+  // request reads its first rows only). Thread-safe.
+  // REQUIRES: positions <= max_positions().
+  void RowsBelow(int64_t positions) const;
 
  private:
+  friend void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
+                        const int32_t* positions, int64_t heads, float* x, int64_t ldx);
+  struct Rows {
+    std::unique_ptr<float[]> cos, sin;  // allocated whole, written as filled
+    std::atomic<int64_t> filled{0};     // rows [0, filled) are computed
+    std::mutex mu;                      // held while filling
+  };
+
   int64_t head_dim_ = 0;
   int64_t rotary_dim_ = 0;
   int64_t max_positions_ = 0;
   float attention_scaling_ = 1.0f;
   std::vector<float> inv_freq_;
-  std::vector<float> cos_;
-  std::vector<float> sin_;
+  std::unique_ptr<Rows> rows_;
 };
 
 // Rotates, in place, the first rotary_dim elements of every head of tokens
