@@ -63,6 +63,13 @@ std::optional<std::string> UnicodeTextToBytes(std::string_view piece) {
   out.reserve(piece.size());
   size_t i = 0;
   while (i < piece.size()) {
+    // Printable ASCII stands for itself (most of a vocabulary's bytes).
+    const auto c = static_cast<unsigned char>(piece[i]);
+    if (c >= 0x21 && c <= 0x7e) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
     char32_t cp = 0;
     size_t len = DecodeUtf8At(piece, i, &cp);
     std::optional<uint8_t> b = UnicodeToByte(cp);  // nullopt for kInvalidCodePoint too
