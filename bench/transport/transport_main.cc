@@ -3,7 +3,9 @@
 // of tensor parallelism's sizes, and KV-block transfers of a prefill/decode
 // split. The transport is mpirun's choice (shared memory by default on one
 // machine; --mca btl tcp,self for loopback TCP; --mca pml ucx for UCX).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -65,6 +67,7 @@ std::optional<int> ParseCommandLine(int argc, char** argv, bool print, Transport
       ->capture_default_str()->check(CLI::Range(0.001, 60000.0));
   app.add_option("--label", options->label, "The transport's name in the output")->capture_default_str();
   app.add_flag("--json", options->json, "One JSON object per line instead of tables");
+  app.add_option("--append-json", options->append_json, "Append the JSON lines to this file too (tables stay on stdout)");
   NullBuffer null_buffer;
   std::ostream null_stream(&null_buffer);
   try {
@@ -139,10 +142,28 @@ int main(int argc, char** argv) {
 
   kiln::transport::RunDescription run{options.label, ranks, MpiLibrary(), kiln::GetCpuInfo().Summary(),
                                       options.repeats};
+  std::FILE* json_file = nullptr;
+  if (print && !options.append_json.empty()) {
+    json_file = std::fopen(options.append_json.c_str(), "a");
+    if (json_file == nullptr) {
+      fmt::print(stderr, "kiln_bench_transport: --append-json: cannot open '{}' for appending: {}\n",
+                 options.append_json, std::strerror(errno));
+    }
+  }
+  int opened = options.append_json.empty() || !print || json_file != nullptr ? 1 : 0;
+  MPI_Bcast(&opened, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!opened) {
+    MPI_Finalize();
+    return 2;
+  }
   auto emit = [&](const nlohmann::ordered_json& record) {
     if (print && options.json) {
       fmt::print("{}\n", record.dump());
       std::fflush(stdout);
+    }
+    if (json_file != nullptr) {
+      fmt::print(json_file, "{}\n", record.dump());
+      std::fflush(json_file);
     }
   };
   auto table = [&](const std::string& title, const std::string& text) {
@@ -190,6 +211,7 @@ int main(int argc, char** argv) {
   }
 
   if (!all_verified && print) fmt::print(stderr, "kiln_bench_transport: some transfers arrived wrong (check column)\n");
+  if (json_file != nullptr) std::fclose(json_file);
   MPI_Finalize();
   return all_verified ? 0 : 1;
 }
