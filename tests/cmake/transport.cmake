@@ -7,5 +7,6 @@ if(TARGET kiln_bench_transport AND MPIEXEC_EXECUTABLE)
     COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/unit/bench/transport_check.py
             ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:kiln_bench_transport>
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(transport_bench_mpirun PROPERTIES LABELS "bench;python;mpi" TIMEOUT 300)
+  # Two ranks that poll for messages: two cores' worth while it runs.
+  set_tests_properties(transport_bench_mpirun PROPERTIES LABELS "bench;python;mpi" TIMEOUT 300 PROCESSORS 2)
 endif()
