@@ -38,7 +38,7 @@ NETWORKS = {
     "400 Gb/s InfiniBand": dict(alpha=2e-6, beta=50e9),
 }
 NODE_COUNTS = [8, 64, 512]
-ACTIVATION_BYTES = 4  # kiln's activations are fp32
+ACTIVATION_BYTES = 4  # kiln's matmul outputs and residual stream are fp32
 KV_BYTES = 2          # bf16 KV cache
 WEIGHT_BYTES = 2      # bf16 weights
 CONTEXT = 1024        # tokens each decoding sequence attends to
