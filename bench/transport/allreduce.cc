@@ -5,7 +5,8 @@
 
 namespace kiln::transport {
 
-AllreduceResult MeasureAllreduce(MPI_Comm comm, int64_t hidden, int64_t rows, int repeats, double min_seconds) {
+AllreduceResult MeasureAllreduce(MPI_Comm comm, int64_t hidden, int64_t rows, int repeats,
+                                 double min_seconds) {
   int rank = 0;
   int ranks = 0;
   MPI_Comm_rank(comm, &rank);

@@ -32,6 +32,7 @@ inline float AllreduceInput(int rank, int64_t i) {
   return static_cast<float>(rank + 1) * static_cast<float>(i % 251 + 1) * 0.25f;
 }
 
-AllreduceResult MeasureAllreduce(MPI_Comm comm, int64_t hidden, int64_t rows, int repeats, double min_seconds);
+AllreduceResult MeasureAllreduce(MPI_Comm comm, int64_t hidden, int64_t rows, int repeats,
+                                 double min_seconds);
 
 }  // namespace kiln::transport

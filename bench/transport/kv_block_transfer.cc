@@ -15,7 +15,8 @@ KvBlockResult MeasureKvBlocks(MPI_Comm comm, const KvShape& shape, const Transpo
   result.block_tokens = options.block_tokens;
   result.block_bytes = KvBlockBytes(shape, options.block_tokens, options.kv_dtype_bytes);
   result.stream_blocks = options.stream_blocks;
-  result.one_block = MeasurePingPong(comm, result.block_bytes, options.repeats, options.min_repetition_ms / 1e3);
+  result.one_block =
+      MeasurePingPong(comm, result.block_bytes, options.repeats, options.min_repetition_ms / 1e3);
 
   const int64_t block = result.block_bytes;
   const int64_t blocks = options.stream_blocks;
@@ -48,7 +49,8 @@ KvBlockResult MeasureKvBlocks(MPI_Comm comm, const KvShape& shape, const Transpo
   run(1);
   int ok = 1;
   if (rank == 1) {
-    for (int64_t b = 0; b < blocks && ok; ++b) ok = HasPattern(kv.data() + b * block, block, seed_of(b)) ? 1 : 0;
+    for (int64_t b = 0; b < blocks && ok; ++b)
+      ok = HasPattern(kv.data() + b * block, block, seed_of(b)) ? 1 : 0;
   }
   int all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);

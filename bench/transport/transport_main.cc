@@ -32,11 +32,14 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-std::string SizesText(const std::vector<int64_t>& values) { return fmt::format("{}", fmt::join(values, ",")); }
+std::string SizesText(const std::vector<int64_t>& values) {
+  return fmt::format("{}", fmt::join(values, ","));
+}
 
 std::string KvShapesText(const std::vector<kiln::transport::KvShape>& shapes) {
   std::vector<std::string> items;
-  for (const auto& s : shapes) items.push_back(fmt::format("{}={}x{}x{}", s.name, s.layers, s.kv_heads, s.head_dim));
+  for (const auto& s : shapes)
+    items.push_back(fmt::format("{}={}x{}x{}", s.name, s.layers, s.kv_heads, s.head_dim));
   return fmt::format("{}", fmt::join(items, ","));
 }
 
@@ -44,7 +47,9 @@ std::string KvShapesText(const std::vector<kiln::transport::KvShape>& shapes) {
 // code to return (what to print is printed by rank 0 only).
 std::optional<int> ParseCommandLine(int argc, char** argv, bool print, TransportOptions* options) {
   *options = kiln::transport::DefaultTransportOptions();
-  CLI::App app{"Transport costs between MPI ranks: ping-pong, fp32 all-reduce and KV-block transfers (run under mpirun)"};
+  CLI::App app{
+      "Transport costs between MPI ranks: ping-pong, fp32 all-reduce and KV-block transfers (run under "
+      "mpirun)"};
   std::string sizes = SizesText(options->message_sizes);
   std::string hidden = SizesText(options->hidden_sizes);
   std::string rows = SizesText(options->rows);
@@ -54,21 +59,28 @@ std::optional<int> ParseCommandLine(int argc, char** argv, bool print, Transport
   app.add_option("--hidden", hidden, "All-reduce widths (fp32 values per row), comma-separated; empty skips")
       ->capture_default_str();
   app.add_option("--rows", rows, "All-reduce rows (tokens), comma-separated")->capture_default_str();
-  app.add_option("--kv-shapes", kv_shapes, "KV shapes NAME=LAYERSxKV_HEADSxHEAD_DIM, comma-separated; empty skips")
+  app.add_option("--kv-shapes", kv_shapes,
+                 "KV shapes NAME=LAYERSxKV_HEADSxHEAD_DIM, comma-separated; empty skips")
       ->capture_default_str();
   app.add_option("--block-tokens", options->block_tokens, "Tokens per KV block")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--kv-dtype-bytes", options->kv_dtype_bytes, "Bytes per KV element")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{8}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{8}));
   app.add_option("--stream-blocks", options->stream_blocks, "KV blocks streamed back to back")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--repeats", options->repeats, "Timed repetitions per figure (the median is reported)")
-      ->capture_default_str()->check(CLI::Range(1, 10000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   app.add_option("--min-repetition-ms", options->min_repetition_ms, "Shortest repetition")
-      ->capture_default_str()->check(CLI::Range(0.001, 60000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 60000.0));
   app.add_option("--label", options->label, "The transport's name in the output")->capture_default_str();
   app.add_flag("--json", options->json, "One JSON object per line instead of tables");
-  app.add_option("--append-json", options->append_json, "Append the JSON lines to this file too (tables stay on stdout)");
+  app.add_option("--append-json", options->append_json,
+                 "Append the JSON lines to this file too (tables stay on stdout)");
   NullBuffer null_buffer;
   std::ostream null_stream(&null_buffer);
   try {
@@ -96,16 +108,19 @@ std::optional<int> ParseCommandLine(int argc, char** argv, bool print, Transport
   for (int64_t h : options->hidden_sizes) {
     for (int64_t r : options->rows) {
       if (h * r > (int64_t{1} << 30)) {
-        return fail("--hidden/--rows", kiln::InvalidArgument("{} x {} values is over 2^30 (4 GiB of fp32)", h, r));
+        return fail("--hidden/--rows",
+                    kiln::InvalidArgument("{} x {} values is over 2^30 (4 GiB of fp32)", h, r));
       }
     }
   }
   for (const auto& shape : options->kv_shapes) {
-    const int64_t bytes = kiln::transport::KvBlockBytes(shape, options->block_tokens, options->kv_dtype_bytes);
+    const int64_t bytes =
+        kiln::transport::KvBlockBytes(shape, options->block_tokens, options->kv_dtype_bytes);
     if (bytes > (int64_t{1} << 30) || bytes * options->stream_blocks > (int64_t{8} << 30)) {
-      return fail("--kv-shapes", kiln::InvalidArgument("{}: blocks of {} bytes, {} of them streamed, is over 1 GiB a "
-                                                       "block or 8 GiB in all",
-                                                       shape.name, bytes, options->stream_blocks));
+      return fail("--kv-shapes",
+                  kiln::InvalidArgument("{}: blocks of {} bytes, {} of them streamed, is over 1 GiB a "
+                                        "block or 8 GiB in all",
+                                        shape.name, bytes, options->stream_blocks));
     }
   }
   return std::nullopt;
@@ -136,7 +151,9 @@ int main(int argc, char** argv) {
     return *code;
   }
   if (ranks < 2) {
-    if (print) fmt::print(stderr, "kiln_bench_transport: needs at least 2 ranks, has {} (run it under mpirun -np 2)\n", ranks);
+    if (print)
+      fmt::print(stderr, "kiln_bench_transport: needs at least 2 ranks, has {} (run it under mpirun -np 2)\n",
+                 ranks);
     MPI_Finalize();
     return 2;
   }
@@ -175,8 +192,8 @@ int main(int argc, char** argv) {
   };
   emit(kiln::transport::ToJson(run));
   if (print && !options.json) {
-    fmt::print("{}: {} ranks, {}; {}; median of {} repetitions, min in brackets\n", run.label, ranks, run.mpi_library,
-               run.cpu, run.repeats);
+    fmt::print("{}: {} ranks, {}; {}; median of {} repetitions, min in brackets\n", run.label, ranks,
+               run.mpi_library, run.cpu, run.repeats);
   }
   const double min_seconds = options.min_repetition_ms / 1e3;
   bool all_verified = true;
@@ -187,12 +204,14 @@ int main(int argc, char** argv) {
     all_verified = all_verified && pings.back().verified;
     emit(kiln::transport::ToJson(pings.back(), options.label));
   }
-  if (!pings.empty()) table("ping-pong between ranks 0 and 1 (one-way = round trip / 2)", PingPongTable(pings));
+  if (!pings.empty())
+    table("ping-pong between ranks 0 and 1 (one-way = round trip / 2)", PingPongTable(pings));
 
   std::vector<kiln::transport::AllreduceResult> reductions;
   for (int64_t hidden : options.hidden_sizes) {
     for (int64_t rows : options.rows) {
-      reductions.push_back(kiln::transport::MeasureAllreduce(MPI_COMM_WORLD, hidden, rows, options.repeats, min_seconds));
+      reductions.push_back(
+          kiln::transport::MeasureAllreduce(MPI_COMM_WORLD, hidden, rows, options.repeats, min_seconds));
       all_verified = all_verified && reductions.back().verified;
       emit(kiln::transport::ToJson(reductions.back(), options.label));
     }
@@ -211,7 +230,8 @@ int main(int argc, char** argv) {
           KvBlockTable(kv));
   }
 
-  if (!all_verified && print) fmt::print(stderr, "kiln_bench_transport: some transfers arrived wrong (check column)\n");
+  if (!all_verified && print)
+    fmt::print(stderr, "kiln_bench_transport: some transfers arrived wrong (check column)\n");
   if (json_file != nullptr) std::fclose(json_file);
   MPI_Finalize();
   return all_verified ? 0 : 1;

@@ -43,7 +43,7 @@ struct TransportOptions {
   // Names the transport in the output (the benchmark cannot see which one
   // mpirun's --mca flags chose).
   std::string label = "default";
-  bool json = false;         // JSON lines on stdout instead of tables
+  bool json = false;        // JSON lines on stdout instead of tables
   std::string append_json;  // a file the JSON lines are appended to as well
 };
 

@@ -16,26 +16,35 @@ bench::Summary Scaled(const RepeatedTiming& t, double factor) {
   return bench::Summarize(values);
 }
 
-double GigabytesPerSecond(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
+double GigabytesPerSecond(double bytes, double seconds) {
+  return seconds > 0 ? bytes / seconds / 1e9 : 0;
+}
 
 std::string Bytes(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20) && bytes % (int64_t{1} << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (int64_t{1} << 20) && bytes % (int64_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
   if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
   return fmt::format("{} B", bytes);
 }
 
-std::string Micros(const bench::Summary& s) { return fmt::format("{:.2f} ({:.2f})", s.median, s.min); }
+std::string Micros(const bench::Summary& s) {
+  return fmt::format("{:.2f} ({:.2f})", s.median, s.min);
+}
 
 // A ring all-reduce moves 2(N-1)/N of the vector through each rank's link:
 // the bandwidth the link delivered (NCCL's "bus bandwidth").
-double BusFactor(int ranks) { return ranks > 0 ? 2.0 * (ranks - 1) / ranks : 0; }
+double BusFactor(int ranks) {
+  return ranks > 0 ? 2.0 * (ranks - 1) / ranks : 0;
+}
 
-const char* Check(bool ok) { return ok ? "ok" : "WRONG"; }
+const char* Check(bool ok) {
+  return ok ? "ok" : "WRONG";
+}
 
 }  // namespace
 
 nlohmann::ordered_json ToJson(const RunDescription& run) {
-  return {{"kind", "run"}, {"label", run.label}, {"ranks", run.ranks}, {"mpi_library", run.mpi_library},
+  return {{"kind", "run"},  {"label", run.label},    {"ranks", run.ranks}, {"mpi_library", run.mpi_library},
           {"cpu", run.cpu}, {"repeats", run.repeats}};
 }
 
@@ -100,26 +109,28 @@ std::string PingPongTable(const std::vector<PingPongResult>& results) {
 }
 
 std::string AllreduceTable(const std::vector<AllreduceResult>& results) {
-  bench::TextTable table({"hidden x rows", "bytes", "ranks", "us, median (min)", "alg GB/s", "bus GB/s", "check"});
+  bench::TextTable table(
+      {"hidden x rows", "bytes", "ranks", "us, median (min)", "alg GB/s", "bus GB/s", "check"});
   for (const auto& r : results) {
     const bench::Summary us = Scaled(r.timing, 1e6);
     const double algorithm = GigabytesPerSecond(static_cast<double>(r.bytes()), us.median / 1e6);
-    table.AddRow({fmt::format("{} x {}", r.hidden, r.rows), Bytes(r.bytes()), fmt::format("{}", r.ranks), Micros(us),
-                  fmt::format("{:.2f}", algorithm), fmt::format("{:.2f}", algorithm * BusFactor(r.ranks)),
-                  Check(r.verified)});
+    table.AddRow({fmt::format("{} x {}", r.hidden, r.rows), Bytes(r.bytes()), fmt::format("{}", r.ranks),
+                  Micros(us), fmt::format("{:.2f}", algorithm),
+                  fmt::format("{:.2f}", algorithm * BusFactor(r.ranks)), Check(r.verified)});
   }
   return table.ToString();
 }
 
 std::string KvBlockTable(const std::vector<KvBlockResult>& results) {
-  bench::TextTable table({"shape", "block", "one block us, median (min)", "streamed", "us per block, median (min)",
-                          "GB/s", "check"});
+  bench::TextTable table({"shape", "block", "one block us, median (min)", "streamed",
+                          "us per block, median (min)", "GB/s", "check"});
   for (const auto& r : results) {
     const bench::Summary one = Scaled(r.one_block.one_way, 1e6);
     const bench::Summary per_block = Scaled(r.stream, 1e6 / static_cast<double>(r.stream_blocks));
     table.AddRow({r.shape.name, Bytes(r.block_bytes), Micros(one), fmt::format("{} blocks", r.stream_blocks),
                   Micros(per_block),
-                  fmt::format("{:.2f}", GigabytesPerSecond(static_cast<double>(r.block_bytes), per_block.median / 1e6)),
+                  fmt::format("{:.2f}",
+                              GigabytesPerSecond(static_cast<double>(r.block_bytes), per_block.median / 1e6)),
                   Check(r.one_block.verified && r.stream_verified)});
   }
   return table.ToString();
