@@ -27,6 +27,9 @@ PACKAGES=(
   python3-jsonschema json-schema-test-suite
   # the chat page's browser test (driven by playwright-core from npm)
   chromium
+  # MPI and UCX: the transport benchmark (bench/transport) and its test;
+  # the build finds MPI optionally, and kiln's libraries do not use it
+  libopenmpi-dev openmpi-bin libucx-dev
 )
 
 missing=()

@@ -92,6 +92,28 @@ ModelConfig Llama32_1B() {
   return c;
 }
 
+// Llama-3-8B (the original release: 8K context, no RoPE scaling).
+ModelConfig Llama3_8B() {
+  ModelConfig c;
+  c.arch = Architecture::kLlama;
+  c.hf_architecture = "LlamaForCausalLM";
+  c.vocab_size = 128256;
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_layers = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.max_position_embeddings = 8192;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.tie_word_embeddings = false;
+  c.bos_token_ids = {128000};
+  c.eos_token_ids = {128001};
+  c.torch_dtype = "bfloat16";
+  return c;
+}
+
 ModelConfig Phi4Mini() {
   ModelConfig c;
   c.arch = Architecture::kPhi3;
@@ -212,6 +234,7 @@ constexpr Preset kPresets[] = {
     {"qwen2.5-1.5b", Qwen25_15B},
     {"qwen3-0.6b", Qwen3_06B},
     {"llama-3.2-1b", Llama32_1B},
+    {"llama-3-8b", Llama3_8B},
     {"phi-4-mini", Phi4Mini},
     {"gemma-3-1b", Gemma3_1B},
     {"qwen3-30b-a3b", Qwen3_30B_A3B},

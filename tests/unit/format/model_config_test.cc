@@ -711,7 +711,12 @@ TEST(Presets, PublishedShapes) {
   EXPECT_NEAR(phi.rope_scaling.LongRopeAttentionFactor(), std::sqrt(1 + std::log(32.0) / std::log(4096.0)),
               1e-12);
   EXPECT_TRUE(phi.tie_word_embeddings);
-  EXPECT_EQ(PresetNames().size(), 8u);
+  EXPECT_EQ(PresetNames().size(), 9u);
+  // Llama-3-8B's published total: 8.03B.
+  auto llama3 = *PresetConfig("llama-3-8b");
+  EXPECT_TRUE(llama3.Validate().ok());
+  EXPECT_EQ(llama3.ParameterCount(), 8030261248);
+  EXPECT_EQ(llama3.rope_scaling.type, RopeScalingType::kNone);
   // The mixtures: published totals, and the parameters a token computes with
   // (3.3B of Qwen3-30B-A3B, 12.9B of Mixtral-8x7B).
   auto qwen_moe = *PresetConfig("qwen3-30b-a3b");
