@@ -694,16 +694,18 @@ inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
 }
 
 // An unpacked Q4_0 tile's eight block sums against activation row m's
-// block b: the nibbles' products less 8 times the block's activation sum.
-template <class D>
+// block b: the nibbles' products less kOffset (Q4_0: 8; Q4_1, whose nibbles
+// are laid out alike: 0) times the block's activation sum.
+template <class D, int kOffset = 8>
 inline __m256i X8SumsQ4_0(const __m256i low[4], const __m256i high[4], const QuantGemmArgs& a, int64_t m,
                           int64_t b) {
   const int8_t* q = a.x->row_q(m) + kQK * b;
   __m256i p[4];
   for (int j = 0; j < 4; ++j) p[j] = D::Dot2Nibbles(low[j], X8Dword(q, j), high[j], X8Dword(q, 4 + j));
   const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
+  if constexpr (kOffset == 0) return sum;
   const int16_t* s = a.x->row_sums(m) + 2 * b;
-  return _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+  return _mm256_sub_epi32(sum, _mm256_set1_epi32(kOffset * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
 // An IQ4_NL tile's eight block sums against the activation block at q:
@@ -735,8 +737,9 @@ inline __m256i X8FifthBits(__m256i qh, int shift) {
 
 // A Q5_0 tile's eight block sums against activation row m's block b: its
 // nibble lines are Q4_0's, the fifth line each row's 32 fifth bits; the
-// 5-bit values' products less 16 times the block's activation sum.
-template <class D>
+// 5-bit values' products less kOffset (Q5_0: 16; Q5_1: 0) times the
+// block's activation sum.
+template <class D, int kOffset = 16>
 inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m, int64_t b) {
   const int8_t* q = a.x->row_q(m) + kQK * b;
   const __m256i qh = Load256(tile + 256);
@@ -745,9 +748,10 @@ inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m
     p[0] = DotAdd<D>(p[0], _mm256_or_si256(low, X8FifthBits(qh, 4 * j)), X8Dword(q, j));
     p[1] = DotAdd<D>(p[1], _mm256_or_si256(high, X8FifthBits(qh, 16 + 4 * j)), X8Dword(q, 4 + j));
   });
+  if constexpr (kOffset == 0) return _mm256_add_epi32(p[0], p[1]);
   const int16_t* s = a.x->row_sums(m) + 2 * b;
   return _mm256_sub_epi32(_mm256_add_epi32(p[0], p[1]),
-                          _mm256_set1_epi32(16 * (static_cast<int32_t>(s[0]) + s[1])));
+                          _mm256_set1_epi32(kOffset * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
 // R activation rows from m against Q4_0 group g, sharing each tile's
@@ -786,19 +790,23 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL and Q5_0 use it for one activation
-// row (decoding) only; more rows read their GGUF blocks.
-enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0 };
+// The formats on the x8 layout. IQ4_NL, Q5_0, Q4_1 and Q5_1 use it for one
+// activation row (decoding) only; more rows read their GGUF blocks.
+enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
 // once: the groups' independent integer work gives the core more to
 // overlap than one group's chain of multiplies. Each group's arithmetic is
-// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's and Q5_0's: the row kernels'
-// integers), so the bits are too.
+// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's, Q5_0's, Q4_1's and Q5_1's: the
+// row kernels' integers and, for Q4_1 and Q5_1, Accumulate32's second fma
+// with m), so the bits are too.
 template <class D, X8Format F, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (F == X8Format::kQ5_0 ? 320 : 256);
+  constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
+  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (kFifth ? 320 : 256);
+  constexpr int64_t kScaleStride = kHasMin ? 64 : 32;
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -813,6 +821,11 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* q = a.x->row_q(m) + kQK * b;
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
+    [[maybe_unused]] __m256 q_sum;
+    if constexpr (kHasMin) {
+      const int16_t* s = a.x->row_sums(m) + 2 * b;
+      q_sum = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(s[0]) + s[1]));
+    }
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
       const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
@@ -828,10 +841,22 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         sum = X8SumsQ4_0<D>(low, high, a, m, b);
       } else if constexpr (F == X8Format::kIQ4_NL) {
         sum = X8SumsIQ4_NL<D>(tile, q);
-      } else {
+      } else if constexpr (F == X8Format::kQ5_0) {
         sum = X8SumsQ5_0<D>(tile, a, m, b);
+      } else if constexpr (F == X8Format::kQ4_1) {
+        __m256i low[4], high[4];
+        X8UnpackQ4_0(tile, low, high);
+        sum = X8SumsQ4_0<D, 0>(low, high, a, m, b);
+      } else {
+        sum = X8SumsQ5_0<D, 0>(tile, a, m, b);
       }
-      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(group[i], b), dx), _mm256_cvtepi32_ps(sum), acc[i]);
+      const uint8_t* scales = group[i].scales + kScaleStride * b;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
+      if constexpr (kHasMin) {
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), q_sum, acc[i]);
+      }
     }
   }
   for (int i = 0; i < G; ++i) {
@@ -1441,6 +1466,8 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
     if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
     if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
+    if (a.w_type == DType::kQ4_1) return X8Row<D, X8Format::kQ4_1>(a);
+    if (a.w_type == DType::kQ5_1) return X8Row<D, X8Format::kQ5_1>(a);
     if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
     if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
     if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);

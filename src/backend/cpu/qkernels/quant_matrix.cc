@@ -77,32 +77,46 @@ SuperBlockParts PartsOf(DType dtype) {
   }
 }
 
+// Where a 32-value block's parts sit: its f16 d, its f16 m (< 0: none),
+// its 16 nibble bytes and its 4 bytes of fifth bits (< 0: none).
+struct BlockParts {
+  int64_t d, m, nibbles, fifth;
+};
+
+BlockParts PartsOf32(DType dtype) {
+  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
+  switch (dtype) {
+    case DType::kQ8_0: return {offsetof(BlockQ8_0, d), -1, offsetof(BlockQ8_0, qs), -1};
+    case DType::kQ5_0: return {offsetof(BlockQ5_0, d), -1, offsetof(BlockQ5_0, qs), offsetof(BlockQ5_0, qh)};
+    case DType::kQ4_1: return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m), offsetof(BlockQ4_1, qs), -1};
+    case DType::kQ5_1:
+      return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m), offsetof(BlockQ5_1, qs), offsetof(BlockQ5_1, qh)};
+    default: return {offsetof(BlockQ4_0, d), -1, offsetof(BlockQ4_0, qs), -1};
+  }
+}
+
 // Moves rows [16p, 16p + 16) of w (those below N) into pair p of the x8
 // layout at `pair`, which is zero-filled: each row's block in 4-byte pieces,
 // one per tile line.
 void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   const int64_t blocks = w.cols() / kQK;
-  uint8_t* scales = pair;
+  const int64_t stride = X8ScaleStride(w.dtype());
   uint8_t* quants = pair + X8ScaleBytes(w.dtype(), blocks);
-  const bool q8 = w.dtype() == DType::kQ8_0;
-  const bool q5 = w.dtype() == DType::kQ5_0;
   const int64_t tile = X8TileBytes(w.dtype());
-  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
   const int64_t block_bytes = GetDTypeInfo(w.dtype()).block_bytes;
-  // Every block starts with its f16 d; the values (nibbles) follow, after
-  // Q5_0's fifth bits.
-  const int64_t values = q5 ? offsetof(BlockQ5_0, qs) : 2;
-  const int lines = q8 ? 8 : 4;
+  const BlockParts parts = PartsOf32(w.dtype());
+  const int lines = w.dtype() == DType::kQ8_0 ? 8 : 4;
   for (int j = 0; j < kX8PairRows; ++j) {
     const int64_t n = p * kX8PairRows + j;
     if (n >= w.rows()) break;
     const uint8_t* row = w.data() + n * w.row_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* block = row + b * block_bytes;
-      std::memcpy(scales + b * 32 + 2 * j, block, 2);
+      std::memcpy(pair + b * stride + 2 * j, block + parts.d, 2);
+      if (parts.m >= 0) std::memcpy(pair + b * stride + 32 + 2 * j, block + parts.m, 2);
       uint8_t* dst = quants + b * tile + 4 * j;
-      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + values + 4 * l, 4);
-      if (q5) std::memcpy(dst + 64 * lines, block + offsetof(BlockQ5_0, qh), 4);
+      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + parts.nibbles + 4 * l, 4);
+      if (parts.fifth >= 0) std::memcpy(dst + 64 * lines, block + parts.fifth, 4);
     }
   }
 }
@@ -169,17 +183,22 @@ void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
 
 bool HasX8Layout(DType dtype) {
   return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ5_0 ||
-         IsSuperX8(dtype);
+         dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || IsSuperX8(dtype);
 }
 
-int64_t X8ScaleStride(DType dtype) { return dtype == DType::kQ4_K || dtype == DType::kQ5_K ? 64 : 32; }
+int64_t X8ScaleStride(DType dtype) {
+  const bool two_scales =
+      dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+  return two_scales ? 64 : 32;
+}
 
 int64_t X8ScaleBytes(DType dtype, int64_t blocks) { return (blocks * X8ScaleStride(dtype) + 63) / 64 * 64; }
 
 int64_t X8TileBytes(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0: return 512;
-    case DType::kQ5_0: return 320;
+    case DType::kQ5_0:
+    case DType::kQ5_1: return 320;
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 16 * PartsOf(dtype).body_bytes;

@@ -47,8 +47,9 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // eight rows: one vector with one int32 lane per row. The bytes of every
 // block are the file's, only moved. IQ4_NL, whose blocks are laid out as
 // Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
-// 4 bytes of fifth bits (320 bytes a tile). Both are read from the copy
-// when decoding one row only.
+// 4 bytes of fifth bits (320 bytes a tile). Q4_1 and Q5_1 move as Q4_0 and
+// Q5_0, with the 16 rows' f16 m after their d in the scales area (64 bytes
+// a block). These four are read from the copy when decoding one row only.
 //
 // The k-quants Q4_K, Q5_K and Q6_K take the same pairs of groups, one tile
 // per super-block of 256: its scales area holds the 16 rows' f16 d per
