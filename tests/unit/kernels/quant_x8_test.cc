@@ -1,5 +1,5 @@
 // The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and the k-quants
-// Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
+// Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
 // quant_matrix.h says, and the kernels reading it give
 // the reference's bits (which reads the GGUF rows) for every ISA, thread
 // count, batch and row count that is not a multiple of the group.
@@ -369,7 +369,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ5_1, 8, 32}, Shape{DType::kQ4_K, 61, 512},
                                            Shape{DType::kQ4_K, 130, 256}, Shape{DType::kQ5_K, 61, 512},
                                            Shape{DType::kQ5_K, 8, 256}, Shape{DType::kQ6_K, 61, 768},
-                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256}),
+                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256},
+                                           Shape{DType::kQ3_K, 61, 768}, Shape{DType::kQ3_K, 130, 256},
+                                           Shape{DType::kQ3_K, 8, 256}, Shape{DType::kQ2_K, 61, 768},
+                                           Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256}),
                          ShapeName);
 
 }  // namespace

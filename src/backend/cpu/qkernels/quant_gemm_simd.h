@@ -1084,12 +1084,140 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   return _mm256_sub_epi32(a, _mm256_slli_epi32(corr, 5));
 }
 
+// Q3_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
+// (sum w q - 4 s_i) over its 16 pieces of 16, w = 2 bits | high bit << 2
+// (0..7) and sc_i its 6-bit scale less 32, as FormatQ3_K. Tile lines 0-7
+// hold the high bits (line j: bytes 4j..4j+3 of hmask), 8-23 the 2-bit
+// values (line 8 + 8h + j: bytes 32h + 4j.. of qs, value 128h + 32g + 4j + p
+// in bits 2g, 2g+1 of byte p), 24-26 the packed scales.
+template <class D>
+inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
+  const __m256i a0 = Load256(tile + 64 * 24), a1 = Load256(tile + 64 * 25), a2 = Load256(tile + 64 * 26);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
+  // The scales as in UnpackScalesQ3_K, lane by lane (16-bit shifts: the
+  // bits crossing bytes are masked off): piece i's in byte i % 4 of sc[i / 4].
+  const __m256i sc[4] = {
+      _mm256_or_si256(_mm256_and_si256(a0, m4), _mm256_slli_epi16(_mm256_and_si256(a2, m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(a1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 2), m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a0, 4), m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 4), m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a1, 4), m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 6), m2), 4))};
+  // Pair sums of 3-bit values times int8 are at most 2 * 7 * 127 = 1778: a
+  // piece's four vectors add up in int16. With VNNI they add up in int32
+  // and one vpmulld scales them (at most 16 * 7 * 127 * 32: exact).
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i piece_sum[4];
+      #pragma GCC unroll 16
+      for (int j = 4 * half; j < 4 * half + 4; ++j) {
+        const __m256i v = Load256(tile + 64 * (8 + 8 * h + j));
+        const __m256i hm = Load256(tile + 64 * j);
+        #pragma GCC unroll 16
+        for (int g = 0; g < 4; ++g) {
+          // Bit 4h + g of each hmask byte to bit 2.
+          const int bit = 4 * h + g;
+          const __m256i high = _mm256_and_si256(bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit), bit2);
+          const __m256i w = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2 * g), m2), high);
+          const __m256i x = Dword(q + 128 * h + 32 * g + 4 * j);
+          if constexpr (D::kVnni) {
+            piece_sum[g] = DotAdd<D>(j == 4 * half ? _mm256_setzero_si256() : piece_sum[g], w, x);
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(w, x);
+            piece_sum[g] = j == 4 * half ? p : _mm256_add_epi16(piece_sum[g], p);
+          }
+        }
+      }
+      #pragma GCC unroll 16
+      for (int g = 0; g < 4; ++g) {
+        const int piece = 8 * h + 2 * g + half;
+        if constexpr (D::kVnni) {
+          const __m256i scale = _mm256_sub_epi32(LaneByte32(sc[piece / 4], piece % 4), _mm256_set1_epi32(32));
+          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], scale));
+        } else {
+          const __m256i scale = _mm256_sub_epi16(LaneByte16(sc[piece / 4], piece % 4), _mm256_set1_epi16(32));
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], scale));
+        }
+      }
+    }
+  }
+  // Less 4 sum_i sc_i s_i, two pieces per vpmaddwd (|sc_i s_i| <= 32 * 2032).
+  __m256i c = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    const __m256i scales = _mm256_sub_epi16(LaneBytePair16(sc[t / 2], 2 * (t % 2)), _mm256_set1_epi16(32));
+    c = _mm256_add_epi32(c, _mm256_madd_epi16(scales, Dword(sums.pieces + 2 * t)));
+  }
+  return _mm256_sub_epi32(a, _mm256_slli_epi32(c, 2));
+}
+
+// Q2_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
+// sum w q over its 16 pieces of 16 and B = -sum_i m_i s_i, as FormatQ2_K.
+// Tile lines 0-3 hold the scale (low nibble) and min (high) bytes, piece
+// i's in byte i % 4 of line i / 4; lines 4-19 the 2-bit values as Q3_K's.
+template <class D>
+inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
+                       __m256i* b_out) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  __m256i sc[4], mins[4];
+  #pragma GCC unroll 16
+  for (int l = 0; l < 4; ++l) {
+    const __m256i v = Load256(tile + 64 * l);
+    sc[l] = _mm256_and_si256(v, nibble);
+    mins[l] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  }
+  // Pair sums of 2-bit values times int8 are at most 2 * 3 * 127: a piece's
+  // four vectors add up in int16 (with VNNI in int32, then one vpmulld).
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i piece_sum[4];
+      #pragma GCC unroll 16
+      for (int j = 4 * half; j < 4 * half + 4; ++j) {
+        const __m256i v = Load256(tile + 64 * (4 + 8 * h + j));
+        #pragma GCC unroll 16
+        for (int g = 0; g < 4; ++g) {
+          const __m256i w = _mm256_and_si256(_mm256_srli_epi16(v, 2 * g), m2);
+          const __m256i x = Dword(q + 128 * h + 32 * g + 4 * j);
+          if constexpr (D::kVnni) {
+            piece_sum[g] = DotAdd<D>(j == 4 * half ? _mm256_setzero_si256() : piece_sum[g], w, x);
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(w, x);
+            piece_sum[g] = j == 4 * half ? p : _mm256_add_epi16(piece_sum[g], p);
+          }
+        }
+      }
+      #pragma GCC unroll 16
+      for (int g = 0; g < 4; ++g) {
+        const int piece = 8 * h + 2 * g + half;
+        if constexpr (D::kVnni) {
+          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], LaneByte32(sc[piece / 4], piece % 4)));
+        } else {
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], LaneByte16(sc[piece / 4], piece % 4)));
+        }
+      }
+    }
+  }
+  __m256i b = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    b = _mm256_add_epi32(b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.pieces + 2 * t)));
+  }
+  *a_out = a;
+  *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
+}
+
 // One activation row against G consecutive groups of a k-quant's x8 copy
 // from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
-// fma(dmin dx, B, acc) for Q4_K/Q5_K, as Accumulate256.
+// fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as Accumulate256.
 template <class D, DType T, int G>
 void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
-  constexpr bool kHasMin = T != DType::kQ6_K;
+  constexpr bool kHasMin = T == DType::kQ2_K || T == DType::kQ4_K || T == DType::kQ5_K;
   const int64_t blocks = a.k / kQK_K;
   const int64_t tile_bytes = X8TileBytes(T);
   const int64_t stride = kHasMin ? 64 : 32;
@@ -1116,12 +1244,17 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
       if constexpr (kHasMin) {
         __m256i sum_a, sum_b;
-        X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        if constexpr (T == DType::kQ2_K) {
+          X8SumsQ2_K<D>(tile, q, sums, &sum_a, &sum_b);
+        } else {
+          X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        }
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
       } else {
-        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(X8SumsQ6_K<D>(tile, q, sums)), acc[i]);
+        const __m256i sum = T == DType::kQ3_K ? X8SumsQ3_K<D>(tile, q, sums) : X8SumsQ6_K<D>(tile, q, sums);
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
       }
     }
   }
@@ -1471,6 +1604,8 @@ void GemmAny(const QuantGemmArgs& a) {
     if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
     if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
     if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);
+    if (a.w_type == DType::kQ3_K) return X8SuperRow<D, DType::kQ3_K>(a);
+    if (a.w_type == DType::kQ2_K) return X8SuperRow<D, DType::kQ2_K>(a);
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);

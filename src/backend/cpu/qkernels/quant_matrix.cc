@@ -64,15 +64,20 @@ struct SuperBlockParts {
 static_assert(offsetof(BlockQ4_K, qs) + sizeof(BlockQ4_K::qs) == sizeof(BlockQ4_K));
 static_assert(offsetof(BlockQ5_K, qs) + sizeof(BlockQ5_K::qs) == sizeof(BlockQ5_K));
 static_assert(offsetof(BlockQ6_K, d) + 2 == sizeof(BlockQ6_K));
+static_assert(offsetof(BlockQ3_K, d) + 2 == sizeof(BlockQ3_K));
+static_assert(offsetof(BlockQ2_K, dmin) + 2 == sizeof(BlockQ2_K));
 
 bool IsSuperX8(DType dtype) {
-  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ3_K ||
+         dtype == DType::kQ2_K;
 }
 
 SuperBlockParts PartsOf(DType dtype) {
   switch (dtype) {
     case DType::kQ4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin), offsetof(BlockQ4_K, scales), sizeof(BlockQ4_K) - 4};
     case DType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin), offsetof(BlockQ5_K, scales), sizeof(BlockQ5_K) - 4};
+    case DType::kQ3_K: return {offsetof(BlockQ3_K, d), -1, offsetof(BlockQ3_K, hmask), sizeof(BlockQ3_K) - 2};
+    case DType::kQ2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin), offsetof(BlockQ2_K, scales), sizeof(BlockQ2_K) - 4};
     default: return {offsetof(BlockQ6_K, d), -1, offsetof(BlockQ6_K, ql), sizeof(BlockQ6_K) - 2};
   }
 }
@@ -187,8 +192,8 @@ bool HasX8Layout(DType dtype) {
 }
 
 int64_t X8ScaleStride(DType dtype) {
-  const bool two_scales =
-      dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+  const bool two_scales = dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K ||
+                          dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
   return two_scales ? 64 : 32;
 }
 
@@ -199,6 +204,8 @@ int64_t X8TileBytes(DType dtype) {
     case DType::kQ8_0: return 512;
     case DType::kQ5_0:
     case DType::kQ5_1: return 320;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 16 * PartsOf(dtype).body_bytes;

@@ -51,13 +51,15 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // Q5_0, with the 16 rows' f16 m after their d in the scales area (64 bytes
 // a block). These four are read from the copy when decoding one row only.
 //
-// The k-quants Q4_K, Q5_K and Q6_K take the same pairs of groups, one tile
-// per super-block of 256: its scales area holds the 16 rows' f16 d per
-// super-block and, for Q4_K and Q5_K, their f16 dmin after them (64 bytes
-// a super-block), and line l of its tile the l-th 4 bytes of each row's
-// block without d and dmin, in the file's order (Q4_K: 3 lines of packed
-// scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of fifth bits, 32,
-// 2752 bytes). Q6_K's 6-bit values are rearranged instead, so that three
+// The k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K take the same pairs of
+// groups, one tile per super-block of 256: its scales area holds the 16
+// rows' f16 d per super-block and, for Q2_K, Q4_K and Q5_K, their f16 dmin
+// after them (64 bytes a super-block), and line l of its tile the l-th 4
+// bytes of each row's block without d and dmin, in the file's order (Q4_K:
+// 3 lines of packed scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of
+// fifth bits, 32, 2752 bytes; Q3_K: 8 of high bits, 16 of 2-bit values, 3
+// of packed scales, 1728 bytes; Q2_K: 4 of scale and min nibbles, 16 of
+// 2-bit values, 1280 bytes). Q6_K's 6-bit values are rearranged instead, so that three
 // of every four come out with one AND: for h < 2 and j < 8, lines
 // 3(8h + j) + t (t < 3) hold, in byte p of a row's 4, value 128h + 32t +
 // 4j + p in bits 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j + p in bits
