@@ -90,7 +90,8 @@ void ExpectBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& 
         ASSERT_EQ(std::memcmp(piece + 64 * l, block + values + 4 * l, 4), 0) << "row " << n << " block " << b;
       }
       if (q5) {
-        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + scales, 4), 0) << "row " << n << " fifth bits " << b;
+        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + scales, 4), 0)
+            << "row " << n << " fifth bits " << b;
       }
     }
   }

@@ -569,7 +569,7 @@ void Gemm(const QuantGemmArgs& a) {
 }
 
 
-// ---- The x8 layout: Q8_0 and Q4_0 repacked at load (quant_matrix.h) -------
+// ---- The x8 layout: blocks of 32 repacked at load (quant_matrix.h) --------
 //
 // One group's blocks come as one stream: the 8 rows' scales of a block in
 // one 16-byte load, then its tile, whose vector j holds the j-th 4 values
@@ -868,7 +868,7 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
 
 // ---- K-quants on the x8 layout: one activation row ------------------------
 //
-// A group's super-block comes as one tile (quant_matrix.h): its half of
+// Q2_K to Q6_K. A group's super-block comes as one tile (quant_matrix.h): its half of
 // line l is the l-th 4 bytes of each of its 8 rows' block (Q6_K's values
 // rearranged), one int32 lane per row, so a broadcast activation dword multiplies every row's values at
 // once and each row's products stay in its lane. Products are added in
@@ -1098,7 +1098,8 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   // bits crossing bytes are masked off): piece i's in byte i % 4 of sc[i / 4].
   const __m256i sc[4] = {
       _mm256_or_si256(_mm256_and_si256(a0, m4), _mm256_slli_epi16(_mm256_and_si256(a2, m2), 4)),
-      _mm256_or_si256(_mm256_and_si256(a1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 2), m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(a1, m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 2), m2), 4)),
       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a0, 4), m4),
                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 4), m2), 4)),
       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a1, 4), m4),
@@ -1120,7 +1121,8 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
         for (int g = 0; g < 4; ++g) {
           // Bit 4h + g of each hmask byte to bit 2.
           const int bit = 4 * h + g;
-          const __m256i high = _mm256_and_si256(bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit), bit2);
+          const __m256i moved = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
+          const __m256i high = _mm256_and_si256(moved, bit2);
           const __m256i w = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2 * g), m2), high);
           const __m256i x = Dword(q + 128 * h + 32 * g + 4 * j);
           if constexpr (D::kVnni) {
@@ -1206,7 +1208,8 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
   __m256i b = _mm256_setzero_si256();
   #pragma GCC unroll 16
   for (int t = 0; t < 8; ++t) {
-    b = _mm256_add_epi32(b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.pieces + 2 * t)));
+    const __m256i pair = LaneBytePair16(mins[t / 2], 2 * (t % 2));
+    b = _mm256_add_epi32(b, _mm256_madd_epi16(pair, Dword(sums.pieces + 2 * t)));
   }
   *a_out = a;
   *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
