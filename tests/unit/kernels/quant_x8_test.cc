@@ -244,8 +244,9 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   }
 }
 
-// Decoding (one activation row) reads the copy alone on the vector ISAs:
-// the file's bytes overwritten after the repack change nothing.
+// Decoding (one activation row) reads the copy alone on the vector ISAs,
+// with the bits of the same ISA's row kernel on the file's blocks; the
+// file's bytes overwritten after the repack change nothing.
 TEST_P(QuantX8Test, OneRowReadsTheCopyAlone) {
   const Shape s = GetParam();
   auto bytes = RandomBlocks(s.dtype, s.n, s.k, 11);
@@ -263,6 +264,9 @@ TEST_P(QuantX8Test, OneRowReadsTheCopyAlone) {
     KernelContext ctx;
     ctx.isa = isa;
     const auto before = RunLinear(ctx, *x8, x, 1, bias);
+    const auto row_kernel = RunLinear(ctx, *rows, x, 1, bias);
+    ASSERT_EQ(std::memcmp(before.data(), row_kernel.data(), before.size() * sizeof(float)), 0)
+        << DTypeName(s.dtype) << " " << IsaName(isa);
     const std::vector<uint8_t> saved = bytes;
     std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
     const auto after = RunLinear(ctx, *x8, x, 1, bias);
