@@ -136,8 +136,48 @@ void ExpectQ6_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64
   }
 }
 
+// A Q3_K block's 256 3-bit values (2 bits and the high bit; 4 is
+// subtracted later), in ggml's dequantization order.
+std::vector<int> Q3_KValues(const uint8_t* block) {
+  const uint8_t* hmask = block;
+  const uint8_t* qs = block + 32;
+  std::vector<int> y(256);
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 4; ++g) {
+      for (int l = 0; l < 32; ++l) {
+        y[128 * h + 32 * g + l] = ((qs[32 * h + l] >> (2 * g)) & 3) | (((hmask[l] >> (4 * h + g)) & 1) << 2);
+      }
+    }
+  }
+  return y;
+}
+
+// Q3_K's tile (row j's bytes at piece + 64 l): every value where
+// quant_matrix.h says, and the scales as in the file.
+void ExpectQ3_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64_t b) {
+  const std::vector<int> y = Q3_KValues(block);
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      for (int p = 0; p < 4; ++p) {
+        uint8_t line[3];
+        for (int t = 0; t < 3; ++t) line[t] = piece[64 * (3 * (4 * h + i) + t) + p];
+        auto v = [&](int g, int j) { return y[128 * h + 32 * g + 4 * j + p]; };
+        for (int t = 0; t < 3; ++t) {
+          ASSERT_EQ(line[t] & 7, v(t, 2 * i)) << "row " << n << " block " << b;
+          ASSERT_EQ((line[t] >> 3) & 7, v(t, 2 * i + 1)) << "row " << n << " block " << b;
+        }
+        ASSERT_EQ((line[0] >> 6) | (((line[1] >> 6) & 1) << 2), v(3, 2 * i)) << "row " << n << " block " << b;
+        ASSERT_EQ((line[1] >> 7) | ((line[2] >> 6) << 1), v(3, 2 * i + 1)) << "row " << n << " block " << b;
+      }
+    }
+  }
+  for (int l = 0; l < 3; ++l) {
+    ASSERT_EQ(std::memcmp(piece + 64 * (24 + l), block + 96 + 4 * l, 4), 0) << "row " << n << " scales " << b;
+  }
+}
+
 // The k-quants: d (and dmin) to the scales area, the rest of the block in
-// 4-byte pieces in the file's order (Q6_K's values rearranged); so every
+// 4-byte pieces in the file's order (Q6_K's and Q3_K's values rearranged); so every
 // bit of the rows is somewhere.
 void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
   const int64_t blocks = s.k / kQK_K, pairs = (s.n + 15) / 16;
@@ -168,6 +208,10 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
       }
       if (q6) {
         ExpectQ6_KTile(block, piece, n, b);
+        continue;
+      }
+      if (s.dtype == DType::kQ3_K) {
+        ExpectQ3_KTile(block, piece, n, b);
         continue;
       }
       for (int64_t l = 0; l < lines; ++l) {

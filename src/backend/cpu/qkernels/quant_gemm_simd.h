@@ -1086,14 +1086,14 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
 
 // Q3_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
 // (sum w q - 4 s_i) over its 16 pieces of 16, w = 2 bits | high bit << 2
-// (0..7) and sc_i its 6-bit scale less 32, as FormatQ3_K. Tile lines 0-7
-// hold the high bits (line j: bytes 4j..4j+3 of hmask), 8-23 the 2-bit
-// values (line 8 + 8h + j: bytes 32h + 4j.. of qs, value 128h + 32g + 4j + p
-// in bits 2g, 2g+1 of byte p), 24-26 the packed scales.
+// (0..7) and sc_i its 6-bit scale less 32, as FormatQ3_K. Tile lines 0-23
+// hold the values rearranged at repack, eight in three bytes (quant_matrix.h:
+// six come out with one or two operations, two with five), 24-26 the packed
+// scales.
 template <class D>
 inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
   const __m256i a0 = Load256(tile + 64 * 24), a1 = Load256(tile + 64 * 25), a2 = Load256(tile + 64 * 26);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
   // The scales as in UnpackScalesQ3_K, lane by lane (16-bit shifts: the
   // bits crossing bytes are masked off): piece i's in byte i % 4 of sc[i / 4].
   const __m256i sc[4] = {
@@ -1104,6 +1104,8 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 4), m2), 4)),
       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a1, 4), m4),
                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 6), m2), 4))};
+  const __m256i three = _mm256_set1_epi8(7), one = _mm256_set1_epi8(1), bit2 = _mm256_set1_epi8(4),
+                bits12 = _mm256_set1_epi8(6);
   // Pair sums of 3-bit values times int8 are at most 2 * 7 * 127 = 1778: a
   // piece's four vectors add up in int16. With VNNI they add up in int32
   // and one vpmulld scales them (at most 16 * 7 * 127 * 32: exact).
@@ -1114,22 +1116,31 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
     for (int half = 0; half < 2; ++half) {
       __m256i piece_sum[4];
       #pragma GCC unroll 16
-      for (int j = 4 * half; j < 4 * half + 4; ++j) {
-        const __m256i v = Load256(tile + 64 * (8 + 8 * h + j));
-        const __m256i hm = Load256(tile + 64 * j);
+      for (int g = 0; g < 4; ++g) piece_sum[g] = _mm256_setzero_si256();
+      #pragma GCC unroll 16
+      for (int i = 2 * half; i < 2 * half + 2; ++i) {
+        // w[g][u]: the values 128h + 32g + 4(2i + u) + p of each row
+        // (16-bit shifts: the bits crossing bytes are masked off).
+        const uint8_t* lines = tile + 64 * 3 * (4 * h + i);
+        const __m256i l0 = Load256(lines), l1 = Load256(lines + 64), l2 = Load256(lines + 128);
+        const __m256i w[4][2] = {
+            {_mm256_and_si256(l0, three), _mm256_and_si256(_mm256_srli_epi16(l0, 3), three)},
+            {_mm256_and_si256(l1, three), _mm256_and_si256(_mm256_srli_epi16(l1, 3), three)},
+            {_mm256_and_si256(l2, three), _mm256_and_si256(_mm256_srli_epi16(l2, 3), three)},
+            {_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), m2),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), bit2)),
+             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 7), one),
+                             _mm256_and_si256(_mm256_srli_epi16(l2, 5), bits12))}};
         #pragma GCC unroll 16
         for (int g = 0; g < 4; ++g) {
-          // Bit 4h + g of each hmask byte to bit 2.
-          const int bit = 4 * h + g;
-          const __m256i moved = bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
-          const __m256i high = _mm256_and_si256(moved, bit2);
-          const __m256i w = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2 * g), m2), high);
-          const __m256i x = Dword(q + 128 * h + 32 * g + 4 * j);
-          if constexpr (D::kVnni) {
-            piece_sum[g] = DotAdd<D>(j == 4 * half ? _mm256_setzero_si256() : piece_sum[g], w, x);
-          } else {
-            const __m256i p = _mm256_maddubs_epi16(w, x);
-            piece_sum[g] = j == 4 * half ? p : _mm256_add_epi16(piece_sum[g], p);
+          #pragma GCC unroll 16
+          for (int u = 0; u < 2; ++u) {
+            const __m256i x = Dword(q + 128 * h + 32 * g + 4 * (2 * i + u));
+            if constexpr (D::kVnni) {
+              piece_sum[g] = DotAdd<D>(piece_sum[g], w[g][u], x);
+            } else {
+              piece_sum[g] = _mm256_add_epi16(piece_sum[g], _mm256_maddubs_epi16(w[g][u], x));
+            }
           }
         }
       }
@@ -1159,7 +1170,9 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
 // Q2_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
 // sum w q over its 16 pieces of 16 and B = -sum_i m_i s_i, as FormatQ2_K.
 // Tile lines 0-3 hold the scale (low nibble) and min (high) bytes, piece
-// i's in byte i % 4 of line i / 4; lines 4-19 the 2-bit values as Q3_K's.
+// i's in byte i % 4 of line i / 4; lines 4-19 the 2-bit values as in the
+// file (line 4 + 8h + j: bytes 32h + 4j.. of qs, value 128h + 32g + 4j + p
+// in bits 2g, 2g+1 of byte p).
 template <class D>
 inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
                        __m256i* b_out) {

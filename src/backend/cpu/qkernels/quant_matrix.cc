@@ -157,6 +157,36 @@ void RepackQ6_KValues(const uint8_t* block, uint8_t* dst) {
   for (int l = 0; l < 4; ++l) std::memcpy(dst + 64 * (48 + l), b.scales + 4 * l, 4);
 }
 
+// Q3_K value e (0..255), 3 bits (its 2 bits and high bit; the row kernel
+// subtracts 4), as the row kernel unpacks it.
+int ThreeBitValue(const BlockQ3_K& b, int e) {
+  const int h = e / 128, g = e % 128 / 32, l = e % 32;
+  const int low = (b.qs[32 * h + l] >> (2 * g)) & 3;
+  return low | (((b.hmask[l] >> (4 * h + g)) & 1) << 2);
+}
+
+// A Q3_K block's values and scales into one row's dwords of a tile (row
+// j's at dst + 4 j + 64 l), as quant_matrix.h says: three lines per h < 2
+// and i < 4, eight 3-bit values in each byte p's three; the 12 scale bytes
+// on lines 24-26 as in the file.
+void RepackQ3_KValues(const uint8_t* block, uint8_t* dst) {
+  BlockQ3_K b;
+  std::memcpy(&b, block, sizeof(b));
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      uint8_t* line = dst + 64 * 3 * (4 * h + i);
+      for (int p = 0; p < 4; ++p) {
+        auto v = [&](int g, int j) { return ThreeBitValue(b, 128 * h + 32 * g + 4 * j + p); };
+        const int c1 = v(3, 2 * i), c2 = v(3, 2 * i + 1);
+        line[p] = static_cast<uint8_t>(v(0, 2 * i) | (v(0, 2 * i + 1) << 3) | ((c1 & 3) << 6));
+        line[64 + p] = static_cast<uint8_t>(v(1, 2 * i) | (v(1, 2 * i + 1) << 3) | ((c1 >> 2) << 6) | ((c2 & 1) << 7));
+        line[128 + p] = static_cast<uint8_t>(v(2, 2 * i) | (v(2, 2 * i + 1) << 3) | ((c2 >> 1) << 6));
+      }
+    }
+  }
+  for (int l = 0; l < 3; ++l) std::memcpy(dst + 64 * (24 + l), b.scales + 4 * l, 4);
+}
+
 // RepackPair for the k-quants: d (and dmin) to the scales area, the body's
 // 4-byte pieces to the lines of the super-block's tile.
 void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
@@ -177,6 +207,10 @@ void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
       uint8_t* dst = quants + b * tile + 4 * j;
       if (w.dtype() == DType::kQ6_K) {
         RepackQ6_KValues(block, dst);
+        continue;
+      }
+      if (w.dtype() == DType::kQ3_K) {
+        RepackQ3_KValues(block, dst);
         continue;
       }
       for (int64_t l = 0; l < parts.body_bytes / 4; ++l) std::memcpy(dst + 64 * l, block + parts.body + 4 * l, 4);
