@@ -1,10 +1,11 @@
-// The x8 layout of Q8_0, Q4_0, Q5_0, IQ4_NL and the k-quants Q4_K, Q5_K
-// and Q6_K: the repacked copy moves every block's bytes where
+// The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and the k-quants
+// Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
 // quant_matrix.h says, and the kernels reading it give
 // the reference's bits (which reads the GGUF rows) for every ISA, thread
 // count, batch and row count that is not a multiple of the group.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -49,26 +50,32 @@ struct Shape {
 
 bool IsSuperBlock(DType t) { return DTypeBlockSize(t) == 256; }
 
-// The 32-value formats: d to the scales area, the values in 4-byte pieces
-// (Q5_0's fifth bits last).
+// The 32-value formats: d (and Q4_1's and Q5_1's m after the 16 rows' d)
+// to the scales area, the values in 4-byte pieces (Q5_x's fifth bits last).
 void ExpectBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
   const int64_t blocks = s.k / kQK, pairs = (s.n + 15) / 16;
   const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
   const bool q8 = s.dtype == DType::kQ8_0;
-  const bool q5 = s.dtype == DType::kQ5_0;
+  const bool q5 = s.dtype == DType::kQ5_0 || s.dtype == DType::kQ5_1;
+  const bool has_m = s.dtype == DType::kQ4_1 || s.dtype == DType::kQ5_1;
   const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int64_t row_bytes = block_bytes * blocks;
   const int lines = q8 ? 8 : 4;  // 4-byte pieces of a row's block, one per tile line
-  const int64_t values = q5 ? 6 : 2;  // after d (and Q5_0's 4 bytes of fifth bits)
+  const int64_t scales = has_m ? 4 : 2;  // d (and m)
+  const int64_t values = scales + (q5 ? 4 : 0);  // after them, Q5_x's 4 bytes of fifth bits
+  const int64_t stride = has_m ? 64 : 32;
   for (int64_t n = 0; n < pairs * 16; ++n) {
     const uint8_t* pair = x8.x8() + (n / 16) * pair_bytes;
     const int j = static_cast<int>(n % 16);
     for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* scale = pair + b * 32 + 2 * j;
+      const uint8_t* scale = pair + b * stride + 2 * j;
       const uint8_t* piece = pair + X8ScaleBytes(s.dtype, blocks) + b * X8TileBytes(s.dtype) + 4 * j;
       if (n >= s.n) {
         // Rows past N are zeros.
         EXPECT_EQ(scale[0] | scale[1], 0);
+        if (has_m) {
+          EXPECT_EQ(scale[32] | scale[33], 0);
+        }
         for (int l = 0; l < lines + (q5 ? 1 : 0); ++l) {
           for (int i = 0; i < 4; ++i) ASSERT_EQ(piece[64 * l + i], 0);
         }
@@ -76,11 +83,15 @@ void ExpectBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& 
       }
       const uint8_t* block = bytes.data() + n * row_bytes + b * block_bytes;
       ASSERT_EQ(std::memcmp(scale, block, 2), 0) << "row " << n << " block " << b;
+      if (has_m) {
+        ASSERT_EQ(std::memcmp(scale + 32, block + 2, 2), 0) << "row " << n << " m " << b;
+      }
       for (int l = 0; l < lines; ++l) {
         ASSERT_EQ(std::memcmp(piece + 64 * l, block + values + 4 * l, 4), 0) << "row " << n << " block " << b;
       }
       if (q5) {
-        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + 2, 4), 0) << "row " << n << " fifth bits " << b;
+        ASSERT_EQ(std::memcmp(piece + 64 * lines, block + scales, 4), 0)
+            << "row " << n << " fifth bits " << b;
       }
     }
   }
@@ -125,8 +136,48 @@ void ExpectQ6_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64
   }
 }
 
+// A Q3_K block's 256 3-bit values (2 bits and the high bit; 4 is
+// subtracted later), in ggml's dequantization order.
+std::vector<int> Q3_KValues(const uint8_t* block) {
+  const uint8_t* hmask = block;
+  const uint8_t* qs = block + 32;
+  std::vector<int> y(256);
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 4; ++g) {
+      for (int l = 0; l < 32; ++l) {
+        y[128 * h + 32 * g + l] = ((qs[32 * h + l] >> (2 * g)) & 3) | (((hmask[l] >> (4 * h + g)) & 1) << 2);
+      }
+    }
+  }
+  return y;
+}
+
+// Q3_K's tile (row j's bytes at piece + 64 l): every value where
+// quant_matrix.h says, and the scales as in the file.
+void ExpectQ3_KTile(const uint8_t* block, const uint8_t* piece, int64_t n, int64_t b) {
+  const std::vector<int> y = Q3_KValues(block);
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      for (int p = 0; p < 4; ++p) {
+        uint8_t line[3];
+        for (int t = 0; t < 3; ++t) line[t] = piece[64 * (3 * (4 * h + i) + t) + p];
+        auto v = [&](int g, int j) { return y[128 * h + 32 * g + 4 * j + p]; };
+        for (int t = 0; t < 3; ++t) {
+          ASSERT_EQ(line[t] & 7, v(t, 2 * i)) << "row " << n << " block " << b;
+          ASSERT_EQ((line[t] >> 3) & 7, v(t, 2 * i + 1)) << "row " << n << " block " << b;
+        }
+        ASSERT_EQ((line[0] >> 6) | (((line[1] >> 6) & 1) << 2), v(3, 2 * i)) << "row " << n << " block " << b;
+        ASSERT_EQ((line[1] >> 7) | ((line[2] >> 6) << 1), v(3, 2 * i + 1)) << "row " << n << " block " << b;
+      }
+    }
+  }
+  for (int l = 0; l < 3; ++l) {
+    ASSERT_EQ(std::memcmp(piece + 64 * (24 + l), block + 96 + 4 * l, 4), 0) << "row " << n << " scales " << b;
+  }
+}
+
 // The k-quants: d (and dmin) to the scales area, the rest of the block in
-// 4-byte pieces in the file's order (Q6_K's values rearranged); so every
+// 4-byte pieces in the file's order (Q6_K's and Q3_K's values rearranged); so every
 // bit of the rows is somewhere.
 void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8_t>& bytes, const QuantMatrix& x8) {
   const int64_t blocks = s.k / kQK_K, pairs = (s.n + 15) / 16;
@@ -134,9 +185,13 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
   const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int64_t row_bytes = block_bytes * blocks;
   const bool q6 = s.dtype == DType::kQ6_K;
-  const int64_t d_at = q6 ? block_bytes - 2 : 0, body = 4;
-  const int64_t stride = q6 ? 32 : 64;
-  const int64_t lines = (block_bytes - (q6 ? 2 : 4)) / 4;
+  // Where d (and dmin) sit: first in Q4_K and Q5_K, last in the others.
+  const bool first = s.dtype == DType::kQ4_K || s.dtype == DType::kQ5_K;
+  const bool has_min = first || s.dtype == DType::kQ2_K;
+  const int64_t scale_bytes = has_min ? 4 : 2;
+  const int64_t d_at = first ? 0 : block_bytes - scale_bytes, body = first ? 4 : 0;
+  const int64_t stride = has_min ? 64 : 32;
+  const int64_t lines = (block_bytes - scale_bytes) / 4;
   EXPECT_EQ(X8TileBytes(s.dtype), 64 * lines);
   EXPECT_LE(pair_bytes, 16 * row_bytes + 63);  // no bytes added but the scales area's rounding
   for (int64_t n = 0; n < pairs * 16; ++n) {
@@ -148,11 +203,15 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
       const std::vector<uint8_t> zeros(static_cast<size_t>(block_bytes), 0);
       const uint8_t* block = n < s.n ? bytes.data() + n * row_bytes + b * block_bytes : zeros.data();
       ASSERT_EQ(std::memcmp(scale, block + d_at, 2), 0) << "row " << n << " block " << b;
-      if (!q6) {
-        ASSERT_EQ(std::memcmp(scale + 32, block + 2, 2), 0) << "row " << n << " dmin " << b;
+      if (has_min) {
+        ASSERT_EQ(std::memcmp(scale + 32, block + d_at + 2, 2), 0) << "row " << n << " dmin " << b;
       }
       if (q6) {
         ExpectQ6_KTile(block, piece, n, b);
+        continue;
+      }
+      if (s.dtype == DType::kQ3_K) {
+        ExpectQ3_KTile(block, piece, n, b);
         continue;
       }
       for (int64_t l = 0; l < lines; ++l) {
@@ -186,8 +245,8 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   }
   // Repacking twice, or a type without the layout, changes nothing.
   EXPECT_EQ(RepackX8(*x8)->x8(), x8->x8());
-  std::vector<uint8_t> k2(static_cast<size_t>(DTypeBytes(DType::kQ2_K, 256).value()));
-  auto other = MakeQuantMatrix(DType::kQ2_K, k2.data(), k2.size(), 1, 256);
+  std::vector<uint8_t> xs(static_cast<size_t>(DTypeBytes(DType::kIQ4_XS, 256).value()));
+  auto other = MakeQuantMatrix(DType::kIQ4_XS, xs.data(), xs.size(), 1, 256);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(RepackX8(*other)->x8(), nullptr);
 }
@@ -226,6 +285,38 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
     const std::vector<float> last(x.end() - s.k, x.end());
     const auto alone = RunLinear(ctx, *x8, last, 1, bias);
     EXPECT_EQ(std::memcmp(alone.data(), expected.data() + (m - 1) * s.n, alone.size() * sizeof(float)), 0);
+  }
+}
+
+// Decoding (one activation row) reads the copy alone on the vector ISAs,
+// with the bits of the same ISA's row kernel on the file's blocks; the
+// file's bytes overwritten after the repack change nothing.
+TEST_P(QuantX8Test, OneRowReadsTheCopyAlone) {
+  const Shape s = GetParam();
+  auto bytes = RandomBlocks(s.dtype, s.n, s.k, 11);
+  auto rows = MakeQuantMatrix(s.dtype, bytes.data(), bytes.size(), s.n, s.k);
+  ASSERT_TRUE(rows.ok());
+  auto x8 = RepackX8(*rows);
+  ASSERT_TRUE(x8.ok());
+  const std::vector<float> bias(static_cast<size_t>(s.n), 0.5f);
+  std::vector<float> x(static_cast<size_t>(s.k));
+  std::mt19937 rng(6);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : x) v = dist(rng);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!IsaAvailable(isa)) continue;
+    KernelContext ctx;
+    ctx.isa = isa;
+    const auto before = RunLinear(ctx, *x8, x, 1, bias);
+    const auto row_kernel = RunLinear(ctx, *rows, x, 1, bias);
+    ASSERT_EQ(std::memcmp(before.data(), row_kernel.data(), before.size() * sizeof(float)), 0)
+        << DTypeName(s.dtype) << " " << IsaName(isa);
+    const std::vector<uint8_t> saved = bytes;
+    std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
+    const auto after = RunLinear(ctx, *x8, x, 1, bias);
+    bytes = saved;
+    EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0)
+        << DTypeName(s.dtype) << " " << IsaName(isa);
   }
 }
 
@@ -321,10 +412,16 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64},
                                            Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320},
                                            Shape{DType::kQ5_0, 61, 128}, Shape{DType::kQ5_0, 130, 320},
-                                           Shape{DType::kQ5_0, 8, 32}, Shape{DType::kQ4_K, 61, 512},
+                                           Shape{DType::kQ5_0, 8, 32}, Shape{DType::kQ4_1, 61, 128},
+                                           Shape{DType::kQ4_1, 130, 320}, Shape{DType::kQ4_1, 8, 32},
+                                           Shape{DType::kQ5_1, 61, 128}, Shape{DType::kQ5_1, 130, 320},
+                                           Shape{DType::kQ5_1, 8, 32}, Shape{DType::kQ4_K, 61, 512},
                                            Shape{DType::kQ4_K, 130, 256}, Shape{DType::kQ5_K, 61, 512},
                                            Shape{DType::kQ5_K, 8, 256}, Shape{DType::kQ6_K, 61, 768},
-                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256}),
+                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256},
+                                           Shape{DType::kQ3_K, 61, 768}, Shape{DType::kQ3_K, 130, 256},
+                                           Shape{DType::kQ3_K, 8, 256}, Shape{DType::kQ2_K, 61, 768},
+                                           Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256}),
                          ShapeName);
 
 }  // namespace

@@ -569,7 +569,7 @@ void Gemm(const QuantGemmArgs& a) {
 }
 
 
-// ---- The x8 layout: Q8_0 and Q4_0 repacked at load (quant_matrix.h) -------
+// ---- The x8 layout: blocks of 32 repacked at load (quant_matrix.h) --------
 //
 // One group's blocks come as one stream: the 8 rows' scales of a block in
 // one 16-byte load, then its tile, whose vector j holds the j-th 4 values
@@ -694,16 +694,18 @@ inline void X8UnpackQ4_0(const uint8_t* tile, __m256i low[4], __m256i high[4]) {
 }
 
 // An unpacked Q4_0 tile's eight block sums against activation row m's
-// block b: the nibbles' products less 8 times the block's activation sum.
-template <class D>
+// block b: the nibbles' products less kOffset (Q4_0: 8; Q4_1, whose nibbles
+// are laid out alike: 0) times the block's activation sum.
+template <class D, int kOffset = 8>
 inline __m256i X8SumsQ4_0(const __m256i low[4], const __m256i high[4], const QuantGemmArgs& a, int64_t m,
                           int64_t b) {
   const int8_t* q = a.x->row_q(m) + kQK * b;
   __m256i p[4];
   for (int j = 0; j < 4; ++j) p[j] = D::Dot2Nibbles(low[j], X8Dword(q, j), high[j], X8Dword(q, 4 + j));
   const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
+  if constexpr (kOffset == 0) return sum;
   const int16_t* s = a.x->row_sums(m) + 2 * b;
-  return _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * (static_cast<int32_t>(s[0]) + s[1])));
+  return _mm256_sub_epi32(sum, _mm256_set1_epi32(kOffset * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
 // An IQ4_NL tile's eight block sums against the activation block at q:
@@ -735,8 +737,9 @@ inline __m256i X8FifthBits(__m256i qh, int shift) {
 
 // A Q5_0 tile's eight block sums against activation row m's block b: its
 // nibble lines are Q4_0's, the fifth line each row's 32 fifth bits; the
-// 5-bit values' products less 16 times the block's activation sum.
-template <class D>
+// 5-bit values' products less kOffset (Q5_0: 16; Q5_1: 0) times the
+// block's activation sum.
+template <class D, int kOffset = 16>
 inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m, int64_t b) {
   const int8_t* q = a.x->row_q(m) + kQK * b;
   const __m256i qh = Load256(tile + 256);
@@ -745,9 +748,10 @@ inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m
     p[0] = DotAdd<D>(p[0], _mm256_or_si256(low, X8FifthBits(qh, 4 * j)), X8Dword(q, j));
     p[1] = DotAdd<D>(p[1], _mm256_or_si256(high, X8FifthBits(qh, 16 + 4 * j)), X8Dword(q, 4 + j));
   });
+  if constexpr (kOffset == 0) return _mm256_add_epi32(p[0], p[1]);
   const int16_t* s = a.x->row_sums(m) + 2 * b;
   return _mm256_sub_epi32(_mm256_add_epi32(p[0], p[1]),
-                          _mm256_set1_epi32(16 * (static_cast<int32_t>(s[0]) + s[1])));
+                          _mm256_set1_epi32(kOffset * (static_cast<int32_t>(s[0]) + s[1])));
 }
 
 // R activation rows from m against Q4_0 group g, sharing each tile's
@@ -786,19 +790,23 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL and Q5_0 use it for one activation
-// row (decoding) only; more rows read their GGUF blocks.
-enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0 };
+// The formats on the x8 layout. IQ4_NL, Q5_0, Q4_1 and Q5_1 use it for one
+// activation row (decoding) only; more rows read their GGUF blocks.
+enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
 // once: the groups' independent integer work gives the core more to
 // overlap than one group's chain of multiplies. Each group's arithmetic is
-// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's and Q5_0's: the row kernels'
-// integers), so the bits are too.
+// X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's, Q5_0's, Q4_1's and Q5_1's: the
+// row kernels' integers and, for Q4_1 and Q5_1, Accumulate32's second fma
+// with m), so the bits are too.
 template <class D, X8Format F, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (F == X8Format::kQ5_0 ? 320 : 256);
+  constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
+  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (kFifth ? 320 : 256);
+  constexpr int64_t kScaleStride = kHasMin ? 64 : 32;
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -813,6 +821,11 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* q = a.x->row_q(m) + kQK * b;
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
+    [[maybe_unused]] __m256 q_sum;
+    if constexpr (kHasMin) {
+      const int16_t* s = a.x->row_sums(m) + 2 * b;
+      q_sum = _mm256_set1_ps(static_cast<float>(static_cast<int32_t>(s[0]) + s[1]));
+    }
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
       const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
@@ -828,10 +841,22 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         sum = X8SumsQ4_0<D>(low, high, a, m, b);
       } else if constexpr (F == X8Format::kIQ4_NL) {
         sum = X8SumsIQ4_NL<D>(tile, q);
-      } else {
+      } else if constexpr (F == X8Format::kQ5_0) {
         sum = X8SumsQ5_0<D>(tile, a, m, b);
+      } else if constexpr (F == X8Format::kQ4_1) {
+        __m256i low[4], high[4];
+        X8UnpackQ4_0(tile, low, high);
+        sum = X8SumsQ4_0<D, 0>(low, high, a, m, b);
+      } else {
+        sum = X8SumsQ5_0<D, 0>(tile, a, m, b);
       }
-      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(group[i], b), dx), _mm256_cvtepi32_ps(sum), acc[i]);
+      const uint8_t* scales = group[i].scales + kScaleStride * b;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
+      if constexpr (kHasMin) {
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), q_sum, acc[i]);
+      }
     }
   }
   for (int i = 0; i < G; ++i) {
@@ -843,7 +868,7 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
 
 // ---- K-quants on the x8 layout: one activation row ------------------------
 //
-// A group's super-block comes as one tile (quant_matrix.h): its half of
+// Q2_K to Q6_K. A group's super-block comes as one tile (quant_matrix.h): its half of
 // line l is the l-th 4 bytes of each of its 8 rows' block (Q6_K's values
 // rearranged), one int32 lane per row, so a broadcast activation dword multiplies every row's values at
 // once and each row's products stay in its lane. Products are added in
@@ -1059,12 +1084,156 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   return _mm256_sub_epi32(a, _mm256_slli_epi32(corr, 5));
 }
 
+// Q3_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
+// (sum w q - 4 s_i) over its 16 pieces of 16, w = 2 bits | high bit << 2
+// (0..7) and sc_i its 6-bit scale less 32, as FormatQ3_K. Tile lines 0-23
+// hold the values rearranged at repack, eight in three bytes (quant_matrix.h:
+// six come out with one or two operations, two with five), 24-26 the packed
+// scales.
+template <class D>
+inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
+  const __m256i a0 = Load256(tile + 64 * 24), a1 = Load256(tile + 64 * 25), a2 = Load256(tile + 64 * 26);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  // The scales as in UnpackScalesQ3_K, lane by lane (16-bit shifts: the
+  // bits crossing bytes are masked off): piece i's in byte i % 4 of sc[i / 4].
+  const __m256i sc[4] = {
+      _mm256_or_si256(_mm256_and_si256(a0, m4), _mm256_slli_epi16(_mm256_and_si256(a2, m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(a1, m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 2), m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a0, 4), m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 4), m2), 4)),
+      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a1, 4), m4),
+                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(a2, 6), m2), 4))};
+  const __m256i three = _mm256_set1_epi8(7), one = _mm256_set1_epi8(1), bit2 = _mm256_set1_epi8(4),
+                bits12 = _mm256_set1_epi8(6);
+  // Pair sums of 3-bit values times int8 are at most 2 * 7 * 127 = 1778: a
+  // piece's four vectors add up in int16. With VNNI they add up in int32
+  // and one vpmulld scales them (at most 16 * 7 * 127 * 32: exact).
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i piece_sum[4];
+      #pragma GCC unroll 16
+      for (int g = 0; g < 4; ++g) piece_sum[g] = _mm256_setzero_si256();
+      #pragma GCC unroll 16
+      for (int i = 2 * half; i < 2 * half + 2; ++i) {
+        // w[g][u]: the values 128h + 32g + 4(2i + u) + p of each row
+        // (16-bit shifts: the bits crossing bytes are masked off).
+        const uint8_t* lines = tile + 64 * 3 * (4 * h + i);
+        const __m256i l0 = Load256(lines), l1 = Load256(lines + 64), l2 = Load256(lines + 128);
+        const __m256i w[4][2] = {
+            {_mm256_and_si256(l0, three), _mm256_and_si256(_mm256_srli_epi16(l0, 3), three)},
+            {_mm256_and_si256(l1, three), _mm256_and_si256(_mm256_srli_epi16(l1, 3), three)},
+            {_mm256_and_si256(l2, three), _mm256_and_si256(_mm256_srli_epi16(l2, 3), three)},
+            {_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), m2),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), bit2)),
+             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 7), one),
+                             _mm256_and_si256(_mm256_srli_epi16(l2, 5), bits12))}};
+        #pragma GCC unroll 16
+        for (int g = 0; g < 4; ++g) {
+          #pragma GCC unroll 16
+          for (int u = 0; u < 2; ++u) {
+            const __m256i x = Dword(q + 128 * h + 32 * g + 4 * (2 * i + u));
+            if constexpr (D::kVnni) {
+              piece_sum[g] = DotAdd<D>(piece_sum[g], w[g][u], x);
+            } else {
+              piece_sum[g] = _mm256_add_epi16(piece_sum[g], _mm256_maddubs_epi16(w[g][u], x));
+            }
+          }
+        }
+      }
+      #pragma GCC unroll 16
+      for (int g = 0; g < 4; ++g) {
+        const int piece = 8 * h + 2 * g + half;
+        if constexpr (D::kVnni) {
+          const __m256i scale = _mm256_sub_epi32(LaneByte32(sc[piece / 4], piece % 4), _mm256_set1_epi32(32));
+          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], scale));
+        } else {
+          const __m256i scale = _mm256_sub_epi16(LaneByte16(sc[piece / 4], piece % 4), _mm256_set1_epi16(32));
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], scale));
+        }
+      }
+    }
+  }
+  // Less 4 sum_i sc_i s_i, two pieces per vpmaddwd (|sc_i s_i| <= 32 * 2032).
+  __m256i c = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    const __m256i scales = _mm256_sub_epi16(LaneBytePair16(sc[t / 2], 2 * (t % 2)), _mm256_set1_epi16(32));
+    c = _mm256_add_epi32(c, _mm256_madd_epi16(scales, Dword(sums.pieces + 2 * t)));
+  }
+  return _mm256_sub_epi32(a, _mm256_slli_epi32(c, 2));
+}
+
+// Q2_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
+// sum w q over its 16 pieces of 16 and B = -sum_i m_i s_i, as FormatQ2_K.
+// Tile lines 0-3 hold the scale (low nibble) and min (high) bytes, piece
+// i's in byte i % 4 of line i / 4; lines 4-19 the 2-bit values as in the
+// file (line 4 + 8h + j: bytes 32h + 4j.. of qs, value 128h + 32g + 4j + p
+// in bits 2g, 2g+1 of byte p).
+template <class D>
+inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
+                       __m256i* b_out) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  __m256i sc[4], mins[4];
+  #pragma GCC unroll 16
+  for (int l = 0; l < 4; ++l) {
+    const __m256i v = Load256(tile + 64 * l);
+    sc[l] = _mm256_and_si256(v, nibble);
+    mins[l] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  }
+  // Pair sums of 2-bit values times int8 are at most 2 * 3 * 127: a piece's
+  // four vectors add up in int16 (with VNNI in int32, then one vpmulld).
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i piece_sum[4];
+      #pragma GCC unroll 16
+      for (int j = 4 * half; j < 4 * half + 4; ++j) {
+        const __m256i v = Load256(tile + 64 * (4 + 8 * h + j));
+        #pragma GCC unroll 16
+        for (int g = 0; g < 4; ++g) {
+          const __m256i w = _mm256_and_si256(_mm256_srli_epi16(v, 2 * g), m2);
+          const __m256i x = Dword(q + 128 * h + 32 * g + 4 * j);
+          if constexpr (D::kVnni) {
+            piece_sum[g] = DotAdd<D>(j == 4 * half ? _mm256_setzero_si256() : piece_sum[g], w, x);
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(w, x);
+            piece_sum[g] = j == 4 * half ? p : _mm256_add_epi16(piece_sum[g], p);
+          }
+        }
+      }
+      #pragma GCC unroll 16
+      for (int g = 0; g < 4; ++g) {
+        const int piece = 8 * h + 2 * g + half;
+        if constexpr (D::kVnni) {
+          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], LaneByte32(sc[piece / 4], piece % 4)));
+        } else {
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], LaneByte16(sc[piece / 4], piece % 4)));
+        }
+      }
+    }
+  }
+  __m256i b = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    const __m256i pair = LaneBytePair16(mins[t / 2], 2 * (t % 2));
+    b = _mm256_add_epi32(b, _mm256_madd_epi16(pair, Dword(sums.pieces + 2 * t)));
+  }
+  *a_out = a;
+  *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
+}
+
 // One activation row against G consecutive groups of a k-quant's x8 copy
 // from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
-// fma(dmin dx, B, acc) for Q4_K/Q5_K, as Accumulate256.
+// fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as Accumulate256.
 template <class D, DType T, int G>
 void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
-  constexpr bool kHasMin = T != DType::kQ6_K;
+  constexpr bool kHasMin = T == DType::kQ2_K || T == DType::kQ4_K || T == DType::kQ5_K;
   const int64_t blocks = a.k / kQK_K;
   const int64_t tile_bytes = X8TileBytes(T);
   const int64_t stride = kHasMin ? 64 : 32;
@@ -1091,12 +1260,17 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
       if constexpr (kHasMin) {
         __m256i sum_a, sum_b;
-        X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        if constexpr (T == DType::kQ2_K) {
+          X8SumsQ2_K<D>(tile, q, sums, &sum_a, &sum_b);
+        } else {
+          X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+        }
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
       } else {
-        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(X8SumsQ6_K<D>(tile, q, sums)), acc[i]);
+        const __m256i sum = T == DType::kQ3_K ? X8SumsQ3_K<D>(tile, q, sums) : X8SumsQ6_K<D>(tile, q, sums);
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
       }
     }
   }
@@ -1441,9 +1615,13 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
     if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
     if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
+    if (a.w_type == DType::kQ4_1) return X8Row<D, X8Format::kQ4_1>(a);
+    if (a.w_type == DType::kQ5_1) return X8Row<D, X8Format::kQ5_1>(a);
     if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
     if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
     if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);
+    if (a.w_type == DType::kQ3_K) return X8SuperRow<D, DType::kQ3_K>(a);
+    if (a.w_type == DType::kQ2_K) return X8SuperRow<D, DType::kQ2_K>(a);
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);

@@ -64,16 +64,39 @@ struct SuperBlockParts {
 static_assert(offsetof(BlockQ4_K, qs) + sizeof(BlockQ4_K::qs) == sizeof(BlockQ4_K));
 static_assert(offsetof(BlockQ5_K, qs) + sizeof(BlockQ5_K::qs) == sizeof(BlockQ5_K));
 static_assert(offsetof(BlockQ6_K, d) + 2 == sizeof(BlockQ6_K));
+static_assert(offsetof(BlockQ3_K, d) + 2 == sizeof(BlockQ3_K));
+static_assert(offsetof(BlockQ2_K, dmin) + 2 == sizeof(BlockQ2_K));
 
 bool IsSuperX8(DType dtype) {
-  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+  return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ3_K ||
+         dtype == DType::kQ2_K;
 }
 
 SuperBlockParts PartsOf(DType dtype) {
   switch (dtype) {
     case DType::kQ4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin), offsetof(BlockQ4_K, scales), sizeof(BlockQ4_K) - 4};
     case DType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin), offsetof(BlockQ5_K, scales), sizeof(BlockQ5_K) - 4};
+    case DType::kQ3_K: return {offsetof(BlockQ3_K, d), -1, offsetof(BlockQ3_K, hmask), sizeof(BlockQ3_K) - 2};
+    case DType::kQ2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin), offsetof(BlockQ2_K, scales), sizeof(BlockQ2_K) - 4};
     default: return {offsetof(BlockQ6_K, d), -1, offsetof(BlockQ6_K, ql), sizeof(BlockQ6_K) - 2};
+  }
+}
+
+// Where a 32-value block's parts sit: its f16 d, its f16 m (< 0: none),
+// its 16 nibble bytes and its 4 bytes of fifth bits (< 0: none).
+struct BlockParts {
+  int64_t d, m, nibbles, fifth;
+};
+
+BlockParts PartsOf32(DType dtype) {
+  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
+  switch (dtype) {
+    case DType::kQ8_0: return {offsetof(BlockQ8_0, d), -1, offsetof(BlockQ8_0, qs), -1};
+    case DType::kQ5_0: return {offsetof(BlockQ5_0, d), -1, offsetof(BlockQ5_0, qs), offsetof(BlockQ5_0, qh)};
+    case DType::kQ4_1: return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m), offsetof(BlockQ4_1, qs), -1};
+    case DType::kQ5_1:
+      return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m), offsetof(BlockQ5_1, qs), offsetof(BlockQ5_1, qh)};
+    default: return {offsetof(BlockQ4_0, d), -1, offsetof(BlockQ4_0, qs), -1};
   }
 }
 
@@ -82,27 +105,23 @@ SuperBlockParts PartsOf(DType dtype) {
 // one per tile line.
 void RepackPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
   const int64_t blocks = w.cols() / kQK;
-  uint8_t* scales = pair;
+  const int64_t stride = X8ScaleStride(w.dtype());
   uint8_t* quants = pair + X8ScaleBytes(w.dtype(), blocks);
-  const bool q8 = w.dtype() == DType::kQ8_0;
-  const bool q5 = w.dtype() == DType::kQ5_0;
   const int64_t tile = X8TileBytes(w.dtype());
-  static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));  // IQ4_NL moves as Q4_0
   const int64_t block_bytes = GetDTypeInfo(w.dtype()).block_bytes;
-  // Every block starts with its f16 d; the values (nibbles) follow, after
-  // Q5_0's fifth bits.
-  const int64_t values = q5 ? offsetof(BlockQ5_0, qs) : 2;
-  const int lines = q8 ? 8 : 4;
+  const BlockParts parts = PartsOf32(w.dtype());
+  const int lines = w.dtype() == DType::kQ8_0 ? 8 : 4;
   for (int j = 0; j < kX8PairRows; ++j) {
     const int64_t n = p * kX8PairRows + j;
     if (n >= w.rows()) break;
     const uint8_t* row = w.data() + n * w.row_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* block = row + b * block_bytes;
-      std::memcpy(scales + b * 32 + 2 * j, block, 2);
+      std::memcpy(pair + b * stride + 2 * j, block + parts.d, 2);
+      if (parts.m >= 0) std::memcpy(pair + b * stride + 32 + 2 * j, block + parts.m, 2);
       uint8_t* dst = quants + b * tile + 4 * j;
-      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + values + 4 * l, 4);
-      if (q5) std::memcpy(dst + 64 * lines, block + offsetof(BlockQ5_0, qh), 4);
+      for (int l = 0; l < lines; ++l) std::memcpy(dst + 64 * l, block + parts.nibbles + 4 * l, 4);
+      if (parts.fifth >= 0) std::memcpy(dst + 64 * lines, block + parts.fifth, 4);
     }
   }
 }
@@ -138,6 +157,36 @@ void RepackQ6_KValues(const uint8_t* block, uint8_t* dst) {
   for (int l = 0; l < 4; ++l) std::memcpy(dst + 64 * (48 + l), b.scales + 4 * l, 4);
 }
 
+// Q3_K value e (0..255), 3 bits (its 2 bits and high bit; the row kernel
+// subtracts 4), as the row kernel unpacks it.
+int ThreeBitValue(const BlockQ3_K& b, int e) {
+  const int h = e / 128, g = e % 128 / 32, l = e % 32;
+  const int low = (b.qs[32 * h + l] >> (2 * g)) & 3;
+  return low | (((b.hmask[l] >> (4 * h + g)) & 1) << 2);
+}
+
+// A Q3_K block's values and scales into one row's dwords of a tile (row
+// j's at dst + 4 j + 64 l), as quant_matrix.h says: three lines per h < 2
+// and i < 4, eight 3-bit values in each byte p's three; the 12 scale bytes
+// on lines 24-26 as in the file.
+void RepackQ3_KValues(const uint8_t* block, uint8_t* dst) {
+  BlockQ3_K b;
+  std::memcpy(&b, block, sizeof(b));
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      uint8_t* line = dst + 64 * 3 * (4 * h + i);
+      for (int p = 0; p < 4; ++p) {
+        auto v = [&](int g, int j) { return ThreeBitValue(b, 128 * h + 32 * g + 4 * j + p); };
+        const int c1 = v(3, 2 * i), c2 = v(3, 2 * i + 1);
+        line[p] = static_cast<uint8_t>(v(0, 2 * i) | (v(0, 2 * i + 1) << 3) | ((c1 & 3) << 6));
+        line[64 + p] = static_cast<uint8_t>(v(1, 2 * i) | (v(1, 2 * i + 1) << 3) | ((c1 >> 2) << 6) | ((c2 & 1) << 7));
+        line[128 + p] = static_cast<uint8_t>(v(2, 2 * i) | (v(2, 2 * i + 1) << 3) | ((c2 >> 1) << 6));
+      }
+    }
+  }
+  for (int l = 0; l < 3; ++l) std::memcpy(dst + 64 * (24 + l), b.scales + 4 * l, 4);
+}
+
 // RepackPair for the k-quants: d (and dmin) to the scales area, the body's
 // 4-byte pieces to the lines of the super-block's tile.
 void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
@@ -160,6 +209,10 @@ void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
         RepackQ6_KValues(block, dst);
         continue;
       }
+      if (w.dtype() == DType::kQ3_K) {
+        RepackQ3_KValues(block, dst);
+        continue;
+      }
       for (int64_t l = 0; l < parts.body_bytes / 4; ++l) std::memcpy(dst + 64 * l, block + parts.body + 4 * l, 4);
     }
   }
@@ -169,17 +222,24 @@ void RepackSuperPair(const QuantMatrix& w, int64_t p, uint8_t* pair) {
 
 bool HasX8Layout(DType dtype) {
   return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kIQ4_NL || dtype == DType::kQ5_0 ||
-         IsSuperX8(dtype);
+         dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || IsSuperX8(dtype);
 }
 
-int64_t X8ScaleStride(DType dtype) { return dtype == DType::kQ4_K || dtype == DType::kQ5_K ? 64 : 32; }
+int64_t X8ScaleStride(DType dtype) {
+  const bool two_scales = dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K ||
+                          dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+  return two_scales ? 64 : 32;
+}
 
 int64_t X8ScaleBytes(DType dtype, int64_t blocks) { return (blocks * X8ScaleStride(dtype) + 63) / 64 * 64; }
 
 int64_t X8TileBytes(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0: return 512;
-    case DType::kQ5_0: return 320;
+    case DType::kQ5_0:
+    case DType::kQ5_1: return 320;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 16 * PartsOf(dtype).body_bytes;

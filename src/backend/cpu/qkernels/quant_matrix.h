@@ -47,22 +47,31 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // eight rows: one vector with one int32 lane per row. The bytes of every
 // block are the file's, only moved. IQ4_NL, whose blocks are laid out as
 // Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
-// 4 bytes of fifth bits (320 bytes a tile). Both are read from the copy
-// when decoding one row only.
+// 4 bytes of fifth bits (320 bytes a tile). Q4_1 and Q5_1 move as Q4_0 and
+// Q5_0, with the 16 rows' f16 m after their d in the scales area (64 bytes
+// a block). These four are read from the copy when decoding one row only.
 //
-// The k-quants Q4_K, Q5_K and Q6_K take the same pairs of groups, one tile
-// per super-block of 256: its scales area holds the 16 rows' f16 d per
-// super-block and, for Q4_K and Q5_K, their f16 dmin after them (64 bytes
-// a super-block), and line l of its tile the l-th 4 bytes of each row's
-// block without d and dmin, in the file's order (Q4_K: 3 lines of packed
-// scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of fifth bits, 32,
-// 2752 bytes). Q6_K's 6-bit values are rearranged instead, so that three
-// of every four come out with one AND: for h < 2 and j < 8, lines
-// 3(8h + j) + t (t < 3) hold, in byte p of a row's 4, value 128h + 32t +
-// 4j + p in bits 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j + p in bits
-// 6-7; lines 48-51 its 16 int8 scales (3328 bytes). So a pair is its 16
-// rows' bits in the file's bytes (plus the scales area's rounding); the
-// kernels read it for one activation row.
+// The k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K take the same pairs of
+// groups, one tile per super-block of 256: its scales area holds the 16
+// rows' f16 d per super-block and, for Q2_K, Q4_K and Q5_K, their f16 dmin
+// after them (64 bytes a super-block), and line l of its tile the l-th 4
+// bytes of each row's block without d and dmin, in the file's order (Q4_K:
+// 3 lines of packed scales, then 32 of nibbles, 2240 bytes; Q5_K: 3, 8 of
+// fifth bits, 32, 2752 bytes; Q2_K: 4 of scale and min nibbles, 16 of
+// 2-bit values, 1280 bytes). Q6_K's 6-bit values are rearranged instead, so
+// that three of every four come out with one AND: for h < 2 and j < 8,
+// lines 3(8h + j) + t (t < 3) hold, in byte p of a row's 4, value 128h +
+// 32t + 4j + p in bits 0-5 and bits 2t, 2t+1 of value 128h + 96 + 4j + p in
+// bits 6-7; lines 48-51 its 16 int8 scales (3328 bytes). Q3_K's 3-bit
+// values (2 bits and the high bit joined) are rearranged alike, eight in
+// three bytes: for h < 2 and i < 4, with v(g, j) = value 128h + 32g + 4j +
+// p, lines 3(4h + i) + t (t < 3) hold in byte p v(t, 2i) in bits 0-2 and
+// v(t, 2i + 1) in bits 3-5; bits 6-7 of the first line hold bits 0-1 of
+// v(3, 2i), bit 6 of the second its bit 2, bit 7 of the second bit 0 of
+// v(3, 2i + 1) and bits 6-7 of the third its bits 1-2; lines 24-26 its 12
+// packed scale bytes (1728 bytes). So a pair is its 16 rows' bits in the
+// file's bytes (plus the scales area's rounding); the kernels read it for
+// one activation row.
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
