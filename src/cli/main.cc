@@ -8,7 +8,7 @@
 #include "cli/openmp_policy.h"
 
 int main(int argc, char** argv) {
-  kiln::cli::EnsureShortOpenMpSpin(argv);
+  kiln::cli::EnsureShortOpenMpSpin(argc, argv);
   CLI::App app{"kiln: compile and serve large language models on the hardware you have"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);

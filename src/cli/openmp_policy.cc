@@ -3,10 +3,23 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 
 namespace kiln::cli {
+namespace {
 
-void EnsureShortOpenMpSpin(char** argv) {
+bool NamesOnnxFile(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".onnx") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void EnsureShortOpenMpSpin(int argc, char** argv) {
+  if (!NamesOnnxFile(argc, argv)) return;
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   if (setenv("GOMP_SPINCOUNT", kOpenMpSpinCount, 1) != 0) return;
   execv("/proc/self/exe", argv);

@@ -7,17 +7,19 @@
 // slower that way on a quiet 2-core machine than with a spin of a few
 // thousand rounds, which still lets go within tens of microseconds
 // (bench/RESULTS.md). libgomp reads these variables only when it is loaded,
-// before main, so the command re-executes itself once with
-// GOMP_SPINCOUNT=kOpenMpSpinCount unless the user chose a policy
-// (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
+// before main, so a command that runs an ONNX graph (an argument naming a
+// .onnx file) re-executes itself once with GOMP_SPINCOUNT=kOpenMpSpinCount
+// unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT). Other
+// commands never start an OpenMP team, and a second process start would
+// cost them tens of milliseconds of start-up.
 #pragma once
 
 namespace kiln::cli {
 
 inline constexpr const char* kOpenMpSpinCount = "3000";
 
-// Returns only when the policy is already set or the re-execution failed
-// (the command then runs as it is).
-void EnsureShortOpenMpSpin(char** argv);
+// Returns only when no argument names a .onnx file, the policy is already
+// set, or the re-execution failed (the command then runs as it is).
+void EnsureShortOpenMpSpin(int argc, char** argv);
 
 }  // namespace kiln::cli
