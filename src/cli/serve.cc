@@ -51,6 +51,10 @@ void RaiseOpenFileLimit(int connections) {
 }
 
 Status RunServe(const ServeArgs& a) {
+  // Termination signals are taken by the watcher thread alone, so they are
+  // blocked before any thread starts (resolving an artifact's flags already
+  // starts the backends' worker threads): every thread inherits the mask.
+  BlockTerminationSignals();
   KILN_ASSIGN_OR_RETURN(EngineOptions engine_options, a.engine.Resolve());
   if (engine_options.model.empty() && engine_options.load_format != "dummy") {
     return InvalidArgument("no model: give -m PATH (a Hugging Face folder or a .gguf file)");
@@ -70,11 +74,9 @@ Status RunServe(const ServeArgs& a) {
   KILN_RETURN_IF_ERROR(options.Validate());
 
   // A client that goes away must not kill the server with SIGPIPE; the
-  // failed write reports it. Termination signals are taken by the watcher
-  // thread alone: every thread started from here inherits the mask.
+  // failed write reports it.
   ::signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit(options.max_concurrent_connections);
-  BlockTerminationSignals();
 
   server::ApiServer api(options);
   KILN_RETURN_IF_ERROR(api.Bind());
