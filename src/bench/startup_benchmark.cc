@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -81,7 +83,13 @@ double CachedBytes(const std::vector<std::string>& files) {
   return bytes;
 }
 
-Expected<Run> TimeOneRun(const std::vector<std::string>& argv) {
+// The line `kiln serve` logs once its model is loaded and it answers.
+constexpr std::string_view kServeReady = "ready: http://";
+
+// Times one process: to its first byte on stdout, or with `serve` to the
+// line that says it is ready (it is then stopped by SIGTERM), and to its
+// exit.
+Expected<Run> TimeOneRun(const std::vector<std::string>& argv, bool serve) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return IoError("pipe failed");
   posix_spawn_file_actions_t actions;
@@ -118,10 +126,16 @@ Expected<Run> TimeOneRun(const std::vector<std::string>& argv) {
         --open;
         continue;
       }
-      if (f.fd == out[0] && run.first_byte < 0) {
+      if (f.fd == out[0] && run.first_byte < 0 && !serve) {
         run.first_byte = std::chrono::duration<double>(Clock::now() - start).count();
       }
-      if (f.fd == err[0]) errors.append(buffer, static_cast<size_t>(n));
+      if (f.fd == err[0]) {
+        errors.append(buffer, static_cast<size_t>(n));
+        if (serve && run.first_byte < 0 && errors.find(kServeReady) != std::string::npos) {
+          run.first_byte = std::chrono::duration<double>(Clock::now() - start).count();
+          ::kill(pid, SIGTERM);
+        }
+      }
     }
   }
   int status = 0;
@@ -129,7 +143,7 @@ Expected<Run> TimeOneRun(const std::vector<std::string>& argv) {
   ::wait4(pid, &status, 0, &usage);
   run.exit = std::chrono::duration<double>(Clock::now() - start).count();
   run.read_bytes = static_cast<double>(usage.ru_inblock) * 512.0;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || (serve && run.first_byte < 0)) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
     const size_t line = errors.rfind('\n');
     return Internal("`{}` failed: {}", fmt::join(argv, " "),
@@ -154,7 +168,9 @@ Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& o
     std::error_code ec;
     if (std::filesystem::is_regular_file(m, ec)) r.file_bytes = static_cast<double>(std::filesystem::file_size(m, ec));
     results.push_back(std::move(r));
-    std::vector<std::string> argv = {o.kiln, "generate", "-m", m, "-p", o.prompt, "-n", "1", "--temperature", "0"};
+    std::vector<std::string> argv =
+        o.serve ? std::vector<std::string>{o.kiln, "serve", "-m", m, "--port", "0", "--no-access-log"}
+                : std::vector<std::string>{o.kiln, "generate", "-m", m, "-p", o.prompt, "-n", "1", "--temperature", "0"};
     if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
     argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
     commands.push_back(std::move(argv));
@@ -163,7 +179,7 @@ Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& o
   // one); then the models take turns, so that a slow spell of the machine
   // falls on all of them alike.
   if (!o.cold) {
-    for (const auto& argv : commands) KILN_RETURN_IF_ERROR(TimeOneRun(argv).status());
+    for (const auto& argv : commands) KILN_RETURN_IF_ERROR(TimeOneRun(argv, o.serve).status());
   }
   for (int i = 0; i < o.runs; ++i) {
     for (size_t m = 0; m < commands.size(); ++m) {
@@ -172,7 +188,7 @@ Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& o
         KILN_RETURN_IF_ERROR(DropFromPageCache(files));
         results[m].cached_before_max = std::max(results[m].cached_before_max, CachedBytes(files));
       }
-      KILN_ASSIGN_OR_RETURN(Run run, TimeOneRun(commands[m]));
+      KILN_ASSIGN_OR_RETURN(Run run, TimeOneRun(commands[m], o.serve));
       results[m].first_token.push_back(run.first_byte);
       results[m].exit.push_back(run.exit);
       if (o.cold) {
@@ -184,10 +200,10 @@ Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& o
   return results;
 }
 
-std::string StartupTable(const std::vector<StartupResult>& results) {
+std::string StartupTable(const std::vector<StartupResult>& results, bool serve) {
   const bool cold = !results.empty() && !results[0].read_bytes.empty();
-  std::vector<std::string> columns = {"model", "file MiB", "first token (median s)", "min s", "exit (median s)",
-                                      "vs first"};
+  std::vector<std::string> columns = {"model", "file MiB", serve ? "ready (median s)" : "first token (median s)",
+                                      "min s", "exit (median s)", "vs first"};
   if (cold) columns.insert(columns.end(), {"read MiB (median)", "cached after MiB", "left cached before MiB"});
   TextTable table(columns);
   const double base = results.empty() ? 0 : Percentile(results[0].first_token, 50);

@@ -21,13 +21,17 @@ struct StartupOptions {
   // page cache (posix_fadvise DONTNEED), no untimed run comes first, and each
   // run's reads from storage are counted.
   bool cold = false;
+  // `kiln serve -m MODEL --port 0` instead of generate, timed to the line
+  // that says it is ready to answer (then stopped by SIGTERM).
+  bool serve = false;
 };
 
 struct StartupResult {
   std::string model;
   double file_bytes = 0;
   // Seconds from starting the process to its first byte of output (the
-  // first token: `-n 1`), and to its exit; one per run.
+  // first token: `-n 1`; for serve, to its ready line), and to its exit;
+  // one per run.
   std::vector<double> first_token;
   std::vector<double> exit;
   // With a cold cache, one per run: bytes the process read from storage
@@ -45,7 +49,8 @@ struct StartupResult {
 // run fails (with its stderr's last line).
 Expected<std::vector<StartupResult>> RunStartupBenchmark(const StartupOptions& options);
 
-// The table of medians (and minima), one row per model.
-std::string StartupTable(const std::vector<StartupResult>& results);
+// The table of medians (and minima), one row per model; `serve` names the
+// first column's event "ready" rather than "first token".
+std::string StartupTable(const std::vector<StartupResult>& results, bool serve = false);
 
 }  // namespace kiln::bench

@@ -172,6 +172,17 @@ TEST_F(ArtifactCliFile, BenchStartupMeasuresModelsSideBySide) {
   EXPECT_NE(r.out.find("qwen2.kiln"), std::string::npos) << r.out;
 }
 
+// `--serve` times kiln serve to its ready line and stops it.
+TEST_F(ArtifactCliFile, BenchStartupTimesServeToReady) {
+  Result r = Kiln({"bench", "startup", "-m", path_, "--runs", "1", "--serve"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("start-up to ready (kiln serve)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ready (median s)"), std::string::npos) << r.out;
+  // A model serve cannot load is an error, not a hang.
+  Result bad = Kiln({"bench", "startup", "-m", path_ + ".missing.kiln", "--runs", "1", "--serve"});
+  EXPECT_NE(bad.exit_code, 0);
+}
+
 // A cold page cache: the artifact is dropped from it before the run, and
 // what the run read of it is reported; its packed forms come before the
 // rows they were made from, so the run reads the packed forms (and little
