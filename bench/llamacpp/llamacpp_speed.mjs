@@ -1,6 +1,6 @@
 // llama.cpp's CPU speed on a GGUF file, through the npm package
 // node-llama-cpp (its prebuilt llama.cpp), measured as `kiln bench latency`
-// measures kiln: a prompt of random token ids prefilled, then output-len
+// measures kiln: a prompt of text tokens prefilled, then output-len
 // tokens decoded one forward pass at a time, each run in a fresh context; batched decode runs N sequences at
 // once (node-llama-cpp puts their tokens in one batch). Prints JSON:
 // {"prefill_tokens_per_s": [...], "decode_tokens_per_s": [...]}, one entry per run.
@@ -37,11 +37,13 @@ const { getLlama } = await import(require.resolve("node-llama-cpp"));
 const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: "error" });
 const model = await llama.loadModel({ modelPath });
 
-// Ordinary tokens (no specials): ids spread over the first 10k past 1000,
-// the same for every run and every engine given the seed.
-let seed = 12345;
-const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-const prompt = (n) => Array.from({ length: n }, () => 1000 + Math.floor(random() * 10000));
+// Ordinary tokens: a passage of text tokenized by the model's own
+// tokenizer, repeated to the length wanted (any vocabulary size).
+const passage = model.tokenize(
+  "The history of the river towns is written in their bridges, each one built where the water ran narrow " +
+  "and the merchants could agree on a toll. ");
+let next = 0;
+const prompt = (n) => Array.from({ length: n }, () => passage[next++ % passage.length]);
 
 // One token at a time, each evaluated as the next position (as llama.cpp's
 // llama-bench measures generation: the forward passes, not its sampler).
