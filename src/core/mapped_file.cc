@@ -50,6 +50,14 @@ void MappedFile::Prefetch() const {
   if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_WILLNEED);
 }
 
+void DropMappedPages(const void* data, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+  // Pages shared with neighbouring data are kept; failure only keeps them too.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 Expected<std::string> ReadFileToString(const std::string& path) {
   // A folder opens as a stream that reads nothing: say what it is instead.
   std::error_code ec;

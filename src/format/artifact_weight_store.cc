@@ -56,6 +56,7 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::FromArtifact(std::shared_ptr
       }
       w.data = bytes.data();
       w.nbytes = bytes.size();
+      w.file_mapped = true;
       if (!store->index_.emplace(w.name, store->weights_.size()).second) {
         return Corrupt("{}: tensor {} appears twice", source, w.name);
       }

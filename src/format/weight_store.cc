@@ -170,6 +170,7 @@ class LoadedWeightStore : public WeightStore {
     Status s = DequantizeRow(w.dtype, w.data, static_cast<float*>(buffer.get()), n);
     if (!s.ok()) return s.WithContext(fmt::format("{}: tensor {}", w.file, w.source_name));
     w.dtype = DType::kF32;
+    w.file_mapped = false;
     w.data = static_cast<const uint8_t*>(buffer.get());
     w.nbytes = static_cast<uint64_t>(n) * sizeof(float);
     Own(std::move(buffer));
@@ -254,6 +255,7 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
     w.shape = entry.tensor->shape;
     w.data = entry.tensor->data;
     w.nbytes = entry.tensor->nbytes();
+    w.file_mapped = true;
     store->mutable_weights().push_back(std::move(w));
   }
   std::string source = model->files().size() == 1
@@ -290,6 +292,7 @@ Expected<std::unique_ptr<WeightStore>> OpenGguf(const std::string& path) {
     w.shape = t.shape();
     w.data = t.data;
     w.nbytes = t.nbytes;
+    w.file_mapped = true;
     store->mutable_weights().push_back(std::move(w));
   }
   store->set_gguf(std::move(gguf));
@@ -488,6 +491,7 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Requantized(const WeightStor
     w.file_dtype = stored;
     w.data = dst;
     w.nbytes = nbytes;
+    w.file_mapped = false;
     store->Own(std::move(buffer));
     store->mutable_weights().push_back(std::move(w));
   }

@@ -31,6 +31,10 @@ struct Weight {
   std::vector<int64_t> shape;  // row-major, outermost first: [out, in] for linear
   const uint8_t* data = nullptr;
   uint64_t nbytes = 0;
+  // Whether data lies in a read-only file mapping: a backend that packs a
+  // copy it reads instead may drop these pages (DropMappedPages), as a
+  // later read brings them back from the file.
+  bool file_mapped = false;
 
   int64_t num_elements() const;
 };

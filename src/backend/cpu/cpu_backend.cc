@@ -17,6 +17,7 @@
 #include "backend/cpu/qkernels/quant_matrix.h"
 #include "backend/cpu/w8a8/w8a8_bind.h"
 #include "core/cpu_info.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
 
@@ -133,13 +134,17 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     if (!q.ok()) return q.status().WithContext(w.name);
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
-    // Not a mixture's: its experts are most of a large model's bytes, and a
-    // second copy of them would double its memory. KILN_X8=0 keeps the GGUF
-    // rows alone, to compare with the row kernels.
-    const bool expert = request.node != nullptr && request.node->op == OpKind::kMoe;
-    if (cpu::BestIsa() != cpu::Isa::kScalar && !expert && X8RepackAllowed()) {
+    // A mixture's matrices (its experts are most of a large model's bytes)
+    // only where the copy serves any number of rows (Q4_0, Q8_0), so that
+    // it replaces the rows: pages of a mapped file are dropped after the
+    // copy (generated weights keep theirs). KILN_X8=0 keeps the GGUF rows
+    // alone, to compare with the row kernels.
+    const bool mixture = request.node != nullptr && request.node->op == OpKind::kMoe;
+    const bool x8_replaces_rows = w.dtype == DType::kQ4_0 || w.dtype == DType::kQ8_0;
+    if (cpu::BestIsa() != cpu::Isa::kScalar && (!mixture || x8_replaces_rows) && X8RepackAllowed()) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
+      if (mixture && w.file_mapped) DropMappedPages(w.data, w.nbytes);
     }
     return std::shared_ptr<const PackedMatrix>(std::make_shared<cpu::BlockQuantMatrix>(*q));
   }

@@ -711,7 +711,7 @@ TEST(Presets, PublishedShapes) {
   EXPECT_NEAR(phi.rope_scaling.LongRopeAttentionFactor(), std::sqrt(1 + std::log(32.0) / std::log(4096.0)),
               1e-12);
   EXPECT_TRUE(phi.tie_word_embeddings);
-  EXPECT_EQ(PresetNames().size(), 9u);
+  EXPECT_EQ(PresetNames().size(), 10u);
   // Llama-3-8B's published total: 8.03B.
   auto llama3 = *PresetConfig("llama-3-8b");
   EXPECT_TRUE(llama3.Validate().ok());
@@ -724,6 +724,11 @@ TEST(Presets, PublishedShapes) {
   EXPECT_EQ(qwen_moe.ParameterCount(), 30532122624);
   EXPECT_EQ(qwen_moe.ActiveParameterCount(), 3353032704);
   EXPECT_TRUE(qwen_moe.LayerIsMoe(47));
+  auto qwen_moe_small = *PresetConfig("qwen3-moe-small");
+  EXPECT_TRUE(qwen_moe_small.Validate().ok());
+  EXPECT_EQ(qwen_moe_small.num_layers, 6);
+  EXPECT_EQ(qwen_moe_small.num_experts, qwen_moe.num_experts);
+  EXPECT_EQ(qwen_moe_small.expert_intermediate_size, qwen_moe.expert_intermediate_size);
   auto mixtral = *PresetConfig("mixtral-8x7b");
   EXPECT_TRUE(mixtral.Validate().ok());
   EXPECT_EQ(mixtral.ParameterCount(), 46702792704);

@@ -74,6 +74,7 @@ TEST(WeightStore, GgufNamesShapesAndDtypesMatchTheHuggingFaceModel) {
       EXPECT_EQ(g->file, path);
       EXPECT_EQ(weight_names::FromGguf(g->source_name), w.name);
       EXPECT_EQ(s.gguf()->FindTensor(g->source_name)->data, g->data);  // still mapped
+      EXPECT_TRUE(g->file_mapped) << w.name;
     }
     EXPECT_EQ(s.Find("model.layers.2.mlp.up_proj.weight")->source_name, "blk.2.ffn_up.weight");
   }
@@ -190,6 +191,7 @@ TEST(WeightStore, ConvertsDtypesTheEngineDoesNotComputeIn) {
     const Weight* w = (*store)->Find("model.layers.1.mlp.down_proj.weight");
     ASSERT_NE(w, nullptr);
     EXPECT_EQ(w->dtype, DType::kF32);
+    EXPECT_FALSE(w->file_mapped);  // a converted copy
     EXPECT_EQ(w->file_dtype, *DTypeFromName(std::string(dtype) == "F8_E4M3" ? "f8_e4m3" : dtype));
     EXPECT_EQ(w->nbytes, static_cast<uint64_t>(w->num_elements()) * 4);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(w->data) % 64, 0u);
@@ -205,6 +207,7 @@ TEST(WeightStore, ConvertsDtypesTheEngineDoesNotComputeIn) {
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
   const Weight* w = (*bf16)->Find("model.norm.weight");
   EXPECT_EQ(w->dtype, DType::kBF16);  // kept as mapped
+  EXPECT_TRUE(w->file_mapped);
   auto values = (*bf16)->ReadF32("model.norm.weight");
   ASSERT_TRUE(values.ok());
   EXPECT_EQ((*values)[4], 1.0f);  // 4 % 7 - 3
@@ -287,6 +290,7 @@ TEST(WeightStore, DummyWeights) {
     EXPECT_EQ((*store)->Find("model.layers.0.input_layernorm.weight")->dtype,
               IsQuantized(dtype) ? DType::kF32 : dtype);
     EXPECT_EQ((*store)->Find("model.layers.0.mlp.up_proj.weight")->dtype, dtype);
+    EXPECT_FALSE((*store)->Find("model.layers.0.mlp.up_proj.weight")->file_mapped);  // generated in memory
     auto norm = (*store)->ReadF32("model.layers.1.post_attention_layernorm.weight");
     ASSERT_TRUE(norm.ok());
     for (float v : *norm) EXPECT_EQ(v, 1.0f);

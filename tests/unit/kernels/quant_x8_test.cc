@@ -400,6 +400,59 @@ TEST(QuantLinearParts, GiveEachPartTheBitsOfItsOwnCall) {
   }
 }
 
+// Weights applied to activation rows of their own in one call (a mixture's
+// chosen experts) give each job the bits of its own QuantLinear call: the
+// x8 copies at 1 to 5 rows, a k-quant on its rows, and one job of many rows.
+TEST(QuantLinearJobs, GiveEachJobTheBitsOfItsOwnCall) {
+  const int64_t k = 256;
+  const auto a_bytes = RandomBlocks(DType::kQ4_0, 40, k, 5);
+  const auto b_bytes = RandomBlocks(DType::kQ8_0, 24, k, 6);
+  const auto c_bytes = RandomBlocks(DType::kQ4_K, 19, k, 7);
+  const QuantMatrix a = RepackX8(*MakeQuantMatrix(DType::kQ4_0, a_bytes.data(), a_bytes.size(), 40, k)).value();
+  const QuantMatrix b = RepackX8(*MakeQuantMatrix(DType::kQ8_0, b_bytes.data(), b_bytes.size(), 24, k)).value();
+  const QuantMatrix c = *MakeQuantMatrix(DType::kQ4_K, c_bytes.data(), c_bytes.size(), 19, k);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (const std::vector<int64_t>& rows : std::vector<std::vector<int64_t>>{{1, 1, 1}, {3, 1, 5}, {2, 17, 1}}) {
+    for (int threads : {1, 2, 3}) {
+      KernelContext ctx;
+      ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+      const QuantMatrix* w[3] = {&a, &b, &c};
+      // Each job's rows quantized into buffers of their own (the calls
+      // below reuse the thread's activation scratch).
+      std::vector<std::vector<int8_t>> q(3);
+      std::vector<std::vector<float>> d(3), x(3), separate(3), joint(3);
+      std::vector<std::vector<int16_t>> sums(3);
+      QuantizedRows xq[3];
+      QuantLinearJob jobs[3];
+      for (int j = 0; j < 3; ++j) {
+        const int block = w[j]->activation_block();
+        x[j].resize(static_cast<size_t>(rows[j] * k));
+        for (float& value : x[j]) value = dist(rng);
+        const QuantizedRows t = QuantizeActivations(ctx, rows[j], x[j].data(), false, k, k, block);
+        q[j].assign(t.q, t.q + rows[j] * k);
+        d[j].assign(t.d, t.d + rows[j] * (k / block));
+        sums[j].assign(t.sums, t.sums + rows[j] * (k / 16));
+        xq[j].q = q[j].data();
+        xq[j].d = d[j].data();
+        xq[j].sums = sums[j].data();
+        xq[j].k = k;
+        xq[j].block = block;
+        xq[j].rows = rows[j];
+        separate[j].assign(static_cast<size_t>(rows[j] * w[j]->rows()), -1.0f);
+        joint[j] = separate[j];
+        QuantLinear(ctx, rows[j], t, *w[j], nullptr, separate[j].data(), w[j]->rows());
+        jobs[j] = {w[j], &xq[j], rows[j], joint[j].data(), w[j]->rows()};
+      }
+      QuantLinearJobs(ctx, jobs, 3);
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(std::memcmp(joint[j].data(), separate[j].data(), joint[j].size() * sizeof(float)), 0)
+            << "job " << j << " rows " << rows[j] << " threads " << threads;
+      }
+    }
+  }
+}
+
 std::string ShapeName(const ::testing::TestParamInfo<Shape>& info) {
   return std::string(DTypeName(info.param.dtype)) + "_" + std::to_string(info.param.n) + "x" +
          std::to_string(info.param.k);

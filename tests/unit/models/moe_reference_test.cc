@@ -183,6 +183,29 @@ TEST(MoeGguf, QuantizedExpertsRun) {
   }
 }
 
+// The same for the Q8_0 files, whose experts run on their x8 copies: a
+// prompt alone (one pass of all its rows, expert by expert) and in chunks
+// of 5 beside another's (few rows: the chosen experts run together) give
+// the same bits.
+TEST(MoeGguf, QuantizedExpertsBatchingChangesNoBits) {
+  for (const char* variant : {"qwen3_moe", "mixtral", "qwen2_moe"}) {
+    const std::string dir = ModelsDir() + "/" + variant;
+    auto ref = testing::LoadJson(dir + "/reference.json");
+    auto ids = testing::Ids(ref["input_ids"]);
+    ASSERT_GE(ids.size(), 16u) << "a prompt of fewer rows would not run expert by expert";
+    std::vector<int32_t> other(ids.rbegin(), ids.rend());
+    other.resize(13);
+    auto m = testing::Load(dir + "/model-Q8_0.gguf", testing::Fp32());
+    ASSERT_NE(m.model, nullptr) << variant;
+    testing::DirectRunner alone(*m.model, 1, 64);
+    auto a = alone.Prefill({ids}, 64, true);
+    testing::DirectRunner together(*m.model, 2, 64);
+    auto b = together.Prefill({other, ids}, 5, true);
+    ASSERT_EQ(a[0].size(), b[1].size()) << variant;
+    EXPECT_TRUE(a[0] == b[1]) << variant;
+  }
+}
+
 // Perplexity of a prompt's tokens after the first under per-position logits
 // (vocab floats each).
 double Perplexity(const std::vector<float>& logits, const std::vector<int32_t>& ids, size_t vocab) {

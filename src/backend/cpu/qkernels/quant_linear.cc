@@ -126,8 +126,8 @@ int64_t PairsOf(const QuantMatrix& w) { return (GroupsOf(w) + 1) / 2; }
 // For the parts' units (row groups or pairs, `units_of` each) laid end to
 // end, calls body(j, begin, end) with each part j's own share of the joint
 // range [begin, end), where it has one.
-template <class UnitsOf, class Body>
-void ForEachPartIn(const QuantLinearPart* parts, int count, int64_t begin, int64_t end, UnitsOf units_of,
+template <class Part, class UnitsOf, class Body>
+void ForEachPartIn(const Part* parts, int count, int64_t begin, int64_t end, UnitsOf units_of,
                    Body body) {
   int64_t first = 0;  // the part's first unit in the joint range
   for (int j = 0; j < count && first < end; ++j) {
@@ -239,6 +239,37 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
       QuantGemmArgs args = ArgsFor(*parts[j].w, x, parts[j].bias, parts[j].y, ldy);
       args.m_begin = 0;
       args.m_end = rows;
+      args.g_begin = g_begin;
+      args.g_end = g_end;
+      kernels.gemm(args);
+    });
+  });
+}
+
+void QuantLinearJobs(const KernelContext& ctx, const QuantLinearJob* jobs, int count) {
+  bool few = true;
+  int64_t total = 0, bytes = 0;
+  for (int j = 0; j < count; ++j) {
+    few = few && jobs[j].rows < kManyRows;
+    total += GroupsOf(*jobs[j].w);
+    bytes += jobs[j].w->rows() * jobs[j].w->row_bytes();
+  }
+  if (!few) {
+    for (int j = 0; j < count; ++j) {
+      QuantLinear(ctx, jobs[j].rows, *jobs[j].x, *jobs[j].w, nullptr, jobs[j].y, jobs[j].ldy);
+    }
+    return;
+  }
+  if (total == 0) return;
+  const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
+  const int64_t group_bytes = bytes / total;
+  ParallelChunks(ctx, total, DecodeChunk(ctx, total, group_bytes), [&](int64_t begin, int64_t end, int) {
+    ForEachPartIn(jobs, count, begin, end, GroupsOf, [&](int j, int64_t g_begin, int64_t g_end) {
+      const QuantLinearJob& job = jobs[j];
+      if (job.rows <= 0) return;
+      QuantGemmArgs args = ArgsFor(*job.w, *job.x, nullptr, job.y, job.ldy);
+      args.m_begin = 0;
+      args.m_end = job.rows;
       args.g_begin = g_begin;
       args.g_end = g_end;
       kernels.gemm(args);

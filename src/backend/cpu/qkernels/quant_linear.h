@@ -50,4 +50,21 @@ struct QuantLinearPart {
 void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
                       int count, int64_t ldy);
 
+// One weight applied to activation rows of its own: a mixture's expert on
+// the rows that chose it.
+struct QuantLinearJob {
+  const QuantMatrix* w;
+  const QuantizedRows* x;  // rows [0, rows) are the job's
+  int64_t rows;
+  float* y;  // row m at y + m * ldy
+  int64_t ldy;
+};
+
+// QuantLinear (without bias) for each of `count` jobs, with the same bits,
+// their row groups split over the threads as one range: one wait for the
+// threads for all of them. For few rows a job (decoding); many rows go job
+// by job to QuantLinear.
+// REQUIRES: what QuantLinear requires, for every job.
+void QuantLinearJobs(const KernelContext& ctx, const QuantLinearJob* jobs, int count);
+
 }  // namespace kiln::cpu
