@@ -1,9 +1,7 @@
 // Engine option checks and the --kv-cache-memory syntax.
 #include "engine/engine_options.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "core/byte_size.h"
 
@@ -98,18 +96,6 @@ Status EngineOptions::Validate() const {
     return InvalidArgument("KV cache dtype {}: expected f32, f16, bf16 or int8", DTypeName(kv_cache_dtype));
   }
   return Status::Ok();
-}
-
-int64_t AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    int64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
 }
 
 }  // namespace kiln

@@ -116,8 +116,4 @@ struct EngineOptions {
 // q8_0 or q4_0.
 Expected<DType> ParseDraftDType(std::string_view name);
 
-// Bytes of memory available to this process now (MemAvailable), or 0 when
-// unknown.
-int64_t AvailableMemoryBytes();
-
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backend/kv_cache.h"
+#include "core/system_memory.h"
 #include "engine/calibration.h"
 #include "engine/model_loader.h"
 #include "format/weight_store.h"

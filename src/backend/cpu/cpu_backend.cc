@@ -3,6 +3,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,6 +21,7 @@
 #include "backend/cpu/w8a8/w8a8_bind.h"
 #include "core/cpu_info.h"
 #include "core/mapped_file.h"
+#include "core/system_memory.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
 
@@ -31,6 +35,22 @@ bool X8RepackAllowed() {
     return env == nullptr || std::strcmp(env, "0") != 0;
   }();
   return allowed;
+}
+
+// Whether a copy of `bytes` that sits beside rows it cannot release (a
+// generated mixture's experts: the rows are their only copy) still fits:
+// such copies are made while the machine keeps a quarter of its memory, and
+// at least 4 GiB, available; past that the experts stay on their rows, so
+// that a mixture that fits once is not pushed out of memory by its copy.
+bool ReserveUnreleasedCopy(uint64_t bytes) {
+  static std::atomic<int64_t> budget = [] {
+    const int64_t keep = std::max<int64_t>(TotalMemoryBytes() / 4, int64_t{4} << 30);
+    return AvailableMemoryBytes() - keep;
+  }();
+  const auto b = static_cast<int64_t>(bytes);
+  if (budget.fetch_sub(b) >= b) return true;
+  budget.fetch_add(b);
+  return false;
 }
 
 SupportEntry Everything(OpKind op) {
@@ -137,11 +157,13 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     // A mixture's matrices (its experts are most of a large model's bytes)
     // only where the copy serves any number of rows (Q4_0, Q8_0), so that
     // it replaces the rows: pages of a mapped file are dropped after the
-    // copy (generated weights keep theirs). KILN_X8=0 keeps the GGUF rows
+    // copy; generated weights keep theirs, so their copies are made only
+    // while they fit (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows
     // alone, to compare with the row kernels.
     const bool mixture = request.node != nullptr && request.node->op == OpKind::kMoe;
     const bool x8_replaces_rows = w.dtype == DType::kQ4_0 || w.dtype == DType::kQ8_0;
-    if (cpu::BestIsa() != cpu::Isa::kScalar && (!mixture || x8_replaces_rows) && X8RepackAllowed()) {
+    const bool copy_fits = !mixture || w.file_mapped || ReserveUnreleasedCopy(w.nbytes);
+    if (cpu::BestIsa() != cpu::Isa::kScalar && (!mixture || x8_replaces_rows) && copy_fits && X8RepackAllowed()) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
       if (mixture && w.file_mapped) DropMappedPages(w.data, w.nbytes);
