@@ -37,7 +37,7 @@ def kiln_figures(kiln, path, a):
                         "--input-len", str(a.input_len), "--output-len", str(a.output_len),
                         "--batch-size", str(a.batch_size), "--warmup", "1", "--runs", "3",
                         "--no-roofline", "--json", out.name],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         r = json.load(open(out.name))["results"][0]
         return r["prefill_tokens_per_s"]["median"], r["decode_tokens_per_s"]["median"]
 
