@@ -263,12 +263,16 @@ Expected<Step> BindMoe(const BindContext& ctx, BindCaches&, Step step) {
       float* dn = scratch + layout.joint_down;
       std::vector<QuantizedRows>& views = *joint_views;
       std::vector<QuantLinearJob>& jobs = *joint_jobs;
-      views.clear();
-      jobs.clear();
-      for (int64_t e = 0; e < E; ++e) {
-        const int32_t first = offset[e], count = offset[e + 1] - first;
-        if (count > 0) views.push_back(RowRange(xs, first, count));
-      }
+      // One view per chosen expert of `rows`' pairs (kept alive for the jobs).
+      auto view_per_expert = [&](const QuantizedRows& rows) {
+        views.clear();
+        jobs.clear();
+        for (int64_t e = 0; e < E; ++e) {
+          const int32_t first = offset[e], count = offset[e + 1] - first;
+          if (count > 0) views.push_back(RowRange(rows, first, count));
+        }
+      };
+      view_per_expert(xs);
       for (int64_t e = 0, v = 0; e < E; ++e) {
         const int32_t first = offset[e], count = offset[e + 1] - first;
         if (count == 0) continue;
@@ -282,12 +286,7 @@ Expected<Step> BindMoe(const BindContext& ctx, BindCaches&, Step step) {
       // The down matrices' inputs, all pairs at once (in this thread's
       // scratch, which the rows' quantized copy above no longer needs).
       const QuantizedRows hq = QuantizeActivations(k, pairs, gu, false, 2 * F, F, down_block);
-      views.clear();
-      jobs.clear();
-      for (int64_t e = 0; e < E; ++e) {
-        const int32_t first = offset[e], count = offset[e + 1] - first;
-        if (count > 0) views.push_back(RowRange(hq, first, count));
-      }
+      view_per_expert(hq);
       for (int64_t e = 0, v = 0; e < E; ++e) {
         const int32_t first = offset[e], count = offset[e + 1] - first;
         if (count == 0) continue;
