@@ -95,7 +95,8 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
     b.U32(key("attention.value_length"), c.head_dim);
   }
   if (arch == "llama") b.U32(key("vocab_size"), c.vocab_size);
-  if (arch == "llama" || arch == "phi3") b.U32(key("rope.dimension_count"), c.RotaryDim());
+  // llama.cpp takes it as the rotated width of every architecture.
+  b.U32(key("rope.dimension_count"), c.RotaryDim());
   const RopeScaling& rs = c.rope_scaling;
   if (rs.type == RopeScalingType::kLongRope) {
     // The factor lists go as tensors (rope_factors_long/short).
@@ -112,6 +113,14 @@ void AddHyperParameters(const ModelConfig& c, bool states_head_dim, MetadataBuil
       b.F32(key("rope.scaling.yarn_beta_fast"), rs.beta_fast);
       b.F32(key("rope.scaling.yarn_beta_slow"), rs.beta_slow);
       if (rs.attention_factor > 0) b.F32(key("rope.scaling.attn_factor"), rs.attention_factor);
+    }
+  }
+  if (c.num_experts > 0) {
+    b.U32(key("expert_count"), c.num_experts);
+    b.U32(key("expert_used_count"), c.experts_per_token);
+    if (arch != "llama") b.U32(key("expert_feed_forward_length"), c.expert_intermediate_size);
+    if (c.shared_expert_intermediate_size > 0) {
+      b.U32(key("expert_shared_feed_forward_length"), c.shared_expert_intermediate_size);
     }
   }
   if (c.sliding_window > 0) b.U32(key("attention.sliding_window"), c.sliding_window);
@@ -140,6 +149,19 @@ Status CheckGemmaFitsGguf(const ModelConfig& c, const std::string& where) {
   }
   if (gemma3 && c.rope_local_theta != 10000.0) {
     return Unsupported("{}: rope_local_base_freq {}: Gemma 3 GGUF files imply 10000", where, c.rope_local_theta);
+  }
+  return Status::Ok();
+}
+
+// llama.cpp renormalizes the chosen experts' weights for Mixtral and
+// Qwen3-MoE and never for Qwen2-MoE; a GGUF file cannot say otherwise, so a
+// config that does is refused rather than written wrong.
+Status CheckMoeFitsGguf(const ModelConfig& c, const std::string& where) {
+  if (c.num_experts <= 0) return Status::Ok();
+  const bool implied = c.arch != Architecture::kQwen2Moe;
+  if (c.normalize_expert_weights != implied) {
+    return Unsupported("{}: norm_topk_prob {}: a {} GGUF file implies {}", where, c.normalize_expert_weights,
+                       GgufArchitectureName(c.arch), implied);
   }
   return Status::Ok();
 }
@@ -287,6 +309,7 @@ const char* GgufArchitectureName(Architecture arch) {
 Expected<GgufMetadata> HfGgufMetadata(const std::string& folder, const ModelConfig& config, uint32_t file_type) {
   const fs::path dir(folder);
   if (config.gemma_norms) KILN_RETURN_IF_ERROR(CheckGemmaFitsGguf(config, (dir / "config.json").string()));
+  KILN_RETURN_IF_ERROR(CheckMoeFitsGguf(config, (dir / "config.json").string()));
   if (config.rope_scaling.type == RopeScalingType::kLlama3) {
     return Unsupported("{}: Llama 3 RoPE scaling: GGUF keeps it as a rope_freqs tensor kiln does not write",
                        (dir / "config.json").string());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -96,7 +97,10 @@ int64_t SourceRow(int64_t r, int64_t head_dim) {
   return head * head_dim + (p % 2) * (head_dim / 2) + p / 2;
 }
 
-bool IsHfLlama(const ModelConfig& c) { return c.arch == Architecture::kLlama || c.arch == Architecture::kMistral; }
+// Architectures whose GGUF files permute q/k rows for interleaved RoPE.
+bool IsHfLlama(const ModelConfig& c) {
+  return c.arch == Architecture::kLlama || c.arch == Architecture::kMistral || c.arch == Architecture::kMixtral;
+}
 
 int64_t Elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -137,11 +141,85 @@ std::vector<Job> HfJobs(const WeightStore& store, const QuantizeOptions& options
   return jobs;
 }
 
+// The expert index of "model.layers.N.mlp.experts.E.<projection>.weight",
+// or -1 for any other name.
+int64_t ExpertIndex(std::string_view name) {
+  constexpr std::string_view kExperts = ".mlp.experts.";
+  const size_t at = name.find(kExperts);
+  if (at == std::string_view::npos) return -1;
+  int64_t e = 0;
+  size_t i = at + kExperts.size();
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) {
+    e = e * 10 + (name[i] - '0');
+    if (e > (int64_t{1} << 30)) return -1;
+  }
+  return e;
+}
+
 std::vector<Job> GgufJobs(const WeightStore& store) {
   const std::unordered_map<std::string, int> parts_of_source = PartsOfSource(store);
   std::vector<Job> jobs;
-  for (const Weight& w : store.weights()) AddJob(jobs, w.source_name, &w, parts_of_source);
+  for (const Weight& w : store.weights()) {
+    // An expert goes under its layer's stacked name whether the file
+    // stacked it or held it alone (older Mixtral files); StackExperts joins them.
+    if (ExpertIndex(w.name) >= 0) {
+      jobs.push_back(JobOf(weight_names::ToGgufFor(w.name, store.config()), &w));
+    } else {
+      AddJob(jobs, w.source_name, &w, parts_of_source);
+    }
+  }
   return jobs;
+}
+
+// Joins the one-expert jobs of each blk.N.ffn_{gate,up,down}_exps tensor
+// into one 3-D job, experts outermost in expert order, where its first
+// expert stood. Errors when the experts differ in shape or type, or one is
+// missing or repeated.
+Status StackExperts(const ModelConfig& c, std::vector<Job>& jobs) {
+  if (c.num_experts <= 0) return Status::Ok();
+  std::vector<Job> out;
+  std::unordered_map<std::string, size_t> stacked;  // name -> index in out
+  for (Job& job : jobs) {
+    const int64_t expert = ExpertIndex(job.weight->name);
+    if (expert < 0) {
+      out.push_back(std::move(job));
+      continue;
+    }
+    const Weight& w = *job.weight;
+    if (w.shape.size() != 2 || expert >= c.num_experts) {
+      return Corrupt("{}: tensor {}: expert {} of shape [{}] is not one of {} matrices", w.file, w.source_name,
+                     expert, fmt::join(w.shape, ", "), c.num_experts);
+    }
+    auto [it, first] = stacked.emplace(job.name, out.size());
+    if (first) {
+      Job all = job;
+      all.parts.assign(static_cast<size_t>(c.num_experts), nullptr);
+      all.shape = {c.num_experts, w.shape[0], w.shape[1]};
+      out.push_back(std::move(all));
+    }
+    Job& all = out[it->second];
+    const Weight*& slot = all.parts[static_cast<size_t>(expert)];
+    if (slot != nullptr) return Corrupt("{}: expert {} of {} appears twice", w.file, expert, job.name);
+    if (w.shape != std::vector<int64_t>{all.shape[1], all.shape[2]} || w.dtype != all.weight->dtype) {
+      return Corrupt("{}: tensor {}: expert {} is [{}] {}, expert 0 of {} is [{}, {}] {}", w.file, w.source_name,
+                     expert, fmt::join(w.shape, ", "), DTypeName(w.dtype), job.name, all.shape[1], all.shape[2],
+                     DTypeName(all.weight->dtype));
+    }
+    slot = &w;
+  }
+  for (Job& job : out) {
+    for (size_t e = 0; e < job.parts.size(); ++e) {
+      if (job.parts[e] == nullptr) return Corrupt("{}: expert {} of {} is missing", job.weight->file, e, job.name);
+    }
+    job.weight = job.parts.front();
+    // GGUF holds Qwen2-MoE's shared-expert gate as a vector.
+    if (job.name.ends_with(".ffn_gate_inp_shexp.weight") && job.shape.size() == 2 && job.shape[0] == 1) {
+      job.shape = {job.shape[1]};
+    }
+  }
+  jobs = std::move(out);
+  return Status::Ok();
 }
 
 // The first non-finite value of `n` floats, or -1.
@@ -241,7 +319,10 @@ double StoredAsF32(double v) {
 ModelConfig FileConfig(const WeightStore& store, const GgufMetadata& metadata, bool has_output) {
   ModelConfig c = store.config();
   if (store.format() == ModelFormat::kGguf) return c;
-  if (IsHfLlama(c)) {
+  if (c.arch == Architecture::kMixtral) {
+    c.hf_architecture = "MixtralForCausalLM";
+    c.rope_style = RopeStyle::kInterleaved;
+  } else if (IsHfLlama(c)) {
     c.arch = Architecture::kLlama;
     c.hf_architecture = "LlamaForCausalLM";
     c.rope_style = RopeStyle::kInterleaved;
@@ -251,6 +332,8 @@ ModelConfig FileConfig(const WeightStore& store, const GgufMetadata& metadata, b
       case Architecture::kPhi3: c.hf_architecture = "Phi3ForCausalLM"; break;
       case Architecture::kGemma2: c.hf_architecture = "Gemma2ForCausalLM"; break;
       case Architecture::kGemma3: c.hf_architecture = "Gemma3ForCausalLM"; break;
+      case Architecture::kQwen2Moe: c.hf_architecture = "Qwen2MoeForCausalLM"; break;
+      case Architecture::kQwen3Moe: c.hf_architecture = "Qwen3MoeForCausalLM"; break;
       default: c.hf_architecture = "Qwen3ForCausalLM"; break;
     }
   }
@@ -308,13 +391,9 @@ uint64_t QuantizedModel::TensorBytes() const {
 Expected<QuantizedModel> QuantizeModel(const std::string& source, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::Open(source));
-  if (store->config().num_experts > 0) {
-    // Its GGUF layout stacks each layer's experts into 3-D tensors.
-    return Unsupported("{}: quantizing mixtures of experts is not supported yet (their GGUF experts are stacked)",
-                       source);
-  }
   const bool from_gguf = store->format() == ModelFormat::kGguf;
   std::vector<Job> jobs = from_gguf ? GgufJobs(*store) : HfJobs(*store, options);
+  KILN_RETURN_IF_ERROR(StackExperts(store->config(), jobs));
   std::vector<std::unique_ptr<Weight>> factor_weights;
   std::vector<std::shared_ptr<std::vector<float>>> factor_values;
   AddLongRopeFactors(store->config(), jobs, factor_weights, factor_values);

@@ -2,6 +2,7 @@
 // it: weights under canonical names and the tokenizer of its metadata.
 #include <fmt/format.h>
 
+#include "format/expert_weights.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "format/weight_store.h"
@@ -31,10 +32,15 @@ class QuantizedWeightStore : public WeightStore {
       w.shape = t.shape;
       w.data = t.data.data();
       w.nbytes = t.data.size();
-      if (!store->index_.emplace(w.name, store->weights_.size()).second) {
-        return Corrupt("{}: two tensors map to {}", kInMemoryName, w.name);
-      }
       store->weights_.push_back(std::move(w));
+    }
+    // A mixture's stacked expert tensors as one matrix an expert, as a
+    // reader of the file sees them.
+    KILN_RETURN_IF_ERROR(SplitStackedExperts(store->config_, &store->weights_));
+    for (size_t i = 0; i < store->weights_.size(); ++i) {
+      if (!store->index_.emplace(store->weights_[i].name, i).second) {
+        return Corrupt("{}: two tensors map to {}", kInMemoryName, store->weights_[i].name);
+      }
     }
     for (const WeightSpec& spec : RequiredWeights(store->config_)) {
       const Weight* w = store->Find(spec.name);

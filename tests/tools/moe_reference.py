@@ -15,7 +15,7 @@ One folder per architecture in OUT_DIR:
              and a dense MLP on layer 1 (mlp_only_layers).
 
 Each folder receives config.json, model.safetensors (F32, Hugging Face's
-names), model-F32.gguf and model-Q8_0.gguf (llama.cpp's names: arch llama
+names), tokenizer.json (the GGUF files' vocabulary), model-F32.gguf and model-Q8_0.gguf (llama.cpp's names: arch llama
 with expert_count for Mixtral, with its q/k rows permuted as llama.cpp's
 converter does; qwen2moe / qwen3moe; stacked 3-D ffn_{gate,up,down}_exps;
 the router and vectors kept in F32 as llama.cpp's quantize keeps them);
@@ -35,11 +35,13 @@ import sys
 import torch
 
 from f32_safetensors import write_safetensors
-from phi3_reference import GGUF_ARRAY, GGUF_F32, GGUF_I32, GGUF_STRING, GGUF_U32, gguf_string, q8_0
+from phi3_reference import (GGUF_ARRAY, GGUF_F32, GGUF_I32, GGUF_STRING, GGUF_U32, gguf_string, q8_0,
+                            tokenizer_json, vocabulary)
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 64, 4, 2, 16, 100
 MAX_POS, THETA, EPS = 256, 10000.0, 1e-6
 PROMPT_LEN, NEW_TOKENS = 20, 16
+assert len(vocabulary()) == VOCAB, "the tokenizer shared with phi3_reference.py has another size"
 Q_DIM, KV_DIM = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
 
 VARIANTS = {
@@ -278,7 +280,7 @@ def gguf_metadata(v):
         m.append((f"{a}.expert_shared_feed_forward_length", GGUF_U32, v["shared"]))
     # The least vocabulary llama.cpp loads (byte-level BPE: it needs the
     # newline's "\u010a" and one merge); the tests feed token ids.
-    tokens = ["<|endoftext|>", "<s>", "</s>", "\u010a", "a", "b", "ab"] + ["t%d" % i for i in range(7, VOCAB)]
+    tokens = vocabulary()
     m += [("tokenizer.ggml.model", GGUF_STRING, "gpt2"),
           ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, tokens)),
           ("tokenizer.ggml.token_type", GGUF_ARRAY, (GGUF_I32, [3, 3, 3] + [1] * (VOCAB - 3))),
@@ -327,6 +329,8 @@ def write_variant(out, name, seed):
     write_safetensors(os.path.join(out, "model.safetensors"), w)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config_json(v), f, indent=2)
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tokenizer_json(), f)
     tensors, metadata = gguf_tensors(v, w), gguf_metadata(v)
     write_gguf(os.path.join(out, "model-F32.gguf"), metadata, tensors, quantized=False)
     write_gguf(os.path.join(out, "model-Q8_0.gguf"), metadata, tensors, quantized=True)

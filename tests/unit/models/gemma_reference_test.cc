@@ -96,16 +96,6 @@ TEST(GemmaReference, Gemma2FromGgufMatchesPyTorch) {
   CheckAgainstReference("gemma2", Architecture::kGemma2, "llama.cpp", true);
 }
 
-// `kiln quantize MODEL OUT --type TYPE`: the exit status and the output.
-int KilnQuantize(const std::string& model, const std::string& out, const std::string& type, std::string* log) {
-  const std::string cmd = testing::KilnBinary() + " quantize " + model + " " + out + " --type " + type +
-                          " --no-progress --threads 1 > " + out + ".log 2>&1";
-  int status = std::system(cmd.c_str());
-  auto text = ReadFileToString(out + ".log");
-  *log = text.ok() ? *text : "";
-  return status;
-}
-
 // kiln quantize writes a Gemma folder in llama.cpp's layout: at f32, every
 // tensor of the llama.cpp-layout file of the same weights (norms stored as
 // 1 + w) bit for bit, and its architecture keys with the same values; the
@@ -113,30 +103,9 @@ int KilnQuantize(const std::string& model, const std::string& out, const std::st
 TEST(GemmaReference, QuantizeWritesLlamaCppsLayout) {
   for (const char* arch : {"gemma2", "gemma3"}) {
     std::string dir = MakeModel(arch, "llama.cpp");
-    auto theirs = GgufFile::Open(WriteGguf(dir, arch));
     std::string log;
-    ASSERT_EQ(KilnQuantize(dir, dir + "/kiln.gguf", "f32", &log), 0) << log;
-    auto mine = GgufFile::Open(dir + "/kiln.gguf");
-    ASSERT_TRUE(mine.ok() && theirs.ok());
-    EXPECT_EQ((*mine)->tensors().size(), (*theirs)->tensors().size()) << arch;
-    for (const GgufTensorInfo& t : (*theirs)->tensors()) {
-      const GgufTensorInfo* m = (*mine)->FindTensor(t.name);
-      ASSERT_NE(m, nullptr) << arch << " " << t.name;
-      EXPECT_EQ(m->dims, t.dims) << arch << " " << t.name;
-      ASSERT_EQ(m->nbytes, t.nbytes) << arch << " " << t.name;
-      EXPECT_EQ(std::memcmp(m->data, t.data, t.nbytes), 0) << arch << " " << t.name;
-    }
-    for (const auto& [key, value] : (*theirs)->metadata()) {
-      if (key.rfind(std::string(arch) + ".", 0) != 0) continue;
-      const GgufValue* v = (*mine)->Find(key);
-      ASSERT_NE(v, nullptr) << arch << " " << key;
-      if (value.AsString() != nullptr) {
-        ASSERT_NE(v->AsString(), nullptr) << key;
-        EXPECT_EQ(*v->AsString(), *value.AsString()) << arch << " " << key;
-      } else {
-        EXPECT_EQ(v->AsFloat(), value.AsFloat()) << arch << " " << key;
-      }
-    }
+    ASSERT_EQ(testing::KilnQuantize(dir, dir + "/kiln.gguf", "f32", &log), 0) << log;
+    testing::ExpectSameTensorsAndKeys(dir + "/kiln.gguf", WriteGguf(dir, arch), arch);
     auto ref = testing::LoadJson(dir + "/reference.json");
     std::vector<float> expected;
     for (const auto& row : ref["logits"]) {
@@ -158,7 +127,7 @@ TEST(GemmaReference, QuantizeWritesLlamaCppsLayout) {
 TEST(GemmaReference, QuantizeRefusesWhatGgufCannotSay) {
   std::string dir = MakeModel("gemma2");
   std::string log;
-  EXPECT_NE(KilnQuantize(dir, dir + "/kiln.gguf", "q8_0", &log), 0);
+  EXPECT_NE(testing::KilnQuantize(dir, dir + "/kiln.gguf", "q8_0", &log), 0);
   EXPECT_NE(log.find("query_pre_attn_scalar"), std::string::npos) << log;
 }
 

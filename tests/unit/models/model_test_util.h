@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "compiler/compiled_model.h"
 #include "core/mapped_file.h"
+#include "format/gguf.h"
 #include "format/weight_store.h"
 #include "testing/test_paths.h"
 
@@ -65,6 +67,69 @@ inline CompileOptions Fp32(int threads = 0) {
   o.precision = Precision::kFp32;
   o.threads = threads;
   return o;
+}
+
+// `kiln quantize MODEL OUT --type TYPE`: the exit status, and its output
+// in `log`.
+inline int KilnQuantize(const std::string& model, const std::string& out, const std::string& type,
+                        std::string* log) {
+  const std::string cmd = KilnBinary() + " quantize " + model + " " + out + " --type " + type +
+                          " --no-progress --threads 1 > " + out + ".log 2>&1";
+  int status = std::system(cmd.c_str());
+  auto text = ReadFileToString(out + ".log");
+  *log = text.ok() ? *text : "";
+  return status;
+}
+
+// Whether two Q8_0 tensors have the same scales and quants at most one
+// apart: a reference script that rounds in double rather than float, as
+// ggml does, can land on the other side of a tie.
+inline bool SameQ8_0UpToTies(const uint8_t* a, const uint8_t* b, uint64_t nbytes) {
+  constexpr uint64_t kBlock = 34;  // an f16 scale and 32 int8 quants
+  if (nbytes % kBlock != 0) return false;
+  for (uint64_t at = 0; at < nbytes; at += kBlock) {
+    if (std::memcmp(a + at, b + at, 2) != 0) return false;
+    for (uint64_t i = 2; i < kBlock; ++i) {
+      if (std::abs(static_cast<int8_t>(a[at + i]) - static_cast<int8_t>(b[at + i])) > 1) return false;
+    }
+  }
+  return true;
+}
+
+// That the GGUF file `mine` holds the tensors of `theirs` (a reference
+// script's llama.cpp-layout file) and no other, bit for bit (Q8_0 ones up to
+// ties, SameQ8_0UpToTies), and every one of its `arch`.* keys with the same
+// value.
+inline void ExpectSameTensorsAndKeys(const std::string& mine_path, const std::string& theirs_path,
+                                     const std::string& arch) {
+  auto mine = GgufFile::Open(mine_path);
+  auto theirs = GgufFile::Open(theirs_path);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  EXPECT_EQ((*mine)->tensors().size(), (*theirs)->tensors().size()) << mine_path;
+  for (const GgufTensorInfo& t : (*theirs)->tensors()) {
+    const GgufTensorInfo* m = (*mine)->FindTensor(t.name);
+    ASSERT_NE(m, nullptr) << mine_path << " " << t.name;
+    EXPECT_EQ(m->dims, t.dims) << mine_path << " " << t.name;
+    EXPECT_EQ(m->dtype, t.dtype) << mine_path << " " << t.name;
+    ASSERT_EQ(m->nbytes, t.nbytes) << mine_path << " " << t.name;
+    if (t.dtype == DType::kQ8_0) {
+      EXPECT_TRUE(SameQ8_0UpToTies(m->data, t.data, t.nbytes)) << mine_path << " " << t.name;
+    } else {
+      EXPECT_EQ(std::memcmp(m->data, t.data, t.nbytes), 0) << mine_path << " " << t.name;
+    }
+  }
+  for (const auto& [key, value] : (*theirs)->metadata()) {
+    if (key.rfind(arch + ".", 0) != 0) continue;
+    const GgufValue* v = (*mine)->Find(key);
+    ASSERT_NE(v, nullptr) << mine_path << " " << key;
+    if (value.AsString() != nullptr) {
+      ASSERT_NE(v->AsString(), nullptr) << key;
+      EXPECT_EQ(*v->AsString(), *value.AsString()) << mine_path << " " << key;
+    } else {
+      EXPECT_EQ(v->AsFloat(), value.AsFloat()) << mine_path << " " << key;
+    }
+  }
 }
 
 // The output folder of the reference script tests/tools/<script>, made once

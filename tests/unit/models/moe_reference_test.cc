@@ -253,6 +253,64 @@ TEST(MoeLlamaCpp, GgufLogitsMatchLlamaCpp) {
   }
 }
 
+// The GGUF architecture name of a variant.
+const char* GgufArch(const std::string& variant) {
+  return variant == "mixtral" ? "llama" : variant == "qwen2_moe" ? "qwen2moe" : "qwen3moe";
+}
+
+// kiln quantize writes a mixture in llama.cpp's layout. From the Hugging
+// Face folder at f32: every tensor of the script's llama.cpp-layout file
+// (experts stacked 3-D, Qwen2-MoE's shared-expert gate a vector, Mixtral's
+// q/k rows permuted) bit for bit and no other, with its architecture's
+// keys, and the file runs as the PyTorch reference does. From that GGUF
+// file at Q8_0: the script's Q8_0 file, bit for bit. From older Mixtral
+// files' per-expert tensors: the stacked file.
+TEST(MoeQuantize, WritesLlamaCppsLayout) {
+  for (const char* variant : {"qwen3_moe", "mixtral", "qwen2_moe"}) {
+    const std::string dir = ModelsDir() + "/" + variant;
+    const std::string out = testing::MakeTempDir();
+    std::string log;
+    ASSERT_EQ(testing::KilnQuantize(dir, out + "/f32.gguf", "f32", &log), 0) << log;
+    testing::ExpectSameTensorsAndKeys(out + "/f32.gguf", dir + "/model-F32.gguf", GgufArch(variant));
+
+    auto ref = testing::LoadJson(dir + "/reference.json");
+    std::vector<float> expected = AllLogits(ref["logits"]);
+    auto m = testing::Load(out + "/f32.gguf", testing::Fp32());
+    ASSERT_NE(m.model, nullptr) << variant;
+    testing::DirectRunner runner(*m.model, 1, 64);
+    auto logits = runner.Prefill({testing::Ids(ref["input_ids"])}, 64, true);
+    EXPECT_LT(testing::MaxAbsDiff(logits[0], expected), 1e-4f * std::max(1.0f, MaxAbs(expected))) << variant;
+
+    ASSERT_EQ(testing::KilnQuantize(dir + "/model-F32.gguf", out + "/q8_0.gguf", "q8_0", &log), 0) << log;
+    testing::ExpectSameTensorsAndKeys(out + "/q8_0.gguf", dir + "/model-Q8_0.gguf", GgufArch(variant));
+  }
+  const std::string dir = ModelsDir() + "/mixtral";
+  const std::string out = testing::MakeTempDir() + "/stacked.gguf";
+  std::string log;
+  ASSERT_EQ(testing::KilnQuantize(dir + "/model-F32-per-expert.gguf", out, "f32", &log), 0) << log;
+  testing::ExpectSameTensorsAndKeys(out, dir + "/model-F32.gguf", "llama");
+}
+
+// Qwen3-MoE without norm_topk_prob cannot be written: llama.cpp's qwen3moe
+// always renormalizes.
+TEST(MoeQuantize, RefusesWhatGgufCannotSay) {
+  const std::string dir = ModelsDir() + "/qwen3_moe";
+  auto text = ReadFileToString(dir + "/config.json");
+  ASSERT_TRUE(text.ok());
+  auto config = nlohmann::json::parse(*text);
+  config["norm_topk_prob"] = false;
+  const std::string bad = testing::MakeTempDir();
+  for (const char* file : {"model.safetensors", "tokenizer.json"}) {
+    std::filesystem::copy_file(dir + "/" + file, bad + "/" + file);
+  }
+  {
+    std::ofstream(bad + "/config.json") << config.dump();
+  }
+  std::string log;
+  EXPECT_NE(testing::KilnQuantize(bad, bad + "/out.gguf", "q8_0", &log), 0);
+  EXPECT_NE(log.find("norm_topk_prob"), std::string::npos) << log;
+}
+
 // A router whose expert count is not the config's is named.
 TEST(MoeConfig, RouterOfAnotherExpertCountIsNamed) {
   const std::string dir = ModelsDir() + "/qwen3_moe";

@@ -162,9 +162,8 @@ TEST(Phi3Gguf, QuantizedModelRuns) {
 // `kiln quantize MODEL OUT --type TYPE`; the file written, or "" on failure.
 std::string KilnQuantize(const std::string& model, const std::string& type) {
   const std::string out = testing::MakeTempDir() + "/model-" + type + ".gguf";
-  const std::string cmd = testing::KilnBinary() + " quantize " + model + " " + out + " --type " + type +
-                          " --no-progress --threads 1 > " + out + ".log 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string log;
+  EXPECT_EQ(testing::KilnQuantize(model, out, type, &log), 0) << log;
   return out;
 }
 
@@ -175,25 +174,7 @@ std::string KilnQuantize(const std::string& model, const std::string& type) {
 TEST(Phi3Gguf, QuantizeWritesLlamaCppsLayout) {
   for (const char* variant : {"untied", "tied"}) {
     const std::string dir = ModelsDir() + "/" + variant;
-    auto mine = GgufFile::Open(KilnQuantize(dir, "f32"));
-    auto theirs = GgufFile::Open(dir + "/model-F32.gguf");
-    ASSERT_TRUE(mine.ok()) << mine.status().ToString();
-    ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
-    EXPECT_EQ((*mine)->tensors().size(), (*theirs)->tensors().size()) << variant;
-    for (const GgufTensorInfo& t : (*theirs)->tensors()) {
-      const GgufTensorInfo* m = (*mine)->FindTensor(t.name);
-      ASSERT_NE(m, nullptr) << variant << " " << t.name;
-      EXPECT_EQ(m->dims, t.dims) << variant << " " << t.name;
-      EXPECT_EQ(m->dtype, DType::kF32) << variant << " " << t.name;
-      ASSERT_EQ(m->nbytes, t.nbytes) << variant << " " << t.name;
-      EXPECT_EQ(std::memcmp(m->data, t.data, t.nbytes), 0) << variant << " " << t.name;
-    }
-    for (const auto& [key, value] : (*theirs)->metadata()) {
-      if (key.rfind("phi3.", 0) != 0) continue;
-      const GgufValue* v = (*mine)->Find(key);
-      ASSERT_NE(v, nullptr) << variant << " " << key;
-      EXPECT_EQ(v->AsFloat(), value.AsFloat()) << variant << " " << key;
-    }
+    testing::ExpectSameTensorsAndKeys(KilnQuantize(dir, "f32"), dir + "/model-F32.gguf", "phi3");
   }
 }
 
