@@ -205,7 +205,7 @@ struct LatencyArgs {
 };
 
 Status RunLatency(const LatencyArgs& a) {
-  if (IsOnnxPath(a.engine.options.model)) {
+  if (IsOnnxModelPath(a.engine.options.model)) {
     KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.engine.backend_plugins));
     OnnxBenchArgs o = a.onnx;
     o.model = a.engine.options.model;

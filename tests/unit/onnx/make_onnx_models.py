@@ -251,5 +251,32 @@ try:
     w = tiny.fc.weight.detach().numpy().astype(np.float32)
     with open(os.path.join(OUT, "torch_tiny_fc_weight.bin"), "wb") as f:
         f.write(w.tobytes())
+
+    # A small convolutional net whose layers take kiln's different
+    # convolution kernels (a stem, depthwise, 1x1, dense 3x3 with a
+    # residual), for compiled artifacts; once more with its weights in an
+    # external data file.
+    class ConvNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+            self.pw = torch.nn.Conv2d(16, 32, 1)
+            self.dense = torch.nn.Conv2d(32, 32, 3, padding=1)
+            self.wide = torch.nn.Conv2d(32, 40, 3, padding=1)
+            self.fc = torch.nn.Linear(40, 5)
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            x = torch.relu(self.pw(torch.relu(self.dw(x))))
+            x = torch.relu(self.dense(x)) + x
+            return self.fc(torch.sigmoid(self.wide(x)).mean(dim=(2, 3)))
+
+    net = ConvNet().eval()
+    torch.onnx.export(net, torch.randn(1, 3, 32, 32), os.path.join(OUT, "conv_net.onnx"),
+                      input_names=["image"], output_names=["scores"], opset_version=13)
+    exported = onnx.load(os.path.join(OUT, "conv_net.onnx"))
+    onnx.save(exported, os.path.join(OUT, "conv_net_external.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="conv_net_external.bin", size_threshold=0)
 except ImportError:
     pass
