@@ -175,15 +175,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   return summary;
 }
 
-bool IsOnnxArtifact(const std::string& path) {
-  if (!IsArtifactFile(path)) return false;
-  auto file = ArtifactFile::Open(path);
-  if (!file.ok()) return false;
-  const ArtifactSection* meta = (*file)->Find("metadata");
-  if (meta == nullptr) return false;
-  auto parsed = nlohmann::json::parse(meta->text(), nullptr, /*allow_exceptions=*/false);
-  return parsed.is_object() && parsed.value("kind", std::string()) == "onnx";
-}
+bool IsOnnxArtifact(const std::string& path) { return ArtifactHasSection(path, "onnx.model"); }
 
 Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessionOptions& given) {
   OnnxArtifact a;
