@@ -207,6 +207,9 @@ Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessi
     a.options = given;
     KILN_RETURN_IF_ERROR(RecordedOptions(a.metadata, &a.options));
     a.options.threads = given.threads;  // the pool's size only: the kernels are the same
+    // Unfused (kiln diff, for every intermediate): the convolutions keep
+    // their names and weights, so their stored layouts still apply.
+    a.options.fuse = a.options.fuse && given.fuse;
     const OnnxSessionOptions defaults;
     if (given.backend != defaults.backend && given.backend != a.options.backend) {
       return InvalidArgument("--backend {}: the artifact was compiled with --backend {}; leave the flag out, or "
