@@ -229,6 +229,18 @@ save(simple([helper.make_node("Identity", ["x"], ["y"], name="listy",
                               blobs=[helper.make_tensor("t", TensorProto.FLOAT, [1], [1.0])])]),
      "tensors_attribute.onnx")
 
+# Grouped convolutions (two groups of 3 and 4 input channels), which stay
+# row-major and run on kiln's own GEMM over packed weight panels, for
+# compiled artifacts.
+rng = np.random.default_rng(3)
+save(simple([helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="grouped1", pads=[1, 1, 1, 1], group=2),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["y"], name="grouped2", pads=[1, 1, 1, 1], group=2)],
+            inputs=[vi("x", TensorProto.FLOAT, [1, 6, 20, 20])], outputs=[vi("y", TensorProto.FLOAT, None)],
+            inits=[raw("w1", rng.standard_normal((8, 3, 3, 3)).astype(np.float32)),
+                   raw("b1", rng.standard_normal(8).astype(np.float32)),
+                   raw("w2", rng.standard_normal((12, 4, 3, 3)).astype(np.float32))]), "grouped_conv.onnx")
+
 # A tiny PyTorch module exported by torch.onnx, where torch is installed.
 try:
     import torch

@@ -59,16 +59,14 @@ void ExpectSameOutputs(const std::string& onnx, const std::string& artifact, con
   }
 }
 
-TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
-  const std::string onnx = OnnxTestModel("conv_net.onnx");
-  const std::string artifact = Compile(onnx, {}, "conv_net.kiln");
-  ExpectSameOutputs(onnx, artifact, {});
+// Loads `artifact`: every constant a kernel lays out comes from it, in a
+// page-aligned section, none laid out again; at least `at_least` of them.
+void ExpectNothingLaidOutAgain(const std::string& artifact, int at_least) {
   auto loaded = OnnxSession::Load(artifact);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const LaidOutWeights* laid_out = (*loaded)->options().laid_out.get();
   ASSERT_NE(laid_out, nullptr);
-  // The stem and the dense layers at least (the depthwise one is read as it is).
-  EXPECT_GE(laid_out->adopted(), 3);
+  EXPECT_GE(laid_out->adopted(), at_least);
   EXPECT_EQ(laid_out->laid_out(), 0) << "every convolution's weights come from the artifact";
   auto file = ArtifactFile::Open(artifact);
   ASSERT_TRUE(file.ok());
@@ -80,6 +78,21 @@ TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
     }
   }
   EXPECT_EQ(laid_out->adopted(), stored);
+}
+
+TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
+  const std::string onnx = OnnxTestModel("conv_net.onnx");
+  const std::string artifact = Compile(onnx, {}, "conv_net.kiln");
+  ExpectSameOutputs(onnx, artifact, {});
+  // The stem and the dense layers at least (the depthwise one is read as it is).
+  ExpectNothingLaidOutAgain(artifact, 3);
+}
+
+TEST(OnnxArtifact, GroupedConvolutionsOnKilnsPanels) {
+  const std::string onnx = OnnxTestModel("grouped_conv.onnx");
+  const std::string artifact = Compile(onnx, {}, "grouped_conv.kiln");
+  ExpectSameOutputs(onnx, artifact, {});
+  ExpectNothingLaidOutAgain(artifact, 2);
 }
 
 TEST(OnnxArtifact, ExternalDataAndABatchFixedAtCompileTime) {
