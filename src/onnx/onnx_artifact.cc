@@ -86,7 +86,8 @@ Status RecordedOptions(const nlohmann::json& meta, OnnxSessionOptions* o) {
 }  // namespace
 
 Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
-                                                  const std::string& output) {
+                                                  const std::string& output,
+                                                  const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
   if (IsArtifactFile(model)) return InvalidArgument("{} is already a compiled artifact", model);
   if (!options.fixed_inputs.empty()) {
     return Unsupported("inputs fixed at compile time cannot be stored in an artifact yet");
@@ -112,9 +113,24 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     types.push_back(TensorType{i.dtype, i.dims});
     shapes[i.name] = i.dims;
   }
+  for (const auto& [name, dims] : sample_shapes) {
+    const auto& inputs = session->inputs();
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const OnnxTensorInfo& i) { return i.name == name; });
+    if (it == inputs.end()) return InvalidArgument("--sample-shape {}: the model has no input of that name", name);
+    if (std::find(it->dims.begin(), it->dims.end(), -1) == it->dims.end()) {
+      return InvalidArgument("--sample-shape {}: the input's shape [{}] is fixed; it is compiled at that shape",
+                             name, DimsToString(it->dims));
+    }
+    types[static_cast<size_t>(it - inputs.begin())].dims = dims;
+  }
   CompiledTensorGraph* compiled = nullptr;
+  CompiledTensorGraph* sample = nullptr;  // a graph with open inputs, at --sample-shape
   if (open_input.empty()) {
     KILN_ASSIGN_OR_RETURN(compiled, session->Compiled(types));
+  } else if (!sample_shapes.empty()) {
+    auto at_sample = session->Compiled(types);
+    if (!at_sample.ok()) return at_sample.status().WithContext("compiling at --sample-shape");
+    sample = *at_sample;
   }
   const std::string isa = compiled != nullptr ? compiled->report().isa : GetCpuInfo().BestIsa();
 
@@ -127,16 +143,25 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
                      {"--threads", options.threads},
                      {"fuse", options.fuse}};
   meta["input_shapes"] = shapes;
+  meta["sample_shapes"] = sample_shapes;
   meta["inputs"] = describe(session->inputs());
   meta["outputs"] = describe(session->outputs());
-  meta["compile_seconds"] = compiled != nullptr ? compiled->report().compile_seconds : 0.0;
+  meta["compile_seconds"] = compiled != nullptr ? compiled->report().compile_seconds
+                           : sample != nullptr ? sample->report().compile_seconds
+                                               : 0.0;
 
   ArtifactWriter writer;
   const std::string per_shape = fmt::format(
       "compiled per input shape at run time: input {} has a dimension left open (--input-shape fixes it)\n",
       open_input);
-  KILN_RETURN_IF_ERROR(writer.AddText("plan", compiled != nullptr ? TensorPlanText(*compiled, false) : per_shape));
-  KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", compiled != nullptr ? TensorPlanText(*compiled, true) : per_shape));
+  auto plan = [&](bool per_node) {
+    if (compiled != nullptr) return TensorPlanText(*compiled, per_node);
+    if (sample == nullptr) return per_shape;
+    return per_shape + "the plan at --sample-shape, whose convolutions' layouts are stored:\n" +
+           TensorPlanText(*sample, per_node);
+  };
+  KILN_RETURN_IF_ERROR(writer.AddText("plan", plan(false)));
+  KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", plan(true)));
   // The kernels' layouts first (every load reads them), then the graph.
   nlohmann::json stored = nlohmann::json::array();
   std::vector<std::pair<std::string, std::span<const uint8_t>>> sections;
@@ -170,7 +195,8 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   summary.laid_out = static_cast<int64_t>(sections.size());
   std::error_code ec;
   summary.bytes = static_cast<int64_t>(fs::file_size(output, ec));
-  summary.compile_seconds = compiled != nullptr ? compiled->report().compile_seconds : 0.0;
+  const CompiledTensorGraph* ran = compiled != nullptr ? compiled : sample;
+  summary.compile_seconds = ran != nullptr ? ran->report().compile_seconds : 0.0;
   summary.input_shapes = ShapesText(shapes);
   return summary;
 }
@@ -272,6 +298,7 @@ Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessi
 
 Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
   OnnxSessionOptions options;
+  std::map<std::string, std::vector<int64_t>> sample_shapes;
   std::string stale, source;
   nlohmann::json recorded_files;
   {
@@ -282,6 +309,9 @@ Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
       KILN_ASSIGN_OR_RETURN(stale, ArtifactStaleReason(path, meta));
       if (stale.empty()) return InvalidArgument("{}: not stale, nothing to rebuild", path);
       KILN_RETURN_IF_ERROR(RecordedOptions(meta, &options));
+      if (meta.contains("sample_shapes")) {
+        sample_shapes = meta.at("sample_shapes").get<std::map<std::string, std::vector<int64_t>>>();
+      }
       source = meta.at("source").at("path").get<std::string>();
       recorded_files = meta.at("source").at("files");
     } catch (const nlohmann::json::exception& e) {
@@ -295,7 +325,7 @@ Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
                     path, stale, source.empty() ? "(none recorded)" : source, path);
   }
   const auto start = std::chrono::steady_clock::now();
-  auto summary = CompileOnnxArtifact(source, options, path);
+  auto summary = CompileOnnxArtifact(source, options, path, sample_shapes);
   if (!summary.ok()) {
     return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, source));
   }

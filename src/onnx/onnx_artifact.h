@@ -17,8 +17,10 @@
 //               mapped at load and used where they lie.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,11 +39,16 @@ struct OnnxArtifactSummary {
   std::string input_shapes;  // "images:1x3x640x640"
 };
 
-// Compiles the .onnx file at `model` with `options` (whose input shapes
-// must leave no input dimension open) and writes the artifact to `output`
-// (beside it first, then renamed over it).
-Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
-                                                  const std::string& output);
+// Compiles the .onnx file at `model` with `options` and writes the artifact
+// to `output` (beside it first, then renamed over it). An input whose shape
+// `options` leaves open stays open (compiled per shape at run time);
+// `sample_shapes` (`--sample-shape`) compiles such inputs at one shape
+// here, so that its convolutions' layouts are stored and taken at run time
+// by every shape whose kernels read the same layout (kiln's are the same
+// at any image size; oneDNN's are matched by their format).
+Expected<OnnxArtifactSummary> CompileOnnxArtifact(
+    const std::string& model, OnnxSessionOptions options, const std::string& output,
+    const std::map<std::string, std::vector<int64_t>>& sample_shapes = {});
 
 // Whether `path` is an artifact compiled from an ONNX graph.
 bool IsOnnxArtifact(const std::string& path);

@@ -113,6 +113,20 @@ TEST(OnnxArtifact, AnOpenDimensionIsCompiledPerShapeAtRunTime) {
   auto loaded = OnnxSession::Load(artifact, batch);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ((*loaded)->inputs()[0].dims, (std::vector<int64_t>{3, 3, 8, 8}));
+  EXPECT_EQ((*loaded)->options().laid_out->adopted(), 0) << "nothing was compiled, so nothing is stored";
+
+  // Compiled once at a sample shape, the input stays open and another
+  // batch takes the stored convolution layout.
+  const std::string sampled = testing::MakeTempDir() + "/torch_tiny_sampled.kiln";
+  auto summary = CompileOnnxArtifact(tiny, {}, sampled, {{"image", {2, 3, 8, 8}}});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_GE(summary->laid_out, 1);
+  ExpectSameOutputs(tiny, sampled, batch);
+  auto other = OnnxSession::Load(sampled, batch);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_TRUE((*other)->Run(RandomInputs(**other, 3)).ok());
+  EXPECT_EQ((*other)->options().laid_out->adopted(), summary->laid_out);
+  EXPECT_EQ((*other)->options().laid_out->laid_out(), 0);
 }
 
 TEST(OnnxArtifact, AnInputShapeOtherThanTheCompiledOneIsAnError) {
