@@ -212,6 +212,7 @@ Status RunLatency(const LatencyArgs& a) {
     o.backend = a.engine.options.backend;
     o.precision = a.engine.precision;
     o.threads = a.engine.options.threads;
+    o.recompile_if_stale = a.engine.options.recompile_if_stale;
     o.warmup = a.options.warmup;
     o.runs = a.options.runs;
     o.json = a.out.json;
