@@ -70,7 +70,30 @@ class Model(_native.OwnedHandle):
 
 
 def _is_onnx_path(path) -> bool:
-    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".onnx")
+    """An .onnx file, or a .kiln artifact compiled from one."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    return os.fspath(path).lower().endswith(".onnx") or _is_onnx_artifact(os.fspath(path))
+
+
+def _is_onnx_artifact(path: str) -> bool:
+    # The .kiln container (format/artifact_file.h): a 64-byte header (magic,
+    # version u32, section count u32, table offset u64), then 64-byte table
+    # entries whose first 32 bytes are the section's name. An ONNX graph's
+    # artifact has a section "onnx.model"; the loader checks the rest.
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if len(header) < 64 or header[:8] != b"KILNART\0":
+                return False
+            count = int.from_bytes(header[12:16], "little")
+            offset = int.from_bytes(header[16:24], "little")
+            f.seek(offset)
+            table = f.read(64 * min(count, 1 << 16))
+    except OSError:
+        return False
+    names = (table[i:i + 32].rstrip(b"\0") for i in range(0, len(table) - 63, 64))
+    return b"onnx.model" in names
 
 
 def load_llm_model(path, **load) -> Model:

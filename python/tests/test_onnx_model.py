@@ -54,6 +54,17 @@ def test_model_of_an_onnx_path_is_an_onnx_model(models):
         np.testing.assert_array_equal(model.run(x)["y"], np.maximum(x, 0))  # one input: the array alone
 
 
+def test_model_of_a_compiled_onnx_artifact_is_an_onnx_model(models, kiln_cli, tmp_path):
+    artifact = tmp_path / "static_relu.kiln"
+    subprocess.run([kiln_cli, "compile", str(models / "static_relu.onnx"), "-o", str(artifact)], check=True,
+                   stdout=subprocess.DEVNULL)
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(1, 3, 2, 2)
+    with kiln.Model(artifact) as model, kiln.Model(models / "static_relu.onnx") as onnx:
+        assert isinstance(model, kiln.OnnxModel)
+        assert model.inputs == onnx.inputs
+        np.testing.assert_array_equal(model.run(x)["y"], onnx.run(x)["y"])
+
+
 def test_inputs_and_outputs_show_symbolic_dimensions(two_relu):
     assert [(i.name, i.dtype, i.shape) for i in two_relu.inputs] == [("a", np.float32, (None, 4)),
                                                                      ("b", np.float32, (2, 3))]

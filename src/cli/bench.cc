@@ -205,13 +205,14 @@ struct LatencyArgs {
 };
 
 Status RunLatency(const LatencyArgs& a) {
-  if (IsOnnxPath(a.engine.options.model)) {
+  if (IsOnnxModelPath(a.engine.options.model)) {
     KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.engine.backend_plugins));
     OnnxBenchArgs o = a.onnx;
     o.model = a.engine.options.model;
     o.backend = a.engine.options.backend;
     o.precision = a.engine.precision;
     o.threads = a.engine.options.threads;
+    o.recompile_if_stale = a.engine.options.recompile_if_stale;
     o.warmup = a.options.warmup;
     o.runs = a.options.runs;
     o.json = a.out.json;

@@ -74,6 +74,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
   options.backend = a.backend;
   options.threads = a.threads;
+  options.recompile_if_stale = a.recompile_if_stale;
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::vector<TensorType> types;

@@ -2,25 +2,72 @@
 // into an artifact that -m loads without packing its weights again.
 #include <fmt/format.h>
 
+#include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/inspect_onnx.h"
 #include "engine/model_artifact.h"
+#include "onnx/onnx_artifact.h"
+#include "onnx/onnx_input_shape.h"
 
 namespace kiln::cli {
+namespace {
+
+// An ONNX graph: the backend, precision and threads of the engine flags.
+Status CompileOnnx(const EngineFlags& engine, const std::vector<std::string>& input_shapes,
+                   const std::vector<std::string>& sample_shapes, const std::string& output) {
+  KILN_RETURN_IF_ERROR(LoadBackendPlugins(engine.backend_plugins));
+  OnnxSessionOptions options;
+  for (const std::string& s : input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
+  options.backend = engine.options.backend;
+  options.threads = engine.options.threads;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(engine.precision, Precision::kFp32));
+  std::map<std::string, std::vector<int64_t>> samples;
+  for (const std::string& s : sample_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &samples));
+  KILN_ASSIGN_OR_RETURN(OnnxArtifactSummary summary,
+                        CompileOnnxArtifact(engine.options.model, options, output, samples));
+  fmt::print("{}: ONNX graph{}, {} constants in their kernels' layouts, {:.1f} MiB (compiled in {:.2f} s)\n",
+             output, summary.input_shapes.empty() ? "" : " for " + summary.input_shapes, summary.laid_out,
+             static_cast<double>(summary.bytes) / (1 << 20), summary.compile_seconds);
+  return Status::Ok();
+}
+
+}  // namespace
 
 void RegisterCompile(CLI::App& app) {
   struct Args {
     EngineFlags engine;
     std::string output;
+    std::vector<std::string> input_shapes;   // ONNX graphs
+    std::vector<std::string> sample_shapes;  // ONNX graphs
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "compile", "Compile a model into a .kiln artifact: weights packed for the backend, plan, tokenizer, "
                  "generation defaults and provenance; -m OUT.kiln then loads it as it is");
-  cmd->add_option("model", a->engine.options.model, "A Hugging Face folder or a .gguf file (or -m)");
+  cmd->add_option("model", a->engine.options.model, "A Hugging Face folder, a .gguf or an .onnx file (or -m)");
   AddEngineFlags(cmd, &a->engine);
   cmd->add_option("-o,--output", a->output, "The artifact to write (OUT.kiln)")->required();
+  cmd->add_option("--input-shape", a->input_shapes,
+                  "ONNX graphs: NAME:DIMS, the input shape to compile for, e.g. images:1,3,640,640 (an input "
+                  "left open is compiled per shape at run time)");
+  cmd->add_option("--sample-shape", a->sample_shapes,
+                  "ONNX graphs: NAME:DIMS, a shape to compile an input left open at, so that its convolutions' "
+                  "weights are stored in their kernels' layouts; the input stays open");
   cmd->callback([a]() {
+    if (IsOnnxPath(a->engine.options.model)) {
+      Status s = CompileOnnx(a->engine, a->input_shapes, a->sample_shapes, a->output);
+      if (!s.ok()) {
+        fmt::print(stderr, "kiln compile: {}\n", s.ToString());
+        SetExitCode(1);
+      }
+      return;
+    }
+    if (!a->input_shapes.empty() || !a->sample_shapes.empty()) {
+      fmt::print(stderr, "kiln compile: --input-shape and --sample-shape are for ONNX graphs\n");
+      SetExitCode(2);
+      return;
+    }
     auto options = a->engine.Resolve();
     if (!options.ok()) {
       fmt::print(stderr, "kiln compile: {}\n", options.status().ToString());

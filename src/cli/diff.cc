@@ -111,7 +111,7 @@ Expected<DiffComparison> CompareLlm(const DiffArgs& args) {
 Expected<int> RunDiff(const DiffArgs& args) {
   if (args.a.model.empty()) return InvalidArgument("no model A");
   DiffComparison c;
-  if (IsOnnxPath(args.a.model)) {
+  if (IsOnnxModelPath(args.a.model)) {
     OnnxDiffArgs o;
     o.model = args.a.model;
     o.inputs = args.inputs;

@@ -24,6 +24,70 @@ std::string Time(int64_t t) {
   return buffer;
 }
 
+// What an LLM's artifact holds: options, the model, tensors, packed matrices, tokenizer.
+void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
+  std::string options;
+  for (const std::string& flag : ArtifactCompileFlags()) {
+    const nlohmann::json& v = m.at("options").at(flag);
+    options += fmt::format("{}{} {}", options.empty() ? "" : " ", flag, v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  fmt::print("options: {}\n", options);
+  const nlohmann::json& c = m.at("config");
+  fmt::print("model: {} ({}), {} layers, hidden {}, vocabulary {}\n", c.at("arch_name").get<std::string>(),
+             c.at("hf_architecture").get<std::string>(), c.at("num_layers").get<int64_t>(),
+             c.at("hidden_size").get<int64_t>(), c.at("vocab_size").get<int64_t>());
+  uint64_t tensor_bytes = 0, packed_bytes = 0;
+  for (const ArtifactSection& s : file.sections()) {
+    if (s.name.rfind("t.", 0) == 0) tensor_bytes += s.bytes;
+    if (s.name.rfind("p.", 0) == 0) packed_bytes += s.bytes;
+  }
+  std::map<std::string, int> layouts;
+  for (const nlohmann::json& p : m.at("packed")) {
+    ++layouts[p.at("backend").get<std::string>() + ":" + p.at("layout").get<std::string>()];
+  }
+  fmt::print("tensors: {}, {}\n", m.at("tensors").size(), MiB(static_cast<double>(tensor_bytes)));
+  fmt::print("packed: {} matrices, {} beside the tensors:", m.at("packed").size(),
+             MiB(static_cast<double>(packed_bytes)));
+  for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
+  fmt::print("\n");
+  const nlohmann::json& tok = m.at("tokenizer");
+  const std::string kind = tok.at("kind").get<std::string>();
+  if (kind == "folder") {
+    fmt::print("tokenizer: files {}\n", fmt::join(tok.at("files").get<std::vector<std::string>>(), ", "));
+  } else {
+    fmt::print("tokenizer: {}\n", kind == "gguf" ? "GGUF metadata" : "none (token ids in and out)");
+  }
+}
+
+// What an ONNX graph's artifact holds: options, inputs and outputs, the
+// constants stored in their kernels' layouts.
+void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
+  const nlohmann::json& o = m.at("options");
+  fmt::print("options: --backend {} --precision {} --threads {}{}\n", o.at("--backend").get<std::string>(),
+             o.at("--precision").get<std::string>(), o.at("--threads").get<int>(),
+             o.at("fuse").get<bool>() ? "" : " (unfused)");
+  for (const char* side : {"inputs", "outputs"}) {
+    for (const nlohmann::json& t : m.at(side)) {
+      fmt::print("{}: {} {}[{}]\n", std::string(side).substr(0, std::string(side).size() - 1),
+                 t.at("name").get<std::string>(), t.at("dtype").get<std::string>(),
+                 fmt::join(t.at("dims").get<std::vector<int64_t>>(), ","));
+    }
+  }
+  std::map<std::string, int> layouts;
+  uint64_t bytes = 0;
+  for (const nlohmann::json& e : m.at("laid_out")) {
+    const std::string layout = e.at("layout").get<std::string>();
+    ++layouts[layout.substr(0, layout.find(':'))];
+    bytes += e.at("bytes").get<uint64_t>();
+  }
+  fmt::print("in kernel layouts: {} constants, {}:", m.at("laid_out").size(), MiB(static_cast<double>(bytes)));
+  for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
+  fmt::print("\n");
+  const ArtifactSection* graph = file.Find("onnx.model");
+  fmt::print("graph: the .onnx file, {}, with {} external data files\n",
+             MiB(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());
+}
+
 }  // namespace
 
 Status PrintArtifact(const std::string& path, bool verify, bool plan, bool nodes) {
@@ -42,7 +106,7 @@ Status PrintArtifact(const std::string& path, bool verify, bool plan, bool nodes
                fmt::join(cpu.at("features").get<std::vector<std::string>>(), " "));
     const nlohmann::json& source = m.at("source");
     fmt::print("source: {} ({})\n", source.at("path").get<std::string>(), source.at("format").get<std::string>());
-    if (source.at("load_format").get<std::string>() == "dummy") {
+    if (source.value("load_format", std::string()) == "dummy") {
       fmt::print("  generated weights: preset '{}', seed {}\n", source.at("preset").get<std::string>(),
                  source.at("seed").get<uint64_t>());
     }
@@ -50,36 +114,10 @@ Status PrintArtifact(const std::string& path, bool verify, bool plan, bool nodes
       fmt::print("  {}  {} bytes  xxh64 {}\n", f.at("name").get<std::string>(), f.at("bytes").get<uint64_t>(),
                  f.at("xxh64").get<std::string>());
     }
-    std::string options;
-    for (const std::string& flag : ArtifactCompileFlags()) {
-      const nlohmann::json& v = m.at("options").at(flag);
-      options += fmt::format("{}{} {}", options.empty() ? "" : " ", flag, v.is_string() ? v.get<std::string>() : v.dump());
-    }
-    fmt::print("options: {}\n", options);
-    const nlohmann::json& c = m.at("config");
-    fmt::print("model: {} ({}), {} layers, hidden {}, vocabulary {}\n", c.at("arch_name").get<std::string>(),
-               c.at("hf_architecture").get<std::string>(), c.at("num_layers").get<int64_t>(),
-               c.at("hidden_size").get<int64_t>(), c.at("vocab_size").get<int64_t>());
-    uint64_t tensor_bytes = 0, packed_bytes = 0;
-    for (const ArtifactSection& s : file.sections()) {
-      if (s.name.rfind("t.", 0) == 0) tensor_bytes += s.bytes;
-      if (s.name.rfind("p.", 0) == 0) packed_bytes += s.bytes;
-    }
-    std::map<std::string, int> layouts;
-    for (const nlohmann::json& p : m.at("packed")) {
-      ++layouts[p.at("backend").get<std::string>() + ":" + p.at("layout").get<std::string>()];
-    }
-    fmt::print("tensors: {}, {}\n", m.at("tensors").size(), MiB(static_cast<double>(tensor_bytes)));
-    fmt::print("packed: {} matrices, {} beside the tensors:", m.at("packed").size(),
-               MiB(static_cast<double>(packed_bytes)));
-    for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
-    fmt::print("\n");
-    const nlohmann::json& tok = m.at("tokenizer");
-    const std::string kind = tok.at("kind").get<std::string>();
-    if (kind == "folder") {
-      fmt::print("tokenizer: files {}\n", fmt::join(tok.at("files").get<std::vector<std::string>>(), ", "));
+    if (m.value("kind", std::string()) == "onnx") {
+      PrintOnnxArtifact(file, m);
     } else {
-      fmt::print("tokenizer: {}\n", kind == "gguf" ? "GGUF metadata" : "none (token ids in and out)");
+      PrintLlmArtifact(file, m);
     }
     fmt::print("compile time: {:.3f} s\n", m.at("compile_seconds").get<double>());
   } catch (const nlohmann::json::exception& e) {

@@ -7,6 +7,7 @@
 
 #include "cli/engine_flags.h"
 #include "compiler/compiled_tensor_graph.h"
+#include "onnx/onnx_artifact.h"
 #include "onnx/onnx_input_shape.h"
 #include "onnx/onnx_reader.h"
 #include "onnx/onnx_session.h"
@@ -65,6 +66,8 @@ bool IsOnnxPath(const std::string& path) {
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext == ".onnx";
 }
+
+bool IsOnnxModelPath(const std::string& path) { return IsOnnxPath(path) || IsOnnxArtifact(path); }
 
 Status PrintOnnxSummary(const std::string& path, const std::vector<std::string>& input_shapes) {
   OnnxReadOptions options;

@@ -10,6 +10,8 @@ namespace kiln::cli {
 
 // True for a path naming an ONNX file (".onnx", any case).
 bool IsOnnxPath(const std::string& path);
+// IsOnnxPath, or an artifact compiled from an ONNX graph.
+bool IsOnnxModelPath(const std::string& path);
 
 // Reads the ONNX model at `path` with the `--input-shape NAME:DIMS`
 // overrides and prints its opsets, inputs and outputs (element types and

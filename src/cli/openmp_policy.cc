@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <string_view>
+
+#include "onnx/onnx_artifact.h"
 
 namespace kiln::cli {
 namespace {
@@ -12,6 +15,8 @@ bool NamesOnnxFile(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg(argv[i]);
     if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".onnx") return true;
+    // An artifact compiled from an ONNX graph (only its table is read).
+    if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".kiln" && IsOnnxArtifact(std::string(arg))) return true;
   }
   return false;
 }

@@ -8,7 +8,7 @@
 // thousand rounds, which still lets go within tens of microseconds
 // (bench/RESULTS.md). libgomp reads these variables only when it is loaded,
 // before main, so a command that runs an ONNX graph (an argument naming a
-// .onnx file) re-executes itself once with GOMP_SPINCOUNT=kOpenMpSpinCount
+// .onnx file, or a .kiln artifact compiled from one) re-executes itself once with GOMP_SPINCOUNT=kOpenMpSpinCount
 // unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT). Other
 // commands never start an OpenMP team, and a second process start would
 // cost them tens of milliseconds of start-up.
@@ -18,7 +18,7 @@ namespace kiln::cli {
 
 inline constexpr const char* kOpenMpSpinCount = "3000";
 
-// Returns only when no argument names a .onnx file, the policy is already
+// Returns only when no argument names a .onnx file (or an ONNX artifact), the policy is already
 // set, or the re-execution failed (the command then runs as it is).
 void EnsureShortOpenMpSpin(int argc, char** argv);
 

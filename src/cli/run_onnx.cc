@@ -30,6 +30,7 @@ struct RunArgs {
   std::string precision;  // "": fp32
   std::vector<std::string> backend_plugins;
   int threads = 0;
+  bool recompile_if_stale = false;
   ProfileFlags profiling;
 };
 
@@ -39,6 +40,7 @@ Status RunOnnx(const RunArgs& a) {
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
   options.backend = a.backend;
   options.threads = a.threads;
+  options.recompile_if_stale = a.recompile_if_stale;
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::string expected;
@@ -75,7 +77,7 @@ Status RunOnnx(const RunArgs& a) {
 void RegisterRun(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model once on .npy inputs, writing its outputs as .npy");
   auto a = std::make_shared<RunArgs>();
-  cmd->add_option("model", a->model, "An .onnx file")->required();
+  cmd->add_option("model", a->model, "An .onnx file, or an artifact compiled from one (kiln compile)")->required();
   cmd->add_option("--input", a->inputs, "NAME=FILE.npy (or an ONNX TensorProto FILE.pb): a graph input (repeatable)");
   cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes an input's shape, e.g. images:1,3,640,640");
   cmd->add_option("--fixed-input", a->fixed_inputs,
@@ -88,6 +90,9 @@ void RegisterRun(CLI::App& app) {
       "fp32 (default), mixed or bf16: mixed multiplies the convolutions and matmuls on weights in bf16, "
       "bf16 also the matmuls of two activations, where the CPU multiplies bf16 natively");
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
+                "An artifact compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
+                "rebuild it from the .onnx file it records, then run");
   AddProfileFlags(cmd, &a->profiling);
   cmd->callback([a]() {
     Status s = RunOnnx(*a);

@@ -78,6 +78,7 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
         "views: {} concats have their inputs written in place in their output's buffer (no step at run time)",
         concat_views));
   }
+  g.laid_out = options.laid_out;  // the kernels made from here on find and record their layouts there
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
   KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
   report.arena_bytes = plan.arena_bytes;

@@ -21,6 +21,9 @@ struct TensorCompileOptions {
   bool fuse = true;  // conv + bias + activation (+ residual), and the other tensor fusions
   bool layouts = true;  // activation layouts other than row-major where a backend wants them
   int threads = 0;   // the threads runs will use (for the report)
+  // Constants already in their kernels' layouts (a compiled artifact's), and
+  // where the kernels record those they lay out (graph/laid_out_weights.h).
+  std::shared_ptr<LaidOutWeights> laid_out;
 };
 
 class CompiledTensorGraph {

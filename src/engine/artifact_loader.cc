@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
-#include "core/cpu_info.h"
+#include "compiler/artifact_compatibility.h"
 #include "engine/model_artifact.h"
 #include "engine/model_loader.h"
 #include "format/artifact_file.h"
@@ -22,57 +22,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int IsaRank(const std::string& isa) {
-  if (isa == "avx512") return 2;
-  if (isa == "avx2") return 1;
-  if (isa == "scalar") return 0;
-  return -1;
-}
-
 std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
   std::string source = meta.value(nlohmann::json::json_pointer("/source/path"), std::string());
   if (source.empty()) source = "MODEL";
   return fmt::format("rebuild it on this machine: kiln compile {} -o {}", source, path);
 }
 
-// Why this build and CPU cannot run an artifact's packed weights (another
-// kernel-layout version, an ISA this CPU lacks), or "" when they can. A
-// stale file can be rebuilt from its source (RecompileStaleArtifact).
 Expected<std::string> StaleReason(const std::string& path, const nlohmann::json& meta) {
-  const int layout = meta.at("kernel_layout_version").get<int>();
-  if (layout != kKernelLayoutVersion) {
-    return fmt::format("compiled with kernel-layout version {} (kiln {}), this kiln's is {}", layout,
-                       meta.value("kiln_version", "?"), kKernelLayoutVersion);
-  }
-  const std::string isa = meta.at("isa").get<std::string>();
-  const std::string here = GetCpuInfo().BestIsa();
-  if (IsaRank(isa) < 0) return Corrupt("{}: unknown ISA '{}'", path, isa);
-  if (IsaRank(isa) > IsaRank(here)) {
-    return fmt::format("compiled for {} ({}), this CPU runs {} kernels", isa,
-                       meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")), here);
-  }
-  return std::string();
+  return ArtifactStaleReason(path, meta);
 }
 
 Status CheckRuns(const std::string& path, const nlohmann::json& meta, std::string* note) {
-  KILN_ASSIGN_OR_RETURN(std::string stale, StaleReason(path, meta));
-  if (!stale.empty()) {
-    return Unsupported("{}: stale artifact: {}; {} (or load it with --recompile-if-stale)", path, stale,
-                       RebuildHint(path, meta));
-  }
-  const std::string isa = meta.at("isa").get<std::string>();
-  const std::string here = GetCpuInfo().BestIsa();
-  if (IsaRank(isa) < IsaRank(here)) {
-    *note = fmt::format("{} was compiled for {}; this CPU runs {} kernels, which read the same layouts", path, isa,
-                        here);
-  }
-  const std::string backend = meta.at("backend").get<std::string>();
-  if (BackendRegistry::Get().Find(backend) == nullptr) {
-    return Unsupported("{}: compiled for backend '{}', which is not loaded here (available: {}); load its plugin "
-                       "(--backend-plugin) or {}",
-                       path, backend, BackendRegistry::Get().Names(), RebuildHint(path, meta));
-  }
-  return Status::Ok();
+  return CheckArtifactRuns(path, meta, RebuildHint(path, meta), note);
 }
 
 // A flag's value as the metadata records it and as `options` holds it.
@@ -218,6 +179,10 @@ Expected<std::string> RecompileStaleArtifact(const std::string& path) {
 Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::string>* given,
                             EngineOptions* options) {
   const EngineOptions defaults;
+  if (metadata.value("kind", std::string()) == "onnx") {
+    return InvalidArgument("the artifact holds a compiled ONNX graph, not a language model: run it with kiln run, "
+                           "detect, ocr or bench latency (C API: kiln_onnx_model_load)");
+  }
   try {
     const nlohmann::json& recorded = metadata.at("options");
     for (const std::string& flag : ArtifactCompileFlags()) {

@@ -1,6 +1,5 @@
 // CompileArtifact: load, compile, and store what compiling produced.
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -10,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "compiler/artifact_compatibility.h"
 #include "compiler/compiled_model.h"
-#include "core/cpu_info.h"
 #include "core/mapped_file.h"
 #include "engine/model_artifact.h"
 #include "engine/model_loader.h"
@@ -155,22 +154,7 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   const CompileReport& report = compiled->report();
 
   ArtifactWriter writer;
-  nlohmann::json meta;
-  const CpuInfo& cpu = GetCpuInfo();
-  meta["kiln_version"] = KILN_VERSION;
-  meta["format_version"] = kArtifactFormatVersion;
-  meta["kernel_layout_version"] = kKernelLayoutVersion;
-  meta["backend"] = report.backend;
-  meta["isa"] = report.isa;
-  std::vector<std::string> features;
-  for (auto [name, on] : {std::pair{"avx2", cpu.avx2}, {"fma", cpu.fma}, {"f16c", cpu.f16c},
-                          {"avx512f", cpu.avx512f}, {"avx512bw", cpu.avx512bw}, {"avx512vl", cpu.avx512vl},
-                          {"avx512_vnni", cpu.avx512_vnni}, {"avx512_bf16", cpu.avx512_bf16},
-                          {"avx_vnni", cpu.avx_vnni}, {"amx_bf16", cpu.amx_bf16}, {"amx_int8", cpu.amx_int8}}) {
-    if (on) features.push_back(name);
-  }
-  meta["cpu"] = {{"model", cpu.model_name}, {"features", features}};
-  meta["created"] = static_cast<int64_t>(std::time(nullptr));
+  nlohmann::json meta = ArtifactProvenance(report.backend, report.isa);
   KILN_ASSIGN_OR_RETURN(nlohmann::json source_files, ArtifactSourceFiles(options));
   meta["source"] = {{"path", options.model.empty() ? "" : fs::absolute(options.model).string()},
                     {"format", ModelFormatName(weights.format())},

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "core/mapped_file.h"
 
@@ -151,6 +152,26 @@ bool IsArtifactFile(const std::string& path) {
   char magic[sizeof(kArtifactMagic)] = {};
   if (!in.read(magic, sizeof(magic))) return false;
   return std::memcmp(magic, kArtifactMagic, sizeof(magic)) == 0;
+}
+
+bool ArtifactHasSection(const std::string& path, std::string_view section) {
+  std::ifstream in(path, std::ios::binary);
+  uint8_t header[kArtifactHeaderBytes] = {};
+  if (!in.read(reinterpret_cast<char*>(header), sizeof(header))) return false;
+  if (std::memcmp(header, kArtifactMagic, sizeof(kArtifactMagic)) != 0) return false;
+  uint32_t count = 0;
+  uint64_t table = 0;
+  std::memcpy(&count, header + kCountAt, 4);
+  std::memcpy(&table, header + kTableOffsetAt, 8);
+  if (count > (1u << 16)) return false;
+  std::vector<char> entries(static_cast<size_t>(count) * kArtifactEntryBytes);
+  in.seekg(static_cast<std::streamoff>(table));
+  if (!in.read(entries.data(), static_cast<std::streamsize>(entries.size()))) return false;
+  for (size_t e = 0; e < entries.size(); e += kArtifactEntryBytes) {
+    const char* name = entries.data() + e;
+    if (std::string_view(name, strnlen(name, kNameBytes)) == section) return true;
+  }
+  return false;
 }
 
 Status ArtifactWriter::Add(const std::string& name, std::span<const uint8_t> bytes, uint32_t flags) {

@@ -99,6 +99,11 @@ class ArtifactFile {
 // Whether `path` names an artifact: a file whose first bytes are the magic.
 bool IsArtifactFile(const std::string& path);
 
+// Whether `path` is an artifact whose section table names `section`, read
+// from the header and table alone (no checksums: a cheap hint of what the
+// file holds, before it is opened; Open checks it).
+bool ArtifactHasSection(const std::string& path, std::string_view section);
+
 // Collects sections, then writes them in the order added.
 class ArtifactWriter {
  public:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/status.h"
 #include "format/model_config.h"
 #include "graph/attribute_map.h"
+#include "graph/laid_out_weights.h"
 #include "graph/op.h"
 #include "graph/tensor_data.h"
 #include "graph/tensor_type.h"
@@ -166,6 +168,10 @@ class Graph {
 
   // Checks structural invariants: ids in range, single producer, order.
   Status Validate() const;
+
+  // Where the kernels bound for this graph find constants already in their
+  // layouts and record those they lay out (an artifact's; null: neither).
+  std::shared_ptr<LaidOutWeights> laid_out;
 
   // One line per node: "%12 = linear[cpu](%11) layers.0.self_attn.q_proj ...".
   std::string ToString() const;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,9 @@ struct OnnxModel {
   // Opset version per imported domain; the default domain is "".
   std::map<std::string, int64_t> opset_imports;
   OnnxGraph graph;
+  // The external data files the initializers were read from (locations, as
+  // the file names them).
+  std::set<std::string> external_files;
 
   // The version of the default domain's opset (0 when the model imports
   // only other domains).

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/dtype.h"
@@ -18,6 +19,7 @@ struct OnnxReadContext {
   std::string base_dir;         // where external data files are; "" refuses them
   uint64_t external_bytes = 0;  // read so far from external data files
   int64_t nodes = 0;            // read so far, all graphs together
+  std::set<std::string> external_files;  // locations read from
 };
 
 // kiln's type for ONNX's TensorProto.DataType value `onnx_type`, or nullopt

@@ -67,6 +67,7 @@ Expected<OnnxModel> ParseOnnxModel(const void* data, size_t size, const std::str
   ctx.base_dir = base_dir;
   KILN_ASSIGN_OR_RETURN(OnnxGraphRead read, ReadOnnxGraph(proto.graph, 0, &ctx));
   model.graph = std::move(read.graph);
+  model.external_files = std::move(ctx.external_files);
   return model;
 }
 

@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,9 @@ struct OnnxReadOptions {
   // missing dimensions): `--input-shape name:1,3,640,640`.
   std::map<std::string, std::vector<int64_t>> input_shapes;
   OnnxLimits limits;
+  // When set, external data files are these bytes by location (a compiled
+  // artifact's copies) instead of files beside the model.
+  std::function<Expected<std::span<const uint8_t>>(const std::string& location)> external_data;
 };
 
 // The default-domain opsets kiln reads.

@@ -10,6 +10,8 @@
 
 #include "compiler/compiled_tensor_graph.h"
 #include "core/thread_pool.h"
+#include "format/artifact_file.h"
+#include "onnx/onnx_artifact.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_reader.h"
 
@@ -44,15 +46,22 @@ OnnxTensorInfo InfoOf(const OnnxValueInfo& v) {
 Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path, const OnnxSessionOptions& options) {
   auto s = std::unique_ptr<OnnxSession>(new OnnxSession());
   Impl& m = *s->impl_;
-  OnnxReadOptions read;
-  read.input_shapes = options.input_shapes;
-  KILN_ASSIGN_OR_RETURN(m.model, ReadOnnxModel(path, read));
-  m.options = options;
+  if (IsArtifactFile(path)) {
+    KILN_ASSIGN_OR_RETURN(OnnxArtifact artifact, OpenOnnxArtifact(path, options));
+    if (!artifact.note.empty()) fmt::print(stderr, "note: {}\n", artifact.note);
+    m.model = std::move(artifact.model);
+    m.options = std::move(artifact.options);
+  } else {
+    OnnxReadOptions read;
+    read.input_shapes = options.input_shapes;
+    KILN_ASSIGN_OR_RETURN(m.model, ReadOnnxModel(path, read));
+    m.options = options;
+  }
   for (const OnnxValueInfo& v : m.model.graph.inputs) {
     if (!v.dtype) return InvalidArgument("{}: input {} has no element type", path, v.name);
     m.inputs.push_back(InfoOf(v));
-    auto f = options.fixed_inputs.find(v.name);
-    if (f != options.fixed_inputs.end()) {
+    auto f = m.options.fixed_inputs.find(v.name);
+    if (f != m.options.fixed_inputs.end()) {
       const HostTensor& h = f->second;
       // A value of another dtype would be read as the input's type.
       if (h.type.dtype != m.inputs.back().dtype) {
@@ -64,7 +73,7 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path
       m.inputs.back().dims = h.type.dims;
     }
   }
-  for (const auto& [name, t] : options.fixed_inputs) {
+  for (const auto& [name, t] : m.options.fixed_inputs) {
     if (!m.fixed.count(name)) return InvalidArgument("fixed input {}: the model has no input of that name", name);
   }
   for (const OnnxValueInfo& v : m.model.graph.outputs) m.outputs.push_back(InfoOf(v));
@@ -73,7 +82,7 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path
   // KILN_OPENMP_TEAM=0 gives kiln's kernels their own workers instead.
   const char* team = std::getenv("KILN_OPENMP_TEAM");
   m.pool = std::make_unique<ThreadPool>(
-      options.threads, ThreadPoolOptions{.share_openmp_team = team == nullptr || std::string(team) != "0"});
+      m.options.threads, ThreadPoolOptions{.share_openmp_team = team == nullptr || std::string(team) != "0"});
   // Inputs whose every dimension is known: compile now, so a bad graph
   // fails at load.
   std::vector<TensorType> types;
@@ -117,6 +126,7 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   options.precision = m.options.precision;
   options.threads = m.pool->num_threads();
   options.fuse = m.options.fuse;
+  options.laid_out = m.options.laid_out;
   KILN_ASSIGN_OR_RETURN(auto compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
                                                                     imported.outputs, options,
                                                                     std::move(imported.folded)));
@@ -163,6 +173,8 @@ Status OnnxSession::Run(const std::vector<TensorRef>& inputs, const std::vector<
 }
 
 ThreadPool* OnnxSession::pool() { return impl_->pool.get(); }
+const OnnxModel& OnnxSession::model() const { return impl_->model; }
+const OnnxSessionOptions& OnnxSession::options() const { return impl_->options; }
 
 Expected<std::vector<HostTensor>> OnnxSession::Run(const std::map<std::string, HostTensor>& inputs) {
   std::vector<TensorRef> refs;

@@ -13,6 +13,7 @@
 
 #include "core/precision.h"
 #include "core/status.h"
+#include "graph/laid_out_weights.h"
 #include "graph/tensor_type.h"
 
 namespace kiln {
@@ -47,6 +48,13 @@ struct OnnxSessionOptions {
   Precision precision = Precision::kFp32;
   int threads = 0;    // 0: physical cores
   bool fuse = true;   // the fuse stage's conv epilogues (off: for kiln diff)
+  // Constants already in their kernels' layouts, and where kernels record
+  // those they lay out (graph/laid_out_weights.h): set when compiling into an
+  // artifact, and by loading one.
+  std::shared_ptr<LaidOutWeights> laid_out;
+  // Loading an artifact that is stale (another kernel-layout version, an ISA
+  // this CPU lacks): rebuild it from the .onnx file it records first.
+  bool recompile_if_stale = false;
 };
 
 // A graph input or output as a caller sees it: its name and its type, with
@@ -60,8 +68,14 @@ struct OnnxTensorInfo {
 class CompiledTensorGraph;
 class ThreadPool;
 
+struct OnnxModel;
+
 class OnnxSession {
  public:
+  // `path`: an .onnx file, or an artifact compiled from one (kiln compile),
+  // which runs with the options and input shapes it was compiled with (a
+  // given option or input shape that differs is an error) and its kernels'
+  // weights as stored.
   static Expected<std::unique_ptr<OnnxSession>> Load(const std::string& path, const OnnxSessionOptions& options = {});
   ~OnnxSession();
 
@@ -84,6 +98,9 @@ class OnnxSession {
   Expected<CompiledTensorGraph*> Compiled(const std::vector<TensorType>& inputs);
   // The threads runs use (for running a Compiled() graph directly).
   ThreadPool* pool();
+  // The model as read, and the options it runs with (an artifact's).
+  const OnnxModel& model() const;
+  const OnnxSessionOptions& options() const;
 
  private:
   OnnxSession();

@@ -110,6 +110,20 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   if (location.find('\0') != std::string::npos) {
     return Corrupt("{}: external data location has a NUL byte in it", what);
   }
+  if (length && *length != expected_bytes) {
+    return Corrupt("{}: external data length {} does not match its {} bytes ({} of {})", what, *length,
+                   expected_bytes, DimsText(proto.dims), DTypeName(*DTypeFromOnnx(proto.data_type)));
+  }
+  ctx->external_files.insert(location);
+  if (ctx->options->external_data) {
+    KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> file, ctx->options->external_data(location));
+    if (offset > file.size() || expected_bytes > file.size() - offset) {
+      return Corrupt("{}: external data at offset {} and length {} lies beyond the end of '{}' ({} bytes)",
+                     what, offset, expected_bytes, location, file.size());
+    }
+    out->assign(reinterpret_cast<const char*>(file.data() + offset), expected_bytes);
+    return Status::Ok();
+  }
   if (ctx->base_dir.empty()) {
     return InvalidArgument(
         "{} has external data ('{}'), which needs the model's folder: read the model from a file", what,

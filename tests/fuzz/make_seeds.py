@@ -158,7 +158,8 @@ def onnx_seeds():
 
 def artifact_seeds(kiln):
     """A compiled artifact of generated weights of a one-layer model of
-    hidden size 32, written by `kiln compile` (the kiln binary given)."""
+    hidden size 32, and one of a tiny ONNX graph, written by `kiln compile`
+    (the kiln binary given)."""
     import subprocess
     import tempfile
 
@@ -175,6 +176,15 @@ def artifact_seeds(kiln):
                             "-o", out], check=True, stdout=subprocess.DEVNULL)
             with open(out, "rb") as f:
                 write("artifact_fuzz", "tiny-" + dtype + ".kiln", f.read())
+        # An ONNX graph's artifact: its graph, plan and convolution weights
+        # in their kernel's layout as sections.
+        script = os.path.join(HERE, "..", "unit", "onnx", "make_onnx_models.py")
+        subprocess.run([sys.executable, script, tmp], check=True)
+        out = os.path.join(tmp, "torch_tiny.kiln")
+        subprocess.run([kiln, "compile", os.path.join(tmp, "torch_tiny.onnx"), "--input-shape", "image:1,3,8,8",
+                        "-o", out], check=True, stdout=subprocess.DEVNULL)
+        with open(out, "rb") as f:
+            write("artifact_fuzz", "torch_tiny_onnx.kiln", f.read())
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 
 #include "capi_onnx_models.h"
 #include "kiln/kiln.h"
+#include "onnx/onnx_artifact.h"
+#include "testing/test_paths.h"
 
 namespace kiln::capi_test {
 namespace {
@@ -230,6 +232,23 @@ TEST(CApiOnnx, ModelsWithFixedShapesAndInputShapeOptions) {
   kiln_tensor_info info;
   ASSERT_EQ(kiln_onnx_model_input_info(bound.get(), 0, &info), KILN_OK);
   EXPECT_EQ(info.dims[0], 3);
+}
+
+TEST(CApiOnnx, ACompiledArtifactLoadsWhereTheOnnxFileDoes) {
+  const std::string artifact = kiln::testing::MakeTempDir() + "/static_relu.kiln";
+  auto compiled = kiln::CompileOnnxArtifact(CapiOnnxModel("static_relu.onnx"), {}, artifact);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  kiln_onnx_model* loaded = nullptr;
+  ASSERT_EQ(kiln_onnx_model_load(artifact.c_str(), nullptr, &loaded), KILN_OK) << kiln_last_error();
+  OnnxModelPtr model(loaded);
+  Buffer x = Filled({1, 3, 2, 2}, -6.0f, 1.0f), y = Empty({1, 3, 2, 2});
+  kiln_tensor in = x.tensor(), out = y.tensor();
+  ASSERT_EQ(kiln_onnx_model_run(model.get(), &in, 1, &out, 1), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(y.values, Relu(x.values));
+  // As an LLM it is refused, naming what it holds.
+  kiln_model* llm = nullptr;
+  EXPECT_NE(kiln_model_load(artifact.c_str(), nullptr, &llm), KILN_OK);
+  EXPECT_TRUE(Contains(kiln_last_error(), "compiled ONNX graph")) << kiln_last_error();
 }
 
 TEST(CApiOnnx, LoadErrorsNameTheProblem) {

@@ -229,6 +229,18 @@ save(simple([helper.make_node("Identity", ["x"], ["y"], name="listy",
                               blobs=[helper.make_tensor("t", TensorProto.FLOAT, [1], [1.0])])]),
      "tensors_attribute.onnx")
 
+# Grouped convolutions (two groups of 3 and 4 input channels), which stay
+# row-major and run on kiln's own GEMM over packed weight panels, for
+# compiled artifacts.
+rng = np.random.default_rng(3)
+save(simple([helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="grouped1", pads=[1, 1, 1, 1], group=2),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["y"], name="grouped2", pads=[1, 1, 1, 1], group=2)],
+            inputs=[vi("x", TensorProto.FLOAT, [1, 6, 20, 20])], outputs=[vi("y", TensorProto.FLOAT, None)],
+            inits=[raw("w1", rng.standard_normal((8, 3, 3, 3)).astype(np.float32)),
+                   raw("b1", rng.standard_normal(8).astype(np.float32)),
+                   raw("w2", rng.standard_normal((12, 4, 3, 3)).astype(np.float32))]), "grouped_conv.onnx")
+
 # A tiny PyTorch module exported by torch.onnx, where torch is installed.
 try:
     import torch
@@ -251,5 +263,32 @@ try:
     w = tiny.fc.weight.detach().numpy().astype(np.float32)
     with open(os.path.join(OUT, "torch_tiny_fc_weight.bin"), "wb") as f:
         f.write(w.tobytes())
+
+    # A small convolutional net whose layers take kiln's different
+    # convolution kernels (a stem, depthwise, 1x1, dense 3x3 with a
+    # residual), for compiled artifacts; once more with its weights in an
+    # external data file.
+    class ConvNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+            self.pw = torch.nn.Conv2d(16, 32, 1)
+            self.dense = torch.nn.Conv2d(32, 32, 3, padding=1)
+            self.wide = torch.nn.Conv2d(32, 40, 3, padding=1)
+            self.fc = torch.nn.Linear(40, 5)
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            x = torch.relu(self.pw(torch.relu(self.dw(x))))
+            x = torch.relu(self.dense(x)) + x
+            return self.fc(torch.sigmoid(self.wide(x)).mean(dim=(2, 3)))
+
+    net = ConvNet().eval()
+    torch.onnx.export(net, torch.randn(1, 3, 32, 32), os.path.join(OUT, "conv_net.onnx"),
+                      input_names=["image"], output_names=["scores"], opset_version=13)
+    exported = onnx.load(os.path.join(OUT, "conv_net.onnx"))
+    onnx.save(exported, os.path.join(OUT, "conv_net_external.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="conv_net_external.bin", size_threshold=0)
 except ImportError:
     pass

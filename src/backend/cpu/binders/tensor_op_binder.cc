@@ -21,6 +21,7 @@ Expected<TensorKernelArgs> TensorKernelArgsOf(const Graph& g, const Node& n, int
   args.node = n.name;
   args.attrs = &n.named_attrs;
   args.num_threads = num_threads;
+  args.laid_out = g.laid_out.get();
   if (n.opset > 0) args.opset = n.opset;
   for (ValueId in : n.inputs) {
     if (in == kNoValue) {

@@ -11,9 +11,14 @@ constexpr int kAvx2Mr = 6;
 constexpr int kAvx2Nr = 16;
 
 // Weights [M, K] as [group][panel][k][mr], zero rows past the group's channels.
-void PackPanels(const Window3& g, const float* w, ConvPlan* p) {
+// The layout's name for LaidOutWeights.
+constexpr const char* kPanelLayout = "kiln-conv-panels";
+
+void PackPanels(const Window3& g, const float* w, const LaidOutSlot& slot, ConvPlan* p) {
   const int64_t mg = g.GroupOut();
-  p->packed_w.assign(static_cast<size_t>(g.group * p->m_panels * p->k * p->mr), 0.0f);
+  const auto floats = static_cast<size_t>(g.group * p->m_panels * p->k * p->mr);
+  if (slot.Adopt(kPanelLayout, floats, &p->packed_w)) return;
+  p->packed_w.assign(floats, 0.0f);
   for (int64_t grp = 0; grp < g.group; ++grp) {
     for (int64_t m = 0; m < mg; ++m) {
       const float* src = w + (grp * mg + m) * p->k;
@@ -22,6 +27,7 @@ void PackPanels(const Window3& g, const float* w, ConvPlan* p) {
       for (int64_t k = 0; k < p->k; ++k) dst[k * p->mr] = src[k];
     }
   }
+  slot.Record(kPanelLayout, p->packed_w);
 }
 
 int64_t CeilDiv(int64_t a, int64_t b) {
@@ -49,7 +55,7 @@ DirectShape DirectShapeOf(const Window3& g) {
 
 // The plan of the direct path: weights as the GEMM packs them (k = channel *
 // taps + tap), the phase-split input's geometry, the tap offsets.
-void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
+void PlanDirect(const Window3& g, const float* w, int threads, const LaidOutSlot& slot, ConvPlan* p) {
   const DirectShape d = DirectShapeOf(g);
   const int64_t sh = g.stride[1], sw = g.stride[2];
   p->path = ConvPath::kDirect;
@@ -104,7 +110,7 @@ void PlanDirect(const Window3& g, const float* w, int threads, ConvPlan* p) {
   p->scratch_floats_shared = g.in_channels * p->channel_stride + slack;
   if (channel_blocks > 1)
     p->scratch_floats_per_thread = p->tiles_per_chunk * p->panels_per_block * p->mr * p->nr;
-  PackPanels(g, w, p);
+  PackPanels(g, w, slot, p);
 }
 
 }  // namespace
@@ -133,7 +139,7 @@ bool ConvPlanApplies(const Window3& g, Isa isa) {
 }
 
 ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias,
-                      Isa isa, int threads) {
+                      Isa isa, int threads, const LaidOutSlot& slot) {
   ConvPlan p;
   p.g = g;
   p.epilogue = epilogue;
@@ -147,6 +153,7 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
   if (cg == 1 && mg == 1) {
     p.path = ConvPath::kDepthwise;
     p.nr = lanes;
+    // Depthwise weights are read as they are: [M][kh*kw].
     p.packed_w.assign(w, w + g.out_channels * taps);
     // Padded rows x stride phases x (phase width + slack for whole-vector loads).
     const int64_t padded_w = g.in[2] + g.pad_begin[2] + g.pad_end[2];
@@ -160,7 +167,7 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
     return p;
   }
   if (ConvDirectApplies(g, isa)) {
-    PlanDirect(g, w, threads, &p);
+    PlanDirect(g, w, threads, slot, &p);
     return p;
   }
   p.path = ConvPath::kGemm;
@@ -196,7 +203,7 @@ ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const flo
     // A block's panels.
     p.scratch_floats_per_thread = p.kc * p.nc;
   }
-  PackPanels(g, w, &p);
+  PackPanels(g, w, slot, &p);
   return p;
 }
 

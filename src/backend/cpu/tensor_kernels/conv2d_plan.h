@@ -30,6 +30,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
+#include "backend/cpu/tensor_kernels/laid_out_floats.h"
 #include "graph/tensor_ops/fused_activation.h"
 
 namespace kiln {
@@ -79,7 +80,7 @@ struct ConvPlan {
   int64_t channel_stride = 0;  // floats per channel in the phase-split input
   std::vector<int64_t> tap_offsets;
   int64_t tiles = 0, tiles_per_chunk = 0, channels_per_block = 0;
-  std::vector<float> packed_w;  // GEMM, direct: [group][panel][k][mr]; depthwise: [M][kh*kw]
+  LaidOutFloats packed_w;  // GEMM, direct: [group][panel][k][mr]; depthwise: [M][kh*kw]
   std::vector<float> bias;      // [M], zeros when the node has none
   int64_t scratch_floats_per_thread = 0;
   int64_t scratch_floats_shared = 0;  // before the per-thread parts
@@ -94,9 +95,10 @@ struct ConvPlan {
 bool ConvPlanApplies(const Window3& g, Isa isa);
 
 // Decides the path and blocking and packs w [M, C/g, kh, kw] (and bias, may
-// be null) for `isa`.
+// be null) for `isa`; the packed weights are `slot`'s stored ones where it
+// has them (then w is not read), and recorded in it otherwise.
 ConvPlan MakeConvPlan(const Window3& g, const FusedEpilogue& epilogue, const float* w, const float* bias,
-                      Isa isa, int threads);
+                      Isa isa, int threads, const LaidOutSlot& slot = {});
 
 // Runs the plan on one call: x [N, C, H, W] -> y [N, M, OH, OW]; residual
 // (the output's shape) may be null. scratch holds ScratchFloats(threads)

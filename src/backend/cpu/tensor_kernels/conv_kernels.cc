@@ -85,11 +85,12 @@ TensorKernel ReferenceConvKernel(const Window3& g, const FusedEpilogue& epilogue
 // the CPU multiplies bf16, the weights are constant and oneDNN takes the
 // shape; nullopt (run fp32) otherwise.
 std::optional<TensorKernel> MakeBf16Conv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
-                                         const float* bias, bool has_residual, TensorLayout layout) {
+                                         const float* bias, bool has_residual, TensorLayout layout,
+                                         const LaidOutSlot& slot) {
   if (w == nullptr || !CpuMultipliesBf16() || !OneDnnConvApplies(g, BestIsa())) return std::nullopt;
   // Empty tensors: oneDNN would write nothing; the fp32 paths handle them.
   if (g.batch * g.in_channels * g.out_channels * g.InPixels() * g.OutPixels() == 0) return std::nullopt;
-  auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kBF16);
+  auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kBF16, false, slot);
   if (!conv.ok()) return std::nullopt;
   return std::move(*conv);
 }
@@ -112,6 +113,7 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   const float* bias = has_bias ? ConstantFloats(args, 2) : nullptr;
   const bool packable = w != nullptr && (!has_bias || bias != nullptr);
   const std::string forced = ForcedConvImpl();
+  const LaidOutSlot slot{args.laid_out, args.node};
   KILN_ASSIGN_OR_RETURN(bool bf16, WantsBf16Compute(args));
   // Activations the layout stage keeps blocked or channels-last run on oneDNN
   // (nchw16c with channel counts not a multiple of 16 included: oneDNN pads them).
@@ -129,10 +131,10 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
     // threads: 1.4-3x); kiln's when asked (KILN_CONV=kiln) or where oneDNN
     // refuses.
     if (forced != "kiln") {
-      auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, true);
+      auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, true, slot);
       if (conv.ok()) return conv;
     }
-    return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, true, args.num_threads);
+    return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, true, args.num_threads, slot);
   }
   if (layout != TensorLayout::kRowMajor) {
     if (!packable || !OneDnnConvApplies(g, BestIsa())) {
@@ -150,16 +152,16 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       const bool bf16_pays = bf16 && shape == BlockedConvShape::kDense3x3 && CpuMultipliesBf16();
       if (shape != BlockedConvShape::kNone &&
           (forced == "kiln" || (PreferKilnBlockedConv(g, BestIsa(), args.num_threads) && !bf16_pays)))
-        return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, false, args.num_threads);
+        return MakeKilnBlockedConvKernel(g, shape, epilogue, w, bias, has_residual, false, args.num_threads, slot);
     }
     if (bf16) {
-      if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout)) return std::move(*conv);
+      if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, layout, slot)) return std::move(*conv);
     }
-    return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout);
+    return MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, false, slot);
   }
   // KILN_CONV=kiln|reference forces an fp32 implementation over bf16.
   if (bf16 && packable && forced != "kiln" && forced != "reference") {
-    if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor))
+    if (auto conv = MakeBf16Conv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, slot))
       return std::move(*conv);
   }
   if (!packable || forced == "reference") return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
@@ -171,7 +173,8 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       onednn_applies && (forced == "onednn-blocked" ||
                          (forced.empty() && (PreferOneDnnBlocked(g, isa) || PreferOneDnnBlockedOnRowMajor(g, isa))));
   if (blocked) {
-    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, true);
+    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, true, DType::kF32,
+                               false, slot);
     if (conv.ok()) return conv;
   }
   bool use_onednn = onednn_applies && (forced == "onednn" || (forced != "kiln" && PreferOneDnn(g, isa)));
@@ -179,11 +182,12 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
   if (!kiln_applies) use_onednn = true;
 
   if (use_onednn) {
-    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual);
+    auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, TensorLayout::kRowMajor, false, DType::kF32,
+                               false, slot);
     if (conv.ok()) return conv;
     if (!kiln_applies) return ReferenceConvKernel(g, epilogue, has_bias, has_residual);
   }
-  auto plan = std::make_shared<const ConvPlan>(MakeConvPlan(g, epilogue, w, bias, isa, args.num_threads));
+  auto plan = std::make_shared<const ConvPlan>(MakeConvPlan(g, epilogue, w, bias, isa, args.num_threads, slot));
   const int threads = std::max(1, args.num_threads);
   TensorKernel k;
   k.impl = std::string("kiln-") + IsaName(isa) +

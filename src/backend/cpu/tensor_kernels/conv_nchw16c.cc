@@ -8,6 +8,9 @@
 #include <memory>
 
 namespace kiln::cpu {
+
+// The layout's name for LaidOutWeights.
+constexpr const char* kBlockedLayout = "kiln-nchw16c-blocks";
 namespace {
 
 constexpr int64_t kBlock = 16;
@@ -74,7 +77,8 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
 }
 
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                    const float* w, const float* bias, bool input_row_major) {
+                                    const float* w, const float* bias, bool input_row_major,
+                                    const LaidOutSlot& slot) {
   BlockedConvPlan p;
   p.g = g;
   p.shape = shape;
@@ -84,6 +88,13 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
   p.input_row_major = input_row_major && shape == BlockedConvShape::kStem;
   p.bias.assign(static_cast<size_t>(p.out_blocks * kBlock), 0.0f);
   if (bias != nullptr) std::memcpy(p.bias.data(), bias, sizeof(float) * static_cast<size_t>(g.out_channels));
+  const int64_t window = g.kernel[1] * g.kernel[2];
+  const auto floats = static_cast<size_t>(
+      shape == BlockedConvShape::kPointwise  ? p.out_blocks * p.in_blocks * kBlock * kBlock
+      : shape == BlockedConvShape::kDense3x3 ? p.out_blocks * p.in_blocks * 9 * kBlock * kBlock
+      : shape == BlockedConvShape::kStem     ? p.out_blocks * g.in_channels * window * kBlock
+                                             : p.in_blocks * window * kBlock);
+  if (slot.Adopt(kBlockedLayout, floats, &p.weights)) return p;
   if (shape == BlockedConvShape::kPointwise) {
     const int64_t c = g.in_channels;
     p.weights.assign(static_cast<size_t>(p.out_blocks * p.in_blocks * kBlock * kBlock), 0.0f);
@@ -114,6 +125,7 @@ BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, co
       for (int64_t t = 0; t < taps; ++t)
         p.weights[static_cast<size_t>((ch / kBlock * taps + t) * kBlock + ch % kBlock)] = w[ch * taps + t];
   }
+  slot.Record(kBlockedLayout, p.weights);
   return p;
 }
 
@@ -185,9 +197,10 @@ void RunBlockedConvReference(const BlockedConvPlan& p, const float* x, const flo
 
 TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
                                        const FusedEpilogue& epilogue, const float* w, const float* bias,
-                                       bool has_residual, bool input_row_major, int threads) {
+                                       bool has_residual, bool input_row_major, int threads,
+                                       const LaidOutSlot& slot) {
   auto plan = std::make_shared<const BlockedConvPlan>(
-      MakeBlockedConvPlan(g, shape, epilogue, w, bias, input_row_major));
+      MakeBlockedConvPlan(g, shape, epilogue, w, bias, input_row_major, slot));
   TensorKernel k;
   k.impl = shape == BlockedConvShape::kPointwise  ? "kiln-avx512-nchw16c-1x1"
            : shape == BlockedConvShape::kDense3x3 ? "kiln-avx512-nchw16c-3x3"

@@ -19,6 +19,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
+#include "backend/cpu/tensor_kernels/laid_out_floats.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "core/thread_pool.h"
 #include "graph/tensor_ops/fused_activation.h"
@@ -54,13 +55,15 @@ struct BlockedConvPlan {
   FusedEpilogue epilogue;
   int64_t in_blocks = 0, out_blocks = 0;
   bool input_row_major = false;
-  std::vector<float> weights, bias;
+  LaidOutFloats weights;  // slot's stored ones where it has them
+  std::vector<float> bias;
 };
 
 // REQUIRES: shape is what KilnBlockedConvShape(g, Isa::kAvx512) says.
 // w [M, C/group, kh, kw]; bias may be null.
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
-                                    const float* w, const float* bias, bool input_row_major = false);
+                                    const float* w, const float* bias, bool input_row_major = false,
+                                    const LaidOutSlot& slot = {});
 
 // The plain loops (any machine); residual may be null.
 void RunBlockedConvReference(const BlockedConvPlan& plan, const float* x, const float* residual, float* y);
@@ -88,6 +91,7 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& plan, const float* x, const
 // input_row_major: the node's attribute input_layout = "row-major" (a stem).
 TensorKernel MakeKilnBlockedConvKernel(const Window3& g, BlockedConvShape shape,
                                        const FusedEpilogue& epilogue, const float* w, const float* bias,
-                                       bool has_residual, bool input_row_major = false, int threads = 1);
+                                       bool has_residual, bool input_row_major = false, int threads = 1,
+                                       const LaidOutSlot& slot = {});
 
 }  // namespace kiln::cpu

@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -233,9 +235,31 @@ Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpil
   }
 }
 
+namespace {
+
+// The weights' format as oneDNN picked it for this machine (data type,
+// padded dims, strides, inner blocks, extra flags), so that stored weights
+// are only used by a primitive that reads exactly that format.
+std::string WeightsLayoutName(const dnnl::memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  std::string s = fmt::format("onednn:{}:{}", static_cast<int>(d.data_type), static_cast<int>(d.format_kind));
+  for (int i = 0; i < d.ndims; ++i) s += fmt::format(",{}", d.padded_dims[i]);
+  if (d.format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+    s += ":s";
+    for (int i = 0; i < d.ndims; ++i) s += fmt::format(",{}", b.strides[i]);
+    s += ":b";
+    for (int i = 0; i < b.inner_nblks; ++i) s += fmt::format(",{}x{}", b.inner_idxs[i], b.inner_blks[i]);
+  }
+  return s + fmt::format(":e{}", static_cast<unsigned>(d.extra.flags));
+}
+
+}  // namespace
+
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
-                                      bool blocked_internally, DType compute, bool src_row_major) {
+                                      bool blocked_internally, DType compute, bool src_row_major,
+                                      const LaidOutSlot& slot) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -253,11 +277,20 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     dnnl::convolution_forward::primitive_desc& pd = d.pd;
     conv->primitive = dnnl::convolution_forward(pd);
     conv->weights_desc = pd.weights_desc();
-    conv->weights = memory(pd.weights_desc(), engine);
-    memory user_w(memory::desc(w_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine,
-                  const_cast<float*>(w));
     dnnl::stream stream(engine);
-    dnnl::reorder(user_w, conv->weights).execute(stream, user_w, conv->weights);
+    // The weights in the format the primitive picked: an artifact's stored
+    // copy, used where it is mapped (oneDNN only reads weights), or reordered here.
+    const std::string layout_name = WeightsLayoutName(pd.weights_desc());
+    const uint8_t* stored =
+        slot.store != nullptr ? slot.store->Take(slot.node, layout_name, pd.weights_desc().get_size()) : nullptr;
+    if (stored != nullptr) {
+      conv->weights = memory(pd.weights_desc(), engine, const_cast<uint8_t*>(stored));
+    } else {
+      conv->weights = memory(pd.weights_desc(), engine);
+      memory user_w(memory::desc(w_dims, dt::f32, grouped ? tag::goihw : tag::oihw), engine,
+                    const_cast<float*>(w));
+      dnnl::reorder(user_w, conv->weights).execute(stream, user_w, conv->weights);
+    }
     conv->bias = memory(b_desc, engine);
     auto* b = static_cast<float*>(conv->bias.get_data_handle());
     for (int64_t m = 0; m < g.out_channels; ++m) b[m] = bias != nullptr ? bias[m] : 0.0f;
@@ -333,6 +366,11 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
         return Internal("oneDNN convolution failed: {}", e.what());
       }
     };
+    // Recorded once the kernel is made: its weights live as long as it does.
+    if (stored == nullptr && slot.store != nullptr) {
+      slot.store->Record(slot.node, layout_name,
+                         {static_cast<const uint8_t*>(conv->weights.get_data_handle()), pd.weights_desc().get_size()});
+    }
     return k;
   } catch (const dnnl::error& e) {
     return Unsupported("oneDNN does not take this convolution: {}", e.what());

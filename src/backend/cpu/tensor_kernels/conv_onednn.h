@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
+#include "backend/cpu/tensor_kernels/laid_out_floats.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_ops/fused_activation.h"
 #include "graph/tensor_type.h"
@@ -63,6 +64,6 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
                                       const float* bias, bool has_residual,
                                       TensorLayout layout = TensorLayout::kRowMajor,
                                       bool blocked_internally = false, DType compute = DType::kF32,
-                                      bool src_row_major = false);
+                                      bool src_row_major = false, const LaidOutSlot& slot = {});
 
 }  // namespace kiln::cpu

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "graph/attribute_map.h"
+#include "graph/laid_out_weights.h"
 #include "graph/tensor_data.h"
 #include "graph/tensor_type.h"
 
@@ -37,6 +38,9 @@ struct TensorKernelArgs {
   std::vector<TensorType> outputs;
   int num_threads = 1;
   int opset = 17;  // the default domain's opset the model imports (Softmax's axis semantics change at 13)
+  // Constants already in a kernel's layout, and where a kernel records those
+  // it lays out (graph/laid_out_weights.h); null for neither.
+  LaidOutWeights* laid_out = nullptr;
 
   const AttributeMap& a() const { return *attrs; }
   bool has(size_t i) const { return i < present.size() && present[i]; }

@@ -1,0 +1,348 @@
+// Compiling an ONNX graph into an artifact, and opening one (onnx_artifact.h).
+#include "onnx/onnx_artifact.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/artifact_compatibility.h"
+#include "compiler/compiled_tensor_graph.h"
+#include "core/cpu_info.h"
+#include "core/mapped_file.h"
+#include "format/artifact_file.h"
+#include "onnx/onnx_reader.h"
+
+namespace kiln {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The name and size of a file, and the xxh64 of its bytes.
+nlohmann::json FileHash(const std::string& name, const MappedFile& file) {
+  return nlohmann::json{{"name", name},
+                        {"bytes", file.size()},
+                        {"xxh64", fmt::format("{:016x}", ArtifactChecksum({file.data(), file.size()}))}};
+}
+
+// The .onnx file and its external data files, as `files` records them.
+Expected<nlohmann::json> SourceFiles(const std::string& model, const std::set<std::string>& external) {
+  nlohmann::json files = nlohmann::json::array();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> onnx, MappedFile::Open(model));
+  files.push_back(FileHash(fs::path(model).filename().string(), *onnx));
+  for (const std::string& location : external) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> data,
+                          MappedFile::Open((fs::path(model).parent_path() / location).string()));
+    files.push_back(FileHash(location, *data));
+  }
+  return files;
+}
+
+std::string ShapesText(const nlohmann::json& shapes) {
+  std::string s;
+  for (const auto& [name, dims] : shapes.items()) {
+    s += fmt::format("{}{}:{}", s.empty() ? "" : " ", name, fmt::join(dims.get<std::vector<int64_t>>(), ","));
+  }
+  return s;
+}
+
+std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
+  std::string source = meta.value(nlohmann::json::json_pointer("/source/path"), std::string());
+  if (source.empty()) source = "MODEL.onnx";
+  std::string shapes;
+  if (meta.contains("input_shapes")) {
+    for (const auto& [name, dims] : meta.at("input_shapes").items()) {
+      const auto d = dims.get<std::vector<int64_t>>();
+      if (std::find(d.begin(), d.end(), -1) == d.end()) {
+        shapes += fmt::format(" --input-shape {}:{}", name, fmt::join(d, ","));
+      }
+    }
+  }
+  return fmt::format("rebuild it on this machine: kiln compile {}{} -o {}", source, shapes, path);
+}
+
+// The recorded options as OnnxSessionOptions (backend, precision, threads,
+// input shapes).
+Status RecordedOptions(const nlohmann::json& meta, OnnxSessionOptions* o) {
+  const nlohmann::json& recorded = meta.at("options");
+  o->backend = recorded.at("--backend").get<std::string>();
+  KILN_ASSIGN_OR_RETURN(o->precision, ParsePrecision(recorded.at("--precision").get<std::string>()));
+  o->threads = recorded.at("--threads").get<int>();
+  o->fuse = recorded.at("fuse").get<bool>();
+  // Inputs compiled with a dimension open (-1) are compiled per shape at run time.
+  o->input_shapes.clear();
+  for (const auto& [name, dims] : meta.at("input_shapes").items()) {
+    auto d = dims.get<std::vector<int64_t>>();
+    if (std::find(d.begin(), d.end(), -1) == d.end()) o->input_shapes[name] = std::move(d);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
+                                                  const std::string& output,
+                                                  const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
+  if (IsArtifactFile(model)) return InvalidArgument("{} is already a compiled artifact", model);
+  if (!options.fixed_inputs.empty()) {
+    return Unsupported("inputs fixed at compile time cannot be stored in an artifact yet");
+  }
+  auto laid_out = std::make_shared<LaidOutWeights>();
+  options.laid_out = laid_out;
+  KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(model, options));
+  std::vector<TensorType> types;
+  nlohmann::json shapes = nlohmann::json::object();
+  auto describe = [](const std::vector<OnnxTensorInfo>& infos) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const OnnxTensorInfo& i : infos) list.push_back({{"name", i.name}, {"dtype", DTypeName(i.dtype)}, {"dims", i.dims}});
+    return list;
+  };
+  // An input with a dimension left open (no --input-shape) keeps it open:
+  // the graph is then compiled per input shape at run time, as the .onnx
+  // file is, and nothing is compiled here.
+  std::string open_input;
+  for (const OnnxTensorInfo& i : session->inputs()) {
+    for (int64_t d : i.dims) {
+      if (d < 0 && open_input.empty()) open_input = fmt::format("{} [{}]", i.name, DimsToString(i.dims));
+    }
+    types.push_back(TensorType{i.dtype, i.dims});
+    shapes[i.name] = i.dims;
+  }
+  for (const auto& [name, dims] : sample_shapes) {
+    const auto& inputs = session->inputs();
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const OnnxTensorInfo& i) { return i.name == name; });
+    if (it == inputs.end()) return InvalidArgument("--sample-shape {}: the model has no input of that name", name);
+    if (std::find(it->dims.begin(), it->dims.end(), -1) == it->dims.end()) {
+      return InvalidArgument("--sample-shape {}: the input's shape [{}] is fixed; it is compiled at that shape",
+                             name, DimsToString(it->dims));
+    }
+    types[static_cast<size_t>(it - inputs.begin())].dims = dims;
+  }
+  CompiledTensorGraph* compiled = nullptr;
+  CompiledTensorGraph* sample = nullptr;  // a graph with open inputs, at --sample-shape
+  if (open_input.empty()) {
+    KILN_ASSIGN_OR_RETURN(compiled, session->Compiled(types));
+  } else if (!sample_shapes.empty()) {
+    auto at_sample = session->Compiled(types);
+    if (!at_sample.ok()) return at_sample.status().WithContext("compiling at --sample-shape");
+    sample = *at_sample;
+  }
+  const std::string isa = compiled != nullptr ? compiled->report().isa : GetCpuInfo().BestIsa();
+
+  nlohmann::json meta = ArtifactProvenance(options.backend, isa);
+  meta["kind"] = "onnx";
+  KILN_ASSIGN_OR_RETURN(nlohmann::json files, SourceFiles(model, session->model().external_files));
+  meta["source"] = {{"path", fs::absolute(model).string()}, {"format", "onnx"}, {"files", files}};
+  meta["options"] = {{"--backend", options.backend},
+                     {"--precision", PrecisionName(options.precision)},
+                     {"--threads", options.threads},
+                     {"fuse", options.fuse}};
+  meta["input_shapes"] = shapes;
+  meta["sample_shapes"] = sample_shapes;
+  meta["inputs"] = describe(session->inputs());
+  meta["outputs"] = describe(session->outputs());
+  meta["compile_seconds"] = compiled != nullptr ? compiled->report().compile_seconds
+                           : sample != nullptr ? sample->report().compile_seconds
+                                               : 0.0;
+
+  ArtifactWriter writer;
+  const std::string per_shape = fmt::format(
+      "compiled per input shape at run time: input {} has a dimension left open (--input-shape fixes it)\n",
+      open_input);
+  auto plan = [&](bool per_node) {
+    if (compiled != nullptr) return TensorPlanText(*compiled, per_node);
+    if (sample == nullptr) return per_shape;
+    return per_shape + "the plan at --sample-shape, whose convolutions' layouts are stored:\n" +
+           TensorPlanText(*sample, per_node);
+  };
+  KILN_RETURN_IF_ERROR(writer.AddText("plan", plan(false)));
+  KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", plan(true)));
+  // The kernels' layouts first (every load reads them), then the graph.
+  nlohmann::json stored = nlohmann::json::array();
+  std::vector<std::pair<std::string, std::span<const uint8_t>>> sections;
+  for (const LaidOutWeights::Entry& e : laid_out->Recorded()) {
+    const std::string section = fmt::format("w.{}", stored.size());
+    stored.push_back({{"node", e.node}, {"layout", e.layout}, {"section", section}, {"bytes", e.bytes.size()}});
+    sections.emplace_back(section, e.bytes);
+  }
+  meta["laid_out"] = std::move(stored);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> onnx, MappedFile::Open(model));
+  std::vector<std::unique_ptr<MappedFile>> external;
+  nlohmann::json external_sections = nlohmann::json::array();
+  for (const std::string& location : session->model().external_files) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> data,
+                          MappedFile::Open((fs::path(model).parent_path() / location).string()));
+    const std::string section = fmt::format("onnx.x.{}", external_sections.size());
+    external_sections.push_back({{"location", location}, {"section", section}});
+    external.push_back(std::move(data));
+  }
+  meta["external_data"] = std::move(external_sections);
+  KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
+  for (const auto& [section, bytes] : sections) KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
+  // The graph is checked at every load, as a plan is.
+  KILN_RETURN_IF_ERROR(writer.Add("onnx.model", {onnx->data(), onnx->size()}, kVerifyAtOpen));
+  for (size_t i = 0; i < external.size(); ++i) {
+    KILN_RETURN_IF_ERROR(writer.Add(fmt::format("onnx.x.{}", i), {external[i]->data(), external[i]->size()}));
+  }
+  KILN_RETURN_IF_ERROR(writer.Write(output));
+
+  OnnxArtifactSummary summary;
+  summary.laid_out = static_cast<int64_t>(sections.size());
+  std::error_code ec;
+  summary.bytes = static_cast<int64_t>(fs::file_size(output, ec));
+  const CompiledTensorGraph* ran = compiled != nullptr ? compiled : sample;
+  summary.compile_seconds = ran != nullptr ? ran->report().compile_seconds : 0.0;
+  summary.input_shapes = ShapesText(shapes);
+  return summary;
+}
+
+bool IsOnnxArtifact(const std::string& path) { return ArtifactHasSection(path, "onnx.model"); }
+
+Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessionOptions& given) {
+  OnnxArtifact a;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> opened, ArtifactFile::Open(path));
+  a.file = std::move(opened);
+  KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, a.file->Require("metadata"));
+  try {
+    a.metadata = nlohmann::json::parse(meta->text());
+    if (a.metadata.value("kind", std::string()) != "onnx") {
+      return InvalidArgument("{} holds a compiled language model, not an ONNX graph: load it with -m "
+                             "(kiln generate, serve, bench)",
+                             path);
+    }
+    if (given.recompile_if_stale) {
+      KILN_ASSIGN_OR_RETURN(std::string stale, ArtifactStaleReason(path, a.metadata));
+      if (!stale.empty()) {
+        a = OnnxArtifact();  // unmapped before the file is replaced
+        KILN_ASSIGN_OR_RETURN(std::string rebuilt, RecompileStaleOnnxArtifact(path));
+        fmt::print(stderr, "note: {}\n", rebuilt);
+        OnnxSessionOptions again = given;
+        again.recompile_if_stale = false;
+        return OpenOnnxArtifact(path, again);
+      }
+    }
+    KILN_RETURN_IF_ERROR(CheckArtifactRuns(path, a.metadata, RebuildHint(path, a.metadata), &a.note));
+    if (!given.fixed_inputs.empty()) {
+      return InvalidArgument("{}: an artifact's inputs are not fixed at compile time; give them at run time", path);
+    }
+    a.options = given;
+    KILN_RETURN_IF_ERROR(RecordedOptions(a.metadata, &a.options));
+    a.options.threads = given.threads;  // the pool's size only: the kernels are the same
+    // Unfused (kiln diff, for every intermediate): the convolutions keep
+    // their names and weights, so their stored layouts still apply.
+    a.options.fuse = a.options.fuse && given.fuse;
+    const OnnxSessionOptions defaults;
+    if (given.backend != defaults.backend && given.backend != a.options.backend) {
+      return InvalidArgument("--backend {}: the artifact was compiled with --backend {}; leave the flag out, or "
+                             "compile another artifact with it",
+                             given.backend, a.options.backend);
+    }
+    if (given.precision != defaults.precision && given.precision != a.options.precision) {
+      return InvalidArgument("--precision {}: the artifact was compiled with --precision {}; leave the flag out, "
+                             "or compile another artifact with it",
+                             PrecisionName(given.precision), PrecisionName(a.options.precision));
+    }
+    for (const auto& [name, dims] : given.input_shapes) {
+      if (!a.metadata.at("input_shapes").contains(name)) {
+        return InvalidArgument("--input-shape {}: the artifact has no input of that name (it was compiled for {})",
+                               name, ShapesText(a.metadata.at("input_shapes")));
+      }
+      const auto compiled = a.metadata.at("input_shapes").at(name).get<std::vector<int64_t>>();
+      bool agrees = compiled.size() == dims.size();
+      for (size_t d = 0; agrees && d < dims.size(); ++d) agrees = compiled[d] < 0 || compiled[d] == dims[d];
+      if (!agrees) {
+        return InvalidArgument(
+            "--input-shape {}:{}: the artifact was compiled for {}:{}; leave the flag out, or compile another "
+            "artifact with that shape",
+            name, fmt::join(dims, ","), name, fmt::join(compiled, ","));
+      }
+      a.options.input_shapes[name] = dims;  // fixes a dimension left open
+    }
+    auto store = std::make_shared<LaidOutWeights>();
+    for (const nlohmann::json& e : a.metadata.at("laid_out")) {
+      KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(e.at("section").get<std::string>()));
+      if (s->bytes != e.at("bytes").get<uint64_t>()) {
+        return Corrupt("{}: section {} holds {} bytes, the metadata says {}", path, s->name, s->bytes,
+                       e.at("bytes").get<uint64_t>());
+      }
+      store->AddStored(e.at("node").get<std::string>(), e.at("layout").get<std::string>(), s->span());
+    }
+    store->Keep(a.file);
+    a.options.laid_out = std::move(store);
+    std::map<std::string, std::span<const uint8_t>> external;
+    for (const nlohmann::json& e : a.metadata.at("external_data")) {
+      KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(e.at("section").get<std::string>()));
+      external[e.at("location").get<std::string>()] = s->span();
+    }
+    OnnxReadOptions read;
+    read.input_shapes = a.options.input_shapes;
+    read.external_data = [external, path](const std::string& location) -> Expected<std::span<const uint8_t>> {
+      auto it = external.find(location);
+      if (it == external.end()) return Corrupt("{}: external data file '{}' is not stored", path, location);
+      return it->second;
+    };
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, a.file->Require("onnx.model"));
+    auto model = ParseOnnxModel(graph->data, graph->bytes, "", read);
+    if (!model.ok()) return model.status().WithContext(fmt::format("{}: the stored graph", path));
+    a.model = std::move(*model);
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("{}: metadata: {}", path, e.what());
+  }
+  return a;
+}
+
+Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
+  OnnxSessionOptions options;
+  std::map<std::string, std::vector<int64_t>> sample_shapes;
+  std::string stale, source;
+  nlohmann::json recorded_files;
+  {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(path));
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file->Require("metadata"));
+    try {
+      const nlohmann::json meta = nlohmann::json::parse(section->text());
+      KILN_ASSIGN_OR_RETURN(stale, ArtifactStaleReason(path, meta));
+      if (stale.empty()) return InvalidArgument("{}: not stale, nothing to rebuild", path);
+      KILN_RETURN_IF_ERROR(RecordedOptions(meta, &options));
+      if (meta.contains("sample_shapes")) {
+        sample_shapes = meta.at("sample_shapes").get<std::map<std::string, std::vector<int64_t>>>();
+      }
+      source = meta.at("source").at("path").get<std::string>();
+      recorded_files = meta.at("source").at("files");
+    } catch (const nlohmann::json::exception& e) {
+      return Corrupt("{}: metadata: {}", path, e.what());
+    }
+  }
+  std::error_code ec;
+  if (source.empty() || !fs::exists(source, ec)) {
+    return NotFound("{}: stale artifact ({}), and its source {} is gone: compile it again from the model "
+                    "(kiln compile MODEL.onnx -o {})",
+                    path, stale, source.empty() ? "(none recorded)" : source, path);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto summary = CompileOnnxArtifact(source, options, path, sample_shapes);
+  if (!summary.ok()) {
+    return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, source));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool changed = true;
+  auto reopened = ArtifactFile::Open(path);
+  if (reopened.ok()) {
+    if (const ArtifactSection* m = (*reopened)->Find("metadata")) {
+      auto meta = nlohmann::json::parse(m->text(), nullptr, false);
+      changed = !meta.is_object() || meta.value(nlohmann::json::json_pointer("/source/files"), nlohmann::json()) !=
+                                         recorded_files;
+    }
+  }
+  return fmt::format("{} was stale ({}); rebuilt from {} in {:.2f} s{}", path, stale, source, seconds,
+                     changed ? "; the source's files changed since it was first compiled, so it holds their "
+                               "current contents"
+                             : "");
+}
+
+}  // namespace kiln

@@ -1,0 +1,231 @@
+// ONNX graphs compiled into .kiln artifacts (onnx/onnx_artifact.h): the
+// artifact's outputs equal the .onnx file's bit for bit (same kernels, same
+// weights), a convolutional net's artifact loads with every convolution's
+// weights taken from the file in their kernels' layouts (none laid out
+// again), an --input-shape that disagrees with the compiled one is an error
+// naming both, and a flipped byte or a truncated file is refused.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "format/artifact_file.h"
+#include "onnx/onnx_artifact.h"
+#include "onnx/onnx_session.h"
+#include "onnx_test_models.h"
+#include "testing/test_paths.h"
+
+namespace kiln {
+namespace {
+
+using testing::OnnxTestModel;
+
+std::string Compile(const std::string& model, const OnnxSessionOptions& options, const std::string& name) {
+  const std::string out = testing::MakeTempDir() + "/" + name;
+  auto summary = CompileOnnxArtifact(model, options, out);
+  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  return out;
+}
+
+std::map<std::string, HostTensor> RandomInputs(const OnnxSession& session, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::map<std::string, HostTensor> inputs;
+  for (const OnnxTensorInfo& i : session.inputs()) {
+    HostTensor t(TensorType{i.dtype, i.dims});
+    for (size_t k = 0; k < t.bytes.size() / 4; ++k) t.data<float>()[k] = normal(rng);
+    inputs.emplace(i.name, std::move(t));
+  }
+  return inputs;
+}
+
+// Runs the .onnx file and its artifact on the same inputs: equal bytes.
+void ExpectSameOutputs(const std::string& onnx, const std::string& artifact, const OnnxSessionOptions& options) {
+  auto a = OnnxSession::Load(onnx, options);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = OnnxSession::Load(artifact);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const auto inputs = RandomInputs(**a, 7);
+  auto x = (*a)->Run(inputs);
+  auto y = (*b)->Run(inputs);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ASSERT_EQ(x->size(), y->size());
+  for (size_t j = 0; j < x->size(); ++j) {
+    EXPECT_EQ((*x)[j].type, (*y)[j].type);
+    EXPECT_TRUE((*x)[j].bytes == (*y)[j].bytes) << "output " << j << " differs";
+  }
+}
+
+// Loads `artifact`: every constant a kernel lays out comes from it, in a
+// page-aligned section, none laid out again; at least `at_least` of them.
+void ExpectNothingLaidOutAgain(const std::string& artifact, int at_least) {
+  auto loaded = OnnxSession::Load(artifact);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const LaidOutWeights* laid_out = (*loaded)->options().laid_out.get();
+  ASSERT_NE(laid_out, nullptr);
+  EXPECT_GE(laid_out->adopted(), at_least);
+  EXPECT_EQ(laid_out->laid_out(), 0) << "every convolution's weights come from the artifact";
+  auto file = ArtifactFile::Open(artifact);
+  ASSERT_TRUE(file.ok());
+  int stored = 0;
+  for (const ArtifactSection& s : (*file)->sections()) {
+    if (s.name.rfind("w.", 0) == 0) {
+      ++stored;
+      EXPECT_EQ(s.offset % kArtifactAlignment, 0u) << s.name;
+    }
+  }
+  EXPECT_EQ(laid_out->adopted(), stored);
+}
+
+TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
+  const std::string onnx = OnnxTestModel("conv_net.onnx");
+  const std::string artifact = Compile(onnx, {}, "conv_net.kiln");
+  ExpectSameOutputs(onnx, artifact, {});
+  // The stem and the dense layers at least (the depthwise one is read as it is).
+  ExpectNothingLaidOutAgain(artifact, 3);
+}
+
+TEST(OnnxArtifact, GroupedConvolutionsOnKilnsPanels) {
+  const std::string onnx = OnnxTestModel("grouped_conv.onnx");
+  const std::string artifact = Compile(onnx, {}, "grouped_conv.kiln");
+  ExpectSameOutputs(onnx, artifact, {});
+  ExpectNothingLaidOutAgain(artifact, 2);
+}
+
+TEST(OnnxArtifact, ExternalDataAndABatchFixedAtCompileTime) {
+  const std::string external = OnnxTestModel("conv_net_external.onnx");
+  ExpectSameOutputs(external, Compile(external, {}, "conv_net_external.kiln"), {});
+  OnnxSessionOptions batch;
+  batch.input_shapes["image"] = {2, 3, 8, 8};
+  const std::string tiny = OnnxTestModel("torch_tiny.onnx");
+  ExpectSameOutputs(tiny, Compile(tiny, batch, "torch_tiny.kiln"), batch);
+}
+
+TEST(OnnxArtifact, AnOpenDimensionIsCompiledPerShapeAtRunTime) {
+  const std::string tiny = OnnxTestModel("torch_tiny.onnx");
+  const std::string artifact = Compile(tiny, {}, "torch_tiny_open.kiln");
+  OnnxSessionOptions batch;
+  batch.input_shapes["image"] = {3, 3, 8, 8};
+  ExpectSameOutputs(tiny, artifact, batch);
+  auto loaded = OnnxSession::Load(artifact, batch);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->inputs()[0].dims, (std::vector<int64_t>{3, 3, 8, 8}));
+  EXPECT_EQ((*loaded)->options().laid_out->adopted(), 0) << "nothing was compiled, so nothing is stored";
+
+  // Compiled once at a sample shape, the input stays open and another
+  // batch takes the stored convolution layout.
+  const std::string sampled = testing::MakeTempDir() + "/torch_tiny_sampled.kiln";
+  auto summary = CompileOnnxArtifact(tiny, {}, sampled, {{"image", {2, 3, 8, 8}}});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_GE(summary->laid_out, 1);
+  ExpectSameOutputs(tiny, sampled, batch);
+  auto other = OnnxSession::Load(sampled, batch);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_TRUE((*other)->Run(RandomInputs(**other, 3)).ok());
+  EXPECT_EQ((*other)->options().laid_out->adopted(), summary->laid_out);
+  EXPECT_EQ((*other)->options().laid_out->laid_out(), 0);
+}
+
+TEST(OnnxArtifact, AnInputShapeOtherThanTheCompiledOneIsAnError) {
+  OnnxSessionOptions batch;
+  batch.input_shapes["image"] = {2, 3, 8, 8};
+  const std::string artifact = Compile(OnnxTestModel("torch_tiny.onnx"), batch, "torch_tiny_b2.kiln");
+  OnnxSessionOptions other;
+  other.input_shapes["image"] = {4, 3, 8, 8};
+  auto loaded = OnnxSession::Load(artifact, other);
+  ASSERT_FALSE(loaded.ok());
+  const std::string message = loaded.status().ToString();
+  EXPECT_NE(message.find("image:4,3,8,8"), std::string::npos) << message;
+  EXPECT_NE(message.find("image:2,3,8,8"), std::string::npos) << message;
+  other.input_shapes = {{"pixels", {2, 3, 8, 8}}};
+  auto unknown = OnnxSession::Load(artifact, other);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().ToString().find("pixels"), std::string::npos) << unknown.status().ToString();
+  OnnxSessionOptions precision;
+  precision.precision = Precision::kBf16;
+  auto refused = OnnxSession::Load(artifact, precision);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("--precision"), std::string::npos) << refused.status().ToString();
+}
+
+std::vector<char> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteAll(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(OnnxArtifact, AFlippedOrMissingByteIsRefused) {
+  const std::string artifact = Compile(OnnxTestModel("conv_net.onnx"), {}, "conv_net_corrupt.kiln");
+  auto file = ArtifactFile::Open(artifact);
+  ASSERT_TRUE(file.ok());
+  const std::vector<char> good = ReadAll(artifact);
+  const std::string bad = artifact + ".bad.kiln";
+  // The graph and the metadata are checked at every load.
+  for (const char* section : {"onnx.model", "metadata", "plan"}) {
+    const ArtifactSection* s = (*file)->Find(section);
+    ASSERT_NE(s, nullptr) << section;
+    std::vector<char> flipped = good;
+    flipped[s->offset + s->bytes / 2] ^= 0x10;
+    WriteAll(bad, flipped);
+    auto loaded = OnnxSession::Load(bad);
+    ASSERT_FALSE(loaded.ok()) << section;
+    EXPECT_NE(loaded.status().ToString().find(section), std::string::npos) << loaded.status().ToString();
+  }
+  // A laid-out weight is checked on request (kiln inspect --verify).
+  const ArtifactSection* w = (*file)->Find("w.0");
+  ASSERT_NE(w, nullptr);
+  std::vector<char> flipped = good;
+  flipped[w->offset + 3] ^= 0x01;
+  WriteAll(bad, flipped);
+  auto opened = ArtifactFile::Open(bad);
+  ASSERT_TRUE(opened.ok());
+  Status verified = (*opened)->VerifyAll();
+  ASSERT_FALSE(verified.ok());
+  EXPECT_NE(verified.ToString().find("w.0"), std::string::npos) << verified.ToString();
+  // Truncated.
+  WriteAll(bad, std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)));
+  auto truncated = OnnxSession::Load(bad);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().ToString().find("truncated"), std::string::npos) << truncated.status().ToString();
+}
+
+TEST(OnnxArtifact, AStaleFileIsRefusedAndRebuiltOnRequest) {
+  const std::string onnx = OnnxTestModel("conv_net.onnx");
+  const std::string artifact = Compile(onnx, {}, "conv_net_stale.kiln");
+  // The same file with another kernel-layout version in its metadata.
+  const std::string stale = artifact + ".stale.kiln";
+  {
+    auto file = ArtifactFile::Open(artifact);
+    ASSERT_TRUE(file.ok());
+    ArtifactWriter writer;
+    for (const ArtifactSection& s : (*file)->sections()) {
+      if (s.name == "metadata") {
+        auto meta = nlohmann::json::parse(s.text());
+        meta["kernel_layout_version"] = meta["kernel_layout_version"].get<int>() + 1;
+        ASSERT_TRUE(writer.AddText("metadata", meta.dump()).ok());
+      } else {
+        ASSERT_TRUE(writer.Add(s.name, s.span(), s.flags).ok());
+      }
+    }
+    ASSERT_TRUE(writer.Write(stale).ok());
+  }
+  auto refused = OnnxSession::Load(stale);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("kernel-layout version"), std::string::npos)
+      << refused.status().ToString();
+  OnnxSessionOptions rebuild;
+  rebuild.recompile_if_stale = true;
+  auto rebuilt = OnnxSession::Load(stale, rebuild);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  EXPECT_EQ((*rebuilt)->options().laid_out->laid_out(), 0);
+  EXPECT_TRUE(OnnxSession::Load(stale).ok());
+}
+
+}  // namespace
+}  // namespace kiln
