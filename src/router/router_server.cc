@@ -162,11 +162,17 @@ RouterServer::RouterServer(RouterOptions options)
     : options_(std::move(options)),
       http_(std::make_unique<server::HttpListener>()),
       affinity_(options_.affinity_capacity) {
-  for (const std::string& url : options_.replicas) {
-    Expected<BackendAddress> address = ParseBackendUrl(url);
-    if (address.ok())
-      backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
-  }
+  auto add = [this](const std::vector<std::string>& urls) {
+    for (const std::string& url : urls) {
+      Expected<BackendAddress> address = ParseBackendUrl(url);
+      if (address.ok())
+        backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
+    }
+  };
+  add(options_.replicas);
+  add(options_.prefill);
+  num_prefill_ = options_.prefill.size();
+  add(options_.decode);
   std::vector<Backend*> probed;
   for (auto& b : backends_) probed.push_back(b.get());
   health_ = std::make_unique<HealthChecker>(probed, std::chrono::milliseconds(options_.health_interval_ms),
@@ -245,15 +251,15 @@ ReplicaPick RouterServer::Pick(const std::vector<uint64_t>& hashes, const std::v
   return pick;
 }
 
-void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
-                           const std::string& affinity_text) {
+void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text,
+                           std::vector<bool> excluded) {
   const Clock::time_point start = Clock::now();
   auto token = std::make_shared<RequestToken>(requests_in_flight_);
   const std::vector<uint64_t> hashes = affinity_text.empty()
                                            ? std::vector<uint64_t>()
                                            : PrefixChainHashes(affinity_text, options_.affinity_chunk_bytes);
   const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
-  std::vector<bool> tried(backends_.size(), false);
+  std::vector<bool> tried = excluded.empty() ? std::vector<bool>(backends_.size(), false) : std::move(excluded);
   std::string last_error;
   // A 503 from a backend (busy or stopping) is tried elsewhere, and passed
   // on if no other backend answers.
@@ -352,6 +358,71 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
   metrics_.CountResponse(e.http_status, SecondsSince(start));
 }
 
+void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Response& res) {
+  const Clock::time_point start = Clock::now();
+  auto token = std::make_shared<RequestToken>(requests_in_flight_);
+  const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
+  // The least loaded prefill instance that is up.
+  int chosen = -1;
+  for (size_t i = 0; i < num_prefill_; ++i) {
+    const Backend& b = *backends_[i];
+    if (!b.up()) continue;
+    if (chosen < 0 || b.in_flight() < backends_[static_cast<size_t>(chosen)]->in_flight()) {
+      chosen = static_cast<int>(i);
+    }
+  }
+  auto fail = [&](int status, std::string message, std::string body = {}, std::string type = {}) {
+    metrics_.CountDisaggregated("prefill_failed");
+    metrics_.CountResponse(status, SecondsSince(start));
+    if (!body.empty()) {
+      res.status = status;
+      res.set_content(body, type.empty() ? "application/json" : type);
+      return;
+    }
+    server::ReplyError(res, server::ApiError{status, std::move(message), "server_error", "", "prefill_failed"});
+  };
+  if (chosen < 0) return fail(503, "no prefill instance is up");
+  Backend& prefill = *backends_[static_cast<size_t>(chosen)];
+  {
+    InFlight load(prefill);
+    BackendExchange exchange(prefill, req.method, req.path, ForwardedHeaders(req), req.body);
+    while (!exchange.finished()) {
+      exchange.Wait(kPollInterval);
+      if (server::PeerClosed(client_fd)) {
+        exchange.Cancel();
+        metrics_.CountClientDisconnect();
+        metrics_.CountResponse(kClientClosedStatus, SecondsSince(start));
+        res.status = kClientClosedStatus;
+        res.set_header("Connection", "close");
+        return;
+      }
+    }
+    if (exchange.failed()) {
+      metrics_.CountAttempt(prefill.url(), "error");
+      return fail(502, fmt::format("the prefill instance {} failed: {}", prefill.url(), exchange.error()));
+    }
+    metrics_.CountAttempt(prefill.url(), std::to_string(exchange.status()));
+    const std::string body = exchange.TakeData();
+    if (exchange.status() != 200) {
+      // Its refusal (a bad request, a prompt too long) is the client's answer.
+      return fail(exchange.status(), "", body, exchange.header("Content-Type"));
+    }
+    const Json reply = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_discarded() || !reply.contains("kv_transfer")) {
+      return fail(502, fmt::format("{} answered without a KV transfer: is it running with --role prefill?",
+                                   prefill.url()));
+    }
+  }
+  metrics_.CountDisaggregated("decoded");
+  // Its decode instance: the only one, or the one paired with it.
+  const size_t num_decode = backends_.size() - num_prefill_;
+  const size_t decode = num_prefill_ + (num_decode == 1 ? 0 : static_cast<size_t>(chosen));
+  std::vector<bool> excluded(backends_.size(), true);
+  excluded[decode] = false;
+  token.reset();  // Forward counts the request itself
+  Forward(req, res, "", std::move(excluded));
+}
+
 void RouterServer::InstallRoutes() {
   server::HttpListener& http = *http_;
   const int max_connections = options_.max_concurrent_connections;
@@ -419,9 +490,11 @@ void RouterServer::InstallRoutes() {
   http.Post("/tokenize", by_load);
   http.Post("/detokenize", by_load);
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.disaggregated()) return ForwardDisaggregated(req, res);
     Forward(req, res, AffinityText(req.body, ApiKind::kCompletion));
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.disaggregated()) return ForwardDisaggregated(req, res);
     Forward(req, res, AffinityText(req.body, ApiKind::kChat));
   });
 }
