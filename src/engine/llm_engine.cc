@@ -220,6 +220,10 @@ Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
         prompt.size(), params.max_tokens, blocks_->BlocksForTokens(total), blocks_->num_blocks());
   }
 
+  if (request.kv_transfer_id != 0 && !kv_connector_) {
+    return InvalidArgument("a KV transfer needs a KV connector (serve with --role prefill)");
+  }
+
   std::shared_ptr<const TokenGrammar> grammar;
   if (params.constrained()) {
     if (!grammars_) return InvalidArgument("structured output (a grammar or JSON schema) needs a tokenizer");
@@ -231,9 +235,6 @@ Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
   if (grammar) r->seq.constraint = std::make_unique<OutputConstraint>(std::move(grammar), params.grammar_triggers);
   r->on_token = std::move(request.on_token);
   r->kv_transfer_id = request.kv_transfer_id;
-  if (r->kv_transfer_id != 0 && !kv_connector_) {
-    return InvalidArgument("a KV transfer needs a KV connector (serve with --role prefill)");
-  }
   r->seq.sampler = MakeSamplerState(params, r->seq.tokens, vocab,
                                     seed_base_ ^ (static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ull));
   r->seq.stats.arrival_time = EngineClock();
