@@ -362,15 +362,9 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
   const Clock::time_point start = Clock::now();
   auto token = std::make_shared<RequestToken>(requests_in_flight_);
   const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
-  // The least loaded prefill instance that is up.
-  int chosen = -1;
-  for (size_t i = 0; i < num_prefill_; ++i) {
-    const Backend& b = *backends_[i];
-    if (!b.up()) continue;
-    if (chosen < 0 || b.in_flight() < backends_[static_cast<size_t>(chosen)]->in_flight()) {
-      chosen = static_cast<int>(i);
-    }
-  }
+  const size_t num_decode = backends_.size() - num_prefill_;
+  // A prefill instance's decode instance: the only one, or its pair.
+  auto decode_of = [&](size_t prefill) { return num_prefill_ + (num_decode == 1 ? 0 : prefill); };
   auto fail = [&](int status, std::string message, std::string body = {}, std::string type = {}) {
     metrics_.CountDisaggregated("prefill_failed");
     metrics_.CountResponse(status, SecondsSince(start));
@@ -381,9 +375,24 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
     }
     server::ReplyError(res, server::ApiError{status, std::move(message), "server_error", "", "prefill_failed"});
   };
-  if (chosen < 0) return fail(503, "no prefill instance is up");
-  Backend& prefill = *backends_[static_cast<size_t>(chosen)];
-  {
+
+  std::vector<bool> tried(num_prefill_, false);
+  std::string last_error;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    // The least loaded prefill instance that is up, with its decode
+    // instance up, not tried yet.
+    int chosen = -1;
+    for (size_t i = 0; i < num_prefill_; ++i) {
+      const Backend& b = *backends_[i];
+      if (tried[i] || !b.up() || !backends_[decode_of(i)]->up()) continue;
+      if (chosen < 0 || b.in_flight() < backends_[static_cast<size_t>(chosen)]->in_flight()) {
+        chosen = static_cast<int>(i);
+      }
+    }
+    if (chosen < 0) break;
+    if (attempt > 0) metrics_.CountRetry();
+    tried[static_cast<size_t>(chosen)] = true;
+    Backend& prefill = *backends_[static_cast<size_t>(chosen)];
     InFlight load(prefill);
     BackendExchange exchange(prefill, req.method, req.path, ForwardedHeaders(req), req.body);
     while (!exchange.finished()) {
@@ -398,13 +407,24 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
       }
     }
     if (exchange.failed()) {
+      // Nothing has reached the client: another prefill instance may run it.
       metrics_.CountAttempt(prefill.url(), "error");
-      return fail(502, fmt::format("the prefill instance {} failed: {}", prefill.url(), exchange.error()));
+      last_error = fmt::format("the prefill instance {} failed: {}", prefill.url(), exchange.error());
+      KILN_LOG_WARN("router: {}", last_error);
+      if ((exchange.connect_failed() || !exchange.has_head()) && prefill.SetUp(false)) {
+        OnHealthChange(chosen, false);
+      }
+      continue;
     }
     metrics_.CountAttempt(prefill.url(), std::to_string(exchange.status()));
     const std::string body = exchange.TakeData();
+    if (exchange.status() == 503) {
+      last_error = fmt::format("the prefill instance {} is busy (HTTP 503)", prefill.url());
+      continue;
+    }
     if (exchange.status() != 200) {
-      // Its refusal (a bad request, a prompt too long) is the client's answer.
+      // Its refusal (a bad request, a prompt too long, a failed transfer)
+      // is the client's answer.
       return fail(exchange.status(), "", body, exchange.header("Content-Type"));
     }
     const Json reply = Json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -412,15 +432,14 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
       return fail(502, fmt::format("{} answered without a KV transfer: is it running with --role prefill?",
                                    prefill.url()));
     }
+    metrics_.CountDisaggregated("decoded");
+    std::vector<bool> excluded(backends_.size(), true);
+    excluded[decode_of(static_cast<size_t>(chosen))] = false;
+    token.reset();  // Forward counts the request itself
+    return Forward(req, res, "", std::move(excluded));
   }
-  metrics_.CountDisaggregated("decoded");
-  // Its decode instance: the only one, or the one paired with it.
-  const size_t num_decode = backends_.size() - num_prefill_;
-  const size_t decode = num_prefill_ + (num_decode == 1 ? 0 : static_cast<size_t>(chosen));
-  std::vector<bool> excluded(backends_.size(), true);
-  excluded[decode] = false;
-  token.reset();  // Forward counts the request itself
-  Forward(req, res, "", std::move(excluded));
+  if (last_error.empty()) return fail(503, "no prefill instance is up (with its decode instance)");
+  fail(502, fmt::format("no prefill instance could run the prompt; the last failure: {}", last_error));
 }
 
 void RouterServer::InstallRoutes() {
@@ -466,8 +485,14 @@ void RouterServer::InstallRoutes() {
   });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const int up = backends_up();
+    int up = backends_up();
     const int total = static_cast<int>(backends_.size());
+    if (options_.disaggregated()) {
+      // Serving needs both sides.
+      int prefill_up = 0;
+      for (size_t i = 0; i < num_prefill_; ++i) prefill_up += backends_[i]->up() ? 1 : 0;
+      if (prefill_up == 0 || prefill_up == up) up = 0;
+    }
     if (draining_) return server::ReplyJson(res, 503, {{"status", "shutting down"}});
     if (up == 0) {
       res.set_header("Retry-After", std::to_string(server::kRetryAfterSeconds));

@@ -9,6 +9,7 @@ blocks, and two instances that differ in block size refuse each other."""
 import json
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -19,6 +20,15 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_for(condition, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def url_of(server):
@@ -97,6 +107,13 @@ def test_split_equals_single_process(kv_dtype):
         assert status == 200, reply
         assert reply["kv_transfer"]["landed"] is True
         assert reply["usage"]["completion_tokens"] == 1
+
+        # Without its decode instance the router serves nothing, and says so.
+        decode.stop()
+        assert wait_for(lambda: router.request("GET", "/health")[0] == 503)
+        status, _, data = router.request("POST", "/v1/completions", {"prompt": "hello", "max_tokens": 2})
+        assert status == 503, data
+        assert json.loads(data)["error"]["code"] == "prefill_failed"
 
 
 def test_block_size_mismatch_is_refused():
