@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -26,6 +27,9 @@ namespace kiln::disagg {
 namespace {
 
 enum class Kind : uint32_t { kHello = 1, kBlock = 2, kEnd = 3, kAck = 4 };
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kReconnectInterval = std::chrono::seconds(1);
 
 constexpr size_t kFrameBytes = 12;
 // Bodies beyond this are refused as corrupt before anything is allocated.
@@ -132,6 +136,7 @@ class UcxKvConnector : public KvConnector {
     ucp_ep_h ep = nullptr;
     bool failed = false;
     bool accepted = false;  // its handshake matched
+    bool greeted = false;   // a handshake came from the peer
     Receive receive;
     bool receive_posted = false;
   };
@@ -162,6 +167,8 @@ class UcxKvConnector : public KvConnector {
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   ucp_ep_params_t EndpointParams(Connection* c);
   void Shutdown();
+  // The prefill side: an endpoint to the peer, and the handshake sent.
+  Status Connect();
 
   UcxKvConnectorOptions options_;
   ucp_context_h context_ = nullptr;
@@ -169,6 +176,9 @@ class UcxKvConnector : public KvConnector {
   ucp_listener_h listener_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  // The prefill side completed its first handshake (later losses reconnect).
+  std::atomic<bool> connected_{false};
+  Clock::time_point next_reconnect_{};
 
   // Worker thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
@@ -219,7 +229,8 @@ void UcxKvConnector::OnConnectionRequest(ucp_conn_request_h request, void* arg) 
 void UcxKvConnector::OnEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* c = static_cast<Connection*>(arg);
   c->failed = true;
-  KILN_LOG_WARN("KV connector: connection lost: {}", ucs_status_string(status));
+  // Attempts to reconnect to an absent peer fail quietly, once a second.
+  if (c->greeted) KILN_LOG_WARN("KV connector: connection lost: {}", ucs_status_string(status));
 }
 
 Status UcxKvConnector::Start() {
@@ -232,6 +243,11 @@ Status UcxKvConnector::Start() {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) return Status(StatusCode::kIoError, fmt::format("UCX: {}", ucs_status_string(status)));
+  // A decode instance restarted on its address listens again at once,
+  // beside the connections its predecessor left in TIME_WAIT.
+  if (!options_.listen.empty() && std::getenv("UCX_TCP_CM_REUSEADDR") == nullptr) {
+    (void)ucp_config_modify(config, "TCP_CM_REUSEADDR", "y");
+  }
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (status != UCS_OK) return Status(StatusCode::kIoError, fmt::format("UCX: {}", ucs_status_string(status)));
@@ -260,24 +276,7 @@ Status UcxKvConnector::Start() {
     return Status::Ok();
   }
 
-  KILN_ASSIGN_OR_RETURN(sockaddr_storage addr, ResolveAddress(options_.peer, &length));
-  auto c = std::make_unique<Connection>();
-  ucp_ep_params_t p = EndpointParams(c.get());
-  p.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  p.sockaddr.addrlen = length;
-  ucp_ep_h ep = nullptr;
-  status = ucp_ep_create(worker_, &p, &ep);
-  if (status != UCS_OK) {
-    return Status(StatusCode::kIoError,
-                  fmt::format("KV connector: cannot connect to {}: {}", options_.peer, ucs_status_string(status)));
-  }
-  c->id = 0;
-  c->ep = ep;
-  Connection* raw = c.get();
-  connections_[0] = std::move(c);
-  SendNow(*raw, Kind::kHello, SerializeIdentity(options_.identity));
+  KILN_RETURN_IF_ERROR(Connect());
   thread_ = std::thread([this] { Run(); });
 
   std::unique_lock<std::mutex> lock(mu_);
@@ -293,6 +292,30 @@ Status UcxKvConnector::Start() {
                               options_.peer, options_.connect_timeout_seconds, options_.peer));
   }
   KILN_LOG_INFO("KV connector: connected to the decode instance at {} (UCX)", options_.peer);
+  connected_.store(true);
+  return Status::Ok();
+}
+
+Status UcxKvConnector::Connect() {
+  socklen_t length = 0;
+  KILN_ASSIGN_OR_RETURN(sockaddr_storage addr, ResolveAddress(options_.peer, &length));
+  auto c = std::make_unique<Connection>();
+  ucp_ep_params_t p = EndpointParams(c.get());
+  p.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+  p.sockaddr.addrlen = length;
+  ucp_ep_h ep = nullptr;
+  const ucs_status_t status = ucp_ep_create(worker_, &p, &ep);
+  if (status != UCS_OK) {
+    return Status(StatusCode::kIoError,
+                  fmt::format("KV connector: cannot connect to {}: {}", options_.peer, ucs_status_string(status)));
+  }
+  c->id = 0;
+  c->ep = ep;
+  Connection* raw = c.get();
+  connections_[0] = std::move(c);
+  SendNow(*raw, Kind::kHello, SerializeIdentity(options_.identity));
   return Status::Ok();
 }
 
@@ -372,6 +395,7 @@ void UcxKvConnector::HandleMessage(Connection& c, Kind kind, std::vector<uint8_t
   const bool decode = !options_.listen.empty();
   switch (kind) {
     case Kind::kHello: {
+      c.greeted = true;
       auto there = DeserializeIdentity(body);
       Status same = there.ok() ? CheckSameIdentity(options_.identity, *there) : there.status();
       if (decode) {
@@ -383,9 +407,12 @@ void UcxKvConnector::HandleMessage(Connection& c, Kind kind, std::vector<uint8_t
       std::lock_guard<std::mutex> lock(mu_);
       if (same.ok()) {
         handshake_done_ = true;
+        if (!peer_error_.empty()) KILN_LOG_INFO("KV connector: reconnected to the decode instance at {}", options_.peer);
+        peer_error_.clear();
       } else {
         handshake_error_ = fmt::format("the decode instance at {} refused the handshake: {}", options_.peer,
                                        same.message());
+        if (connected_.load()) peer_error_ = handshake_error_;  // a restarted peer that differs
       }
       changed_.notify_all();
       return;
@@ -467,7 +494,8 @@ void UcxKvConnector::Run() {
         if (options_.listen.empty()) {
           std::lock_guard<std::mutex> lock(mu_);
           if (peer_error_.empty()) {
-            peer_error_ = fmt::format("the connection to the decode instance at {} is lost", options_.peer);
+            peer_error_ = fmt::format("the connection to the decode instance at {} is lost{}", options_.peer,
+                                      connected_.load() ? " (reconnecting)" : "");
           }
           changed_.notify_all();
         }
@@ -485,6 +513,13 @@ void UcxKvConnector::Run() {
         continue;
       }
       ++it;
+    }
+    // A prefill instance whose decode instance went away tries again
+    // every second, so that a restarted decode instance is taken back.
+    if (connected_.load() && connections_.empty() && Clock::now() >= next_reconnect_) {
+      next_reconnect_ = Clock::now() + kReconnectInterval;
+      Status again = Connect();
+      if (!again.ok()) KILN_LOG_WARN("{}", again.message());
     }
     // Poll hard while there is traffic; back off to a millisecond when idle
     // rather than hold a core.
