@@ -352,12 +352,13 @@ void ServeWhole(ServerState& state, CompletionJob& job, const ResponseFormatter&
   ReplyJson(res, 200, formatter.Complete(outputs, usage.usage()));
 }
 
-// Ids unique across prefill instances feeding one decode instance: random
-// high bits, a counter below.
+// Ids unique across prefill instances feeding one decode instance: a random
+// start per process, counted up from there (0 means no transfer).
 uint64_t NewKvTransferId() {
-  static const uint64_t base = (uint64_t{std::random_device{}()} << 32) | (uint64_t{std::random_device{}()} << 16);
-  static std::atomic<uint64_t> counter{1};
-  return base ^ counter.fetch_add(1);
+  static std::atomic<uint64_t> next{(uint64_t{std::random_device{}()} << 32) | std::random_device{}()};
+  uint64_t id = 0;
+  while (id == 0) id = next.fetch_add(1);
+  return id;
 }
 
 // Waits until the decode instance has every transfer's blocks, then says so
