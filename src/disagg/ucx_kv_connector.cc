@@ -279,12 +279,13 @@ Status UcxKvConnector::Start() {
   KILN_RETURN_IF_ERROR(Connect());
   thread_ = std::thread([this] { Run(); });
 
+  // The decode instance may still be loading its model: the worker thread
+  // tries again every second until it answers or the time is up.
   std::unique_lock<std::mutex> lock(mu_);
   const bool answered =
       changed_.wait_for(lock, std::chrono::duration<double>(options_.connect_timeout_seconds),
-                        [&] { return handshake_done_ || !handshake_error_.empty() || !peer_error_.empty(); });
+                        [&] { return handshake_done_ || !handshake_error_.empty(); });
   if (!handshake_error_.empty()) return InvalidArgument("{}", handshake_error_);
-  if (!peer_error_.empty()) return Status(StatusCode::kIoError, peer_error_);
   if (!answered) {
     return Status(StatusCode::kIoError,
                   fmt::format("KV connector: no handshake from the decode instance at {} within {} s "
@@ -407,7 +408,9 @@ void UcxKvConnector::HandleMessage(Connection& c, Kind kind, std::vector<uint8_t
       std::lock_guard<std::mutex> lock(mu_);
       if (same.ok()) {
         handshake_done_ = true;
-        if (!peer_error_.empty()) KILN_LOG_INFO("KV connector: reconnected to the decode instance at {}", options_.peer);
+        if (connected_.load() && !peer_error_.empty()) {
+          KILN_LOG_INFO("KV connector: reconnected to the decode instance at {}", options_.peer);
+        }
         peer_error_.clear();
       } else {
         handshake_error_ = fmt::format("the decode instance at {} refused the handshake: {}", options_.peer,
@@ -514,9 +517,10 @@ void UcxKvConnector::Run() {
       }
       ++it;
     }
-    // A prefill instance whose decode instance went away tries again
-    // every second, so that a restarted decode instance is taken back.
-    if (connected_.load() && connections_.empty() && Clock::now() >= next_reconnect_) {
+    // A prefill instance whose decode instance is not there (yet, or any
+    // more) tries again every second, so that one still loading, or
+    // restarted, is found.
+    if (!options_.peer.empty() && connections_.empty() && Clock::now() >= next_reconnect_) {
       next_reconnect_ = Clock::now() + kReconnectInterval;
       Status again = Connect();
       if (!again.ok()) KILN_LOG_WARN("{}", again.message());

@@ -20,8 +20,9 @@ struct UcxKvConnectorOptions {
   std::string listen;
   std::string peer;
   KvPeerIdentity identity;
-  // How long a prefill instance waits for its peer's handshake.
-  double connect_timeout_seconds = 10;
+  // How long a prefill instance waits at start for its peer's handshake
+  // (trying every second: the decode instance may still be loading).
+  double connect_timeout_seconds = 120;
 };
 
 // Starts the connector's thread and, for a prefill instance, connects and

@@ -116,6 +116,18 @@ def test_split_equals_single_process(kv_dtype):
         assert json.loads(data)["error"]["code"] == "prefill_failed"
 
 
+def test_prefill_instance_started_first_waits_for_its_decode_instance():
+    kv_port = free_port()
+    with KilnServer("--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}", wait_ready=False) as prefill:
+        time.sleep(1.5)  # it is trying by now
+        with KilnServer("--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}") as decode:
+            prefill.wait_until_ready()
+            status, reply = prefill.post_json("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 4})
+            assert status == 200, reply
+            assert reply["kv_transfer"]["landed"] is True
+            assert decode.metrics()["kiln_kv_transfers_completed_total"] == 1
+
+
 def test_block_size_mismatch_is_refused():
     kv_port = free_port()
     with KilnServer("--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}", "--block-size", "16"):
