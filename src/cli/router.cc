@@ -40,8 +40,13 @@ Status RunRouter(const RouterArgs& a) {
 
   router::RouterServer server(options);
   KILN_RETURN_IF_ERROR(server.Bind());
-  KILN_LOG_INFO("listening on http://{}:{}, routing to {} replicas", options.host, server.port(),
-                options.replicas.size());
+  if (options.disaggregated()) {
+    KILN_LOG_INFO("listening on http://{}:{}, prefill on {} and decode on {} instances", options.host,
+                  server.port(), options.prefill.size(), options.decode.size());
+  } else {
+    KILN_LOG_INFO("listening on http://{}:{}, routing to {} replicas", options.host, server.port(),
+                  options.replicas.size());
+  }
   {
     const double timeout = options.shutdown_timeout_seconds;
     TerminationSignalWatcher watcher([&server, timeout](const char* signal) {
@@ -64,7 +69,13 @@ void RegisterRouter(CLI::App& app) {
   router::RouterOptions& o = args->options;
   cmd->add_option("--replica", o.replicas,
                   "A `kiln serve` replica's base URL, http://host:port (give once per replica)")
-      ->required()
+      ->take_all();
+  cmd->add_option("--prefill", o.prefill,
+                  "Prefill/decode mode: a `kiln serve --role prefill` instance's base URL (give once per instance)")
+      ->take_all();
+  cmd->add_option("--decode", o.decode,
+                  "Prefill/decode mode: a `kiln serve --role decode` instance's base URL: one for every prefill "
+                  "instance, or one per --prefill, in the same order")
       ->take_all();
   cmd->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.port, "Port to listen on (0: a free one, printed at start)")

@@ -20,7 +20,12 @@
 #include "compiler/compiled_model.h"
 #include "core/byte_size.h"
 #include "core/log.h"
+#include "engine/kv_connector.h"
+#include "engine/kv_transfer.h"
 #include "engine/llm_engine.h"
+#ifdef KILN_HAVE_UCX
+#include "disagg/ucx_kv_connector.h"
+#endif
 #include "server/api_server.h"
 #include "server/server_options.h"
 
@@ -34,7 +39,49 @@ struct ServeArgs {
   bool no_access_log = false;
   uint64_t seed = 0;
   ProfileFlags profiling;
+  std::string kv_listen;
+  std::string kv_peer;
 };
+
+// Checks the prefill/decode flags before anything loads.
+Status CheckRoleFlags(const ServeArgs& a) {
+  const std::string& role = a.server.role;
+  if (role == "both") {
+    if (!a.kv_listen.empty() || !a.kv_peer.empty()) {
+      return InvalidArgument("--kv-listen and --kv-peer need --role decode or --role prefill");
+    }
+    return Status::Ok();
+  }
+#ifndef KILN_HAVE_UCX
+  return Unsupported(
+      "--role {}: this kiln was built without UCX (install libucx-dev, scripts/setup.sh, and rebuild)", role);
+#else
+  if (role == "decode" && (a.kv_listen.empty() || !a.kv_peer.empty())) {
+    return InvalidArgument("--role decode takes --kv-listen HOST:PORT (where prefill instances connect)");
+  }
+  if (role == "prefill" && (a.kv_peer.empty() || !a.kv_listen.empty())) {
+    return InvalidArgument("--role prefill takes --kv-peer HOST:PORT (the decode instance's --kv-listen)");
+  }
+  return Status::Ok();
+#endif
+}
+
+// Gives a prefill or decode instance's engine its connector, after the
+// handshake with the peer (a prefill instance's start fails when the
+// decode instance runs another model, block size or KV dtype).
+Status AttachKvConnector(const ServeArgs& a, const EngineOptions& engine_options, LLMEngine& engine) {
+#ifdef KILN_HAVE_UCX
+  KILN_ASSIGN_OR_RETURN(std::string model_hash, ModelIdentityHash(engine_options));
+  disagg::UcxKvConnectorOptions o;
+  o.listen = a.kv_listen;
+  o.peer = a.kv_peer;
+  o.identity = engine.KvIdentity(std::move(model_hash));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvConnector> connector, disagg::CreateUcxKvConnector(o));
+  return engine.AttachKvConnector(std::move(connector), a.server.kv_transfer_timeout_seconds);
+#else
+  return Unsupported("--role {}: this kiln was built without UCX", a.server.role);
+#endif
+}
 
 // Each open connection holds a descriptor; the usual soft limit of 1024
 // would refuse connections long before --max-concurrent-connections.
@@ -60,6 +107,7 @@ Status RunServe(const ServeArgs& a) {
     return InvalidArgument("no model: give -m PATH (a Hugging Face folder or a .gguf file)");
   }
   if (a.seed != 0) engine_options.seed = a.seed;
+  KILN_RETURN_IF_ERROR(CheckRoleFlags(a));
   server::ServerOptions options = a.server;
   Expected<ByteSize> max_body_size = ParseByteSize(a.max_body_size);
   if (!max_body_size.ok()) {
@@ -101,6 +149,15 @@ Status RunServe(const ServeArgs& a) {
         KILN_LOG_ERROR("cannot load the model: {}", load_status.ToString());
         api.Shutdown(0);
         return;
+      }
+      if (options.role != "both") {
+        Status attached = AttachKvConnector(a, engine_options, **engine);
+        if (!attached.ok()) {
+          load_status = attached;
+          KILN_LOG_ERROR("--role {}: {}", options.role, load_status.ToString());
+          api.Shutdown(0);
+          return;
+        }
       }
       threads = (*engine)->compiled_model().report().threads;
       arithmetic = bench::DescribeModel((*engine)->compiled_model(), engine_options.kv_cache_dtype).arithmetic;
@@ -154,6 +211,21 @@ void RegisterServe(CLI::App& app) {
       ->group(group);
   cmd->add_flag("--no-access-log", a.no_access_log, "Do not log a line per request")->group(group);
   cmd->add_option("--seed", a.seed, "Seeds the requests that give no seed (0: random at start)")->group(group);
+  const std::string pd = "Prefill/decode disaggregation";
+  cmd->add_option("--role", o.role,
+                  "prefill: run prompts and send their KV blocks to the decode instance (--kv-peer); decode: "
+                  "take KV blocks from prefill instances (--kv-listen) into the prefix cache; both: neither")
+      ->capture_default_str()
+      ->group(pd);
+  cmd->add_option("--kv-listen", a.kv_listen, "With --role decode: HOST:PORT where prefill instances connect (UCX)")
+      ->group(pd);
+  cmd->add_option("--kv-peer", a.kv_peer, "With --role prefill: the decode instance's --kv-listen HOST:PORT")
+      ->group(pd);
+  cmd->add_option("--kv-transfer-timeout", o.kv_transfer_timeout_seconds,
+                  "Seconds a decode instance holds the blocks of a transfer that stopped arriving before freeing "
+                  "them; and a prefill instance waits for its blocks to be acknowledged")
+      ->capture_default_str()
+      ->group(pd);
   AddProfileFlags(cmd, &a.profiling);
   cmd->callback([args]() {
     Status s = RunServe(*args);

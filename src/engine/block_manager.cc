@@ -10,17 +10,13 @@
 namespace kiln {
 namespace {
 
-// The parent of a sequence's first block: any fixed value works, as the
-// hash only has to agree with itself within one process.
-constexpr uint64_t kRootHash = 0x6b696c6e2d6b7621ull;
+}  // namespace
 
 // A block's hash covers its parent's hash (as the seed) and its token ids,
 // so equal hashes mean, barring collisions, equal whole prefixes.
-uint64_t ChainHash(uint64_t parent, std::span<const int32_t> tokens) {
+uint64_t BlockManager::ChainHash(uint64_t parent, std::span<const int32_t> tokens) {
   return XXH64(tokens.data(), tokens.size_bytes(), parent);
 }
-
-}  // namespace
 
 BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
     : block_size_(block_size),
@@ -143,6 +139,32 @@ void BlockManager::Free(Sequence& seq) {
   }
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
+}
+
+BlockManager::AdoptedBlock BlockManager::AdoptTransferredBlock(uint64_t hash, std::span<const int32_t> tokens) {
+  assert(static_cast<int32_t>(tokens.size()) == block_size_);
+  AdoptedBlock adopted;
+  if (!prefix_caching_) return adopted;
+  if (cached_.count(hash) != 0) {
+    adopted.already_cached = true;
+    return adopted;
+  }
+  if (num_free_ == 0) return adopted;
+  const int32_t id = PopFreeBlock();
+  Block& block = blocks_[static_cast<size_t>(id)];
+  block.ref_count = 1;
+  block.has_hash = true;
+  block.hash = hash;
+  block.tokens.assign(tokens.begin(), tokens.end());
+  cached_.emplace(hash, id);
+  adopted.id = id;
+  return adopted;
+}
+
+void BlockManager::ReleaseTransferredBlock(int32_t id) {
+  Block& block = blocks_[static_cast<size_t>(id)];
+  assert(block.ref_count > 0);
+  if (--block.ref_count == 0) PushFree(id, /*to_front=*/false);
 }
 
 int32_t BlockManager::PopFreeBlock() {

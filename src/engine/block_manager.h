@@ -71,6 +71,27 @@ class BlockManager {
   // table; blocks nobody holds go back to the free queue.
   void Free(Sequence& seq);
 
+  // The prefix cache's hash of a full block of `tokens` after the block
+  // hashed `parent` (kRootHash for a sequence's first block): the same in
+  // every process, so that another instance's blocks can be filed here.
+  static constexpr uint64_t kRootHash = 0x6b696c6e2d6b7621ull;
+  static uint64_t ChainHash(uint64_t parent, std::span<const int32_t> tokens);
+
+  // Files a block computed by another instance under `hash` (of `tokens`):
+  // takes a free block, holds one reference to it (the caller writes its
+  // keys and values, then calls ReleaseTransferredBlock) and enters it in
+  // the prefix cache. already_cached when the hash is there already
+  // (nothing taken); id -1 when prefix caching is off or no block is free.
+  // REQUIRES: tokens.size() == block_size.
+  struct AdoptedBlock {
+    int32_t id = -1;
+    bool already_cached = false;
+  };
+  AdoptedBlock AdoptTransferredBlock(uint64_t hash, std::span<const int32_t> tokens);
+  // Drops AdoptTransferredBlock's reference: the block is an ordinary
+  // prefix-cache entry, evictable once no sequence holds it.
+  void ReleaseTransferredBlock(int32_t id);
+
   // Checks the bookkeeping against the sequences that hold blocks: each
   // block's reference count equals the number of block tables naming it, a
   // block is in the free queue exactly when no one holds it, the free queue

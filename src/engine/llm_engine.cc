@@ -16,6 +16,9 @@
 #include "engine/draft_model_proposer.h"
 #include "engine/draft_proposer.h"
 #include "engine/grammar_compiler.h"
+#include "engine/kv_block_copy.h"
+#include "engine/kv_connector.h"
+#include "engine/kv_transfer_receiver.h"
 #include "engine/model_runner.h"
 #include "engine/model_session.h"
 #include "engine/ngram_proposer.h"
@@ -39,6 +42,8 @@ struct LLMEngine::Request {
   TokenCallback on_token;
   std::optional<StreamingDecoder> decoder;  // absent without a tokenizer
   StopStringFilter stop_filter;
+  uint64_t kv_transfer_id = 0;  // non-zero: its prompt blocks go to the KV connector
+  int32_t kv_blocks_sent = 0;   // the first this many have gone
 };
 
 double EngineClock() {
@@ -215,6 +220,10 @@ Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
         prompt.size(), params.max_tokens, blocks_->BlocksForTokens(total), blocks_->num_blocks());
   }
 
+  if (request.kv_transfer_id != 0 && !kv_connector_) {
+    return InvalidArgument("a KV transfer needs a KV connector (serve with --role prefill)");
+  }
+
   std::shared_ptr<const TokenGrammar> grammar;
   if (params.constrained()) {
     if (!grammars_) return InvalidArgument("structured output (a grammar or JSON schema) needs a tokenizer");
@@ -225,6 +234,7 @@ Expected<RequestId> LLMEngine::AddRequest(GenerationRequest request) {
   auto r = std::make_unique<Request>(id, std::move(prompt), params);
   if (grammar) r->seq.constraint = std::make_unique<OutputConstraint>(std::move(grammar), params.grammar_triggers);
   r->on_token = std::move(request.on_token);
+  r->kv_transfer_id = request.kv_transfer_id;
   r->seq.sampler = MakeSamplerState(params, r->seq.tokens, vocab,
                                     seed_base_ ^ (static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ull));
   r->seq.stats.arrival_time = EngineClock();
@@ -321,6 +331,7 @@ void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
 }
 
 Status LLMEngine::Step() {
+  if (kv_connector_) ReceiveKv();
   DrainPending();
   if (!scheduler_->HasUnfinished()) {
     UpdateCounters(nullptr);  // aborts may have freed blocks
@@ -390,6 +401,9 @@ Status LLMEngine::Step() {
   {
     ProfileScope span("handle tokens", "engine");
     scheduler_->OnBatchComputed(batch);
+    // Before the samples are handled: a request that finishes now frees
+    // its blocks, which the next pass may overwrite.
+    if (kv_connector_) tally.kv_blocks_sent = SendKv(batch);
     const double now = EngineClock();
     for (size_t i = 0; i < batch.seqs.size(); ++i) {
       const std::vector<SampleResult>& tokens = (*drawn)[i];
@@ -499,6 +513,9 @@ void LLMEngine::FinishRequest(Request& r, FinishReason reason, TokenEvent event,
   event.finished = true;
   event.stats = &seq.stats;
   if (ProfilingEnabled()) RecordRequestSpans(seq);
+  if (r.kv_transfer_id != 0 && kv_connector_) {
+    kv_connector_->EndTransfer({.transfer_id = r.kv_transfer_id, .num_blocks = r.kv_blocks_sent});
+  }
   TokenCallback callback = std::move(r.on_token);
   RequestId id = seq.id;
   if (callback) callback(event);
@@ -530,6 +547,7 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.spec_draft_tokens += step->draft_tokens;
   c.spec_accepted_tokens += step->draft_tokens - step->rejected_draft_tokens;
   c.generation_tokens += step->sampled;
+  c.kv_blocks_sent += step->kv_blocks_sent;
   c.spec_draft_seconds += step->draft_seconds;
   c.spec_catch_up_seconds += step->catch_up_seconds;
   if (cost_meter_) {
@@ -543,6 +561,92 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
         pass_seconds * static_cast<double>(step->prefill_tokens) / static_cast<double>(tokens);
     c.decode_seconds += pass_seconds * static_cast<double>(step->decode_tokens) / static_cast<double>(tokens);
   }
+}
+
+KvPeerIdentity LLMEngine::KvIdentity(std::string model_hash) const {
+  const KvCacheLayout& layout = session_->kv_cache().layout();
+  KvPeerIdentity id;
+  id.model_hash = std::move(model_hash);
+  id.block_size = options_.block_size;
+  id.kv_dtype = layout.dtype;
+  id.num_layers = layout.num_layers;
+  id.num_kv_heads = layout.num_kv_heads;
+  id.head_dim = layout.head_dim;
+  return id;
+}
+
+Status LLMEngine::AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds) {
+  if (!options_.enable_prefix_caching) {
+    return InvalidArgument("a KV transfer between instances needs prefix caching (drop --no-prefix-caching)");
+  }
+  if (options_.backend != "cpu") {
+    return Unsupported("KV transfers between instances: the KV cache of backend {} is outside host memory",
+                       options_.backend);
+  }
+  if (transfer_timeout_seconds <= 0) return InvalidArgument("the KV transfer time-out must be positive");
+  kv_connector_ = std::move(connector);
+  kv_receiver_ = std::make_unique<KvTransferReceiver>(*blocks_, session_->kv_cache(), transfer_timeout_seconds);
+  return Status::Ok();
+}
+
+bool LLMEngine::HasOpenKvTransfers() const { return kv_receiver_ && kv_receiver_->num_open_transfers() > 0; }
+
+void LLMEngine::ReceiveKv() {
+  KvLanded landed = kv_connector_->TakeLanded();
+  const double now = EngineClock();
+  int64_t received = 0, completed = 0;
+  for (const KvBlockPayload& block : landed.blocks) {
+    const int64_t before = kv_receiver_->blocks_installed();
+    Status status = kv_receiver_->Install(block, now);
+    if (!status.ok()) KILN_LOG_WARN("{}", status.ToString());
+    received += kv_receiver_->blocks_installed() - before;
+  }
+  for (const KvTransferEnd& end : landed.ends) {
+    const bool ok = kv_receiver_->End(end);
+    if (!ok) KILN_LOG_WARN("KV transfer {:#x} ended incomplete ({} blocks sent)", end.transfer_id, end.num_blocks);
+    completed += ok ? 1 : 0;
+    kv_connector_->Acknowledge(end.transfer_id, ok);
+  }
+  const std::vector<uint64_t> expired = kv_receiver_->Expire(now);
+  for (uint64_t id : expired) {
+    KILN_LOG_WARN("KV transfer {:#x}: nothing arrived for the time-out; its blocks are freed", id);
+  }
+  if (received == 0 && completed == 0 && expired.empty()) return;
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_.kv_blocks_received += received;
+  counters_.kv_transfers_completed += completed;
+  counters_.kv_transfers_expired += static_cast<int64_t>(expired.size());
+  counters_.kv_blocks_used = blocks_->num_used_blocks();
+}
+
+int64_t LLMEngine::SendKv(const ScheduledBatch& batch) {
+  int64_t sent = 0;
+  const int32_t block_size = options_.block_size;
+  for (const ScheduledSequence& s : batch.seqs) {
+    Request& r = *requests_.at(s.seq->id);
+    if (r.kv_transfer_id == 0) continue;
+    const Sequence& seq = r.seq;
+    // Full blocks of the prompt whose keys and values are computed (and
+    // hashed: the scheduler offered them to the prefix cache).
+    const int32_t full = std::min({seq.num_computed_tokens / block_size, seq.num_prompt_tokens / block_size,
+                                   static_cast<int32_t>(seq.block_table.size()),
+                                   static_cast<int32_t>(seq.block_hashes.size())});
+    for (int32_t i = r.kv_blocks_sent; i < full; ++i) {
+      const auto at = static_cast<size_t>(i);
+      KvBlockPayload block;
+      block.transfer_id = r.kv_transfer_id;
+      block.block_index = i;
+      block.parent_hash = i == 0 ? BlockManager::kRootHash : seq.block_hashes[at - 1];
+      block.hash = seq.block_hashes[at];
+      block.tokens.assign(seq.tokens.begin() + static_cast<std::ptrdiff_t>(at) * block_size,
+                          seq.tokens.begin() + static_cast<std::ptrdiff_t>(at + 1) * block_size);
+      block.data = ReadKvBlock(session_->kv_cache(), seq.block_table[at]);
+      kv_connector_->Send(std::move(block));
+      ++sent;
+    }
+    r.kv_blocks_sent = std::max(r.kv_blocks_sent, full);
+  }
+  return sent;
 }
 
 EngineCounters LLMEngine::Counters() const {

@@ -15,6 +15,7 @@
 #include "engine/draft_length.h"
 #include "engine/engine_options.h"
 #include "engine/generation_config.h"
+#include "engine/kv_transfer.h"
 #include "engine/model_loader.h"
 #include "engine/request.h"
 
@@ -24,9 +25,12 @@ class BlockManager;
 class CompiledModel;
 class DraftProposer;
 class GrammarCompiler;
+class KvConnector;
+class KvTransferReceiver;
 class ModelRunner;
 class ModelSession;
 class Scheduler;
+struct ScheduledBatch;
 class SpecCostMeter;
 class TensorDumper;
 class Tokenizer;
@@ -69,6 +73,14 @@ struct EngineCounters {
   // (drafts verified are decode tokens).
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  // Prefill/decode disaggregation: KV blocks handed to the connector, and
+  // (on a decode instance) blocks that landed and were filed in the prefix
+  // cache, transfers that ended complete, and those whose blocks were freed
+  // after the time-out.
+  int64_t kv_blocks_sent = 0;
+  int64_t kv_blocks_received = 0;
+  int64_t kv_transfers_completed = 0;
+  int64_t kv_transfers_expired = 0;
 };
 
 // Seconds on the steady clock, the time base of RequestStats.
@@ -123,6 +135,24 @@ class LLMEngine {
   // Thread-safe.
   EngineCounters Counters() const;
 
+  // Prefill/decode disaggregation. What a peer must match for this
+  // engine's KV blocks to mean the same there; `model_hash` from
+  // ModelIdentityHash.
+  KvPeerIdentity KvIdentity(std::string model_hash) const;
+  // Gives the engine a KV connector: requests with a kv_transfer_id send
+  // their blocks through it, and blocks that land are filed in the prefix
+  // cache at the start of each Step(); transfers quiet for
+  // `transfer_timeout_seconds` have their blocks freed. Errors when the
+  // engine cannot take part (prefix caching off, a cache outside host
+  // memory). REQUIRES: called before the first Step().
+  Status AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds);
+  // Null without one.
+  KvConnector* kv_connector() const { return kv_connector_.get(); }
+  // Transfers with blocks held, waiting for their end or the time-out:
+  // while there are some, Step() should run now and then even when idle.
+  // Engine thread only.
+  bool HasOpenKvTransfers() const;
+
   const ModelConfig& model_config() const;
   // Null for generated weights without a tokenizer.
   const Tokenizer* tokenizer() const { return model_.tokenizer.get(); }
@@ -142,6 +172,12 @@ class LLMEngine {
   Status Init();
   // Moves requests and aborts queued by other threads into the scheduler.
   void DrainPending();
+  // Files the blocks and transfer ends that landed at the connector, and
+  // expires quiet transfers.
+  void ReceiveKv();
+  // Hands the connector the newly completed prompt blocks of the batch's
+  // requests that have a transfer id; returns how many.
+  int64_t SendKv(const ScheduledBatch& batch);
   // Sets the drafts of the running sequences that speculate this step
   // (those decoding their next token, unless the batch is past
   // spec_max_batch or the cost meter wants a plain pass timed), each as
@@ -164,6 +200,7 @@ class LLMEngine {
     double seconds = 0;
     double draft_seconds = 0;     // of `seconds`, proposing drafts
     double catch_up_seconds = 0;  // of `draft_seconds`, a draft model catching up
+    int64_t kv_blocks_sent = 0;
   };
   // Refreshes the gauges (running, waiting, blocks) and adds `step`, when
   // a pass ran, to the totals.
@@ -181,6 +218,8 @@ class LLMEngine {
   std::unique_ptr<SpecCostMeter> cost_meter_;
   std::unique_ptr<TensorDumper> dumper_;
   std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
+  std::unique_ptr<KvConnector> kv_connector_;
+  std::unique_ptr<KvTransferReceiver> kv_receiver_;  // with kv_connector_
   std::vector<int32_t> eos_ids_;
   std::unordered_set<int32_t> eos_set_;
   uint64_t seed_base_ = 0;

@@ -71,6 +71,10 @@ struct GenerationRequest {
   bool add_special_tokens = true;   // for a text prompt: BOS where the tokenizer adds it
   SamplingParams params;
   TokenCallback on_token;  // optional
+  // Non-zero on a prefill instance: the prompt's full KV blocks go to the
+  // engine's KV connector under this id as passes complete them, and the
+  // transfer ends when the request does (kv_connector.h).
+  uint64_t kv_transfer_id = 0;
 };
 
 struct GenerationResult {

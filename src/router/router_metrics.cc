@@ -53,6 +53,11 @@ void RouterMetrics::CountStreamError() {
   stream_errors_ += 1;
 }
 
+void RouterMetrics::CountDisaggregated(const std::string& outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  disaggregated_[outcome] += 1;
+}
+
 void RouterMetrics::CountBackendDown(const std::string& backend_url) {
   std::lock_guard<std::mutex> lock(mu_);
   down_transitions_[backend_url] += 1;
@@ -87,6 +92,14 @@ std::string RouterMetrics::Render(const std::vector<const Backend*>& backends) c
   out += Header("kiln_router_stream_errors_total", "counter",
                 "Streams ended with an error event because their backend failed after the first byte.");
   out += fmt::format("kiln_router_stream_errors_total {}\n", stream_errors_);
+  out += Header("kiln_router_pd_requests_total", "counter",
+                "Prefill/decode requests by outcome: decoded (the KV landed; the decode instance was asked), "
+                "prefill_failed.");
+  for (const char* outcome : {"decoded", "prefill_failed"}) {
+    auto it = disaggregated_.find(outcome);
+    out += fmt::format("kiln_router_pd_requests_total{{outcome=\"{}\"}} {}\n", outcome,
+                       it == disaggregated_.end() ? 0 : it->second);
+  }
   out += Header("kiln_router_backend_down_total", "counter", "Times each backend was taken out of rotation.");
   for (const Backend* b : backends) {
     auto it = down_transitions_.find(b->url());

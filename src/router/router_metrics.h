@@ -32,6 +32,9 @@ class RouterMetrics {
   void CountClientDisconnect();
   void CountStreamError();
   void CountBackendDown(const std::string& backend_url);
+  // Prefill/decode mode: a request's outcome ("decoded": its prefill
+  // landed and the decode instance was asked; "prefill_failed").
+  void CountDisaggregated(const std::string& outcome);
 
   std::string Render(const std::vector<const Backend*>& backends) const;
 
@@ -40,6 +43,7 @@ class RouterMetrics {
   std::map<int, int64_t> responses_by_status_;
   std::map<std::pair<std::string, std::string>, int64_t> attempts_;
   std::map<std::string, int64_t> down_transitions_;
+  std::map<std::string, int64_t> disaggregated_;
   int64_t retries_ = 0;
   int64_t affinity_picks_ = 0;
   int64_t load_balanced_picks_ = 0;

@@ -38,14 +38,30 @@ Expected<BackendAddress> ParseBackendUrl(const std::string& url) {
 }
 
 Status RouterOptions::Validate() const {
-  if (replicas.empty()) return InvalidArgument("no backends: give --replica URL at least once");
-  std::vector<std::string> seen;
-  for (const std::string& url : replicas) {
-    KILN_ASSIGN_OR_RETURN(BackendAddress address, ParseBackendUrl(url));
-    for (const std::string& other : seen) {
-      if (other == address.url) return InvalidArgument("--replica {} is given twice", address.url);
+  if (!prefill.empty() || !decode.empty()) {
+    if (!replicas.empty()) return InvalidArgument("give either --replica or --prefill with --decode, not both");
+    if (prefill.empty() || decode.empty()) {
+      return InvalidArgument("prefill/decode mode needs both --prefill URL and --decode URL");
     }
-    seen.push_back(address.url);
+    if (decode.size() != 1 && decode.size() != prefill.size()) {
+      return InvalidArgument(
+          "{} --prefill and {} --decode instances: give one --decode (it takes every prefill instance's KV), "
+          "or one per --prefill (the i-th prefill instance sends to the i-th decode instance)",
+          prefill.size(), decode.size());
+    }
+  } else if (replicas.empty()) {
+    return InvalidArgument("no backends: give --replica URL at least once (or --prefill and --decode)");
+  }
+  std::vector<std::string> seen;
+  for (const auto* list : {&replicas, &prefill, &decode}) {
+    const char* flag = list == &replicas ? "--replica" : list == &prefill ? "--prefill" : "--decode";
+    for (const std::string& url : *list) {
+      KILN_ASSIGN_OR_RETURN(BackendAddress address, ParseBackendUrl(url));
+      for (const std::string& other : seen) {
+        if (other == address.url) return InvalidArgument("{} {} is given twice", flag, address.url);
+      }
+      seen.push_back(address.url);
+    }
   }
   if (port < 0 || port > 65535) return InvalidArgument("--port {} is not a port (0-65535)", port);
   if (health_interval_ms < 10)

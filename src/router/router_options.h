@@ -15,6 +15,14 @@ struct RouterOptions {
   int port = 8000;
   // The base URLs of the `kiln serve` replicas ("http://host:port").
   std::vector<std::string> replicas;
+  // Prefill/decode mode instead of replicas: `kiln serve --role prefill`
+  // and `--role decode` instances. A request runs its prompt on a prefill
+  // instance, which sends its KV blocks to its decode instance, and is then
+  // answered by that decode instance. One decode instance takes every
+  // prefill instance's blocks, or the i-th prefill instance sends to the
+  // i-th decode instance (as their --kv-peer says).
+  std::vector<std::string> prefill;
+  std::vector<std::string> decode;
   // How often each backend's /health is probed.
   int health_interval_ms = 1000;
   // Prompt text is hashed in chunks of this many bytes for prefix affinity.
@@ -34,6 +42,8 @@ struct RouterOptions {
   size_t max_body_size = size_t{16} << 20;
   // On SIGTERM, how long requests in flight may take to finish.
   double shutdown_timeout_seconds = 30;
+
+  bool disaggregated() const { return !prefill.empty(); }
 
   // Checks ranges and URLs; the message names the flag.
   Status Validate() const;

@@ -162,11 +162,17 @@ RouterServer::RouterServer(RouterOptions options)
     : options_(std::move(options)),
       http_(std::make_unique<server::HttpListener>()),
       affinity_(options_.affinity_capacity) {
-  for (const std::string& url : options_.replicas) {
-    Expected<BackendAddress> address = ParseBackendUrl(url);
-    if (address.ok())
-      backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
-  }
+  auto add = [this](const std::vector<std::string>& urls) {
+    for (const std::string& url : urls) {
+      Expected<BackendAddress> address = ParseBackendUrl(url);
+      if (address.ok())
+        backends_.push_back(std::make_unique<Backend>(*address, options_.backend_timeout_seconds));
+    }
+  };
+  add(options_.replicas);
+  add(options_.prefill);
+  num_prefill_ = options_.prefill.size();
+  add(options_.decode);
   std::vector<Backend*> probed;
   for (auto& b : backends_) probed.push_back(b.get());
   health_ = std::make_unique<HealthChecker>(probed, std::chrono::milliseconds(options_.health_interval_ms),
@@ -245,15 +251,15 @@ ReplicaPick RouterServer::Pick(const std::vector<uint64_t>& hashes, const std::v
   return pick;
 }
 
-void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
-                           const std::string& affinity_text) {
+void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text,
+                           std::vector<bool> excluded) {
   const Clock::time_point start = Clock::now();
   auto token = std::make_shared<RequestToken>(requests_in_flight_);
   const std::vector<uint64_t> hashes = affinity_text.empty()
                                            ? std::vector<uint64_t>()
                                            : PrefixChainHashes(affinity_text, options_.affinity_chunk_bytes);
   const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
-  std::vector<bool> tried(backends_.size(), false);
+  std::vector<bool> tried = excluded.empty() ? std::vector<bool>(backends_.size(), false) : std::move(excluded);
   std::string last_error;
   // A 503 from a backend (busy or stopping) is tried elsewhere, and passed
   // on if no other backend answers.
@@ -352,6 +358,90 @@ void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
   metrics_.CountResponse(e.http_status, SecondsSince(start));
 }
 
+void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Response& res) {
+  const Clock::time_point start = Clock::now();
+  auto token = std::make_shared<RequestToken>(requests_in_flight_);
+  const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
+  const size_t num_decode = backends_.size() - num_prefill_;
+  // A prefill instance's decode instance: the only one, or its pair.
+  auto decode_of = [&](size_t prefill) { return num_prefill_ + (num_decode == 1 ? 0 : prefill); };
+  auto fail = [&](int status, std::string message, std::string body = {}, std::string type = {}) {
+    metrics_.CountDisaggregated("prefill_failed");
+    metrics_.CountResponse(status, SecondsSince(start));
+    if (!body.empty()) {
+      res.status = status;
+      res.set_content(body, type.empty() ? "application/json" : type);
+      return;
+    }
+    server::ReplyError(res, server::ApiError{status, std::move(message), "server_error", "", "prefill_failed"});
+  };
+
+  std::vector<bool> tried(num_prefill_, false);
+  std::string last_error;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    // The least loaded prefill instance that is up, with its decode
+    // instance up, not tried yet.
+    int chosen = -1;
+    for (size_t i = 0; i < num_prefill_; ++i) {
+      const Backend& b = *backends_[i];
+      if (tried[i] || !b.up() || !backends_[decode_of(i)]->up()) continue;
+      if (chosen < 0 || b.in_flight() < backends_[static_cast<size_t>(chosen)]->in_flight()) {
+        chosen = static_cast<int>(i);
+      }
+    }
+    if (chosen < 0) break;
+    if (attempt > 0) metrics_.CountRetry();
+    tried[static_cast<size_t>(chosen)] = true;
+    Backend& prefill = *backends_[static_cast<size_t>(chosen)];
+    InFlight load(prefill);
+    BackendExchange exchange(prefill, req.method, req.path, ForwardedHeaders(req), req.body);
+    while (!exchange.finished()) {
+      exchange.Wait(kPollInterval);
+      if (server::PeerClosed(client_fd)) {
+        exchange.Cancel();
+        metrics_.CountClientDisconnect();
+        metrics_.CountResponse(kClientClosedStatus, SecondsSince(start));
+        res.status = kClientClosedStatus;
+        res.set_header("Connection", "close");
+        return;
+      }
+    }
+    if (exchange.failed()) {
+      // Nothing has reached the client: another prefill instance may run it.
+      metrics_.CountAttempt(prefill.url(), "error");
+      last_error = fmt::format("the prefill instance {} failed: {}", prefill.url(), exchange.error());
+      KILN_LOG_WARN("router: {}", last_error);
+      if ((exchange.connect_failed() || !exchange.has_head()) && prefill.SetUp(false)) {
+        OnHealthChange(chosen, false);
+      }
+      continue;
+    }
+    metrics_.CountAttempt(prefill.url(), std::to_string(exchange.status()));
+    const std::string body = exchange.TakeData();
+    if (exchange.status() == 503) {
+      last_error = fmt::format("the prefill instance {} is busy (HTTP 503)", prefill.url());
+      continue;
+    }
+    if (exchange.status() != 200) {
+      // Its refusal (a bad request, a prompt too long, a failed transfer)
+      // is the client's answer.
+      return fail(exchange.status(), "", body, exchange.header("Content-Type"));
+    }
+    const Json reply = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_discarded() || !reply.contains("kv_transfer")) {
+      return fail(502, fmt::format("{} answered without a KV transfer: is it running with --role prefill?",
+                                   prefill.url()));
+    }
+    metrics_.CountDisaggregated("decoded");
+    std::vector<bool> excluded(backends_.size(), true);
+    excluded[decode_of(static_cast<size_t>(chosen))] = false;
+    token.reset();  // Forward counts the request itself
+    return Forward(req, res, "", std::move(excluded));
+  }
+  if (last_error.empty()) return fail(503, "no prefill instance is up (with its decode instance)");
+  fail(502, fmt::format("no prefill instance could run the prompt; the last failure: {}", last_error));
+}
+
 void RouterServer::InstallRoutes() {
   server::HttpListener& http = *http_;
   const int max_connections = options_.max_concurrent_connections;
@@ -395,8 +485,14 @@ void RouterServer::InstallRoutes() {
   });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const int up = backends_up();
+    int up = backends_up();
     const int total = static_cast<int>(backends_.size());
+    if (options_.disaggregated()) {
+      // Serving needs both sides.
+      int prefill_up = 0;
+      for (size_t i = 0; i < num_prefill_; ++i) prefill_up += backends_[i]->up() ? 1 : 0;
+      if (prefill_up == 0 || prefill_up == up) up = 0;
+    }
     if (draining_) return server::ReplyJson(res, 503, {{"status", "shutting down"}});
     if (up == 0) {
       res.set_header("Retry-After", std::to_string(server::kRetryAfterSeconds));
@@ -419,9 +515,11 @@ void RouterServer::InstallRoutes() {
   http.Post("/tokenize", by_load);
   http.Post("/detokenize", by_load);
   http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.disaggregated()) return ForwardDisaggregated(req, res);
     Forward(req, res, AffinityText(req.body, ApiKind::kCompletion));
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.disaggregated()) return ForwardDisaggregated(req, res);
     Forward(req, res, AffinityText(req.body, ApiKind::kChat));
   });
 }

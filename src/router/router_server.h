@@ -67,14 +67,23 @@ class RouterServer {
   void InstallRoutes();
   // Forwards one request, picking (and on failure re-picking) a backend.
   // `affinity_text` empty: by load alone.
-  void Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text);
+  // `excluded`: backends not to pick (empty: none).
+  void Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text,
+               std::vector<bool> excluded = {});
+  // Prefill/decode mode: runs the prompt on the least loaded prefill
+  // instance, waits until it says its KV blocks landed at its decode
+  // instance, then forwards the request to that decode instance.
+  void ForwardDisaggregated(const httplib::Request& req, httplib::Response& res);
   // Picks a backend for a request with these prefix hashes, not one of
   // `tried`; records the prefix as that backend's.
   ReplicaPick Pick(const std::vector<uint64_t>& hashes, const std::vector<bool>& tried);
   void OnHealthChange(int index, bool up);
 
   const RouterOptions options_;
+  // The replicas; in prefill/decode mode the prefill instances, then the
+  // decode instances.
   std::vector<std::unique_ptr<Backend>> backends_;
+  size_t num_prefill_ = 0;
   std::unique_ptr<server::HttpListener> http_;
   std::unique_ptr<HealthChecker> health_;
   RouterMetrics metrics_;

@@ -2,12 +2,14 @@
 #include "server/completion_endpoint.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <random>
 
 #include <fmt/format.h>
 
+#include "engine/kv_connector.h"
 #include "format/model_config.h"
 #include "server/access_log.h"
 #include "server/chat_output_parser.h"
@@ -350,6 +352,32 @@ void ServeWhole(ServerState& state, CompletionJob& job, const ResponseFormatter&
   ReplyJson(res, 200, formatter.Complete(outputs, usage.usage()));
 }
 
+// Ids unique across prefill instances feeding one decode instance: a random
+// start per process, counted up from there (0 means no transfer).
+uint64_t NewKvTransferId() {
+  static std::atomic<uint64_t> next{(uint64_t{std::random_device{}()} << 32) | std::random_device{}()};
+  uint64_t id = 0;
+  while (id == 0) id = next.fetch_add(1);
+  return id;
+}
+
+// Waits until the decode instance has every transfer's blocks, then says so
+// in the answer ("kv_transfer": {"landed": true}); else answers 502.
+void AwaitKvLanded(ServerState& state, KvConnector& connector, const std::vector<uint64_t>& transfers,
+                   httplib::Response& res) {
+  for (uint64_t id : transfers) {
+    Status landed = connector.WaitAcknowledged(id, state.options().kv_transfer_timeout_seconds);
+    if (!landed.ok()) {
+      return ReplyError(res, ApiError{502, fmt::format("KV transfer to the decode instance: {}", landed.message()),
+                                      "server_error", "", "kv_transfer_failed"});
+    }
+  }
+  nlohmann::ordered_json reply = nlohmann::ordered_json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  if (reply.is_discarded()) return;
+  reply["kv_transfer"] = {{"landed", true}, {"transfers", transfers.size()}};
+  ReplyJson(res, 200, reply);
+}
+
 }  // namespace
 
 void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Request& req, const std::string& body,
@@ -390,6 +418,23 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
 
   PreparedChoices choices;
   if (ApiStatus e = PrepareChoices(engine, request, tools, &choices)) return ReplyError(res, *e);
+  // A prefill instance runs the prompt and one token; the prompt's KV
+  // blocks go to the decode instance, and the answer waits until they have
+  // landed there (so that whoever asked can send the request on).
+  std::vector<uint64_t> kv_transfers;
+  const bool prefill_only = state.options().role == "prefill";
+  if (prefill_only) {
+    if (engine.kv_connector() == nullptr) {
+      return ReplyError(res, ApiError{503, "no KV connector", "server_error", "", ""});
+    }
+    request.stream = false;
+    for (GenerationRequest& g : choices.requests) {
+      g.params.max_tokens = 1;
+      g.params.min_tokens = 0;
+      g.kv_transfer_id = NewKvTransferId();
+      kv_transfers.push_back(g.kv_transfer_id);
+    }
+  }
   const int num_choices = static_cast<int>(choices.requests.size());
   if (!state.waiting().TryAcquire(num_choices)) {
     return ReplyError(res, ApiError{503,
@@ -411,6 +456,11 @@ void ServeCompletion(ServerState& state, Endpoint endpoint, const httplib::Reque
                               engine.tokenizer(), logprobs);
   const int peer_fd = FindConnectionSocket(AddressOf(req));
 
+  if (prefill_only) {
+    ServeWhole(state, **job, formatter, choices, peer_fd, res);
+    if (res.status == 200) AwaitKvLanded(state, *engine.kv_connector(), kv_transfers, res);
+    return;
+  }
   if (!request.stream) {
     return ServeWhole(state, **job, formatter, choices, peer_fd, res);
   }

@@ -1,10 +1,12 @@
 // The engine thread: step while there is work, sleep when there is none.
 #include "server/engine_loop.h"
 
+#include <chrono>
 #include <vector>
 
 #include "compiler/profiler.h"
 #include "core/log.h"
+#include "engine/kv_connector.h"
 
 namespace kiln::server {
 namespace {
@@ -15,7 +17,12 @@ constexpr int kMaxConsecutiveFailures = 3;
 
 }  // namespace
 
+// How often an idle engine with KV transfers in flight steps anyway, to
+// free the blocks of transfers past their time-out.
+constexpr auto kKvTransferPoll = std::chrono::milliseconds(100);
+
 EngineLoop::EngineLoop(LLMEngine& engine) : engine_(engine) {
+  if (KvConnector* connector = engine_.kv_connector()) connector->SetLandedCallback([this] { Wake(); });
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -60,6 +67,14 @@ void EngineLoop::AbortAll() {
   for (RequestId id : ids) Abort(id);
 }
 
+void EngineLoop::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  work_.notify_one();
+}
+
 int64_t EngineLoop::num_unfinished() const {
   std::lock_guard<std::mutex> lock(in_flight_mu_);
   return static_cast<int64_t>(in_flight_.size());
@@ -67,6 +82,7 @@ int64_t EngineLoop::num_unfinished() const {
 
 void EngineLoop::Stop() {
   if (!thread_.joinable()) return;
+  if (KvConnector* connector = engine_.kv_connector()) connector->SetLandedCallback(nullptr);
   AbortAll();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -82,7 +98,13 @@ void EngineLoop::Run() {
     {
       ProfileScope waiting("wait for requests", "engine");
       std::unique_lock<std::mutex> lock(mu_);
-      work_.wait(lock, [this] { return stopping_ || engine_.HasUnfinishedRequests(); });
+      auto ready = [this] { return stopping_ || woken_ || engine_.HasUnfinishedRequests(); };
+      if (engine_.HasOpenKvTransfers()) {
+        work_.wait_for(lock, kKvTransferPoll, ready);
+      } else {
+        work_.wait(lock, ready);
+      }
+      woken_ = false;
       // When stopping, the aborted requests still get their final step.
       if (stopping_ && !engine_.HasUnfinishedRequests()) return;
     }

@@ -36,6 +36,10 @@ class EngineLoop {
   // Ends every request added and not yet finished. Thread-safe.
   void AbortAll();
 
+  // Wakes the engine thread for work that is not a request: KV blocks that
+  // landed from a prefill instance. Thread-safe.
+  void Wake();
+
   // Requests added and not yet finished. Thread-safe.
   int64_t num_unfinished() const;
 
@@ -53,6 +57,7 @@ class EngineLoop {
   mutable std::mutex mu_;
   std::condition_variable work_;
   bool stopping_ = false;
+  bool woken_ = false;  // Wake() was called since the last step
   // Held while a request is added, so that its finishing callback (which
   // erases it) cannot run before it is recorded.
   mutable std::mutex in_flight_mu_;

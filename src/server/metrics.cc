@@ -89,6 +89,18 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Sample("kiln_prefix_cache_queries_total", static_cast<double>(c.prefix_cache_queries));
   out += Header("kiln_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
   out += Sample("kiln_prefix_cache_hits_total", static_cast<double>(c.prefix_cache_hits));
+  out += Header("kiln_kv_blocks_sent_total", "counter",
+                "Prefill/decode: KV blocks handed to the KV connector for the decode instance.");
+  out += Sample("kiln_kv_blocks_sent_total", static_cast<double>(c.kv_blocks_sent));
+  out += Header("kiln_kv_blocks_received_total", "counter",
+                "Prefill/decode: KV blocks that landed from prefill instances and were filed in the prefix cache.");
+  out += Sample("kiln_kv_blocks_received_total", static_cast<double>(c.kv_blocks_received));
+  out += Header("kiln_kv_transfers_completed_total", "counter",
+                "Prefill/decode: KV transfers whose every block landed.");
+  out += Sample("kiln_kv_transfers_completed_total", static_cast<double>(c.kv_transfers_completed));
+  out += Header("kiln_kv_transfers_expired_total", "counter",
+                "Prefill/decode: KV transfers that stopped arriving, their blocks freed after --kv-transfer-timeout.");
+  out += Sample("kiln_kv_transfers_expired_total", static_cast<double>(c.kv_transfers_expired));
   out += Header("kiln_prefix_cache_hit_rate", "gauge", "Prefix cache hits over queries, since start.");
   out += Sample("kiln_prefix_cache_hit_rate", c.prefix_cache_queries > 0
                                                   ? static_cast<double>(c.prefix_cache_hits) /

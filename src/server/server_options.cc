@@ -19,6 +19,12 @@ Status ServerOptions::Validate() const {
   if (!(shutdown_timeout_seconds >= 0)) {
     return InvalidArgument("--shutdown-timeout must be >= 0 seconds, got {}", shutdown_timeout_seconds);
   }
+  if (role != "both" && role != "prefill" && role != "decode") {
+    return InvalidArgument("--role must be prefill, decode or both, got '{}'", role);
+  }
+  if (!(kv_transfer_timeout_seconds > 0)) {
+    return InvalidArgument("--kv-transfer-timeout must be > 0 seconds, got {}", kv_transfer_timeout_seconds);
+  }
   if (keep_alive_timeout_seconds < 1) {
     return InvalidArgument("keep-alive timeout must be at least 1 second, got {}", keep_alive_timeout_seconds);
   }

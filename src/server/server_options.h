@@ -30,6 +30,14 @@ struct ServerOptions {
   double shutdown_timeout_seconds = 30;
   // One line per request on stderr (request id, status, tokens, latency).
   bool access_log = true;
+  // Prefill/decode disaggregation: "both" (an ordinary server), "prefill"
+  // (each request runs its prompt and one token, its KV blocks go to the
+  // decode instance, and the answer comes once they have landed there) or
+  // "decode" (takes KV blocks from prefill instances into its prefix cache).
+  std::string role = "both";
+  // How long a prefill instance waits for the decode instance to
+  // acknowledge a request's KV blocks.
+  double kv_transfer_timeout_seconds = 30;
   // Idle time after which a kept-alive connection is closed.
   int keep_alive_timeout_seconds = 5;
 

@@ -47,3 +47,8 @@ kiln_layering_case(vision onnx/onnx_session.h engine/llm_engine.h)
 # The router forwards to servers over HTTP and uses the server's HTTP pieces;
 # the command line above it is out of its sight.
 kiln_layering_case(router server/http_listener.h cli/commands.h)
+# The UCX KV connector implements the engine's interface and sees nothing
+# of the server that uses it.
+if(UCX_FOUND)
+  kiln_layering_case(disagg engine/kv_connector.h server/api_server.h)
+endif()

@@ -15,6 +15,15 @@ foreach(name raw_http load disconnect tools router)
   set_tests_properties(server_${name} PROPERTIES LABELS "server;python" TIMEOUT 600
     ENVIRONMENT "${KILN_SERVER_TEST_ENV}")
 endforeach()
+# Prefill and decode instances joined by the UCX KV connector, behind the
+# router: built only where UCX is.
+if(UCX_FOUND)
+  add_test(NAME server_disaggregation
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${KILN_SERVER_TEST_DIR}/test_disaggregation.py
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(server_disaggregation PROPERTIES LABELS "server;python" TIMEOUT 300
+    ENVIRONMENT "${KILN_SERVER_TEST_ENV}")
+endif()
 # Prints its per-keyword table (schemas enforced or refused, outputs valid
 # or cut by max_tokens) into the test log.
 add_test(NAME server_structured_output

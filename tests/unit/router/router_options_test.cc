@@ -41,6 +41,24 @@ TEST(RouterOptions, ValidateNamesTheFlag) {
   EXPECT_NE(o.Validate().message().find("--max-attempts"), std::string::npos);
 }
 
+TEST(RouterOptions, PrefillDecodeModeNeedsBothSidesPairedUp) {
+  RouterOptions o;
+  o.prefill = {"http://p:1"};
+  EXPECT_NE(o.Validate().message().find("--decode"), std::string::npos);
+  o.decode = {"http://d:1"};
+  EXPECT_TRUE(o.Validate().ok());
+  EXPECT_TRUE(o.disaggregated());
+  o.prefill = {"http://p:1", "http://p:2", "http://p:3"};
+  EXPECT_TRUE(o.Validate().ok());  // one decode instance takes every prefill instance's KV
+  o.decode = {"http://d:1", "http://d:2"};
+  EXPECT_NE(o.Validate().message().find("one per --prefill"), std::string::npos);
+  o.decode = {"http://d:1", "http://d:2", "http://p:1"};
+  EXPECT_NE(o.Validate().message().find("twice"), std::string::npos);
+  o.decode = {"http://d:1"};
+  o.replicas = {"http://r:1"};
+  EXPECT_NE(o.Validate().message().find("not both"), std::string::npos);
+}
+
 TEST(AffinityText, CompletionPrompt) {
   EXPECT_EQ(AffinityText(R"({"prompt": "hello"})", ApiKind::kCompletion), "hello");
   EXPECT_EQ(AffinityText(R"({"prompt": ["a", "b"]})", ApiKind::kCompletion), "ab");

@@ -1,0 +1,148 @@
+"""Prefill/decode disaggregation end to end on tiny-qwen2: a `kiln serve
+--role prefill` instance sends each prompt's KV blocks over UCX to a `kiln
+serve --role decode` instance, behind `kiln router --prefill --decode`.
+Greedy answers equal a single `kiln serve`'s byte for byte (prompts of
+several blocks, prefilled in chunks of a few blocks so that blocks go out
+between passes), the decode instance's prefix cache hits the transferred
+blocks, and two instances that differ in block size refuse each other."""
+
+import json
+import socket
+import subprocess
+import time
+
+import pytest
+
+from kiln_server import KILN, KilnServer, sse_events
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def url_of(server):
+    return f"http://127.0.0.1:{server.port}"
+
+
+class KilnPdRouter(KilnServer):
+    """`kiln router --prefill URL --decode URL`."""
+
+    def __init__(self, prefill, decode):
+        super().__init__()
+        self.prefill, self.decode = prefill, decode
+
+    def command(self):
+        return [KILN, "router", "--host", "127.0.0.1", "--port", "0", "--health-interval-ms", "100",
+                "--prefill", self.prefill, "--decode", self.decode]
+
+
+PROMPTS = [
+    "The history of the printing press begins in the fifteenth century, when " * 3,
+    "Rivers carry water from the mountains to the sea; along the way they " * 4,
+    "A recipe for bread: flour, water, salt and yeast are mixed, kneaded and " * 5,
+]
+
+
+def bodies():
+    for i, prompt in enumerate(PROMPTS):
+        body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "stream": i == 1}
+        if i != 1:
+            body["logprobs"] = 2  # the same floats, not just the same argmax
+        yield body
+    yield {"messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 10, "temperature": 0}
+
+
+def answer(server, body):
+    path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
+    status, _, data = server.request("POST", path, body)
+    assert status == 200, data
+    if body.get("stream"):
+        events = sse_events(data)
+        assert events[-1] == "[DONE]"
+        return "".join(json.loads(e)["choices"][0].get("text", "") for e in events[:-1])
+    reply = json.loads(data)
+    choice = reply["choices"][0]
+    if "messages" in body:
+        return choice["message"]["content"]
+    return choice["text"], choice["logprobs"]
+
+
+@pytest.mark.parametrize("kv_dtype", ["f32", "int8"])
+def test_split_equals_single_process(kv_dtype):
+    engine = ["--kv-cache-dtype", kv_dtype, "--max-prefill-chunk", "32", "--max-num-batched-tokens", "64"]
+    with KilnServer(*engine) as single:
+        expected = [answer(single, body) for body in bodies()]
+    kv_port = free_port()
+    with KilnServer(*engine, "--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}") as decode, \
+            KilnServer(*engine, "--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}") as prefill, \
+            KilnPdRouter(url_of(prefill), url_of(decode)) as router:
+        got = [answer(router, body) for body in bodies()]
+        assert got == expected
+
+        sent = prefill.metrics()["kiln_kv_blocks_sent_total"]
+        m = decode.metrics()
+        assert sent >= 3 * len(PROMPTS), sent
+        assert m["kiln_kv_blocks_received_total"] == sent
+        assert m["kiln_kv_transfers_completed_total"] == len(PROMPTS) + 1
+        # Every prompt found its transferred blocks (all but the last
+        # token's block of a prompt are hits).
+        assert m["kiln_prefix_cache_hits_total"] >= 16 * (sent - 2 * (len(PROMPTS) + 1)), m
+        assert m["kiln_prefix_cache_hits_total"] > m["kiln_prefix_cache_queries_total"] / 2, m
+        r = router.metrics()
+        assert r['kiln_router_pd_requests_total{outcome="decoded"}'] == len(PROMPTS) + 1
+
+        # The prefill instance answers for itself with the KV's landing.
+        status, reply = prefill.post_json("/v1/completions", {"prompt": PROMPTS[2], "max_tokens": 50})
+        assert status == 200, reply
+        assert reply["kv_transfer"]["landed"] is True
+        assert reply["usage"]["completion_tokens"] == 1
+
+        # Without its decode instance the router serves nothing, and says so.
+        decode.stop()
+        assert wait_for(lambda: router.request("GET", "/health")[0] == 503)
+        status, _, data = router.request("POST", "/v1/completions", {"prompt": "hello", "max_tokens": 2})
+        assert status == 503, data
+        assert json.loads(data)["error"]["code"] == "prefill_failed"
+
+
+def test_prefill_instance_started_first_waits_for_its_decode_instance():
+    kv_port = free_port()
+    with KilnServer("--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}", wait_ready=False) as prefill:
+        time.sleep(1.5)  # it is trying by now
+        with KilnServer("--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}") as decode:
+            prefill.wait_until_ready()
+            status, reply = prefill.post_json("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 4})
+            assert status == 200, reply
+            assert reply["kv_transfer"]["landed"] is True
+            assert decode.metrics()["kiln_kv_transfers_completed_total"] == 1
+
+
+def test_block_size_mismatch_is_refused():
+    kv_port = free_port()
+    with KilnServer("--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}", "--block-size", "16"):
+        prefill = KilnServer("--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}", "--block-size", "32",
+                             wait_ready=False)
+        prefill.start()
+        assert prefill.wait(60) != 0
+        assert "block size 32 here, 16 on the peer" in prefill.log(), prefill.log()
+
+
+def test_role_flags_are_checked():
+    """Refused before anything loads or listens."""
+    for flags, expected in [(["--role", "prefill"], "--kv-peer"), (["--role", "decode"], "--kv-listen"),
+                            (["--kv-peer", "127.0.0.1:1"], "need --role"), (["--role", "middle"], "--role")]:
+        command = KilnServer(*flags).command()
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0, done.stderr
+        assert expected in done.stderr, done.stderr
