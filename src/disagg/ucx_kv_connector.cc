@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/log.h"
 
@@ -100,6 +101,8 @@ class UcxKvConnector : public KvConnector {
     }
     if (!peer_error_.empty()) return Status(StatusCode::kIoError, peer_error_);
     (void)done;
+    // Its acknowledgement, should it still come, is dropped on arrival.
+    abandoned_.insert(transfer_id);
     return Status(StatusCode::kIoError, fmt::format("the decode instance at {} acknowledged no KV transfer "
                                                     "within {} s",
                                                     options_.peer, timeout_seconds));
@@ -193,6 +196,7 @@ class UcxKvConnector : public KvConnector {
   std::function<void()> on_landed_;
   std::unordered_map<uint64_t, uint64_t> transfer_conn_;  // decode side: whom to acknowledge
   std::unordered_map<uint64_t, bool> acks_;               // prefill side
+  std::unordered_set<uint64_t> abandoned_;                // prefill side: waits that timed out
   bool handshake_done_ = false;
   std::string handshake_error_;
   std::string peer_error_;  // the prefill side's peer is gone
@@ -453,6 +457,7 @@ void UcxKvConnector::HandleMessage(Connection& c, Kind kind, std::vector<uint8_t
       uint64_t id = 0;
       std::memcpy(&id, body.data(), 8);
       std::lock_guard<std::mutex> lock(mu_);
+      if (abandoned_.erase(id) > 0) return;
       acks_[id] = body[8] != 0;
       changed_.notify_all();
       return;
@@ -500,6 +505,8 @@ void UcxKvConnector::Run() {
             peer_error_ = fmt::format("the connection to the decode instance at {} is lost{}", options_.peer,
                                       connected_.load() ? " (reconnecting)" : "");
           }
+          // No late acknowledgement comes over a lost connection.
+          abandoned_.clear();
           changed_.notify_all();
         }
         if (c.receive.request != nullptr) {
