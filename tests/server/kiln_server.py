@@ -250,3 +250,24 @@ def stream_request(server, path, body, headers=None):
     with server.raw_socket() as sock:
         sock.sendall(request)
         return read_http_response(sock)
+
+
+def free_port():
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout=30):
+    """Polls condition() until it holds or `timeout` seconds pass; its last value."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def url_of(server):
+    return f"http://127.0.0.1:{server.port}"

@@ -7,32 +7,12 @@ between passes), the decode instance's prefix cache hits the transferred
 blocks, and two instances that differ in block size refuse each other."""
 
 import json
-import socket
 import subprocess
 import time
 
 import pytest
 
-from kiln_server import KILN, KilnServer, sse_events
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
-def url_of(server):
-    return f"http://127.0.0.1:{server.port}"
+from kiln_server import KILN, KilnServer, free_port, sse_events, url_of, wait_for
 
 
 class KilnPdRouter(KilnServer):

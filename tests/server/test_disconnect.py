@@ -8,9 +8,8 @@ import random
 import socket
 import struct
 import threading
-import time
 
-from kiln_server import KilnServer
+from kiln_server import KilnServer, wait_for
 
 
 def send_request(sock, path, body):
@@ -24,15 +23,6 @@ def drop(sock, reset):
     if reset:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
-
-
-def wait_for(condition, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def test_dropped_clients_free_their_kv_blocks():
@@ -69,7 +59,7 @@ def test_dropped_clients_free_their_kv_blocks():
         # A non-streaming request abandoned before its answer.
         sock = server.raw_socket()
         send_request(sock, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 900, "ignore_eos": True})
-        assert wait_for(lambda: server.metrics().get("kiln_num_requests_running", 0) >= 1)
+        assert wait_for(lambda: server.metrics().get("kiln_num_requests_running", 0) >= 1, timeout=60)
         drop(sock, reset=False)
         dropped += 1
 
@@ -78,7 +68,7 @@ def test_dropped_clients_free_their_kv_blocks():
             return (m["kiln_kv_cache_blocks_used"] == 0 and m["kiln_num_requests_running"] == 0 and
                     m["kiln_num_requests_waiting"] == 0)
 
-        assert wait_for(settled), server.metrics()
+        assert wait_for(settled, timeout=60), server.metrics()
         after = server.metrics()
         assert after["kiln_kv_cache_usage_ratio"] == 0
 

@@ -8,11 +8,9 @@ started streaming, leaves the rotation and re-enters it when restarted."""
 import concurrent.futures
 import json
 import signal
-import socket
 import threading
-import time
 
-from kiln_server import KILN, KilnServer, sse_events
+from kiln_server import KILN, KilnServer, free_port, sse_events, url_of, wait_for
 from test_load import CLIENTS, REQUESTS_PER_CLIENT, request_for, streamed, text_of
 
 
@@ -28,25 +26,6 @@ class KilnRouter(KilnServer):
         for url in self.replicas:
             command += ["--replica", url]
         return command + self.args
-
-
-def url_of(server):
-    return f"http://127.0.0.1:{server.port}"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def complete(router, body, path="/v1/completions"):
