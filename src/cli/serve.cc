@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "engine/kv_connector.h"
 #include "engine/kv_transfer.h"
+#include "engine/model_identity.h"
 #include "engine/llm_engine.h"
 #ifdef KILN_HAVE_UCX
 #include "disagg/ucx_kv_connector.h"

@@ -4,14 +4,9 @@
 #include "engine/kv_transfer.h"
 
 #include <fmt/ranges.h>
-#include <xxhash.h>
 
 #include <cstring>
 #include <type_traits>
-
-#include "core/precision.h"
-#include "engine/engine_options.h"
-#include "engine/model_artifact.h"
 
 namespace kiln {
 namespace {
@@ -112,6 +107,9 @@ Expected<KvPeerIdentity> DeserializeIdentity(std::span<const uint8_t> bytes) {
   KILN_RETURN_IF_ERROR(r.GetBytes(id.model_hash.data(), hash_length));
   KILN_ASSIGN_OR_RETURN(id.block_size, r.Get<int32_t>());
   KILN_ASSIGN_OR_RETURN(int32_t dtype, r.Get<int32_t>());
+  if (dtype < 0 || dtype >= kNumDTypes) {
+    return Status(StatusCode::kCorrupt, fmt::format("KV handshake: no dtype {}", dtype));
+  }
   id.kv_dtype = static_cast<DType>(dtype);
   KILN_ASSIGN_OR_RETURN(id.num_layers, r.Get<int64_t>());
   KILN_ASSIGN_OR_RETURN(id.num_kv_heads, r.Get<int64_t>());
@@ -140,24 +138,6 @@ Status CheckSameIdentity(const KvPeerIdentity& here, const KvPeerIdentity& there
   }
   if (differ.empty()) return Status::Ok();
   return InvalidArgument("KV peer runs another configuration: {}", fmt::join(differ, "; "));
-}
-
-Expected<std::string> ModelIdentityHash(const EngineOptions& options) {
-  nlohmann::json what;
-  if (options.load_format == "dummy") {
-    what = {{"preset", options.preset},
-            {"seed", options.dummy_seed},
-            {"dtype", DTypeName(options.dummy_dtype)},
-            {"config", options.model.empty() ? nlohmann::json() : nlohmann::json(options.model)}};
-  }
-  KILN_ASSIGN_OR_RETURN(nlohmann::json files, ArtifactSourceFiles(options));
-  for (auto& file : files) file.erase("name");  // the contents matter, not where they are
-  what["files"] = std::move(files);
-  // The precision changes the bits a pass computes, so the cache's too.
-  what["precision"] = PrecisionName(options.precision);
-  what["w8a8"] = options.w8a8;
-  const std::string text = what.dump();
-  return fmt::format("{:016x}", XXH64(text.data(), text.size(), 0));
 }
 
 std::vector<uint8_t> SerializeBlock(const KvBlockPayload& block) {

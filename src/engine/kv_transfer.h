@@ -15,8 +15,6 @@
 
 namespace kiln {
 
-struct EngineOptions;
-
 // What must agree for one instance's KV blocks to mean the same to another.
 struct KvPeerIdentity {
   std::string model_hash;  // ModelIdentityHash
@@ -33,11 +31,6 @@ Expected<KvPeerIdentity> DeserializeIdentity(std::span<const uint8_t> bytes);
 // Ok when `here` and `there` agree; else an InvalidArgument naming every
 // field that differs with both values ("block size 16 here, 32 on the peer").
 Status CheckSameIdentity(const KvPeerIdentity& here, const KvPeerIdentity& there);
-
-// A hash of the model `options` load: of the source files' own hashes (as
-// a compiled artifact records them), or for generated weights of the preset
-// or config, seed and dtype that generate them.
-Expected<std::string> ModelIdentityHash(const EngineOptions& options);
 
 // One full KV block of a request's prompt: which transfer it belongs to,
 // its place in the prompt, the hash chain the prefix cache files it under,

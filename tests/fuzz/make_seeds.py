@@ -156,6 +156,22 @@ def onnx_seeds():
                 write("onnx_fuzz", name + ".onnx", f.read())
 
 
+def kv_transfer_seeds():
+    """One of each message the decode side of a prefill/decode split reads:
+    a handshake, a KV block of four tokens, a transfer end."""
+    version = 1
+    model_hash = b"0123456789abcdef"
+    write("kv_transfer_fuzz", "handshake.bin",
+          struct.pack("<III", 0x4b564948, version, len(model_hash)) + model_hash +
+          struct.pack("<iiqqq", 16, 0, 2, 4, 8))
+    tokens = [1, 2, 3, 4]
+    data = f32(*[0.5 * i for i in range(16)])
+    write("kv_transfer_fuzz", "block.bin",
+          struct.pack("<IIQiQQI", 0x4b56424b, version, 7, 0, 0, 0x1234, len(tokens)) +
+          struct.pack("<%di" % len(tokens), *tokens) + struct.pack("<Q", len(data)) + data)
+    write("kv_transfer_fuzz", "end.bin", struct.pack("<IIQi", 0x4b56454e, version, 7, 1))
+
+
 def artifact_seeds(kiln):
     """A compiled artifact of generated weights of a one-layer model of
     hidden size 32, and one of a tiny ONNX graph, written by `kiln compile`
@@ -191,5 +207,6 @@ if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
     onnx_seeds()
+    kv_transfer_seeds()
     if os.environ.get("KILN_BINARY"):
         artifact_seeds(os.environ["KILN_BINARY"])

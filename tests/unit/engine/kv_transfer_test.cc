@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <deque>
 #include <mutex>
 #include <numeric>
@@ -81,6 +83,21 @@ TEST(KvTransferTest, HandshakeRoundTripsAndRefusesADifferentPeer) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("model hash"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("KV cache dtype"), std::string::npos) << s.message();
+}
+
+// A handshake naming a dtype kiln has not is refused, not read as one.
+TEST(KvTransferTest, HandshakeWithAnUnknownDtypeIsRefused) {
+  KvPeerIdentity here{.model_hash = "0123456789abcdef", .block_size = 16, .kv_dtype = DType::kF32,
+                      .num_layers = 2, .num_kv_heads = 4, .head_dim = 8};
+  std::vector<uint8_t> bytes = SerializeIdentity(here);
+  // The dtype follows the magic, version, hash length, hash and block size.
+  const size_t at = 4 + 4 + 4 + here.model_hash.size() + 4;
+  for (int32_t dtype : {kNumDTypes, 300, -1}) {
+    std::memcpy(bytes.data() + at, &dtype, sizeof(dtype));
+    auto back = DeserializeIdentity(bytes);
+    ASSERT_FALSE(back.ok()) << dtype;
+    EXPECT_NE(back.status().message().find("no dtype"), std::string::npos) << back.status().message();
+  }
 }
 
 KvCacheLayout SmallLayout(DType dtype) {
