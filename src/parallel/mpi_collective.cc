@@ -1,0 +1,61 @@
+// Polling MPI's non-blocking collectives: a few hundred quick tests first
+// (a pass's all-reduce is usually answered within microseconds), then
+// short sleeps, so that a rank waiting on a slower peer leaves it the core.
+#include "parallel/mpi_collective.h"
+
+#include <chrono>
+#include <limits>
+#include <thread>
+
+namespace kiln {
+
+MpiCollective::MpiCollective(MPI_Comm comm, double timeout_seconds) : comm_(comm), timeout_seconds_(timeout_seconds) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+Status MpiCollective::Wait(MPI_Request* request, const std::string& what, bool deadline) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const auto limit = std::chrono::duration<double>(timeout_seconds_);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    if (MPI_Test(request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+      failed_ = true;
+      return IoError("{}: MPI reported an error", what);
+    }
+    if (done != 0) return Status::Ok();
+    if (polls < 200) continue;
+    if (deadline && Clock::now() - start > limit) {
+      failed_ = true;
+      return IoError("{}: rank {} heard nothing from the other ranks within the collective time-out of {} s (a rank "
+                     "died or stopped); the tensor-parallel group cannot continue",
+                     what, rank_, timeout_seconds_);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(deadline ? 20 : 1000));
+  }
+}
+
+Status MpiCollective::AllReduceSum(float* data, int64_t n) {
+  if (failed_) return IoError("all-reduce: the tensor-parallel group failed earlier");
+  if (n < 0 || n > std::numeric_limits<int>::max()) return InvalidArgument("all-reduce of {} floats", n);
+  MPI_Request request;
+  if (MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_, &request) != MPI_SUCCESS) {
+    failed_ = true;
+    return IoError("all-reduce of {} floats: MPI refused it", n);
+  }
+  return Wait(&request, fmt::format("all-reduce of {} floats", n), true);
+}
+
+Status MpiCollective::Broadcast(int32_t* data, int64_t n, bool deadline) {
+  if (failed_) return IoError("broadcast: the tensor-parallel group failed earlier");
+  if (n < 0 || n > std::numeric_limits<int>::max()) return InvalidArgument("broadcast of {} ints", n);
+  MPI_Request request;
+  if (MPI_Ibcast(data, static_cast<int>(n), MPI_INT32_T, 0, comm_, &request) != MPI_SUCCESS) {
+    failed_ = true;
+    return IoError("broadcast of {} ints: MPI refused it", n);
+  }
+  return Wait(&request, fmt::format("broadcast of a forward pass ({} ints)", n), deadline);
+}
+
+}  // namespace kiln
