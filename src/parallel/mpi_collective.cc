@@ -59,3 +59,17 @@ Status MpiCollective::Broadcast(int32_t* data, int64_t n, bool deadline) {
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+Status MpiCollective::Barrier() {
+  if (failed_) return IoError("barrier: the tensor-parallel group failed earlier");
+  MPI_Request request;
+  if (MPI_Ibarrier(comm_, &request) != MPI_SUCCESS) {
+    failed_ = true;
+    return IoError("barrier: MPI refused it");
+  }
+  return Wait(&request, "the barrier before finalizing", true);
+}
+
+}  // namespace kiln

@@ -27,6 +27,10 @@ class MpiCollective : public Collective {
   // as long as it takes, sleeping between polls.
   Status Broadcast(int32_t* data, int64_t n, bool deadline);
 
+  // Every rank has reached this point, within the time-out: what a rank
+  // checks before MPI_Finalize, which would wait forever on a stopped peer.
+  Status Barrier();
+
   bool failed() const { return failed_; }
   double timeout_seconds() const { return timeout_seconds_; }
 

@@ -5,9 +5,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "backend/kv_cache.h"
@@ -37,13 +42,46 @@ void StopGroupAtExit() {
   std::shared_ptr<MpiCollective>& group = EngineGroup();
   if (group == nullptr) return;
   int32_t stop[PassMessageHeader::kInts] = {};
-  if (group->failed() || !group->Broadcast(stop, PassMessageHeader::kInts, true).ok()) {
+  if (group->failed() || !group->Broadcast(stop, PassMessageHeader::kInts, true).ok() || !group->Barrier().ok()) {
     std::fflush(nullptr);
     std::_Exit(1);
   }
   group.reset();
   MPI_Finalize();
 }
+
+// Ends the process when MPI's start-up (every rank joining, which waits on
+// the slowest) has not finished within the collective time-out: a rank
+// that stopped or died that early must not leave the others waiting.
+class StartupWatchdog {
+ public:
+  explicit StartupWatchdog(double seconds)
+      : thread_([this, seconds] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+            std::fprintf(stderr,
+                         "kiln: tensor parallelism: the other ranks did not join within the collective time-out of "
+                         "%g s\n",
+                         seconds);
+            std::fflush(nullptr);
+            std::_Exit(1);
+          }
+        }) {}
+  ~StartupWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 bool StartedByMpirun() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
@@ -56,6 +94,11 @@ bool StartedByMpirun() {
 // setup failed still waits for rank 0's word (which failed the same way
 // on a bad option), so that the job ends on rank 0's error.
 int RunFollower(const EngineOptions& options, MpiCollective& group) {
+  // mpirun passes SIGINT and SIGTERM to every rank: rank 0 shuts down as
+  // it would alone and then stops the others, which must live until then
+  // (mpirun still ends them with SIGKILL if rank 0 never does).
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   Status setup;
   ModelSessionOptions session_options;
   std::unique_ptr<CompiledModel> model;
@@ -140,6 +183,7 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
     return InvalidArgument("--tensor-parallel-size {} runs as {} processes started together: mpirun -np {} kiln ...",
                            options->tensor_parallel_size, ranks, ranks);
   }
+  auto watchdog = std::make_unique<StartupWatchdog>(options->collective_timeout_seconds);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized == 0) {
@@ -173,6 +217,7 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
 
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  watchdog.reset();
   auto group = std::make_shared<MpiCollective>(comm, options->collective_timeout_seconds);
   options->collective = group;
   KILN_LOG_INFO("tensor parallel rank {} of {}: {} threads ({} ranks on this host)", rank, world, options->threads,
@@ -180,6 +225,7 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
   if (rank != 0) {
     TensorParallelStart start;
     start.exit_code = RunFollower(*options, *group);
+    if (!group->failed()) (void)group->Barrier();
     if (group->failed()) {
       std::fflush(nullptr);
       std::_Exit(start.exit_code == 0 ? 1 : start.exit_code);
