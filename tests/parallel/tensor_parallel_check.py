@@ -15,7 +15,8 @@ CASE is one of
                   changed summation order can move such a rounding by a
                   bf16 step (2^-8 relative), beyond the logit tolerance
   serve MODEL     one chat completion under `kiln serve` answered as
-                  single-process kiln answers it; SIGTERM stops every rank
+                  single-process kiln answers it, and again from the prefix
+                  cache; SIGTERM to rank 0 stops every rank
   rank-killed     rank 1 killed (SIGKILL), then rank 1 stopped (SIGSTOP),
                   mid-generation: every process gone within the collective
                   time-out, rank 0 failing with a clear error
@@ -150,7 +151,8 @@ def chat(port):
     data = r.read()
     if r.status != 200:
         fail(f"chat completion: HTTP {r.status}: {data!r}")
-    return json.loads(data)["choices"][0]["message"]["content"]
+    reply = json.loads(data)
+    return reply["choices"][0]["message"]["content"], reply["usage"]["prompt_tokens_details"]["cached_tokens"]
 
 
 def serve_once(cmd, port, mpirun=False):
@@ -160,7 +162,11 @@ def serve_once(cmd, port, mpirun=False):
         if not wait_ready(proc, port):
             proc.kill()
             fail("kiln serve never became ready:\n" + proc.communicate()[1])
-        answer = chat(port)
+        # The second time from the prefix cache.
+        answer, _ = chat(port)
+        again, cached = chat(port)
+        if again != answer or cached == 0:
+            fail(f"the repeated request: {again!r} with {cached} cached prompt tokens, after {answer!r}")
         start = time.time()
         # Under mpirun, as a deployer would: SIGTERM to rank 0, which stops
         # the others once its requests have ended.
