@@ -47,14 +47,15 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
     }
     return LoadArtifact(options);
   }
+  if (options.tensor_parallel_size > 1 &&
+      (options.collective == nullptr || options.collective->size() != options.tensor_parallel_size)) {
+    return InvalidArgument(
+        "--tensor-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
+        options.tensor_parallel_size, options.tensor_parallel_size);
+  }
   LoadedModel loaded;
   KILN_ASSIGN_OR_RETURN(loaded.weights, LoadWeights(options));
   if (options.tensor_parallel_size > 1) {
-    if (options.collective == nullptr || options.collective->size() != options.tensor_parallel_size) {
-      return InvalidArgument(
-          "--tensor-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
-          options.tensor_parallel_size, options.tensor_parallel_size);
-    }
     const int64_t full_bytes = loaded.weights->TotalBytes();
     KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::TensorParallelShard(std::move(loaded.weights),
                                                                            options.collective->rank(),
