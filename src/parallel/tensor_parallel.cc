@@ -90,6 +90,24 @@ bool StartedByMpirun() {
   return false;
 }
 
+// A follower's model, compiled before the first pass; its KV cache comes
+// with the first pass, which says how many blocks rank 0 has.
+struct FollowerModel {
+  std::shared_ptr<const WeightStore> weights;
+  ModelSessionOptions options;
+  std::unique_ptr<CompiledModel> model;
+};
+
+Expected<FollowerModel> PrepareFollower(const EngineOptions& options) {
+  KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
+  FollowerModel f;
+  f.weights = loaded.weights;
+  KILN_ASSIGN_OR_RETURN(f.options, SessionOptionsFor(options, loaded));
+  f.options.before_forward = nullptr;  // rank 0's alone
+  KILN_ASSIGN_OR_RETURN(f.model, CompileForSession(*f.weights, f.options));
+  return f;
+}
+
 // Receives and runs rank 0's passes until it says stop. A rank whose own
 // setup failed still waits for rank 0's word (which failed the same way
 // on a bad option), so that the job ends on rank 0's error.
@@ -99,33 +117,14 @@ int RunFollower(const EngineOptions& options, MpiCollective& group) {
   // (mpirun still ends them with SIGKILL if rank 0 never does).
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
-  Status setup;
-  ModelSessionOptions session_options;
-  std::unique_ptr<CompiledModel> model;
-  int64_t vocab = 0;
-  std::shared_ptr<const WeightStore> weights;
-  {
-    auto loaded = LoadModel(options);
-    if (loaded.ok()) {
-      weights = loaded->weights;
-      vocab = weights->config().vocab_size;
-      auto so = SessionOptionsFor(options, *loaded);
-      if (so.ok()) {
-        session_options = std::move(so).value();
-        session_options.before_forward = nullptr;
-        auto compiled = CompileForSession(*weights, session_options);
-        if (compiled.ok()) {
-          model = std::move(compiled).value();
-        } else {
-          setup = compiled.status();
-        }
-      } else {
-        setup = so.status();
-      }
-    } else {
-      setup = loaded.status();
-    }
-  }
+  Expected<FollowerModel> prepared = PrepareFollower(options);
+  const Status setup = prepared.ok() ? Status::Ok() : prepared.status();
+  FollowerModel empty;
+  FollowerModel& f = prepared.ok() ? *prepared : empty;
+  ModelSessionOptions& session_options = f.options;
+  std::unique_ptr<CompiledModel>& model = f.model;
+  const std::shared_ptr<const WeightStore>& weights = f.weights;
+  const int64_t vocab = weights != nullptr ? weights->config().vocab_size : 0;
   if (!setup.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), setup.ToString());
 
   std::unique_ptr<ModelSession> session;
