@@ -47,3 +47,8 @@ kiln_layering_case(vision onnx/onnx_session.h engine/llm_engine.h)
 # The router forwards to servers over HTTP and uses the server's HTTP pieces;
 # the command line above it is out of its sight.
 kiln_layering_case(router server/http_listener.h cli/commands.h)
+# The engine runs a split model through the Collective interface and the
+# hook in its options; the MPI side (src/parallel) is above it.
+if(TARGET kiln_parallel)
+  kiln_layering_case(engine backend/collective.h parallel/tensor_parallel.h)
+endif()
