@@ -45,6 +45,10 @@ Status EngineOptions::Validate() const {
   if (!(collective_timeout_seconds > 0)) {
     return InvalidArgument("--collective-timeout {} is not a positive number of seconds", collective_timeout_seconds);
   }
+  if (tensor_parallel_size > 1 && !calibration.empty()) {
+    return Unsupported("--calibration with --tensor-parallel-size {}: calibrate without the split and pass the "
+                       "clips with --w8a8-clips", tensor_parallel_size);
+  }
   if (tensor_parallel_size > 1 && spec_method == "draft") {
     return Unsupported("--spec-method draft with --tensor-parallel-size {}: a draft model is not split over ranks",
                        tensor_parallel_size);

@@ -118,7 +118,8 @@ struct EngineOptions {
   // collective->rank(); every rank's all-reduces give up after
   // collective_timeout_seconds. Rank 0 runs the engine, and before_forward
   // hands each pass's batch (with the size of rank 0's KV cache, which the
-  // others match) to the other ranks, which run it on their shard. Pipeline parallelism (pipeline_parallel_size > 1) is not built.
+  // others match) to the other ranks, which run it on their shard.
+  // Pipeline parallelism (pipeline_parallel_size > 1) is not built.
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
   double collective_timeout_seconds = 60;
