@@ -74,7 +74,8 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->check(CLI::PositiveNumber)
       ->group(parallel);
   cmd->add_option("--collective-timeout", o.collective_timeout_seconds,
-                  "Seconds a rank waits on the others within a forward pass before it fails the requests and exits")
+                  "Seconds a rank waits on the others at start-up, within a forward pass and before exiting; past it, it "
+                  "fails the running requests and exits non-zero")
       ->capture_default_str()
       ->group(parallel);
   cmd->add_flag("--w8a8", o.w8a8,

@@ -17,9 +17,10 @@ CASE is one of
   serve MODEL     one chat completion under `kiln serve` answered as
                   single-process kiln answers it, and again from the prefix
                   cache; SIGTERM to rank 0 stops every rank
-  rank-killed     rank 1 killed (SIGKILL), then rank 1 stopped (SIGSTOP),
-                  mid-generation: every process gone within the collective
-                  time-out, rank 0 failing with a clear error
+  rank-killed     rank 1 killed (SIGKILL), rank 1 stopped (SIGSTOP), rank 0
+                  killed, each mid-generation: every process gone within the
+                  collective time-out, rank 0 failing with a clear error
+                  when rank 1 stops
   bad-input       T not dividing the heads, T x P not the ranks started,
                   T > 1 without mpirun, P > 1, a quantized column slice
                   cutting a block: each a clear error, no hang
@@ -222,7 +223,7 @@ def alive(pid):
         return False
 
 
-def case_rank_killed(mpirun, kiln, how):
+def case_rank_killed(mpirun, kiln, how, victim=1):
     timeout = 5
     cmd = mpirun_args(mpirun, 2) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0], "-n", "1000",
                                     "--ignore-eos", "--temperature", "0", "--threads", "1",
@@ -238,20 +239,20 @@ def case_rank_killed(mpirun, kiln, how):
         if sorted(ranks) != [0, 1]:
             fail(f"ranks found: {ranks}")
         start = time.time()
-        os.kill(ranks[1], signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+        os.kill(ranks[victim], signal.SIGKILL if how == "kill" else signal.SIGSTOP)
         limit = timeout + 15
         while time.time() - start < limit and (proc.poll() is None or any(alive(p) for p in ranks.values())):
             time.sleep(0.1)
         gone = time.time() - start
         left = [p for p in ranks.values() if alive(p)]
         if proc.poll() is None or left:
-            fail(f"after {how} of rank 1: still running after {limit} s (mpirun {proc.poll()}, ranks {left})")
+            fail(f"after {how} of rank {victim}: still running after {limit} s (mpirun {proc.poll()}, ranks {left})")
         err = proc.stderr.read().decode()
         if proc.returncode == 0:
-            fail(f"after {how} of rank 1 the job exited 0")
+            fail(f"after {how} of rank {victim} the job exited 0")
         if how == "stop" and "collective time-out" not in err:
             fail("rank 0 did not say why it stopped:\n" + err)
-        print(f"rank 1 {how}: every process gone {gone:.1f} s later, exit {proc.returncode}")
+        print(f"rank {victim} {how}: every process gone {gone:.1f} s later, exit {proc.returncode}")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -297,6 +298,7 @@ def main():
     elif case == "rank-killed":
         case_rank_killed(mpirun, kiln, "kill")
         case_rank_killed(mpirun, kiln, "stop")
+        case_rank_killed(mpirun, kiln, "kill", victim=0)
     elif case == "bad-input":
         case_bad_input(mpirun, kiln)
     else:
