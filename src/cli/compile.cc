@@ -21,6 +21,13 @@ void RegisterCompile(CLI::App& app) {
   AddEngineFlags(cmd, &a->engine);
   cmd->add_option("-o,--output", a->output, "The artifact to write (OUT.kiln)")->required();
   cmd->callback([a]() {
+    // An artifact holds the whole model; the split is made when running it.
+    if (a->engine.options.tensor_parallel_size > 1 || a->engine.options.pipeline_parallel_size > 1) {
+      fmt::print(stderr, "kiln compile: an artifact holds the whole model; --tensor-parallel-size and "
+                         "--pipeline-parallel-size apply when running one (from the model it was compiled from)\n");
+      SetExitCode(2);
+      return;
+    }
     auto options = a->engine.Resolve();
     if (!options.ok()) {
       fmt::print(stderr, "kiln compile: {}\n", options.status().ToString());

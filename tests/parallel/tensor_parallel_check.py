@@ -22,8 +22,9 @@ CASE is one of
                   collective time-out, rank 0 failing with a clear error
                   when rank 1 stops
   bad-input       T not dividing the heads, T x P not the ranks started,
-                  T > 1 without mpirun, P > 1, a quantized column slice
-                  cutting a block: each a clear error, no hang
+                  T > 1 without mpirun, P > 1, kiln compile with T > 1, a
+                  quantized column slice cutting a block: each a clear
+                  error, no hang
 
 Models are found under $KILN_SHARED_DIR/models, else ../shared/models
 beside the repository.
@@ -283,6 +284,9 @@ def case_bad_input(mpirun, kiln):
                  "T > 1 without mpirun")
     expect_error([kiln] + gen + qwen2 + ["--pipeline-parallel-size", "2"], "pipeline parallelism is not built yet",
                  "P > 1")
+    with tempfile.TemporaryDirectory() as tmp:
+        expect_error([kiln, "compile", model_path("tiny-qwen2"), "-o", os.path.join(tmp, "m.kiln"),
+                      "--tensor-parallel-size", "2"], "an artifact holds the whole model", "compile with T > 1")
     expect_error(mpirun_args(mpirun, 2) + [kiln] + gen + ["-m", os.path.join(MODELS, "gguf", "tiny-llama-Q8_0.gguf"),
                                                           "--tensor-parallel-size", "2"],
                  "split over 2 ranks give 176 each, not a whole number of its 32-element blocks",
