@@ -18,6 +18,7 @@
 namespace kiln {
 
 struct LoadedModel;
+class ModelSession;
 class WeightStore;
 
 struct ModelSessionOptions {
@@ -46,9 +47,10 @@ struct ModelSessionOptions {
 
   // Tensor parallelism (EngineOptions has the story): the group the
   // compiled model's all-reduces sum over, and on rank 0 what each forward
-  // pass calls first to hand its batch to the other ranks.
+  // pass calls first to hand its batch, and the session's shape, to the
+  // other ranks.
   std::shared_ptr<Collective> collective;
-  std::function<Status(const ForwardBatch&, int64_t num_kv_blocks)> before_forward;
+  std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
 };
 
 // The session the engine's options describe (the engine's own; `kiln eval`

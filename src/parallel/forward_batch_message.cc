@@ -14,7 +14,11 @@ void PassMessageHeader::ToInts(int32_t* out) const {
   out[2] = num_seqs;
   out[3] = num_output_rows;
   out[4] = payload_ints;
-  out[5] = num_kv_blocks;
+  out[5] = shape.max_batch_tokens;
+  out[6] = shape.max_seqs;
+  out[7] = shape.max_model_len;
+  out[8] = shape.block_size;
+  out[9] = shape.num_kv_blocks;
 }
 
 PassMessageHeader PassMessageHeader::FromInts(const int32_t* in) {
@@ -25,7 +29,11 @@ PassMessageHeader PassMessageHeader::FromInts(const int32_t* in) {
   h.num_seqs = in[2];
   h.num_output_rows = in[3];
   h.payload_ints = in[4];
-  h.num_kv_blocks = in[5];
+  h.shape.max_batch_tokens = in[5];
+  h.shape.max_seqs = in[6];
+  h.shape.max_model_len = in[7];
+  h.shape.block_size = in[8];
+  h.shape.num_kv_blocks = in[9];
   return h;
 }
 
@@ -35,8 +43,9 @@ int64_t TableLength(int32_t seq_len, int64_t block_size) { return (seq_len + blo
 
 }  // namespace
 
-Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& b, int64_t block_size, int64_t num_kv_blocks,
+Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& b, const SessionShape& shape,
                                                std::vector<int32_t>* payload) {
+  const int64_t block_size = shape.block_size;
   if (block_size <= 0) return InvalidArgument("forward pass message: block size {}", block_size);
   payload->clear();
   auto append = [&](const int32_t* p, int64_t n) { payload->insert(payload->end(), p, p + n); };
@@ -47,9 +56,8 @@ Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& b, int64_t bl
   append(b.seq_lens, b.num_seqs);
   if (b.num_output_rows > 0) append(b.output_rows, b.num_output_rows);
   for (int32_t s = 0; s < b.num_seqs; ++s) append(b.block_tables[s], TableLength(b.seq_lens[s], block_size));
-  if (payload->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
-      num_kv_blocks > std::numeric_limits<int32_t>::max()) {
-    return OutOfRange("forward pass message of {} ints over {} KV blocks", payload->size(), num_kv_blocks);
+  if (payload->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return OutOfRange("forward pass message of {} ints", payload->size());
   }
   PassMessageHeader h;
   h.kind = PassMessageKind::kForward;
@@ -57,7 +65,7 @@ Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& b, int64_t bl
   h.num_seqs = b.num_seqs;
   h.num_output_rows = b.num_output_rows;
   h.payload_ints = static_cast<int32_t>(payload->size());
-  h.num_kv_blocks = static_cast<int32_t>(num_kv_blocks);
+  h.shape = shape;
   return h;
 }
 

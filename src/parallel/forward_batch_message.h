@@ -14,21 +14,33 @@ namespace kiln {
 
 enum class PassMessageKind : int32_t { kStop = 0, kForward = 1 };
 
+// The shape of rank 0's session, which every rank's matches (the engine
+// may make several in turn, as the throughput benchmark does).
+struct SessionShape {
+  int32_t max_batch_tokens = 0;
+  int32_t max_seqs = 0;
+  int32_t max_model_len = 0;
+  int32_t block_size = 0;
+  int32_t num_kv_blocks = 0;
+
+  bool operator==(const SessionShape&) const = default;
+};
+
 struct PassMessageHeader {
-  static constexpr int kInts = 6;
+  static constexpr int kInts = 10;
   PassMessageKind kind = PassMessageKind::kStop;
   int32_t num_tokens = 0;
   int32_t num_seqs = 0;
   int32_t num_output_rows = 0;
   int32_t payload_ints = 0;
-  int32_t num_kv_blocks = 0;  // rank 0's KV cache, which every rank's matches
+  SessionShape shape;
 
   void ToInts(int32_t* out) const;
   static PassMessageHeader FromInts(const int32_t* in);
 };
 
-// The header and payload of `batch` over a cache of `block_size`-token blocks.
-Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& batch, int64_t block_size, int64_t num_kv_blocks,
+// The header and payload of `batch` for a session of `shape`.
+Expected<PassMessageHeader> EncodeForwardBatch(const ForwardBatch& batch, const SessionShape& shape,
                                                std::vector<int32_t>* payload);
 
 // A received batch: the arrays, and a ForwardBatch pointing into them.

@@ -90,23 +90,67 @@ bool StartedByMpirun() {
   return false;
 }
 
-// A follower's model, compiled before the first pass; its KV cache comes
-// with the first pass, which says how many blocks rank 0 has.
-struct FollowerModel {
-  std::shared_ptr<const WeightStore> weights;
-  ModelSessionOptions options;
-  std::unique_ptr<CompiledModel> model;
-};
+// A rank other than 0: its shard, compiled ahead for the session the
+// command-line options describe, and the session rank 0's passes shape (its
+// KV cache has rank 0's number of blocks; an engine made with other batch
+// limits, as each step of the throughput benchmark's sweep is, gets the
+// model compiled again for them).
+class Follower {
+ public:
+  static Expected<std::unique_ptr<Follower>> Create(const EngineOptions& options, int rank) {
+    auto f = std::unique_ptr<Follower>(new Follower());
+    f->rank_ = rank;
+    KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
+    f->weights_ = loaded.weights;
+    KILN_ASSIGN_OR_RETURN(f->options_, SessionOptionsFor(options, loaded));
+    f->options_.before_forward = nullptr;  // rank 0's alone
+    KILN_ASSIGN_OR_RETURN(f->compiled_, CompileForSession(*f->weights_, f->options_));
+    return f;
+  }
 
-Expected<FollowerModel> PrepareFollower(const EngineOptions& options) {
-  KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
-  FollowerModel f;
-  f.weights = loaded.weights;
-  KILN_ASSIGN_OR_RETURN(f.options, SessionOptionsFor(options, loaded));
-  f.options.before_forward = nullptr;  // rank 0's alone
-  KILN_ASSIGN_OR_RETURN(f.model, CompileForSession(*f.weights, f.options));
-  return f;
-}
+  Status Run(const PassMessageHeader& header, std::vector<int32_t> payload) {
+    if (session_ == nullptr || !(header.shape == shape_)) KILN_RETURN_IF_ERROR(Reshape(header.shape));
+    KILN_RETURN_IF_ERROR(DecodeForwardBatch(header, std::move(payload), shape_.block_size, &decoded_));
+    const int64_t vocab = weights_->config().vocab_size;
+    logits_.resize(static_cast<size_t>(std::max<int64_t>(header.num_output_rows, 1) * vocab));
+    return session_->Forward(decoded_.batch, logits_.data(), vocab);
+  }
+
+ private:
+  Follower() = default;
+
+  Status Reshape(const SessionShape& shape) {
+    session_.reset();
+    ModelSessionOptions o = options_;
+    o.max_batch_tokens = shape.max_batch_tokens;
+    o.max_seqs = shape.max_seqs;
+    o.max_model_len = shape.max_model_len;
+    o.block_size = shape.block_size;
+    o.kv_num_blocks = shape.num_kv_blocks;
+    const CompileOptions& ahead = compiled_ != nullptr ? compiled_->options() : CompileOptions{};
+    if (compiled_ == nullptr || compiled_->max_batch_tokens() != shape.max_batch_tokens ||
+        compiled_->max_model_len() != shape.max_model_len || ahead.max_seqs != shape.max_seqs ||
+        ahead.block_size != shape.block_size) {
+      compiled_.reset();
+      KILN_ASSIGN_OR_RETURN(compiled_, CompileForSession(*weights_, o));
+    }
+    KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(std::move(compiled_), o));
+    shape_ = shape;
+    KILN_LOG_INFO("tensor parallel rank {}: {} MiB of weights, {} KV blocks of {} tokens ({} MiB)", rank_,
+                  weights_->TotalBytes() >> 20, session_->num_kv_blocks(), session_->block_size(),
+                  (session_->num_kv_blocks() * session_->kv_cache().layout().BlockBytes()) >> 20);
+    return Status::Ok();
+  }
+
+  int rank_ = 0;
+  std::shared_ptr<const WeightStore> weights_;
+  ModelSessionOptions options_;
+  std::unique_ptr<CompiledModel> compiled_;  // until a session takes it
+  std::unique_ptr<ModelSession> session_;
+  SessionShape shape_;
+  DecodedForwardBatch decoded_;
+  std::vector<float> logits_;
+};
 
 // Receives and runs rank 0's passes until it says stop. A rank whose own
 // setup failed still waits for rank 0's word (which failed the same way
@@ -117,19 +161,8 @@ int RunFollower(const EngineOptions& options, MpiCollective& group) {
   // (mpirun still ends them with SIGKILL if rank 0 never does).
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
-  Expected<FollowerModel> prepared = PrepareFollower(options);
-  const Status setup = prepared.ok() ? Status::Ok() : prepared.status();
-  FollowerModel empty;
-  FollowerModel& f = prepared.ok() ? *prepared : empty;
-  ModelSessionOptions& session_options = f.options;
-  std::unique_ptr<CompiledModel>& model = f.model;
-  const std::shared_ptr<const WeightStore>& weights = f.weights;
-  const int64_t vocab = weights != nullptr ? weights->config().vocab_size : 0;
-  if (!setup.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), setup.ToString());
-
-  std::unique_ptr<ModelSession> session;
-  std::vector<float> logits;
-  DecodedForwardBatch decoded;
+  auto follower = Follower::Create(options, group.rank());
+  if (!follower.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), follower.status().ToString());
   for (;;) {
     int32_t ints[PassMessageHeader::kInts];
     Status st = group.Broadcast(ints, PassMessageHeader::kInts, false);
@@ -138,37 +171,15 @@ int RunFollower(const EngineOptions& options, MpiCollective& group) {
       return 1;
     }
     const PassMessageHeader header = PassMessageHeader::FromInts(ints);
-    if (header.kind == PassMessageKind::kStop) return setup.ok() ? 0 : 1;
+    if (header.kind == PassMessageKind::kStop) return follower.ok() ? 0 : 1;
     std::vector<int32_t> payload(static_cast<size_t>(std::max(header.payload_ints, 0)));
     st = group.Broadcast(payload.data(), static_cast<int64_t>(payload.size()), true);
-    if (st.ok() && setup.ok()) {
-      if (session == nullptr) {
-        // Blocks as rank 0's, sized to this rank's share of the heads.
-        session_options.kv_num_blocks = header.num_kv_blocks;
-        auto created = ModelSession::Create(std::move(model), session_options);
-        if (created.ok()) {
-          session = std::move(created).value();
-          KILN_LOG_INFO("tensor parallel rank {}: {} MiB of weights, {} KV blocks of {} tokens ({} MiB)", group.rank(),
-                        weights->TotalBytes() >> 20, session->num_kv_blocks(), session->block_size(),
-                        (session->num_kv_blocks() * session->kv_cache().layout().BlockBytes()) >> 20);
-        } else {
-          st = created.status();
-        }
-      } else if (header.num_kv_blocks != session->num_kv_blocks()) {
-        st = Internal("rank 0 has {} KV blocks, this rank {}", header.num_kv_blocks, session->num_kv_blocks());
-      }
-    }
-    if (st.ok() && setup.ok()) {
-      st = DecodeForwardBatch(header, std::move(payload), session->block_size(), &decoded);
-    }
-    if (st.ok() && setup.ok()) {
-      logits.resize(static_cast<size_t>(std::max<int64_t>(header.num_output_rows, 1) * vocab));
-      st = session->Forward(decoded.batch, logits.data(), vocab);
-    }
-    if (!st.ok() || !setup.ok()) {
-      // Rank 0 runs a pass this rank cannot follow: leave, and mpirun ends
-      // the job.
-      if (!st.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
+    // Rank 0 runs a pass this rank cannot follow: leave, and mpirun ends
+    // the job.
+    if (!follower.ok()) return 1;
+    if (st.ok()) st = (*follower)->Run(header, std::move(payload));
+    if (!st.ok()) {
+      KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
       return 1;
     }
   }
@@ -233,11 +244,16 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
     MPI_Finalize();
     return start;
   }
-  const int64_t block_size = options->block_size;
   auto payload = std::make_shared<std::vector<int32_t>>();
   MpiCollective* sender = group.get();
-  options->before_forward = [sender, payload, block_size](const ForwardBatch& batch, int64_t num_kv_blocks) {
-    KILN_ASSIGN_OR_RETURN(PassMessageHeader header, EncodeForwardBatch(batch, block_size, num_kv_blocks, payload.get()));
+  options->before_forward = [sender, payload](const ForwardBatch& batch, const ModelSession& session) {
+    SessionShape shape;
+    shape.max_batch_tokens = static_cast<int32_t>(session.max_batch_tokens());
+    shape.max_seqs = static_cast<int32_t>(session.options().max_seqs);
+    shape.max_model_len = static_cast<int32_t>(session.max_model_len());
+    shape.block_size = static_cast<int32_t>(session.block_size());
+    shape.num_kv_blocks = static_cast<int32_t>(session.num_kv_blocks());
+    KILN_ASSIGN_OR_RETURN(PassMessageHeader header, EncodeForwardBatch(batch, shape, payload.get()));
     int32_t ints[PassMessageHeader::kInts];
     header.ToInts(ints);
     KILN_RETURN_IF_ERROR(sender->Broadcast(ints, PassMessageHeader::kInts, true));

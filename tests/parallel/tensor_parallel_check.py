@@ -21,6 +21,8 @@ CASE is one of
                   killed, each mid-generation: every process gone within the
                   collective time-out, rank 0 failing with a clear error
                   when rank 1 stops
+  bench-sweep     kiln bench throughput's sweep, an engine per max-num-seqs
+                  in turn: the other rank follows each one's shape
   bad-input       T not dividing the heads, T x P not the ranks started,
                   T > 1 without mpirun, P > 1, kiln compile with T > 1, a
                   quantized column slice cutting a block: each a clear
@@ -261,6 +263,20 @@ def case_rank_killed(mpirun, kiln, how, victim=1):
             os.kill(p, signal.SIGKILL)
 
 
+def case_bench_sweep(mpirun, kiln):
+    cmd = mpirun_args(mpirun, 2) + [kiln, "bench", "throughput", "-m", model_path("tiny-qwen2"), "--no-roofline",
+                                    "--num-requests", "6", "--sweep", "1,4", "--min-input", "8", "--max-input", "24",
+                                    "--min-output", "4", "--max-output", "12", "--threads", "1",
+                                    "--tensor-parallel-size", "2"]
+    rc, out, err = run(cmd)
+    rows = [l for l in out.splitlines() if l.split()[:1] in (["1"], ["4"])]
+    if rc != 0 or len(rows) != 2:
+        fail(f"bench throughput under T=2: exit {rc}\n{out}\n{err}")
+    if err.count("tensor parallel rank 1: ") < 2:
+        fail("rank 1 did not follow the second engine's shape:\n" + err)
+    print("bench throughput's sweep of two engines ran under T=2")
+
+
 def expect_error(cmd, message, what):
     start = time.time()
     rc, out, err = run(cmd, timeout=120)
@@ -303,6 +319,8 @@ def main():
         case_rank_killed(mpirun, kiln, "kill")
         case_rank_killed(mpirun, kiln, "stop")
         case_rank_killed(mpirun, kiln, "kill", victim=0)
+    elif case == "bench-sweep":
+        case_bench_sweep(mpirun, kiln)
     elif case == "bad-input":
         case_bad_input(mpirun, kiln)
     else:
