@@ -23,6 +23,7 @@
 
 namespace kiln {
 
+class Collective;
 class ThreadPool;
 struct StoredPackedMatrix;
 struct Weight;
@@ -53,6 +54,8 @@ struct RunState {
   // run-time values (the first one is kept).
   void* const* tensor_io = nullptr;
   Status* tensor_error = nullptr;
+  // A model split across processes: the group its all-reduces sum over.
+  Collective* collective = nullptr;
 
   // The rows of a row space in this pass.
   int64_t RowsIn(RowSpace r) const;

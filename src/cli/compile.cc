@@ -55,6 +55,13 @@ void RegisterCompile(CLI::App& app) {
                   "ONNX graphs: NAME:DIMS, a shape to compile an input left open at, so that its convolutions' "
                   "weights are stored in their kernels' layouts; the input stays open");
   cmd->callback([a]() {
+    // An artifact holds the whole model; the split is made when running it.
+    if (a->engine.options.tensor_parallel_size > 1 || a->engine.options.pipeline_parallel_size > 1) {
+      fmt::print(stderr, "kiln compile: an artifact holds the whole model; --tensor-parallel-size and "
+                         "--pipeline-parallel-size apply when running one (from the model it was compiled from)\n");
+      SetExitCode(2);
+      return;
+    }
     if (IsOnnxPath(a->engine.options.model)) {
       Status s = CompileOnnx(a->engine, a->input_shapes, a->sample_shapes, a->output);
       if (!s.ok()) {

@@ -1,11 +1,16 @@
 // Engine flags shared by the serving commands.
 #include "cli/engine_flags.h"
 
+#include <cstdlib>
+
 #include "cli/backend_plugin_flag.h"
 #include "core/dtype.h"
 #include "engine/model_artifact.h"
 #include "format/artifact_file.h"
 #include "quant/quantize_ref.h"
+#ifdef KILN_WITH_MPI
+#include "parallel/tensor_parallel.h"
+#endif
 
 namespace kiln::cli {
 
@@ -56,7 +61,23 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
                   "fp32, mixed or bf16 products (default: mixed; fp32 for ONNX graphs, where mixed and bf16 "
                   "multiply convolutions and matmuls in bf16 where the CPU does so natively)")
       ->group(group);
-  cmd->add_option("--threads", o.threads, "Compute threads (0: one per physical core)")->group(group);
+  cmd->add_option("--threads", o.threads,
+                  "Compute threads (0: one per physical core; under mpirun, the host's cores shared among its ranks)")
+      ->group(group);
+  const std::string parallel = "Model parallelism (under mpirun)";
+  cmd->add_option("--tensor-parallel-size", o.tensor_parallel_size,
+                  "Split the attention heads and MLP over this many processes started by mpirun -np N")
+      ->check(CLI::PositiveNumber)
+      ->group(parallel);
+  cmd->add_option("--pipeline-parallel-size", o.pipeline_parallel_size,
+                  "Split the layers over this many processes (not built yet: only 1)")
+      ->check(CLI::PositiveNumber)
+      ->group(parallel);
+  cmd->add_option("--collective-timeout", o.collective_timeout_seconds,
+                  "Seconds a rank waits on the others at start-up, within a forward pass and before exiting; past it, it "
+                  "fails the running requests and exits non-zero")
+      ->capture_default_str()
+      ->group(parallel);
   cmd->add_flag("--w8a8", o.w8a8,
                 "Run the decoder layers' linears in int8: weights per channel, activations per token (VNNI "
                 "where the CPU has it)")
@@ -169,6 +190,17 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
     KILN_RETURN_IF_ERROR(ApplyArtifactOptions(artifact.metadata, command != nullptr ? &given : nullptr, &o));
   }
   KILN_RETURN_IF_ERROR(o.Validate());
+  if (o.tensor_parallel_size > 1) {
+#ifdef KILN_WITH_MPI
+    KILN_ASSIGN_OR_RETURN(TensorParallelStart start, StartTensorParallel(&o));
+    // A rank other than 0 has followed rank 0's passes to the end: its
+    // command is done.
+    if (!start.runs_engine) std::exit(start.exit_code);
+#else
+    return Unsupported("--tensor-parallel-size {}: this kiln was built without MPI (install libopenmpi-dev and "
+                       "rebuild)", o.tensor_parallel_size);
+#endif
+  }
   return o;
 }
 

@@ -26,7 +26,10 @@ struct EngineFlags {
   // Checks and converts the typed values, after loading the backend
   // plugins (so that --backend can name theirs); errors name the flag. For
   // a compiled artifact (-m X.kiln), the compile options are the file's: a
-  // flag given with another value is an error naming it.
+  // flag given with another value is an error naming it. With
+  // --tensor-parallel-size above 1 it joins the MPI job (src/parallel): a
+  // rank other than 0 follows rank 0's forward passes and exits here, never
+  // returning.
   Expected<EngineOptions> Resolve() const;
 };
 
@@ -45,7 +48,9 @@ Expected<DType> ParseKvCacheDType(const std::string& name);
 // --max-model-len, --enable-prefix-caching/--no-prefix-caching, the
 // speculative decoding flags (--spec-method, --spec-tokens, --spec-ngram-min,
 // --spec-ngram-max) and the W8A8 flags (--w8a8, --calibration,
-// --calibration-percentile, --w8a8-clips) to `cmd`,
+// --calibration-percentile, --w8a8-clips) and model parallelism's
+// (--tensor-parallel-size, --pipeline-parallel-size, --collective-timeout)
+// to `cmd`,
 // writing into `flags` (which must outlive parsing).
 void AddEngineFlags(CLI::App* cmd, EngineFlags* flags);
 

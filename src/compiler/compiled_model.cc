@@ -233,7 +233,12 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   state.pool = pool_.get();
   state.context_rows = context_rows;
   state.score_rows = score_rows;
-  return program->Run(state, dump).WithContext("forward");
+  // A failed all-reduce (a peer rank that stopped answering) is reported here.
+  Status collective_error;
+  state.tensor_error = &collective_error;
+  state.collective = options_.collective.get();
+  KILN_RETURN_IF_ERROR(program->Run(state, dump).WithContext("forward"));
+  return collective_error.WithContext("forward");
 }
 
 }  // namespace kiln

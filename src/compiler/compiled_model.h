@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/collective.h"
 #include "compiler/fuse.h"
 #include "compiler/layout.h"
 #include "compiler/legalize.h"
@@ -36,6 +37,10 @@ struct CompileOptions {
   // decoder layers' linears; weights per channel at load, activations per
   // token or by calibrated clips).
   W8A8Options w8a8;
+  // Tensor parallelism: the weights are this rank's shard
+  // (ModelConfig::tensor_parallel_size) and the all-reduces sum over this
+  // group.
+  std::shared_ptr<Collective> collective;
 };
 
 struct BucketPlan {

@@ -34,6 +34,25 @@ Expected<DType> ParseDraftDType(std::string_view name) {
 }
 
 Status EngineOptions::Validate() const {
+  if (tensor_parallel_size < 1 || pipeline_parallel_size < 1) {
+    return InvalidArgument("--tensor-parallel-size {} and --pipeline-parallel-size {} must be at least 1",
+                           tensor_parallel_size, pipeline_parallel_size);
+  }
+  if (pipeline_parallel_size > 1) {
+    return Unsupported("--pipeline-parallel-size {}: pipeline parallelism is not built yet (tensor parallelism is: "
+                       "--tensor-parallel-size)", pipeline_parallel_size);
+  }
+  if (!(collective_timeout_seconds > 0)) {
+    return InvalidArgument("--collective-timeout {} is not a positive number of seconds", collective_timeout_seconds);
+  }
+  if (tensor_parallel_size > 1 && !calibration.empty()) {
+    return Unsupported("--calibration with --tensor-parallel-size {}: calibrate without the split and pass the "
+                       "clips with --w8a8-clips", tensor_parallel_size);
+  }
+  if (tensor_parallel_size > 1 && spec_method == "draft") {
+    return Unsupported("--spec-method draft with --tensor-parallel-size {}: a draft model is not split over ranks",
+                       tensor_parallel_size);
+  }
   if (!w8a8 && (!calibration.empty() || !w8a8_clips.empty())) {
     return InvalidArgument("--calibration and --w8a8-clips need --w8a8");
   }

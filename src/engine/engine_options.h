@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -11,6 +13,10 @@
 #include "core/status.h"
 
 namespace kiln {
+
+class Collective;
+class ModelSession;
+struct ForwardBatch;
 
 // The KV cache's size: a number of bytes, or a fraction of the memory
 // available when the engine starts, or (neither set) enough for
@@ -107,6 +113,20 @@ struct EngineOptions {
   // When set, every forward pass writes its named values here (see
   // tensor_dump.h).
   std::string dump_dir;
+
+  // Model parallelism across processes (src/parallel starts the group):
+  // the weights split over tensor_parallel_size ranks, this process being
+  // collective->rank(); every rank's all-reduces give up after
+  // collective_timeout_seconds. Rank 0 runs the engine, and before_forward
+  // hands each pass's batch (with the session's shape: its batch limits and
+  // KV blocks, which the others match) to the other ranks, which run it on
+  // their shard.
+  // Pipeline parallelism (pipeline_parallel_size > 1) is not built.
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
+  double collective_timeout_seconds = 60;
+  std::shared_ptr<Collective> collective;
+  std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
 
   // Checks ranges and combinations; the message names the option.
   Status Validate() const;

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "backend/collective.h"
+#include "core/log.h"
 #include "engine/model_artifact.h"
 #include "format/artifact_file.h"
 #include "format/model_config.h"
@@ -38,9 +40,30 @@ Expected<std::shared_ptr<const WeightStore>> LoadWeights(const EngineOptions& op
 
 Expected<LoadedModel> LoadModel(const EngineOptions& options) {
   KILN_RETURN_IF_ERROR(options.Validate());
-  if (!options.model.empty() && IsArtifactFile(options.model)) return LoadArtifact(options);
+  if (!options.model.empty() && IsArtifactFile(options.model)) {
+    if (options.tensor_parallel_size > 1) {
+      return Unsupported("{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
+                         "compiled from", options.model);
+    }
+    return LoadArtifact(options);
+  }
+  if (options.tensor_parallel_size > 1 &&
+      (options.collective == nullptr || options.collective->size() != options.tensor_parallel_size)) {
+    return InvalidArgument(
+        "--tensor-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
+        options.tensor_parallel_size, options.tensor_parallel_size);
+  }
   LoadedModel loaded;
   KILN_ASSIGN_OR_RETURN(loaded.weights, LoadWeights(options));
+  if (options.tensor_parallel_size > 1) {
+    const int64_t full_bytes = loaded.weights->TotalBytes();
+    KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::TensorParallelShard(std::move(loaded.weights),
+                                                                           options.collective->rank(),
+                                                                           options.tensor_parallel_size));
+    KILN_LOG_INFO("tensor parallel rank {} of {}: {} MiB of the model's {} MiB of weights",
+                  options.collective->rank(), options.tensor_parallel_size, loaded.weights->TotalBytes() >> 20,
+                  full_bytes >> 20);
+  }
 
   // Generated weights have a tokenizer only when one is named or the model
   // folder has one; real weights always need theirs.

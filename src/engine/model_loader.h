@@ -24,7 +24,9 @@ struct LoadedModel {
 // Loads options.model (a compiled .kiln artifact through LoadArtifact; or,
 // with load_format "dummy", generates weights of options.preset's shapes or
 // of the model folder's config.json) and its tokenizer (options.tokenizer
-// when set). Errors name the path.
+// when set). With tensor_parallel_size above 1 the weights are this rank's
+// shard (WeightStore::TensorParallelShard; the group must be set). Errors
+// name the path.
 Expected<LoadedModel> LoadModel(const EngineOptions& options);
 
 }  // namespace kiln

@@ -37,6 +37,7 @@ int64_t ModelSession::max_model_len() const { return model_->max_model_len(); }
 
 Status ModelSession::Forward(const ForwardBatch& batch, float* logits, int64_t logits_stride,
                              const DumpFn* dump) {
+  if (options_.before_forward) KILN_RETURN_IF_ERROR(options_.before_forward(batch, *this));
   return model_->Forward(batch, *kv_cache_, logits, logits_stride, dump);
 }
 

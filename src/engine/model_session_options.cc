@@ -23,6 +23,8 @@ Expected<ModelSessionOptions> SessionOptionsFor(const EngineOptions& options, co
   s.block_size = options.block_size;
   s.kv_dtype = options.kv_cache_dtype;
   s.kv_cache_memory = options.kv_cache_memory;
+  s.collective = options.collective;
+  s.before_forward = options.before_forward;
   if (options.w8a8) {
     if (model.weights == nullptr) return InvalidArgument("W8A8: no weights");
     // Static clips from --calibration or --w8a8-clips, else every input
@@ -51,6 +53,7 @@ CompileOptions ToCompileOptions(const ModelSessionOptions& options) {
   co.threads = options.threads;
   co.w8a8.enabled = options.w8a8;
   co.w8a8.input_clips = options.w8a8_clips;
+  co.collective = options.collective;
   return co;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 namespace kiln {
 
 struct LoadedModel;
+class ModelSession;
 class WeightStore;
 
 struct ModelSessionOptions {
@@ -42,6 +44,13 @@ struct ModelSessionOptions {
   // When set, exactly this many KV blocks, whatever the two above say (a
   // budget already shared out, see SharedKvCacheBlocks).
   int64_t kv_num_blocks = 0;
+
+  // Tensor parallelism (EngineOptions has the story): the group the
+  // compiled model's all-reduces sum over, and on rank 0 what each forward
+  // pass calls first to hand its batch, and the session's shape, to the
+  // other ranks.
+  std::shared_ptr<Collective> collective;
+  std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
 };
 
 // The session the engine's options describe (the engine's own; `kiln eval`

@@ -129,6 +129,11 @@ struct ModelConfig {
   // wrapper): its tensors carry the wrapper's prefix, the other towers' are
   // not loaded (format/text_tower.h).
   bool text_tower_of_multimodal = false;
+  // Tensor parallelism: this config describes one rank's shard of a model
+  // split over this many ranks (WeightStore::TensorParallelShard), its head
+  // counts and intermediate_size already divided; the decoder sums the
+  // partial outputs of o_proj and down_proj over the ranks.
+  int64_t tensor_parallel_size = 1;
 
   int64_t RotaryDim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 

@@ -82,6 +82,20 @@ class WeightStore {
   // `source`. Errors name a tensor that cannot be converted.
   static Expected<std::unique_ptr<WeightStore>> Requantized(const WeightStore& source, DType dtype);
 
+  // Rank `rank`'s share of `source` for tensor parallelism over `size`
+  // ranks (Megatron's split): q/k/v and gate/up keep the rows of the rank's
+  // heads and intermediate slice (views into `source`'s memory), o_proj and
+  // down_proj the matching input columns (copies), o_proj's bias only on
+  // rank 0; embeddings, norms and lm_head are shared whole. The config's
+  // head counts and intermediate_size are the rank's, and its
+  // tensor_parallel_size is `size`. Keeps `source` alive. Errors name the
+  // model's numbers when heads or the intermediate size do not divide by
+  // `size`, and the tensor when a column slice of a block-quantized weight
+  // would cut a block; mixtures of experts and compiled artifacts are
+  // refused.
+  static Expected<std::unique_ptr<WeightStore>> TensorParallelShard(std::shared_ptr<const WeightStore> source,
+                                                                     int rank, int size);
+
   virtual ~WeightStore();
 
   const std::string& path() const { return path_; }

@@ -11,7 +11,7 @@ constexpr std::array<const char*, kNumOpKinds> kNames = {
     "attention",      "silu",       "gelu",         "silu_mul",      "gelu_mul",    "gate_up_silu_mul",
     "add",            "mul",        "softmax",      "select_rows",   "gather_kv",   "attn_scores",
     "masked_softmax", "attn_values", "cast",        "transfer",    "softcap",
-    "moe",            "tensor_op",
+    "moe",            "all_reduce_sum", "tensor_op",
 };
 
 }  // namespace

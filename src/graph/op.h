@@ -33,6 +33,7 @@ enum class OpKind : uint8_t {
   kTransfer,      // copy between memory domains, inserted by the layout stage
   kSoftcap,       // y = cap * tanh(x / cap) (Gemma 2's logits)
   kMoe,           // mixture of experts: route each row to its top-k experts' SwiGLU MLPs, sum them weighted
+  kAllReduceSum,  // tensor parallelism: y = the sum of x over every rank (backend/collective.h)
   kTensorOp,      // an N-dimensional tensor op named by Node::op_type (graph/tensor_op.h)
 };
 

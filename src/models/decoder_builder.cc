@@ -2,6 +2,8 @@
 //   h = embed(ids)
 //   per layer: h += o_proj(attention(rope(q), rope(k), v))   over norm(h)
 //              h += down(silu(gate(x)) * up(x))              over norm(h)
+//                   (split over tensor-parallel ranks: each o_proj and
+//                   down output is a partial sum, all-reduced before the add)
 //                   (or, in a mixture's layers, the weighted sum of that
 //                   MLP over the experts the router picks: one moe node)
 //   logits = lm_head(norm(h[selected rows]))
@@ -120,6 +122,7 @@ class Builder {
     KILN_ASSIGN_OR_RETURN(const Weight* wo, w("self_attn.o_proj.weight"));
     const Weight* bo = c_.attention_output_bias ? maybe("self_attn.o_proj.bias") : nullptr;
     ValueId o = LinearOp(prefix + "self_attn.o_proj", attn, wo, bo, vname("attn_out"));
+    o = SumOverRanks(prefix + "self_attn.o_proj.all_reduce", o, vname("attn_out_sum"));
     KILN_ASSIGN_OR_RETURN(const Weight* post_norm, w("post_attention_layernorm.weight"));
     if (c_.gemma_norms) {
       o = Norm(prefix + "post_attention_layernorm", o, post_norm, 0, vname("attn_out_norm"));
@@ -143,6 +146,7 @@ class Builder {
       ValueId m = Binary(act, prefix + "mlp.act", gate, up, vname("mlp_act"));
       if (act == OpKind::kGeluMul) g_.nodes().back().attrs.gelu_tanh = c_.activation == Activation::kGeluTanh;
       d = LinearOp(prefix + "mlp.down_proj", m, wd, nullptr, vname("mlp_out"));
+      d = SumOverRanks(prefix + "mlp.down_proj.all_reduce", d, vname("mlp_out_sum"));
     }
     if (c_.gemma_norms) {
       KILN_ASSIGN_OR_RETURN(const Weight* out_norm, w("post_feedforward_layernorm.weight"));
@@ -208,6 +212,14 @@ class Builder {
   ValueId LinearOp(std::string name, ValueId x, const Weight* w, const Weight* bias, std::string out_name) {
     RowSpace rows = g_.value(x).rows;
     return Op(OpKind::kLinear, std::move(name), {x}, {w, bias}, {}, std::move(out_name), w->shape[0], rows);
+  }
+
+  // A row-parallel linear's partial sums added up over the tensor-parallel
+  // ranks; the value itself where the model is not split.
+  ValueId SumOverRanks(std::string name, ValueId x, std::string out_name) {
+    if (c_.tensor_parallel_size <= 1) return x;
+    const Value& v = g_.value(x);
+    return Op(OpKind::kAllReduceSum, std::move(name), {x}, {}, {}, std::move(out_name), v.cols, v.rows);
   }
 
   ValueId Rope(std::string name, ValueId x, int64_t heads, int64_t layer, std::string out_name) {

@@ -52,3 +52,8 @@ kiln_layering_case(router server/http_listener.h cli/commands.h)
 if(UCX_FOUND)
   kiln_layering_case(disagg engine/kv_connector.h server/api_server.h)
 endif()
+# The engine runs a split model through the Collective interface and the
+# hook in its options; the MPI side (src/parallel) is above it.
+if(TARGET kiln_parallel)
+  kiln_layering_case(engine backend/collective.h parallel/tensor_parallel.h)
+endif()

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/model_loader.h"
+
 namespace kiln {
 namespace {
 
@@ -77,6 +79,43 @@ TEST(EngineOptionsTest, SpeculativeDecodingOptionsAreChecked) {
   bad = o;
   bad.spec_ngram_min = 0;
   EXPECT_NE(message(bad).find("spec-ngram-min"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(EngineOptionsTest, ModelParallelismChecks) {
+  EngineOptions o;
+  o.model = "m";
+  o.pipeline_parallel_size = 2;
+  EXPECT_NE(o.Validate().message().find("pipeline parallelism is not built yet"), std::string::npos);
+  o.pipeline_parallel_size = 1;
+  o.tensor_parallel_size = 2;
+  EXPECT_TRUE(o.Validate().ok());
+  o.spec_method = "draft";
+  o.draft_model = "self";
+  EXPECT_NE(o.Validate().message().find("a draft model is not split over ranks"), std::string::npos);
+  o.spec_method = "none";
+  o.collective_timeout_seconds = 0;
+  EXPECT_NE(o.Validate().message().find("--collective-timeout"), std::string::npos);
+  o.collective_timeout_seconds = 60;
+  o.tensor_parallel_size = 0;
+  EXPECT_FALSE(o.Validate().ok());
+}
+
+TEST(EngineOptionsTest, TensorParallelismOutsideAGroupIsRefusedAtLoad) {
+  // LoadModel is where the shard is made; without the MPI group it says how
+  // to start one (the CLI does, under mpirun).
+  EngineOptions o;
+  o.load_format = "dummy";
+  o.preset = "qwen2.5-0.5b";
+  o.tensor_parallel_size = 2;
+  auto loaded = LoadModel(o);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("mpirun -np 2 kiln"), std::string::npos) << loaded.status().ToString();
 }
 
 }  // namespace

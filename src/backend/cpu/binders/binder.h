@@ -79,6 +79,8 @@ Expected<Step> BindTransfer(const BindContext& ctx, BindCaches& caches, Step ste
 // A mixture of experts, and the scratch it needs for `rows` rows.
 Expected<Step> BindMoe(const BindContext& ctx, BindCaches& caches, Step step);
 size_t MoeScratchBytes(const Graph& g, const Node& n, int64_t rows);
+// Tensor parallelism's sum over the ranks (backend/collective.h).
+Expected<Step> BindAllReduceSum(const BindContext& ctx, BindCaches& caches, Step step);
 // Every N-dimensional tensor op (tensor_kernels/).
 Expected<Step> BindTensorOp(const BindContext& ctx, BindCaches& caches, Step step);
 

@@ -33,6 +33,7 @@ std::array<Binder, kNumOpKinds> MakeTable() {
   set(OpKind::kCast, BindCast);
   set(OpKind::kTransfer, BindTransfer);
   set(OpKind::kMoe, BindMoe);
+  set(OpKind::kAllReduceSum, BindAllReduceSum);
   set(OpKind::kTensorOp, BindTensorOp);
   return t;
 }

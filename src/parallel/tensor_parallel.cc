@@ -1,0 +1,269 @@
+// Starting the group, rank 0's side of each pass (send the batch), the
+// other ranks' follower loop (receive, run, repeat), and the stop at exit.
+#include "parallel/tensor_parallel.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backend/kv_cache.h"
+#include "compiler/compiled_model.h"
+#include "core/cpu_info.h"
+#include "core/log.h"
+#include "engine/model_loader.h"
+#include "engine/model_session.h"
+#include "engine/model_session_options.h"
+#include "format/weight_store.h"
+#include "parallel/forward_batch_message.h"
+#include "parallel/mpi_collective.h"
+
+namespace kiln {
+namespace {
+
+// Rank 0's group, which the exit handler stops.
+std::shared_ptr<MpiCollective>& EngineGroup() {
+  static std::shared_ptr<MpiCollective> group;
+  return group;
+}
+
+// At rank 0's exit: tell the others to stop, then finalize. After a failed
+// collective MPI cannot be finalized (a collective is still in flight) and
+// the process ends at once; mpirun then ends the other ranks.
+void StopGroupAtExit() {
+  std::shared_ptr<MpiCollective>& group = EngineGroup();
+  if (group == nullptr) return;
+  int32_t stop[PassMessageHeader::kInts] = {};
+  if (group->failed() || !group->Broadcast(stop, PassMessageHeader::kInts, true).ok() || !group->Barrier().ok()) {
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  group.reset();
+  MPI_Finalize();
+}
+
+// Ends the process when MPI's start-up (every rank joining, which waits on
+// the slowest) has not finished within the collective time-out: a rank
+// that stopped or died that early must not leave the others waiting.
+class StartupWatchdog {
+ public:
+  explicit StartupWatchdog(double seconds)
+      : thread_([this, seconds] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+            std::fprintf(stderr,
+                         "kiln: tensor parallelism: the other ranks did not join within the collective time-out of "
+                         "%g s\n",
+                         seconds);
+            std::fflush(nullptr);
+            std::_Exit(1);
+          }
+        }) {}
+  ~StartupWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+bool StartedByMpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+// A rank other than 0: its shard, compiled ahead for the session the
+// command-line options describe, and the session rank 0's passes shape (its
+// KV cache has rank 0's number of blocks; an engine made with other batch
+// limits, as each step of the throughput benchmark's sweep is, gets the
+// model compiled again for them).
+class Follower {
+ public:
+  static Expected<std::unique_ptr<Follower>> Create(const EngineOptions& options, int rank) {
+    auto f = std::unique_ptr<Follower>(new Follower());
+    f->rank_ = rank;
+    KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
+    f->weights_ = loaded.weights;
+    KILN_ASSIGN_OR_RETURN(f->options_, SessionOptionsFor(options, loaded));
+    f->options_.before_forward = nullptr;  // rank 0's alone
+    KILN_ASSIGN_OR_RETURN(f->compiled_, CompileForSession(*f->weights_, f->options_));
+    return f;
+  }
+
+  Status Run(const PassMessageHeader& header, std::vector<int32_t> payload) {
+    if (session_ == nullptr || !(header.shape == shape_)) KILN_RETURN_IF_ERROR(Reshape(header.shape));
+    KILN_RETURN_IF_ERROR(DecodeForwardBatch(header, std::move(payload), shape_.block_size, &decoded_));
+    const int64_t vocab = weights_->config().vocab_size;
+    logits_.resize(static_cast<size_t>(std::max<int64_t>(header.num_output_rows, 1) * vocab));
+    return session_->Forward(decoded_.batch, logits_.data(), vocab);
+  }
+
+ private:
+  Follower() = default;
+
+  Status Reshape(const SessionShape& shape) {
+    session_.reset();
+    ModelSessionOptions o = options_;
+    o.max_batch_tokens = shape.max_batch_tokens;
+    o.max_seqs = shape.max_seqs;
+    o.max_model_len = shape.max_model_len;
+    o.block_size = shape.block_size;
+    o.kv_num_blocks = shape.num_kv_blocks;
+    const CompileOptions& ahead = compiled_ != nullptr ? compiled_->options() : CompileOptions{};
+    if (compiled_ == nullptr || compiled_->max_batch_tokens() != shape.max_batch_tokens ||
+        compiled_->max_model_len() != shape.max_model_len || ahead.max_seqs != shape.max_seqs ||
+        ahead.block_size != shape.block_size) {
+      compiled_.reset();
+      KILN_ASSIGN_OR_RETURN(compiled_, CompileForSession(*weights_, o));
+    }
+    KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(std::move(compiled_), o));
+    shape_ = shape;
+    KILN_LOG_INFO("tensor parallel rank {}: {} MiB of weights, {} KV blocks of {} tokens ({} MiB)", rank_,
+                  weights_->TotalBytes() >> 20, session_->num_kv_blocks(), session_->block_size(),
+                  (session_->num_kv_blocks() * session_->kv_cache().layout().BlockBytes()) >> 20);
+    return Status::Ok();
+  }
+
+  int rank_ = 0;
+  std::shared_ptr<const WeightStore> weights_;
+  ModelSessionOptions options_;
+  std::unique_ptr<CompiledModel> compiled_;  // until a session takes it
+  std::unique_ptr<ModelSession> session_;
+  SessionShape shape_;
+  DecodedForwardBatch decoded_;
+  std::vector<float> logits_;
+};
+
+// Receives and runs rank 0's passes until it says stop. A rank whose own
+// setup failed still waits for rank 0's word (which failed the same way
+// on a bad option), so that the job ends on rank 0's error.
+int RunFollower(const EngineOptions& options, MpiCollective& group) {
+  // mpirun passes SIGINT and SIGTERM to every rank: rank 0 shuts down as
+  // it would alone and then stops the others, which must live until then
+  // (mpirun still ends them with SIGKILL if rank 0 never does).
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  auto follower = Follower::Create(options, group.rank());
+  if (!follower.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), follower.status().ToString());
+  for (;;) {
+    int32_t ints[PassMessageHeader::kInts];
+    Status st = group.Broadcast(ints, PassMessageHeader::kInts, false);
+    if (!st.ok()) {
+      KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
+      return 1;
+    }
+    const PassMessageHeader header = PassMessageHeader::FromInts(ints);
+    if (header.kind == PassMessageKind::kStop) return follower.ok() ? 0 : 1;
+    std::vector<int32_t> payload(static_cast<size_t>(std::max(header.payload_ints, 0)));
+    st = group.Broadcast(payload.data(), static_cast<int64_t>(payload.size()), true);
+    // Rank 0 runs a pass this rank cannot follow: leave, and mpirun ends
+    // the job.
+    if (!follower.ok()) return 1;
+    if (st.ok()) st = (*follower)->Run(header, std::move(payload));
+    if (!st.ok()) {
+      KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
+      return 1;
+    }
+  }
+}
+
+}  // namespace
+
+Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
+  const int ranks = options->tensor_parallel_size * options->pipeline_parallel_size;
+  if (!StartedByMpirun()) {
+    return InvalidArgument("--tensor-parallel-size {} runs as {} processes started together: mpirun -np {} kiln ...",
+                           options->tensor_parallel_size, ranks, ranks);
+  }
+  auto watchdog = std::make_unique<StartupWatchdog>(options->collective_timeout_seconds);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0) {
+    int provided = 0;
+    // The engine's passes may run on another thread than the one that
+    // started MPI (kiln serve's), never two at a time.
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+      return IoError("tensor parallelism: MPI did not start");
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+      MPI_Finalize();
+      return Unsupported("tensor parallelism: this MPI does not allow calls from more than one thread");
+    }
+  }
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (world != ranks) {
+    MPI_Finalize();
+    return InvalidArgument(
+        "--tensor-parallel-size {} x --pipeline-parallel-size {} = {} ranks, but mpirun started {} processes",
+        options->tensor_parallel_size, options->pipeline_parallel_size, ranks, world);
+  }
+  // Threads: the host's cores shared among the ranks on it.
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  int local_ranks = 1;
+  MPI_Comm_size(local, &local_ranks);
+  MPI_Comm_free(&local);
+  if (options->threads == 0) options->threads = std::max(1, GetCpuInfo().physical_cores / local_ranks);
+
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  watchdog.reset();
+  auto group = std::make_shared<MpiCollective>(comm, options->collective_timeout_seconds);
+  options->collective = group;
+  KILN_LOG_INFO("tensor parallel rank {} of {}: {} threads ({} ranks on this host)", rank, world, options->threads,
+                local_ranks);
+  if (rank != 0) {
+    TensorParallelStart start;
+    start.exit_code = RunFollower(*options, *group);
+    if (!group->failed()) (void)group->Barrier();
+    if (group->failed()) {
+      std::fflush(nullptr);
+      std::_Exit(start.exit_code == 0 ? 1 : start.exit_code);
+    }
+    options->collective.reset();
+    MPI_Finalize();
+    return start;
+  }
+  auto payload = std::make_shared<std::vector<int32_t>>();
+  MpiCollective* sender = group.get();
+  options->before_forward = [sender, payload](const ForwardBatch& batch, const ModelSession& session) {
+    SessionShape shape;
+    shape.max_batch_tokens = static_cast<int32_t>(session.max_batch_tokens());
+    shape.max_seqs = static_cast<int32_t>(session.options().max_seqs);
+    shape.max_model_len = static_cast<int32_t>(session.max_model_len());
+    shape.block_size = static_cast<int32_t>(session.block_size());
+    shape.num_kv_blocks = static_cast<int32_t>(session.num_kv_blocks());
+    KILN_ASSIGN_OR_RETURN(PassMessageHeader header, EncodeForwardBatch(batch, shape, payload.get()));
+    int32_t ints[PassMessageHeader::kInts];
+    header.ToInts(ints);
+    KILN_RETURN_IF_ERROR(sender->Broadcast(ints, PassMessageHeader::kInts, true));
+    return sender->Broadcast(payload->data(), static_cast<int64_t>(payload->size()), true);
+  };
+  EngineGroup() = group;
+  std::atexit(StopGroupAtExit);
+  TensorParallelStart start;
+  start.runs_engine = true;
+  return start;
+}
+
+}  // namespace kiln
