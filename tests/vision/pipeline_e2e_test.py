@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""kiln run PIPELINE.json with the PP-OCR pipeline equals kiln ocr.
+
+Usage: pipeline_e2e_test.py KILN MODELS_DIR
+
+Renders ocr_e2e_test's picture, runs examples/pipelines/ppocr.json's stages
+(with MODELS_DIR's models) through `kiln run --image --json`, and
+`kiln ocr` with the same models: the pipeline's "text" lines must equal
+kiln ocr's lines exactly. A pipeline with an unknown stage kind must fail
+with a message naming the stage.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ocr_e2e_test  # noqa: E402
+
+
+def main():
+    kiln, models = sys.argv[1], sys.argv[2]
+    det = os.path.join(models, "ch_PP-OCRv4_det_infer.onnx")
+    rec = os.path.join(models, "ch_PP-OCRv4_rec_infer.onnx")
+    cls = os.path.join(models, "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+    if not os.path.exists(det):
+        sys.exit(f"no PP-OCR models in {models}: run scripts/setup.sh")
+    with open(os.path.join(HERE, "..", "..", "examples", "pipelines", "ppocr.json")) as f:
+        pipeline = json.load(f)
+    pipeline["models"] = {"det": det, "rec": rec, "cls": cls}
+    for stage in pipeline["stages"]:
+        if stage["kind"] == "ctc_decode":
+            stage["dictionary"] = os.path.join(models, "ppocr_keys_v1.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        image = os.path.join(tmp, "text.png")
+        ocr_e2e_test.render(image)
+        spec = os.path.join(tmp, "ppocr.json")
+        with open(spec, "w") as f:
+            json.dump(pipeline, f)
+        ran, read = os.path.join(tmp, "run.json"), os.path.join(tmp, "ocr.json")
+        subprocess.run([kiln, "run", spec, "--image", image, "--json", ran, "--threads", "2"], check=True)
+        subprocess.run([kiln, "ocr", "-m", det, "-r", rec, "--cls", cls, "--image", image, "--json", read,
+                        "--threads", "2"], check=True)
+        with open(ran) as f:
+            result = json.load(f)
+        with open(read) as f:
+            expected = json.load(f)
+        assert result["stages"]["text"]["lines"] == expected["lines"], (result, expected)
+        assert len(result["stages"]["boxes"]["boxes"]) == len(expected["lines"]), result
+        print("the pipeline read", [line["text"] for line in expected["lines"]], "as kiln ocr does")
+
+        pipeline["stages"][2]["kind"] = "db_post"
+        with open(spec, "w") as f:
+            json.dump(pipeline, f)
+        bad = subprocess.run([kiln, "run", spec, "--image", image, "--json", ran], capture_output=True, text=True)
+        assert bad.returncode == 1, bad
+        assert "stage 'boxes': unknown kind 'db_post'" in bad.stderr, bad.stderr
+        print("a bad pipeline is refused:", bad.stderr.strip())
+
+
+if __name__ == "__main__":
+    main()
