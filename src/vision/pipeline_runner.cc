@@ -253,7 +253,13 @@ class Runner {
     const std::string dict = s.params["dictionary"].get<std::string>();
     auto found = characters_.find(dict);
     if (found == characters_.end()) {
-      KILN_ASSIGN_OR_RETURN(std::vector<std::string> chars, LoadOcrCharacters(dict));
+      // A compiled pipeline carries the dictionary's text (pipeline_artifact.h).
+      std::vector<std::string> chars;
+      if (s.params.contains("dictionary_text")) {
+        chars = OcrCharactersFromText(s.params["dictionary_text"].get<std::string>());
+      } else {
+        KILN_ASSIGN_OR_RETURN(chars, LoadOcrCharacters(dict));
+      }
       found = characters_.emplace(dict, std::move(chars)).first;
     }
     const std::vector<std::string>& characters = found->second;

@@ -6,11 +6,15 @@ Usage: pipeline_e2e_test.py KILN MODELS_DIR
 Renders ocr_e2e_test's picture, runs examples/pipelines/ppocr.json's stages
 (with MODELS_DIR's models) through `kiln run --image --json`, and
 `kiln ocr` with the same models: the pipeline's "text" lines must equal
-kiln ocr's lines exactly. A pipeline with an unknown stage kind must fail
-with a message naming the stage.
+kiln ocr's lines exactly. Then `kiln compile PIPELINE.json -o OUT.kiln`
+on copies of the models and dictionary, which are deleted before
+`kiln run OUT.kiln`: the artifact alone gives the same output as the
+pipeline file. A pipeline with an unknown stage kind must fail with a
+message naming the stage.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +54,31 @@ def main():
         assert result["stages"]["text"]["lines"] == expected["lines"], (result, expected)
         assert len(result["stages"]["boxes"]["boxes"]) == len(expected["lines"]), result
         print("the pipeline read", [line["text"] for line in expected["lines"]], "as kiln ocr does")
+
+        # The pipeline compiled into one artifact from copies of its files,
+        # which are gone when it runs.
+        copies = os.path.join(tmp, "copies")
+        os.mkdir(copies)
+        for name, path in pipeline["models"].items():
+            shutil.copy(path, os.path.join(copies, name + ".onnx"))
+        shutil.copy(os.path.join(models, "ppocr_keys_v1.txt"), os.path.join(copies, "dict.txt"))
+        compiled_spec = json.loads(json.dumps(pipeline))
+        compiled_spec["models"] = {name: name + ".onnx" for name in pipeline["models"]}
+        for stage in compiled_spec["stages"]:
+            if stage["kind"] == "ctc_decode":
+                stage["dictionary"] = "dict.txt"
+        with open(os.path.join(copies, "ppocr.json"), "w") as f:
+            json.dump(compiled_spec, f)
+        artifact = os.path.join(tmp, "ppocr.kiln")
+        subprocess.run([kiln, "compile", os.path.join(copies, "ppocr.json"), "-o", artifact], check=True)
+        shutil.rmtree(copies)
+        from_artifact = os.path.join(tmp, "artifact.json")
+        subprocess.run([kiln, "run", artifact, "--image", image, "--json", from_artifact, "--threads", "2"],
+                       check=True)
+        with open(from_artifact) as f:
+            compiled = json.load(f)
+        assert compiled == result, (compiled, result)
+        print("the compiled pipeline gives the pipeline file's output")
 
         pipeline["stages"][2]["kind"] = "db_post"
         with open(spec, "w") as f:
