@@ -79,6 +79,11 @@ def main():
             compiled = json.load(f)
         assert compiled == result, (compiled, result)
         print("the compiled pipeline gives the pipeline file's output")
+        shown = subprocess.run([kiln, "inspect", artifact, "--plan", "--verify"], check=True, capture_output=True,
+                               text=True).stdout
+        for expected_line in ("stages, in run order", "model rec: section", "dictionary of stage text",
+                              "verified: every section", "memory across stages"):
+            assert expected_line in shown, shown
 
         pipeline["stages"][2]["kind"] = "db_post"
         with open(spec, "w") as f:
