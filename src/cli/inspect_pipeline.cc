@@ -79,9 +79,18 @@ Status PrintPipelineArtifact(const std::string& path, bool verify, bool plan, bo
                  sections);
     }
     if (plan) {
-      // Said as it is: the models share no buffers yet.
-      fmt::print("\nmemory across stages: each model runs in its own session and arena; a stage's output is "
-                 "copied into the next model's input (no buffer is shared between stages)\n");
+      // Said as it is: the buffers passed between stages, and that the
+      // models' arenas are not one plan yet.
+      fmt::print("\nmemory across stages:\n");
+      for (const PipelineStage& s : spec->stages) {
+        if (s.kind != "model") continue;
+        const std::string& from = s.inputs.at("input");
+        fmt::print("  {}: reads {}'s buffer in place (bound as the model's input, no copy); its output buffer is "
+                   "read in place by the stages after it\n",
+                   s.name, from);
+      }
+      fmt::print("  crops and resizes make new buffers (the stages' own work); each model's intermediates live "
+                 "in its own arena: the models are not one memory plan\n");
       for (const auto& [name, inner] : models) {
         KILN_ASSIGN_OR_RETURN(const ArtifactSection* p, inner->Require(nodes ? "plan.nodes" : "plan"));
         fmt::print("\nmodel {}:\n{}", name, p->text());
