@@ -78,6 +78,11 @@ Status CheckNumberParams(const PipelineStage& s) {
       }
     } else if (!v.is_number()) {
       return InvalidArgument("stage '{}': {} must be a number, not {}", s.name, key, v.dump());
+    } else if (key == "width" || key == "height" || key == "max_side" || key == "max_width" || key == "max_det") {
+      // Sizes and counts: a zero, negative or fractional one has no meaning.
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 1 << 16) {
+        return InvalidArgument("stage '{}': {} must be a positive integer, not {}", s.name, key, v.dump());
+      }
     }
   }
   return Status::Ok();

@@ -190,6 +190,11 @@ TEST(Pipeline, BadFilesAreErrorsNamingTheStage) {
       << ErrorOf(p);
 
   p = OcrPipeline(false);
+  p["stages"][0]["max_side"] = -32;
+  EXPECT_NE(ErrorOf(p).find("stage 'det_input': max_side must be a positive integer, not -32"), std::string::npos)
+      << ErrorOf(p);
+
+  p = OcrPipeline(false);
   p["stages"][2]["bitmap_treshold"] = 0.3;
   EXPECT_NE(ErrorOf(p).find("stage 'boxes': a db_postprocess stage has no 'bitmap_treshold'"), std::string::npos)
       << ErrorOf(p);
