@@ -9,6 +9,7 @@
 #include "engine/model_artifact.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_input_shape.h"
+#include "vision/pipeline_artifact.h"
 
 namespace kiln::cli {
 namespace {
@@ -32,6 +33,24 @@ Status CompileOnnx(const EngineFlags& engine, const std::vector<std::string>& in
   return Status::Ok();
 }
 
+// A pipeline file: every model compiled, with the engine flags' backend,
+// precision and threads, into one artifact (vision/pipeline_artifact.h).
+Status CompilePipeline(const EngineFlags& engine, const std::string& output) {
+  KILN_RETURN_IF_ERROR(LoadBackendPlugins(engine.backend_plugins));
+  OnnxSessionOptions options;
+  options.backend = engine.options.backend;
+  options.threads = engine.options.threads;
+  KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(engine.precision, Precision::kFp32));
+  KILN_ASSIGN_OR_RETURN(PipelineArtifactSummary summary, CompilePipelineArtifact(engine.options.model, options, output));
+  fmt::print("{}: pipeline of {} models, {:.1f} MiB\n", output, summary.models,
+             static_cast<double>(summary.bytes) / (1 << 20));
+  return Status::Ok();
+}
+
+bool IsPipelinePath(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
 }  // namespace
 
 void RegisterCompile(CLI::App& app) {
@@ -45,7 +64,7 @@ void RegisterCompile(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compile", "Compile a model into a .kiln artifact: weights packed for the backend, plan, tokenizer, "
                  "generation defaults and provenance; -m OUT.kiln then loads it as it is");
-  cmd->add_option("model", a->engine.options.model, "A Hugging Face folder, a .gguf or an .onnx file (or -m)");
+  cmd->add_option("model", a->engine.options.model, "A Hugging Face folder, a .gguf, an .onnx file or a pipeline file (.json) (or -m)");
   AddEngineFlags(cmd, &a->engine);
   cmd->add_option("-o,--output", a->output, "The artifact to write (OUT.kiln)")->required();
   cmd->add_option("--input-shape", a->input_shapes,
@@ -60,6 +79,17 @@ void RegisterCompile(CLI::App& app) {
       fmt::print(stderr, "kiln compile: an artifact holds the whole model; --tensor-parallel-size and "
                          "--pipeline-parallel-size apply when running one (from the model it was compiled from)\n");
       SetExitCode(2);
+      return;
+    }
+    if (IsPipelinePath(a->engine.options.model)) {
+      Status s = a->input_shapes.empty() && a->sample_shapes.empty()
+                     ? CompilePipeline(a->engine, a->output)
+                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape and --sample-shape "
+                                       "are for one ONNX graph");
+      if (!s.ok()) {
+        fmt::print(stderr, "kiln compile: {}\n", s.ToString());
+        SetExitCode(1);
+      }
       return;
     }
     if (IsOnnxPath(a->engine.options.model)) {

@@ -10,6 +10,7 @@
 #include "cli/engine_flags.h"
 #include "cli/inspect_artifact.h"
 #include "cli/inspect_onnx.h"
+#include "cli/inspect_pipeline.h"
 #include "compiler/compiled_model.h"
 #include "engine/model_session_options.h"
 #include "format/artifact_file.h"
@@ -17,6 +18,7 @@
 #include "format/presets.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
+#include "vision/pipeline_artifact.h"
 
 namespace kiln::cli {
 namespace {
@@ -279,6 +281,14 @@ void RegisterInspect(CLI::App& app) {
           fmt::print(stderr, "kiln inspect: {}\n", planned.ToString());
           SetExitCode(1);
         }
+      }
+      return;
+    }
+    if (IsPipelineArtifact(a->model)) {
+      Status printed = PrintPipelineArtifact(a->model, a->verify, a->plan, a->nodes);
+      if (!printed.ok()) {
+        fmt::print(stderr, "kiln inspect: {}\n", printed.ToString());
+        SetExitCode(1);
       }
       return;
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
 
 namespace kiln::cli {
@@ -17,6 +18,14 @@ bool NamesOnnxFile(int argc, char** argv) {
     if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".onnx") return true;
     // An artifact compiled from an ONNX graph (only its table is read).
     if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".kiln" && IsOnnxArtifact(std::string(arg))) return true;
+    // A pipeline of ONNX graphs: a pipeline file kiln run or compile takes, or its artifact.
+    if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".json" && i == 2 &&
+        (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "compile")) {
+      return true;
+    }
+    if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".kiln" && ArtifactHasSection(std::string(arg), "pipeline")) {
+      return true;
+    }
   }
   return false;
 }

@@ -11,6 +11,7 @@
 #include "cli/engine_flags.h"
 #include "cli/onnx_feeds.h"
 #include "cli/profile_flags.h"
+#include "cli/run_pipeline.h"
 #include "compiler/profiler.h"
 #include "core/cpu_info.h"
 #include "core/npy.h"
@@ -26,6 +27,8 @@ struct RunArgs {
   std::vector<std::string> input_shapes;
   std::vector<std::string> fixed_inputs;
   std::string output_dir;
+  std::string image;  // a pipeline's picture
+  std::string json;   // and where its results go
   std::string backend = "cpu";
   std::string precision;  // "": fp32
   std::vector<std::string> backend_plugins;
@@ -35,6 +38,8 @@ struct RunArgs {
 };
 
 Status RunOnnx(const RunArgs& a) {
+  if (IsPipelineFile(a.model)) return RunPipelineCommand(a.model, a.image, a.json, a.threads);
+  if (a.output_dir.empty()) return InvalidArgument("--output-dir DIR is required");
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
   KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(a.inputs));
   KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(a.input_shapes, a.fixed_inputs, feeds));
@@ -75,14 +80,16 @@ Status RunOnnx(const RunArgs& a) {
 }  // namespace
 
 void RegisterRun(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model once on .npy inputs, writing its outputs as .npy");
+  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model once on .npy inputs, writing its outputs as .npy; or a pipeline (.json) on an image");
   auto a = std::make_shared<RunArgs>();
-  cmd->add_option("model", a->model, "An .onnx file, or an artifact compiled from one (kiln compile)")->required();
+  cmd->add_option("model", a->model, "An .onnx file, an artifact compiled from one (kiln compile), or a pipeline file (.json)")->required();
   cmd->add_option("--input", a->inputs, "NAME=FILE.npy (or an ONNX TensorProto FILE.pb): a graph input (repeatable)");
   cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes an input's shape, e.g. images:1,3,640,640");
   cmd->add_option("--fixed-input", a->fixed_inputs,
                   "NAME: compile with this --input's value fixed (a shape, scales or pads fed as a graph input)");
-  cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy")->required();
+  cmd->add_option("--output-dir", a->output_dir, "Where each output goes, as <output name>.npy");
+  cmd->add_option("--image", a->image, "A pipeline's picture (JPEG or PNG)");
+  cmd->add_option("--json", a->json, "Where a pipeline's results go (JSON)");
   cmd->add_option("--backend", a->backend, "The backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
   cmd->add_option(

@@ -22,11 +22,23 @@ Expected<std::unique_ptr<OnnxSession>> LoadVisionModel(const std::string& path, 
 }
 
 TensorModel SessionTensorModel(OnnxSession* session) {
+  // The compiled graph reads the input and writes the outputs where they
+  // lie: the tensor the stage before made is read in place, and the output
+  // returned is the buffer the model wrote, which the next stage reads.
   return [session](const HostTensor& input) -> Expected<HostTensor> {
-    std::map<std::string, HostTensor> inputs;
-    inputs.emplace(session->inputs()[0].name, input);
-    KILN_ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, session->Run(inputs));
-    if (outputs.empty()) return Internal("the model returned no outputs");
+    if (input.bytes.size() != input.type.Bytes()) {
+      return InvalidArgument("input {}: {} bytes for {}", session->inputs()[0].name, input.bytes.size(),
+                             input.type.ToString());
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> types, session->OutputTypes({input.type}));
+    if (types.empty()) return Internal("the model has no outputs");
+    std::vector<HostTensor> outputs;
+    std::vector<TensorRef> refs;
+    for (const TensorType& t : types) outputs.emplace_back(t);
+    for (HostTensor& h : outputs) refs.push_back(h.ref());
+    // Only read, as OnnxSession::Run on host tensors passes it.
+    const TensorRef in{input.type, const_cast<uint8_t*>(input.bytes.data())};
+    KILN_RETURN_IF_ERROR(session->Run({in}, refs));
     return std::move(outputs[0]);
   };
 }

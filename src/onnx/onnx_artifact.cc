@@ -204,9 +204,14 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
 bool IsOnnxArtifact(const std::string& path) { return ArtifactHasSection(path, "onnx.model"); }
 
 Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessionOptions& given) {
-  OnnxArtifact a;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> opened, ArtifactFile::Open(path));
-  a.file = std::move(opened);
+  return OpenOnnxArtifactIn(std::move(opened), path, given);
+}
+
+Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> file, const std::string& path,
+                                          const OnnxSessionOptions& given) {
+  OnnxArtifact a;
+  a.file = std::move(file);
   KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, a.file->Require("metadata"));
   try {
     a.metadata = nlohmann::json::parse(meta->text());

@@ -73,6 +73,13 @@ struct OnnxArtifact {
 // rebuilt first from the .onnx file it records.
 Expected<OnnxArtifact> OpenOnnxArtifact(const std::string& path, const OnnxSessionOptions& given);
 
+// The same for an artifact already open, or held inside another file (a
+// pipeline artifact stores each model's artifact as one of its sections):
+// `file` must keep what it reads mapped; `name` is used in messages. A stale
+// one is refused (given.recompile_if_stale rebuilds only a file of its own).
+Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> file, const std::string& name,
+                                          const OnnxSessionOptions& given);
+
 // Rebuilds the stale ONNX artifact at `path` from the .onnx file and with
 // the options it records. Returns a line saying what was rebuilt and why.
 Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path);

@@ -44,19 +44,29 @@ OnnxTensorInfo InfoOf(const OnnxValueInfo& v) {
 }  // namespace
 
 Expected<std::unique_ptr<OnnxSession>> OnnxSession::Load(const std::string& path, const OnnxSessionOptions& options) {
-  auto s = std::unique_ptr<OnnxSession>(new OnnxSession());
-  Impl& m = *s->impl_;
   if (IsArtifactFile(path)) {
     KILN_ASSIGN_OR_RETURN(OnnxArtifact artifact, OpenOnnxArtifact(path, options));
-    if (!artifact.note.empty()) fmt::print(stderr, "note: {}\n", artifact.note);
-    m.model = std::move(artifact.model);
-    m.options = std::move(artifact.options);
-  } else {
-    OnnxReadOptions read;
-    read.input_shapes = options.input_shapes;
-    KILN_ASSIGN_OR_RETURN(m.model, ReadOnnxModel(path, read));
-    m.options = options;
+    return FromArtifact(std::move(artifact), path);
   }
+  auto s = std::unique_ptr<OnnxSession>(new OnnxSession());
+  Impl& m = *s->impl_;
+  OnnxReadOptions read;
+  read.input_shapes = options.input_shapes;
+  KILN_ASSIGN_OR_RETURN(m.model, ReadOnnxModel(path, read));
+  m.options = options;
+  return Prepare(std::move(s), path);
+}
+
+Expected<std::unique_ptr<OnnxSession>> OnnxSession::FromArtifact(OnnxArtifact artifact, const std::string& name) {
+  if (!artifact.note.empty()) fmt::print(stderr, "note: {}\n", artifact.note);
+  auto s = std::unique_ptr<OnnxSession>(new OnnxSession());
+  s->impl_->model = std::move(artifact.model);
+  s->impl_->options = std::move(artifact.options);
+  return Prepare(std::move(s), name);
+}
+
+Expected<std::unique_ptr<OnnxSession>> OnnxSession::Prepare(std::unique_ptr<OnnxSession> s, const std::string& path) {
+  Impl& m = *s->impl_;
   for (const OnnxValueInfo& v : m.model.graph.inputs) {
     if (!v.dtype) return InvalidArgument("{}: input {} has no element type", path, v.name);
     m.inputs.push_back(InfoOf(v));

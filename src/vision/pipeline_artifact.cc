@@ -1,0 +1,169 @@
+#include "vision/pipeline_artifact.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/mapped_file.h"
+#include "format/artifact_file.h"
+#include "onnx/onnx_artifact.h"
+#include "onnx/onnx_reader.h"
+
+namespace kiln {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Removes the models' own artifacts, written beside the output, whatever
+// happens.
+struct TemporaryFiles {
+  std::vector<std::string> paths;
+  ~TemporaryFiles() {
+    std::error_code ec;
+    for (const std::string& p : paths) fs::remove(p, ec);
+  }
+};
+
+// The sample shapes of a model's open inputs: the shape its pipeline stage
+// gives, open dimensions at 320 (a multiple of 32, and a recognizer width
+// bucket). None when the model's input is fixed or the stage's shape unknown.
+Expected<std::map<std::string, std::vector<int64_t>>> SampleShapes(const PipelineSpec& spec, const std::string& name,
+                                                                   const std::string& path) {
+  std::map<std::string, std::vector<int64_t>> samples;
+  KILN_ASSIGN_OR_RETURN(OnnxModel model, ReadOnnxModel(path));
+  if (model.graph.inputs.size() != 1 || !model.graph.inputs[0].shape) return samples;
+  bool open = false;
+  for (const OnnxDim& d : *model.graph.inputs[0].shape) open = open || !d.is_static();
+  if (!open) return samples;
+  for (const PipelineStage& s : spec.stages) {
+    if (s.kind != "model" || s.model != name) continue;
+    const PipelineStage* from = FindPipelineStage(spec, s.inputs.at("input"));
+    if (from == nullptr || from->shape.empty()) continue;
+    std::vector<int64_t> dims = from->shape;
+    for (int64_t& d : dims) d = d < 0 ? 320 : d;
+    samples[model.graph.inputs[0].name] = dims;
+    break;
+  }
+  return samples;
+}
+
+std::string Hash(std::string_view bytes) {
+  return fmt::format("{:016x}",
+                     ArtifactChecksum({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
+}
+
+}  // namespace
+
+Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pipeline_path,
+                                                          const OnnxSessionOptions& options, const std::string& output) {
+  KILN_ASSIGN_OR_RETURN(PipelineSpec spec, ReadPipelineFile(pipeline_path));
+  KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(pipeline_path));
+  nlohmann::json pipeline = nlohmann::json::parse(text);  // ReadPipelineFile parsed it
+  nlohmann::json meta = {{"kind", "pipeline"},
+                         {"source", {{"path", fs::absolute(pipeline_path).string()}, {"xxh64", Hash(text)}}}};
+  ArtifactWriter writer;
+  TemporaryFiles temporary;
+  std::vector<std::unique_ptr<MappedFile>> mapped;
+  nlohmann::json models = nlohmann::json::object();
+  for (const auto& [name, path] : spec.models) {
+    if (IsArtifactFile(path)) {
+      return InvalidArgument("model '{}': {} is already compiled; name its .onnx file in the pipeline", name, path);
+    }
+    KILN_ASSIGN_OR_RETURN(auto samples, SampleShapes(spec, name, path));
+    const std::string part = fmt::format("{}.{}.part", output, mapped.size());
+    temporary.paths.push_back(part);
+    auto compiled = CompileOnnxArtifact(path, options, part, samples);
+    if (!compiled.ok()) return compiled.status().WithContext(fmt::format("model '{}' ({})", name, path));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(part));
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* m, file->Require("metadata"));
+    const nlohmann::json model_meta = nlohmann::json::parse(m->text());
+    const std::string section = fmt::format("model.{}", mapped.size());
+    models[name] = {{"section", section},
+                    {"source", model_meta.at("source")},
+                    {"kiln_version", model_meta.value("kiln_version", nlohmann::json())},
+                    {"isa", model_meta.value("isa", nlohmann::json())},
+                    {"options", model_meta.at("options")},
+                    {"input_shapes", model_meta.at("input_shapes")},
+                    {"sample_shapes", samples},
+                    {"laid_out", model_meta.at("laid_out").size()}};
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> bytes, MappedFile::Open(part));
+    mapped.push_back(std::move(bytes));
+  }
+  meta["models"] = std::move(models);
+  // Dictionaries travel in the file: the artifact runs without the files beside it.
+  nlohmann::json dictionaries = nlohmann::json::array();
+  std::vector<std::string> dictionary_texts;
+  for (const PipelineStage& s : spec.stages) {
+    if (s.kind != "ctc_decode") continue;
+    const std::string path = s.params.at("dictionary").get<std::string>();
+    KILN_ASSIGN_OR_RETURN(std::string dict, ReadFileToString(path));
+    dictionaries.push_back({{"stage", s.name},
+                            {"section", fmt::format("dict.{}", dictionary_texts.size())},
+                            {"path", fs::absolute(path).string()},
+                            {"bytes", dict.size()},
+                            {"xxh64", Hash(dict)}});
+    dictionary_texts.push_back(std::move(dict));
+  }
+  meta["dictionaries"] = std::move(dictionaries);
+  KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
+  KILN_RETURN_IF_ERROR(writer.AddText("pipeline", pipeline.dump(1)));
+  for (size_t i = 0; i < dictionary_texts.size(); ++i) {
+    KILN_RETURN_IF_ERROR(writer.AddText(fmt::format("dict.{}", i), dictionary_texts[i]));
+  }
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    KILN_RETURN_IF_ERROR(writer.Add(fmt::format("model.{}", i), {mapped[i]->data(), mapped[i]->size()}));
+  }
+  KILN_RETURN_IF_ERROR(writer.Write(output));
+  PipelineArtifactSummary summary;
+  summary.models = static_cast<int>(mapped.size());
+  std::error_code ec;
+  summary.bytes = static_cast<int64_t>(fs::file_size(output, ec));
+  return summary;
+}
+
+bool IsPipelineArtifact(const std::string& path) { return ArtifactHasSection(path, "pipeline"); }
+
+Expected<LoadedPipeline> OpenPipelineArtifact(const std::string& path, const OnnxSessionOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> opened, ArtifactFile::Open(path));
+  std::shared_ptr<const ArtifactFile> file = std::move(opened);
+  LoadedPipeline loaded;
+  try {
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, file->Require("metadata"));
+    loaded.metadata = nlohmann::json::parse(meta->text());
+    if (loaded.metadata.value("kind", std::string()) != "pipeline") {
+      return InvalidArgument("{} is not a compiled pipeline", path);
+    }
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* text, file->Require("pipeline"));
+    // The stored file's paths name files that need not exist here: the
+    // models and dictionaries are the artifact's sections.
+    auto spec = ParsePipeline(nlohmann::json::parse(text->text()), "", /*check_files=*/false);
+    if (!spec.ok()) return spec.status().WithContext(fmt::format("{}: the stored pipeline", path));
+    loaded.spec = std::move(*spec);
+    for (const nlohmann::json& d : loaded.metadata.at("dictionaries")) {
+      KILN_ASSIGN_OR_RETURN(const ArtifactSection* dict, file->Require(d.at("section").get<std::string>()));
+      for (PipelineStage& s : loaded.spec.stages) {
+        if (s.name == d.at("stage").get<std::string>()) s.params["dictionary_text"] = std::string(dict->text());
+      }
+    }
+    for (const auto& [name, entry] : loaded.metadata.at("models").items()) {
+      KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file->Require(entry.at("section").get<std::string>()));
+      const std::string label = fmt::format("{} model '{}'", path, name);
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> inner,
+                            ArtifactFile::Parse(section->data, section->bytes, label));
+      // The model's artifact lies in this file's mapping: it keeps it mapped.
+      std::shared_ptr<const ArtifactFile> model_file(inner.release(), [file](const ArtifactFile* f) { delete f; });
+      KILN_ASSIGN_OR_RETURN(OnnxArtifact artifact, OpenOnnxArtifactIn(std::move(model_file), label, options));
+      KILN_ASSIGN_OR_RETURN(loaded.sessions[name], OnnxSession::FromArtifact(std::move(artifact), label));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt("{}: metadata: {}", path, e.what());
+  }
+  for (const auto& [name, path_in_file] : loaded.spec.models) {
+    if (!loaded.sessions.count(name)) return Corrupt("{}: model '{}' is not stored", path, name);
+  }
+  return loaded;
+}
+
+}  // namespace kiln
