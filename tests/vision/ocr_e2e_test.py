@@ -39,13 +39,19 @@ def render(path):
     return boxes
 
 
-def main():
-    kiln, models = sys.argv[1], sys.argv[2]
+def ppocr_models(models):
+    """The PP-OCR detector, recognizer and direction classifier in `models`."""
     det = os.path.join(models, "ch_PP-OCRv4_det_infer.onnx")
     rec = os.path.join(models, "ch_PP-OCRv4_rec_infer.onnx")
     cls = os.path.join(models, "ch_ppocr_mobile_v2.0_cls_infer.onnx")
     if not os.path.exists(det):
         sys.exit(f"no PP-OCR models in {models}: run scripts/setup.sh")
+    return det, rec, cls
+
+
+def main():
+    kiln, models = sys.argv[1], sys.argv[2]
+    det, rec, cls = ppocr_models(models)
     with tempfile.TemporaryDirectory() as tmp:
         image = os.path.join(tmp, "text.png")
         boxes = render(image)

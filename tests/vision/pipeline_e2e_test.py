@@ -26,11 +26,7 @@ import ocr_e2e_test  # noqa: E402
 
 def main():
     kiln, models = sys.argv[1], sys.argv[2]
-    det = os.path.join(models, "ch_PP-OCRv4_det_infer.onnx")
-    rec = os.path.join(models, "ch_PP-OCRv4_rec_infer.onnx")
-    cls = os.path.join(models, "ch_ppocr_mobile_v2.0_cls_infer.onnx")
-    if not os.path.exists(det):
-        sys.exit(f"no PP-OCR models in {models}: run scripts/setup.sh")
+    det, rec, cls = ocr_e2e_test.ppocr_models(models)
     with open(os.path.join(HERE, "..", "..", "examples", "pipelines", "ppocr.json")) as f:
         pipeline = json.load(f)
     pipeline["models"] = {"det": det, "rec": rec, "cls": cls}
