@@ -103,6 +103,9 @@ Status RunServe(const ServeArgs& a) {
   // blocked before any thread starts (resolving an artifact's flags already
   // starts the backends' worker threads): every thread inherits the mask.
   BlockTerminationSignals();
+#ifdef KILN_HAVE_UCX
+  if (a.server.role == "decode") disagg::AllowListenerAddressReuse();
+#endif
   KILN_ASSIGN_OR_RETURN(EngineOptions engine_options, a.engine.Resolve());
   if (engine_options.model.empty() && engine_options.load_format != "dummy") {
     return InvalidArgument("no model: give -m PATH (a Hugging Face folder or a .gguf file)");

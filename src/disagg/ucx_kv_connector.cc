@@ -247,11 +247,6 @@ Status UcxKvConnector::Start() {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) return Status(StatusCode::kIoError, fmt::format("UCX: {}", ucs_status_string(status)));
-  // A decode instance restarted on its address listens again at once,
-  // beside the connections its predecessor left in TIME_WAIT.
-  if (!options_.listen.empty() && std::getenv("UCX_TCP_CM_REUSEADDR") == nullptr) {
-    (void)ucp_config_modify(config, "TCP_CM_REUSEADDR", "y");
-  }
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (status != UCS_OK) return Status(StatusCode::kIoError, fmt::format("UCX: {}", ucs_status_string(status)));
@@ -579,6 +574,8 @@ void UcxKvConnector::Shutdown() {
 }
 
 }  // namespace
+
+void AllowListenerAddressReuse() { setenv("UCX_TCP_CM_REUSEADDR", "y", /*overwrite=*/0); }
 
 Expected<std::unique_ptr<KvConnector>> CreateUcxKvConnector(const UcxKvConnectorOptions& options) {
   auto connector = std::make_unique<UcxKvConnector>(options);

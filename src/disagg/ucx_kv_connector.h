@@ -29,4 +29,11 @@ struct UcxKvConnectorOptions {
 // completes the handshake. Errors name the address and what failed.
 Expected<std::unique_ptr<KvConnector>> CreateUcxKvConnector(const UcxKvConnectorOptions& options);
 
+// For a decode instance, before any thread starts: its listener may take
+// its address again at once, beside the connections a predecessor left in
+// TCP TIME_WAIT (SO_REUSEADDR). UCX reads that setting of its connection
+// manager only from the environment (UCX_TCP_CM_REUSEADDR; one the user
+// set is kept), so it is set there.
+void AllowListenerAddressReuse();
+
 }  // namespace kiln::disagg

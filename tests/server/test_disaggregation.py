@@ -126,3 +126,24 @@ def test_role_flags_are_checked():
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert done.returncode != 0, done.stderr
         assert expected in done.stderr, done.stderr
+
+
+def test_a_restarted_decode_instance_listens_on_its_address_again_at_once():
+    """A decode instance that goes away fails the prefill instance's requests
+    with 502; one started again on the same KV address at once (its
+    predecessor's connections still in TIME_WAIT) is taken back."""
+    kv_port = free_port()
+    decode_flags = ["--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}"]
+    body = {"prompt": PROMPTS[0], "max_tokens": 2}
+    with KilnServer(*decode_flags) as decode, \
+            KilnServer("--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}") as prefill:
+        status, reply = prefill.post_json("/v1/completions", body)
+        assert status == 200 and reply["kv_transfer"]["landed"] is True, reply
+        decode.stop()
+        status, reply = prefill.post_json("/v1/completions", body)
+        assert status == 502, reply
+        assert reply["error"]["code"] == "kv_transfer_failed", reply
+        with KilnServer(*decode_flags) as again:
+            assert wait_for(lambda: prefill.post_json("/v1/completions", body)[0] == 200, timeout=30), \
+                prefill.log()
+            assert again.metrics()["kiln_kv_transfers_completed_total"] >= 1
