@@ -79,8 +79,8 @@ Status PrintPipelineArtifact(const std::string& path, bool verify, bool plan, bo
                  sections);
     }
     if (plan) {
-      // Said as it is: the buffers passed between stages, and that the
-      // models' arenas are not one plan yet.
+      // The buffers passed between stages, and the one arena the models'
+      // intermediates share.
       fmt::print("\nmemory across stages:\n");
       for (const PipelineStage& s : spec->stages) {
         if (s.kind != "model") continue;
@@ -89,11 +89,15 @@ Status PrintPipelineArtifact(const std::string& path, bool verify, bool plan, bo
                    "read in place by the stages after it\n",
                    s.name, from);
       }
-      fmt::print("  crops and resizes make new buffers (the stages' own work); each model's intermediates live "
-                 "in its own arena: the models are not one memory plan\n");
-      for (const auto& [name, inner] : models) {
-        KILN_ASSIGN_OR_RETURN(const ArtifactSection* p, inner->Require(nodes ? "plan.nodes" : "plan"));
-        fmt::print("\nmodel {}:\n{}", name, p->text());
+      fmt::print("  crops and resizes make new buffers (the stages' own work)\n");
+      if (m.contains("arena")) {
+        const auto shared = m.at("arena").at("shared_bytes").get<uint64_t>();
+        fmt::print("  activations: one arena for every model, {} bytes ({}), the largest model's need; separate "
+                   "arenas: {} bytes\n",
+                   shared, MiB(static_cast<double>(shared)), m.at("arena").at("separate_bytes").get<uint64_t>());
+        for (const auto& [name, e] : m.at("models").items()) {
+          fmt::print("    model {}: needs {} bytes\n", name, e.value("arena_bytes", uint64_t{0}));
+        }
       }
     }
   } catch (const nlohmann::json::exception& e) {

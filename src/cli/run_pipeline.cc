@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/vision_models.h"
+#include "compiler/shared_arenas.h"
 #include "vision/image_file.h"
 #include "vision/pipeline_artifact.h"
 #include "vision/pipeline_runner.h"
@@ -20,6 +21,9 @@ Status RunPipelineCommand(const std::string& pipeline_path, const std::string& i
   if (image_path.empty() || json_path.empty()) return InvalidArgument("a pipeline runs with --image IMG --json OUT.json");
   OnnxSessionOptions options;
   options.threads = threads;
+  // The models run one after another, each shape once at a time: one
+  // activation arena for all of them.
+  options.shared_arenas = std::make_shared<SharedArenas>();
   PipelineSpec spec;
   std::map<std::string, std::unique_ptr<OnnxSession>> sessions;
   if (IsPipelineArtifact(pipeline_path)) {
@@ -48,6 +52,11 @@ Status RunPipelineCommand(const std::string& pipeline_path, const std::string& i
   KILN_ASSIGN_OR_RETURN(nlohmann::ordered_json result, RunPipeline(spec, models, image, image_path));
   KILN_RETURN_IF_ERROR(WriteVisionOutputs(result, json_path, nullptr, ""));
   fmt::print("{} stages on {} ({}x{}) -> {}\n", spec.stages.size(), image_path, image.width, image.height, json_path);
+  const SharedArenas& arenas = *options.shared_arenas;
+  fmt::print("activations: one arena of {} bytes ({:.2f} MiB) for {} compiled graphs of {} models; separate "
+             "arenas would take {} bytes\n",
+             arenas.shared_bytes(), static_cast<double>(arenas.shared_bytes()) / (1 << 20), arenas.needs().size(),
+             sessions.size(), arenas.separate_bytes());
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include "compiler/concat_views.h"
 #include "compiler/qdq_fusions.h"
 #include "compiler/shape_views.h"
+#include "compiler/shared_arenas.h"
 #include "compiler/tensor_fusions.h"
 #include "compiler/tensor_layouts.h"
 #include "compiler/tensor_precision.h"
@@ -80,17 +81,20 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   }
   g.laid_out = options.laid_out;  // the kernels made from here on find and record their layouts there
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
-  KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
+  KILN_ASSIGN_OR_RETURN(m->plan_, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
+  const MemoryPlan& plan = m->plan_;
   report.arena_bytes = plan.arena_bytes;
-  KILN_ASSIGN_OR_RETURN(auto bases, AllocateArenas(plan.arena_bytes, backends, &m->arenas_));
+  std::map<int32_t, uint8_t*> bases;
+  if (options.shared_arenas != nullptr) {
+    m->shared_arenas_ = options.shared_arenas;
+    KILN_RETURN_IF_ERROR(m->shared_arenas_->Reserve(options.arena_user, plan.arena_bytes, backends));
+    bases = m->shared_arenas_->bases();
+    m->bound_generation_ = m->shared_arenas_->generation();
+  } else {
+    KILN_ASSIGN_OR_RETURN(bases, AllocateArenas(plan.arena_bytes, backends, &m->arenas_));
+  }
   // Stage 4: bind.
-  BindInputs in;
-  in.graph = &g;
-  in.plan = &plan;
-  in.arena_base = bases;
-  in.packed = &m->packed_;
-  in.backends = &backends;
-  KILN_ASSIGN_OR_RETURN(m->program_, BindProgram(in));
+  KILN_RETURN_IF_ERROR(m->Bind(bases));
   report.buckets.push_back({plan.env, plan.arena_bytes, plan.naive_bytes, m->program_->steps().size()});
   for (const Node& n : g.nodes()) m->flops_ += EstimateCost(g, n, env).flops;
   m->io_.resize(m->inputs_.size() + m->outputs_.size());
@@ -100,6 +104,18 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   report.input_shapes = fmt::format("{}", fmt::join(shapes, " "));
   report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
+}
+
+Status CompiledTensorGraph::Bind(const std::map<int32_t, uint8_t*>& bases) {
+  program_.reset();  // its kernels' pointers into the old arena go first
+  BindInputs in;
+  in.graph = &graph_;
+  in.plan = &plan_;
+  in.arena_base = bases;
+  in.packed = &packed_;
+  in.backends = &BackendRegistry::Get();
+  KILN_ASSIGN_OR_RETURN(program_, BindProgram(in));
+  return Status::Ok();
 }
 
 std::vector<TensorType> CompiledTensorGraph::input_types() const {
@@ -132,6 +148,11 @@ Status CompiledTensorGraph::Run(const std::vector<const void*>& inputs, const st
     }
     io_[inputs.size() + j] = outputs[j];
   }
+  if (shared_arenas_ != nullptr && shared_arenas_->generation() != bound_generation_) {
+    KILN_RETURN_IF_ERROR(Bind(shared_arenas_->bases()));
+    bound_generation_ = shared_arenas_->generation();
+  }
+  if (program_ == nullptr) return Internal("run: the graph's last bind failed");
   Status error;
   RunState state;
   state.pool = pool;

@@ -13,6 +13,7 @@
 
 namespace kiln {
 
+class SharedArenas;
 class ThreadPool;
 
 struct TensorCompileOptions {
@@ -24,6 +25,11 @@ struct TensorCompileOptions {
   // Constants already in their kernels' layouts (a compiled artifact's), and
   // where the kernels record those they lay out (graph/laid_out_weights.h).
   std::shared_ptr<LaidOutWeights> laid_out;
+  // The activation arena to share with other graphs that never run at the
+  // same time as this one (compiler/shared_arenas.h); null: an arena of its
+  // own. `arena_user` names this graph in the shared arena's accounting.
+  std::shared_ptr<SharedArenas> shared_arenas;
+  std::string arena_user;
 };
 
 class CompiledTensorGraph {
@@ -46,18 +52,25 @@ class CompiledTensorGraph {
 
   // One run: reads inputs[i] (of input_types()[i]) and writes outputs[j].
   // Errors a kernel reports from run-time values (an index out of range)
-  // come back here. Not reentrant.
+  // come back here. Not reentrant, nor beside another graph of the same
+  // shared arenas. A graph whose shared arena grew since it was bound is
+  // bound again first.
   Status Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, ThreadPool* pool,
              const DumpFn* dump = nullptr);
 
  private:
   CompiledTensorGraph() = default;
+  // Stage 4 against these arena bases (again when a shared arena grew).
+  Status Bind(const std::map<int32_t, uint8_t*>& bases);
 
   Graph graph_;
   std::vector<ValueId> inputs_, outputs_;
   CompileReport report_;
   PackedWeights packed_;
-  std::vector<DomainBuffer> arenas_;
+  MemoryPlan plan_;
+  std::vector<DomainBuffer> arenas_;  // its own, when not shared
+  std::shared_ptr<SharedArenas> shared_arenas_;
+  uint64_t bound_generation_ = 0;  // of shared_arenas_ when bound
   std::unique_ptr<Program> program_;
   std::vector<void*> io_;  // per run, sized once
   double flops_ = 0;

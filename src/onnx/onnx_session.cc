@@ -7,6 +7,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/compiled_tensor_graph.h"
 #include "core/thread_pool.h"
@@ -24,6 +25,7 @@ struct OnnxSession::Impl {
   std::map<std::vector<TensorType>, std::unique_ptr<CompiledTensorGraph>> compiled;
   std::unique_ptr<ThreadPool> pool;
   std::map<std::string, TensorData> fixed;
+  std::string name;  // the file's path, in the shared arena's accounting
 };
 
 OnnxSession::OnnxSession() : impl_(std::make_unique<Impl>()) {}
@@ -67,6 +69,7 @@ Expected<std::unique_ptr<OnnxSession>> OnnxSession::FromArtifact(OnnxArtifact ar
 
 Expected<std::unique_ptr<OnnxSession>> OnnxSession::Prepare(std::unique_ptr<OnnxSession> s, const std::string& path) {
   Impl& m = *s->impl_;
+  m.name = path;
   for (const OnnxValueInfo& v : m.model.graph.inputs) {
     if (!v.dtype) return InvalidArgument("{}: input {} has no element type", path, v.name);
     m.inputs.push_back(InfoOf(v));
@@ -137,6 +140,10 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   options.threads = m.pool->num_threads();
   options.fuse = m.options.fuse;
   options.laid_out = m.options.laid_out;
+  options.shared_arenas = m.options.shared_arenas;
+  std::vector<std::string> shapes;
+  for (const TensorType& t : types) shapes.push_back(DimsToString(t.dims));
+  options.arena_user = fmt::format("{} [{}]", m.name, fmt::join(shapes, "; "));
   KILN_ASSIGN_OR_RETURN(auto compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
                                                                     imported.outputs, options,
                                                                     std::move(imported.folded)));

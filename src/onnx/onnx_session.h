@@ -18,6 +18,8 @@
 
 namespace kiln {
 
+class SharedArenas;
+
 // A tensor that owns its bytes (row-major, little-endian).
 struct HostTensor {
   TensorType type;
@@ -55,6 +57,10 @@ struct OnnxSessionOptions {
   // Loading an artifact that is stale (another kernel-layout version, an ISA
   // this CPU lacks): rebuild it from the .onnx file it records first.
   bool recompile_if_stale = false;
+  // One activation arena for this session's shape buckets and for every
+  // other session given the same one (a pipeline's models): sessions that
+  // share it must run one at a time. Null: each compiled shape has its own.
+  std::shared_ptr<SharedArenas> shared_arenas;
 };
 
 // A graph input or output as a caller sees it: its name and its type, with

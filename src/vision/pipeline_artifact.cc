@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/shared_arenas.h"
 #include "core/mapped_file.h"
 #include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
@@ -54,6 +56,16 @@ std::string Hash(std::string_view bytes) {
                      ArtifactChecksum({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
 }
 
+// The largest arena need a model's compile added to the shared arenas'
+// accounting (its graphs are the users that were not there before).
+size_t LargestNewNeed(const std::map<std::string, size_t>& before, const std::map<std::string, size_t>& after) {
+  size_t largest = 0;
+  for (const auto& [user, need] : after) {
+    if (!before.count(user)) largest = std::max(largest, need);
+  }
+  return largest;
+}
+
 }  // namespace
 
 Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pipeline_path,
@@ -67,6 +79,9 @@ Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pip
   TemporaryFiles temporary;
   std::vector<std::unique_ptr<MappedFile>> mapped;
   nlohmann::json models = nlohmann::json::object();
+  // The models run one after another: one activation arena serves them all.
+  OnnxSessionOptions shared = options;
+  shared.shared_arenas = std::make_shared<SharedArenas>();
   for (const auto& [name, path] : spec.models) {
     if (IsArtifactFile(path)) {
       return InvalidArgument("model '{}': {} is already compiled; name its .onnx file in the pipeline", name, path);
@@ -74,7 +89,8 @@ Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pip
     KILN_ASSIGN_OR_RETURN(auto samples, SampleShapes(spec, name, path));
     const std::string part = fmt::format("{}.{}.part", output, mapped.size());
     temporary.paths.push_back(part);
-    auto compiled = CompileOnnxArtifact(path, options, part, samples);
+    const std::map<std::string, size_t> needs_before = shared.shared_arenas->needs();
+    auto compiled = CompileOnnxArtifact(path, shared, part, samples);
     if (!compiled.ok()) return compiled.status().WithContext(fmt::format("model '{}' ({})", name, path));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(part));
     KILN_ASSIGN_OR_RETURN(const ArtifactSection* m, file->Require("metadata"));
@@ -87,11 +103,14 @@ Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pip
                     {"options", model_meta.at("options")},
                     {"input_shapes", model_meta.at("input_shapes")},
                     {"sample_shapes", samples},
-                    {"laid_out", model_meta.at("laid_out").size()}};
+                    {"laid_out", model_meta.at("laid_out").size()},
+                    {"arena_bytes", LargestNewNeed(needs_before, shared.shared_arenas->needs())}};
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> bytes, MappedFile::Open(part));
     mapped.push_back(std::move(bytes));
   }
   meta["models"] = std::move(models);
+  meta["arena"] = {{"shared_bytes", shared.shared_arenas->shared_bytes()},
+                   {"separate_bytes", shared.shared_arenas->separate_bytes()}};
   // Dictionaries travel in the file: the artifact runs without the files beside it.
   nlohmann::json dictionaries = nlohmann::json::array();
   std::vector<std::string> dictionary_texts;

@@ -16,6 +16,7 @@ classified as its color, and the compiled artifact must give the same JSON
 """
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -90,9 +91,16 @@ def main():
         Image.fromarray(picture).save(image)
 
         out = os.path.join(tmp, "out.json")
-        subprocess.run([kiln, "run", spec, "--image", image, "--json", out, "--threads", "1"], check=True)
+        ran = subprocess.run([kiln, "run", spec, "--image", image, "--json", out, "--threads", "1"], check=True,
+                             capture_output=True, text=True)
         with open(out) as f:
             result = json.load(f)
+        # The two models' intermediates share one arena: the larger need,
+        # not the sum.
+        arena = re.search(r"activations: one arena of (\d+) bytes \(.*\) for (\d+) compiled graphs of 2 models; "
+                          r"separate arenas would take (\d+) bytes", ran.stdout)
+        assert arena, ran.stdout
+        assert int(arena.group(2)) == 2 and 0 < int(arena.group(1)) < int(arena.group(3)), ran.stdout
         objects = result["stages"]["objects"]["detections"]
         classes = result["stages"]["classes"]["classes"]
         # By descending score: red 255, blue 230, red 200, blue 150.
@@ -105,6 +113,12 @@ def main():
 
         artifact = os.path.join(tmp, "detect_classify.kiln")
         subprocess.run([kiln, "compile", spec, "-o", artifact], check=True)
+        plan = subprocess.run([kiln, "inspect", artifact, "--plan"], check=True, capture_output=True, text=True).stdout
+        shared = re.search(r"activations: one arena for every model, (\d+) bytes \(.*\), the largest model's need; "
+                           r"separate arenas: (\d+) bytes", plan)
+        needs = [int(n) for n in re.findall(r"model \w+: needs (\d+) bytes", plan)]
+        assert shared and len(needs) == 2, plan
+        assert int(shared.group(1)) == max(needs) and int(shared.group(2)) == sum(needs), plan
         os.remove(os.path.join(tmp, "detector.onnx"))
         os.remove(os.path.join(tmp, "classifier.onnx"))
         subprocess.run([kiln, "run", artifact, "--image", image, "--json", out, "--threads", "1"], check=True)
