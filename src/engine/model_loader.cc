@@ -45,6 +45,10 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
       return Unsupported("{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
                          "compiled from", options.model);
     }
+    if (options.pipeline_parallel_size > 1) {
+      return Unsupported("{}: a compiled artifact cannot be split into pipeline stages; give the model it was "
+                         "compiled from", options.model);
+    }
     return LoadArtifact(options);
   }
   if (options.tensor_parallel_size > 1 &&
@@ -53,8 +57,27 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
         "--tensor-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
         options.tensor_parallel_size, options.tensor_parallel_size);
   }
+  if (options.pipeline_parallel_size > 1 &&
+      (options.collective == nullptr || options.collective->size() != options.pipeline_parallel_size)) {
+    return InvalidArgument(
+        "--pipeline-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
+        options.pipeline_parallel_size, options.pipeline_parallel_size);
+  }
   LoadedModel loaded;
   KILN_ASSIGN_OR_RETURN(loaded.weights, LoadWeights(options));
+  if (options.pipeline_parallel_size > 1) {
+    const int64_t full_bytes = loaded.weights->TotalBytes();
+    KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::PipelineStage(std::move(loaded.weights),
+                                                                     options.collective->rank(),
+                                                                     options.pipeline_parallel_size));
+    const ModelConfig& c = loaded.weights->config();
+    KILN_LOG_INFO("pipeline parallel rank {} of {}: decoder layers {} to {} of {}{}{}, {} MiB of the model's {} MiB "
+                  "of weights",
+                  options.collective->rank(), options.pipeline_parallel_size, c.StageLayerBegin(),
+                  c.StageLayerEnd() - 1, c.num_layers, c.FirstStage() ? ", the embeddings" : "",
+                  c.LastStage() ? ", the final norm and LM head" : "", loaded.weights->TotalBytes() >> 20,
+                  full_bytes >> 20);
+  }
   if (options.tensor_parallel_size > 1) {
     const int64_t full_bytes = loaded.weights->TotalBytes();
     KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::TensorParallelShard(std::move(loaded.weights),
