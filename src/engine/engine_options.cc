@@ -38,11 +38,6 @@ Status EngineOptions::Validate() const {
     return InvalidArgument("--tensor-parallel-size {} and --pipeline-parallel-size {} must be at least 1",
                            tensor_parallel_size, pipeline_parallel_size);
   }
-  if (pipeline_parallel_size > 1 && tensor_parallel_size > 1) {
-    return Unsupported("--pipeline-parallel-size {} with --tensor-parallel-size {}: pipeline and tensor parallelism "
-                       "together are not built yet; use one of them",
-                       pipeline_parallel_size, tensor_parallel_size);
-  }
   if (pipeline_parallel_size > 1 && !calibration.empty()) {
     return Unsupported("--calibration with --pipeline-parallel-size {}: calibrate without the split and pass the "
                        "clips with --w8a8-clips", pipeline_parallel_size);

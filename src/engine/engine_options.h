@@ -128,10 +128,13 @@ struct EngineOptions {
   // pipeline_parallel_size contiguous stages, rank r holding stage r
   // (WeightStore::PipelineStage); rank 0 sends the batch as above, runs the
   // first stage, and pipeline_run_pass moves the hidden states from stage
-  // to stage and brings the last stage's logits back. Not combined with
-  // tensor parallelism yet.
+  // to stage and brings the last stage's logits back. Both together: T x P
+  // ranks, each stage split over T of them (collective is then the stage's
+  // tensor-parallel group, and pipeline_stage says which stage this process
+  // runs; -1: its rank in collective, which has P ranks).
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  int32_t pipeline_stage = -1;
   double collective_timeout_seconds = 60;
   std::shared_ptr<Collective> collective;
   std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;

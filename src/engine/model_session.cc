@@ -29,8 +29,8 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::Create(std::unique_ptr<Com
     session->blocks_in_order_[static_cast<size_t>(b)] = static_cast<int32_t>(b);
   }
   const ModelConfig& c = session->config();
-  if (c.pipeline_stages > 1 && c.FirstStage()) {
-    // The other stages say as much when rank 0's first pass gives them its shape.
+  if (c.pipeline_stages > 1 && options.run_pass) {
+    // Rank 0's (the others say as much when its first pass gives them its shape).
     KILN_LOG_INFO("pipeline parallel rank 0: layers {} to {}, {} MiB of weights, {} KV blocks of {} tokens ({} MiB)",
                   c.StageLayerBegin(), c.StageLayerEnd() - 1, session->model_->weights().TotalBytes() >> 20,
                   num_blocks, options.block_size,

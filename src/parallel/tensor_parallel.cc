@@ -151,7 +151,8 @@ void SplitPass(const ForwardBatch& b, int parts, std::vector<MicroBatch>* out) {
 // stage into their rows.
 class PipelineHead {
  public:
-  explicit PipelineHead(MpiCollective* group) : group_(group) {}
+  // `tensor_parallel` ranks a stage: stage s is world ranks [s T, (s + 1) T).
+  PipelineHead(MpiCollective* group, int tensor_parallel) : group_(group), tp_(tensor_parallel) {}
 
   Status Run(const ForwardBatch& batch, ModelSession& session, float* logits, int64_t logits_stride,
              const DumpFn* dump) {
@@ -168,16 +169,16 @@ class PipelineHead {
       hidden_[i].resize(static_cast<size_t>(b.num_tokens * c.hidden_size));
       // Dumped values are the whole pass's: a split pass dumps its logits only.
       st = session.ForwardStage(b, nullptr, hidden_[i].data(), c.hidden_size, n == 1 ? dump : nullptr);
-      if (st.ok()) st = group_->ISend(hidden_[i].data(), static_cast<int64_t>(hidden_[i].size()), 1, kHiddenTag,
-                                      &sends[i]);
+      if (st.ok()) st = group_->ISend(hidden_[i].data(), static_cast<int64_t>(hidden_[i].size()), tp_,
+                                      kHiddenTag, &sends[i]);
       if (st.ok()) ++sent;
     }
-    for (size_t i = 0; i < sent && st.ok(); ++i) st = group_->WaitSend(&sends[i], 1);
+    for (size_t i = 0; i < sent && st.ok(); ++i) st = group_->WaitSend(&sends[i], tp_);
     for (size_t i = 0; i < n && st.ok(); ++i) {
       const MicroBatch& m = parts_[i];
       if (m.batch.num_output_rows == 0) continue;
       rows_.resize(static_cast<size_t>(m.batch.num_output_rows * c.vocab_size));
-      st = group_->Recv(rows_.data(), static_cast<int64_t>(rows_.size()), stages - 1, kLogitsTag);
+      st = group_->Recv(rows_.data(), static_cast<int64_t>(rows_.size()), (stages - 1) * tp_, kLogitsTag);
       if (!st.ok()) break;
       for (int32_t r = 0; r < m.batch.num_output_rows; ++r) {
         std::memcpy(logits + m.output_index[static_cast<size_t>(r)] * logits_stride,
@@ -201,6 +202,7 @@ class PipelineHead {
 
  private:
   MpiCollective* group_;
+  int tp_ = 1;
   std::vector<MicroBatch> parts_;
   std::vector<std::vector<float>> hidden_;
   std::vector<float> rows_;
@@ -216,6 +218,7 @@ class Follower {
   static Expected<std::unique_ptr<Follower>> Create(const EngineOptions& options, int rank) {
     auto f = std::unique_ptr<Follower>(new Follower());
     f->rank_ = rank;
+    f->tp_ = options.tensor_parallel_size;
     KILN_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(options));
     f->weights_ = loaded.weights;
     KILN_ASSIGN_OR_RETURN(f->options_, SessionOptionsFor(options, loaded));
@@ -269,14 +272,19 @@ class Follower {
     return Status::Ok();
   }
 
-  // A later pipeline stage: each micro-batch's hidden state from the stage
-  // before, this stage's layers over it, the result on to the next stage
-  // (or, from the last, the output rows' logits to rank 0), the sends left
-  // in flight while the next micro-batch computes.
+  // A pipeline stage: each micro-batch's hidden state from the stage before
+  // (but on the first stage), this stage's layers over it, the result on to
+  // the next stage (or, from the last, the output rows' logits to rank 0),
+  // the sends left in flight while the next micro-batch computes. With
+  // tensor parallelism too, stage s is world ranks [s T, (s + 1) T): each
+  // talks to its counterpart in the stages beside it (every one of them
+  // holds the whole hidden state), and the last stage's first rank sends
+  // the logits.
   Status RunStage(MpiCollective& group) {
     const ModelConfig& c = weights_->config();
     const int stage = static_cast<int>(c.pipeline_stage);
-    const bool last = c.LastStage();
+    const int t = rank_ % tp_;
+    const bool first = c.FirstStage(), last = c.LastStage();
     SplitPass(decoded_.batch, static_cast<int>(c.pipeline_stages), &parts_);
     const size_t n = parts_.size();
     if (in_.size() < n) in_.resize(n);
@@ -286,15 +294,17 @@ class Follower {
     Status st;
     for (size_t i = 0; i < n && st.ok(); ++i) {
       const ForwardBatch& b = parts_[i].batch;
-      in_[i].resize(static_cast<size_t>(b.num_tokens * c.hidden_size));
-      st = group.Recv(in_[i].data(), static_cast<int64_t>(in_[i].size()), stage - 1, kHiddenTag);
-      if (!st.ok()) break;
+      if (!first) {
+        in_[i].resize(static_cast<size_t>(b.num_tokens * c.hidden_size));
+        st = group.Recv(in_[i].data(), static_cast<int64_t>(in_[i].size()), (stage - 1) * tp_ + t, kHiddenTag);
+        if (!st.ok()) break;
+      }
       const int64_t width = last ? c.vocab_size : c.hidden_size;
       const int64_t rows = last ? b.num_output_rows : b.num_tokens;
       out_[i].resize(static_cast<size_t>(std::max<int64_t>(rows, 1) * width));
-      st = session_->ForwardStage(b, in_[i].data(), out_[i].data(), width);
-      if (!st.ok() || rows == 0) continue;
-      const int peer = last ? 0 : stage + 1;
+      st = session_->ForwardStage(b, first ? nullptr : in_[i].data(), out_[i].data(), width);
+      if (!st.ok() || rows == 0 || (last && t != 0)) continue;
+      const int peer = last ? 0 : (stage + 1) * tp_ + t;
       MPI_Request request;
       st = group.ISend(out_[i].data(), rows * width, peer, last ? kLogitsTag : kHiddenTag, &request);
       if (st.ok()) {
@@ -307,6 +317,7 @@ class Follower {
   }
 
   int rank_ = 0;
+  int tp_ = 1;  // ranks per pipeline stage
   std::vector<MicroBatch> parts_;
   std::vector<std::vector<float>> in_, out_;
   std::shared_ptr<const WeightStore> weights_;
@@ -327,13 +338,14 @@ int RunFollower(const EngineOptions& options, MpiCollective& group) {
   // (mpirun still ends them with SIGKILL if rank 0 never does).
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
+  const char* kind = options.pipeline_parallel_size > 1 ? "pipeline" : "tensor";
   auto follower = Follower::Create(options, group.rank());
-  if (!follower.ok()) KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), follower.status().ToString());
+  if (!follower.ok()) KILN_LOG_ERROR("{} parallel rank {}: {}", kind, group.rank(), follower.status().ToString());
   for (;;) {
     int32_t ints[PassMessageHeader::kInts];
     Status st = group.Broadcast(ints, PassMessageHeader::kInts, false);
     if (!st.ok()) {
-      KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
+      KILN_LOG_ERROR("{} parallel rank {}: {}", kind, group.rank(), st.ToString());
       return 1;
     }
     const PassMessageHeader header = PassMessageHeader::FromInts(ints);
@@ -345,7 +357,7 @@ int RunFollower(const EngineOptions& options, MpiCollective& group) {
     if (!follower.ok()) return 1;
     if (st.ok()) st = (*follower)->Run(header, std::move(payload), group);
     if (!st.ok()) {
-      KILN_LOG_ERROR("tensor parallel rank {}: {}", group.rank(), st.ToString());
+      KILN_LOG_ERROR("{} parallel rank {}: {}", kind, group.rank(), st.ToString());
       return 1;
     }
   }
@@ -395,17 +407,28 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
 
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  // Both splits: stage s is ranks [s T, (s + 1) T), its all-reduces over
+  // a group of its own; the batch's broadcast and the stage-to-stage
+  // messages go over the whole job's.
+  std::shared_ptr<MpiCollective> stage_group;
+  if (options->tensor_parallel_size > 1 && options->pipeline_parallel_size > 1) {
+    MPI_Comm stage_comm;
+    MPI_Comm_split(comm, rank / options->tensor_parallel_size, rank % options->tensor_parallel_size, &stage_comm);
+    stage_group = std::make_shared<MpiCollective>(stage_comm, options->collective_timeout_seconds);
+    options->pipeline_stage = rank / options->tensor_parallel_size;
+  }
   watchdog.reset();
   auto group = std::make_shared<MpiCollective>(comm, options->collective_timeout_seconds);
-  options->collective = group;
+  options->collective = stage_group != nullptr ? std::shared_ptr<Collective>(stage_group) : group;
   KILN_LOG_INFO("{} parallel rank {} of {}: {} threads ({} ranks on this host)",
                 options->pipeline_parallel_size > 1 ? "pipeline" : "tensor", rank, world, options->threads,
                 local_ranks);
   if (rank != 0) {
     TensorParallelStart start;
     start.exit_code = RunFollower(*options, *group);
-    if (!group->failed()) (void)group->Barrier();
-    if (group->failed()) {
+    const bool stage_failed = stage_group != nullptr && stage_group->failed();
+    if (!group->failed() && !stage_failed) (void)group->Barrier();
+    if (group->failed() || stage_failed) {
       std::fflush(nullptr);
       std::_Exit(start.exit_code == 0 ? 1 : start.exit_code);
     }
@@ -429,7 +452,7 @@ Expected<TensorParallelStart> StartTensorParallel(EngineOptions* options) {
     return sender->Broadcast(payload->data(), static_cast<int64_t>(payload->size()), true);
   };
   if (options->pipeline_parallel_size > 1) {
-    auto head = std::make_shared<PipelineHead>(sender);
+    auto head = std::make_shared<PipelineHead>(sender, options->tensor_parallel_size);
     options->pipeline_run_pass = [head](const ForwardBatch& batch, ModelSession& session, float* logits,
                                         int64_t logits_stride, const DumpFn* dump) {
       return head->Run(batch, session, logits, logits_stride, dump);
