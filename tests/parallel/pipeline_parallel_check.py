@@ -152,8 +152,9 @@ def chat_about(port, topic, results, key):
 
 def chat_topic(port, topic):
     import http.client
+    # Long enough answers that the two requests decode side by side.
     body = json.dumps({"messages": [{"role": "user", "content": f"Say something about {topic}."}],
-                       "max_tokens": 16, "temperature": 0})
+                       "max_tokens": 64, "temperature": 0, "ignore_eos": True})
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     c.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -162,6 +163,19 @@ def chat_topic(port, topic):
         raise RuntimeError(f"chat completion: HTTP {r.status}: {data!r}")
     reply = json.loads(data)
     return reply["choices"][0]["message"]["content"]
+
+
+def running(port):
+    import http.client
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/metrics")
+        for line in c.getresponse().read().decode().splitlines():
+            if line.startswith("kiln_num_requests_running"):
+                return int(float(line.split()[-1]))
+    except OSError:
+        pass
+    return 0
 
 
 def serve_pair(cmd, port, mpirun=False):
@@ -175,8 +189,15 @@ def serve_pair(cmd, port, mpirun=False):
         threads = [threading.Thread(target=chat_about, args=(port, t, results, t)) for t in ("foxes", "rivers")]
         for t in threads:
             t.start()
+        # How many ran side by side (said, not required: a loaded machine may
+        # serve one before the other arrives).
+        together = 0
+        while any(t.is_alive() for t in threads):
+            together = max(together, running(port))
+            time.sleep(0.005)
         for t in threads:
             t.join()
+        print(f"requests running together: {together}")
         for k, v in results.items():
             if isinstance(v, Exception):
                 fail(f"request about {k}: {v}")
