@@ -18,7 +18,7 @@ CASE is one of
   rank-killed     rank 1 killed (SIGKILL), rank 1 stopped (SIGSTOP), rank 0
                   killed, each mid-generation: every process gone within the
                   collective time-out, rank 0 failing with a clear error
-                  when rank 1 stops
+                  when rank 1 stops; and at T = 2, P = 2, rank 2 stopped
   generate-both MODEL
                   T = 2 and P = 2 on 4 ranks: greedy text equal, logits
                   within tensor parallelism's tolerance
@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tensor_parallel_check import (PROMPTS, ENV, case_rank_killed, chat, expect_error, fail,  # noqa: E402
+from tensor_parallel_check import (PROMPTS, ENV, alive, case_rank_killed, chat, expect_error, fail,  # noqa: E402
                                    free_port, model_path, mpirun_args, ranks_of, run, wait_ready)
 
 SPLIT = ["--pipeline-parallel-size", "2"]
@@ -230,6 +230,42 @@ def case_serve(mpirun, kiln, model):
           f"{stop_seconds:.1f} s after SIGTERM")
 
 
+def case_stage_rank_stopped(mpirun, kiln):
+    """T = 2, P = 2: the second stage's first rank stopped mid-generation;
+    every process gone within the time-out, rank 0 saying why."""
+    timeout = 5
+    cmd = mpirun_args(mpirun, 4) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0], "-n", "1000",
+                                    "--ignore-eos", "--temperature", "0", "--threads", "1", *SPLIT,
+                                    "--tensor-parallel-size", "2", "--collective-timeout", str(timeout)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
+    ranks = {}
+    try:
+        if not proc.stdout.read(16):
+            fail("no output before the stop:\n" + proc.stderr.read().decode())
+        ranks = ranks_of(proc.pid)
+        if sorted(ranks) != [0, 1, 2, 3]:
+            fail(f"ranks found: {ranks}")
+        start = time.time()
+        os.kill(ranks[2], signal.SIGSTOP)
+        limit = timeout + 15
+        while time.time() - start < limit and (proc.poll() is None or any(alive(p) for p in ranks.values())):
+            time.sleep(0.1)
+        gone = time.time() - start
+        left = [p for p in ranks.values() if alive(p)]
+        if proc.poll() is None or left:
+            fail(f"after stopping rank 2 of 4: still running after {limit} s (mpirun {proc.poll()}, ranks {left})")
+        err = proc.stderr.read().decode()
+        if proc.returncode == 0 or "collective time-out" not in err:
+            fail(f"exit {proc.returncode}, and rank 0 did not say why it stopped:\n{err}")
+        print(f"T = 2, P = 2, rank 2 stopped: every process gone {gone:.1f} s later, exit {proc.returncode}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for p in ranks.values():
+            if alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
 def case_bad_input(mpirun, kiln):
     gen = ["generate", "-p", "hi", "-n", "2", "--threads", "1"]
     qwen2 = ["-m", model_path("tiny-qwen2")]
@@ -262,6 +298,7 @@ def main():
         case_rank_killed(mpirun, kiln, "kill", split=SPLIT)
         case_rank_killed(mpirun, kiln, "stop", split=SPLIT)
         case_rank_killed(mpirun, kiln, "kill", victim=0, split=SPLIT)
+        case_stage_rank_stopped(mpirun, kiln)
     elif case == "bad-input":
         case_bad_input(mpirun, kiln)
     else:
