@@ -70,7 +70,8 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->check(CLI::PositiveNumber)
       ->group(parallel);
   cmd->add_option("--pipeline-parallel-size", o.pipeline_parallel_size,
-                  "Split the layers over this many processes (not built yet: only 1)")
+                  "Split the decoder layers into this many stages, one per process started by mpirun -np N "
+                  "(tensor parallel size x this)")
       ->check(CLI::PositiveNumber)
       ->group(parallel);
   cmd->add_option("--collective-timeout", o.collective_timeout_seconds,
@@ -190,15 +191,15 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
     KILN_RETURN_IF_ERROR(ApplyArtifactOptions(artifact.metadata, command != nullptr ? &given : nullptr, &o));
   }
   KILN_RETURN_IF_ERROR(o.Validate());
-  if (o.tensor_parallel_size > 1) {
+  if (o.tensor_parallel_size > 1 || o.pipeline_parallel_size > 1) {
 #ifdef KILN_WITH_MPI
     KILN_ASSIGN_OR_RETURN(TensorParallelStart start, StartTensorParallel(&o));
     // A rank other than 0 has followed rank 0's passes to the end: its
     // command is done.
     if (!start.runs_engine) std::exit(start.exit_code);
 #else
-    return Unsupported("--tensor-parallel-size {}: this kiln was built without MPI (install libopenmpi-dev and "
-                       "rebuild)", o.tensor_parallel_size);
+    return Unsupported("--tensor-parallel-size {} x --pipeline-parallel-size {}: this kiln was built without MPI "
+                       "(install libopenmpi-dev and rebuild)", o.tensor_parallel_size, o.pipeline_parallel_size);
 #endif
   }
   return o;

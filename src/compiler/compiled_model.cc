@@ -20,7 +20,7 @@ const ModelConfig& CompiledModel::config() const { return weights_->config(); }
 
 KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks) const {
   KvCacheLayout l;
-  l.num_layers = config().num_layers;
+  l.num_layers = config().StageLayerCount();  // a pipeline stage caches its own layers
   l.num_blocks = num_blocks;
   l.block_size = options_.block_size;
   l.num_kv_heads = config().num_kv_heads;
@@ -146,7 +146,7 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
     return InvalidArgument("forward: {} output rows for {} tokens", b.num_output_rows, b.num_tokens);
   }
   const KvCacheLayout& kl = kv.layout();
-  if (kl.num_layers != c.num_layers || kl.num_kv_heads != c.num_kv_heads || kl.head_dim != c.head_dim ||
+  if (kl.num_layers != c.StageLayerCount() || kl.num_kv_heads != c.num_kv_heads || kl.head_dim != c.head_dim ||
       kl.block_size != options_.block_size || kl.dtype != options_.kv_dtype) {
     return InvalidArgument("forward: KV cache layout does not match the compiled model");
   }
@@ -193,12 +193,22 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
 }
 
 Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* logits, int64_t logits_stride,
-                              const DumpFn* dump) {
+                              const DumpFn* dump, const float* hidden_in) {
   int64_t context_rows = 0, score_rows = 0;
   KILN_RETURN_IF_ERROR(Validate(batch, kv, &context_rows, &score_rows));
-  if (batch.num_output_rows > 0 && (logits == nullptr || logits_stride < config().vocab_size)) {
+  const ModelConfig& c = config();
+  if (!c.LastStage()) {
+    if (logits == nullptr || logits_stride < c.hidden_size) {
+      return InvalidArgument("forward: pipeline stage {}: hidden state buffer missing or rows narrower than {}",
+                             c.pipeline_stage, c.hidden_size);
+    }
+  } else if (batch.num_output_rows > 0 && (logits == nullptr || logits_stride < c.vocab_size)) {
     return InvalidArgument("forward: logits buffer missing or rows narrower than the vocabulary");
   }
+  if (!c.FirstStage() && hidden_in == nullptr) {
+    return InvalidArgument("forward: pipeline stage {} needs the hidden state of the stage before", c.pipeline_stage);
+  }
+  void* io[1] = {const_cast<float*>(hidden_in)};
   const Program* program = nullptr;
   for (const auto& p : programs_) {
     const ShapeEnv& cap = p->capacity();
@@ -237,6 +247,7 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   Status collective_error;
   state.tensor_error = &collective_error;
   state.collective = options_.collective.get();
+  if (!c.FirstStage()) state.tensor_io = io;
   KILN_RETURN_IF_ERROR(program->Run(state, dump).WithContext("forward"));
   return collective_error.WithContext("forward");
 }

@@ -103,8 +103,12 @@ class CompiledModel {
   // vocab_size floats, logits_stride apart). Validates the batch first;
   // errors (a position beyond the context, a block id outside the pool, too
   // many tokens) change nothing. Not reentrant: one pass at a time.
+  // A pipeline stage (ModelConfig's pipeline fields) other than the first
+  // reads the hidden state of the batch's tokens from `hidden_in` (rows of
+  // hidden_size floats); one other than the last writes every token's
+  // hidden state where the logits would go (rows logits_stride apart).
   Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits, int64_t logits_stride,
-                 const DumpFn* dump = nullptr);
+                 const DumpFn* dump = nullptr, const float* hidden_in = nullptr);
 
  private:
   CompiledModel() = default;

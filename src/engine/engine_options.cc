@@ -38,9 +38,13 @@ Status EngineOptions::Validate() const {
     return InvalidArgument("--tensor-parallel-size {} and --pipeline-parallel-size {} must be at least 1",
                            tensor_parallel_size, pipeline_parallel_size);
   }
-  if (pipeline_parallel_size > 1) {
-    return Unsupported("--pipeline-parallel-size {}: pipeline parallelism is not built yet (tensor parallelism is: "
-                       "--tensor-parallel-size)", pipeline_parallel_size);
+  if (pipeline_parallel_size > 1 && !calibration.empty()) {
+    return Unsupported("--calibration with --pipeline-parallel-size {}: calibrate without the split and pass the "
+                       "clips with --w8a8-clips", pipeline_parallel_size);
+  }
+  if (pipeline_parallel_size > 1 && spec_method == "draft") {
+    return Unsupported("--spec-method draft with --pipeline-parallel-size {}: a draft model is not split over ranks",
+                       pipeline_parallel_size);
   }
   if (!(collective_timeout_seconds > 0)) {
     return InvalidArgument("--collective-timeout {} is not a positive number of seconds", collective_timeout_seconds);

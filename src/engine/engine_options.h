@@ -16,7 +16,10 @@ namespace kiln {
 
 class Collective;
 class ModelSession;
+struct BoundValue;
 struct ForwardBatch;
+// As compiler/program.h declares it.
+using DumpFn = std::function<void(const std::string& name, const BoundValue& value, int64_t rows)>;
 
 // The KV cache's size: a number of bytes, or a fraction of the memory
 // available when the engine starts, or (neither set) enough for
@@ -121,12 +124,23 @@ struct EngineOptions {
   // hands each pass's batch (with the session's shape: its batch limits and
   // KV blocks, which the others match) to the other ranks, which run it on
   // their shard.
-  // Pipeline parallelism (pipeline_parallel_size > 1) is not built.
+  // Pipeline parallelism: the decoder layers split into
+  // pipeline_parallel_size contiguous stages, rank r holding stage r
+  // (WeightStore::PipelineStage); rank 0 sends the batch as above, runs the
+  // first stage, and pipeline_run_pass moves the hidden states from stage
+  // to stage and brings the last stage's logits back. Both together: T x P
+  // ranks, each stage split over T of them (collective is then the stage's
+  // tensor-parallel group, and pipeline_stage says which stage this process
+  // runs; -1: its rank in collective, which has P ranks).
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  int32_t pipeline_stage = -1;
   double collective_timeout_seconds = 60;
   std::shared_ptr<Collective> collective;
   std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
+  std::function<Status(const ForwardBatch&, ModelSession&, float* logits, int64_t logits_stride,
+                       const DumpFn* dump)>
+      pipeline_run_pass;
 
   // Checks ranges and combinations; the message names the option.
   Status Validate() const;

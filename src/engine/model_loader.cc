@@ -45,6 +45,10 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
       return Unsupported("{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
                          "compiled from", options.model);
     }
+    if (options.pipeline_parallel_size > 1) {
+      return Unsupported("{}: a compiled artifact cannot be split into pipeline stages; give the model it was "
+                         "compiled from", options.model);
+    }
     return LoadArtifact(options);
   }
   if (options.tensor_parallel_size > 1 &&
@@ -53,8 +57,33 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
         "--tensor-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
         options.tensor_parallel_size, options.tensor_parallel_size);
   }
+  // The stage: set where tensor parallelism splits each stage too, else the
+  // rank in the group of stages.
+  const int stage = options.pipeline_stage >= 0 ? options.pipeline_stage
+                    : options.collective != nullptr && options.tensor_parallel_size == 1 &&
+                            options.collective->size() == options.pipeline_parallel_size
+                        ? options.collective->rank()
+                        : -1;
+  if (options.pipeline_parallel_size > 1 && (options.collective == nullptr || stage < 0)) {
+    const int ranks = options.tensor_parallel_size * options.pipeline_parallel_size;
+    return InvalidArgument(
+        "--pipeline-parallel-size {} needs as many processes started together by mpirun (mpirun -np {} kiln ...)",
+        options.pipeline_parallel_size, ranks);
+  }
   LoadedModel loaded;
   KILN_ASSIGN_OR_RETURN(loaded.weights, LoadWeights(options));
+  if (options.pipeline_parallel_size > 1) {
+    const int64_t full_bytes = loaded.weights->TotalBytes();
+    KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::PipelineStage(std::move(loaded.weights), stage,
+                                                                     options.pipeline_parallel_size));
+    const ModelConfig& c = loaded.weights->config();
+    KILN_LOG_INFO("pipeline stage {} of {}: decoder layers {} to {} of {}{}{}, {} MiB of the model's {} MiB "
+                  "of weights",
+                  stage, options.pipeline_parallel_size, c.StageLayerBegin(),
+                  c.StageLayerEnd() - 1, c.num_layers, c.FirstStage() ? ", the embeddings" : "",
+                  c.LastStage() ? ", the final norm and LM head" : "", loaded.weights->TotalBytes() >> 20,
+                  full_bytes >> 20);
+  }
   if (options.tensor_parallel_size > 1) {
     const int64_t full_bytes = loaded.weights->TotalBytes();
     KILN_ASSIGN_OR_RETURN(loaded.weights, WeightStore::TensorParallelShard(std::move(loaded.weights),

@@ -4,6 +4,7 @@
 #include "backend/forward_batch.h"
 #include "backend/kv_cache.h"
 #include "compiler/compiled_model.h"
+#include "core/log.h"
 #include "format/weight_store.h"
 
 namespace kiln {
@@ -27,6 +28,14 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::Create(std::unique_ptr<Com
   for (int64_t b = 0; b < num_blocks; ++b) {
     session->blocks_in_order_[static_cast<size_t>(b)] = static_cast<int32_t>(b);
   }
+  const ModelConfig& c = session->config();
+  if (c.pipeline_stages > 1 && options.run_pass) {
+    // Rank 0's (the others say as much when its first pass gives them its shape).
+    KILN_LOG_INFO("pipeline parallel rank 0: layers {} to {}, {} MiB of weights, {} KV blocks of {} tokens ({} MiB)",
+                  c.StageLayerBegin(), c.StageLayerEnd() - 1, session->model_->weights().TotalBytes() >> 20,
+                  num_blocks, options.block_size,
+                  (num_blocks * session->kv_cache_->layout().BlockBytes()) >> 20);
+  }
   return session;
 }
 
@@ -38,7 +47,13 @@ int64_t ModelSession::max_model_len() const { return model_->max_model_len(); }
 Status ModelSession::Forward(const ForwardBatch& batch, float* logits, int64_t logits_stride,
                              const DumpFn* dump) {
   if (options_.before_forward) KILN_RETURN_IF_ERROR(options_.before_forward(batch, *this));
+  if (options_.run_pass) return options_.run_pass(batch, *this, logits, logits_stride, dump);
   return model_->Forward(batch, *kv_cache_, logits, logits_stride, dump);
+}
+
+Status ModelSession::ForwardStage(const ForwardBatch& batch, const float* hidden_in, float* out, int64_t out_stride,
+                                  const DumpFn* dump) {
+  return model_->Forward(batch, *kv_cache_, out, out_stride, dump, hidden_in);
 }
 
 Status ModelSession::ForwardSequence(std::span<const int32_t> ids, int32_t first_position,

@@ -54,6 +54,14 @@ class ModelSession {
   Status Forward(const ForwardBatch& batch, float* logits, int64_t logits_stride,
                  const DumpFn* dump = nullptr);
 
+  // Pipeline parallelism: one pass of this session's stage alone (no
+  // before_forward, no run_pass): the hidden state of the stage before in
+  // `hidden_in` (but on the first stage), this stage's output (the hidden
+  // state of every token, or on the last stage the output rows' logits) in
+  // `out`, rows `out_stride` floats apart.
+  Status ForwardStage(const ForwardBatch& batch, const float* hidden_in, float* out, int64_t out_stride,
+                      const DumpFn* dump = nullptr);
+
   // A pass over a single sequence held in blocks 0, 1, ... of the cache:
   // `ids` at positions first_position onwards (the earlier positions are in
   // the cache already); the logits of the batch rows `output_rows` go to

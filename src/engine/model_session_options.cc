@@ -25,6 +25,7 @@ Expected<ModelSessionOptions> SessionOptionsFor(const EngineOptions& options, co
   s.kv_cache_memory = options.kv_cache_memory;
   s.collective = options.collective;
   s.before_forward = options.before_forward;
+  s.run_pass = options.pipeline_run_pass;
   if (options.w8a8) {
     if (model.weights == nullptr) return InvalidArgument("W8A8: no weights");
     // Static clips from --calibration or --w8a8-clips, else every input

@@ -51,6 +51,11 @@ struct ModelSessionOptions {
   // other ranks.
   std::shared_ptr<Collective> collective;
   std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
+  // Pipeline parallelism, on rank 0: runs each pass (after before_forward)
+  // in place of the session's model alone, which is the first stage's: its
+  // layers here, the others' on the other ranks, the logits coming back.
+  std::function<Status(const ForwardBatch&, ModelSession&, float* logits, int64_t logits_stride, const DumpFn* dump)>
+      run_pass;
 };
 
 // The session the engine's options describe (the engine's own; `kiln eval`

@@ -134,6 +134,23 @@ struct ModelConfig {
   // counts and intermediate_size already divided; the decoder sums the
   // partial outputs of o_proj and down_proj over the ranks.
   int64_t tensor_parallel_size = 1;
+  // Pipeline parallelism: this config describes stage pipeline_stage of
+  // pipeline_stages (WeightStore::PipelineStage), which holds the decoder
+  // layers [stage_first_layer, stage_first_layer + stage_num_layers) (0: all
+  // of them) and their KV cache; the first stage takes token ids, the others
+  // the hidden state the stage before gave; the last gives logits, the
+  // others the hidden state of every token. num_layers stays the model's.
+  int64_t pipeline_stage = 0;
+  int64_t pipeline_stages = 1;
+  int64_t stage_first_layer = 0;
+  int64_t stage_num_layers = 0;
+
+  bool FirstStage() const { return pipeline_stage == 0; }
+  bool LastStage() const { return pipeline_stage == pipeline_stages - 1; }
+  // The layers this config's weights hold: [StageLayerBegin(), StageLayerEnd()).
+  int64_t StageLayerBegin() const { return stage_num_layers > 0 ? stage_first_layer : 0; }
+  int64_t StageLayerEnd() const { return stage_num_layers > 0 ? stage_first_layer + stage_num_layers : num_layers; }
+  int64_t StageLayerCount() const { return StageLayerEnd() - StageLayerBegin(); }
 
   int64_t RotaryDim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
 

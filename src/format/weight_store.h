@@ -96,6 +96,17 @@ class WeightStore {
   static Expected<std::unique_ptr<WeightStore>> TensorParallelShard(std::shared_ptr<const WeightStore> source,
                                                                      int rank, int size);
 
+  // Stage `stage` of `stages` for pipeline parallelism: the decoder layers
+  // PipelineStageLayers gives it (views of `source`'s weights, nothing
+  // copied), the embedding on the first stage, the final norm and the LM
+  // head on the last (the embedding matrix there too when it is the head:
+  // tied embeddings). The config records the stage (ModelConfig's
+  // pipeline fields). Keeps `source` alive. Errors: more stages than
+  // layers, a mixture of experts, a compiled artifact, a tensor-parallel
+  // shard.
+  static Expected<std::unique_ptr<WeightStore>> PipelineStage(std::shared_ptr<const WeightStore> source, int stage,
+                                                              int stages);
+
   virtual ~WeightStore();
 
   const std::string& path() const { return path_; }
@@ -142,6 +153,11 @@ class WeightStore {
   std::vector<std::shared_ptr<void>> owned_;  // mapped files, converted buffers
   std::vector<StoredPackedMatrix> packed_;
 };
+
+// The layers of pipeline stage `stage` of `stages` over a model of
+// `num_layers`: contiguous, split as evenly as possible, the earlier stages
+// taking one more where it does not divide. `first` and `count` are set.
+void PipelineStageLayers(int64_t num_layers, int stages, int stage, int64_t* first, int64_t* count);
 
 // Canonical tensor names, so builders never spell them by hand.
 namespace weight_names {

@@ -7,6 +7,9 @@
 //                   (or, in a mixture's layers, the weighted sum of that
 //                   MLP over the experts the router picks: one moe node)
 //   logits = lm_head(norm(h[selected rows]))
+// A pipeline stage (ModelConfig's pipeline fields) builds its layers only:
+// after the first, h is the hidden state the stage before gave (a graph
+// input); before the last, the graph's output is h of every token.
 // Gemma scales the embeddings by sqrt(hidden_size), normalizes each block's
 // output as well as its input (h += norm(o_proj(...)), h += norm(down(...))),
 // and Gemma 2 soft-caps the logits.
@@ -32,14 +35,32 @@ class Builder {
   Builder(const WeightStore& weights) : store_(weights), c_(weights.config()) {}
 
   Expected<Graph> Build() {
-    KILN_ASSIGN_OR_RETURN(const Weight* embed, store_.Require(weight_names::Embedding()));
-    NodeAttrs embed_attrs;
-    // Hugging Face multiplies by the normalizer in the activations' dtype:
-    // f32 here.
-    if (c_.gemma_norms) embed_attrs.scale = static_cast<float>(std::sqrt(static_cast<double>(c_.hidden_size)));
-    ValueId h = Op(OpKind::kEmbedding, "model.embed_tokens", {}, {embed}, embed_attrs, "embed", c_.hidden_size);
-    for (int64_t l = 0; l < c_.num_layers; ++l) {
+    ValueId h = kNoValue;
+    if (c_.FirstStage()) {
+      KILN_ASSIGN_OR_RETURN(const Weight* embed, store_.Require(weight_names::Embedding()));
+      NodeAttrs embed_attrs;
+      // Hugging Face multiplies by the normalizer in the activations' dtype:
+      // f32 here.
+      if (c_.gemma_norms) embed_attrs.scale = static_cast<float>(std::sqrt(static_cast<double>(c_.hidden_size)));
+      h = Op(OpKind::kEmbedding, "model.embed_tokens", {}, {embed}, embed_attrs, "embed", c_.hidden_size);
+    } else {
+      // A later pipeline stage: the stage before's hidden state of every
+      // token, read from the caller's memory (tensor_io[0]) into the arena.
+      ValueId in = g_.AddValue("hidden_in", DType::kF32, RowSpace::kTokens, c_.hidden_size);
+      g_.value(in).is_graph_input = true;
+      g_.value(in).io_slot = 0;
+      h = Op(OpKind::kTransfer, "pipeline.receive", {in}, {}, {}, "embed", c_.hidden_size);
+    }
+    for (int64_t l = c_.StageLayerBegin(); l < c_.StageLayerEnd(); ++l) {
       KILN_ASSIGN_OR_RETURN(h, Layer(l, h));
+    }
+    if (!c_.LastStage()) {
+      // The hidden state of every token for the next stage, written where
+      // the logits would go.
+      ValueId out = Op(OpKind::kTransfer, "pipeline.send", {h}, {}, {}, "hidden_out", c_.hidden_size);
+      g_.value(out).is_output = true;
+      KILN_RETURN_IF_ERROR(g_.Validate());
+      return std::move(g_);
     }
     ValueId rows = g_.AddValue("final_rows", DType::kF32, RowSpace::kOutputRows, c_.hidden_size);
     Node select;
@@ -52,7 +73,9 @@ class Builder {
     KILN_ASSIGN_OR_RETURN(const Weight* norm_w, store_.Require(weight_names::FinalNorm()));
     ValueId x = Norm("model.norm", rows, norm_w, 0, "final_norm");
     const Weight* head = store_.Find(weight_names::LmHead());
-    if (head == nullptr || c_.tie_word_embeddings) head = embed;
+    if (head == nullptr || c_.tie_word_embeddings) {
+      KILN_ASSIGN_OR_RETURN(head, store_.Require(weight_names::Embedding()));
+    }
     ValueId logits = LinearOp("lm_head", x, head, nullptr, "logits");
     if (c_.final_logit_softcap > 0) {
       NodeAttrs a;
@@ -99,7 +122,7 @@ class Builder {
     kv.name = prefix + "self_attn.kv_cache";
     kv.inputs = {k, v};
     kv.outputs = {written};
-    kv.attrs.layer = l;
+    kv.attrs.layer = l - c_.StageLayerBegin();  // the stage's own cache holds its layers only
     kv.attrs.n_kv_heads = c_.num_kv_heads;
     kv.attrs.head_dim = c_.head_dim;
     g_.AddNode(std::move(kv));
@@ -110,7 +133,7 @@ class Builder {
     at.name = prefix + "self_attn.attention";
     at.inputs = {q, written};
     at.outputs = {attn};
-    at.attrs.layer = l;
+    at.attrs.layer = l - c_.StageLayerBegin();
     at.attrs.n_heads = c_.num_heads;
     at.attrs.n_kv_heads = c_.num_kv_heads;
     at.attrs.head_dim = c_.head_dim;

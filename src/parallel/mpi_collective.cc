@@ -31,7 +31,7 @@ Status MpiCollective::Wait(MPI_Request* request, const std::string& what, bool d
     if (deadline && Clock::now() - start > limit) {
       failed_ = true;
       return IoError("{}: rank {} heard nothing from the other ranks within the collective time-out of {} s (a rank "
-                     "died or stopped); the tensor-parallel group cannot continue",
+                     "died or stopped); the group of ranks cannot continue",
                      what, rank_, timeout_seconds_);
     }
     if (deadline) {
@@ -76,6 +76,41 @@ Status MpiCollective::Barrier() {
     return IoError("barrier: MPI refused it");
   }
   return Wait(&request, "the barrier before finalizing", true);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+Status MpiCollective::ISend(const float* data, int64_t n, int peer, int tag, MPI_Request* request) {
+  if (failed_) return IoError("send to rank {}: the group failed earlier", peer);
+  if (n < 0 || n > std::numeric_limits<int>::max()) return InvalidArgument("send of {} floats", n);
+  if (MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag, comm_, request) != MPI_SUCCESS) {
+    failed_ = true;
+    return IoError("send of {} floats to rank {}: MPI refused it", n, peer);
+  }
+  return Status::Ok();
+}
+
+Status MpiCollective::WaitSend(MPI_Request* request, int peer) {
+  return Wait(request, fmt::format("the send of a pass's hidden state or logits to rank {}", peer), true);
+}
+
+Status MpiCollective::Send(const float* data, int64_t n, int peer, int tag) {
+  MPI_Request request;
+  KILN_RETURN_IF_ERROR(ISend(data, n, peer, tag, &request));
+  return WaitSend(&request, peer);
+}
+
+Status MpiCollective::Recv(float* data, int64_t n, int peer, int tag) {
+  if (failed_) return IoError("receive from rank {}: the group failed earlier", peer);
+  if (n < 0 || n > std::numeric_limits<int>::max()) return InvalidArgument("receive of {} floats", n);
+  MPI_Request request;
+  if (MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag, comm_, &request) != MPI_SUCCESS) {
+    failed_ = true;
+    return IoError("receive of {} floats from rank {}: MPI refused it", n, peer);
+  }
+  return Wait(&request, fmt::format("the receive of a pass's hidden state or logits from rank {}", peer), true);
 }
 
 }  // namespace kiln

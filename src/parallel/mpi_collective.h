@@ -27,6 +27,14 @@ class MpiCollective : public Collective {
   // as long as it takes, sleeping between polls.
   Status Broadcast(int32_t* data, int64_t n, bool deadline);
 
+  // Pipeline parallelism: `n` floats to or from rank `peer` (tag: which
+  // stream of messages), within the time-out like AllReduceSum. A send
+  // started with ISend is finished by WaitSend.
+  Status Send(const float* data, int64_t n, int peer, int tag);
+  Status Recv(float* data, int64_t n, int peer, int tag);
+  Status ISend(const float* data, int64_t n, int peer, int tag, MPI_Request* request);
+  Status WaitSend(MPI_Request* request, int peer);
+
   // Every rank has reached this point, within the time-out: what a rank
   // checks before MPI_Finalize, which would wait forever on a stopped peer.
   Status Barrier();

@@ -4,6 +4,11 @@
 // bound to an MpiCollective. Rank 0 runs the engine (scheduler, sampling,
 // HTTP) and sends each forward pass's batch to the other ranks, which run it
 // on their shard until rank 0 stops them at exit.
+// Pipeline parallelism (`--pipeline-parallel-size P`, T = 1) starts the
+// same way: every rank loads its stage (WeightStore::PipelineStage) and
+// receives the batch as above; rank 0 runs the first stage of each
+// micro-batch and the hidden states go from rank to rank by point-to-point
+// messages, the last rank sending the logits back to rank 0.
 #pragma once
 
 #include "core/status.h"

@@ -91,7 +91,15 @@ TEST(EngineOptionsTest, ModelParallelismChecks) {
   EngineOptions o;
   o.model = "m";
   o.pipeline_parallel_size = 2;
-  EXPECT_NE(o.Validate().message().find("pipeline parallelism is not built yet"), std::string::npos);
+  EXPECT_TRUE(o.Validate().ok());
+  o.tensor_parallel_size = 2;
+  EXPECT_TRUE(o.Validate().ok());
+  o.tensor_parallel_size = 1;
+  o.spec_method = "draft";
+  o.draft_model = "self";
+  EXPECT_NE(o.Validate().message().find("a draft model is not split over ranks"), std::string::npos);
+  o.spec_method = "none";
+  o.draft_model.clear();
   o.pipeline_parallel_size = 1;
   o.tensor_parallel_size = 2;
   EXPECT_TRUE(o.Validate().ok());
@@ -116,6 +124,12 @@ TEST(EngineOptionsTest, TensorParallelismOutsideAGroupIsRefusedAtLoad) {
   auto loaded = LoadModel(o);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("mpirun -np 2 kiln"), std::string::npos) << loaded.status().ToString();
+  o.tensor_parallel_size = 1;
+  o.pipeline_parallel_size = 2;
+  loaded = LoadModel(o);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("--pipeline-parallel-size 2 needs as many processes"), std::string::npos)
+      << loaded.status().ToString();
 }
 
 }  // namespace
