@@ -45,7 +45,16 @@ void StopGroupAtExit() {
   std::shared_ptr<MpiCollective>& group = EngineGroup();
   if (group == nullptr) return;
   int32_t stop[PassMessageHeader::kInts] = {};
-  if (group->failed() || !group->Broadcast(stop, PassMessageHeader::kInts, true).ok() || !group->Barrier().ok()) {
+  if (group->failed()) {
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  Status stopped = group->Broadcast(stop, PassMessageHeader::kInts, true);
+  if (stopped.ok()) stopped = group->Barrier();
+  if (!stopped.ok()) {
+    // The work is done, but a rank did not take the word to stop: say so
+    // rather than end with a bare exit code.
+    std::fprintf(stderr, "kiln: stopping the other ranks: %s\n", stopped.ToString().c_str());
     std::fflush(nullptr);
     std::_Exit(1);
   }
