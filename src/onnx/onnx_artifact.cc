@@ -115,7 +115,9 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   }
   for (const auto& [name, dims] : sample_shapes) {
     const auto& inputs = session->inputs();
-    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const OnnxTensorInfo& i) { return i.name == name; });
+    // (A structured binding is captured by name only from C++20 on.)
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&input = name](const OnnxTensorInfo& i) { return i.name == input; });
     if (it == inputs.end()) return InvalidArgument("--sample-shape {}: the model has no input of that name", name);
     if (std::find(it->dims.begin(), it->dims.end(), -1) == it->dims.end()) {
       return InvalidArgument("--sample-shape {}: the input's shape [{}] is fixed; it is compiled at that shape",

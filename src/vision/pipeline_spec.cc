@@ -211,9 +211,9 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
     for (const auto& [key, v] : js.items()) {
       if (key == "name" || key == "kind") continue;
       const bool is_port = std::any_of(kind->ports.begin(), kind->ports.end(),
-                                       [&](const Port& p) { return key == p.name; });
+                                       [&k = key](const Port& p) { return k == p.name; });
       const bool is_param = std::any_of(kind->params.begin(), kind->params.end(),
-                                        [&](const char* p) { return key == p; });
+                                        [&k = key](const char* p) { return k == p; });
       if (is_port) {
         if (!v.is_string()) return InvalidArgument("stage '{}': input '{}' must name a stage", s.name, key);
         s.inputs[key] = v.get<std::string>();

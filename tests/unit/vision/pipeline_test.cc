@@ -147,7 +147,7 @@ TEST(Pipeline, DetectorCropClassifier) {
   const auto& objects = (*result)["stages"]["objects"]["detections"];
   ASSERT_EQ(objects.size(), 2u) << result->dump();
   EXPECT_EQ(objects[0]["class"], 0);
-  EXPECT_EQ(objects[0]["box"], json({6, 12, 26, 52}));
+  EXPECT_EQ(objects[0]["box"].get<std::vector<double>>(), (std::vector<double>{6, 12, 26, 52}));
   const auto& classes = (*result)["stages"]["classes"]["classes"];
   ASSERT_EQ(classes.size(), 2u);
   EXPECT_EQ(classes[0]["class"], 0);  // the left box is red
