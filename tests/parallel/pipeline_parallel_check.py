@@ -43,21 +43,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tensor_parallel_check import (PROMPTS, ENV, alive, case_rank_killed, chat, expect_error, fail,  # noqa: E402
-                                   free_port, model_path, mpirun_args, ranks_of, run, wait_ready)
+                                   free_port, model_path, mpirun_args, ranks_of, read_logits, run,
+                                   wait_ready)
 
 SPLIT = ["--pipeline-parallel-size", "2"]
-
-
-def read_logits(dump_dir):
-    with open(os.path.join(dump_dir, "index.json")) as f:
-        index = json.load(f)
-    passes = []
-    for p in index["passes"]:
-        files = [v["file"] for v in p["values"] if v["name"] in ("logits", "capped_logits")]
-        passes.append(np.load(os.path.join(dump_dir, files[-1])) if files else None)
-    if all(p is None for p in passes):
-        fail(f"{dump_dir}: no pass dumped logits")
-    return passes
 
 
 def case_generate(mpirun, kiln, model, extra):
