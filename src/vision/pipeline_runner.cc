@@ -97,8 +97,7 @@ HostTensor ResizeTensor(const Image& crop, const PipelineStage& s) {
 
 class Runner {
  public:
-  Runner(const PipelineSpec& spec, const std::map<std::string, TensorModel>& models, const Image& image)
-      : spec_(spec), models_(models), image_(image) {}
+  Runner(const std::map<std::string, TensorModel>& models, const Image& image) : models_(models), image_(image) {}
 
   Status Run(const PipelineStage& s) {
     Value out;
@@ -290,7 +289,6 @@ class Runner {
     return Status::Ok();
   }
 
-  const PipelineSpec& spec_;
   const std::map<std::string, TensorModel>& models_;
   const Image& image_;
   std::map<std::string, Value> values_;
@@ -302,7 +300,7 @@ class Runner {
 Expected<nlohmann::ordered_json> RunPipeline(const PipelineSpec& spec, const std::map<std::string, TensorModel>& models,
                                              const Image& image, const std::string& image_path) {
   if (image.empty()) return InvalidArgument("the image is empty");
-  Runner runner(spec, models, image);
+  Runner runner(models, image);
   for (const PipelineStage& s : spec.stages) KILN_RETURN_IF_ERROR(runner.Run(s));
   nlohmann::ordered_json stages = nlohmann::ordered_json::object();
   for (const std::string& name : spec.outputs) stages[name] = runner.Result(*FindPipelineStage(spec, name), image_path);
