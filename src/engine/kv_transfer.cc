@@ -45,6 +45,7 @@ class ByteReader {
     return value;
   }
   Status GetBytes(void* out, size_t size) {
+    if (size == 0) return Status::Ok();  // `out` may be an empty vector's null data()
     if (bytes_.size() - pos_ < size) {
       return Status(StatusCode::kCorrupt, fmt::format("{}: message ends after {} bytes", what_, bytes_.size()));
     }
