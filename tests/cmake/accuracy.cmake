@@ -1,10 +1,11 @@
 # Accuracy checks beyond GoogleTest, through the kiln binary:
-#   accuracy_gguf_perplexity   every GGUF file of ../shared/models/gguf (23)
+#   accuracy_gguf_perplexity_K every GGUF file of ../shared/models/gguf (23)
 #                              against llama.cpp's perplexity goldens and the
-#                              dequantized reference's (about 3 minutes on 2
-#                              busy cores; gguf_perplexity_check.py --files
-#                              quick runs four, one per kernel family, in
-#                              about 40 s);
+#                              dequantized reference's, in four shards of a
+#                              thread each that CTest runs side by side
+#                              (about 100 s of one core in all;
+#                              gguf_perplexity_check.py --files quick runs
+#                              four, one per kernel family);
 #   accuracy_diff_cli, accuracy_eval_cli, accuracy_kv_int8_cli,
 #   accuracy_w8a8_cli          kiln diff and kiln eval end to end (the last
 #                              two about a minute each);
@@ -20,11 +21,13 @@ endif()
 set(kiln_shared ${PROJECT_SOURCE_DIR}/../shared)
 set(accuracy_dir ${PROJECT_SOURCE_DIR}/tests/unit/accuracy)
 
-add_test(NAME accuracy_gguf_perplexity
-  COMMAND /usr/bin/python3 ${accuracy_dir}/gguf_perplexity_check.py $<TARGET_FILE:kiln_cli> ${kiln_shared}
-          --files all
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(accuracy_gguf_perplexity PROPERTIES LABELS "accuracy;python" TIMEOUT 1500)
+foreach(shard 1 2 3 4)
+  add_test(NAME accuracy_gguf_perplexity_${shard}
+    COMMAND /usr/bin/python3 ${accuracy_dir}/gguf_perplexity_check.py $<TARGET_FILE:kiln_cli> ${kiln_shared}
+            --files all --shard ${shard}/4 --threads 1
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(accuracy_gguf_perplexity_${shard} PROPERTIES LABELS "accuracy;python" TIMEOUT 1500)
+endforeach()
 
 foreach(check diff eval kv-int8 plan w8a8)
   string(REPLACE "-" "_" name ${check})

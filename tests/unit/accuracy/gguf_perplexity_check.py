@@ -9,7 +9,10 @@ PyTorch reference on the file's dequantized weights
 is llama.cpp's (`perplexity.n_chunks`, the number of scored tokens in
 `models.<model>.ppl_method_n_scored`).
 
-usage: gguf_perplexity_check.py KILN SHARED_DIR [--files all|quick|NAME,...] [--threads N]
+usage: gguf_perplexity_check.py KILN SHARED_DIR [--files all|quick|NAME,...] [--shard K/N] [--threads N]
+
+--shard K/N checks every N-th file of the list from the K-th (1-based), so
+that CTest runs the shards of the whole list side by side.
 """
 import argparse
 import json
@@ -33,8 +36,12 @@ def main():
     parser.add_argument("kiln")
     parser.add_argument("shared")
     parser.add_argument("--files", default="quick")
+    parser.add_argument("--shard", default="1/1")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    shard, num_shards = (int(x) for x in args.shard.split("/"))
+    if not 1 <= shard <= num_shards:
+        parser.error(f"--shard {args.shard}: K must be within 1..N")
 
     gguf_dir = os.path.join(args.shared, "models", "gguf")
     heldout = os.path.join(args.shared, "data", "text", "heldout.txt")
@@ -46,6 +53,7 @@ def main():
         files = QUICK
     else:
         files = args.files.split(",")
+    files = files[shard - 1::num_shards]
 
     failures = []
     total_seconds = 0.0
