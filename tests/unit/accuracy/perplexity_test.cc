@@ -16,7 +16,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace perplexity_tests {
 
 TEST(PlanChunks, SecondHalfIsLlamaCppsMethod) {
   auto p = PlanChunks(44558, 256, ScoreMode::kSecondHalf);
@@ -123,5 +123,5 @@ TEST(EvaluatePerplexity, EqualsNllsFromAFullPrefillOfEachChunk) {
   EXPECT_FALSE(EvaluatePerplexity(**session, many, too_long).ok());
 }
 
-}  // namespace
+}  // namespace perplexity_tests
 }  // namespace kiln

@@ -14,7 +14,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace tensor_compare_tests {
 
 TEST(CompareTensors, CosineAndAbsoluteErrors) {
   const std::vector<float> a = {1, 2, 3, 4}, b = {1, 2, 3, 5};
@@ -130,5 +130,5 @@ TEST(ValueCapture, RecordsEveryValueOfAPass) {
   EXPECT_GT(capture.values().size(), 30u);
 }
 
-}  // namespace
+}  // namespace tensor_compare_tests
 }  // namespace kiln

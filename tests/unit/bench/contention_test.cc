@@ -8,7 +8,7 @@
 #include <cmath>
 
 namespace kiln::bench {
-namespace {
+namespace contention_tests {
 
 constexpr const char* kProcStat =
     "cpu  10132153 290696 3084719 46828483 16683 0 25195 175628 0 0\n"
@@ -166,5 +166,5 @@ TEST(ContentionSampler, ReadsThisMachine) {
   EXPECT_GT(r.own_cores, 0);
 }
 
-}  // namespace
+}  // namespace contention_tests
 }  // namespace kiln::bench

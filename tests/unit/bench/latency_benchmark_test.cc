@@ -12,7 +12,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::bench {
-namespace {
+namespace latency_benchmark_tests {
 
 LatencyOptions Tiny() {
   LatencyOptions o;
@@ -222,5 +222,5 @@ TEST(LatencyBenchmark, RejectsBadSettings) {
   EXPECT_FALSE(RunLatencyBenchmark(o).ok());
 }
 
-}  // namespace
+}  // namespace latency_benchmark_tests
 }  // namespace kiln::bench

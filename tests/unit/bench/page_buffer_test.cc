@@ -6,7 +6,7 @@
 #include <cstring>
 
 namespace kiln::bench {
-namespace {
+namespace page_buffer_tests {
 
 constexpr const char* kSmaps =
     "00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/kiln\n"
@@ -86,5 +86,5 @@ TEST(PageBuffer, MovesOwnership) {
   EXPECT_FALSE(PageBuffer::Map(0, PageMode::kSmall).ok());
 }
 
-}  // namespace
+}  // namespace page_buffer_tests
 }  // namespace kiln::bench

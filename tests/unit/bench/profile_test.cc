@@ -18,7 +18,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::bench {
-namespace {
+namespace profile_tests {
 
 EngineOptions TinyQwen2() {
   EngineOptions o;
@@ -267,5 +267,5 @@ TEST(ProfileSummaryTest, RowsAddUpAndOverlapsAreRejected) {
   EXPECT_FALSE(NestProfileEvents(events).ok());
 }
 
-}  // namespace
+}  // namespace profile_tests
 }  // namespace kiln::bench

@@ -13,7 +13,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::bench {
-namespace {
+namespace roofline_tests {
 
 RooflineOptions Quick() {
   RooflineOptions o;
@@ -267,5 +267,5 @@ TEST(FormatRate, EngineeringUnits) {
   EXPECT_EQ(FormatRate(512e6, "B/s"), "512.0 MB/s");
 }
 
-}  // namespace
+}  // namespace roofline_tests
 }  // namespace kiln::bench

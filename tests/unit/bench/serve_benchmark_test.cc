@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 namespace kiln::bench {
-namespace {
+namespace serve_benchmark_tests {
 
 constexpr double kFirstDelay = 0.15;  // before the first chunk
 constexpr double kChunkDelay = 0.03;  // between the following chunks
@@ -348,5 +348,5 @@ TEST(StreamedCompletion, Failures) {
   EXPECT_FALSE(status.Finish(0.2, 404, "").ok);
 }
 
-}  // namespace
+}  // namespace serve_benchmark_tests
 }  // namespace kiln::bench

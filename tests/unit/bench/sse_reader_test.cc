@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace kiln::bench {
-namespace {
+namespace sse_reader_tests {
 
 std::vector<std::string> FeedInPieces(const std::string& stream, size_t piece) {
   SseReader reader;
@@ -47,5 +47,5 @@ TEST(SseReader, EventsWithoutDataAreSkippedAndPartialLinesHeld) {
   EXPECT_EQ(events[1], "");
 }
 
-}  // namespace
+}  // namespace sse_reader_tests
 }  // namespace kiln::bench

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace kiln::bench {
-namespace {
+namespace statistics_tests {
 
 TEST(Percentile, InterpolatesBetweenClosestRanks) {
   const std::vector<double> v = {15, 20, 35, 40, 50};  // unsorted input is fine too
@@ -80,5 +80,5 @@ TEST(SummaryJson, RoundTrips) {
   EXPECT_EQ(SummaryFromJson(nlohmann::json("not an object")).count, 0);
 }
 
-}  // namespace
+}  // namespace statistics_tests
 }  // namespace kiln::bench

@@ -9,7 +9,7 @@
 #include <string>
 
 namespace kiln::bench {
-namespace {
+namespace svg_chart_tests {
 
 size_t Count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
@@ -107,5 +107,5 @@ TEST(RenderSvg, EmptyChartsStillRender) {
   EXPECT_NE(RenderSvg(Chart{}).find("</svg>"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace svg_chart_tests
 }  // namespace kiln::bench

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::bench {
-namespace {
+namespace text_table_tests {
 
 TEST(TextTable, AlignsColumns) {
   TextTable t({"name", "value", "note"}, {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kLeft});
@@ -39,5 +39,5 @@ TEST(TextTable, CountsCodePointsNotBytes) {
             "ms  ab\n");
 }
 
-}  // namespace
+}  // namespace text_table_tests
 }  // namespace kiln::bench

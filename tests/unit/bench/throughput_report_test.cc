@@ -7,7 +7,7 @@
 #include "bench/model_figures.h"
 
 namespace kiln::bench {
-namespace {
+namespace throughput_report_tests {
 
 ThroughputReport Sample() {
   ThroughputReport report;
@@ -83,5 +83,5 @@ TEST(WeightArithmetic, FromLayoutsAndDTypes) {
   EXPECT_EQ(ArithmeticOfDType(DType::kF32), WeightArithmetic::kFp32);
 }
 
-}  // namespace
+}  // namespace throughput_report_tests
 }  // namespace kiln::bench

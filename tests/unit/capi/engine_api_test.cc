@@ -22,7 +22,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::capi_test {
-namespace {
+namespace engine_api_tests {
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -547,5 +547,5 @@ TEST(CApiEngineLifetime, AnEngineOutlivesItsModelHandle) {
   EXPECT_EQ(kiln_engine_max_model_len(engine.get()), 1024);
 }
 
-}  // namespace
+}  // namespace engine_api_tests
 }  // namespace kiln::capi_test

@@ -6,7 +6,7 @@
 #include <set>
 
 namespace kiln::capi {
-namespace {
+namespace kv_block_pool_tests {
 
 TEST(KvBlockPool, GrowsByWholeBlocksAndTruncateFreesThem) {
   KvBlockPool pool(/*num_blocks=*/6, /*block_size=*/4, /*num_seqs=*/2);
@@ -42,5 +42,5 @@ TEST(KvBlockPool, GrowsByWholeBlocksAndTruncateFreesThem) {
   EXPECT_EQ(pool.BlocksFor(8), 2);
 }
 
-}  // namespace
+}  // namespace kv_block_pool_tests
 }  // namespace kiln::capi

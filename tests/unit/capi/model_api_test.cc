@@ -9,7 +9,7 @@
 #include "capi_test_util.h"
 
 namespace kiln::capi_test {
-namespace {
+namespace model_api_tests {
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -252,5 +252,5 @@ TEST(CApiModel, ChatErrorsAreNamed) {
   EXPECT_TRUE(Contains(kiln_last_error(), "no chat template")) << kiln_last_error();
 }
 
-}  // namespace
+}  // namespace model_api_tests
 }  // namespace kiln::capi_test

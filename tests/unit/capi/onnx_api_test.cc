@@ -17,7 +17,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::capi_test {
-namespace {
+namespace onnx_api_tests {
 
 struct OnnxModelDeleter {
   void operator()(kiln_onnx_model* m) const { kiln_onnx_model_destroy(m); }
@@ -514,5 +514,5 @@ TEST(CApiOnnx, ConcurrentRunsOnOneModel) {
   EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
-}  // namespace
+}  // namespace onnx_api_tests
 }  // namespace kiln::capi_test

@@ -10,7 +10,7 @@
 #include "capi_test_util.h"
 
 namespace kiln::capi_test {
-namespace {
+namespace session_api_tests {
 
 constexpr int32_t kVocab = 2048;
 constexpr float kSentinel = -12345.0f;
@@ -328,5 +328,5 @@ TEST(CApiSessionLifetime, ASessionOutlivesItsModelHandle) {
   EXPECT_LT(MaxDiff(row.data(), ref["last_logits"]), 1e-3f);
 }
 
-}  // namespace
+}  // namespace session_api_tests
 }  // namespace kiln::capi_test

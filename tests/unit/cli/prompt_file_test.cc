@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace prompt_file_tests {
 
 TEST(PromptFileTest, PlainLinesAreOnePromptEach) {
   SamplingParams defaults;
@@ -75,5 +75,5 @@ TEST(PromptFileTest, ErrorsNameTheLineAndField) {
   EXPECT_FALSE(ParsePromptFile("\n \n", "p.txt", {}).ok());
 }
 
-}  // namespace
+}  // namespace prompt_file_tests
 }  // namespace kiln

@@ -11,7 +11,7 @@
 #include "grammar/json_schema_grammar.h"
 
 namespace kiln::cli {
-namespace {
+namespace structured_output_flags_tests {
 
 class StructuredOutputFlagsTest : public ::testing::Test {
  protected:
@@ -96,5 +96,5 @@ TEST_F(StructuredOutputFlagsTest, BadFilesAreErrorsNamingTheFlag) {
   }
 }
 
-}  // namespace
+}  // namespace structured_output_flags_tests
 }  // namespace kiln::cli

@@ -12,7 +12,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace channel_shuffle_compile_tests {
 
 using testing::CompileAndRunOnce;
 using testing::CompiledRun;
@@ -118,5 +118,5 @@ TEST(ChannelShuffleCompile, ReshapesAndChannelHalvesOfArenaValuesAreViews) {
   EXPECT_EQ(views_line(plain), "views: 5" + tail);
 }
 
-}  // namespace
+}  // namespace channel_shuffle_compile_tests
 }  // namespace kiln

@@ -16,7 +16,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace concat_views_tests {
 
 using testing::SeededConstant;
 using testing::SeededValues;
@@ -264,5 +264,5 @@ TEST(ConcatViews, BlockedSplitThenConcatMatchesRowMajor) {
   }
 }
 
-}  // namespace
+}  // namespace concat_views_tests
 }  // namespace kiln

@@ -7,7 +7,7 @@
 #include "models/decoder_builder.h"
 
 namespace kiln {
-namespace {
+namespace graph_builder_tests {
 
 std::map<OpKind, int> CountOps(const Graph& g) {
   std::map<OpKind, int> counts;
@@ -63,5 +63,5 @@ TEST(DecoderBuilder, TiedModelsUseTheEmbeddingAsHead) {
   EXPECT_EQ(head.weights[0]->name, weight_names::Embedding());
 }
 
-}  // namespace
+}  // namespace graph_builder_tests
 }  // namespace kiln

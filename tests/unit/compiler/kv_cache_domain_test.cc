@@ -13,7 +13,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace kv_cache_domain_tests {
 
 SupportEntry F32Entry(OpKind op, bool weights = false) {
   SupportEntry e;
@@ -155,5 +155,5 @@ TEST(KvCacheDomain, RefusesAKvWriteInAnotherDomainThanAttention) {
   EXPECT_NE(m.status().message().find("KV cache"), std::string::npos) << m.status().message();
 }
 
-}  // namespace
+}  // namespace kv_cache_domain_tests
 }  // namespace kiln

@@ -10,7 +10,7 @@
 #include "models/decoder_builder.h"
 
 namespace kiln {
-namespace {
+namespace kv_placement_tests {
 
 const ShapeEnv kCostEnv{1, 1, 128, 128};
 
@@ -75,5 +75,5 @@ TEST(KvCachePlacement, ReadersOnTwoMemoriesAreRefused) {
   EXPECT_NE(s.message().find("one memory must hold it"), std::string::npos) << s.message();
 }
 
-}  // namespace
+}  // namespace kv_placement_tests
 }  // namespace kiln

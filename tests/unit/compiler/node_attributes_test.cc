@@ -14,7 +14,7 @@
 #include "models/decoder_builder.h"
 
 namespace kiln {
-namespace {
+namespace node_attributes_tests {
 
 TEST(AttributeMap, ReadsEachKindBackAndNamesWhatIsWrong) {
   AttributeMap a;
@@ -171,5 +171,5 @@ TEST(Fuse, FusedNodesCarryTheAttributesOfWhatTheyReplace) {
   EXPECT_EQ(linears_by_parts[0], 1);
 }
 
-}  // namespace
+}  // namespace node_attributes_tests
 }  // namespace kiln

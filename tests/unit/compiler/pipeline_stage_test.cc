@@ -18,7 +18,7 @@
 #include "models/decoder_builder.h"
 
 namespace kiln {
-namespace {
+namespace pipeline_stage_tests {
 
 std::shared_ptr<const WeightStore> Model(Architecture arch, int64_t layers, DType dtype = DType::kF32) {
   ModelConfig c = testing::SmallConfig(arch);
@@ -330,5 +330,5 @@ TEST(PipelineStage, ARowsResultDoesNotDependOnTheOtherRowsOfItsPass) {
   }
 }
 
-}  // namespace
+}  // namespace pipeline_stage_tests
 }  // namespace kiln

@@ -13,7 +13,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace qdq_fusions_tests {
 
 constexpr int64_t kIn = 3, kOut = 4, kSide = 7;
 constexpr float kXScale = 0.02f, kYScale = 0.05f;
@@ -319,5 +319,5 @@ TEST(QdqFusions, RequantizedMatMulMatchesIntegerArithmeticExactly) {
   }
 }
 
-}  // namespace
+}  // namespace qdq_fusions_tests
 }  // namespace kiln

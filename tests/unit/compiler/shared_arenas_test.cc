@@ -15,7 +15,7 @@
 #include "tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace shared_arenas_tests {
 
 using testing::SeededValues;
 using testing::TensorNode;
@@ -117,5 +117,5 @@ TEST(SharedArenas, TheLargestNeedIsAllocatedAndAGraphBoundBeforeItGrewBindsAgain
   EXPECT_EQ(shared->generation(), settled) << "nothing grows once the largest graph is in";
 }
 
-}  // namespace
+}  // namespace shared_arenas_tests
 }  // namespace kiln

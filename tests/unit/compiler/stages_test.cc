@@ -12,7 +12,7 @@
 #include "models/decoder_builder.h"
 
 namespace kiln {
-namespace {
+namespace stages_tests {
 
 Graph Build(const WeightStore& store) {
   auto g = BuildDecoderGraph(store);
@@ -204,5 +204,5 @@ TEST(Layout, MemoryPlanReusesBuffersWithoutOverlap) {
   }
 }
 
-}  // namespace
+}  // namespace stages_tests
 }  // namespace kiln

@@ -17,7 +17,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace tensor_fusions_hardswish_tests {
 
 using testing::SeededConstant;
 using testing::CompileAndRunOnce;
@@ -148,5 +148,5 @@ TEST(TensorFusionsHardSwish, NearMissesStayApart) {
   ExpectSameValues(fused, CompileAndRun(third_reader, false));
 }
 
-}  // namespace
+}  // namespace tensor_fusions_hardswish_tests
 }  // namespace kiln

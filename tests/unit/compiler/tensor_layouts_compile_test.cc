@@ -13,7 +13,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace tensor_layouts_compile_tests {
 
 constexpr int64_t kC = 32, kSide = 40;  // 30 MFLOP per 3x3 convolution: blocked pays
 
@@ -116,5 +116,5 @@ TEST(TensorLayoutsCompile, AConvChainRunsBlockedOnAvx512AndMatchesRowMajor) {
       << blocked.layout_lines.front();
 }
 
-}  // namespace
+}  // namespace tensor_layouts_compile_tests
 }  // namespace kiln

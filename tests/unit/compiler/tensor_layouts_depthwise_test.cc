@@ -18,7 +18,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace tensor_layouts_depthwise_tests {
 
 constexpr int64_t kC = 24, kWide = 72, kSide = 28;
 
@@ -99,5 +99,5 @@ TEST(TensorLayoutsDepthwise, AnInvertedResidualBlockRunsBlockedOnAvx512AndMatche
   EXPECT_EQ(reorders, 2);  // x in, y out
 }
 
-}  // namespace
+}  // namespace tensor_layouts_depthwise_tests
 }  // namespace kiln

@@ -18,7 +18,7 @@
 #include "unit/compiler/tensor_graph_builder.h"
 
 namespace kiln {
-namespace {
+namespace tensor_layouts_squeeze_excitation_tests {
 
 constexpr int64_t kC = 40, kSqueeze = 10, kSide = 9;
 
@@ -101,5 +101,5 @@ TEST(TensorLayoutsSqueezeExcitation, TheBlockStaysBlockedOnAvx512AndMatchesRowMa
   EXPECT_EQ(reorders, 2);  // x in, y out
 }
 
-}  // namespace
+}  // namespace tensor_layouts_squeeze_excitation_tests
 }  // namespace kiln

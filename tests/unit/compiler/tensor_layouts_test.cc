@@ -7,7 +7,7 @@
 #include "compiler/tensor_layouts.h"
 
 namespace kiln {
-namespace {
+namespace tensor_layouts_tests {
 
 Node Op(const char* op, const char* name, std::vector<ValueId> in, ValueId out) {
   Node n;
@@ -264,5 +264,5 @@ TEST(TensorLayouts, ReordersThatMeetCancel) {
   EXPECT_EQ(Reorders(h).size(), 2u);
 }
 
-}  // namespace
+}  // namespace tensor_layouts_tests
 }  // namespace kiln

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace byte_size_tests {
 
 int64_t Bytes(const char* text) {
   Expected<ByteSize> size = ParseByteSize(text);
@@ -58,5 +58,5 @@ TEST(ByteSizeTest, TheLargestSizesStopBelow2To63) {
   EXPECT_FALSE(ParseByteSize("8388608T").ok());
 }
 
-}  // namespace
+}  // namespace byte_size_tests
 }  // namespace kiln

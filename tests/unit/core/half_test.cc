@@ -6,7 +6,7 @@
 #include <cmath>
 
 namespace kiln {
-namespace {
+namespace half_tests {
 
 TEST(Half, F16KnownValues) {
   EXPECT_EQ(F16ToF32(0x3c00), 1.0f);
@@ -53,5 +53,5 @@ TEST(Half, Fp8) {
   EXPECT_EQ(F8E5M2ToF32(0xc0), -2.0f);
 }
 
-}  // namespace
+}  // namespace half_tests
 }  // namespace kiln

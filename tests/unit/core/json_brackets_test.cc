@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace json_brackets_tests {
 
 std::vector<int> Depths(const std::string& text) {
   JsonBrackets brackets;
@@ -25,5 +25,5 @@ TEST(JsonBrackets, CountsNestingOutsideStringsOnly) {
   EXPECT_EQ(Depths("]]["), (std::vector<int>{0, 0, 1}));
 }
 
-}  // namespace
+}  // namespace json_brackets_tests
 }  // namespace kiln

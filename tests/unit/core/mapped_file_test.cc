@@ -8,7 +8,7 @@
 #include "core/mapped_file.h"
 
 namespace kiln {
-namespace {
+namespace mapped_file_tests {
 
 TEST(MappedFile, DroppedPagesReadBackFromTheFile) {
   const std::string path = ::testing::TempDir() + "/mapped_file_drop.bin";
@@ -27,5 +27,5 @@ TEST(MappedFile, DroppedPagesReadBackFromTheFile) {
   EXPECT_EQ(std::vector<uint8_t>(data, data + bytes.size()), bytes);
 }
 
-}  // namespace
+}  // namespace mapped_file_tests
 }  // namespace kiln

@@ -8,7 +8,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace npy_tests {
 
 TEST(Npy, RoundTripsEveryDtypeAndShape) {
   const int64_t values[] = {1, -2, 3, 4, 5, 6};
@@ -64,5 +64,5 @@ TEST(Npy, RefusesBrokenFilesWithAReason) {
   expect_error(neg, "dimension");
 }
 
-}  // namespace
+}  // namespace npy_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include <memory>
 
 namespace kiln {
-namespace {
+namespace status_tests {
 
 Expected<int> Half(int x) {
   if (x % 2) return InvalidArgument("{} is odd", x);
@@ -42,5 +42,5 @@ TEST(Expected, HoldsMoveOnlyValues) {
   EXPECT_EQ(*p, 5);
 }
 
-}  // namespace
+}  // namespace status_tests
 }  // namespace kiln

@@ -7,7 +7,7 @@
 #include <string_view>
 
 namespace kiln {
-namespace {
+namespace utf8_tests {
 
 TEST(Utf8, Validates) {
   EXPECT_TRUE(IsValidUtf8("plain"));
@@ -59,5 +59,5 @@ TEST(Utf8DecodeTest, DecodeAt) {
   EXPECT_EQ(cp, kInvalidCodePoint);
 }
 
-}  // namespace
+}  // namespace utf8_tests
 }  // namespace kiln

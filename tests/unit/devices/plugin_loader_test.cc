@@ -14,7 +14,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace plugin_loader_tests {
 
 std::string FaultPlugin(const std::string& fault) {
   return testing::BinaryDir() + "/test_plugins/libkiln_backend_fault_" + fault + ".so";
@@ -116,5 +116,5 @@ TEST(PluginLoader, FindsPluginFilesInASearchPath) {
   EXPECT_EQ(files[1], dir + "/libkiln_backend_b.so");
 }
 
-}  // namespace
+}  // namespace plugin_loader_tests
 }  // namespace kiln

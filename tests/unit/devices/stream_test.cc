@@ -14,7 +14,7 @@
 #include "testaccel/worker_stream.h"
 
 namespace kiln {
-namespace {
+namespace stream_tests {
 
 using std::chrono::microseconds;
 
@@ -104,5 +104,5 @@ TEST(TestAccelerator, UnsynchronizedReadOfACopysDestinationSeesPoison) {
   EXPECT_EQ(back, host);
 }
 
-}  // namespace
+}  // namespace stream_tests
 }  // namespace kiln

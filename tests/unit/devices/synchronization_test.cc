@@ -12,7 +12,7 @@
 #include "compiler/program.h"
 
 namespace kiln {
-namespace {
+namespace synchronization_tests {
 
 std::vector<int32_t> Prompt() {
   auto ref = testing::LoadJson(testing::ModelDir("tiny-qwen2") + "/reference/prompt_0.json");
@@ -166,5 +166,5 @@ INSTANTIATE_TEST_SUITE_P(StandIns, Synchronization, ::testing::Values("testaccel
                            return s;
                          });
 
-}  // namespace
+}  // namespace synchronization_tests
 }  // namespace kiln

@@ -13,7 +13,7 @@
 #include <thread>
 
 namespace kiln::disagg {
-namespace {
+namespace ucx_kv_connector_tests {
 
 int FreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -117,5 +117,5 @@ TEST(UcxKvConnectorTest, NamesABadAddressOrAnAbsentPeer) {
   EXPECT_NE(absent.status().message().find(address), std::string::npos) << absent.status().message();
 }
 
-}  // namespace
+}  // namespace ucx_kv_connector_tests
 }  // namespace kiln::disagg

@@ -18,7 +18,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace artifact_cli_tests {
 
 std::string Quote(const std::string& s) {
   std::string out = "'";
@@ -206,5 +206,5 @@ TEST_F(ArtifactCliFile, BenchStartupWithAColdPageCache) {
   EXPECT_LT(last_packed, first_row_of_packed) << "the rows of packed matrices come last";
 }
 
-}  // namespace
+}  // namespace artifact_cli_tests
 }  // namespace kiln

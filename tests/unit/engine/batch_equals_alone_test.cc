@@ -12,7 +12,7 @@
 #include "engine_test_util.h"
 
 namespace kiln {
-namespace {
+namespace batch_equals_alone_tests {
 
 using engine_test::EngineOrDie;
 using engine_test::LoadOrDie;
@@ -123,5 +123,5 @@ TEST(BatchEqualsAloneTest, TinyQwen3) {
   CheckModel("tiny-qwen3");
 }
 
-}  // namespace
+}  // namespace batch_equals_alone_tests
 }  // namespace kiln

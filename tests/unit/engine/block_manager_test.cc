@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace block_manager_tests {
 
 constexpr int32_t kBlock = 4;
 
@@ -228,5 +228,5 @@ TEST(BlockManagerTest, TruncatingSlotsFreesTheBlocksPastTheKeptTokens) {
   EXPECT_EQ(seq.block_table, kept);
 }
 
-}  // namespace
+}  // namespace block_manager_tests
 }  // namespace kiln

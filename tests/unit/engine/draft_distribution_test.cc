@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace draft_distribution_tests {
 
 std::vector<float> Q(const std::vector<float>& logits, const SamplingParams& params) {
   std::vector<float> q(logits.size(), -1.0f);
@@ -74,5 +74,5 @@ TEST(DraftDistributionTest, DrawsFollowQ) {
   }
 }
 
-}  // namespace
+}  // namespace draft_distribution_tests
 }  // namespace kiln

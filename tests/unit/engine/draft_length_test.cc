@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace draft_length_tests {
 
 DraftLengthConfig Config(int32_t max_tokens = 6) {
   DraftLengthConfig c;
@@ -148,5 +148,5 @@ TEST(DraftLengthTest, PartialAcceptanceShortensWithoutPausing) {
   EXPECT_EQ(d.Next(c), 1);
 }
 
-}  // namespace
+}  // namespace draft_length_tests
 }  // namespace kiln

@@ -24,7 +24,7 @@
 #include "speculation_test_util.h"
 
 namespace kiln {
-namespace {
+namespace draft_model_tests {
 
 using engine_test::CountMismatches;
 using engine_test::EngineOrDie;
@@ -500,5 +500,5 @@ TEST(DraftModelTest, SelfQ4_0IsAQuantizedCopy) {
   }
 }
 
-}  // namespace
+}  // namespace draft_model_tests
 }  // namespace kiln

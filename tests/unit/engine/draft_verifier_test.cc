@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace draft_verifier_tests {
 
 constexpr int64_t kVocab = 8;
 
@@ -110,5 +110,5 @@ TEST(DraftVerifierTest, EachRowDrawsOnlyWhatItsMaskAllows) {
             (std::vector<int32_t>{3, -1}));
 }
 
-}  // namespace
+}  // namespace draft_verifier_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include "engine/model_loader.h"
 
 namespace kiln {
-namespace {
+namespace engine_options_tests {
 
 TEST(KvCacheMemoryTest, ParsesSizesWithUnits) {
   EXPECT_EQ(ParseKvCacheMemory("512MiB")->bytes, 512ll << 20);
@@ -81,11 +81,11 @@ TEST(EngineOptionsTest, SpeculativeDecodingOptionsAreChecked) {
   EXPECT_NE(message(bad).find("spec-ngram-min"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace engine_options_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace engine_options_tests {
 
 TEST(EngineOptionsTest, ModelParallelismChecks) {
   EngineOptions o;
@@ -132,5 +132,5 @@ TEST(EngineOptionsTest, TensorParallelismOutsideAGroupIsRefusedAtLoad) {
       << loaded.status().ToString();
 }
 
-}  // namespace
+}  // namespace engine_options_tests
 }  // namespace kiln

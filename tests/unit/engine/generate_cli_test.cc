@@ -21,7 +21,7 @@
 #include "engine_test_util.h"
 
 namespace kiln {
-namespace {
+namespace generate_cli_tests {
 
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
@@ -261,5 +261,5 @@ TEST(GenerateCliTest, DumpWritesEveryPassWithTheLogits) {
   EXPECT_LT(max_diff, 1e-3f);
 }
 
-}  // namespace
+}  // namespace generate_cli_tests
 }  // namespace kiln

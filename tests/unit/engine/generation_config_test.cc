@@ -6,7 +6,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace generation_config_tests {
 
 TEST(GenerationConfigTest, ReadsEosIdsAsNumberOrList) {
   auto one = ParseGenerationConfig(R"({"eos_token_id": 7})", "g.json");
@@ -56,5 +56,5 @@ TEST(GenerationConfigTest, ReadsTheTinyModelsFiles) {
   EXPECT_TRUE(missing->eos_token_ids.empty());
 }
 
-}  // namespace
+}  // namespace generation_config_tests
 }  // namespace kiln

@@ -21,7 +21,7 @@
 #include "engine_test_util.h"
 
 namespace kiln {
-namespace {
+namespace kv_transfer_tests {
 
 KvBlockPayload SampleBlock(int32_t block_size, size_t bytes) {
   KvBlockPayload b;
@@ -275,5 +275,5 @@ TEST(KvTransferTest, ATransferNeedsAConnector) {
   EXPECT_NE(added.status().message().find("KV connector"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace kv_transfer_tests
 }  // namespace kiln

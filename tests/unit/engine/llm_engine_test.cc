@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace llm_engine_tests {
 
 using engine_test::EngineOrDie;
 using engine_test::GreedyIds;
@@ -390,5 +390,5 @@ TEST(LLMEngineTest, RequestsAddedAndAbortedFromOtherThreads) {
   EXPECT_EQ(c.requests_finished, 2 * kPerThread);
 }
 
-}  // namespace
+}  // namespace llm_engine_tests
 }  // namespace kiln

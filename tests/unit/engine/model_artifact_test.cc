@@ -29,7 +29,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace model_artifact_tests {
 
 EngineOptions SmallOptions(const std::string& model) {
   EngineOptions o;
@@ -312,5 +312,5 @@ TEST_F(ArtifactRefusals, FlippedWeightBytesWithVerifyWeights) {
       << loaded.status().message();
 }
 
-}  // namespace
+}  // namespace model_artifact_tests
 }  // namespace kiln

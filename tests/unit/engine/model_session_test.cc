@@ -17,7 +17,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace model_session_tests {
 
 std::unique_ptr<WeightStore> TinyQwen2() {
   auto weights = WeightStore::Open(testing::ModelDir("tiny-qwen2"));
@@ -149,5 +149,5 @@ TEST(ModelSession, ForwardSequenceContinuesFromTheCache) {
   EXPECT_EQ(beyond.code(), StatusCode::kOutOfRange) << beyond.ToString();
 }
 
-}  // namespace
+}  // namespace model_session_tests
 }  // namespace kiln

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace ngram_proposer_tests {
 
 using Tokens = std::vector<int32_t>;
 
@@ -83,5 +83,5 @@ TEST(NgramProposerTest, LeavesNoDistributionRows) {
   EXPECT_TRUE(a.draft_probs.empty());
 }
 
-}  // namespace
+}  // namespace ngram_proposer_tests
 }  // namespace kiln

@@ -24,7 +24,7 @@
 #include "engine_test_util.h"
 
 namespace kiln {
-namespace {
+namespace rejection_sampling_tests {
 
 using stats_test::ChiSquared;
 using stats_test::Homogeneity;
@@ -348,5 +348,5 @@ TEST(RejectionSamplingTest, EngineSampledOutputKeepsItsDistributionWithNgramDraf
   EXPECT_GT(c.p_value, kAlpha) << Describe(c);
 }
 
-}  // namespace
+}  // namespace rejection_sampling_tests
 }  // namespace kiln

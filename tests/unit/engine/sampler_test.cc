@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace kiln {
-namespace {
+namespace sampler_tests {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
@@ -230,5 +230,5 @@ TEST(Sampler, LogprobsAreTheRawLogSoftmax) {
   EXPECT_NEAR(r.top[0].logprob, std::log(p[3]), 1e-5);
 }
 
-}  // namespace
+}  // namespace sampler_tests
 }  // namespace kiln

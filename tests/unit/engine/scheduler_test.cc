@@ -12,7 +12,7 @@
 #include <set>
 
 namespace kiln {
-namespace {
+namespace scheduler_tests {
 
 std::unique_ptr<Sequence> MakeSeq(RequestId id, int32_t prompt_len, int32_t first_token = 0) {
   std::vector<int32_t> tokens(static_cast<size_t>(prompt_len));
@@ -485,5 +485,5 @@ TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
   RecordProperty("steps", static_cast<int>(total_steps));
 }
 
-}  // namespace
+}  // namespace scheduler_tests
 }  // namespace kiln

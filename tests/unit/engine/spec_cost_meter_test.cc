@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace spec_cost_meter_tests {
 
 SpecCostConfig Config() {
   SpecCostConfig c;
@@ -99,5 +99,5 @@ TEST(SpecCostMeterTest, DraftCostIsEachTokensDraftingAgainstASequencesShare) {
   EXPECT_NEAR(two.draft_cost(), 0.5, 1e-12);
 }
 
-}  // namespace
+}  // namespace spec_cost_meter_tests
 }  // namespace kiln

@@ -19,7 +19,7 @@
 #include "speculation_test_util.h"
 
 namespace kiln {
-namespace {
+namespace speculative_decoding_tests {
 
 using engine_test::CountMismatches;
 using engine_test::EngineOrDie;
@@ -284,5 +284,5 @@ TEST(SpeculativeDecodingTest, LargeBatchesDoNotSpeculate) {
   }
 }
 
-}  // namespace
+}  // namespace speculative_decoding_tests
 }  // namespace kiln

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace stop_string_filter_tests {
 
 // Feeds `pieces` one at a time and returns what was released.
 std::vector<std::string> Feed(StopStringFilter& f, const std::vector<std::string>& pieces) {
@@ -78,5 +78,5 @@ TEST(StopStringFilterTest, NoStopStringsPassEverything) {
   EXPECT_EQ(f.Finish(), "");
 }
 
-}  // namespace
+}  // namespace stop_string_filter_tests
 }  // namespace kiln

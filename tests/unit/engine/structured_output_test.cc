@@ -11,7 +11,7 @@
 #include "grammar/token_grammar.h"
 
 namespace kiln {
-namespace {
+namespace structured_output_tests {
 
 using engine_test::EngineOrDie;
 using engine_test::LoadOrDie;
@@ -273,5 +273,5 @@ TEST(OutputConstraintTest, ALazyConstraintStartsAtItsTrigger) {
   EXPECT_FALSE(eager.Accept(0));
 }
 
-}  // namespace
+}  // namespace structured_output_tests
 }  // namespace kiln

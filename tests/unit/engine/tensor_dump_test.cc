@@ -13,7 +13,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace tensor_dump_tests {
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -77,5 +77,5 @@ TEST(TensorDumperTest, WritesOneFilePerValueAndAnIndex) {
   EXPECT_EQ(pass["values"][0]["source_dtype"], "bf16");
 }
 
-}  // namespace
+}  // namespace tensor_dump_tests
 }  // namespace kiln

@@ -20,7 +20,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace tensor_parallel_session_tests {
 
 // T threads' all-reduce: each adds its rows into a shared sum, the last to
 // arrive publishes it, every one copies it back.
@@ -148,5 +148,5 @@ TEST(TensorParallelSession, TwoRanksOfQ8_0MatchTheWholeModel) {
   CheckSplit(testing::SharedDir() + "/models/gguf/tiny-qwen2-Q8_0.gguf", 2);
 }
 
-}  // namespace
+}  // namespace tensor_parallel_session_tests
 }  // namespace kiln

@@ -14,7 +14,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace artifact_file_tests {
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -143,5 +143,5 @@ TEST_F(ArtifactFileTest, WriterRefusesBadNames) {
   EXPECT_FALSE(w.AddText("a", "y").ok());
 }
 
-}  // namespace
+}  // namespace artifact_file_tests
 }  // namespace kiln

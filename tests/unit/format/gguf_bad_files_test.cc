@@ -11,7 +11,7 @@
 #include "unit/format/byte_image.h"
 
 namespace kiln {
-namespace {
+namespace gguf_bad_files_tests {
 
 using testing::ByteImage;
 
@@ -211,5 +211,5 @@ TEST(GgufBadFiles, OpenNamesThePathOnDisk) {
   EXPECT_NE(missing.status().message().find("absent.gguf"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace gguf_bad_files_tests
 }  // namespace kiln

@@ -16,7 +16,7 @@
 #include "unit/format/byte_image.h"
 
 namespace kiln {
-namespace {
+namespace gguf_tests {
 
 using testing::ByteImage;
 
@@ -303,5 +303,5 @@ TEST(Gguf, FuzzSeedsAreValidFiles) {
   EXPECT_EQ((*v2)->alignment(), 64u);
 }
 
-}  // namespace
+}  // namespace gguf_tests
 }  // namespace kiln

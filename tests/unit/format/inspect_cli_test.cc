@@ -13,7 +13,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace inspect_cli_tests {
 
 struct CliRun {
   int exit_code;
@@ -130,5 +130,5 @@ TEST(InspectCli, ErrorsGoToStderrWithAnExitCode) {
   EXPECT_NE(run.output.find("no-such-model"), std::string::npos) << run.output;
 }
 
-}  // namespace
+}  // namespace inspect_cli_tests
 }  // namespace kiln

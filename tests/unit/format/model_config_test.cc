@@ -16,7 +16,7 @@
 #include "unit/format/byte_image.h"
 
 namespace kiln {
-namespace {
+namespace model_config_tests {
 
 using nlohmann::json;
 
@@ -743,5 +743,5 @@ TEST(Presets, PublishedShapes) {
   EXPECT_DOUBLE_EQ(gemma.AttentionScale(), 1.0 / 16.0);
 }
 
-}  // namespace
+}  // namespace model_config_tests
 }  // namespace kiln

@@ -10,7 +10,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace real_weights_tests {
 
 std::unique_ptr<WeightStore> OpenOrDie(const std::string& path) {
   auto store = WeightStore::Open(path);
@@ -156,5 +156,5 @@ TEST(RealWeights, Qwen2F32GgufEqualsTheSafetensorsExactly) {
   }
 }
 
-}  // namespace
+}  // namespace real_weights_tests
 }  // namespace kiln

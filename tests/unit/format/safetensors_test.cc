@@ -11,7 +11,7 @@
 #include "unit/format/byte_image.h"
 
 namespace kiln {
-namespace {
+namespace safetensors_tests {
 
 using testing::ByteImage;
 
@@ -307,5 +307,5 @@ TEST(Safetensors, FuzzSeedsAreValidFiles) {
   }
 }
 
-}  // namespace
+}  // namespace safetensors_tests
 }  // namespace kiln

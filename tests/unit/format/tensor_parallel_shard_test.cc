@@ -10,7 +10,7 @@
 #include "format/weight_store.h"
 
 namespace kiln {
-namespace {
+namespace tensor_parallel_shard_tests {
 
 ModelConfig Config(int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t hidden, int64_t intermediate) {
   ModelConfig c;
@@ -133,5 +133,5 @@ TEST(TensorParallelShard, RefusesABadRank) {
   EXPECT_FALSE(WeightStore::TensorParallelShard(std::move(full).value(), 2, 2).ok());
 }
 
-}  // namespace
+}  // namespace tensor_parallel_shard_tests
 }  // namespace kiln

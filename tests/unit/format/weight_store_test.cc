@@ -16,7 +16,7 @@
 #include "unit/format/byte_image.h"
 
 namespace kiln {
-namespace {
+namespace weight_store_tests {
 
 int64_t SumElements(const WeightStore& store) {
   int64_t n = 0;
@@ -401,5 +401,5 @@ TEST(WeightStore, DummyOfAPresetHasThePublishedSize) {
   EXPECT_EQ(RequiredWeights(*config).size(), 1u + 24 * 12 + 1);  // tied: no lm_head
 }
 
-}  // namespace
+}  // namespace weight_store_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include "grammar_test_util.h"
 
 namespace kiln {
-namespace {
+namespace gbnf_parser_tests {
 
 using testing::Matches;
 using testing::ParseOrDie;
@@ -128,11 +128,11 @@ TEST(GbnfParser, ExpansionSizeIsLimited) {
   EXPECT_NE(g.status().message().find("too large"), std::string::npos) << g.status().message();
 }
 
-}  // namespace
+}  // namespace gbnf_parser_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace gbnf_parser_tests {
 
 // The layout llama.cpp's published grammars use: rules continued over lines
 // after `::=`, `|` and inside parentheses, comments at line ends, an empty
@@ -188,5 +188,5 @@ TEST(GbnfParser, AmbiguousGrammarsKeepEveryParse) {
   EXPECT_FALSE(testing::Matches(g, "ab"));
 }
 
-}  // namespace
+}  // namespace gbnf_parser_tests
 }  // namespace kiln

@@ -17,7 +17,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace json_schema_grammar_tests {
 
 using testing::Matches;
 
@@ -472,5 +472,5 @@ TEST(JsonSchemaGrammarQwen, RandomWalksOfARecursiveSchema) {
   }
 }
 
-}  // namespace
+}  // namespace json_schema_grammar_tests
 }  // namespace kiln

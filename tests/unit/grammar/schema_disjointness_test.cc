@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace schema_disjointness_tests {
 
 using Json = nlohmann::ordered_json;
 
@@ -82,5 +82,5 @@ TEST(SchemaDisjointness, InvalidValues) {
   EXPECT_FALSE(invalid("[1,2]", R"({"items":{"type":"integer"},"maxItems":2})"));
 }
 
-}  // namespace
+}  // namespace schema_disjointness_tests
 }  // namespace kiln

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace token_grammar_tests {
 
 using testing::Matches;
 using testing::ParseOrDie;
@@ -213,11 +213,11 @@ TEST(TokenGrammarQwen, RandomWalksProduceSentencesOfTheGrammar) {
   }
 }
 
-}  // namespace
+}  // namespace token_grammar_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace token_grammar_tests {
 
 // The numbered-state walk against the plain one, at every state of random
 // walks through grammars whose strings loop (JSON), count (bounded
@@ -260,5 +260,5 @@ TEST(TokenGrammarQwen, MasksEqualThePlainWalk) {
   EXPECT_GT(states, 30);
 }
 
-}  // namespace
+}  // namespace token_grammar_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace kiln::cpu {
-namespace {
+namespace attention_mask_tests {
 
 TEST(CausalKeyRanges, MatchTheReferenceForEveryWindow) {
   const std::vector<int32_t> positions = {0, 1, 2, 7, 8, 30};
@@ -32,5 +32,5 @@ TEST(CausalKeyRanges, ReferenceSeesItselfAndAtMostTheWindow) {
   EXPECT_EQ(end, (std::vector<int32_t>{1, 6, 10, 1, 6, 10}));
 }
 
-}  // namespace
+}  // namespace attention_mask_tests
 }  // namespace kiln::cpu

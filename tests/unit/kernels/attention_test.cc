@@ -18,7 +18,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace attention_tests {
 
 using testing::AllIsas;
 using testing::BitEqual;
@@ -461,5 +461,5 @@ TEST(CheckAttentionBatch, RejectsWhatWouldReadOutsideTheCache) {
   EXPECT_EQ(CheckKvCache(q8).code(), StatusCode::kUnsupported);
 }
 
-}  // namespace
+}  // namespace attention_tests
 }  // namespace kiln::cpu

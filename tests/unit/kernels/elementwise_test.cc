@@ -15,7 +15,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace elementwise_tests {
 
 using testing::AllIsas;
 using testing::BitEqual;
@@ -285,5 +285,5 @@ TEST(Convert, RejectsUnsupportedPairsAndCopiesEqualTypes) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, ElementwiseTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace elementwise_tests
 }  // namespace kiln::cpu

@@ -10,7 +10,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace embedding_tests {
 
 using testing::AllIsas;
 using testing::ContextFor;
@@ -85,5 +85,5 @@ TEST(Embedding, DequantizeHookDecodesEachRow) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, EmbeddingTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace embedding_tests
 }  // namespace kiln::cpu

@@ -13,7 +13,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace expert_routing_tests {
 
 TEST(ExpertRouting, MatchesTheDefinition) {
   const int64_t rows = 23, experts = 16, ldl = 19;
@@ -66,5 +66,5 @@ TEST(ExpertRouting, GroupsRowsByExpertInRowOrder) {
   EXPECT_EQ(row_weight, (std::vector<float>{0.2f, 0.3f, 0.7f, 0.1f, 0.5f, 0.8f, 0.4f, 0.6f}));
 }
 
-}  // namespace
+}  // namespace expert_routing_tests
 }  // namespace kiln::cpu

@@ -12,7 +12,7 @@
 #include "core/cpu_info.h"
 
 namespace kiln::cpu {
-namespace {
+namespace isa_tests {
 
 TEST(Isa, NamesAndTables) {
   EXPECT_STREQ(IsaName(Isa::kScalar), "scalar");
@@ -46,5 +46,5 @@ TEST(Isa, BestFollowsTheCpuAndTheEnvironment) {
   }
 }
 
-}  // namespace
+}  // namespace isa_tests
 }  // namespace kiln::cpu

@@ -15,7 +15,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace linear_tests {
 
 using testing::AllIsas;
 using testing::BitEqual;
@@ -251,5 +251,5 @@ TEST_P(LinearTest, Bf16InputEqualsConvertedF32Input) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, LinearTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace linear_tests
 }  // namespace kiln::cpu

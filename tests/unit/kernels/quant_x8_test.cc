@@ -21,7 +21,7 @@
 #include "quant/ggml_blocks.h"
 
 namespace kiln::cpu {
-namespace {
+namespace quant_x8_tests {
 
 // Random bytes with every 16-bit word a finite f16 where a scale may sit;
 // Q8_0 values include -128, which the format allows.
@@ -477,5 +477,5 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256}),
                          ShapeName);
 
-}  // namespace
+}  // namespace quant_x8_tests
 }  // namespace kiln::cpu

@@ -10,7 +10,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace rms_norm_tests {
 
 using testing::AllIsas;
 using testing::BitEqual;
@@ -124,5 +124,5 @@ TEST_P(RmsNormTest, RowResultIndependentOfBatchAndThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, RmsNormTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace rms_norm_tests
 }  // namespace kiln::cpu

@@ -19,7 +19,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln::cpu {
-namespace {
+namespace rope_tests {
 
 using testing::AllIsas;
 using testing::ContextFor;
@@ -338,5 +338,5 @@ TEST_P(RopeTest, PositionZeroIsTheIdentityAndRotationKeepsNorms) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, RopeTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace rope_tests
 }  // namespace kiln::cpu

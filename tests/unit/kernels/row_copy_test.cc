@@ -10,7 +10,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace row_copy_tests {
 
 using testing::RandomFloats;
 
@@ -63,5 +63,5 @@ TEST(RowCopy, GathersRowsByIndexAsTheReferenceDoes) {
   }
 }
 
-}  // namespace
+}  // namespace row_copy_tests
 }  // namespace kiln::cpu

@@ -12,7 +12,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace silu_tests {
 
 using testing::ContextFor;
 using testing::RandomFloats;
@@ -56,5 +56,5 @@ TEST(SiluReference, IsWithinTwoUlpsOfTheDefinitionAndHandlesTheEnds) {
   EXPECT_EQ(out[3], inf);
 }
 
-}  // namespace
+}  // namespace silu_tests
 }  // namespace kiln::cpu

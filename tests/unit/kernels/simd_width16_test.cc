@@ -23,7 +23,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace simd_width16_tests {
 
 using testing::BitEqual;
 using testing::RandomFloats;
@@ -300,5 +300,5 @@ TEST(Width16, AttentionAgreesWithTheScalarKernel) {
   }
 }
 
-}  // namespace
+}  // namespace simd_width16_tests
 }  // namespace kiln::cpu

@@ -11,7 +11,7 @@
 #include "kernel_test_util.h"
 
 namespace kiln::cpu {
-namespace {
+namespace softmax_matmul_tests {
 
 using testing::AllIsas;
 using testing::BitEqual;
@@ -141,5 +141,5 @@ TEST_P(MatMulTest, ProductsMatchTheirDefinitions) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, MatMulTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
 
-}  // namespace
+}  // namespace softmax_matmul_tests
 }  // namespace kiln::cpu

@@ -16,7 +16,7 @@
 #include "core/cpu_info.h"
 
 namespace kiln {
-namespace {
+namespace thread_pool_tests {
 
 TEST(ThreadPool, StaticRangeCoversContiguouslyAndBalances) {
   for (int64_t n : {0, 1, 2, 5, 16, 17, 1000}) {
@@ -270,5 +270,5 @@ TEST(ThreadPool, DefaultPoolsAreSharedPerThreadCount) {
   EXPECT_EQ(ThreadPool().num_threads(), GetCpuInfo().physical_cores);
 }
 
-}  // namespace
+}  // namespace thread_pool_tests
 }  // namespace kiln

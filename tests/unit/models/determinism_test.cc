@@ -10,7 +10,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace determinism_tests {
 
 using testing::DirectRunner;
 
@@ -140,5 +140,5 @@ TEST(Precision, MixedAndBf16StayNearFp32) {
   }
 }
 
-}  // namespace
+}  // namespace determinism_tests
 }  // namespace kiln

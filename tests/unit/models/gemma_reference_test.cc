@@ -17,7 +17,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace gemma_reference_tests {
 
 std::string MakeModel(const std::string& arch, const std::string& variant = "") {
   std::string dir = testing::MakeTempDir();
@@ -161,5 +161,5 @@ TEST(GemmaReference, Gemma3LayerKindsAndRopeBases) {
   EXPECT_EQ(c.final_logit_softcap, 0.0);
 }
 
-}  // namespace
+}  // namespace gemma_reference_tests
 }  // namespace kiln

@@ -9,7 +9,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace mistral_window_tests {
 
 std::string MakeModel() {
   std::string dir = testing::MakeTempDir();
@@ -43,5 +43,5 @@ TEST(MistralSlidingWindow, LogitsMatchPyTorch) {
   }
 }
 
-}  // namespace
+}  // namespace mistral_window_tests
 }  // namespace kiln

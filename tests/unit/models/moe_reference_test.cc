@@ -17,7 +17,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace moe_reference_tests {
 
 const std::string& ModelsDir() {
   static const std::string dir = testing::ReferenceScriptOutput("moe_reference.py", "qwen2_moe/reference.json");
@@ -328,5 +328,5 @@ TEST(MoeConfig, RouterOfAnotherExpertCountIsNamed) {
   EXPECT_NE(w.status().ToString().find("mlp.gate.weight"), std::string::npos) << w.status().ToString();
 }
 
-}  // namespace
+}  // namespace moe_reference_tests
 }  // namespace kiln

@@ -17,7 +17,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace phi3_reference_tests {
 
 const std::string& ModelsDir() {
   static const std::string dir = testing::ReferenceScriptOutput("phi3_reference.py", "tied/reference.json");
@@ -260,5 +260,5 @@ TEST(Phi3LlamaCpp, KilnQuantizedGgufLogitsMatchLlamaCpp) {
   CheckAgainstLlamaCpp(gguf, gguf + ".llamacpp.json");
 }
 
-}  // namespace
+}  // namespace phi3_reference_tests
 }  // namespace kiln

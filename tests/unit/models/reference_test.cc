@@ -9,7 +9,7 @@
 #include "testing/model_runner_for_tests.h"
 
 namespace kiln {
-namespace {
+namespace reference_tests {
 
 using testing::DirectRunner;
 
@@ -111,5 +111,5 @@ INSTANTIATE_TEST_SUITE_P(Files, TinyGguf,
                                            std::make_pair("tiny-qwen2", "tiny-qwen2-F32.gguf"),
                                            std::make_pair("tiny-qwen3", "tiny-qwen3-F16.gguf")));
 
-}  // namespace
+}  // namespace reference_tests
 }  // namespace kiln

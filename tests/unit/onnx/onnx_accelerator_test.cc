@@ -13,7 +13,7 @@
 #include "onnx/onnx_session.h"
 
 namespace kiln {
-namespace {
+namespace onnx_accelerator_tests {
 
 std::string MakeModel() {
   const std::string path = ::testing::TempDir() + "/accel_vision.onnx";
@@ -142,5 +142,5 @@ TEST(OnnxOnAccelerator, DepthwiseConvolutionKeepsItsGroup) {
   EXPECT_NE(accel_plan.find("testaccel"), std::string::npos) << accel_plan;
 }
 
-}  // namespace
+}  // namespace onnx_accelerator_tests
 }  // namespace kiln

@@ -18,7 +18,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace onnx_artifact_tests {
 
 using testing::OnnxTestModel;
 
@@ -227,5 +227,5 @@ TEST(OnnxArtifact, AStaleFileIsRefusedAndRebuiltOnRequest) {
   EXPECT_TRUE(OnnxSession::Load(stale).ok());
 }
 
-}  // namespace
+}  // namespace onnx_artifact_tests
 }  // namespace kiln

@@ -13,7 +13,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace onnx_bad_files_tests {
 
 using testing::OnnxTestModel;
 
@@ -314,5 +314,5 @@ TEST(OnnxBadFiles, MissingFile) {
   EXPECT_EQ(m.status().code(), StatusCode::kIoError);
 }
 
-}  // namespace
+}  // namespace onnx_bad_files_tests
 }  // namespace kiln

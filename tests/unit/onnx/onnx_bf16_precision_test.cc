@@ -17,7 +17,7 @@
 #include "onnx/onnx_session.h"
 
 namespace kiln {
-namespace {
+namespace onnx_bf16_precision_tests {
 
 // `depthwise`: with the depthwise convolution (output dw).
 std::string MakeModel(bool depthwise = true) {
@@ -161,11 +161,11 @@ TEST(OnnxBf16Precision, ProductsRunInBf16WhereTheCpuMultipliesItAndStayCloseToFp
   }
 }
 
-}  // namespace
+}  // namespace onnx_bf16_precision_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace onnx_bf16_precision_tests {
 
 // A plugin's products run in bf16 only when its support list says bf16: the
 // test accelerator lists f32 alone, so its convolutions and Gemm stay fp32.
@@ -183,5 +183,5 @@ TEST(OnnxBf16Precision, APluginWithoutBf16KeepsItsProductsFp32) {
   EXPECT_TRUE(Has(plan, "1 Gemm, 2 kiln.FusedConv: backend testaccel lists no bf16 for it")) << plan;
 }
 
-}  // namespace
+}  // namespace onnx_bf16_precision_tests
 }  // namespace kiln

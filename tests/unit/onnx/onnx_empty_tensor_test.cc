@@ -7,7 +7,7 @@
 #include "onnx/onnx_session.h"
 
 namespace kiln {
-namespace {
+namespace onnx_empty_tensor_tests {
 
 TEST(OnnxEmptyTensors, ZeroSizeIntermediatesRun) {
   const std::string path = ::testing::TempDir() + "/two_relu.onnx";
@@ -35,5 +35,5 @@ TEST(OnnxEmptyTensors, ZeroSizeIntermediatesRun) {
   EXPECT_EQ((*again)[0].data<float>()[1], 2.0f);
 }
 
-}  // namespace
+}  // namespace onnx_empty_tensor_tests
 }  // namespace kiln

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace onnx_input_shape_tests {
 
 TEST(OnnxInputShape, ParsesNameAndDims) {
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -27,5 +27,5 @@ TEST(OnnxInputShape, RefusesMalformedText) {
   EXPECT_FALSE(AddOnnxInputShape("x:2", &shapes).ok());
 }
 
-}  // namespace
+}  // namespace onnx_input_shape_tests
 }  // namespace kiln

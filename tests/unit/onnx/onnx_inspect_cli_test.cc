@@ -11,7 +11,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace onnx_inspect_cli_tests {
 
 using ::testing::HasSubstr;
 
@@ -71,11 +71,11 @@ TEST(OnnxInspectCli, BadFileIsAnErrorNamingTheNode) {
   EXPECT_THAT(run.output, HasSubstr("'fc.weight'"));
 }
 
-}  // namespace
+}  // namespace onnx_inspect_cli_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace onnx_inspect_cli_tests {
 
 // --precision on an ONNX plan: fp32 by default; bf16 marks the products
 // (or says why they stay fp32 on a CPU without native bf16); a bad value is
@@ -101,5 +101,5 @@ TEST(OnnxInspectCli, PlanShowsThePrecisionDecisions) {
   EXPECT_THAT(bad.output, HasSubstr("--precision: precision 'fp8': expected fp32, mixed or bf16"));
 }
 
-}  // namespace
+}  // namespace onnx_inspect_cli_tests
 }  // namespace kiln

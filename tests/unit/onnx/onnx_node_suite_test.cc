@@ -29,7 +29,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace onnx_node_suite_tests {
 
 namespace fs = std::filesystem;
 constexpr const char* kNodeDir = "/usr/share/libonnx-testdata/data/node";
@@ -297,5 +297,5 @@ TEST(OnnxNodeSuite, ClaimedOpsPassTheirNodeTests) {
                                    << fmt::format("{}", fmt::join(now_passing, "\n  "));
 }
 
-}  // namespace
+}  // namespace onnx_node_suite_tests
 }  // namespace kiln

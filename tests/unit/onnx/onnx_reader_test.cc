@@ -10,7 +10,7 @@
 #include "onnx_test_models.h"
 
 namespace kiln {
-namespace {
+namespace onnx_reader_tests {
 
 using testing::OnnxTestModel;
 
@@ -281,5 +281,5 @@ TEST(OnnxReader, ParsesFromMemoryWithoutExternalData) {
   EXPECT_EQ(m->graph.nodes.size(), 6u);
 }
 
-}  // namespace
+}  // namespace onnx_reader_tests
 }  // namespace kiln

@@ -20,7 +20,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace onnx_testdata_tests {
 
 constexpr const char* kTestDataDir = "/usr/share/libonnx-testdata/data";
 
@@ -202,5 +202,5 @@ TEST(OnnxTestData, EverythingReadMatchesOnnxsOwnParser) {
   EXPECT_GE(compared, 866);
 }
 
-}  // namespace
+}  // namespace onnx_testdata_tests
 }  // namespace kiln

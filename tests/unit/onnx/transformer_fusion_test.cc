@@ -13,7 +13,7 @@
 #include "onnx/onnx_session.h"
 
 namespace kiln {
-namespace {
+namespace transformer_fusion_tests {
 
 // Writes a model with onnx.helper: `nodes` is Python building `n` (nodes)
 // and `inits` (initializers) over input x [2, 5, 8] and output y.
@@ -145,5 +145,5 @@ TEST(TransformerFusions, AConstantThatIsNotOneStaysUnfused) {
   ExpectSame(fused, plain);
 }
 
-}  // namespace
+}  // namespace transformer_fusion_tests
 }  // namespace kiln

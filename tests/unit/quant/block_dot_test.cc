@@ -20,7 +20,7 @@
 #include "quant/ggml_blocks.h"
 
 namespace kiln::cpu {
-namespace {
+namespace block_dot_tests {
 
 // Byte offsets of a format's f16 scale fields (d first).
 std::vector<size_t> HalfFields(DType t) {
@@ -245,5 +245,5 @@ std::string FormatName(const ::testing::TestParamInfo<DType>& info) { return DTy
 
 INSTANTIATE_TEST_SUITE_P(Formats, BlockDot, ::testing::ValuesIn(QuantKernelTypes()), FormatName);
 
-}  // namespace
+}  // namespace block_dot_tests
 }  // namespace kiln::cpu

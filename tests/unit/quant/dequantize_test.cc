@@ -14,7 +14,7 @@
 #include "quant/ggml_blocks.h"
 
 namespace kiln {
-namespace {
+namespace dequantize_tests {
 
 uint16_t H(float f) {
   return F32ToF16(f);
@@ -626,5 +626,5 @@ TEST(Dequantize, RejectsPartialBlocks) {
   EXPECT_TRUE(DequantizeRow(DType::kQ6_K, nullptr, nullptr, 0).ok());
 }
 
-}  // namespace
+}  // namespace dequantize_tests
 }  // namespace kiln

@@ -8,7 +8,7 @@
 #include <set>
 
 namespace kiln {
-namespace {
+namespace iquant_grids_tests {
 
 template <typename T, size_t N>
 void ExpectGrid(const T (&grid)[N], int bytes, std::set<int> magnitudes) {
@@ -43,5 +43,5 @@ TEST(IQuantGrids, SevenSignBitsMakeAnEvenCount) {
   EXPECT_EQ(SignsFrom7Bits(0xFFFFFF80u), 0);  // only the low 7 bits count
 }
 
-}  // namespace
+}  // namespace iquant_grids_tests
 }  // namespace kiln

@@ -27,7 +27,7 @@
 #include "testing/quantize_test_util.h"
 
 namespace kiln {
-namespace {
+namespace iquant_llamacpp_tests {
 
 bool LlamaCppInstalled() {
   return std::filesystem::exists(testing::SourceDir() + "/tests/llamacpp_oracle/node_modules/node-llama-cpp") &&
@@ -117,5 +117,5 @@ TEST_P(IQuantModel, LogitsMatchLlamaCppAndTheDequantizedModel) {
 INSTANTIATE_TEST_SUITE_P(Types, IQuantModel, ::testing::Values("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
-}  // namespace
+}  // namespace iquant_llamacpp_tests
 }  // namespace kiln

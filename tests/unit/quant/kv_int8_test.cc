@@ -22,7 +22,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace kv_int8_tests {
 
 using cpu::Isa;
 using cpu::IsaName;
@@ -302,5 +302,5 @@ TEST(KvInt8Model, LogitsStayCloseToTheF32Cache) {
   }
 }
 
-}  // namespace
+}  // namespace kv_int8_tests
 }  // namespace kiln

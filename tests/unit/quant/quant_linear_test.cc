@@ -15,7 +15,7 @@
 #include "core/thread_pool.h"
 
 namespace kiln::cpu {
-namespace {
+namespace quant_linear_tests {
 
 // Random blocks with small random f16 scales in every f16 field (for the
 // linear layer the exact bytes matter less than in block_dot_test).
@@ -161,5 +161,5 @@ TEST(QuantMatrix, RefusesWhatTheKernelsCannotRead) {
   EXPECT_EQ(MakeQuantMatrix(DType::kQ5_1, bytes.data(), 24, 1, 32)->activation_block(), 32);
 }
 
-}  // namespace
+}  // namespace quant_linear_tests
 }  // namespace kiln::cpu

@@ -20,7 +20,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace quant_model_tests {
 
 using testing::DirectRunner;
 
@@ -179,5 +179,5 @@ TEST(QuantizedGguf, GreedyIdsFollowTheGoldensUpToTheFirstSmallMargin) {
   EXPECT_GT(compared, 500);  // 19 files x 4 prompts, most with long confident prefixes
 }
 
-}  // namespace
+}  // namespace quant_model_tests
 }  // namespace kiln

@@ -14,7 +14,7 @@
 #include "quant/quantize_ref.h"
 
 namespace kiln {
-namespace {
+namespace quantize_formats_tests {
 
 std::vector<float> Gaussian(int64_t n, uint32_t seed, float stddev = 1.0f) {
   std::mt19937 rng(seed);
@@ -141,5 +141,5 @@ INSTANTIATE_TEST_SUITE_P(All, QuantizeFormats,
                            return std::string(DTypeName(info.param.dtype));
                          });
 
-}  // namespace
+}  // namespace quantize_formats_tests
 }  // namespace kiln

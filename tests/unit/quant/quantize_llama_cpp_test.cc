@@ -15,7 +15,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace quantize_llama_cpp_tests {
 
 struct BlockAgreement {
   int64_t blocks = 0;
@@ -96,5 +96,5 @@ INSTANTIATE_TEST_SUITE_P(
                       FilePair{"tiny-qwen2-F32.gguf", "tiny-qwen2-Q4_K_M.gguf", {DType::kQ5_0, DType::kQ8_0}},
                       FilePair{"tiny-qwen2-F32.gguf", "tiny-qwen2-Q6_K.gguf", {DType::kQ8_0}}));
 
-}  // namespace
+}  // namespace quantize_llama_cpp_tests
 }  // namespace kiln

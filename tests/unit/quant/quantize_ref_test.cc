@@ -12,7 +12,7 @@
 #include "quant/ggml_blocks.h"
 
 namespace kiln {
-namespace {
+namespace quantize_ref_tests {
 
 std::vector<float> Wave(int n) {
   std::vector<float> x(n);
@@ -79,5 +79,5 @@ TEST(QuantizeRef, FloatConversionsAndErrors) {
   EXPECT_EQ(QuantizeRowRef(DType::kQ2_K, x, h, 256).code(), StatusCode::kUnsupported);
 }
 
-}  // namespace
+}  // namespace quantize_ref_tests
 }  // namespace kiln

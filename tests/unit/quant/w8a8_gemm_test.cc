@@ -15,7 +15,7 @@
 #include "core/thread_pool.h"
 
 namespace kiln::cpu {
-namespace {
+namespace w8a8_gemm_tests {
 
 std::vector<float> Gaussian(int64_t n, uint32_t seed, float stddev = 1.0f) {
   std::mt19937 rng(seed);
@@ -250,5 +250,5 @@ TEST(W8A8Gemm, KernelChoice) {
   std::printf("\n");
 }
 
-}  // namespace
+}  // namespace w8a8_gemm_tests
 }  // namespace kiln::cpu

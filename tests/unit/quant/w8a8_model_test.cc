@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace w8a8_model_tests {
 
 CompileOptions W8A8Options(std::map<std::string, float> clips = {}) {
   CompileOptions o = testing::Fp32Options();
@@ -188,5 +188,5 @@ TEST(W8A8Calibration, NearestRankPercentile) {
   EXPECT_EQ(NearestRankPercentile({7.0f}, 0.001), 7.0f);
 }
 
-}  // namespace
+}  // namespace w8a8_model_tests
 }  // namespace kiln

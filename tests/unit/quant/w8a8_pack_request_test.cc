@@ -10,7 +10,7 @@
 #include "format/weight_store.h"
 
 namespace kiln {
-namespace {
+namespace w8a8_pack_request_tests {
 
 ModelConfig TinyConfig() {
   ModelConfig c;
@@ -97,5 +97,5 @@ TEST(W8A8PackRequest, CompileOptionsAskEveryLayerLinearOnTheCpu) {
   EXPECT_EQ(int8, 7);  // q k v o gate up down
 }
 
-}  // namespace
+}  // namespace w8a8_pack_request_tests
 }  // namespace kiln

@@ -15,7 +15,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace policy_llama_cpp_tests {
 
 std::string Upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -107,5 +107,5 @@ TEST(PolicyLlamaCpp, FileTypeNames) {
   EXPECT_EQ(DefaultMatrixType(QuantFileType::kQ5_K_M), DType::kQ5_K);
 }
 
-}  // namespace
+}  // namespace policy_llama_cpp_tests
 }  // namespace kiln

@@ -15,7 +15,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace quantize_cli_tests {
 
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
@@ -142,5 +142,5 @@ TEST(QuantizeProgress, LineShowsTensorsBytesAndTimeLeft) {
   EXPECT_EQ(FormatDuration(-3), "0:00");
 }
 
-}  // namespace
+}  // namespace quantize_cli_tests
 }  // namespace kiln

@@ -17,7 +17,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln {
-namespace {
+namespace quantize_model_tests {
 
 using testing::GgufPath;
 
@@ -373,5 +373,5 @@ TEST(QuantizeModelAccuracy, IQ4WithinOnePercent) {
   }
 }
 
-}  // namespace
+}  // namespace quantize_model_tests
 }  // namespace kiln

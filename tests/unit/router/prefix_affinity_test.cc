@@ -6,7 +6,7 @@
 #include <string>
 
 namespace kiln::router {
-namespace {
+namespace prefix_affinity_tests {
 
 bool Any(int) {
   return true;
@@ -93,5 +93,5 @@ TEST(PrefixAffinityMap, ForgetsAReplicaThatWentAway) {
   EXPECT_EQ(map.Longest(c, Any).replica, 1);
 }
 
-}  // namespace
+}  // namespace prefix_affinity_tests
 }  // namespace kiln::router

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::router {
-namespace {
+namespace replica_picker_tests {
 
 ReplicaLoad Up(int in_flight) {
   return ReplicaLoad{true, in_flight, false};
@@ -60,5 +60,5 @@ TEST(PickReplica, AnAffinityIndexOutOfRangeIsIgnored) {
   EXPECT_EQ(PickReplica({Up(2), Up(0)}, 7, 4, 0).replica, 1);
 }
 
-}  // namespace
+}  // namespace replica_picker_tests
 }  // namespace kiln::router

@@ -6,7 +6,7 @@
 #include "router/affinity_text.h"
 
 namespace kiln::router {
-namespace {
+namespace router_options_tests {
 
 TEST(ParseBackendUrl, HostAndPort) {
   Expected<BackendAddress> a = ParseBackendUrl("http://127.0.0.1:8001/");
@@ -80,5 +80,5 @@ TEST(AffinityText, ChatMessagesInOrder) {
   EXPECT_EQ(AffinityText(R"({"messages": 3})", ApiKind::kChat), "");
 }
 
-}  // namespace
+}  // namespace router_options_tests
 }  // namespace kiln::router

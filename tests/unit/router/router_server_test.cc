@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 namespace kiln::router {
-namespace {
+namespace router_server_tests {
 
 // A backend on a free loopback port, healthy, with the given completion route.
 class StandInBackend {
@@ -208,5 +208,5 @@ TEST(RouterServer, GivesUpWithABadGatewayWhenEveryReplicaFails) {
   EXPECT_EQ(a.hits() + b.hits(), 2);  // each replica once
 }
 
-}  // namespace
+}  // namespace router_server_tests
 }  // namespace kiln::router

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::router {
-namespace {
+namespace stream_start_tests {
 
 constexpr const char* kRole =
     "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
@@ -36,5 +36,5 @@ TEST(StreamHasBegun, OutputDoes) {
   EXPECT_TRUE(StreamHasBegun(": a comment\n\n"));
 }
 
-}  // namespace
+}  // namespace stream_start_tests
 }  // namespace kiln::router

@@ -18,7 +18,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {
-namespace {
+namespace api_server_tests {
 
 using nlohmann::json;
 
@@ -518,5 +518,5 @@ TEST(ApiServerTest, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_GT(Body(chat)["count"].get<int>(), 5);  // the template's markers and the system message
 }
 
-}  // namespace
+}  // namespace api_server_tests
 }  // namespace kiln::server

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::server {
-namespace {
+namespace chat_output_parser_tests {
 
 using OJson = nlohmann::ordered_json;
 
@@ -223,5 +223,5 @@ TEST(ChatOutputParserTest, WithoutToolsEverythingIsContent) {
   EXPECT_TRUE(p.tool_calls.empty());
 }
 
-}  // namespace
+}  // namespace chat_output_parser_tests
 }  // namespace kiln::server

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln::server {
-namespace {
+namespace completion_request_tests {
 
 using nlohmann::json;
 
@@ -256,5 +256,5 @@ TEST(JsonBodyTest, MalformedBodiesAreNamed) {
   EXPECT_NE(e->message.find("got array"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace completion_request_tests
 }  // namespace kiln::server

@@ -10,7 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {
-namespace {
+namespace completion_response_tests {
 
 using Json = nlohmann::ordered_json;
 
@@ -134,5 +134,5 @@ TEST(SseTest, EventsAreOneDataLineAndABlankLine) {
   EXPECT_EQ(JsonText(Json("a\xff")), "\"a\xef\xbf\xbd\"");
 }
 
-}  // namespace
+}  // namespace completion_response_tests
 }  // namespace kiln::server

@@ -10,7 +10,7 @@
 #include <mutex>
 
 namespace kiln::server {
-namespace {
+namespace connection_threads_tests {
 
 // Tasks that block until released, counting how many run at once.
 class Gate {
@@ -111,5 +111,5 @@ TEST(ConnectionThreadsTest, ShutdownRunsQueuedTasksThenJoins) {
   EXPECT_EQ(after.load(), 5);
 }
 
-}  // namespace
+}  // namespace connection_threads_tests
 }  // namespace kiln::server

@@ -14,7 +14,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace kiln::server {
-namespace {
+namespace engine_loop_tests {
 
 // Collects one request's tokens on the engine thread.
 struct Collector {
@@ -144,5 +144,5 @@ TEST(EngineLoopTest, StopAbortsWhatIsUnfinished) {
   EXPECT_FALSE(engine->HasUnfinishedRequests());
 }
 
-}  // namespace
+}  // namespace engine_loop_tests
 }  // namespace kiln::server

@@ -10,7 +10,7 @@
 #include "server/histogram.h"
 
 namespace kiln::server {
-namespace {
+namespace metrics_tests {
 
 // name{labels} -> value, from Prometheus text (comments skipped).
 std::map<std::string, double> Samples(const std::string& text) {
@@ -124,5 +124,5 @@ TEST(ServerMetricsTest, SpeculativeDecodingAcceptance) {
   EXPECT_DOUBLE_EQ(s["kiln_spec_draft_cost"], 0.5);
 }
 
-}  // namespace
+}  // namespace metrics_tests
 }  // namespace kiln::server

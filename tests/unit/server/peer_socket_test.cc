@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 namespace kiln::server {
-namespace {
+namespace peer_socket_tests {
 
 // A connected pair of loopback sockets: the client's and the accepted one.
 struct Connection {
@@ -65,5 +65,5 @@ TEST(PeerSocketTest, NoticesAPeerThatClosed) {
   EXPECT_FALSE(PeerClosed(-1));
 }
 
-}  // namespace
+}  // namespace peer_socket_tests
 }  // namespace kiln::server

@@ -11,7 +11,7 @@
 #include "server/completion_request.h"
 
 namespace kiln::server {
-namespace {
+namespace response_format_tests {
 
 using nlohmann::json;
 
@@ -191,5 +191,5 @@ TEST(ResponseFormatTest, EngineRefusalsNameTheConstraintsField) {
   EXPECT_EQ(e.param, "response_format");
 }
 
-}  // namespace
+}  // namespace response_format_tests
 }  // namespace kiln::server

@@ -6,7 +6,7 @@
 #include "server/access_log.h"
 
 namespace kiln::server {
-namespace {
+namespace server_options_tests {
 
 TEST(ServerOptionsTest, DefaultServedModelNameIsTheFolderOrFileName) {
   EXPECT_EQ(DefaultServedModelName("../shared/models/tiny-qwen2"), "tiny-qwen2");
@@ -50,5 +50,5 @@ TEST(AccessLogTest, LinesCarryIdStatusTokensAndLatency) {
   EXPECT_EQ(AccessLine(bare, "::1", 1, "GET", "/x\n\"y", 404, 0), "::1:1 \"GET /x\\x0a\\x22y\" 404");
 }
 
-}  // namespace
+}  // namespace server_options_tests
 }  // namespace kiln::server

@@ -10,7 +10,7 @@
 #include "grammar/grammar_matcher.h"
 
 namespace kiln::server {
-namespace {
+namespace tool_call_grammar_tests {
 
 using OJson = nlohmann::ordered_json;
 
@@ -204,5 +204,5 @@ TEST(ToolCallGrammarTest, PrefixingRenamesRulesOnly) {
             "t-root ::= t-a-b \"root x\" [a-z]{1,3} # root\nt-a-b ::= [\\]x] \"\\\"q\"\n");
 }
 
-}  // namespace
+}  // namespace tool_call_grammar_tests
 }  // namespace kiln::server

@@ -8,7 +8,7 @@
 #include "server/completion_response.h"
 
 namespace kiln::server {
-namespace {
+namespace tool_call_response_tests {
 
 using Json = nlohmann::ordered_json;
 
@@ -87,5 +87,5 @@ TEST(ToolCallResponseTest, StreamedCallsFollowOpenAiChunks) {
   EXPECT_EQ(chunks.back()["choices"][0]["delta"], Json::object());
 }
 
-}  // namespace
+}  // namespace tool_call_response_tests
 }  // namespace kiln::server

@@ -7,7 +7,7 @@
 #include "server/completion_request.h"
 
 namespace kiln::server {
-namespace {
+namespace tool_request_tests {
 
 using nlohmann::json;
 using OJson = nlohmann::ordered_json;
@@ -131,5 +131,5 @@ TEST(ToolRequestTest, MalformedToolMessagesAreNamed) {
   }
 }
 
-}  // namespace
+}  // namespace tool_request_tests
 }  // namespace kiln::server

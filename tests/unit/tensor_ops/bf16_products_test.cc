@@ -17,7 +17,7 @@
 #include "unit/tensor_ops/conv_test_util.h"
 
 namespace kiln {
-namespace {
+namespace bf16_products_tests {
 
 using conv_test::RandomTensor;
 
@@ -283,5 +283,5 @@ TEST(Bf16Products, AnUnknownComputeDtypeIsAnError) {
   EXPECT_NE(out.status().message().find("compute_dtype 'f8'"), std::string::npos) << out.status().message();
 }
 
-}  // namespace
+}  // namespace bf16_products_tests
 }  // namespace kiln

@@ -10,7 +10,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_channel_gather_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -175,5 +175,5 @@ TEST(BlockedChannelGather, VectorKernelMatchesPlainLoops) {
       }
 }
 
-}  // namespace
+}  // namespace blocked_channel_gather_tests
 }  // namespace kiln

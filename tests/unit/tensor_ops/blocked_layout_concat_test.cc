@@ -6,7 +6,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_concat_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -74,5 +74,5 @@ TEST(BlockedLayoutSplit, PartsThatSplitABlockMoveByLanes) {
   blocked_test::ExpectBlockedMatchesRowMajor(SplitCase(1, {1, 40, 5, 4}, {24, 16}), "40 -> 24+16");
 }
 
-}  // namespace
+}  // namespace blocked_layout_concat_tests
 }  // namespace kiln

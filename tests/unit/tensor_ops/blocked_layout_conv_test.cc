@@ -7,7 +7,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_conv_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -95,5 +95,5 @@ TEST(BlockedLayoutConv, OneByOneImagesTakeBlockedOnlyAsMatrixVectorProducts) {
   blocked_test::ExpectBlockedMatchesRowMajor(bc, "1x1 image, 3x3 kernel");
 }
 
-}  // namespace
+}  // namespace blocked_layout_conv_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_elementwise_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -108,5 +108,5 @@ TEST(BlockedLayoutElementwise, BinaryRefusesComputedSpatialBroadcasts) {
   blocked_test::ExpectBlockedMatchesRowMajor(bc, "computed [1,1,H,W]");
 }
 
-}  // namespace
+}  // namespace blocked_layout_elementwise_tests
 }  // namespace kiln

@@ -7,7 +7,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_pool_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -73,5 +73,5 @@ TEST(BlockedLayoutPool, GlobalPoolsMatchRowMajor) {
   }
 }
 
-}  // namespace
+}  // namespace blocked_layout_pool_tests
 }  // namespace kiln

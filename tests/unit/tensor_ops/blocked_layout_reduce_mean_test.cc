@@ -6,7 +6,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_reduce_mean_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -36,5 +36,5 @@ TEST(BlockedLayoutReduceMean, OtherAxesStayRowMajor) {
   }
 }
 
-}  // namespace
+}  // namespace blocked_layout_reduce_mean_tests
 }  // namespace kiln

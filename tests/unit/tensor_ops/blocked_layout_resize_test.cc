@@ -6,7 +6,7 @@
 #include "unit/tensor_ops/blocked_layout_test_util.h"
 
 namespace kiln {
-namespace {
+namespace blocked_layout_resize_tests {
 
 using blocked_test::BlockedCase;
 using conv_test::RandomTensor;
@@ -46,5 +46,5 @@ TEST(BlockedLayoutResize, LinearAndChannelResizesAreLeftRowMajor) {
   blocked_test::ExpectBlockedMatchesRowMajor(channels, "channels");
 }
 
-}  // namespace
+}  // namespace blocked_layout_resize_tests
 }  // namespace kiln

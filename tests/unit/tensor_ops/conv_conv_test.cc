@@ -15,7 +15,7 @@
 #include "unit/tensor_ops/conv_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_conv_tests {
 
 using conv_test::ExpectClose;
 using conv_test::RandomTensor;
@@ -354,11 +354,11 @@ TEST(Conv, F16IsRefusedByTheKernelWithAClearError) {
   EXPECT_NE(out.status().message().find("f16"), std::string::npos) << out.status().message();
 }
 
-}  // namespace
+}  // namespace conv_conv_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace conv_conv_tests {
 
 std::string ImplFor(const char* forced, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
                     int64_t group) {
@@ -421,11 +421,11 @@ TEST(Conv, RowMajorAvx2TakesOneDnnBlockedForWindowsLargerThanOneByOne) {
   }
 }
 
-}  // namespace
+}  // namespace conv_conv_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace conv_conv_tests {
 
 // NCHW <-> the layout named (n, c, h, w index the logical tensor).
 std::vector<float> ToLayout(const float* nchw, int64_t n, int64_t c, int64_t hw, const std::string& layout,
@@ -495,5 +495,5 @@ TEST(FusedConv, BlockedAndChannelsLastActivationsOnOneDnn) {
       << out.status().message();
 }
 
-}  // namespace
+}  // namespace conv_conv_tests
 }  // namespace kiln

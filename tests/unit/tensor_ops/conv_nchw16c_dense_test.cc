@@ -19,7 +19,7 @@
 #include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_nchw16c_dense_tests {
 
 using blocked_test::BlockedCase;
 using blocked_test::BlockedImplementation;
@@ -165,5 +165,5 @@ TEST(ConvNchw16cDense, TakesOnlyItsShapes) {
   EXPECT_EQ(cpu::KilnBlockedConvShape(rgb, cpu::Isa::kAvx512), cpu::BlockedConvShape::kStem);
 }
 
-}  // namespace
+}  // namespace conv_nchw16c_dense_tests
 }  // namespace kiln

@@ -17,7 +17,7 @@
 #include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_nchw16c_tests {
 
 using blocked_test::BlockedCase;
 using blocked_test::BlockedImplementation;
@@ -159,5 +159,5 @@ TEST(ConvNchw16c, TakesOnlyItsShapes) {
   EXPECT_EQ(cpu::KilnBlockedConvShape(five, cpu::Isa::kAvx512), cpu::BlockedConvShape::kNone);
 }
 
-}  // namespace
+}  // namespace conv_nchw16c_tests
 }  // namespace kiln

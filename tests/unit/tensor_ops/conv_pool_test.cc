@@ -5,7 +5,7 @@
 #include "unit/tensor_ops/conv_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_pool_tests {
 
 TensorData Ramp(const std::vector<int64_t>& dims) {
   std::vector<float> v(static_cast<size_t>(conv_test::Count(dims)));
@@ -135,11 +135,11 @@ TEST(Pool, ErrorsNameTheNode) {
   EXPECT_NE(y.status().message().find("GlobalAveragePool pool3"), std::string::npos) << y.status().message();
 }
 
-}  // namespace
+}  // namespace conv_pool_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace conv_pool_tests {
 
 TEST(MaxPool, Uint8) {
   std::vector<uint8_t> v = {1, 200, 3, 4, 5, 6, 7, 8, 9};
@@ -152,11 +152,11 @@ TEST(MaxPool, Uint8) {
   ASSERT_FALSE(avg.ok());
 }
 
-}  // namespace
+}  // namespace conv_pool_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace conv_pool_tests {
 
 struct Geometry {
   std::vector<int64_t> in, kernel, strides, dilations, pads;
@@ -227,5 +227,5 @@ TEST(AveragePool, CountingPadsEqualsADepthwiseConvolution) {
   }
 }
 
-}  // namespace
+}  // namespace conv_pool_tests
 }  // namespace kiln

@@ -20,7 +20,7 @@
 #include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_stem_tests {
 
 using blocked_test::BlockedCase;
 
@@ -169,5 +169,5 @@ TEST(ConvStem, OnlyFewInputChannels) {
   EXPECT_EQ(cpu::KilnBlockedConvShape(pointwise, cpu::Isa::kAvx512), cpu::BlockedConvShape::kPointwise);
 }
 
-}  // namespace
+}  // namespace conv_stem_tests
 }  // namespace kiln

@@ -7,7 +7,7 @@
 #include "unit/tensor_ops/conv_test_util.h"
 
 namespace kiln {
-namespace {
+namespace conv_transpose_tests {
 
 Expected<TensorData> RunOne(const char* op, std::vector<TensorData> inputs, AttributeMap attrs) {
   cpu::TensorOpRun run;
@@ -102,11 +102,11 @@ TEST(ConvTranspose, ChannelMismatchIsAnError) {
       << y.status().message();
 }
 
-}  // namespace
+}  // namespace conv_transpose_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace conv_transpose_tests {
 
 // The GEMM + scatter path (weights known when the kernel is made) against
 // the reference loops, on one and two threads.
@@ -160,5 +160,5 @@ TEST(ConvTranspose, GemmPathMatchesTheReference) {
   }
 }
 
-}  // namespace
+}  // namespace conv_transpose_tests
 }  // namespace kiln

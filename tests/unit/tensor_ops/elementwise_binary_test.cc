@@ -10,7 +10,7 @@
 #include "elementwise_reduce_test_util.h"
 
 namespace kiln {
-namespace {
+namespace elementwise_binary_tests {
 
 using test::F32;
 using test::I32;
@@ -261,5 +261,5 @@ TEST(ElementwiseBinary, ErrorsNameTheOpAndNode) {
   test::ExpectError({"Add", {F32({1}, {1.0f})}}, "Add");
 }
 
-}  // namespace
+}  // namespace elementwise_binary_tests
 }  // namespace kiln

@@ -8,7 +8,7 @@
 #include "graph/tensor_op.h"
 
 namespace kiln {
-namespace {
+namespace elementwise_in_place_tests {
 
 using test::F32;
 using test::OpCall;
@@ -78,5 +78,5 @@ TEST(InPlace, OutputOverAnInputGivesTheSameResult) {
   }
 }
 
-}  // namespace
+}  // namespace elementwise_in_place_tests
 }  // namespace kiln

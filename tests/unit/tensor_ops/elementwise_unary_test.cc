@@ -9,7 +9,7 @@
 #include "elementwise_reduce_test_util.h"
 
 namespace kiln {
-namespace {
+namespace elementwise_unary_tests {
 
 using test::F32;
 using test::OpCall;
@@ -269,5 +269,5 @@ TEST(ElementwiseUnary, DropoutIsTheIdentityInInference) {
   EXPECT_EQ(Values<float>(Run1(zero_ratio)), Values<float>(x));
 }
 
-}  // namespace
+}  // namespace elementwise_unary_tests
 }  // namespace kiln

@@ -12,7 +12,7 @@
 #include "backend/cpu/tensor_kernels/tensor_vec.h"
 
 namespace kiln::cpu {
-namespace {
+namespace elementwise_vec_tests {
 
 std::vector<float> Random(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
@@ -183,5 +183,5 @@ TEST(TensorVec, LayerNormRowsMatchReference) {
   }
 }
 
-}  // namespace
+}  // namespace elementwise_vec_tests
 }  // namespace kiln::cpu

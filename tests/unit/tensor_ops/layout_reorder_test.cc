@@ -12,7 +12,7 @@
 #include "graph/tensor_op.h"
 
 namespace kiln::cpu {
-namespace {
+namespace layout_reorder_tests {
 
 std::vector<float> Ramp(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -130,5 +130,5 @@ TEST(LayoutReorder, TheKernelEntryRunsTheOp) {
   EXPECT_FALSE(InferTensorOp(ctx).ok());
 }
 
-}  // namespace
+}  // namespace layout_reorder_tests
 }  // namespace kiln::cpu

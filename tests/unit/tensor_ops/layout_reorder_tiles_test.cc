@@ -12,7 +12,7 @@
 #include "core/thread_pool.h"
 
 namespace kiln::cpu {
-namespace {
+namespace layout_reorder_tiles_tests {
 
 TEST(LayoutReorderTiles, ManyPixelsMatchTheReferenceBothWays) {
   ThreadPool pool(2);
@@ -39,5 +39,5 @@ TEST(LayoutReorderTiles, ManyPixelsMatchTheReferenceBothWays) {
   }
 }
 
-}  // namespace
+}  // namespace layout_reorder_tiles_tests
 }  // namespace kiln::cpu

@@ -15,7 +15,7 @@
 #include "graph/tensor_ops/matmul_shape.h"
 
 namespace kiln {
-namespace {
+namespace matmul_ops_tests {
 
 TensorData RandomF32(std::vector<int64_t> dims, std::mt19937* rng) {
   int64_t n = 1;
@@ -395,11 +395,11 @@ TEST(EinsumOps, BadEquationsNameTheNode) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_ops_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace matmul_ops_tests {
 
 cpu::TensorKernelArgs ArgsFor(const char* op, const AttributeMap* attrs, std::vector<TensorType> inputs,
                               std::vector<const TensorData*> constants) {
@@ -440,5 +440,5 @@ TEST(MatMulOps, WeightsArePackedAtBindTimeAndEinsumBecomesAMatMul) {
   EXPECT_EQ(diagonal->impl, "reference");
 }
 
-}  // namespace
+}  // namespace matmul_ops_tests
 }  // namespace kiln

@@ -15,7 +15,7 @@
 #include "graph/tensor_ops/matmul_shape.h"
 
 namespace kiln {
-namespace {
+namespace quant_ops_tests {
 
 template <typename T>
 std::vector<T> Values(const TensorData& t) {
@@ -548,5 +548,5 @@ TEST(QuantOps, MismatchedInnerDimensionNamesTheNode) {
   EXPECT_NE(out.status().message().find("MatMulInteger q"), std::string::npos) << out.status().message();
 }
 
-}  // namespace
+}  // namespace quant_ops_tests
 }  // namespace kiln

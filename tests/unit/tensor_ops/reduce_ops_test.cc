@@ -11,7 +11,7 @@
 #include "graph/tensor_op.h"
 
 namespace kiln {
-namespace {
+namespace reduce_ops_tests {
 
 using test::F32;
 using test::I32;
@@ -394,11 +394,11 @@ TEST(Normalization, BatchInstanceGroupLpMvn) {
   test::ExpectNear(Values<float>(Run1({"MeanVarianceNormalization", {F32(dims, x)}})), mvn, 1e-5, 1e-5);
 }
 
-}  // namespace
+}  // namespace reduce_ops_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace reduce_ops_tests {
 
 // Tensors with a zero dimension run without touching memory they do not own.
 TEST(EmptyTensors, EveryFamilyMember) {
@@ -428,11 +428,11 @@ TEST(EmptyTensors, EveryFamilyMember) {
   EXPECT_EQ(Run1({"Sum", {empty, empty, test::F32({1}, {2})}}).type(), (TensorType{DType::kF32, {0, 3}}));
 }
 
-}  // namespace
+}  // namespace reduce_ops_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace reduce_ops_tests {
 
 TEST(ReduceFlops, CountTheInputNotTheOutput) {
   const TensorType x{DType::kF32, {4, 100}};
@@ -450,5 +450,5 @@ TEST(ReduceFlops, CountTheInputNotTheOutput) {
   EXPECT_EQ(TensorOpFlops(ctx, {x}), 400.0);
 }
 
-}  // namespace
+}  // namespace reduce_ops_tests
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include "unit/tensor_ops/shape_op_test_util.h"
 
 namespace kiln {
-namespace {
+namespace shape_generate_ops_tests {
 
 using namespace shape_test;
 
@@ -83,5 +83,5 @@ TEST(ShapeGenerateOps, EyeLikeWithOffsetAndOnnxDtype) {
   EXPECT_FALSE(Op("EyeLike").In(F32({2}, {1, 2})).Try().ok());
 }
 
-}  // namespace
+}  // namespace shape_generate_ops_tests
 }  // namespace kiln

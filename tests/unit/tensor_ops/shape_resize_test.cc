@@ -14,7 +14,7 @@
 #include "unit/tensor_ops/shape_op_test_util.h"
 
 namespace kiln {
-namespace {
+namespace shape_resize_tests {
 
 using namespace shape_test;
 
@@ -365,5 +365,5 @@ TEST(ShapeResize, RefusesWhatItDoesNotDo) {
   EXPECT_NE(dtype.find("i64"), std::string::npos) << dtype;
 }
 
-}  // namespace
+}  // namespace shape_resize_tests
 }  // namespace kiln

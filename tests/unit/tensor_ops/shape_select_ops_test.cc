@@ -13,7 +13,7 @@
 #include "unit/tensor_ops/shape_op_test_util.h"
 
 namespace kiln {
-namespace {
+namespace shape_select_ops_tests {
 
 using namespace shape_test;
 
@@ -350,5 +350,5 @@ TEST(ShapeSelectOps, NonZeroRunsOnCompileTimeInputsOnly) {
   EXPECT_NE(r.status().message().find("run time"), std::string::npos) << r.status().message();
 }
 
-}  // namespace
+}  // namespace shape_select_ops_tests
 }  // namespace kiln

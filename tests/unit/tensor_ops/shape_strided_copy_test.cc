@@ -10,7 +10,7 @@
 #include "core/thread_pool.h"
 
 namespace kiln::cpu::shape_kernels {
-namespace {
+namespace shape_strided_copy_tests {
 
 std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -153,5 +153,5 @@ TEST(ShapeStridedCopy, ParallelMemcpyCopiesEveryByte) {
   EXPECT_EQ(dst, src);
 }
 
-}  // namespace
+}  // namespace shape_strided_copy_tests
 }  // namespace kiln::cpu::shape_kernels

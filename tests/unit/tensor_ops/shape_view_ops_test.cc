@@ -8,7 +8,7 @@
 #include "unit/tensor_ops/shape_op_test_util.h"
 
 namespace kiln {
-namespace {
+namespace shape_view_ops_tests {
 
 using namespace shape_test;
 
@@ -182,5 +182,5 @@ TEST(ShapeViewOps, DepthToSpaceAndSpaceToDepthMatchTheirDefinitions) {
   EXPECT_FALSE(Op("SpaceToDepth").In(Iota({1, 1, 3, 2})).Int("blocksize", 2).Try().ok());
 }
 
-}  // namespace
+}  // namespace shape_view_ops_tests
 }  // namespace kiln

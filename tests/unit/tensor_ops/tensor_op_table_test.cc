@@ -6,7 +6,7 @@
 #include "graph/tensor_op.h"
 
 namespace kiln {
-namespace {
+namespace tensor_op_table_tests {
 
 TEST(TensorOpTable, EveryCpuKernelHasAnOpDefinition) {
   for (const cpu::TensorKernelEntry& k : cpu::AllTensorKernels()) {
@@ -47,5 +47,5 @@ TEST(TensorOpTable, UnknownOpIsUnsupported) {
   EXPECT_NE(out.status().message().find("Frobnicate"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace tensor_op_table_tests
 }  // namespace kiln

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace added_token_matcher_tests {
 
 // Renders a split as "text|<id>|text".
 std::string SplitToString(const AddedTokenMatcher& matcher, std::string_view text) {
@@ -61,5 +61,5 @@ TEST(AddedTokenMatcherTest, SingleWordNeedsWordBoundaries) {
   EXPECT_EQ(SplitToString(m, "concatenate"), "[concatenate]");
 }
 
-}  // namespace
+}  // namespace added_token_matcher_tests
 }  // namespace kiln

@@ -11,7 +11,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace bpe_tests {
 
 class NaiveBpe {
  public:
@@ -102,5 +102,5 @@ TEST(BpeTest, VeryLongWordsEncodeAndRoundTrip) {
   }
 }
 
-}  // namespace
+}  // namespace bpe_tests
 }  // namespace kiln::testing

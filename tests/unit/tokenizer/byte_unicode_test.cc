@@ -6,7 +6,7 @@
 #include <set>
 
 namespace kiln {
-namespace {
+namespace byte_unicode_tests {
 
 TEST(ByteUnicodeTest, TableIsAPrintableBijection) {
   std::set<char32_t> seen;
@@ -32,5 +32,5 @@ TEST(ByteUnicodeTest, TextRoundTrip) {
   EXPECT_FALSE(UnicodeTextToBytes("\xff").has_value());
 }
 
-}  // namespace
+}  // namespace byte_unicode_tests
 }  // namespace kiln

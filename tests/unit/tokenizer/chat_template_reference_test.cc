@@ -18,7 +18,7 @@
 #include "tokenizer/chat_template.h"
 
 namespace kiln {
-namespace {
+namespace chat_template_reference_tests {
 
 using ojson = nlohmann::ordered_json;
 
@@ -769,5 +769,5 @@ TEST(ChatTemplateReference, OtherTemplateStylesMatchJinja2) {
   EXPECT_EQ(matched, static_cast<int>(cases.size()));
 }
 
-}  // namespace
+}  // namespace chat_template_reference_tests
 }  // namespace kiln

@@ -13,7 +13,7 @@
 #include "testing/test_paths.h"
 
 namespace kiln {
-namespace {
+namespace chat_template_tests {
 
 using ojson = nlohmann::ordered_json;
 
@@ -376,5 +376,5 @@ TEST(ChatTemplateLimits, ReferenceCyclesDoNotBreakRendering) {
   EXPECT_EQ(Render("{% macro m() %}m{% endmacro %}{% set ns = namespace(f=m) %}{{ ns.f() }}"), "m");
 }
 
-}  // namespace
+}  // namespace chat_template_tests
 }  // namespace kiln

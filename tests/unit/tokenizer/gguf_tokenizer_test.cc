@@ -7,7 +7,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace gguf_tokenizer_tests {
 
 struct GgufCase {
   const char* gguf;
@@ -112,5 +112,5 @@ TEST(GgufTokenizerErrorsTest, FileWithoutTokenizerMetadataIsReported) {
   EXPECT_NE(tok.status().message().find("tokenizer.ggml.model"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace gguf_tokenizer_tests
 }  // namespace kiln::testing

@@ -7,7 +7,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace hf_tokenizer_json_tests {
 
 using nlohmann::json;
 
@@ -165,5 +165,5 @@ TEST(HfTokenizerJsonTest, NotJsonOrTooDeep) {
   }
 }
 
-}  // namespace
+}  // namespace hf_tokenizer_json_tests
 }  // namespace kiln::testing

@@ -5,7 +5,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace llama_cpp_vectors_tests {
 
 struct VectorCase {
   const char* vectors;    // ggml-vocab-<name>
@@ -45,5 +45,5 @@ INSTANTIATE_TEST_SUITE_P(
                       VectorCase{"llama-bpe", "llama3", "llama3_encoder_vocab_bpe"}),
     [](const ::testing::TestParamInfo<VectorCase>& info) { return std::string(info.param.label); });
 
-}  // namespace
+}  // namespace llama_cpp_vectors_tests
 }  // namespace kiln::testing

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace normalizer_tests {
 
 TEST(NormalizerTest, UnicodeForms) {
   Normalizer nfc;
@@ -55,5 +55,5 @@ TEST(NormalizerTest, ReplaceAndLowercase) {
   EXPECT_EQ(digits.Apply("a1b22c333"), "a#b#c#");
 }
 
-}  // namespace
+}  // namespace normalizer_tests
 }  // namespace kiln

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace kiln {
-namespace {
+namespace pre_tokenizer_tests {
 
 using Pieces = std::vector<std::string>;
 
@@ -130,5 +130,5 @@ TEST(RegexTest, CatastrophicPatternGivesUpInsteadOfHanging) {
   EXPECT_TRUE(!complete || matches == 0);
 }
 
-}  // namespace
+}  // namespace pre_tokenizer_tests
 }  // namespace kiln

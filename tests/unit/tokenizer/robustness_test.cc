@@ -11,7 +11,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace robustness_tests {
 
 std::string RandomBytes(std::mt19937& rng, size_t length) {
   std::uniform_int_distribution<int> byte(0, 255), ascii(0, 3);
@@ -157,5 +157,5 @@ TEST(TokenizerLoadErrorsTest, TruncatedAndGarbageSentencePieceModels) {
   }
 }
 
-}  // namespace
+}  // namespace robustness_tests
 }  // namespace kiln::testing

@@ -8,7 +8,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace sentencepiece_model_tests {
 
 std::string Varint(uint64_t v) {
   std::string out;
@@ -115,5 +115,5 @@ TEST(SentencePieceModelTest, UnsupportedVariantsAreRejected) {
   EXPECT_EQ(tok.status().code(), StatusCode::kCorrupt);
 }
 
-}  // namespace
+}  // namespace sentencepiece_model_tests
 }  // namespace kiln::testing

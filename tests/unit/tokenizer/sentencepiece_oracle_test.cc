@@ -8,7 +8,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace sentencepiece_oracle_tests {
 
 std::vector<std::string> OracleTexts() {
   std::vector<std::string> texts;
@@ -79,5 +79,5 @@ INSTANTIATE_TEST_SUITE_P(
                                  "tiny_llama_json"}),
     [](const ::testing::TestParamInfo<OracleCase>& info) { return std::string(info.param.label); });
 
-}  // namespace
+}  // namespace sentencepiece_oracle_tests
 }  // namespace kiln::testing

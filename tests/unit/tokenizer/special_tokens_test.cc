@@ -9,7 +9,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace special_tokens_tests {
 
 bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -175,5 +175,5 @@ TEST(TokenizerConfig, ChatTemplateFiles) {
   EXPECT_NE(refused.status().message().find("chat_template.json"), std::string::npos) << refused.status().ToString();
 }
 
-}  // namespace
+}  // namespace special_tokens_tests
 }  // namespace kiln::testing

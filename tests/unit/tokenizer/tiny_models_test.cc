@@ -6,7 +6,7 @@
 #include "tokenizer_test_util.h"
 
 namespace kiln::testing {
-namespace {
+namespace tiny_models_tests {
 
 struct ModelCase {
   const char* model;  // folder under models/
@@ -83,5 +83,5 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"tiny-qwen3", "vocab.json", "tiny_qwen3_vocab_merges"}),
     [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.label); });
 
-}  // namespace
+}  // namespace tiny_models_tests
 }  // namespace kiln::testing

@@ -15,7 +15,7 @@
 #include "tokenizer/tool_call_format.h"
 
 namespace kiln {
-namespace {
+namespace tool_prompt_tests {
 
 using OJson = nlohmann::ordered_json;
 
@@ -143,5 +143,5 @@ TEST(ToolPromptTest, TemplatesThatIgnoreToolsGetTheGenericPrompt) {
       << q.text;
 }
 
-}  // namespace
+}  // namespace tool_prompt_tests
 }  // namespace kiln

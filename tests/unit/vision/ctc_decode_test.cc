@@ -4,7 +4,7 @@
 #include "vision/ctc_decode.h"
 
 namespace kiln {
-namespace {
+namespace ctc_decode_tests {
 
 TEST(OcrCharacters, BlankFirstSpaceLast) {
   const auto chars = OcrCharactersFromText("a\r\nb\n中\n");
@@ -36,5 +36,5 @@ TEST(CtcGreedyDecode, AllBlankIsEmptyWithScoreZero) {
   EXPECT_EQ(r.score, 0.0f);
 }
 
-}  // namespace
+}  // namespace ctc_decode_tests
 }  // namespace kiln

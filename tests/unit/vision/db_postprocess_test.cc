@@ -9,7 +9,7 @@
 #include "vision/rotated_rect.h"
 
 namespace kiln {
-namespace {
+namespace db_postprocess_tests {
 
 TEST(DbPostprocess, AxisAlignedRectangle) {
   // Pixels x 20..59, y 10..29 at 0.9 on a 100x50 map of zeros.
@@ -121,5 +121,5 @@ TEST(MinAreaRect, OfARotatedSquareAndACollinearSet) {
   EXPECT_NEAR(std::min(line.width, line.height), 0, 1e-9);
 }
 
-}  // namespace
+}  // namespace db_postprocess_tests
 }  // namespace kiln

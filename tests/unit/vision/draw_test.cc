@@ -8,7 +8,7 @@
 #include "vision/draw.h"
 
 namespace kiln {
-namespace {
+namespace draw_tests {
 
 bool Is(const Image& img, int x, int y, const Color& c) {
   const uint8_t* p = img.pixel(x, y);
@@ -64,5 +64,5 @@ TEST(Draw, PaletteWrapsAndTakesNegatives) {
   EXPECT_EQ(PaletteColor(-1), PaletteColor(19));
 }
 
-}  // namespace
+}  // namespace draw_tests
 }  // namespace kiln

@@ -5,7 +5,7 @@
 #include "vision/exif_orientation.h"
 
 namespace kiln {
-namespace {
+namespace exif_orientation_tests {
 
 TEST(ExifOrientation, AllEightOrientations) {
   // Pixels numbered 0..5 row by row: 0 1 2 / 3 4 5.
@@ -42,5 +42,5 @@ TEST(ExifOrientation, MalformedPayloadsMeanNoTurn) {
   EXPECT_EQ(ExifOrientation(short_ifd, sizeof(short_ifd)), 1);
 }
 
-}  // namespace
+}  // namespace exif_orientation_tests
 }  // namespace kiln

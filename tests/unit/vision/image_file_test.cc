@@ -11,7 +11,7 @@
 #include "vision/image_file.h"
 
 namespace kiln {
-namespace {
+namespace image_file_tests {
 
 Image Gradient(int w, int h) {
   Image img(w, h);
@@ -124,11 +124,11 @@ TEST(ImageFile, MissingFileNamesThePath) {
   EXPECT_NE(r.status().message().find("picture.png"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace image_file_tests
 }  // namespace kiln
 
 namespace kiln {
-namespace {
+namespace image_file_tests {
 
 // An APP1 segment holding a little- or big-endian TIFF with one IFD entry:
 // Orientation = `orientation`.
@@ -178,5 +178,5 @@ TEST(ImageFile, JpegExifOrientationIsApplied) {
   }
 }
 
-}  // namespace
+}  // namespace image_file_tests
 }  // namespace kiln

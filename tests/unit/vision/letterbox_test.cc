@@ -6,7 +6,7 @@
 #include "vision/letterbox.h"
 
 namespace kiln {
-namespace {
+namespace letterbox_tests {
 
 TEST(Letterbox, WideImageIsPaddedTopAndBottom) {
   // 1280x720 into 640x640: r = 0.5, 640x360, 280 rows of padding split 140/140.
@@ -80,5 +80,5 @@ TEST(ResizeBilinear, MatchesHalfPixelCenters) {
   EXPECT_EQ(out.pixel(3, 0)[0], 200);
 }
 
-}  // namespace
+}  // namespace letterbox_tests
 }  // namespace kiln

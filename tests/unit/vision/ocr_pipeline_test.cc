@@ -8,7 +8,7 @@
 #include "vision/ocr_pipeline.h"
 
 namespace kiln {
-namespace {
+namespace ocr_pipeline_tests {
 
 // A detector whose map has a rectangle at map pixels x 16..47, y 8..23 for
 // any input size, and a recognizer that reads "hi" (classes: blank, h, i, space).
@@ -89,5 +89,5 @@ TEST(OcrPipeline, WrongDictionaryOrMapIsAnError) {
   EXPECT_NE(bad.status().message().find("text detection"), std::string::npos) << bad.status().message();
 }
 
-}  // namespace
+}  // namespace ocr_pipeline_tests
 }  // namespace kiln

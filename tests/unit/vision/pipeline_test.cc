@@ -13,7 +13,7 @@
 #include "vision/result_json.h"
 
 namespace kiln {
-namespace {
+namespace pipeline_tests {
 
 using nlohmann::json;
 
@@ -212,5 +212,5 @@ TEST(Pipeline, ShapesThatCannotMeetAreErrors) {
       << s.message();
 }
 
-}  // namespace
+}  // namespace pipeline_tests
 }  // namespace kiln

@@ -8,7 +8,7 @@
 #include "vision/text_crop.h"
 
 namespace kiln {
-namespace {
+namespace text_crop_tests {
 
 Image Pattern(int w, int h) {
   Image img(w, h);
@@ -102,5 +102,5 @@ TEST(OcrPreprocess, RecognitionBucketsAndPadding) {
   EXPECT_EQ(cls.type.dims, (std::vector<int64_t>{1, 3, 48, 192}));
 }
 
-}  // namespace
+}  // namespace text_crop_tests
 }  // namespace kiln

@@ -5,7 +5,7 @@
 #include "vision/yolo_decode.h"
 
 namespace kiln {
-namespace {
+namespace yolo_decode_tests {
 
 // Builds a [1, 4 + classes, anchors] head from per-anchor rows.
 struct Head {
@@ -86,5 +86,5 @@ TEST(Nms, IoUOfDisjointAndEmptyBoxes) {
   EXPECT_FLOAT_EQ(BoxIoU(a, a), 1);
 }
 
-}  // namespace
+}  // namespace yolo_decode_tests
 }  // namespace kiln
