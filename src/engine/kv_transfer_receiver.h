@@ -53,7 +53,8 @@ class KvTransferReceiver {
   int64_t num_partial_blocks() const;
   // Blocks filed (landed here, not found cached already) since start.
   int64_t blocks_installed() const { return blocks_installed_; }
-  // Layer slices written (a whole block counts its layers) since start.
+  // Layer slices taken in (written, or counted for a prefix cached already;
+  // a whole block counts its layers) since start.
   int64_t layer_slices_installed() const { return layer_slices_installed_; }
 
  private:

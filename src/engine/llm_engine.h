@@ -82,7 +82,7 @@ struct EngineCounters {
   int64_t kv_blocks_sent = 0;
   int64_t kv_blocks_received = 0;
   // Of those, sent per layer: layer slices handed to the connector during
-  // passes, and slices that landed and were written (a whole block that
+  // passes, and slices that landed and were taken in (a whole block that
   // lands counts its layers).
   int64_t kv_layer_slices_sent = 0;
   int64_t kv_layer_slices_received = 0;

@@ -100,7 +100,7 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
                 "sending).");
   out += Sample("kiln_kv_layer_slices_sent_total", static_cast<double>(c.kv_layer_slices_sent));
   out += Header("kiln_kv_layer_slices_received_total", "counter",
-                "Prefill/decode: KV block layer slices that landed from prefill instances and were written "
+                "Prefill/decode: KV block layer slices that landed from prefill instances and were taken in "
                 "(a whole block counts its layers).");
   out += Sample("kiln_kv_layer_slices_received_total", static_cast<double>(c.kv_layer_slices_received));
   out += Header("kiln_kv_transfers_completed_total", "counter",
