@@ -13,9 +13,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <numeric>
+
+#include <unistd.h>
 
 #include "backend/kv_cache.h"
 #include "backend/memory_domain.h"
@@ -558,6 +561,46 @@ TEST(KvTransferTest, PerLayerSendingCanBeTurnedOff) {
   std::lock_guard<std::mutex> lock(wire->mu);
   ASSERT_EQ(wire->sent.size(), 2u);
   EXPECT_EQ(wire->sent[0].layer_end - wire->sent[0].layer_begin, model.weights->config().num_layers);
+}
+
+// A pass that fails after its layer slices went (here its tensor dump,
+// written after the pass, finds its folder gone): its blocks do not count
+// as sent, the request's transfer ends without them, and the decode side
+// refuses the transfer and holds nothing of it.
+TEST(KvTransferTest, APassThatFailsAfterItsSlicesWentFailsItsTransfer) {
+  EngineOptions o = engine_test::TinyOptions("tiny-llama");
+  LoadedModel model = engine_test::LoadOrDie(o);
+  EngineOptions dumping = o;
+  dumping.dump_dir =
+      (std::filesystem::temp_directory_path() / fmt::format("kiln-kv-failed-pass-{}", getpid())).string();
+  auto prefill = engine_test::EngineOrDie(model, dumping);
+  auto decode = engine_test::EngineOrDie(model, o);
+  ASSERT_TRUE(prefill && decode);
+  std::filesystem::remove_all(dumping.dump_dir);
+  auto wire = std::make_shared<LoopbackConnector::Wire>();
+  ASSERT_TRUE(prefill->AttachKvConnector(std::make_unique<LoopbackConnector>(wire, false), 30).ok());
+  ASSERT_TRUE(decode->AttachKvConnector(std::make_unique<LoopbackConnector>(wire, true), 30).ok());
+  const auto num_layers = static_cast<int32_t>(model.weights->config().num_layers);
+
+  const std::vector<int32_t> text = engine_test::HeldoutIds("tiny-llama");
+  GenerationRequest r;
+  r.prompt_ids.assign(text.begin(), text.begin() + 40);
+  r.params.max_tokens = 1;
+  r.kv_transfer_id = 9;
+  std::vector<GenerationRequest> rs;
+  rs.push_back(std::move(r));
+  EXPECT_FALSE(prefill->Generate(std::move(rs)).ok());
+  EXPECT_EQ(prefill->Counters().kv_layer_slices_sent, 2 * num_layers);  // both full blocks, every layer
+  EXPECT_EQ(prefill->Counters().kv_blocks_sent, 0);
+
+  ASSERT_TRUE(decode->Step().ok());
+  {
+    std::lock_guard<std::mutex> lock(wire->mu);
+    EXPECT_EQ(wire->acks, (std::vector<std::pair<uint64_t, bool>>{{9, false}}));
+  }
+  EXPECT_EQ(decode->Counters().kv_transfers_completed, 0);
+  EXPECT_EQ(decode->Counters().kv_blocks_used, 0);
+  EXPECT_FALSE(decode->HasOpenKvTransfers());
 }
 
 TEST(KvTransferTest, ATransferNeedsAConnector) {
