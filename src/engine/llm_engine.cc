@@ -170,6 +170,9 @@ const ModelConfig& LLMEngine::model_config() const {
 const CompiledModel& LLMEngine::compiled_model() const {
   return session_->model();
 }
+const KvCache& LLMEngine::kv_cache() const {
+  return session_->kv_cache();
+}
 int64_t LLMEngine::max_model_len() const {
   return session_->max_model_len();
 }

@@ -26,6 +26,7 @@ class BlockManager;
 class CompiledModel;
 class DraftProposer;
 class GrammarCompiler;
+class KvCache;
 class KvConnector;
 class KvLayerSender;
 class KvTransferReceiver;
@@ -174,6 +175,8 @@ class LLMEngine {
   const GenerationConfig& generation_config() const { return model_.generation; }
   const EngineOptions& options() const { return options_; }
   const CompiledModel& compiled_model() const;
+  // The paged KV cache the passes read and write (to inspect: tests, tools).
+  const KvCache& kv_cache() const;
   int64_t max_model_len() const;
   int32_t num_kv_blocks() const;
   // The ids that end generation unless a request ignores EOS: the

@@ -454,7 +454,8 @@ std::map<uint64_t, std::vector<uint8_t>> BlocksAsSent(const std::vector<KvBlockP
 // engine, for f32 and int8 caches, prompts prefilled in several chunks,
 // blocks sent whole after each pass (a connector that cannot send per
 // layer) or per layer during it; and the blocks per layer are, byte for
-// byte, the whole blocks.
+// byte, the whole blocks: the decode engines' caches end byte for byte
+// equal (the same blocks land in the same order, then decode the same).
 TEST(KvTransferTest, DecodingAfterATransferEqualsOneEngine) {
   const std::vector<int32_t> text = engine_test::HeldoutIds("tiny-llama");
   for (DType dtype : {DType::kF32, DType::kI8}) {
@@ -465,6 +466,7 @@ TEST(KvTransferTest, DecodingAfterATransferEqualsOneEngine) {
     auto single = engine_test::EngineOrDie(model, o);
     ASSERT_TRUE(single);
     std::map<uint64_t, std::vector<uint8_t>> whole_blocks;
+    std::unique_ptr<LLMEngine> whole_decode;
     for (bool per_layer : {false, true}) {
       auto prefill = engine_test::EngineOrDie(model, o);
       auto decode = engine_test::EngineOrDie(model, o);
@@ -509,8 +511,22 @@ TEST(KvTransferTest, DecodingAfterATransferEqualsOneEngine) {
       }
       if (!per_layer) {
         whole_blocks = BlocksAsSent(wire->sent, num_layers);
-      } else {
-        EXPECT_EQ(BlocksAsSent(wire->sent, num_layers), whole_blocks);
+        whole_decode = std::move(decode);
+        continue;
+      }
+      EXPECT_EQ(BlocksAsSent(wire->sent, num_layers), whole_blocks);
+      const KvCache& a = whole_decode->kv_cache();
+      const KvCache& b = decode->kv_cache();
+      const KvCacheLayout& l = a.layout();
+      const auto pool = static_cast<size_t>(l.num_blocks * l.block_size * l.TokenElementBytes());
+      const auto scales = static_cast<size_t>(l.num_blocks * l.block_size * l.TokenScaleBytes());
+      for (int64_t layer = 0; layer < l.num_layers; ++layer) {
+        EXPECT_EQ(std::memcmp(a.keys(layer), b.keys(layer), pool), 0) << "layer " << layer;
+        EXPECT_EQ(std::memcmp(a.values(layer), b.values(layer), pool), 0) << "layer " << layer;
+        if (scales > 0) {
+          EXPECT_EQ(std::memcmp(a.key_scales(layer), b.key_scales(layer), scales), 0) << "layer " << layer;
+          EXPECT_EQ(std::memcmp(a.value_scales(layer), b.value_scales(layer), scales), 0) << "layer " << layer;
+        }
       }
     }
   }
