@@ -75,6 +75,9 @@ struct Step {
   // it enqueues its own work on the executor's stream (copies).
   std::function<void(const RunState&)> enqueue;
   Backend* executor = nullptr;
+  // A kv_write step's layer (the node's attrs.layer), -1 for every other
+  // step: after it, Program::Run calls the batch's on_kv_layer_written.
+  int32_t kv_layer = -1;
 };
 
 // A weight in a backend's preferred layout, packed once at load.

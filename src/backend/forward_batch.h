@@ -7,6 +7,17 @@
 
 namespace kiln {
 
+// Called during a pass once layer `layer`'s kv_write step has run and its
+// keys and values are in the cache (the step's stream synchronized), while
+// later layers still compute: a KV connector sends that layer's slice of
+// the blocks the pass completes. A plain function pointer, so that a pass
+// without one pays a null test per layer and nothing else.
+struct KvLayerCallback {
+  void (*fn)(void* context, int32_t layer) = nullptr;
+  void* context = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+};
+
 struct ForwardBatch {
   // Tokens of the batch, grouped by sequence: sequence s owns tokens
   // [query_start[s], query_start[s + 1]), in increasing position order.
@@ -25,6 +36,9 @@ struct ForwardBatch {
   // Token indices whose logits are wanted (usually each sequence's last).
   int32_t num_output_rows = 0;
   const int32_t* output_rows = nullptr;  // [num_output_rows]
+
+  // Optional; local to this process (a batch sent to other ranks drops it).
+  KvLayerCallback on_kv_layer_written;
 };
 
 }  // namespace kiln

@@ -78,7 +78,8 @@ Status AttachKvConnector(const ServeArgs& a, const EngineOptions& engine_options
   o.peer = a.kv_peer;
   o.identity = engine.KvIdentity(std::move(model_hash));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<KvConnector> connector, disagg::CreateUcxKvConnector(o));
-  return engine.AttachKvConnector(std::move(connector), a.server.kv_transfer_timeout_seconds);
+  return engine.AttachKvConnector(std::move(connector), a.server.kv_transfer_timeout_seconds,
+                                  a.server.kv_send_per_layer);
 #else
   return Unsupported("--role {}: this kiln was built without UCX", a.server.role);
 #endif
@@ -228,6 +229,11 @@ void RegisterServe(CLI::App& app) {
   cmd->add_option("--kv-transfer-timeout", o.kv_transfer_timeout_seconds,
                   "Seconds a decode instance holds the blocks of a transfer that stopped arriving before freeing "
                   "them; and a prefill instance waits for its blocks to be acknowledged")
+      ->capture_default_str()
+      ->group(pd);
+  cmd->add_option("--kv-send-per-layer", o.kv_send_per_layer,
+                  "With --role prefill: send each KV block layer by layer during the pass that computes it, "
+                  "each layer as soon as it is written (true), or whole blocks after the pass (false)")
       ->capture_default_str()
       ->group(pd);
   AddProfileFlags(cmd, &a.profiling);

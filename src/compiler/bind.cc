@@ -140,6 +140,7 @@ Expected<std::unique_ptr<Program>> BindProgram(const BindInputs& in) {
     auto step = n.op == OpKind::kTransfer ? BindTransfer(ctx, owners) : backend->Bind(ctx);
     if (!step.ok()) return step.status().WithContext(fmt::format("binding {} ({})", n.name, OpName(n.op)));
     if (step->executor == nullptr) step->executor = backend;
+    if (n.op == OpKind::kKvWrite) step->kv_layer = static_cast<int32_t>(n.attrs.layer);
     steps.push_back(std::move(*step));
     step_outputs.push_back(std::move(outs));
   }

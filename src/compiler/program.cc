@@ -144,6 +144,12 @@ Status Program::Run(const RunState& state, const DumpFn* dump) const {
       if (!stream->is_inline()) stream->Synchronize();
       RecordKernelCall(kernels_[i], profiled, kv_elem_bytes, start_ns);
     }
+    if (step.kv_layer >= 0 && state.batch != nullptr && state.batch->on_kv_layer_written) {
+      // The layer's keys and values must be in the cache before the
+      // callback reads them.
+      if (!stream->is_inline()) stream->Synchronize();
+      state.batch->on_kv_layer_written.fn(state.batch->on_kv_layer_written.context, step.kv_layer);
+    }
     if (dump == nullptr) continue;
     stream->Synchronize();
     for (const auto& [name, v] : step_outputs_[i]) {

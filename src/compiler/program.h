@@ -49,6 +49,8 @@ class Program {
   // first orders the second (so every value that crosses streams is
   // ordered). Returns once every stream used has finished: the logits are
   // then the caller's to read; errors are those the streams report.
+  // After a kv_write step (Step::kv_layer), a batch's on_kv_layer_written
+  // is called with the layer, its stream synchronized first.
   // While profiling, each step is timed to its stream's end (a stream that
   // is not inline is synchronized after each step) and recorded.
   // REQUIRES: the batch fits capacity() (the caller checks; see

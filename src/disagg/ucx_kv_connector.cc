@@ -81,6 +81,8 @@ class UcxKvConnector : public KvConnector {
 
   Status Start();
 
+  // Send only queues the message for the connector's thread.
+  bool SendsPerLayer() const override { return true; }
   void Send(KvBlockPayload block) override {
     Queue(Kind::kBlock, SerializeBlock(block));
   }

@@ -149,16 +149,35 @@ BlockManager::AdoptedBlock BlockManager::AdoptTransferredBlock(uint64_t hash, st
     adopted.already_cached = true;
     return adopted;
   }
-  if (num_free_ == 0) return adopted;
+  adopted.id = TakePrivateBlock();
+  if (adopted.id >= 0) FileTransferredBlock(adopted.id, hash, tokens);
+  return adopted;
+}
+
+int32_t BlockManager::TakePrivateBlock() {
+  if (!prefix_caching_ || num_free_ == 0) return kNil;
   const int32_t id = PopFreeBlock();
+  blocks_[static_cast<size_t>(id)].ref_count = 1;
+  return id;
+}
+
+bool BlockManager::FileTransferredBlock(int32_t id, uint64_t hash, std::span<const int32_t> tokens) {
+  assert(static_cast<int32_t>(tokens.size()) == block_size_);
   Block& block = blocks_[static_cast<size_t>(id)];
-  block.ref_count = 1;
+  assert(block.ref_count == 1 && !block.has_hash);
+  if (cached_.count(hash) != 0) return false;
   block.has_hash = true;
   block.hash = hash;
   block.tokens.assign(tokens.begin(), tokens.end());
   cached_.emplace(hash, id);
-  adopted.id = id;
-  return adopted;
+  return true;
+}
+
+void BlockManager::FreePrivateBlock(int32_t id) {
+  Block& block = blocks_[static_cast<size_t>(id)];
+  assert(block.ref_count == 1 && !block.has_hash);
+  block.ref_count = 0;
+  PushFree(id, /*to_front=*/true);
 }
 
 void BlockManager::ReleaseTransferredBlock(int32_t id) {

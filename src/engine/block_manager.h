@@ -82,12 +82,29 @@ class BlockManager {
   // keys and values, then calls ReleaseTransferredBlock) and enters it in
   // the prefix cache. already_cached when the hash is there already
   // (nothing taken); id -1 when prefix caching is off or no block is free.
+  // TakePrivateBlock then FileTransferredBlock, for a block that lands whole.
   // REQUIRES: tokens.size() == block_size.
   struct AdoptedBlock {
     int32_t id = -1;
     bool already_cached = false;
   };
   AdoptedBlock AdoptTransferredBlock(uint64_t hash, std::span<const int32_t> tokens);
+  // A block that lands in parts: a free block held by one reference and in
+  // no hash table, so that no sequence finds it while it is written
+  // (evicting what the free block cached). -1 when prefix caching is off or
+  // no block is free.
+  int32_t TakePrivateBlock();
+  bool IsCached(uint64_t hash) const { return cached_.count(hash) != 0; }
+  // Enters a private block, written in full, in the prefix cache under
+  // `hash` (of `tokens`); the reference stays (ReleaseTransferredBlock drops
+  // it). False, changing nothing, when the hash is cached already: the
+  // caller then frees the block with FreePrivateBlock.
+  // REQUIRES: id came from TakePrivateBlock and was not filed;
+  // tokens.size() == block_size.
+  bool FileTransferredBlock(int32_t id, uint64_t hash, std::span<const int32_t> tokens);
+  // Gives back a private block that was never filed (its contents are
+  // worthless: it is the next to be taken).
+  void FreePrivateBlock(int32_t id);
   // Drops AdoptTransferredBlock's reference: the block is an ordinary
   // prefix-cache entry, evictable once no sequence holds it.
   void ReleaseTransferredBlock(int32_t id);

@@ -2,7 +2,11 @@
 // moves a request's KV blocks from the instance that prefilled it to the
 // instance that will decode it. The engine decides which blocks go (a
 // request's full prompt blocks, as each pass completes them) and installs
-// the blocks that land; the connector only carries them, so another
+// the blocks that land. A connector that sends per layer gets each block
+// as slices of one layer, each handed over during the pass as soon as that
+// layer's keys and values are written, so that sending overlaps the
+// layers still computing; one that does not gets whole blocks after the
+// pass; the connector only carries them, so another
 // transport is another KvConnector (the UCX one is src/disagg/).
 //
 // Threads: the engine calls Send, EndTransfer, TakeLanded and
@@ -31,7 +35,11 @@ class KvConnector {
   virtual ~KvConnector() = default;
 
   // --- The sending (prefill) side.
-  // Queues a block for the peer and returns at once.
+  // Whether Send may be called during a pass, from the engine thread, with
+  // layer slices of blocks (KvBlockPayload's layer range); it must then
+  // return at once. False: the engine sends whole blocks after each pass.
+  virtual bool SendsPerLayer() const = 0;
+  // Queues a block, or a slice of one, for the peer and returns at once.
   virtual void Send(KvBlockPayload block) = 0;
   // Every block of the transfer is queued; the peer acknowledges once it
   // has installed them all.

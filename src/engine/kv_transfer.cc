@@ -14,7 +14,8 @@ namespace {
 constexpr uint32_t kIdentityMagic = 0x4b564948;  // "KVIH"
 constexpr uint32_t kBlockMagic = 0x4b56424b;     // "KVBK"
 constexpr uint32_t kEndMagic = 0x4b56454e;       // "KVEN"
-constexpr uint32_t kVersion = 1;
+// 2: a block carries its layer range.
+constexpr uint32_t kVersion = 2;
 
 class ByteWriter {
  public:
@@ -149,6 +150,8 @@ std::vector<uint8_t> SerializeBlock(const KvBlockPayload& block) {
   w.Put(block.block_index);
   w.Put(block.parent_hash);
   w.Put(block.hash);
+  w.Put(block.layer_begin);
+  w.Put(block.layer_end);
   w.Put(static_cast<uint32_t>(block.tokens.size()));
   w.PutBytes(block.tokens.data(), block.tokens.size() * sizeof(int32_t));
   w.Put(static_cast<uint64_t>(block.data.size()));
@@ -164,6 +167,11 @@ Expected<KvBlockPayload> DeserializeBlock(std::span<const uint8_t> bytes) {
   KILN_ASSIGN_OR_RETURN(b.block_index, r.Get<int32_t>());
   KILN_ASSIGN_OR_RETURN(b.parent_hash, r.Get<uint64_t>());
   KILN_ASSIGN_OR_RETURN(b.hash, r.Get<uint64_t>());
+  KILN_ASSIGN_OR_RETURN(b.layer_begin, r.Get<int32_t>());
+  KILN_ASSIGN_OR_RETURN(b.layer_end, r.Get<int32_t>());
+  if (b.layer_begin < 0 || b.layer_end <= b.layer_begin) {
+    return Status(StatusCode::kCorrupt, fmt::format("KV block: layers [{}, {})", b.layer_begin, b.layer_end));
+  }
   KILN_ASSIGN_OR_RETURN(uint32_t num_tokens, r.Get<uint32_t>());
   if (num_tokens == 0 || num_tokens > kMaxBlockTokens) {
     return Status(StatusCode::kCorrupt, fmt::format("KV block: {} tokens", num_tokens));

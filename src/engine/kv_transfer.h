@@ -32,21 +32,29 @@ Expected<KvPeerIdentity> DeserializeIdentity(std::span<const uint8_t> bytes);
 // field that differs with both values ("block size 16 here, 32 on the peer").
 Status CheckSameIdentity(const KvPeerIdentity& here, const KvPeerIdentity& there);
 
-// One full KV block of a request's prompt: which transfer it belongs to,
-// its place in the prompt, the hash chain the prefix cache files it under,
-// its tokens, and its bytes (KvBlockBytes: per layer the keys, the values,
-// then for an int8 cache the key and value scales).
+// A KV block of a request's prompt, whole or a range of its layers: which
+// transfer it belongs to, its place in the prompt, the hash chain the
+// prefix cache files it under, its tokens, and the bytes of layers
+// [layer_begin, layer_end) (KvBlockBytes: per layer the keys, the values,
+// then for an int8 cache the key and value scales). A whole block is
+// [0, num_layers); a sender that sends per layer sends each block as
+// slices of one layer, each as soon as that layer's keys and values are
+// computed, and the receiver files the block once every layer landed.
 struct KvBlockPayload {
   uint64_t transfer_id = 0;
   int32_t block_index = 0;
   uint64_t parent_hash = 0;  // the previous block's hash (a fixed root for the first)
   uint64_t hash = 0;
+  int32_t layer_begin = 0;
+  int32_t layer_end = 0;  // exclusive; a message's range is never empty
   std::vector<int32_t> tokens;
   std::vector<uint8_t> data;
 };
 
 std::vector<uint8_t> SerializeBlock(const KvBlockPayload& block);
-// Errors (Corrupt) on a truncated or inconsistent message.
+// Errors (Corrupt) on a truncated or inconsistent message (an empty or
+// negative layer range among them; whether the range is within the
+// receiver's layers is the receiver's to check).
 Expected<KvBlockPayload> DeserializeBlock(std::span<const uint8_t> bytes);
 
 // The end of a request's transfer: how many blocks were sent in all.

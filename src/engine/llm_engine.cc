@@ -18,6 +18,7 @@
 #include "engine/grammar_compiler.h"
 #include "engine/kv_block_copy.h"
 #include "engine/kv_connector.h"
+#include "engine/kv_layer_sender.h"
 #include "engine/kv_transfer_receiver.h"
 #include "engine/model_runner.h"
 #include "engine/model_session.h"
@@ -168,6 +169,9 @@ const ModelConfig& LLMEngine::model_config() const {
 }
 const CompiledModel& LLMEngine::compiled_model() const {
   return session_->model();
+}
+const KvCache& LLMEngine::kv_cache() const {
+  return session_->kv_cache();
 }
 int64_t LLMEngine::max_model_len() const {
   return session_->max_model_len();
@@ -380,8 +384,9 @@ Status LLMEngine::Step() {
   const ProfilePhase phase = tally.prefill_tokens > 0 ? ProfilePhase::kPrefill : ProfilePhase::kDecode;
   if (profiling) SetProfilePhase(phase);
 
+  const KvLayerCallback on_kv_layer = kv_layer_sender_ ? PlanKvLayerSends(batch) : KvLayerCallback{};
   const double pass_start = EngineClock();
-  auto drawn = runner_->Run(batch, dumper_.get());
+  auto drawn = runner_->Run(batch, dumper_.get(), on_kv_layer);
   if (cost_meter_ && drawn.ok() && tally.prefill_tokens == 0) {
     // A pass of decoding sequences only: a plain pass, or one with drafts.
     cost_meter_->RecordPass(static_cast<int32_t>(batch.seqs.size()), draft_rows, EngineClock() - pass_start);
@@ -394,6 +399,10 @@ Status LLMEngine::Step() {
     }
     StepTally failed;  // nothing was computed
     failed.seconds = now - start;
+    // Slices that went are counted, their blocks not: the requests' transfers
+    // end with the blocks sent before, and the decode side, finding blocks
+    // partial or more blocks than that, refuses them and frees the partial.
+    if (kv_layer_sender_) failed.kv_layer_slices_sent = kv_layer_sender_->slices_sent();
     UpdateCounters(&failed);
     if (profiling) SetProfilePhase(ProfilePhase::kNone);
     return drawn.status().WithContext("engine step");
@@ -403,7 +412,12 @@ Status LLMEngine::Step() {
     scheduler_->OnBatchComputed(batch);
     // Before the samples are handled: a request that finishes now frees
     // its blocks, which the next pass may overwrite.
-    if (kv_connector_) tally.kv_blocks_sent = SendKv(batch);
+    if (kv_layer_sender_) {
+      tally.kv_layer_slices_sent = kv_layer_sender_->slices_sent();
+      tally.kv_blocks_sent = FinishKvLayerSends(batch);
+    } else if (kv_connector_) {
+      tally.kv_blocks_sent = SendKv(batch);
+    }
     const double now = EngineClock();
     for (size_t i = 0; i < batch.seqs.size(); ++i) {
       const std::vector<SampleResult>& tokens = (*drawn)[i];
@@ -548,6 +562,7 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.spec_accepted_tokens += step->draft_tokens - step->rejected_draft_tokens;
   c.generation_tokens += step->sampled;
   c.kv_blocks_sent += step->kv_blocks_sent;
+  c.kv_layer_slices_sent += step->kv_layer_slices_sent;
   c.spec_draft_seconds += step->draft_seconds;
   c.spec_catch_up_seconds += step->catch_up_seconds;
   if (cost_meter_) {
@@ -575,7 +590,8 @@ KvPeerIdentity LLMEngine::KvIdentity(std::string model_hash) const {
   return id;
 }
 
-Status LLMEngine::AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds) {
+Status LLMEngine::AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds,
+                                    bool send_per_layer) {
   if (!options_.enable_prefix_caching) {
     return InvalidArgument("a KV transfer between instances needs prefix caching (drop --no-prefix-caching)");
   }
@@ -586,6 +602,12 @@ Status LLMEngine::AttachKvConnector(std::unique_ptr<KvConnector> connector, doub
   if (transfer_timeout_seconds <= 0) return InvalidArgument("the KV transfer time-out must be positive");
   kv_connector_ = std::move(connector);
   kv_receiver_ = std::make_unique<KvTransferReceiver>(*blocks_, session_->kv_cache(), transfer_timeout_seconds);
+  // Ranks beyond this process hold the other parts of the cache; their
+  // layers are written where no callback reaches.
+  const bool single_process = options_.tensor_parallel_size == 1 && options_.pipeline_parallel_size == 1;
+  if (send_per_layer && single_process && kv_connector_->SendsPerLayer()) {
+    kv_layer_sender_ = std::make_unique<KvLayerSender>(*kv_connector_, session_->kv_cache());
+  }
   return Status::Ok();
 }
 
@@ -594,13 +616,15 @@ bool LLMEngine::HasOpenKvTransfers() const { return kv_receiver_ && kv_receiver_
 void LLMEngine::ReceiveKv() {
   KvLanded landed = kv_connector_->TakeLanded();
   const double now = EngineClock();
-  int64_t received = 0, completed = 0;
+  int64_t completed = 0;
+  const int64_t blocks_before = kv_receiver_->blocks_installed();
+  const int64_t slices_before = kv_receiver_->layer_slices_installed();
   for (const KvBlockPayload& block : landed.blocks) {
-    const int64_t before = kv_receiver_->blocks_installed();
     Status status = kv_receiver_->Install(block, now);
     if (!status.ok()) KILN_LOG_WARN("{}", status.ToString());
-    received += kv_receiver_->blocks_installed() - before;
   }
+  const int64_t received = kv_receiver_->blocks_installed() - blocks_before;
+  const int64_t slices = kv_receiver_->layer_slices_installed() - slices_before;
   for (const KvTransferEnd& end : landed.ends) {
     const bool ok = kv_receiver_->End(end);
     if (!ok) KILN_LOG_WARN("KV transfer {:#x} ended incomplete ({} blocks sent)", end.transfer_id, end.num_blocks);
@@ -611,9 +635,10 @@ void LLMEngine::ReceiveKv() {
   for (uint64_t id : expired) {
     KILN_LOG_WARN("KV transfer {:#x}: nothing arrived for the time-out; its blocks are freed", id);
   }
-  if (received == 0 && completed == 0 && expired.empty()) return;
+  if (slices == 0 && completed == 0 && expired.empty()) return;
   std::lock_guard<std::mutex> lock(counters_mu_);
   counters_.kv_blocks_received += received;
+  counters_.kv_layer_slices_received += slices;
   counters_.kv_transfers_completed += completed;
   counters_.kv_transfers_expired += static_cast<int64_t>(expired.size());
   counters_.kv_blocks_used = blocks_->num_used_blocks();
@@ -638,6 +663,8 @@ int64_t LLMEngine::SendKv(const ScheduledBatch& batch) {
       block.block_index = i;
       block.parent_hash = i == 0 ? BlockManager::kRootHash : seq.block_hashes[at - 1];
       block.hash = seq.block_hashes[at];
+      block.layer_begin = 0;
+      block.layer_end = static_cast<int32_t>(session_->kv_cache().layout().num_layers);
       block.tokens.assign(seq.tokens.begin() + static_cast<std::ptrdiff_t>(at) * block_size,
                           seq.tokens.begin() + static_cast<std::ptrdiff_t>(at + 1) * block_size);
       block.data = ReadKvBlock(session_->kv_cache(), seq.block_table[at]);
@@ -645,6 +672,71 @@ int64_t LLMEngine::SendKv(const ScheduledBatch& batch) {
       ++sent;
     }
     r.kv_blocks_sent = std::max(r.kv_blocks_sent, full);
+  }
+  return sent;
+}
+
+KvLayerCallback LLMEngine::PlanKvLayerSends(const ScheduledBatch& batch) {
+  kv_layer_sender_->Clear();
+  const int32_t block_size = options_.block_size;
+  for (const ScheduledSequence& s : batch.seqs) {
+    const Request& r = *requests_.at(s.seq->id);
+    if (r.kv_transfer_id == 0) continue;
+    const Sequence& seq = r.seq;
+    // Full blocks of the prompt whose keys and values are all computed once
+    // this pass is done.
+    const int32_t computed = std::min(s.start + s.num_tokens, seq.num_prompt_tokens);
+    const int32_t full = std::min(computed / block_size, static_cast<int32_t>(seq.block_table.size()));
+    uint64_t parent = BlockManager::kRootHash;
+    for (int32_t i = 0; i < full; ++i) {
+      const auto at = static_cast<size_t>(i);
+      const std::span<const int32_t> tokens(seq.tokens.data() + at * static_cast<size_t>(block_size),
+                                            static_cast<size_t>(block_size));
+      // The scheduler hashes a block once a pass has computed it: the ones
+      // this pass completes are hashed here the same way.
+      const uint64_t hash =
+          at < seq.block_hashes.size() ? seq.block_hashes[at] : BlockManager::ChainHash(parent, tokens);
+      if (i >= r.kv_blocks_sent) {
+        KvLayerSender::PlannedBlock b;
+        b.transfer_id = r.kv_transfer_id;
+        b.block_index = i;
+        b.parent_hash = parent;
+        b.hash = hash;
+        b.tokens.assign(tokens.begin(), tokens.end());
+        b.cache_block = seq.block_table[at];
+        kv_layer_sender_->Plan(std::move(b));
+      }
+      parent = hash;
+    }
+  }
+  return kv_layer_sender_->Callback();
+}
+
+int64_t LLMEngine::FinishKvLayerSends(const ScheduledBatch& batch) {
+  const auto num_layers = static_cast<int32_t>(session_->kv_cache().layout().num_layers);
+  if (kv_layer_sender_->planned().empty()) return 0;
+  if (kv_layer_sender_->layers_sent() != num_layers) {
+    // The runtime called back for fewer layers than the cache has: the
+    // blocks stay partial on the other side, and their transfers fail there.
+    KILN_LOG_ERROR("KV layer sender: {} of {} layers sent in a pass", kv_layer_sender_->layers_sent(), num_layers);
+    return 0;
+  }
+  std::unordered_map<uint64_t, Request*> by_transfer;
+  for (const ScheduledSequence& s : batch.seqs) {
+    Request& r = *requests_.at(s.seq->id);
+    if (r.kv_transfer_id != 0) by_transfer.emplace(r.kv_transfer_id, &r);
+  }
+  int64_t sent = 0;
+  for (const KvLayerSender::PlannedBlock& b : kv_layer_sender_->planned()) {
+    Request& r = *by_transfer.at(b.transfer_id);
+    const auto at = static_cast<size_t>(b.block_index);
+    if (at >= r.seq.block_hashes.size() || r.seq.block_hashes[at] != b.hash) {
+      KILN_LOG_ERROR("KV transfer {:#x}: block {} went under a hash the scheduler did not file it under",
+                     b.transfer_id, b.block_index);
+      continue;
+    }
+    r.kv_blocks_sent = std::max(r.kv_blocks_sent, b.block_index + 1);
+    ++sent;
   }
   return sent;
 }

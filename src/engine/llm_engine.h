@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backend/forward_batch.h"
 #include "core/status.h"
 #include "engine/draft_length.h"
 #include "engine/engine_options.h"
@@ -25,7 +26,9 @@ class BlockManager;
 class CompiledModel;
 class DraftProposer;
 class GrammarCompiler;
+class KvCache;
 class KvConnector;
+class KvLayerSender;
 class KvTransferReceiver;
 class ModelRunner;
 class ModelSession;
@@ -79,6 +82,11 @@ struct EngineCounters {
   // after the time-out.
   int64_t kv_blocks_sent = 0;
   int64_t kv_blocks_received = 0;
+  // Of those, sent per layer: layer slices handed to the connector during
+  // passes, and slices that landed and were taken in (a whole block that
+  // lands counts its layers).
+  int64_t kv_layer_slices_sent = 0;
+  int64_t kv_layer_slices_received = 0;
   int64_t kv_transfers_completed = 0;
   int64_t kv_transfers_expired = 0;
 };
@@ -144,8 +152,16 @@ class LLMEngine {
   // cache at the start of each Step(); transfers quiet for
   // `transfer_timeout_seconds` have their blocks freed. Errors when the
   // engine cannot take part (prefix caching off, a cache outside host
-  // memory). REQUIRES: called before the first Step().
-  Status AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds);
+  // memory). With `send_per_layer`, a connector that sends per layer
+  // (KvConnector::SendsPerLayer) gets each prompt block as layer slices
+  // during the pass that completes it, each as soon as its layer is
+  // written (in a single-process engine; a model split across processes
+  // sends whole blocks after the pass, as every other connector).
+  // REQUIRES: called before the first Step().
+  Status AttachKvConnector(std::unique_ptr<KvConnector> connector, double transfer_timeout_seconds,
+                           bool send_per_layer = true);
+  // Whether prompt blocks go out per layer (after AttachKvConnector).
+  bool sends_kv_per_layer() const { return kv_layer_sender_ != nullptr; }
   // Null without one.
   KvConnector* kv_connector() const { return kv_connector_.get(); }
   // Transfers with blocks held, waiting for their end or the time-out:
@@ -159,6 +175,8 @@ class LLMEngine {
   const GenerationConfig& generation_config() const { return model_.generation; }
   const EngineOptions& options() const { return options_; }
   const CompiledModel& compiled_model() const;
+  // The paged KV cache the passes read and write (to inspect: tests, tools).
+  const KvCache& kv_cache() const;
   int64_t max_model_len() const;
   int32_t num_kv_blocks() const;
   // The ids that end generation unless a request ignores EOS: the
@@ -178,6 +196,14 @@ class LLMEngine {
   // Hands the connector the newly completed prompt blocks of the batch's
   // requests that have a transfer id; returns how many.
   int64_t SendKv(const ScheduledBatch& batch);
+  // Per layer: before the pass, plans the prompt blocks of the batch's
+  // requests with a transfer id that are full once the pass is done (their
+  // hashes computed here as the scheduler will file them); the pass's
+  // layer callback sends them. Returns the callback (unset: none planned).
+  KvLayerCallback PlanKvLayerSends(const ScheduledBatch& batch);
+  // After the pass succeeded: the planned blocks count as sent; returns
+  // how many.
+  int64_t FinishKvLayerSends(const ScheduledBatch& batch);
   // Sets the drafts of the running sequences that speculate this step
   // (those decoding their next token, unless the batch is past
   // spec_max_batch or the cost meter wants a plain pass timed), each as
@@ -201,6 +227,7 @@ class LLMEngine {
     double draft_seconds = 0;     // of `seconds`, proposing drafts
     double catch_up_seconds = 0;  // of `draft_seconds`, a draft model catching up
     int64_t kv_blocks_sent = 0;
+    int64_t kv_layer_slices_sent = 0;
   };
   // Refreshes the gauges (running, waiting, blocks) and adds `step`, when
   // a pass ran, to the totals.
@@ -220,6 +247,7 @@ class LLMEngine {
   std::unique_ptr<GrammarCompiler> grammars_;  // with a tokenizer only
   std::unique_ptr<KvConnector> kv_connector_;
   std::unique_ptr<KvTransferReceiver> kv_receiver_;  // with kv_connector_
+  std::unique_ptr<KvLayerSender> kv_layer_sender_;   // when sending per layer
   std::vector<int32_t> eos_ids_;
   std::unordered_set<int32_t> eos_set_;
   uint64_t seed_base_ = 0;

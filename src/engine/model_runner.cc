@@ -17,7 +17,8 @@ ModelRunner::ModelRunner(ModelSession& session)
     : session_(session), vocab_size_(session.config().vocab_size) {}
 
 Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const ScheduledBatch& batch,
-                                                                  TensorDumper* dumper) {
+                                                                  TensorDumper* dumper,
+                                                                  KvLayerCallback on_kv_layer_written) {
   // The batch limit is the session's to check (ModelSession::Forward).
   ProfileScope preparing("prepare batch", "engine");
   builder_.Clear();
@@ -43,7 +44,8 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
     }
   }
 
-  const ForwardBatch fb = builder_.Batch();
+  ForwardBatch fb = builder_.Batch();
+  fb.on_kv_layer_written = on_kv_layer_written;
   const auto num_rows = static_cast<size_t>(fb.num_output_rows);
   logits_.resize(num_rows * static_cast<size_t>(vocab_size_));
 

@@ -35,10 +35,13 @@ class ModelRunner {
   // row's with the grammar advanced through the draft before it and then
   // rolled back; the draft must be one the grammar allows; token -1 when
   // nothing is allowed). With a `dumper`, the pass's named
-  // intermediate values and its logits (as "logits") are written out. An
+  // intermediate values and its logits (as "logits") are written out. With
+  // `on_kv_layer_written`, the pass calls it once per layer, in layer
+  // order, as each layer's keys and values are written (ForwardBatch). An
   // error leaves sequences and sampler states untouched.
   Expected<std::vector<std::vector<SampleResult>>> Run(const ScheduledBatch& batch,
-                                                       TensorDumper* dumper = nullptr);
+                                                       TensorDumper* dumper = nullptr,
+                                                       KvLayerCallback on_kv_layer_written = {});
 
  private:
   ModelSession& session_;

@@ -95,6 +95,14 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Header("kiln_kv_blocks_received_total", "counter",
                 "Prefill/decode: KV blocks that landed from prefill instances and were filed in the prefix cache.");
   out += Sample("kiln_kv_blocks_received_total", static_cast<double>(c.kv_blocks_received));
+  out += Header("kiln_kv_layer_slices_sent_total", "counter",
+                "Prefill/decode: KV block layer slices handed to the KV connector during passes (per-layer "
+                "sending).");
+  out += Sample("kiln_kv_layer_slices_sent_total", static_cast<double>(c.kv_layer_slices_sent));
+  out += Header("kiln_kv_layer_slices_received_total", "counter",
+                "Prefill/decode: KV block layer slices that landed from prefill instances and were taken in "
+                "(a whole block counts its layers).");
+  out += Sample("kiln_kv_layer_slices_received_total", static_cast<double>(c.kv_layer_slices_received));
   out += Header("kiln_kv_transfers_completed_total", "counter",
                 "Prefill/decode: KV transfers whose every block landed.");
   out += Sample("kiln_kv_transfers_completed_total", static_cast<double>(c.kv_transfers_completed));

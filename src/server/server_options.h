@@ -38,6 +38,10 @@ struct ServerOptions {
   // How long a prefill instance waits for the decode instance to
   // acknowledge a request's KV blocks.
   double kv_transfer_timeout_seconds = 30;
+  // A prefill instance sends each prompt block as layer slices during the
+  // pass that computes it, each as its layer is written; false: whole
+  // blocks after the pass.
+  bool kv_send_per_layer = true;
   // Idle time after which a kept-alive connection is closed.
   int keep_alive_timeout_seconds = 5;
 

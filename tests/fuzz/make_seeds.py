@@ -158,17 +158,24 @@ def onnx_seeds():
 
 def kv_transfer_seeds():
     """One of each message the decode side of a prefill/decode split reads:
-    a handshake, a KV block of four tokens, a transfer end."""
-    version = 1
+    a handshake, a whole KV block of four tokens (layers [0, 2)), one
+    layer's slice of it, a block without data bytes, a transfer end."""
+    version = 2
     model_hash = b"0123456789abcdef"
     write("kv_transfer_fuzz", "handshake.bin",
           struct.pack("<III", 0x4b564948, version, len(model_hash)) + model_hash +
           struct.pack("<iiqqq", 16, 0, 2, 4, 8))
     tokens = [1, 2, 3, 4]
+
+    def block(layer_begin, layer_end, data):
+        return (struct.pack("<IIQiQQiiI", 0x4b56424b, version, 7, 0, 0, 0x1234, layer_begin, layer_end,
+                            len(tokens)) +
+                struct.pack("<%di" % len(tokens), *tokens) + struct.pack("<Q", len(data)) + data)
+
     data = f32(*[0.5 * i for i in range(16)])
-    write("kv_transfer_fuzz", "block.bin",
-          struct.pack("<IIQiQQI", 0x4b56424b, version, 7, 0, 0, 0x1234, len(tokens)) +
-          struct.pack("<%di" % len(tokens), *tokens) + struct.pack("<Q", len(data)) + data)
+    write("kv_transfer_fuzz", "block.bin", block(0, 2, data))
+    write("kv_transfer_fuzz", "layer_slice.bin", block(1, 2, data[:len(data) // 2]))
+    write("kv_transfer_fuzz", "block_without_data.bin", block(0, 1, b""))
     write("kv_transfer_fuzz", "end.bin", struct.pack("<IIQi", 0x4b56454e, version, 7, 1))
 
 

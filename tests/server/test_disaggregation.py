@@ -3,8 +3,10 @@
 serve --role decode` instance, behind `kiln router --prefill --decode`.
 Greedy answers equal a single `kiln serve`'s byte for byte (prompts of
 several blocks, prefilled in chunks of a few blocks so that blocks go out
-between passes), the decode instance's prefix cache hits the transferred
-blocks, and two instances that differ in block size refuse each other."""
+between passes), whether blocks go layer by layer during the pass
+(--kv-send-per-layer, the default) or whole after it, the decode instance's
+prefix cache hits the transferred blocks, and two instances that differ in
+block size refuse each other."""
 
 import json
 import subprocess
@@ -58,22 +60,31 @@ def answer(server, body):
     return choice["text"], choice["logprobs"]
 
 
-@pytest.mark.parametrize("kv_dtype", ["f32", "int8"])
-def test_split_equals_single_process(kv_dtype):
+@pytest.mark.parametrize("kv_dtype,per_layer", [("f32", True), ("int8", True), ("f32", False)])
+def test_split_equals_single_process(kv_dtype, per_layer):
     engine = ["--kv-cache-dtype", kv_dtype, "--max-prefill-chunk", "32", "--max-num-batched-tokens", "64"]
     with KilnServer(*engine) as single:
         expected = [answer(single, body) for body in bodies()]
     kv_port = free_port()
+    sending = [] if per_layer else ["--kv-send-per-layer=false"]  # the default is per layer
     with KilnServer(*engine, "--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}") as decode, \
-            KilnServer(*engine, "--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}") as prefill, \
+            KilnServer(*engine, *sending, "--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}") as prefill, \
             KilnPdRouter(url_of(prefill), url_of(decode)) as router:
         got = [answer(router, body) for body in bodies()]
         assert got == expected
 
-        sent = prefill.metrics()["kiln_kv_blocks_sent_total"]
+        p = prefill.metrics()
+        sent = p["kiln_kv_blocks_sent_total"]
         m = decode.metrics()
         assert sent >= 3 * len(PROMPTS), sent
         assert m["kiln_kv_blocks_received_total"] == sent
+        # Per layer, every block went as slices of one layer (tiny-qwen2
+        # has several); whole, as none. The decode side counts a whole
+        # block's layers too.
+        slices = p["kiln_kv_layer_slices_sent_total"]
+        received = m["kiln_kv_layer_slices_received_total"]
+        assert received >= 2 * sent and received % sent == 0, (received, sent)
+        assert slices == (received if per_layer else 0), (slices, received)
         assert m["kiln_kv_transfers_completed_total"] == len(PROMPTS) + 1
         # Every prompt found its transferred blocks (all but the last
         # token's block of a prompt are hits).

@@ -39,7 +39,18 @@ KvBlockPayload Block(uint64_t transfer, int32_t index) {
   b.tokens.resize(16);
   std::iota(b.tokens.begin(), b.tokens.end(), 16 * index);
   b.hash = 1000 + static_cast<uint64_t>(index);
+  b.layer_begin = 0;
+  b.layer_end = 2;  // Identity's layers
   b.data.assign(4096, static_cast<uint8_t>(index + 1));
+  return b;
+}
+
+// Layer `layer` of Block(transfer, index).
+KvBlockPayload Slice(uint64_t transfer, int32_t index, int32_t layer) {
+  KvBlockPayload b = Block(transfer, index);
+  b.layer_begin = layer;
+  b.layer_end = layer + 1;
+  b.data.assign(2048, static_cast<uint8_t>(16 * layer + index));
   return b;
 }
 
@@ -63,18 +74,24 @@ TEST(UcxKvConnectorTest, CarriesBlocksAndAcknowledgements) {
   auto prefill = CreateUcxKvConnector({.peer = address, .identity = Identity()});
   ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
 
+  // Whole blocks, then a block as layer slices: UCX sends per layer.
+  EXPECT_TRUE((*prefill)->SendsPerLayer());
   for (int32_t i = 0; i < 5; ++i) (*prefill)->Send(Block(7, i));
-  (*prefill)->EndTransfer({.transfer_id = 7, .num_blocks = 5});
-  KvLanded landed = TakeUntil(**decode, 5, 1);
-  ASSERT_EQ(landed.blocks.size(), 5u);
-  for (int32_t i = 0; i < 5; ++i) {
-    const KvBlockPayload expected = Block(7, i);
-    EXPECT_EQ(landed.blocks[static_cast<size_t>(i)].block_index, i);
-    EXPECT_EQ(landed.blocks[static_cast<size_t>(i)].tokens, expected.tokens);
-    EXPECT_EQ(landed.blocks[static_cast<size_t>(i)].data, expected.data);
+  for (int32_t layer = 0; layer < 2; ++layer) (*prefill)->Send(Slice(7, 5, layer));
+  (*prefill)->EndTransfer({.transfer_id = 7, .num_blocks = 6});
+  KvLanded landed = TakeUntil(**decode, 7, 1);
+  ASSERT_EQ(landed.blocks.size(), 7u);
+  for (int32_t i = 0; i < 7; ++i) {
+    const KvBlockPayload expected = i < 5 ? Block(7, i) : Slice(7, 5, i - 5);
+    const KvBlockPayload& got = landed.blocks[static_cast<size_t>(i)];
+    EXPECT_EQ(got.block_index, expected.block_index);
+    EXPECT_EQ(got.layer_begin, expected.layer_begin);
+    EXPECT_EQ(got.layer_end, expected.layer_end);
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_EQ(got.data, expected.data);
   }
   ASSERT_EQ(landed.ends.size(), 1u);
-  EXPECT_EQ(landed.ends[0].num_blocks, 5);
+  EXPECT_EQ(landed.ends[0].num_blocks, 6);
 
   (*decode)->Acknowledge(7, true);
   EXPECT_TRUE((*prefill)->WaitAcknowledged(7, 20).ok());

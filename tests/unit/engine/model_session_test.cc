@@ -1,10 +1,12 @@
 // ModelSession and its options: the one translation of the engine's options
-// into the compiler's, the KV cache's sizing, and forward passes over a
-// single sequence against one pass over all of it.
+// into the compiler's, the KV cache's sizing, forward passes over a single
+// sequence against one pass over all of it, and the per-layer callback of a
+// pass.
 #include "engine/model_session.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -147,6 +149,93 @@ TEST(ModelSession, ForwardSequenceContinuesFromTheCache) {
   // Beyond the cache's 32 tokens: refused, nothing run.
   Status beyond = session.ForwardSequence(ids, 20, {}, nullptr);
   EXPECT_EQ(beyond.code(), StatusCode::kOutOfRange) << beyond.ToString();
+}
+
+// What the per-layer callback saw: the layers in call order, and whether
+// the layer's keys were in the cache then and the next layer's not yet.
+struct LayerCalls {
+  const KvCache* cache = nullptr;
+  size_t key_bytes = 0;  // of the batch's tokens in block 0, per layer
+  std::vector<int32_t> layers;
+  bool written_in_time = true;
+};
+
+bool AnyNonZero(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return std::any_of(b, b + n, [](uint8_t x) { return x != 0; });
+}
+
+void RecordLayer(void* context, int32_t layer) {
+  auto* calls = static_cast<LayerCalls*>(context);
+  calls->layers.push_back(layer);
+  const int64_t num_layers = calls->cache->layout().num_layers;
+  if (!AnyNonZero(calls->cache->keys(layer), calls->key_bytes)) calls->written_in_time = false;
+  if (layer + 1 < num_layers && AnyNonZero(calls->cache->keys(layer + 1), calls->key_bytes)) {
+    calls->written_in_time = false;  // the first pass: later layers are not written yet
+  }
+}
+
+// Forward calls a batch's on_kv_layer_written once per layer, in layer
+// order, each right after that layer's keys and values are written and
+// before the next layer's; a batch without one runs as before.
+TEST(ModelSession, ForwardCallsTheKvLayerCallbackAfterEachLayersWrite) {
+  auto weights = TinyQwen2();
+  ASSERT_NE(weights, nullptr);
+  ModelSessionOptions o;
+  o.precision = Precision::kFp32;
+  o.threads = 2;
+  o.max_seqs = 1;
+  o.max_batch_tokens = 32;
+  o.kv_tokens_per_seq = 32;
+  auto created = ModelSession::Create(*weights, o);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ModelSession& session = **created;
+  const KvCacheLayout& layout = session.kv_cache().layout();
+  const int64_t vocab = session.config().vocab_size;
+
+  const int32_t n = 6;
+  std::vector<int32_t> ids, positions, token_seq(n, 0);
+  for (int32_t i = 0; i < n; ++i) {
+    ids.push_back(i * 13 + 5);
+    positions.push_back(i);
+  }
+  const int32_t query_start[2] = {0, n};
+  const int32_t seq_len = n;
+  const int32_t table[1] = {0};
+  const int32_t* tables[1] = {table};
+  const int32_t output_row = n - 1;
+  ForwardBatch b;
+  b.num_tokens = n;
+  b.token_ids = ids.data();
+  b.positions = positions.data();
+  b.token_seq = token_seq.data();
+  b.num_seqs = 1;
+  b.query_start = query_start;
+  b.seq_lens = &seq_len;
+  b.block_tables = tables;
+  b.num_output_rows = 1;
+  b.output_rows = &output_row;
+  LayerCalls calls;
+  calls.cache = &session.kv_cache();
+  calls.key_bytes = static_cast<size_t>(n * layout.TokenElementBytes());
+  b.on_kv_layer_written = {.fn = &RecordLayer, .context = &calls};
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  ASSERT_TRUE(session.Forward(b, logits.data(), vocab).ok());
+  std::vector<int32_t> in_order(static_cast<size_t>(layout.num_layers));
+  for (size_t l = 0; l < in_order.size(); ++l) in_order[l] = static_cast<int32_t>(l);
+  EXPECT_EQ(calls.layers, in_order);
+  EXPECT_TRUE(calls.written_in_time);
+
+  // Once per layer per pass: a second pass calls each layer again.
+  calls.layers.clear();
+  ASSERT_TRUE(session.Forward(b, logits.data(), vocab).ok());
+  EXPECT_EQ(calls.layers, in_order);
+
+  // Without a callback, the same logits.
+  std::vector<float> plain(logits.size());
+  b.on_kv_layer_written = {};
+  ASSERT_TRUE(session.Forward(b, plain.data(), vocab).ok());
+  EXPECT_EQ(std::memcmp(plain.data(), logits.data(), plain.size() * sizeof(float)), 0);
 }
 
 }  // namespace model_session_tests
