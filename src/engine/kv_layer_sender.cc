@@ -25,6 +25,10 @@ KvLayerCallback KvLayerSender::Callback() {
 
 void KvLayerSender::OnLayerWritten(void* self, int32_t layer) { static_cast<KvLayerSender*>(self)->SendLayer(layer); }
 
+void KvLayerSender::SendLayersLeft() {
+  for (auto layer = next_layer_; layer < cache_.layout().num_layers; ++layer) SendLayer(static_cast<int32_t>(layer));
+}
+
 void KvLayerSender::SendLayer(int32_t layer) {
   if (layer != next_layer_ || layer >= cache_.layout().num_layers) {
     // A slice out of order would leave a gap the receiver never fills; the

@@ -38,6 +38,12 @@ class KvLayerSender {
   // For the pass's ForwardBatch; unset when nothing is planned.
   KvLayerCallback Callback();
 
+  // After a successful pass: sends the layers the runtime did not call back
+  // for (a program whose kv_write steps were fused into others, or a
+  // backend that runs a pass without step boundaries). Their bytes are the
+  // same; they only go later.
+  void SendLayersLeft();
+
   // Slices sent since Clear, and the layers whose slices went (in order,
   // each once: anything else is the runtime's error).
   int64_t slices_sent() const { return slices_sent_; }

@@ -715,9 +715,10 @@ KvLayerCallback LLMEngine::PlanKvLayerSends(const ScheduledBatch& batch) {
 int64_t LLMEngine::FinishKvLayerSends(const ScheduledBatch& batch) {
   const auto num_layers = static_cast<int32_t>(session_->kv_cache().layout().num_layers);
   if (kv_layer_sender_->planned().empty()) return 0;
+  kv_layer_sender_->SendLayersLeft();
   if (kv_layer_sender_->layers_sent() != num_layers) {
-    // The runtime called back for fewer layers than the cache has: the
-    // blocks stay partial on the other side, and their transfers fail there.
+    // The runtime called back out of layer order: the blocks stay partial
+    // on the other side, and their transfers fail there.
     KILN_LOG_ERROR("KV layer sender: {} of {} layers sent in a pass", kv_layer_sender_->layers_sent(), num_layers);
     return 0;
   }

@@ -25,6 +25,7 @@
 #include "engine/block_manager.h"
 #include "engine/kv_block_copy.h"
 #include "engine/kv_connector.h"
+#include "engine/kv_layer_sender.h"
 #include "engine/kv_transfer_receiver.h"
 #include "engine_test_util.h"
 #include "format/weight_store.h"
@@ -560,6 +561,31 @@ TEST(KvTransferTest, LayerSlicesGoOutInLayerOrderOncePerPass) {
     }
   }
   EXPECT_EQ(at, wire->sent.size());
+}
+
+// A pass whose runtime called back for only some layers (kv_write fused
+// away, a backend without step boundaries) or out of order: what is left
+// goes after the pass, each layer once, with the cache's bytes.
+TEST(KvTransferTest, LayersTheRuntimeDidNotReportGoAfterThePass) {
+  auto cache = KvCache::Allocate(SmallLayout(DType::kF32), HostMemory());
+  ASSERT_TRUE(cache.ok());
+  KvBlockPayload whole = SampleBlock(4, static_cast<size_t>(KvBlockPayloadBytes((*cache)->layout())));
+  ASSERT_TRUE(WriteKvBlock(**cache, 3, whole.data).ok());
+  for (const std::vector<int32_t>& called : {std::vector<int32_t>{}, {0}, {1}, {0, 1}}) {
+    auto wire = std::make_shared<LoopbackConnector::Wire>();
+    LoopbackConnector connector(wire, false);
+    KvLayerSender sender(connector, **cache);
+    sender.Plan({.transfer_id = 9, .block_index = 0, .parent_hash = whole.parent_hash, .hash = whole.hash,
+                 .tokens = whole.tokens, .cache_block = 3});
+    const KvLayerCallback callback = sender.Callback();
+    ASSERT_TRUE(callback);
+    for (int32_t layer : called) callback.fn(callback.context, layer);
+    sender.SendLayersLeft();
+    EXPECT_EQ(sender.layers_sent(), 2) << fmt::format("{}", called);
+    EXPECT_EQ(sender.slices_sent(), 2) << fmt::format("{}", called);
+    std::lock_guard<std::mutex> lock(wire->mu);
+    EXPECT_EQ(BlocksAsSent(wire->sent, 2).at(whole.hash), whole.data) << fmt::format("{}", called);
+  }
 }
 
 TEST(KvTransferTest, PerLayerSendingCanBeTurnedOff) {
