@@ -19,6 +19,10 @@ CASE is one of
                   killed, each mid-generation: every process gone within the
                   collective time-out, rank 0 failing with a clear error
                   when rank 1 stops; and at T = 2, P = 2, rank 2 stopped
+  reference MODEL the model's four fp32 reference prompts, 64 greedy tokens
+                  each: every token equal to single-process kiln, and equal
+                  to the reference wherever its top-2 margin exceeds 3e-3
+                  (reference_prompts.py)
   generate-both MODEL
                   T = 2 and P = 2 on 4 ranks: greedy text equal, logits
                   within tensor parallelism's tolerance
@@ -44,9 +48,20 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tensor_parallel_check import (PROMPTS, ENV, alive, case_rank_killed, chat, expect_error, fail,  # noqa: E402
                                    free_port, model_path, mpirun_args, ranks_of, read_logits, run,
-                                   wait_ready)
+                                   wait_ready, MODELS)
+import reference_prompts  # noqa: E402
 
 SPLIT = ["--pipeline-parallel-size", "2"]
+
+
+def case_reference(mpirun, kiln, model):
+    failures, summary = reference_prompts.check(run, kiln, MODELS, model, mpirun_args(mpirun, 2), SPLIT,
+                                                "pipeline parallel rank 1: layers", exact=True)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print(summary, "under P = 2")
 
 
 def case_generate(mpirun, kiln, model, extra):
@@ -286,6 +301,8 @@ def main():
         case_generate_both(mpirun, kiln, sys.argv[4])
     elif case == "serve":
         case_serve(mpirun, kiln, sys.argv[4])
+    elif case == "reference":
+        case_reference(mpirun, kiln, sys.argv[4])
     elif case == "rank-killed":
         case_rank_killed(mpirun, kiln, "kill", split=SPLIT)
         case_rank_killed(mpirun, kiln, "stop", split=SPLIT)

@@ -21,6 +21,10 @@ CASE is one of
                   killed, each mid-generation: every process gone within the
                   collective time-out, rank 0 failing with a clear error
                   when rank 1 stops
+  reference MODEL the model's four fp32 reference prompts, 64 greedy tokens
+                  each: equal to the reference and to single-process kiln
+                  wherever the reference's top-2 margin exceeds 3e-3
+                  (reference_prompts.py)
   bench-sweep     kiln bench throughput's sweep, an engine per max-num-seqs
                   in turn: the other rank follows each one's shape
   bad-input       T not dividing the heads, T x P not the ranks started,
@@ -44,6 +48,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_prompts  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.environ.get("KILN_SHARED_DIR", os.path.join(os.path.dirname(REPO), "shared"))
@@ -122,6 +129,16 @@ def case_generate(mpirun, kiln, model, extra):
                 fail(f"pass {i}: logits differ by {err_i:.3g} > {tol:.3g}")
         print(f"{model}: {len(a)} passes, greedy text equal, worst logit difference {worst:.3f} of the tolerance;"
               f" split run {time.time() - start:.1f} s")
+
+
+def case_reference(mpirun, kiln, model):
+    failures, summary = reference_prompts.check(run, kiln, MODELS, model, mpirun_args(mpirun, 2),
+                                                ["--tensor-parallel-size", "2"], "tensor parallel rank 1 of 2", exact=False)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print(summary, "under T = 2")
 
 
 def free_port():
@@ -312,6 +329,8 @@ def main():
         case_generate(mpirun, kiln, sys.argv[4], sys.argv[5:])
     elif case == "serve":
         case_serve(mpirun, kiln, sys.argv[4])
+    elif case == "reference":
+        case_reference(mpirun, kiln, sys.argv[4])
     elif case == "rank-killed":
         case_rank_killed(mpirun, kiln, "kill")
         case_rank_killed(mpirun, kiln, "stop")

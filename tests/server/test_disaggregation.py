@@ -6,15 +6,23 @@ several blocks, prefilled in chunks of a few blocks so that blocks go out
 between passes), whether blocks go layer by layer during the pass
 (--kv-send-per-layer, the default) or whole after it, the decode instance's
 prefix cache hits the transferred blocks, and two instances that differ in
-block size refuse each other."""
+block size refuse each other. On every shared model, the fp32 reference
+prompts' 64 greedy tokens come out of the split as they come out of one
+instance, and as the reference has them wherever its top-2 margin exceeds
+3e-3 (tests/parallel/reference_prompts.py)."""
 
 import json
+import os
 import subprocess
+import sys
 import time
 
 import pytest
 
-from kiln_server import KILN, KilnServer, free_port, sse_events, url_of, wait_for
+from kiln_server import KILN, SHARED, KilnServer, free_port, sse_events, url_of, wait_for
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "parallel"))
+import reference_prompts  # noqa: E402
 
 
 class KilnPdRouter(KilnServer):
@@ -105,6 +113,52 @@ def test_split_equals_single_process(kv_dtype, per_layer):
         status, _, data = router.request("POST", "/v1/completions", {"prompt": "hello", "max_tokens": 2})
         assert status == 503, data
         assert json.loads(data)["error"]["code"] == "prefill_failed"
+
+
+@pytest.mark.parametrize("model", ["tiny-llama", "tiny-qwen2", "tiny-qwen3"])
+def test_reference_prompts_through_the_split(model):
+    models = os.path.join(SHARED, "models")
+    prompts = reference_prompts.reference(models, model)
+    engine = ["--precision", "fp32", "--max-prefill-chunk", "16"]
+    path = os.path.join(models, model)
+
+    def texts(server):
+        got = []
+        for ids, _, _ in prompts:
+            status, reply = server.post_json("/v1/completions", {
+                "prompt": ids, "max_tokens": reference_prompts.MAX_TOKENS, "temperature": 0, "ignore_eos": True})
+            assert status == 200, reply
+            got.append(reply["choices"][0]["text"])
+        return got
+
+    with KilnServer(*engine, model=path) as single:
+        expected = texts(single)
+        # The reference's decisive tokens as text after their prompt, by the
+        # same tokenizer (decoded after the prompt, as a completion's text is:
+        # alone, a first token loses its leading space).
+        def detokenize(ids):
+            status, reply = single.post_json("/detokenize", {"tokens": ids})
+            assert status == 200, reply
+            return reply["prompt"]
+
+        decisive = []
+        for ids, ref_ids, margins in prompts:
+            n = reference_prompts.decisive_length(margins)
+            head, whole = detokenize(ids), detokenize(ids + ref_ids[:n])
+            assert whole.startswith(head)
+            decisive.append(whole[len(head):])
+    kv_port = free_port()
+    with KilnServer(*engine, "--role", "decode", "--kv-listen", f"127.0.0.1:{kv_port}", model=path) as decode, \
+            KilnServer(*engine, "--role", "prefill", "--kv-peer", f"127.0.0.1:{kv_port}", model=path) as prefill, \
+            KilnPdRouter(url_of(prefill), url_of(decode)) as router:
+        got = texts(router)
+        assert decode.metrics()["kiln_kv_transfers_completed_total"] == len(prompts)
+    assert got == expected
+    for k, (text, prefix, (_, _, margins)) in enumerate(zip(got, decisive, prompts)):
+        if reference_prompts.decisive_length(margins) == reference_prompts.MAX_TOKENS:
+            assert text == prefix, (k, text, prefix)
+        else:
+            assert text.startswith(prefix), (k, text, prefix)
 
 
 def test_prefill_instance_started_first_waits_for_its_decode_instance():
