@@ -113,18 +113,23 @@ TEST(ModelSession, CompilesAndAllocatesItsKvCacheInTheAttentionBackendsMemory) {
       << none.status().message();
 }
 
-// A sequence run in passes of 5 tokens gives the logits of one pass over
-// all of it, bit for bit: each pass continues from the cache.
-TEST(ModelSession, ForwardSequenceContinuesFromTheCache) {
-  auto weights = TinyQwen2();
-  ASSERT_NE(weights, nullptr);
+// fp32, one sequence of up to 32 tokens, two threads.
+ModelSessionOptions OneSequenceOf32Tokens() {
   ModelSessionOptions o;
   o.precision = Precision::kFp32;
   o.threads = 2;
   o.max_seqs = 1;
   o.max_batch_tokens = 32;
   o.kv_tokens_per_seq = 32;
-  auto created = ModelSession::Create(*weights, o);
+  return o;
+}
+
+// A sequence run in passes of 5 tokens gives the logits of one pass over
+// all of it, bit for bit: each pass continues from the cache.
+TEST(ModelSession, ForwardSequenceContinuesFromTheCache) {
+  auto weights = TinyQwen2();
+  ASSERT_NE(weights, nullptr);
+  auto created = ModelSession::Create(*weights, OneSequenceOf32Tokens());
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ModelSession& session = **created;
   const int64_t vocab = session.config().vocab_size;
@@ -181,13 +186,7 @@ void RecordLayer(void* context, int32_t layer) {
 TEST(ModelSession, ForwardCallsTheKvLayerCallbackAfterEachLayersWrite) {
   auto weights = TinyQwen2();
   ASSERT_NE(weights, nullptr);
-  ModelSessionOptions o;
-  o.precision = Precision::kFp32;
-  o.threads = 2;
-  o.max_seqs = 1;
-  o.max_batch_tokens = 32;
-  o.kv_tokens_per_seq = 32;
-  auto created = ModelSession::Create(*weights, o);
+  auto created = ModelSession::Create(*weights, OneSequenceOf32Tokens());
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ModelSession& session = **created;
   const KvCacheLayout& layout = session.kv_cache().layout();
