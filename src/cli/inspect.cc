@@ -12,6 +12,7 @@
 #include "cli/inspect_onnx.h"
 #include "cli/inspect_pipeline.h"
 #include "compiler/compiled_model.h"
+#include "core/byte_size.h"
 #include "engine/model_session_options.h"
 #include "format/artifact_file.h"
 #include "format/gguf.h"
@@ -32,10 +33,6 @@ std::string GroupDigits(int64_t v) {
     out += digits[i];
   }
   return v < 0 ? "-" + out : out;
-}
-
-std::string MiB(int64_t bytes) {
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
 const char* RopeStyleName(RopeStyle s) {
@@ -85,8 +82,8 @@ void PrintExperts(const ModelConfig& c) {
   if (c.num_experts == 0) return;
   int64_t moe_layers = 0;
   for (int64_t l = 0; l < c.num_layers; ++l) moe_layers += c.LayerIsMoe(l) ? 1 : 0;
-  fmt::print("experts: {}, {} per token, intermediate size {}, weights {}\n", c.num_experts, c.experts_per_token,
-             c.expert_intermediate_size,
+  fmt::print("experts: {}, {} per token, intermediate size {}, weights {}\n", c.num_experts,
+             c.experts_per_token, c.expert_intermediate_size,
              c.normalize_expert_weights ? "renormalized to sum 1" : "softmax probabilities as they are");
   fmt::print("expert layers: {} of {}\n", moe_layers, c.num_layers);
   if (c.shared_expert_intermediate_size > 0) {
@@ -101,7 +98,8 @@ Status PrintPreset(const std::string& name) {
   fmt::print("preset: {}\n", name);
   fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
   fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
-  if (c.num_experts > 0) fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
+  if (c.num_experts > 0)
+    fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
   fmt::print("context length: {}\n", c.max_position_embeddings);
   fmt::print("layers: {}\n", c.num_layers);
   fmt::print("hidden size: {}\n", c.hidden_size);
@@ -117,11 +115,12 @@ Status PrintPreset(const std::string& name) {
       for (int64_t d : spec.shape) n *= static_cast<uint64_t>(d);
       bytes += spec.shape.size() == 1 ? 4 * n : DTypeBytes(dtype, n).value_or(0);
     }
-    memory += fmt::format("{}{} {}", memory.empty() ? "" : ", ", DTypeName(dtype), MiB(static_cast<int64_t>(bytes)));
+    memory += fmt::format("{}{} {}", memory.empty() ? "" : ", ", DTypeName(dtype),
+                          MiBText(static_cast<int64_t>(bytes)));
   }
   fmt::print("memory for weights: {}\n", memory);
-  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiB(c.KvBytesPerToken(4) * 1000),
-             MiB(c.KvBytesPerToken(2) * 1000));
+  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiBText(c.KvBytesPerToken(4) * 1000),
+             MiBText(c.KvBytesPerToken(2) * 1000));
   return Status::Ok();
 }
 
@@ -144,7 +143,8 @@ void PrintModel(const WeightStore& store) {
   fmt::print("format: {}\n", ModelFormatName(store.format()));
   fmt::print("architecture: {} ({})\n", ArchitectureName(c.arch), c.hf_architecture);
   fmt::print("parameters: {}\n", GroupDigits(c.ParameterCount()));
-  if (c.num_experts > 0) fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
+  if (c.num_experts > 0)
+    fmt::print("active parameters per token: {}\n", GroupDigits(c.ActiveParameterCount()));
   fmt::print("tensors: {}, {} bytes\n", store.weights().size(), GroupDigits(file_bytes));
   fmt::print("dtypes: {}\n", Counts(file_dtypes));
   if (!converted.empty()) fmt::print("converted at load: {}\n", Counts(converted));
@@ -191,11 +191,14 @@ void PrintModel(const WeightStore& store) {
   }
   fmt::print("bos: {}, eos: {}\n", Ids(c.bos_token_ids), Ids(c.eos_token_ids));
 
-  auto tokenizer = store.gguf() != nullptr ? LoadTokenizerFromGguf(*store.gguf()) : LoadTokenizer(store.path());
+  auto tokenizer =
+      store.gguf() != nullptr ? LoadTokenizerFromGguf(*store.gguf()) : LoadTokenizer(store.path());
   if (tokenizer.ok()) {
     const Tokenizer& t = **tokenizer;
     fmt::print("tokenizer: {}, vocabulary {}, from {}\n", t.type(), GroupDigits(t.vocab_size()), t.source());
-    auto piece = [&](int32_t id) { return id < 0 ? std::string("none") : fmt::format("{} {}", id, t.TokenPiece(id)); };
+    auto piece = [&](int32_t id) {
+      return id < 0 ? std::string("none") : fmt::format("{} {}", id, t.TokenPiece(id));
+    };
     fmt::print("special tokens: bos {}, eos {}, unk {}; add bos: {}\n", piece(t.bos_id()), piece(t.eos_id()),
                piece(t.unk_id()), t.add_bos() ? "yes" : "no");
     std::string specials;
@@ -205,17 +208,20 @@ void PrintModel(const WeightStore& store) {
     }
     if (!specials.empty()) fmt::print("added special tokens: {}\n", specials);
     std::string eog;
-    for (int32_t id : t.end_of_generation_ids()) eog += fmt::format("{}{}", eog.empty() ? "" : ", ", piece(id));
+    for (int32_t id : t.end_of_generation_ids())
+      eog += fmt::format("{}{}", eog.empty() ? "" : ", ", piece(id));
     fmt::print("end-of-generation tokens: {}\n", eog.empty() ? "none" : eog);
-    fmt::print("chat template: {}\n",
-               t.chat_template().empty() ? "none" : fmt::format("present ({} bytes)", t.chat_template().size()));
+    fmt::print("chat template: {}\n", t.chat_template().empty()
+                                          ? "none"
+                                          : fmt::format("present ({} bytes)", t.chat_template().size()));
   } else {
     fmt::print("tokenizer: none ({})\n", tokenizer.status().message());
   }
 
-  fmt::print("memory for weights: {} ({} bytes)\n", MiB(store.TotalBytes()), GroupDigits(store.TotalBytes()));
-  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiB(c.KvBytesPerToken(4) * 1000),
-             MiB(c.KvBytesPerToken(2) * 1000));
+  fmt::print("memory for weights: {} ({} bytes)\n", MiBText(store.TotalBytes()),
+             GroupDigits(store.TotalBytes()));
+  fmt::print("kv cache per 1,000 tokens: f32 {}, bf16/f16 {}\n", MiBText(c.KvBytesPerToken(4) * 1000),
+             MiBText(c.KvBytesPerToken(2) * 1000));
 }
 
 }  // namespace
@@ -238,14 +244,16 @@ void RegisterInspect(CLI::App& app) {
     std::string preset;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("model", a->model, "A Hugging Face folder, a .gguf file, an .onnx file or a .kiln artifact");
+  cmd->add_option("model", a->model,
+                  "A Hugging Face folder, a .gguf file, an .onnx file or a .kiln artifact");
   cmd->add_option("--preset", a->preset,
                   "Instead of a model: a preset's shapes and the memory its weights would need (" +
                       fmt::format("{}", fmt::join(PresetNames(), ", ")) + ")");
   cmd->add_flag("--plan", a->plan,
                 "Compile the model and print the plan: placement, fallbacks, fusions, memory (for a .kiln "
                 "artifact: the plan stored when it was compiled)");
-  cmd->add_flag("--verify", a->verify, "For a .kiln artifact: check every section's checksum, weights included");
+  cmd->add_flag("--verify", a->verify,
+                "For a .kiln artifact: check every section's checksum, weights included");
   cmd->add_flag("--nodes", a->nodes, "With --plan: one line per op with its backend");
   cmd->add_option("--backend", a->backend, "With --plan: the backend to compile for")->capture_default_str();
   AddBackendPluginFlag(cmd, &a->backend_plugins);
@@ -255,7 +263,8 @@ void RegisterInspect(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "With --plan: compute threads (0: one per physical core)");
   cmd->add_flag("--w8a8", a->w8a8, "With --plan: the decoder layers' linears repacked to int8 (W8A8)");
-  cmd->add_option("--input-shape", a->input_shapes, "For ONNX models: NAME:DIMS fixes an input's shape (repeatable)");
+  cmd->add_option("--input-shape", a->input_shapes,
+                  "For ONNX models: NAME:DIMS fixes an input's shape (repeatable)");
   cmd->callback([a]() {
     if (!a->preset.empty() || a->model.empty()) {
       Status printed = a->model.empty() == a->preset.empty()

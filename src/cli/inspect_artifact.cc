@@ -7,13 +7,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/byte_size.h"
 #include "engine/model_artifact.h"
 #include "format/artifact_file.h"
 
 namespace kiln::cli {
 namespace {
-
-std::string MiB(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
 
 std::string Time(int64_t t) {
   std::time_t time = static_cast<std::time_t>(t);
@@ -29,7 +28,8 @@ void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   std::string options;
   for (const std::string& flag : ArtifactCompileFlags()) {
     const nlohmann::json& v = m.at("options").at(flag);
-    options += fmt::format("{}{} {}", options.empty() ? "" : " ", flag, v.is_string() ? v.get<std::string>() : v.dump());
+    options += fmt::format("{}{} {}", options.empty() ? "" : " ", flag,
+                           v.is_string() ? v.get<std::string>() : v.dump());
   }
   fmt::print("options: {}\n", options);
   const nlohmann::json& c = m.at("config");
@@ -45,9 +45,9 @@ void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   for (const nlohmann::json& p : m.at("packed")) {
     ++layouts[p.at("backend").get<std::string>() + ":" + p.at("layout").get<std::string>()];
   }
-  fmt::print("tensors: {}, {}\n", m.at("tensors").size(), MiB(static_cast<double>(tensor_bytes)));
+  fmt::print("tensors: {}, {}\n", m.at("tensors").size(), MiBText(static_cast<double>(tensor_bytes)));
   fmt::print("packed: {} matrices, {} beside the tensors:", m.at("packed").size(),
-             MiB(static_cast<double>(packed_bytes)));
+             MiBText(static_cast<double>(packed_bytes)));
   for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
   fmt::print("\n");
   const nlohmann::json& tok = m.at("tokenizer");
@@ -80,12 +80,13 @@ void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
     ++layouts[layout.substr(0, layout.find(':'))];
     bytes += e.at("bytes").get<uint64_t>();
   }
-  fmt::print("in kernel layouts: {} constants, {}:", m.at("laid_out").size(), MiB(static_cast<double>(bytes)));
+  fmt::print("in kernel layouts: {} constants, {}:", m.at("laid_out").size(),
+             MiBText(static_cast<double>(bytes)));
   for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
   fmt::print("\n");
   const ArtifactSection* graph = file.Find("onnx.model");
   fmt::print("graph: the .onnx file, {}, with {} external data files\n",
-             MiB(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());
+             MiBText(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());
 }
 
 }  // namespace
@@ -96,16 +97,18 @@ Status PrintArtifact(const std::string& path, bool verify, bool plan, bool nodes
   const nlohmann::json& m = a.metadata;
   try {
     fmt::print("artifact: {}\n", path);
-    fmt::print("format: kiln artifact version {}, {} sections, {}\n", file.format_version(), file.sections().size(),
-               MiB(static_cast<double>(file.size())));
-    fmt::print("compiled by: kiln {} (kernel-layout version {}), {}\n", m.at("kiln_version").get<std::string>(),
-               m.at("kernel_layout_version").get<int>(), Time(m.at("created").get<int64_t>()));
+    fmt::print("format: kiln artifact version {}, {} sections, {}\n", file.format_version(),
+               file.sections().size(), MiBText(static_cast<double>(file.size())));
+    fmt::print("compiled by: kiln {} (kernel-layout version {}), {}\n",
+               m.at("kiln_version").get<std::string>(), m.at("kernel_layout_version").get<int>(),
+               Time(m.at("created").get<int64_t>()));
     fmt::print("backend: {}, ISA {}\n", m.at("backend").get<std::string>(), m.at("isa").get<std::string>());
     const nlohmann::json& cpu = m.at("cpu");
     fmt::print("cpu: {}; features: {}\n", cpu.at("model").get<std::string>(),
                fmt::join(cpu.at("features").get<std::vector<std::string>>(), " "));
     const nlohmann::json& source = m.at("source");
-    fmt::print("source: {} ({})\n", source.at("path").get<std::string>(), source.at("format").get<std::string>());
+    fmt::print("source: {} ({})\n", source.at("path").get<std::string>(),
+               source.at("format").get<std::string>());
     if (source.value("load_format", std::string()) == "dummy") {
       fmt::print("  generated weights: preset '{}', seed {}\n", source.at("preset").get<std::string>(),
                  source.at("seed").get<uint64_t>());

@@ -1,5 +1,7 @@
-// The one parser of byte sizes (--kv-cache-memory, --max-body-size).
+// Byte sizes: the one parser of them (--kv-cache-memory, --max-body-size), and how they print.
 #include "core/byte_size.h"
+
+#include <fmt/format.h>
 
 #include <cctype>
 #include <cmath>
@@ -49,6 +51,10 @@ Expected<ByteSize> ParseByteSize(std::string_view text) {
   size.has_unit = !unit.empty();
   size.bytes = static_cast<int64_t>(bytes);
   return size;
+}
+
+std::string MiBText(double bytes) {
+  return fmt::format("{:.1f} MiB", bytes / (1 << 20));
 }
 
 }  // namespace kiln

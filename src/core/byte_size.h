@@ -1,7 +1,8 @@
-// Sizes in bytes as people write them on a command line.
+// Sizes in bytes as people write them on a command line, and read them.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -24,5 +25,8 @@ struct ByteSize {
 // Sizes of 2^63 bytes and more are refused. Errors say what was wrong,
 // without naming the option (the caller does).
 Expected<ByteSize> ParseByteSize(std::string_view text);
+
+// A size for people to read, in MiB to one decimal: "12.3 MiB".
+std::string MiBText(double bytes);
 
 }  // namespace kiln

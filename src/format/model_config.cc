@@ -17,12 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-struct ArchitectureName {
+struct ArchitectureEntry {
   Architecture arch;
   const char* hf_name;
   const char* model_type;
 };
-constexpr ArchitectureName kArchitectures[] = {
+constexpr ArchitectureEntry kArchitectures[] = {
     {Architecture::kLlama, "LlamaForCausalLM", "llama"},
     {Architecture::kMistral, "MistralForCausalLM", "mistral"},
     {Architecture::kQwen2, "Qwen2ForCausalLM", "qwen2"},

@@ -1,6 +1,7 @@
 // safetensors reader: validates the JSON header against the file's bytes
 // (lengths, dtypes, shapes, ranges, duplicates) before exposing any tensor.
 #include "format/safetensors.h"
+#include "core/shape_text.h"
 
 #include <algorithm>
 #include <cstring>
@@ -19,11 +20,11 @@ using nlohmann::json;
 // implementation refuses them too); it bounds what the JSON parser builds.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
-struct DTypeName {
+struct SafetensorsDType {
   const char* name;
   DType dtype;
 };
-constexpr DTypeName kDTypes[] = {
+constexpr SafetensorsDType kDTypes[] = {
     {"F64", DType::kF64},        {"F32", DType::kF32},        {"F16", DType::kF16}, {"BF16", DType::kBF16},
     {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2}, {"I64", DType::kI64}, {"I32", DType::kI32},
     {"I16", DType::kI16},        {"I8", DType::kI8},          {"U8", DType::kU8},   {"BOOL", DType::kBool},
@@ -39,10 +40,6 @@ std::string JsonErrorText(const std::exception& e) {
     if (close != std::string::npos) return what.substr(close + 2);
   }
   return what;
-}
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 // A non-negative JSON integer, or nullopt.
@@ -158,10 +155,10 @@ Expected<SafetensorsTensor> TensorFromJson(const std::string& name, const json& 
   t.end = *end;
 
   auto expected = DTypeBytes(t.dtype, static_cast<uint64_t>(elements));
-  if (!expected) return Corrupt("{}: byte size of shape {} overflows", what, ShapeString(t.shape));
+  if (!expected) return Corrupt("{}: byte size of shape {} overflows", what, ShapeText(t.shape));
   if (*expected != t.nbytes()) {
     return Corrupt("{}: dtype {} x shape {} is {} bytes, but data_offsets [{}, {}] hold {}", what, dtype_name,
-                   ShapeString(t.shape), *expected, t.begin, t.end, t.nbytes());
+                   ShapeText(t.shape), *expected, t.begin, t.end, t.nbytes());
   }
   return t;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 // The store's members' complete types, for its destructor.
+#include "core/shape_text.h"
 #include "format/artifact_file.h"
 #include "format/gguf.h"
 
@@ -32,15 +33,14 @@ class ShardWeightStore : public WeightStore {
   void Own(std::shared_ptr<void> p) { owned_.push_back(std::move(p)); }
 };
 
-std::string ShapeText(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
-
 // Bytes of `elements` consecutive elements of a row of `w`, which must be
 // whole blocks.
 Expected<uint64_t> SpanBytes(const Weight& w, int64_t elements, int size) {
   const DTypeInfo& info = GetDTypeInfo(w.dtype);
   if (elements % info.block_size != 0) {
     return InvalidArgument(
-        "tensor {} of shape {} ({}): its {} input columns split over {} ranks give {} each, not a whole number of "
+        "tensor {} of shape {} ({}): its {} input columns split over {} ranks give {} each, not a whole "
+        "number of "
         "its {}-element blocks",
         w.name, ShapeText(w.shape), info.name, w.shape.back(), size, elements, info.block_size);
   }
@@ -59,7 +59,8 @@ Expected<Weight> SliceRows(const Weight& w, int64_t first, int64_t count, int si
 }
 
 // Columns [first, first + count) of every row of a matrix, copied.
-Expected<Weight> SliceColumns(ShardWeightStore& store, const Weight& w, int64_t first, int64_t count, int size) {
+Expected<Weight> SliceColumns(ShardWeightStore& store, const Weight& w, int64_t first, int64_t count,
+                              int size) {
   const int64_t rows = w.shape[0];
   KILN_ASSIGN_OR_RETURN(uint64_t row_bytes, SpanBytes(w, w.shape[1], size));
   KILN_ASSIGN_OR_RETURN(uint64_t offset, SpanBytes(w, first, size));
@@ -67,12 +68,13 @@ Expected<Weight> SliceColumns(ShardWeightStore& store, const Weight& w, int64_t 
   const uint64_t total = slice_bytes * static_cast<uint64_t>(rows);
   constexpr uint64_t kAlign = 64;
   void* p = std::aligned_alloc(kAlign, std::max<uint64_t>(kAlign, (total + kAlign - 1) / kAlign * kAlign));
-  if (p == nullptr) return ResourceExhausted("tensor {}: cannot allocate {} bytes for its slice", w.name, total);
+  if (p == nullptr)
+    return ResourceExhausted("tensor {}: cannot allocate {} bytes for its slice", w.name, total);
   std::shared_ptr<void> buffer(p, std::free);
   auto* dst = static_cast<uint8_t*>(p);
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + static_cast<uint64_t>(r) * slice_bytes, w.data + static_cast<uint64_t>(r) * row_bytes + offset,
-                slice_bytes);
+    std::memcpy(dst + static_cast<uint64_t>(r) * slice_bytes,
+                w.data + static_cast<uint64_t>(r) * row_bytes + offset, slice_bytes);
   }
   store.Own(std::move(buffer));
   Weight out = w;
@@ -89,17 +91,20 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 
 }  // namespace
 
-Expected<std::unique_ptr<WeightStore>> WeightStore::TensorParallelShard(std::shared_ptr<const WeightStore> source,
-                                                                        int rank, int size) {
+Expected<std::unique_ptr<WeightStore>> WeightStore::TensorParallelShard(
+    std::shared_ptr<const WeightStore> source, int rank, int size) {
   if (source == nullptr) return InvalidArgument("tensor parallelism: no weights");
   const ModelConfig& c = source->config();
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgument("tensor parallelism: rank {} of {} ranks", rank, size);
   }
-  if (c.tensor_parallel_size != 1) return InvalidArgument("{}: already a tensor-parallel shard", source->path());
+  if (c.tensor_parallel_size != 1)
+    return InvalidArgument("{}: already a tensor-parallel shard", source->path());
   if (source->format() == ModelFormat::kArtifact) {
-    return Unsupported("{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
-                       "compiled from", source->path());
+    return Unsupported(
+        "{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
+        "compiled from",
+        source->path());
   }
   if (c.num_experts > 0) {
     return Unsupported("{}: tensor parallelism over a mixture of experts is not supported", source->path());
@@ -110,8 +115,8 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::TensorParallelShard(std::sha
         source->path(), size, c.num_heads, c.num_kv_heads);
   }
   if (c.intermediate_size % size != 0) {
-    return InvalidArgument("{}: tensor parallel size {} does not divide intermediate_size {}", source->path(), size,
-                           c.intermediate_size);
+    return InvalidArgument("{}: tensor parallel size {} does not divide intermediate_size {}", source->path(),
+                           size, c.intermediate_size);
   }
   auto store = std::make_unique<ShardWeightStore>(*source, rank, size);
   ModelConfig& sc = store->config();

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "core/shape_text.h"
 #include "format/expert_weights.h"
 #include "format/fused_weights.h"
 #include "format/gguf.h"
@@ -31,12 +32,18 @@ struct LayerName {
   const char* hf;
 };
 constexpr LayerName kLayerNames[] = {
-    {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
-    {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-    {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},       {"attn_qkv", "self_attn.qkv_proj"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"attn_norm", "input_layernorm"},
+    {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"attn_qkv", "self_attn.qkv_proj"},
     // Phi-3's fused gate and up (ffn_up reads as up_proj, the entry above).
     {"ffn_up", "mlp.gate_up_proj"},
     // Mixtures of experts: the router, and Qwen2-MoE's shared expert and
@@ -91,10 +98,6 @@ std::shared_ptr<void> AlignedBuffer(uint64_t bytes) {
   void* p = std::aligned_alloc(kAlign, rounded);
   if (p == nullptr) return nullptr;
   return std::shared_ptr<void>(p, std::free);
-}
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 // splitmix64: a small, well-mixed generator, so dummy weights are the same
@@ -190,7 +193,8 @@ class LoadedWeightStore : public WeightStore {
     }
     for (const WeightSpec& spec : RequiredWeights(config_)) {
       const Weight* w = Find(spec.name);
-      std::string source_name = format_ == ModelFormat::kGguf ? MapGgufName(spec.name, config_, false) : spec.name;
+      std::string source_name =
+          format_ == ModelFormat::kGguf ? MapGgufName(spec.name, config_, false) : spec.name;
       std::string shown =
           source_name == spec.name ? spec.name : fmt::format("{} ({})", source_name, spec.name);
       if (w == nullptr) {
@@ -200,7 +204,7 @@ class LoadedWeightStore : public WeightStore {
       }
       if (w->shape != spec.shape) {
         return Corrupt("{}: tensor {} has shape {}, the config implies {}", w->file, shown,
-                       ShapeString(w->shape), ShapeString(spec.shape));
+                       ShapeText(w->shape), ShapeText(spec.shape));
       }
     }
     for (Weight& w : weights_) {
@@ -225,7 +229,8 @@ class LoadedWeightStore : public WeightStore {
  private:
   static bool IsNormWeight(const std::string& name) {
     const std::string_view suffix = "norm.weight";
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
 };
 
@@ -265,8 +270,8 @@ Expected<std::unique_ptr<WeightStore>> OpenHuggingFace(const std::string& folder
   std::shared_ptr<SafetensorsModel> shared(std::move(model));
   store->Own(std::shared_ptr<void>(shared, shared.get()));
   if (other_towers > 0) {
-    KILN_LOG_INFO("{}: {} runs its language model only; {} tensors of its other towers are not loaded", folder,
-                  store->config().hf_architecture, other_towers);
+    KILN_LOG_INFO("{}: {} runs its language model only; {} tensors of its other towers are not loaded",
+                  folder, store->config().hf_architecture, other_towers);
   }
   KILN_RETURN_IF_ERROR(SplitFusedWeights(store->config(), &store->mutable_weights()));
   RenameMixtralWeights(store->config(), &store->mutable_weights());
@@ -394,7 +399,8 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
                                                           uint64_t seed) {
   KILN_RETURN_IF_ERROR(config.Validate().WithContext("dummy weights"));
   if (!CanQuantizeTo(dtype)) {
-    return Unsupported("dummy weights: dtype {} (the types kiln quantize writes are supported)", DTypeName(dtype));
+    return Unsupported("dummy weights: dtype {} (the types kiln quantize writes are supported)",
+                       DTypeName(dtype));
   }
   auto store = std::make_unique<LoadedWeightStore>(fmt::format("dummy:{}", ArchitectureName(config.arch)),
                                                    ModelFormat::kDummy);

@@ -1,4 +1,5 @@
 #include "onnx/onnx_tensor_reader.h"
+#include "core/shape_text.h"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,6 @@ namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string DimsText(const std::vector<int64_t>& dims) {
-  return fmt::format("[{}]", fmt::join(dims, ", "));
-}
 
 // Appends each of `values` narrowed to `width` bytes (little-endian), as
 // int32_data holds int8/uint8/int16/bool/float16/bfloat16 elements.
@@ -112,7 +109,7 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   }
   if (length && *length != expected_bytes) {
     return Corrupt("{}: external data length {} does not match its {} bytes ({} of {})", what, *length,
-                   expected_bytes, DimsText(proto.dims), DTypeName(*DTypeFromOnnx(proto.data_type)));
+                   expected_bytes, ShapeText(proto.dims), DTypeName(*DTypeFromOnnx(proto.data_type)));
   }
   ctx->external_files.insert(location);
   if (ctx->options->external_data) {
@@ -144,7 +141,7 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   }
   if (length && *length != expected_bytes) {
     return Corrupt("{}: external data length {} does not match its {} bytes ({} of {})", what, *length,
-                   expected_bytes, DimsText(proto.dims), DTypeName(*DTypeFromOnnx(proto.data_type)));
+                   expected_bytes, ShapeText(proto.dims), DTypeName(*DTypeFromOnnx(proto.data_type)));
   }
   uint64_t file_size = fs::file_size(file, ec);
   if (ec) return NotFound("{}: external data file '{}': {}", what, location, ec.message());
@@ -187,7 +184,7 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   tensor.dims = proto.dims;
   bool empty = false;
   for (int64_t d : tensor.dims) {
-    if (d < 0) return Corrupt("{} has a negative dimension in its shape {}", what, DimsText(tensor.dims));
+    if (d < 0) return Corrupt("{} has a negative dimension in its shape {}", what, ShapeText(tensor.dims));
     if (d == 0) empty = true;
   }
   int64_t elements = empty ? 0 : 1;
@@ -195,7 +192,7 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
     if (empty) break;
     if (__builtin_mul_overflow(elements, d, &elements) || elements > max_elements) {
       return ResourceExhausted("{} of shape {} has more than {} elements, the limit", what,
-                               DimsText(tensor.dims), max_elements);
+                               ShapeText(tensor.dims), max_elements);
     }
   }
   const uint64_t expected_bytes = *DTypeBytes(tensor.dtype, static_cast<uint64_t>(elements));
@@ -207,7 +204,7 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   if (proto.has_raw_data) {
     if (proto.raw_data.size() != expected_bytes) {
       return Corrupt("{} holds {} bytes of raw data, but its shape {} of {} needs {}", what,
-                     proto.raw_data.size(), DimsText(tensor.dims), DTypeName(tensor.dtype), expected_bytes);
+                     proto.raw_data.size(), ShapeText(tensor.dims), DTypeName(tensor.dtype), expected_bytes);
     }
     tensor.data.assign(proto.raw_data.data(), proto.raw_data.size());
     return tensor;
@@ -217,7 +214,7 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
   KILN_RETURN_IF_ERROR(ReadTypedFields(proto, tensor.dtype, &tensor.data, &count, &field));
   if (count != elements) {
     return Corrupt("{} holds {} values in {}, but its shape {} needs {}", what, count, field,
-                   DimsText(tensor.dims), elements);
+                   ShapeText(tensor.dims), elements);
   }
   return tensor;
 }

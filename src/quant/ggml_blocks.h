@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace kiln {
 
@@ -210,5 +211,12 @@ static_assert(sizeof(BlockIQ2_XS) == 74);
 static_assert(sizeof(BlockIQ2_S) == 82);
 static_assert(sizeof(BlockIQ3_XXS) == 98);
 static_assert(sizeof(BlockIQ3_S) == 110);
+
+// Writes `block` as block `index` of a row of blocks starting at `dst`
+// (byte-wise: a row's blocks need not be aligned for their struct).
+template <typename Block>
+void StoreBlock(void* dst, int64_t index, const Block& block) {
+  std::memcpy(static_cast<uint8_t*>(dst) + index * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
+}
 
 }  // namespace kiln

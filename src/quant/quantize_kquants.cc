@@ -204,11 +204,6 @@ void QuantizeScaleMinSuperBlock(const float* x, int max_q, float rmin, int steps
   }
 }
 
-template <typename Block>
-void StoreBlock(void* dst, int64_t index, const Block& block) {
-  std::memcpy(static_cast<uint8_t*>(dst) + index * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
-}
-
 }  // namespace
 
 void QuantizeQ4_KRef(const float* src, void* dst, int64_t n) {

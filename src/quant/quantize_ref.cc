@@ -15,11 +15,6 @@
 namespace kiln {
 namespace {
 
-template <typename Block>
-void StoreBlock(void* dst, int64_t index, const Block& block) {
-  std::memcpy(static_cast<uint8_t*>(dst) + index * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
-}
-
 // The value of largest magnitude, sign kept (the first one on ties).
 float SignedExtreme(const float* x) {
   float extreme = 0;

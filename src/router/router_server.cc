@@ -23,7 +23,7 @@ namespace kiln::router {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr int kListenBacklog = 1024;
 // Reads and writes to a client that make no progress for this long end the
@@ -251,15 +251,16 @@ ReplicaPick RouterServer::Pick(const std::vector<uint64_t>& hashes, const std::v
   return pick;
 }
 
-void RouterServer::Forward(const httplib::Request& req, httplib::Response& res, const std::string& affinity_text,
-                           std::vector<bool> excluded) {
+void RouterServer::Forward(const httplib::Request& req, httplib::Response& res,
+                           const std::string& affinity_text, std::vector<bool> excluded) {
   const Clock::time_point start = Clock::now();
   auto token = std::make_shared<RequestToken>(requests_in_flight_);
   const std::vector<uint64_t> hashes = affinity_text.empty()
                                            ? std::vector<uint64_t>()
                                            : PrefixChainHashes(affinity_text, options_.affinity_chunk_bytes);
   const int client_fd = server::FindConnectionSocket(server::AddressOf(req));
-  std::vector<bool> tried = excluded.empty() ? std::vector<bool>(backends_.size(), false) : std::move(excluded);
+  std::vector<bool> tried =
+      excluded.empty() ? std::vector<bool>(backends_.size(), false) : std::move(excluded);
   std::string last_error;
   // A 503 from a backend (busy or stopping) is tried elsewhere, and passed
   // on if no other backend answers.
@@ -373,7 +374,8 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
       res.set_content(body, type.empty() ? "application/json" : type);
       return;
     }
-    server::ReplyError(res, server::ApiError{status, std::move(message), "server_error", "", "prefill_failed"});
+    server::ReplyError(res,
+                       server::ApiError{status, std::move(message), "server_error", "", "prefill_failed"});
   };
 
   std::vector<bool> tried(num_prefill_, false);
@@ -427,7 +429,7 @@ void RouterServer::ForwardDisaggregated(const httplib::Request& req, httplib::Re
       // is the client's answer.
       return fail(exchange.status(), "", body, exchange.header("Content-Type"));
     }
-    const Json reply = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    const OrderedJson reply = OrderedJson::parse(body, nullptr, /*allow_exceptions=*/false);
     if (reply.is_discarded() || !reply.contains("kv_transfer")) {
       return fail(502, fmt::format("{} answered without a KV transfer: is it running with --role prefill?",
                                    prefill.url()));

@@ -44,9 +44,6 @@ struct Value {
   std::vector<CropClass> classes;
 };
 
-double Round2(double v) { return std::round(v * 100) / 100; }
-double Round4(double v) { return std::round(v * 10000) / 10000; }
-
 nlohmann::ordered_json QuadJson(const Quad& q) {
   nlohmann::ordered_json box = nlohmann::ordered_json::array();
   for (const auto& p : q) box.push_back({Round2(p[0]), Round2(p[1])});

@@ -7,13 +7,10 @@
 #include "vision/draw.h"
 
 namespace kiln {
-namespace {
 
 // Two decimals are a hundredth of a pixel; more only adds noise.
 double Round2(double v) { return std::round(v * 100) / 100; }
 double Round4(double v) { return std::round(v * 10000) / 10000; }
-
-}  // namespace
 
 nlohmann::ordered_json DetectionsJson(const std::string& image_path, const Image& image,
                               const std::vector<Detection>& detections) {

@@ -22,6 +22,10 @@ nlohmann::ordered_json DetectionsJson(const std::string& image_path, const Image
                               const std::vector<Detection>& detections);
 nlohmann::ordered_json OcrJson(const std::string& image_path, const Image& image, const std::vector<OcrLine>& lines);
 
+// Coordinates to 2 decimals and scores to 4, as the JSON results give them.
+double Round2(double v);
+double Round4(double v);
+
 // Box outlines in their class's color, each labeled "class score".
 void DrawDetections(Image* image, const std::vector<Detection>& detections);
 // Each line's box outline.

@@ -14,17 +14,15 @@
 namespace kiln {
 namespace {
 
-constexpr size_t kErrSize = 512;
-
 static_assert(sizeof(KvPoolPointers) == sizeof(kiln_kv_pools) &&
                   offsetof(KvPoolPointers, value_scales) == offsetof(kiln_kv_pools, value_scales),
               "KvPoolPointers is passed to plugins as kiln_kv_pools");
 
 // A plugin's error message, always terminated.
 struct ErrorText {
-  char text[kErrSize] = {0};
+  char text[kPluginErrorBytes] = {0};
   char* data() { return text; }
-  std::string str() const { return std::string(text, strnlen(text, kErrSize)); }
+  std::string str() const { return std::string(text, strnlen(text, kPluginErrorBytes)); }
 };
 
 Status CallFailed(const std::string& backend, const char* call, int32_t code, const ErrorText& err) {
@@ -183,7 +181,7 @@ class PluginDomain : public MemoryDomain {
   Expected<void*> Allocate(size_t bytes) override {
     ErrorText err;
     void* p = nullptr;
-    int32_t rc = table_.alloc(table_.self, bytes, &p, err.data(), kErrSize);
+    int32_t rc = table_.alloc(table_.self, bytes, &p, err.data(), kPluginErrorBytes);
     if (rc != KILN_BACKEND_OK) return CallFailed(backend_, "alloc", rc, err);
     if (p == nullptr) return Internal("{}: alloc of {} bytes returned no memory", backend_, bytes);
     CountAllocation(bytes);
@@ -209,7 +207,7 @@ class PluginEvent : public Event {
   ~PluginEvent() override { table_.event_destroy(table_.self, handle_); }
   void HostWait() override {
     ErrorText err;
-    (void)table_.event_synchronize(table_.self, handle_, err.data(), kErrSize);
+    (void)table_.event_synchronize(table_.self, handle_, err.data(), kPluginErrorBytes);
   }
   const kiln_backend* table() const { return &table_; }
   void* handle() const { return handle_; }
@@ -233,14 +231,14 @@ class PluginStream : public Stream {
   }
   void Synchronize() override {
     ErrorText err;
-    int32_t rc = table_.stream_synchronize(table_.self, handle_, err.data(), kErrSize);
+    int32_t rc = table_.stream_synchronize(table_.self, handle_, err.data(), kPluginErrorBytes);
     if (rc != KILN_BACKEND_OK) Fail(CallFailed(backend_, "stream_synchronize", rc, err));
   }
   void Record(Event& event) override {
     auto* own = dynamic_cast<PluginEvent*>(&event);
     if (own != nullptr && own->table() == &table_) {
       ErrorText err;
-      int32_t rc = table_.event_record(table_.self, own->handle(), handle_, err.data(), kErrSize);
+      int32_t rc = table_.event_record(table_.self, own->handle(), handle_, err.data(), kPluginErrorBytes);
       if (rc != KILN_BACKEND_OK) Fail(CallFailed(backend_, "event_record", rc, err));
       return;
     }
@@ -252,7 +250,7 @@ class PluginStream : public Stream {
     auto* own = dynamic_cast<PluginEvent*>(&event);
     if (own != nullptr && own->table() == &table_) {
       ErrorText err;
-      int32_t rc = table_.stream_wait_event(table_.self, handle_, own->handle(), err.data(), kErrSize);
+      int32_t rc = table_.stream_wait_event(table_.self, handle_, own->handle(), err.data(), kPluginErrorBytes);
       if (rc != KILN_BACKEND_OK) Fail(CallFailed(backend_, "stream_wait_event", rc, err));
       return;
     }
@@ -422,7 +420,7 @@ Expected<std::unique_ptr<PluginBackend>> PluginBackend::Create(const kiln_backen
   b->domain_ = std::make_unique<PluginDomain>(name + "-mem", b->table_, name);
   ErrorText err;
   void* stream = nullptr;
-  int32_t rc = b->table_.stream_create(b->table_.self, &stream, err.data(), kErrSize);
+  int32_t rc = b->table_.stream_create(b->table_.self, &stream, err.data(), kPluginErrorBytes);
   if (rc != KILN_BACKEND_OK || stream == nullptr) {
     b->table_.destroy = nullptr;  // the caller still owns the plugin's state
     return CallFailed(name, "stream_create", rc, err).WithContext("backend plugin " + library);
@@ -443,7 +441,7 @@ std::string PluginBackend::description() const {
 std::unique_ptr<Event> PluginBackend::CreateEvent() {
   ErrorText err;
   void* handle = nullptr;
-  int32_t rc = table_.event_create(table_.self, &handle, err.data(), kErrSize);
+  int32_t rc = table_.event_create(table_.self, &handle, err.data(), kPluginErrorBytes);
   if (rc != KILN_BACKEND_OK || handle == nullptr) {
     // Ordering then falls back to the host waiting on the whole stream.
     static_cast<PluginStream*>(stream_.get())->Fail(CallFailed(name_, "event_create", rc, err));
@@ -467,14 +465,14 @@ void PluginBackend::EnqueueCopy(CopyDirection direction, const RowCopy& c) {
                                                             : KILN_COPY_DEVICE_TO_DEVICE;
   auto* stream = static_cast<PluginStream*>(stream_.get());
   ErrorText err;
-  int32_t rc = table_.enqueue_copy(table_.self, stream->handle(), dir, &copy, err.data(), kErrSize);
+  int32_t rc = table_.enqueue_copy(table_.self, stream->handle(), dir, &copy, err.data(), kPluginErrorBytes);
   if (rc != KILN_BACKEND_OK) stream->Fail(CallFailed(name_, "enqueue_copy", rc, err));
 }
 
 Status PluginBackend::SetOption(const std::string& key, const std::string& value) {
   if (table_.set_option == nullptr) return Backend::SetOption(key, value);
   ErrorText err;
-  int32_t rc = table_.set_option(table_.self, key.c_str(), value.c_str(), err.data(), kErrSize);
+  int32_t rc = table_.set_option(table_.self, key.c_str(), value.c_str(), err.data(), kPluginErrorBytes);
   return rc == KILN_BACKEND_OK ? Status::Ok() : CallFailed(name_, "set_option", rc, err);
 }
 
@@ -492,7 +490,7 @@ Expected<std::shared_ptr<const PackedMatrix>> PluginBackend::PackWeight(const Pa
   out.struct_size = sizeof(kiln_packed_weight);
   out.abi_version = KILN_BACKEND_ABI_VERSION;
   ErrorText err;
-  int32_t rc = table_.pack_weight(table_.self, &desc, &req, &out, err.data(), kErrSize);
+  int32_t rc = table_.pack_weight(table_.self, &desc, &req, &out, err.data(), kPluginErrorBytes);
   if (rc != KILN_BACKEND_OK) return CallFailed(name_, "pack_weight", rc, err);
   if (out.handle == nullptr) return Internal("{}: pack_weight of {} returned no handle", name_, w.name);
   return std::shared_ptr<const PackedMatrix>(std::make_shared<PluginPackedWeight>(table_, out));
@@ -533,7 +531,7 @@ Expected<Step> PluginBackend::Bind(const BindContext& ctx) {
   d.desc.max_positions = ctx.max_positions;
   ErrorText err;
   void* kernel = nullptr;
-  int32_t rc = table_.bind(table_.self, &d.desc, &kernel, err.data(), kErrSize);
+  int32_t rc = table_.bind(table_.self, &d.desc, &kernel, err.data(), kPluginErrorBytes);
   if (rc != KILN_BACKEND_OK) return CallFailed(name_, "bind", rc, err);
   if (kernel == nullptr) return Internal("{}: bind of {} returned no kernel", name_, n.name);
   const kiln_backend* table = &table_;
@@ -575,7 +573,7 @@ Expected<Step> PluginBackend::Bind(const BindContext& ctx) {
       a.num_kv_layers = static_cast<int64_t>(s.kv_cache->pool_pointers().size());
     }
     ErrorText err;
-    int32_t rc = table->enqueue(table->self, handle.get(), stream->handle(), &a, err.data(), kErrSize);
+    int32_t rc = table->enqueue(table->self, handle.get(), stream->handle(), &a, err.data(), kPluginErrorBytes);
     if (rc != KILN_BACKEND_OK) stream->Fail(CallFailed(backend, "enqueue", rc, err));
   };
   return step;

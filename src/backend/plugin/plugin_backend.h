@@ -4,6 +4,8 @@
 // memory, streams and events as the plugin's opaque handles.
 #pragma once
 
+#include <cstddef>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +14,9 @@
 #include "kiln/kiln_backend.h"
 
 namespace kiln {
+
+// Bytes of the buffer kiln hands a plugin for an error message.
+constexpr size_t kPluginErrorBytes = 512;
 
 class PluginBackend : public Backend {
  public:

@@ -17,8 +17,6 @@
 namespace kiln {
 namespace {
 
-constexpr size_t kErrSize = 512;
-
 void WriteError(char* err, size_t size, const std::string& msg) {
   if (err == nullptr || size == 0) return;
   size_t n = std::min(size - 1, msg.size());
@@ -85,9 +83,9 @@ Expected<std::vector<std::unique_ptr<Backend>>> LoadBackendPlugin(
   host.abi_version = KILN_BACKEND_ABI_VERSION;
   host.ctx = &reg;
   host.register_backend = &RegisterBackend;
-  char err[kErrSize] = {0};
-  int32_t rc = entry(&host, err, kErrSize);
-  err[kErrSize - 1] = '\0';
+  char err[kPluginErrorBytes] = {0};
+  int32_t rc = entry(&host, err, kPluginErrorBytes);
+  err[kPluginErrorBytes - 1] = '\0';
   if (!reg.refusals.empty() || rc != KILN_BACKEND_OK) {
     std::string why = !reg.refusals.empty() ? reg.refusals.front()
                                             : fmt::format("backend plugin {}: its entry point failed: {}", path,

@@ -62,8 +62,8 @@ Expected<ShapeResult> InferGemm(const ShapeContext& ctx) {
   if (a.dtype != b.dtype) {
     return InvalidArgument("Gemm {}: A is {} and B is {}", ctx.node, DTypeName(a.dtype), DTypeName(b.dtype));
   }
-  KILN_ASSIGN_OR_RETURN(int64_t trans_a, IntAttrOr(ctx.a(), "transA", 0));
-  KILN_ASSIGN_OR_RETURN(int64_t trans_b, IntAttrOr(ctx.a(), "transB", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t trans_a, CheckedIntAttrOr(ctx.a(), "transA", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t trans_b, CheckedIntAttrOr(ctx.a(), "transB", 0));
   const int64_t m = trans_a ? a.dims[1] : a.dims[0], ka = trans_a ? a.dims[0] : a.dims[1];
   const int64_t kb = trans_b ? b.dims[1] : b.dims[0], n = trans_b ? b.dims[0] : b.dims[1];
   if (ka != kb) {
@@ -87,7 +87,7 @@ Expected<ShapeResult> InferGemm(const ShapeContext& ctx) {
 double GemmFlops(const ShapeContext& ctx, const std::vector<TensorType>& outputs) {
   const TensorType& a = *ctx.input(0).type;
   if (a.rank() != 2 || outputs.empty()) return 0;
-  auto trans_attr = IntAttrOr(ctx.a(), "transA", 0);
+  auto trans_attr = CheckedIntAttrOr(ctx.a(), "transA", 0);
   const bool trans_a = trans_attr.ok() && *trans_attr != 0;
   const double k = static_cast<double>(trans_a ? a.dims[0] : a.dims[1]);
   return 2.0 * k * static_cast<double>(outputs[0].ElementCount());

@@ -70,7 +70,7 @@ Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node,
 Expected<std::vector<int64_t>> MatMulBDims(std::string_view op, const AttributeMap& attrs,
                                            std::vector<int64_t> b) {
   if (op != "kiln.FusedMatMul") return b;
-  KILN_ASSIGN_OR_RETURN(int64_t trans_b, IntAttrOr(attrs, "trans_b", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t trans_b, CheckedIntAttrOr(attrs, "trans_b", 0));
   if (trans_b != 0 && trans_b != 1) return InvalidArgument("{}: trans_b must be 0 or 1, got {}", op, trans_b);
   if (trans_b == 1) {
     if (b.size() < 2)
@@ -80,12 +80,12 @@ Expected<std::vector<int64_t>> MatMulBDims(std::string_view op, const AttributeM
   return b;
 }
 
-Expected<int64_t> IntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback) {
+Expected<int64_t> CheckedIntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback) {
   if (!attrs.Has(name)) return fallback;
   return attrs.Int(name);
 }
 
-Expected<double> FloatAttrOr(const AttributeMap& attrs, const std::string& name, double fallback) {
+Expected<double> CheckedFloatAttrOr(const AttributeMap& attrs, const std::string& name, double fallback) {
   if (!attrs.Has(name)) return fallback;
   return attrs.Float(name);
 }

@@ -33,8 +33,10 @@ Expected<MatMulShape> MatMulShapeOf(std::string_view op, std::string_view node, 
 Expected<std::vector<int64_t>> MatMulBDims(std::string_view op, const AttributeMap& attrs,
                                            std::vector<int64_t> b);
 
-// Attribute `name`, or `fallback` when the node does not set it.
-Expected<int64_t> IntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback);
-Expected<double> FloatAttrOr(const AttributeMap& attrs, const std::string& name, double fallback);
+// Attribute `name`, or `fallback` when the node does not set it; an error
+// when it is set with another type (conv_geometry.h's IntAttrOr and
+// FloatAttrOr fall back instead).
+Expected<int64_t> CheckedIntAttrOr(const AttributeMap& attrs, const std::string& name, int64_t fallback);
+Expected<double> CheckedFloatAttrOr(const AttributeMap& attrs, const std::string& name, double fallback);
 
 }  // namespace kiln

@@ -27,7 +27,7 @@ Expected<QConvGeometry> QConvGeometryOf(std::string_view op, std::string_view no
   g.batch = x[0];
   g.in_channels = x[1];
   g.out_channels = w[0];
-  KILN_ASSIGN_OR_RETURN(g.group, IntAttrOr(attrs, "group", 1));
+  KILN_ASSIGN_OR_RETURN(g.group, CheckedIntAttrOr(attrs, "group", 1));
   if (g.group < 1 || g.in_channels % g.group != 0 || g.out_channels % g.group != 0 ||
       w[1] * g.group != g.in_channels) {
     return InvalidArgument("{} {}: input channels {} != weight's {} x group {}", op, node, g.in_channels,

@@ -47,11 +47,11 @@ Status CheckQuantParam(const ShapeContext& ctx, size_t i, const char* what, int6
 // The axis QuantizeLinear/DequantizeLinear scale along, and its size.
 Expected<int64_t> QuantAxisSize(const ShapeContext& ctx) {
   const TensorType& x = *ctx.input(0).type;
-  KILN_ASSIGN_OR_RETURN(int64_t block, IntAttrOr(ctx.a(), "block_size", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t block, CheckedIntAttrOr(ctx.a(), "block_size", 0));
   if (block != 0)
     return Unsupported("{} {}: blocked quantization (block_size {}) is not supported", ctx.op_type, ctx.node,
                        block);
-  KILN_ASSIGN_OR_RETURN(int64_t axis, IntAttrOr(ctx.a(), "axis", 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, CheckedIntAttrOr(ctx.a(), "axis", 1));
   if (x.rank() == 0 || ctx.input(1).type->ElementCount() == 1) return 1;
   KILN_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axis, x.rank()));
   return x.dims[static_cast<size_t>(a)];

@@ -11,6 +11,9 @@
 
 namespace kiln::cpu {
 
+// Elementwise rows below this many elements stay on one thread.
+constexpr int64_t kMinElementwisePerThread = 16384;
+
 // Calls body(begin, end, thread) over [0, n) on the context's threads (see
 // ThreadPool::ParallelFor), or once on the caller without a pool.
 template <typename Body>

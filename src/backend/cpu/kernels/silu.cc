@@ -9,9 +9,6 @@
 namespace kiln::cpu {
 namespace {
 
-// Rows below this many elements stay on one thread.
-constexpr int64_t kMinElementsPerThread = 16384;
-
 void SiluRow(int64_t cols, const float* x, float* out) {
   for (int64_t i = 0; i < cols; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
@@ -20,7 +17,7 @@ void SiluRow(int64_t cols, const float* x, float* out) {
 
 void Silu(const KernelContext& ctx, int64_t rows, int64_t cols, const float* x, int64_t ldx, float* out,
           int64_t ld_out) {
-  const int64_t min_rows = std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(cols, 1));
+  const int64_t min_rows = std::max<int64_t>(1, kMinElementwisePerThread / std::max<int64_t>(cols, 1));
   ParallelRanges(ctx, rows, min_rows, [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r) SiluRow(cols, x + r * ldx, out + r * ld_out);
   });

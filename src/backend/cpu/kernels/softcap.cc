@@ -7,16 +7,10 @@
 #include "backend/cpu/kernels/parallel.h"
 
 namespace kiln::cpu {
-namespace {
-
-// Rows below this many elements stay on one thread.
-constexpr int64_t kMinElementsPerThread = 16384;
-
-}  // namespace
 
 void SoftCap(const KernelContext& ctx, int64_t rows, int64_t cols, const float* x, int64_t ldx, float scale,
              float cap, float* out, int64_t ld_out) {
-  const int64_t min_rows = std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(cols, 1));
+  const int64_t min_rows = std::max<int64_t>(1, kMinElementwisePerThread / std::max<int64_t>(cols, 1));
   ParallelRanges(ctx, rows, min_rows, [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r) {
       const float* in = x + r * ldx;

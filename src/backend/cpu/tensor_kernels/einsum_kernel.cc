@@ -7,14 +7,11 @@
 #include <vector>
 
 #include "backend/cpu/tensor_kernels/packed_gemm.h"
+#include "backend/cpu/tensor_kernels/scratch_alignment.h"
 #include "graph/tensor_ops/einsum_equation.h"
 
 namespace kiln::cpu {
 namespace {
-
-size_t AlignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
 
 Expected<EinsumEquation> EquationOf(const TensorKernelArgs& args) {
   KILN_ASSIGN_OR_RETURN(std::string equation, args.a().String("equation"));

@@ -9,15 +9,12 @@
 #include "backend/cpu/tensor_kernels/einsum_kernel.h"
 #include "backend/cpu/tensor_kernels/matmul_bf16.h"
 #include "backend/cpu/tensor_kernels/packed_gemm.h"
+#include "backend/cpu/tensor_kernels/scratch_alignment.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 #include "graph/tensor_ops/matmul_shape.h"
 
 namespace kiln::cpu {
 namespace {
-
-size_t AlignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
 
 template <typename T>
 TensorKernel ReferenceMatMulKernel(const MatMulShape& s) {
@@ -226,10 +223,10 @@ Expected<TensorKernel> MakeBf16Gemm(const TensorKernelArgs& args, const std::sha
 Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
   const DType dtype = args.inputs[0].dtype;
   auto plan = std::make_shared<GemmPlan>();
-  KILN_ASSIGN_OR_RETURN(int64_t trans_a, IntAttrOr(args.a(), "transA", 0));
-  KILN_ASSIGN_OR_RETURN(int64_t trans_b, IntAttrOr(args.a(), "transB", 0));
-  KILN_ASSIGN_OR_RETURN(double alpha, FloatAttrOr(args.a(), "alpha", 1.0));
-  KILN_ASSIGN_OR_RETURN(double beta, FloatAttrOr(args.a(), "beta", 1.0));
+  KILN_ASSIGN_OR_RETURN(int64_t trans_a, CheckedIntAttrOr(args.a(), "transA", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t trans_b, CheckedIntAttrOr(args.a(), "transB", 0));
+  KILN_ASSIGN_OR_RETURN(double alpha, CheckedFloatAttrOr(args.a(), "alpha", 1.0));
+  KILN_ASSIGN_OR_RETURN(double beta, CheckedFloatAttrOr(args.a(), "beta", 1.0));
   GemmPlan& p = *plan;
   p.trans_a = trans_a != 0;
   p.trans_b = trans_b != 0;

@@ -13,6 +13,7 @@
 #include "backend/cpu/tensor_kernels/int8_packed_b.h"
 #include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
 #include "backend/cpu/tensor_kernels/quant_values.h"
+#include "backend/cpu/tensor_kernels/scratch_alignment.h"
 #include "graph/tensor_ops/quant_conv_shape.h"
 
 namespace kiln::cpu {
@@ -98,10 +99,6 @@ Status RunQConv(const QConvPlan& p, const TensorCall& call) {
     }
   }
   return Status::Ok();
-}
-
-size_t AlignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
 }
 
 Status RunQConvInt8(const QConvPlan& p, const TensorCall& call) {

@@ -19,16 +19,13 @@
 #include "backend/cpu/tensor_kernels/packed_gemm.h"
 #include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
 #include "backend/cpu/tensor_kernels/quant_values.h"
+#include "backend/cpu/tensor_kernels/scratch_alignment.h"
 #include "backend/cpu/w8a8/int8_gemm.h"
 #include "backend/cpu/w8a8/int8_weight.h"
 #include "graph/tensor_ops/matmul_shape.h"
 
 namespace kiln::cpu {
 namespace {
-
-size_t AlignUp(size_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
 
 enum class OutKind { kInt32, kQuantized, kFloat };
 

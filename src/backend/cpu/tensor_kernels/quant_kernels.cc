@@ -29,7 +29,7 @@ Expected<AxisSplit> SplitFor(const TensorKernelArgs& args) {
     s.inner = total;
     return s;
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, IntAttrOr(args.a(), "axis", 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, CheckedIntAttrOr(args.a(), "axis", 1));
   const int64_t rank = static_cast<int64_t>(dims.size());
   if (axis < 0) axis += rank;
   for (int64_t d = 0; d < rank; ++d) {
