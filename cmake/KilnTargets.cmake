@@ -33,6 +33,10 @@ function(kiln_area name)
     list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${name}/${excluded})
   endforeach()
   add_library(${arg_TARGET} OBJECT ${srcs})
+  # Eight files to a unit: the same fmt, JSON and standard templates are
+  # instantiated once per unit, not per file (the ISA files, with flags of
+  # their own, stay single). A file's anonymous helpers therefore must not
+  # share a name with another file's in the area: share the helper instead.
   set_target_properties(${arg_TARGET} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   kiln_area_include_root(${arg_TARGET} ${name})
   target_include_directories(${arg_TARGET} PUBLIC ${PROJECT_SOURCE_DIR}/include)
