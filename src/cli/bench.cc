@@ -213,6 +213,7 @@ Status RunLatency(const LatencyArgs& a) {
     o.precision = a.engine.precision;
     o.threads = a.engine.options.threads;
     o.recompile_if_stale = a.engine.options.recompile_if_stale;
+    o.verify_weights = a.engine.options.verify_weights;
     o.warmup = a.options.warmup;
     o.runs = a.options.runs;
     o.json = a.out.json;

@@ -75,6 +75,7 @@ Status RunOnnxLatency(const OnnxBenchArgs& a, const bench::RooflineRow* roofline
   options.backend = a.backend;
   options.threads = a.threads;
   options.recompile_if_stale = a.recompile_if_stale;
+  options.verify_weights = a.verify_weights;
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::vector<TensorType> types;

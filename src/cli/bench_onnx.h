@@ -18,7 +18,8 @@ struct OnnxBenchArgs {
   std::string backend = "cpu";
   std::string precision;  // the --precision flag ("": fp32)
   int threads = 0;
-  bool recompile_if_stale = false;  // an artifact (kiln compile) built for another kernel-layout version or ISA
+  bool recompile_if_stale = false;
+  bool verify_weights = false;  // an artifact: check its weight sections' checksums at load  // an artifact (kiln compile) built for another kernel-layout version or ISA
   int warmup = 5;
   int runs = 20;
   bool layers = false;  // per-layer times of the heavy nodes

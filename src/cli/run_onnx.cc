@@ -34,6 +34,7 @@ struct RunArgs {
   std::vector<std::string> backend_plugins;
   int threads = 0;
   bool recompile_if_stale = false;
+  bool verify_weights = false;
   ProfileFlags profiling;
 };
 
@@ -46,6 +47,7 @@ Status RunOnnx(const RunArgs& a) {
   options.backend = a.backend;
   options.threads = a.threads;
   options.recompile_if_stale = a.recompile_if_stale;
+  options.verify_weights = a.verify_weights;
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(a.precision, Precision::kFp32));
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(a.model, options));
   std::string expected;
@@ -100,6 +102,9 @@ void RegisterRun(CLI::App& app) {
   cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
                 "An artifact compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
                 "rebuild it from the .onnx file it records, then run");
+  cmd->add_flag("--verify-weights", a->verify_weights,
+                "An artifact: check the checksums of its weight sections too before running (the graph, "
+                "plan and metadata are checked at every load)");
   AddProfileFlags(cmd, &a->profiling);
   cmd->callback([a]() {
     Status s = RunOnnx(*a);

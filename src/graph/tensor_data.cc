@@ -8,7 +8,13 @@
 namespace kiln {
 
 TensorData::TensorData(TensorType type, std::shared_ptr<const std::string> bytes)
-    : type_(std::move(type)), bytes_(std::move(bytes)) {}
+    : type_(std::move(type)) {
+  if (bytes != nullptr) {
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes->data());
+    const size_t size = bytes->size();
+    bytes_ = SharedBytes(std::move(bytes), data, size);
+  }
+}
 
 TensorData TensorData::Zeros(TensorType type) {
   auto bytes = std::make_shared<std::string>(type.Bytes(), '\0');

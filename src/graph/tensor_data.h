@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shared_bytes.h"
 #include "core/status.h"
 #include "graph/tensor_type.h"
 
@@ -18,6 +19,8 @@ class TensorData {
   TensorData() = default;
   // `bytes` holds type.Bytes() bytes, row-major, little-endian.
   TensorData(TensorType type, std::shared_ptr<const std::string> bytes);
+  // The same over shared bytes: owned, or mapped and used where they lie.
+  TensorData(TensorType type, SharedBytes bytes) : type_(std::move(type)), bytes_(std::move(bytes)) {}
 
   template <typename T>
   static TensorData FromValues(DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
@@ -28,13 +31,14 @@ class TensorData {
   static TensorData Zeros(TensorType type);
 
   const TensorType& type() const { return type_; }
-  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(bytes_->data()); }
-  size_t bytes() const { return bytes_ ? bytes_->size() : 0; }
+  const uint8_t* data() const { return bytes_.data(); }
+  size_t bytes() const { return bytes_.size(); }
   template <typename T>
   const T* As() const {
-    return reinterpret_cast<const T*>(bytes_->data());
+    return reinterpret_cast<const T*>(bytes_.data());
   }
-  bool empty() const { return bytes_ == nullptr; }
+  bool empty() const { return !bytes_.held(); }
+  const SharedBytes& shared_bytes() const { return bytes_; }
 
   // The elements as int64 (an int64, int32, int16, int8, uint8 or bool
   // tensor: shapes, axes, indices); an error names the dtype otherwise.
@@ -44,7 +48,7 @@ class TensorData {
 
  private:
   TensorType type_;
-  std::shared_ptr<const std::string> bytes_;
+  SharedBytes bytes_;
 };
 
 }  // namespace kiln

@@ -17,11 +17,16 @@
 #include "core/mapped_file.h"
 #include "format/artifact_file.h"
 #include "onnx/onnx_reader.h"
+#include "onnx/onnx_weight_split.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The external-data location under which the graph stored in an artifact
+// names its weights section (no file is called that: it is not a path).
+constexpr char kArtifactWeightsLocation[] = "@kiln.weights";
 
 // The name and size of a file, and the xxh64 of its bytes.
 nlohmann::json FileHash(const std::string& name, const MappedFile& file) {
@@ -173,21 +178,52 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     sections.emplace_back(section, e.bytes);
   }
   meta["laid_out"] = std::move(stored);
+  // The graph apart from its weights: the weights, each at a 64-byte
+  // boundary, are mapped at load and used where they lie; the graph, small
+  // now, is checked at every load.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> onnx, MappedFile::Open(model));
-  std::vector<std::unique_ptr<MappedFile>> external;
-  nlohmann::json external_sections = nlohmann::json::array();
+  std::map<std::string, std::unique_ptr<MappedFile>> external_files;
   for (const std::string& location : session->model().external_files) {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> data,
+    KILN_ASSIGN_OR_RETURN(external_files[location],
                           MappedFile::Open((fs::path(model).parent_path() / location).string()));
-    const std::string section = fmt::format("onnx.x.{}", external_sections.size());
+  }
+  auto file_bytes = [&](const std::string& location) -> Expected<std::span<const uint8_t>> {
+    auto it = external_files.find(location);
+    if (it == external_files.end()) return NotFound("external data file '{}' was not read", location);
+    return std::span<const uint8_t>(it->second->data(), it->second->size());
+  };
+  KILN_ASSIGN_OR_RETURN(SplitOnnxModel split,
+                        SplitOnnxWeights({onnx->data(), onnx->size()}, kArtifactWeightsLocation, file_bytes));
+  const std::span<const uint8_t> weights(reinterpret_cast<const uint8_t*>(split.weights.data()),
+                                         split.weights.size());
+  // Read the graph back as loading will: it must parse, and whichever
+  // external files it still names (tensors other than the main graph's
+  // initializers) are stored whole.
+  OnnxReadOptions check;
+  check.input_shapes = options.input_shapes;
+  check.external_data = [&](const std::string& location) -> Expected<std::span<const uint8_t>> {
+    if (location == kArtifactWeightsLocation) return weights;
+    return file_bytes(location);
+  };
+  auto reread = ParseOnnxModel(split.graph.data(), split.graph.size(), "", check);
+  if (!reread.ok()) return reread.status().WithContext("the graph without its weights");
+  nlohmann::json external_sections = nlohmann::json::array();
+  external_sections.push_back({{"location", kArtifactWeightsLocation}, {"section", "onnx.w"}});
+  std::vector<const MappedFile*> external;
+  for (const std::string& location : reread->external_files) {
+    if (location == kArtifactWeightsLocation) continue;
+    const std::string section = fmt::format("onnx.x.{}", external.size());
     external_sections.push_back({{"location", location}, {"section", section}});
-    external.push_back(std::move(data));
+    external.push_back(external_files.at(location).get());
   }
   meta["external_data"] = std::move(external_sections);
+  meta["weights_moved"] = split.moved;
   KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
   for (const auto& [section, bytes] : sections) KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
+  KILN_RETURN_IF_ERROR(writer.Add("onnx.w", weights));
   // The graph is checked at every load, as a plan is.
-  KILN_RETURN_IF_ERROR(writer.Add("onnx.model", {onnx->data(), onnx->size()}, kVerifyAtOpen));
+  KILN_RETURN_IF_ERROR(writer.Add(
+      "onnx.model", {reinterpret_cast<const uint8_t*>(split.graph.data()), split.graph.size()}, kVerifyAtOpen));
   for (size_t i = 0; i < external.size(); ++i) {
     KILN_RETURN_IF_ERROR(writer.Add(fmt::format("onnx.x.{}", i), {external[i]->data(), external[i]->size()}));
   }
@@ -234,6 +270,7 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
       }
     }
     KILN_RETURN_IF_ERROR(CheckArtifactRuns(path, a.metadata, RebuildHint(path, a.metadata), &a.note));
+    if (given.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());
     if (!given.fixed_inputs.empty()) {
       return InvalidArgument("{}: an artifact's inputs are not fixed at compile time; give them at run time", path);
     }
@@ -288,6 +325,7 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
     }
     OnnxReadOptions read;
     read.input_shapes = a.options.input_shapes;
+    read.external_data_keeper = a.file;  // weights used where they are mapped
     read.external_data = [external, path](const std::string& location) -> Expected<std::span<const uint8_t>> {
       auto it = external.find(location);
       if (it == external.end()) return Corrupt("{}: external data file '{}' is not stored", path, location);

@@ -7,11 +7,19 @@
 //               of the sections below;
 //   plan        the plan as `kiln inspect MODEL.onnx --plan` prints it
 //               (plan.nodes: with --nodes);
-//   onnx.model  the graph: the .onnx file itself (onnx.x.N: its external
-//               data files), from which loading rebuilds the compiled graph
-//               by the same deterministic stages (milliseconds; the kiln
-//               version, ISA and options they depend on are recorded and
-//               checked), rather than a second serialized form of the IR;
+//   onnx.model  the graph: the .onnx file's ModelProto with its
+//               initializers' bytes moved out (onnx/onnx_weight_split.h),
+//               from which loading rebuilds the compiled graph by the same
+//               deterministic stages (milliseconds; the kiln version, ISA
+//               and options they depend on are recorded and checked), rather
+//               than a second serialized form of the IR; checked at every
+//               load, which costs little now that it holds no weights;
+//   onnx.w      the initializers' bytes (1 KiB or more), each at a 64-byte
+//               boundary, which the graph names as external data: mapped,
+//               and used where they lie (no copy), checked on request
+//               (verify_weights, `kiln inspect --verify`);
+//   onnx.x.N    an external data file the graph still names (tensors other
+//               than the main graph's initializers), stored whole;
 //   w.N         the constants the kernels laid out for themselves (each
 //               convolution's weights in its kernel's layout), page-aligned,
 //               mapped at load and used where they lie.
@@ -65,7 +73,7 @@ struct OnnxArtifact {
 };
 
 // Opens `path` (checksums of header, table, metadata, plan and graph
-// verified), checks that this build and CPU can run it (as LLM artifacts
+// verified; every section's with given.verify_weights), checks that this build and CPU can run it (as LLM artifacts
 // are checked: kernel-layout version, ISA, backend) and that the options
 // in `given` agree with the recorded ones: a backend or precision away from
 // its default that differs, or an input shape that differs, is an error

@@ -14,7 +14,7 @@ namespace kiln {
 namespace {
 
 TensorData DataOf(const OnnxTensor& t) {
-  return TensorData(TensorType{t.dtype, t.dims}, std::make_shared<const std::string>(t.data));
+  return TensorData(TensorType{t.dtype, t.dims}, t.data);  // shared, not copied
 }
 
 // Ops whose result must not be folded even when their inputs are constants:

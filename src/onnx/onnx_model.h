@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/shared_bytes.h"
 
 namespace kiln {
 
@@ -37,12 +38,13 @@ struct OnnxValueInfo {
 
 // A dense N-dimensional tensor (an initializer or a tensor attribute). The
 // data is its elements in row-major order, little-endian, as ONNX's
-// raw_data lays them out, whichever field or external file they came from.
+// raw_data lays them out, whichever field or external file they came from
+// (shared: a compiled artifact's weights are used where they are mapped).
 struct OnnxTensor {
   std::string name;
   DType dtype = DType::kF32;
   std::vector<int64_t> dims;
-  std::string data;
+  SharedBytes data;
 
   int64_t element_count() const;
 };

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct OnnxReadOptions {
   // When set, external data files are these bytes by location (a compiled
   // artifact's copies) instead of files beside the model.
   std::function<Expected<std::span<const uint8_t>>(const std::string& location)> external_data;
+  // What keeps the bytes external_data returns valid (the mapped artifact).
+  // When set, a tensor whose bytes lie there at a 64-byte boundary refers to
+  // them where they lie, holding the keeper, instead of copying them.
+  std::shared_ptr<const void> external_data_keeper;
 };
 
 // The default-domain opsets kiln reads.

@@ -57,6 +57,9 @@ struct OnnxSessionOptions {
   // Loading an artifact that is stale (another kernel-layout version, an ISA
   // this CPU lacks): rebuild it from the .onnx file it records first.
   bool recompile_if_stale = false;
+  // Loading an artifact: check every section's checksum, the weights'
+  // included (the graph, plan and metadata are checked at every load).
+  bool verify_weights = false;
   // One activation arena for this session's shape buckets and for every
   // other session given the same one (a pipeline's models): sessions that
   // share it must run one at a time. Null: each compiled shape has its own.

@@ -89,7 +89,7 @@ bool IsInside(const fs::path& path, const fs::path& dir) {
 }
 
 Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what, uint64_t expected_bytes,
-                        OnnxReadContext* ctx, std::string* out) {
+                        OnnxReadContext* ctx, SharedBytes* out) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -118,7 +118,12 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
       return Corrupt("{}: external data at offset {} and length {} lies beyond the end of '{}' ({} bytes)",
                      what, offset, expected_bytes, location, file.size());
     }
-    out->assign(reinterpret_cast<const char*>(file.data() + offset), expected_bytes);
+    const uint8_t* at = file.data() + offset;
+    if (ctx->options->external_data_keeper != nullptr && reinterpret_cast<uintptr_t>(at) % 64 == 0) {
+      *out = SharedBytes(ctx->options->external_data_keeper, at, expected_bytes);
+    } else {
+      *out = SharedBytes(std::string(reinterpret_cast<const char*>(at), expected_bytes));
+    }
     return Status::Ok();
   }
   if (ctx->base_dir.empty()) {
@@ -158,11 +163,12 @@ Status ReadExternalData(const onnx_proto::Tensor& proto, const std::string& what
   std::ifstream in(file, std::ios::binary);
   if (!in) return IoError("{}: cannot open external data file '{}'", what, location);
   in.seekg(static_cast<std::streamoff>(offset));
-  out->resize(expected_bytes);
-  in.read(out->data(), static_cast<std::streamsize>(expected_bytes));
+  std::string bytes(expected_bytes, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(expected_bytes));
   if (!in)
     return IoError("{}: reading {} bytes at offset {} of '{}' failed", what, expected_bytes, offset,
                    location);
+  *out = SharedBytes(std::move(bytes));
   return Status::Ok();
 }
 
@@ -206,12 +212,14 @@ Expected<OnnxTensor> ReadOnnxTensor(const onnx_proto::Tensor& proto, const std::
       return Corrupt("{} holds {} bytes of raw data, but its shape {} of {} needs {}", what,
                      proto.raw_data.size(), ShapeText(tensor.dims), DTypeName(tensor.dtype), expected_bytes);
     }
-    tensor.data.assign(proto.raw_data.data(), proto.raw_data.size());
+    tensor.data = SharedBytes(std::string(proto.raw_data));
     return tensor;
   }
   int64_t count = 0;
   const char* field = "";
-  KILN_RETURN_IF_ERROR(ReadTypedFields(proto, tensor.dtype, &tensor.data, &count, &field));
+  std::string values;
+  KILN_RETURN_IF_ERROR(ReadTypedFields(proto, tensor.dtype, &values, &count, &field));
+  tensor.data = SharedBytes(std::move(values));
   if (count != elements) {
     return Corrupt("{} holds {} values in {}, but its shape {} needs {}", what, count, field,
                    ShapeText(tensor.dims), elements);

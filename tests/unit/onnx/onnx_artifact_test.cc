@@ -3,7 +3,8 @@
 // weights), a convolutional net's artifact loads with every convolution's
 // weights taken from the file in their kernels' layouts (none laid out
 // again), an --input-shape that disagrees with the compiled one is an error
-// naming both, and a flipped byte or a truncated file is refused.
+// naming both, and a flipped byte or a truncated file is refused. The graph
+// is stored apart from its weights, which are used where they are mapped.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -86,6 +87,48 @@ TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
   ExpectSameOutputs(onnx, artifact, {});
   // The stem and the dense layers at least (the depthwise one is read as it is).
   ExpectNothingLaidOutAgain(artifact, 3);
+}
+
+// The artifact stores the graph apart from its weights: the graph section is
+// a small fraction of the .onnx file, and every initializer of 1 KiB or
+// more is read where the weights section is mapped, at a 64-byte boundary,
+// instead of being copied out of it.
+void ExpectWeightsMappedInPlace(const std::string& artifact, uintmax_t source_bytes) {
+  auto opened = OpenOnnxArtifact(artifact, {});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const ArtifactSection* weights = opened->file->Find("onnx.w");
+  const ArtifactSection* graph = opened->file->Find("onnx.model");
+  ASSERT_NE(weights, nullptr);
+  ASSERT_NE(graph, nullptr);
+  EXPECT_LT(graph->bytes * 4, source_bytes) << "the graph section still holds the weights";
+  int in_place = 0;
+  for (const OnnxTensor& t : opened->model.graph.initializers) {
+    if (t.data.size() < 1024) continue;
+    const uint8_t* p = t.data.data();
+    EXPECT_TRUE(p >= weights->data && p + t.data.size() <= weights->data + weights->bytes)
+        << t.name << " was copied out of the mapped file";
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << t.name;
+    ++in_place;
+  }
+  EXPECT_GE(in_place, 1);
+  EXPECT_EQ(opened->metadata.at("weights_moved").get<int>(), in_place);
+  for (const ArtifactSection& s : opened->file->sections()) {
+    EXPECT_NE(s.name.rfind("onnx.x.", 0), 0u) << s.name << ": every external initializer moved into onnx.w";
+  }
+}
+
+TEST(OnnxArtifact, TheGraphIsStoredApartFromItsWeightsWhichAreMappedInPlace) {
+  namespace fs = std::filesystem;
+  const std::string onnx = OnnxTestModel("conv_net.onnx");
+  const std::string artifact = Compile(onnx, {}, "conv_net.split.kiln");
+  ExpectWeightsMappedInPlace(artifact, fs::file_size(onnx));
+  ExpectSameOutputs(onnx, artifact, {});
+  // The weights of an external data file move too: the file is not stored.
+  const std::string external = OnnxTestModel("conv_net_external.onnx");
+  const std::string external_artifact = Compile(external, {}, "conv_net_external.split.kiln");
+  ExpectWeightsMappedInPlace(external_artifact,
+                             fs::file_size(external) + fs::file_size(OnnxTestModel("conv_net_external.bin")));
+  ExpectSameOutputs(external, external_artifact, {});
 }
 
 TEST(OnnxArtifact, GroupedConvolutionsOnKilnsPanels) {
@@ -188,6 +231,20 @@ TEST(OnnxArtifact, AFlippedOrMissingByteIsRefused) {
   Status verified = (*opened)->VerifyAll();
   ASSERT_FALSE(verified.ok());
   EXPECT_NE(verified.ToString().find("w.0"), std::string::npos) << verified.ToString();
+  // So are the graph's weights: mapped and used as they lie, they are
+  // checked with verify_weights (--verify-weights), not at every load.
+  const ArtifactSection* weights = (*file)->Find("onnx.w");
+  ASSERT_NE(weights, nullptr);
+  flipped = good;
+  flipped[weights->offset + weights->bytes / 2] ^= 0x01;
+  WriteAll(bad, flipped);
+  EXPECT_TRUE(OnnxSession::Load(bad).ok());
+  OnnxSessionOptions verify;
+  verify.verify_weights = true;
+  auto refused = OnnxSession::Load(bad, verify);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("onnx.w"), std::string::npos) << refused.status().ToString();
+  EXPECT_TRUE(OnnxSession::Load(artifact, verify).ok());
   // Truncated.
   WriteAll(bad, std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)));
   auto truncated = OnnxSession::Load(bad);

@@ -141,7 +141,7 @@ void CompareWithOrt(const fs::path& dir, const OnnxModel& model, const std::vect
     OnnxTensor want;
     want.dtype = npy->dtype;
     want.dims = npy->dims;
-    want.data = npy->data;
+    want.data = SharedBytes(std::move(npy->data));
     std::string m = Mismatch(out[j], want);
     if (!m.empty()) {
       o->ort_why = fmt::format("output {} against onnxruntime: {}", j, m);

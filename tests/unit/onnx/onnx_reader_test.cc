@@ -123,9 +123,9 @@ TEST(OnnxReader, ReadsInitializersOfEveryTypeAndEncoding) {
   EXPECT_EQ(g.FindInitializer("i32_raw")->dims, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(Values<int32_t>(*g.FindInitializer("i32_raw")), (std::vector<int32_t>{1, 2, 3, 4}));
   EXPECT_EQ(g.FindInitializer("flags")->dtype, DType::kBool);
-  EXPECT_EQ(g.FindInitializer("flags")->data, std::string("\x01\x00\x01", 3));
+  EXPECT_EQ(g.FindInitializer("flags")->data.view(), std::string("\x01\x00\x01", 3));
   EXPECT_EQ(g.FindInitializer("u8")->dtype, DType::kU8);
-  EXPECT_EQ(g.FindInitializer("u8")->data, std::string("\x00\xff\x11", 3));
+  EXPECT_EQ(g.FindInitializer("u8")->data.view(), std::string("\x00\xff\x11", 3));
   EXPECT_EQ(g.FindInitializer("i8")->dtype, DType::kI8);
   EXPECT_EQ(Values<int8_t>(*g.FindInitializer("i8")), (std::vector<int8_t>{-128, 127}));
   const OnnxTensor* scalar = g.FindInitializer("scalar");
@@ -265,7 +265,7 @@ TEST(OnnxReader, ReadsATorchExport) {
   std::ifstream in(OnnxTestModel("torch_tiny_fc_weight.bin"), std::ios::binary);
   std::stringstream expected;
   expected << in.rdbuf();
-  EXPECT_EQ(fc->data, expected.str());
+  EXPECT_EQ(fc->data.view(), expected.str());
   const OnnxTensor* conv_w = m.graph.FindInitializer(m.graph.nodes.front().inputs[1]);
   ASSERT_NE(conv_w, nullptr);
   EXPECT_EQ(conv_w->dims, (std::vector<int64_t>{4, 3, 3, 3}));
