@@ -1,8 +1,8 @@
 // ONNX graphs compiled into .kiln artifacts (onnx/onnx_artifact.h): the
 // artifact's outputs equal the .onnx file's bit for bit (same kernels, same
 // weights), a convolutional net's artifact loads with every convolution's
-// weights taken from the file in their kernels' layouts (none laid out
-// again), an --input-shape that disagrees with the compiled one is an error
+// weights (and each MatMul's and Gemm's packed panels) taken from the file
+// in their kernels' layouts (none laid out again), an --input-shape that disagrees with the compiled one is an error
 // naming both, and a flipped byte or a truncated file is refused. The graph
 // is stored apart from its weights, which are used where they are mapped.
 #include <gtest/gtest.h>
@@ -87,6 +87,15 @@ TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
   ExpectSameOutputs(onnx, artifact, {});
   // The stem and the dense layers at least (the depthwise one is read as it is).
   ExpectNothingLaidOutAgain(artifact, 3);
+  // The classifier's Gemm takes its packed panels from the file too.
+  auto opened = OpenOnnxArtifact(artifact, {});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  int panels = 0;
+  for (const auto& e : opened->metadata.at("laid_out")) {
+    const std::string layout = e.at("layout").get<std::string>();
+    panels += layout == "kiln-gemm-panels" || layout == "kiln-matmul-panels";
+  }
+  EXPECT_GE(panels, 1);
 }
 
 // The artifact stores the graph apart from its weights: the graph section is

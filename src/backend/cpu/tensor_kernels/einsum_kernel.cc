@@ -127,7 +127,7 @@ struct MatMulPlan {
   std::vector<int> c_perm;          // output axis i = c axis c_perm[i]; empty: in order
   std::vector<int64_t> a_offset, b_offset, b_index;
   int a_input = 0, b_input = 1;           // which operand plays A and which B
-  std::shared_ptr<AlignedFloats> packed;  // B packed at bind time when it is a constant
+  std::shared_ptr<PackedWeightPanels> packed;  // B packed at bind time when it is a constant
   size_t a_bytes = 0, b_bytes = 0, packed_bytes = 0, c_bytes = 0;
 };
 
@@ -265,9 +265,12 @@ Expected<TensorKernel> MakeEinsum(const TensorKernelArgs& args) {
   k.impl = std::string(PackedGemmImpl()) + " batched-matmul";
   if (const TensorData* b = constant(static_cast<size_t>(plan->b_input))) {
     // A constant operand: permuted and packed once, here.
-    std::vector<float> permuted(plan->b_bytes / sizeof(float));
-    plan->packed = std::make_shared<AlignedFloats>(static_cast<int64_t>(plan->packed_bytes / sizeof(float)));
-    PackEinsumB(KernelContext{}, *plan, b->As<float>(), permuted.data(), plan->packed->data());
+    plan->packed = std::make_shared<PackedWeightPanels>(
+        args.laid_out, args.node, "kiln-einsum-panels", static_cast<int64_t>(plan->packed_bytes / sizeof(float)),
+        [&](float* dst) {
+          std::vector<float> permuted(plan->b_bytes / sizeof(float));
+          PackEinsumB(KernelContext{}, *plan, b->As<float>(), permuted.data(), dst);
+        });
     plan->b_bytes = 0;
     plan->packed_bytes = 0;
     k.impl += " packed-weights";

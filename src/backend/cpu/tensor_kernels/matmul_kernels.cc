@@ -61,7 +61,7 @@ struct MatMulPlan {
   MatMulShape shape;
   std::vector<int64_t> a_offset;          // per output matrix, in floats
   std::vector<int64_t> b_offset;          // per B matrix, in floats (for packing at run time)
-  std::shared_ptr<AlignedFloats> packed;  // B packed at compile time, or null
+  std::shared_ptr<PackedWeightPanels> packed;  // B packed at compile time, or null
 };
 
 Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
@@ -106,9 +106,12 @@ Expected<TensorKernel> MakeMatMul(const TensorKernelArgs& args) {
   const int64_t stride_k = trans_b ? 1 : s.n, stride_n = trans_b ? s.k : 1;
   if (args.constants.size() > 1 && args.constants[1] != nullptr) {
     // A weight: packed once, here.
-    plan->packed = std::make_shared<AlignedFloats>(packed_floats);
-    PackBMatrices(KernelContext{}, args.constants[1]->As<float>(), plan->b_offset.data(), s.b_matrices, s.k,
-                  s.n, stride_k, stride_n, 1.0f, plan->packed->data());
+    const float* b = args.constants[1]->As<float>();
+    plan->packed = std::make_shared<PackedWeightPanels>(
+        args.laid_out, args.node, "kiln-matmul-panels", packed_floats, [&](float* dst) {
+          PackBMatrices(KernelContext{}, b, plan->b_offset.data(), s.b_matrices, s.k, s.n, stride_k, stride_n,
+                        1.0f, dst);
+        });
     k.impl += " packed-weights";
   } else {
     k.scratch_bytes = AlignUp(static_cast<size_t>(packed_floats) * sizeof(float));
@@ -149,7 +152,7 @@ struct GemmPlan {
   float alpha = 1, beta = 1;
   std::vector<int64_t> c_dims;               // {} when there is no C (or beta is 0)
   bool c_is_row = false;                     // C broadcasts along rows only: the kernels' bias
-  std::shared_ptr<AlignedFloats> packed;     // alpha * B' packed, when B is a weight
+  std::shared_ptr<PackedWeightPanels> packed;  // alpha * B' packed, when B is a weight
   std::shared_ptr<std::vector<float>> bias;  // beta * C as a row, when C is constant
   size_t a_bytes = 0, b_bytes = 0;           // scratch: A' copy, packed B
   bool has_c = false;
@@ -268,8 +271,10 @@ Expected<TensorKernel> MakeGemm(const TensorKernelArgs& args) {
   const int64_t b_stride_k = p.trans_b ? 1 : p.n, b_stride_n = p.trans_b ? p.k : 1;
   const int64_t packed_floats = PackedBFloats(p.k, p.n);
   if (args.constants.size() > 1 && args.constants[1] != nullptr) {
-    p.packed = std::make_shared<AlignedFloats>(packed_floats);
-    PackB(args.constants[1]->As<float>(), p.k, p.n, b_stride_k, b_stride_n, p.alpha, p.packed->data());
+    const float* b = args.constants[1]->As<float>();
+    p.packed = std::make_shared<PackedWeightPanels>(
+        args.laid_out, args.node, "kiln-gemm-panels", packed_floats,
+        [&](float* dst) { PackB(b, p.k, p.n, b_stride_k, b_stride_n, p.alpha, dst); });
     k.impl += " packed-weights";
   } else {
     p.b_bytes = AlignUp(static_cast<size_t>(packed_floats) * sizeof(float));

@@ -74,6 +74,21 @@ void AlignedFloats::Free::operator()(float* p) const {
   std::free(p);
 }
 
+PackedWeightPanels::PackedWeightPanels(LaidOutWeights* store, std::string_view node, std::string_view layout,
+                                       int64_t floats, const std::function<void(float*)>& pack) {
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (store != nullptr) {
+    if (const uint8_t* stored = store->Take(node, layout, bytes)) {
+      data_ = reinterpret_cast<const float*>(stored);
+      return;
+    }
+  }
+  own_ = std::make_unique<AlignedFloats>(floats);
+  pack(own_->data());
+  data_ = own_->data();
+  if (store != nullptr) store->Record(node, layout, {reinterpret_cast<const uint8_t*>(data_), bytes});
+}
+
 void RunPackedGemm(const KernelContext& ctx, const PackedGemm& g) {
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
   if (g.k == 0) {

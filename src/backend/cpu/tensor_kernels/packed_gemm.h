@@ -7,10 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_context.h"
+#include "graph/laid_out_weights.h"
 
 namespace kiln::cpu {
 
@@ -36,6 +39,22 @@ struct AlignedFloats {
     void operator()(float* p) const;
   };
   std::unique_ptr<float, Free> data_;
+};
+
+// A weight's B, packed once: in the kernel's own memory, or the panels a
+// compiled artifact stored for the node under `layout`, used where they are
+// mapped (graph/laid_out_weights.h), so that loading one packs nothing.
+class PackedWeightPanels {
+ public:
+  // Takes the stored panels of `floats` floats when `store` has them;
+  // otherwise calls pack(dst) and records what it wrote (store may be null).
+  PackedWeightPanels(LaidOutWeights* store, std::string_view node, std::string_view layout, int64_t floats,
+                     const std::function<void(float*)>& pack);
+  const float* data() const { return data_; }
+
+ private:
+  std::unique_ptr<AlignedFloats> own_;
+  const float* data_ = nullptr;
 };
 
 // For i < batch: C_i[m x n] = A_i[m x k] * B_i (+ bias[n]), where A_i
