@@ -38,7 +38,7 @@ struct RunArgs {
 };
 
 Status RunOnnx(const RunArgs& a) {
-  if (IsPipelineFile(a.model)) return RunPipelineCommand(a.model, a.image, a.json, a.threads);
+  if (IsPipelineFile(a.model)) return RunPipelineCommand(a.model, a.image, a.json, a.threads, a.recompile_if_stale);
   if (a.output_dir.empty()) return InvalidArgument("--output-dir DIR is required");
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
   KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(a.inputs));
@@ -99,7 +99,8 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
   cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
                 "An artifact compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
-                "rebuild it from the .onnx file it records, then run");
+                "rebuild it from the .onnx file (or a compiled pipeline's pipeline and model files) it records, "
+                "then run");
   AddProfileFlags(cmd, &a->profiling);
   cmd->callback([a]() {
     Status s = RunOnnx(*a);

@@ -13,14 +13,15 @@
 namespace kiln::cli {
 
 bool IsPipelineFile(const std::string& path) {
-  return (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) || IsPipelineArtifact(path);
+  return IsPipelineFilePath(path) || IsPipelineArtifact(path);
 }
 
 Status RunPipelineCommand(const std::string& pipeline_path, const std::string& image_path,
-                          const std::string& json_path, int threads) {
+                          const std::string& json_path, int threads, bool recompile_if_stale) {
   if (image_path.empty() || json_path.empty()) return InvalidArgument("a pipeline runs with --image IMG --json OUT.json");
   OnnxSessionOptions options;
   options.threads = threads;
+  options.recompile_if_stale = recompile_if_stale;
   // The models run one after another, each shape once at a time: one
   // activation arena for all of them.
   options.shared_arenas = std::make_shared<SharedArenas>();

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include "vision/ocr_preprocess.h"
+#include "vision/pipeline_yaml.h"
 
 namespace kiln {
 namespace {
@@ -307,11 +309,22 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
   return spec;
 }
 
-Expected<PipelineSpec> ReadPipelineFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot open pipeline file {}", path);
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+bool IsPipelineFilePath(const std::string& path) {
+  return IsYamlPath(path) || (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0);
+}
+
+Expected<nlohmann::json> PipelineTextToJson(const std::string& text, const std::string& path) {
+  if (IsYamlPath(path)) return PipelineYamlToJson(text, path);
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) return InvalidArgument("pipeline file {} is not valid JSON", path);
+  return json;
+}
+
+Expected<PipelineSpec> ReadPipelineFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open pipeline file {}", path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  KILN_ASSIGN_OR_RETURN(nlohmann::json json, PipelineTextToJson(text, path));
   auto spec = ParsePipeline(json, std::filesystem::path(path).parent_path().string());
   if (!spec.ok()) return spec.status().WithContext(fmt::format("pipeline {}", path));
   return spec;

@@ -1,4 +1,4 @@
-// A pipeline file: models wired into stages, read from JSON and checked
+// A pipeline file: models wired into stages, read from JSON or YAML and checked
 // before anything runs (docs/pipelines.md has the format).
 //   {"models": {"det": "det.onnx", ...},          paths relative to the file
 //    "stages": [{"name": "boxes", "kind": "db_postprocess",
@@ -59,7 +59,15 @@ std::vector<std::string> PipelineStageKinds();
 // `base_dir`: where relative paths (models, dictionaries) start.
 // `check_files`: a model or dictionary file that does not exist is an error.
 Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::string& base_dir, bool check_files = true);
+// A pipeline file, JSON (.json) or YAML (.yaml, .yml; pipeline_yaml.h).
 Expected<PipelineSpec> ReadPipelineFile(const std::string& path);
+
+// Whether `path` names a pipeline file by its extension (.json, .yaml, .yml).
+bool IsPipelineFilePath(const std::string& path);
+
+// A pipeline file's text as the JSON tree ParsePipeline checks: parsed as
+// YAML when `path` ends in .yaml or .yml, else as JSON.
+Expected<nlohmann::json> PipelineTextToJson(const std::string& text, const std::string& path);
 
 // Every model stage's input shape against its model's declared input dims
 // (-1 where the model leaves one open): ranks and fixed dimensions must meet.
