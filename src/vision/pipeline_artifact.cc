@@ -37,18 +37,24 @@ Expected<std::map<std::string, std::vector<int64_t>>> SampleShapes(const Pipelin
                                                                    const std::string& path) {
   std::map<std::string, std::vector<int64_t>> samples;
   KILN_ASSIGN_OR_RETURN(OnnxModel model, ReadOnnxModel(path));
-  if (model.graph.inputs.size() != 1 || !model.graph.inputs[0].shape) return samples;
-  bool open = false;
-  for (const OnnxDim& d : *model.graph.inputs[0].shape) open = open || !d.is_static();
-  if (!open) return samples;
-  for (const PipelineStage& s : spec.stages) {
-    if (s.kind != "model" || s.model != name) continue;
-    const PipelineStage* from = FindPipelineStage(spec, s.inputs.at("input"));
-    if (from == nullptr || from->shape.empty()) continue;
-    std::vector<int64_t> dims = from->shape;
-    for (int64_t& d : dims) d = d < 0 ? 320 : d;
-    samples[model.graph.inputs[0].name] = dims;
-    break;
+  const auto& inputs = model.graph.inputs;
+  for (const auto& input : inputs) {
+    if (!input.shape) continue;
+    bool open = false;
+    for (const OnnxDim& d : *input.shape) open = open || !d.is_static();
+    if (!open) continue;
+    for (const PipelineStage& s : spec.stages) {
+      if (s.kind != "model" || s.model != name) continue;
+      // A stage of one "input" feeds a model of one input.
+      const std::string port = s.named_inputs ? input.name : inputs.size() == 1 ? "input" : "";
+      if (!s.inputs.count(port) || s.input_outputs.count(port)) continue;
+      const PipelineStage* from = FindPipelineStage(spec, s.inputs.at(port));
+      if (from == nullptr || from->shape.empty()) continue;
+      std::vector<int64_t> dims = from->shape;
+      for (int64_t& d : dims) d = d < 0 ? 320 : d;
+      samples[input.name] = dims;
+      break;
+    }
   }
   return samples;
 }
