@@ -405,8 +405,15 @@ Expected<PipelineSpec> ReadPipelineFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open pipeline file {}", path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  KILN_ASSIGN_OR_RETURN(nlohmann::json json, PipelineTextToJson(text, path));
+  nlohmann::json json;
+  std::map<std::string, int> lines;  // a YAML file's: schema errors name the line
+  if (IsYamlPath(path)) {
+    KILN_ASSIGN_OR_RETURN(json, PipelineYamlToJson(text, path, &lines));
+  } else {
+    KILN_ASSIGN_OR_RETURN(json, PipelineTextToJson(text, path));
+  }
   auto spec = ParsePipeline(json, std::filesystem::path(path).parent_path().string());
+  if (!spec.ok() && IsYamlPath(path)) return WithYamlLine(spec.status(), json, lines, path);
   if (!spec.ok()) return spec.status().WithContext(fmt::format("pipeline {}", path));
   return spec;
 }

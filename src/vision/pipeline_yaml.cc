@@ -46,9 +46,10 @@ bool IsNonFiniteText(const std::string& s) {
 
 class YamlToJson {
  public:
-  explicit YamlToJson(const std::string& file) : file_(file) {}
+  YamlToJson(const std::string& file, std::map<std::string, int>* lines) : file_(file), lines_(lines) {}
 
   Expected<nlohmann::json> Convert(const YAML::Node& node, const std::string& path, int depth) {
+    if (lines_ != nullptr && !node.Mark().is_null()) (*lines_)[path] = node.Mark().line + 1;
     if (depth > kMaxYamlDepth) {
       return InvalidArgument("{}: {} nests deeper than {} levels (an alias to its own anchor?)",
                              Where(file_, node.Mark()), KeyText(path), kMaxYamlDepth);
@@ -149,6 +150,7 @@ class YamlToJson {
   }
 
   const std::string& file_;
+  std::map<std::string, int>* lines_;
 };
 
 }  // namespace
@@ -160,7 +162,8 @@ bool IsYamlPath(const std::string& path) {
   return ends_with(".yaml") || ends_with(".yml");
 }
 
-Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::string& file) {
+Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::string& file,
+                                            std::map<std::string, int>* lines) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));
@@ -173,10 +176,39 @@ Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::st
                            documents.size());
   }
   try {
-    return YamlToJson(file).Convert(documents[0], "", 0);
+    return YamlToJson(file, lines).Convert(documents[0], "", 0);
   } catch (const YAML::Exception& e) {
     return InvalidArgument("{}: {}", Where(file, e.mark), e.msg);
   }
+}
+
+Status WithYamlLine(const Status& error, const nlohmann::json& json, const std::map<std::string, int>& lines,
+                    const std::string& file) {
+  static const std::regex stage_name("stage '([^']*)'");
+  const std::string message = error.message();
+  const Status plain = error.WithContext(fmt::format("pipeline {}", file));
+  std::smatch m;
+  if (!std::regex_search(message, m, stage_name) || !json.is_object() || !json.contains("stages") ||
+      !json["stages"].is_array()) {
+    return plain;
+  }
+  const nlohmann::json& stages = json["stages"];
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (!stages[i].is_object() || stages[i].value("name", nlohmann::json()) != m[1].str()) continue;
+    std::string path = fmt::format("stages[{}]", i);
+    // The key the message names, where it names one.
+    for (const auto& item : stages[i].items()) {
+      if (item.key() != "name" && (message.find(" " + item.key() + " ") != std::string::npos ||
+                                   message.find("'" + item.key() + "'") != std::string::npos)) {
+        path += "." + item.key();
+        break;
+      }
+    }
+    auto line = lines.find(path);
+    if (line == lines.end()) return plain;
+    return error.WithContext(fmt::format("pipeline {}:{}", file, line->second));
+  }
+  return plain;
 }
 
 }  // namespace kiln
