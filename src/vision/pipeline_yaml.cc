@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "core/utf8.h"
+
 namespace kiln {
 namespace {
 
@@ -44,6 +46,87 @@ bool IsNonFiniteText(const std::string& s) {
   return std::regex_match(s, pattern);
 }
 
+// Whether a token may start at text[i]: the line holds nothing before it but
+// spaces, or its last character before it is an indicator that a node
+// follows (a flow collection's "[", "{" or "," inside one).
+bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) {
+  while (i > line_start && (text[i - 1] == ' ' || text[i - 1] == '\t')) --i;
+  if (i == line_start) return true;
+  const char before = text[i - 1];
+  return before == ':' || before == '-' || before == '?' || (depth > 0 && (before == '[' || before == '{' || before == ','));
+}
+
+// yaml-cpp 0.7 never returns on a "," outside every flow collection after a
+// flow collection or a quoted scalar ("{a: b},", "\"a\" ,"), which is not
+// valid YAML: such a comma is refused before the parser sees the text.
+// Quoted scalars, comments and block scalars are skipped.
+Status RefuseStrayComma(std::string_view text, const std::string& file) {
+  int depth = 0;
+  bool after_node = false;  // the last token outside flow collections closed one, or a quoted scalar
+  int line = 1;
+  size_t line_start = 0;
+  int block_indent = -1;  // in a block scalar: lines indented deeper than this are its text
+  auto line_indent = [&](size_t start) {
+    size_t j = start;
+    while (j < text.size() && text[j] == ' ') ++j;
+    return j - start;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (i == line_start && block_indent >= 0) {
+      const size_t indent = line_indent(i);
+      const bool blank = i + indent >= text.size() || text[i + indent] == '\n' || text[i + indent] == '\r';
+      if (blank || static_cast<int>(indent) > block_indent) {
+        while (i < text.size() && text[i] != '\n') ++i;
+        continue;
+      }
+      block_indent = -1;
+    }
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = ++i;
+      continue;
+    }
+    if (c == '#' && (i == line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && StartsToken(text, i, line_start, depth)) {
+      for (++i; i < text.size(); ++i) {
+        if (c == '"' && text[i] == '\\') {
+          ++i;
+        } else if (text[i] == c && c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;
+        } else if (text[i] == c) {
+          break;
+        } else if (text[i] == '\n') {
+          ++line;
+          line_start = i + 1;
+        }
+      }
+      ++i;
+      after_node = depth == 0;
+      continue;
+    }
+    if ((c == '[' || c == '{') && (depth > 0 || StartsToken(text, i, line_start, depth))) {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+      after_node = depth == 0;
+      ++i;
+      continue;
+    } else if (c == ',' && depth == 0 && after_node) {
+      return InvalidArgument("{}:{}:{}: not valid YAML: ',' outside a flow collection", file, line, i - line_start + 1);
+    } else if ((c == '|' || c == '>') && depth == 0 && StartsToken(text, i, line_start, depth)) {
+      block_indent = static_cast<int>(line_indent(line_start));
+    }
+    if (c != ' ' && c != '\t' && c != '\r') after_node = false;
+    ++i;
+  }
+  return Status::Ok();
+}
+
 class YamlToJson {
  public:
   YamlToJson(const std::string& file, std::map<std::string, int>* lines) : file_(file), lines_(lines) {}
@@ -53,6 +136,10 @@ class YamlToJson {
     if (depth > kMaxYamlDepth) {
       return InvalidArgument("{}: {} nests deeper than {} levels (an alias to its own anchor?)",
                              Where(file_, node.Mark()), KeyText(path), kMaxYamlDepth);
+    }
+    // Text goes into JSON, which holds UTF-8 only.
+    if (node.IsScalar() && !IsValidUtf8(node.Scalar())) {
+      return InvalidArgument("{}: {} is not valid UTF-8", Where(file_, node.Mark()), KeyText(path));
     }
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
@@ -79,6 +166,9 @@ class YamlToJson {
                                    key.IsMap() ? "mapping" : key.IsSequence() ? "list" : "null");
           }
           const std::string name = key.Scalar();
+          if (!IsValidUtf8(name)) {
+            return InvalidArgument("{}: a key in {} is not valid UTF-8", Where(file_, key.Mark()), KeyText(path));
+          }
           const std::string child = path.empty() ? name : path + "." + name;
           if (object.contains(name)) {
             return InvalidArgument("{}: key {} is given twice", Where(file_, key.Mark()), KeyText(child));
@@ -164,6 +254,7 @@ bool IsYamlPath(const std::string& path) {
 
 Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::string& file,
                                             std::map<std::string, int>* lines) {
+  KILN_RETURN_IF_ERROR(RefuseStrayComma(text, file));
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));

@@ -72,7 +72,26 @@ TEST(PipelineYaml, MistakesNameTheFileLineAndKey) {
   EXPECT_NE(ErrorOf("? [a]\n: 1\n").find("a key in the document is a list, not text"), std::string::npos)
       << ErrorOf("? [a]\n: 1\n");
   EXPECT_NE(ErrorOf("a: 1\n---\nb: 2\n").find("holds 2 YAML documents"), std::string::npos);
+  EXPECT_NE(ErrorOf("a: [x\xac]\n").find("p.yaml:1:5: 'a[0]' is not valid UTF-8"), std::string::npos)
+      << ErrorOf("a: [x\xac]\n");
+  EXPECT_NE(ErrorOf("b:\n  \xff: 1\n").find("p.yaml:2:3: a key in 'b' is not valid UTF-8"), std::string::npos)
+      << ErrorOf("b:\n  \xff: 1\n");
   EXPECT_NE(ErrorOf("# nothing\n").find("p.yaml: the YAML file is empty"), std::string::npos) << ErrorOf("# nothing\n");
+  // A comma after a flow collection or quoted scalar outside any flow
+  // collection: yaml-cpp 0.7 would never return; refused first.
+  for (const char* stray : {"{a: b},\n{c: d}\n", "a: [1]\n,\n", "a: \"x\" , y\n", "- {a: b} # note\n  ,\n"}) {
+    EXPECT_NE(ErrorOf(stray).find("not valid YAML: ',' outside a flow collection"), std::string::npos)
+        << stray << ": " << ErrorOf(stray);
+  }
+  EXPECT_NE(ErrorOf("{a: b},\n").find("p.yaml:1:7:"), std::string::npos) << ErrorOf("{a: b},\n");
+  // Commas where YAML allows them: in plain scalars, comments and block
+  // scalars, and inside flow collections.
+  auto fine = PipelineYamlToJson("a: x, \"y\", {z}\nb: [1, {c: 2}] # d, e\nf: |\n  [g], h\n  \"i\", j\nk: 'l''s'\n",
+                                 "p.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ((*fine)["a"], "x, \"y\", {z}");
+  EXPECT_EQ((*fine)["f"], "[g], h\n\"i\", j\n");
+  EXPECT_EQ((*fine)["k"], "l's");
 }
 
 TEST(PipelineYaml, SchemaErrorsGetTheLineOfTheStageKeyTheyName) {
