@@ -56,10 +56,13 @@ bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) 
   return before == ':' || before == '-' || before == '?' || (depth > 0 && (before == '[' || before == '{' || before == ','));
 }
 
-// yaml-cpp 0.7 never returns on a "," outside every flow collection after a
-// flow collection or a quoted scalar ("{a: b},", "\"a\" ,"), which is not
-// valid YAML: such a comma is refused before the parser sees the text.
-// Quoted scalars, comments and block scalars are skipped.
+// yaml-cpp 0.7 never returns on some commas outside every flow collection:
+// one after a flow collection or a quoted scalar ("{a: b},", "\"a\" ,") or
+// where a node would start (a document that is ","). Neither is valid YAML
+// (a plain scalar cannot start with ","; a line that continues one outside
+// a flow collection may not either, here): such a comma is refused before
+// the parser sees the text. Quoted scalars, comments and block scalars are
+// skipped.
 Status RefuseStrayComma(std::string_view text, const std::string& file) {
   int depth = 0;
   bool after_node = false;  // the last token outside flow collections closed one, or a quoted scalar
@@ -116,7 +119,7 @@ Status RefuseStrayComma(std::string_view text, const std::string& file) {
       after_node = depth == 0;
       ++i;
       continue;
-    } else if (c == ',' && depth == 0 && after_node) {
+    } else if (c == ',' && depth == 0 && (after_node || StartsToken(text, i, line_start, depth))) {
       return InvalidArgument("{}:{}:{}: not valid YAML: ',' outside a flow collection", file, line, i - line_start + 1);
     } else if ((c == '|' || c == '>') && depth == 0 && StartsToken(text, i, line_start, depth)) {
       block_indent = static_cast<int>(line_indent(line_start));

@@ -38,8 +38,8 @@ set_tests_properties(vision_pipeline_detect_classify PROPERTIES LABELS "vision;p
 
 # A model of two inputs (the letterbox and a constant from the file) and two
 # outputs, whose second output later stages read: each model stage's outputs
-# equal the model run alone (kiln run MODEL.onnx --input ...) and numpy's,
-# from the file and from its compiled artifact.
+# equal the model run alone (kiln run MODEL.onnx --input ...), onnxruntime's
+# (where installed) and numpy's, from the file and from its compiled artifact.
 add_test(NAME vision_pipeline_multi_io
   COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/vision/pipeline_multi_io_test.py $<TARGET_FILE:kiln_cli>)
 set_tests_properties(vision_pipeline_multi_io PROPERTIES LABELS "vision;python" TIMEOUT 120

@@ -10,7 +10,8 @@ per channel, f32[1, 3]; `scaled` is the first two channel means times the
 tensor declared in the file; `doubled` (one input) reads stats' second
 output, and `joined` (two inputs) reads both of stats' outputs. Each model
 stage's outputs must equal what `kiln run MODEL.onnx --input ...` gives for
-the same inputs, and a numpy reference. The same pipeline compiled into an
+the same inputs, and onnxruntime's (where tests/onnx_oracle has it) and a
+numpy reference, within 1e-6. The same pipeline compiled into an
 artifact gives the same output; wiring mistakes are refused naming them.
 """
 import json
@@ -91,6 +92,24 @@ def kiln_alone(kiln, tmp, model, inputs):
     return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}
 
 
+ORACLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx_oracle")
+
+
+def onnxruntime_alone(tmp, model, inputs):
+    """The model's outputs as onnxruntime (tests/onnx_oracle/ort_run.js) gives
+    them; None where onnxruntime-node is not installed (scripts/setup.sh)."""
+    if not os.path.isdir(os.path.join(ORACLE, "node_modules", "onnxruntime-node")):
+        return None
+    out_dir = os.path.join(tmp, "ort_" + model)
+    args = ["node", os.path.join(ORACLE, "ort_run.js"), "--model", os.path.join(tmp, model + ".onnx"),
+            "--output-dir", out_dir]
+    for name in inputs:
+        args += ["--input", f"{name}={os.path.join(tmp, f'{model}_{name}.npy')}"]  # kiln_alone saved them
+    ran = run(args)
+    assert ran.returncode == 0, ran.stderr
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}
+
+
 def values(stage, output):
     (t,) = stage["outputs"][output]  # one run: no crops
     return np.array(t["values"], np.float32).reshape(t["shape"])
@@ -127,7 +146,18 @@ def main():
         assert np.array_equal(values(result["doubled"], "y"), doubled["y"]), result["doubled"]
         joined = kiln_alone(kiln, tmp, "join", {"a": alone["scaled"], "b": alone["mean"]})
         assert np.array_equal(values(result["joined"], "joined"), joined["joined"]), result["joined"]
-        # And against numpy.
+        # And against onnxruntime, where it is installed, and numpy.
+        for model, inputs, want in (("stats", {"image": 0, "scale": 0}, alone),
+                                    ("double", {"x": 0}, doubled), ("join", {"a": 0, "b": 0}, joined)):
+            ort = onnxruntime_alone(tmp, model, inputs)
+            if ort is None:
+                print("onnxruntime-node is not installed (scripts/setup.sh): compared with kiln run and numpy")
+                break
+            assert sorted(ort) == sorted(want), (ort, want)
+            for name in ort:
+                assert np.allclose(ort[name], want[name], atol=1e-6), (model, name, ort[name], want[name])
+        else:
+            print("each model stage's outputs equal onnxruntime's")
         mean = letterboxed.mean(axis=(2, 3))
         assert np.allclose(values(result["stats"], "mean"), mean, atol=1e-6), result["stats"]
         assert np.allclose(values(result["doubled"], "y"), 2 * mean[:, :2] * SCALE, atol=1e-6), result["doubled"]
@@ -140,6 +170,10 @@ def main():
         artifact = os.path.join(tmp, "multi.kiln")
         compiled = run([kiln, "compile", spec, "-o", artifact])
         assert compiled.returncode == 0, compiled.stderr
+        inspected = run([kiln, "inspect", artifact])
+        assert inspected.returncode == 0, inspected.stderr
+        assert "a=stats.scaled b=stats.mean" in inspected.stdout, inspected.stdout
+        assert "image=letterbox scale=scale" in inspected.stdout, inspected.stdout
         for model in ("stats", "double", "join"):
             os.rename(os.path.join(tmp, model + ".onnx"), os.path.join(tmp, model + ".onnx.away"))
         out2 = os.path.join(tmp, "out2.json")

@@ -79,7 +79,8 @@ TEST(PipelineYaml, MistakesNameTheFileLineAndKey) {
   EXPECT_NE(ErrorOf("# nothing\n").find("p.yaml: the YAML file is empty"), std::string::npos) << ErrorOf("# nothing\n");
   // A comma after a flow collection or quoted scalar outside any flow
   // collection: yaml-cpp 0.7 would never return; refused first.
-  for (const char* stray : {"{a: b},\n{c: d}\n", "a: [1]\n,\n", "a: \"x\" , y\n", "- {a: b} # note\n  ,\n"}) {
+  for (const char* stray : {"{a: b},\n{c: d}\n", "a: [1]\n,\n", "a: \"x\" , y\n", "- {a: b} # note\n  ,\n", ",\n",
+                            ", a\n", "a: ,\n", "- ,\n"}) {
     EXPECT_NE(ErrorOf(stray).find("not valid YAML: ',' outside a flow collection"), std::string::npos)
         << stray << ": " << ErrorOf(stray);
   }
