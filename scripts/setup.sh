@@ -12,6 +12,8 @@ PACKAGES=(
   libsentencepiece-dev libcpp-httplib-dev libxxhash-dev libdnnl-dev
   # image files for kiln detect and kiln ocr
   libjpeg62-turbo-dev libpng-dev
+  # pipeline files written in YAML
+  libyaml-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-jinja2 python3-sentencepiece

@@ -558,6 +558,11 @@ typedef struct kiln_onnx_options {
   const char* backend;   /* "cpu" (NULL); what it cannot run falls back to the CPU */
   const char* precision; /* "fp32" (NULL), "mixed" or "bf16" */
   int32_t threads;       /* compute threads; 0: one per physical core */
+  /* A .kiln artifact compiled by another kernel-layout version or for an ISA
+   * this CPU lacks (stale) is refused with how to rebuild it; nonzero: it is
+   * rebuilt in place from the .onnx file it records, then loaded
+   * (`--recompile-if-stale`). */
+  int32_t recompile_if_stale;
 } kiln_onnx_options;
 
 /* Fills `options` with the defaults, struct_size included. */

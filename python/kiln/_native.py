@@ -168,6 +168,7 @@ class OnnxOptions(ctypes.Structure):
         ("backend", ctypes.c_char_p),
         ("precision", ctypes.c_char_p),
         ("threads", ctypes.c_int32),
+        ("recompile_if_stale", ctypes.c_int32),
     ]
 
 

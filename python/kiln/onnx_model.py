@@ -53,7 +53,9 @@ class OnnxModel(_native.OwnedHandle):
     `kiln run --fixed-input`); run() fills them in when left out, and a run
     passing other values is an error. Arrays keep their dtype; lists become
     int64 or float32. Options: threads (0: one per physical core), backend
-    ("cpu"), precision ("fp32", "mixed", "bf16"). Runs on one model take
+    ("cpu"), precision ("fp32", "mixed", "bf16"), recompile_if_stale (a .kiln artifact built
+    for another kernel-layout version or an ISA this CPU lacks is rebuilt in
+    place from the .onnx file it records, instead of refused). Runs on one model take
     turns; it may be shared by threads. `kiln.Model(path)` returns an
     OnnxModel for an .onnx path."""
 
@@ -62,7 +64,8 @@ class OnnxModel(_native.OwnedHandle):
 
     def __init__(self, path: Union[str, os.PathLike], *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
                  fixed_inputs: Optional[Mapping[str, object]] = None, threads: int = 0,
-                 backend: Optional[str] = None, precision: Optional[str] = None):
+                 backend: Optional[str] = None, precision: Optional[str] = None,
+                 recompile_if_stale: bool = False):
         lib = _native.lib()
         options = _native.OnnxOptions()
         lib.kiln_onnx_options_init(ctypes.byref(options), ctypes.sizeof(options))
@@ -92,6 +95,7 @@ class OnnxModel(_native.OwnedHandle):
         options.backend = _native.encode(backend, "backend") if backend is not None else None
         options.precision = _native.encode(precision, "precision") if precision is not None else None
         options.threads = int(threads)
+        options.recompile_if_stale = 1 if recompile_if_stale else 0
         self.path = os.fspath(path)
         handle = ctypes.c_void_p()
         _native.check(lib.kiln_onnx_model_load(_native.encode(self.path, "path"), ctypes.byref(options),

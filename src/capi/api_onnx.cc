@@ -39,6 +39,7 @@ kiln_onnx_options DefaultCOnnxOptions() {
   o.backend = nullptr;
   o.precision = nullptr;
   o.threads = 0;
+  o.recompile_if_stale = 0;
   return o;
 }
 
@@ -90,6 +91,7 @@ Expected<kiln::OnnxSessionOptions> FromCOnnxOptions(const kiln_onnx_options* giv
   }
   if (c.threads < 0) return InvalidArgument("options.threads is {}", c.threads);
   o.threads = c.threads;
+  o.recompile_if_stale = c.recompile_if_stale != 0;
   return o;
 }
 

@@ -47,10 +47,6 @@ Status CompilePipeline(const EngineFlags& engine, const std::string& output) {
   return Status::Ok();
 }
 
-bool IsPipelinePath(const std::string& path) {
-  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-}
-
 }  // namespace
 
 void RegisterCompile(CLI::App& app) {
@@ -81,7 +77,7 @@ void RegisterCompile(CLI::App& app) {
       SetExitCode(2);
       return;
     }
-    if (IsPipelinePath(a->engine.options.model)) {
+    if (IsPipelineFilePath(a->engine.options.model)) {
       Status s = a->input_shapes.empty() && a->sample_shapes.empty()
                      ? CompilePipeline(a->engine, a->output)
                      : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape and --sample-shape "

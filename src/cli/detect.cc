@@ -30,6 +30,7 @@ struct DetectArgs {
   int threads = 0;
   std::vector<std::string> input_shapes;
   std::string raw_output;
+  bool recompile_if_stale = false;
 };
 
 // The detector's input H x W: fixed by the model (or --input-shape), else
@@ -65,6 +66,7 @@ Status RunDetect(const DetectArgs& a) {
     if (a.model.empty()) return InvalidArgument("-m DETECTOR.onnx is required");
     OnnxSessionOptions session_options;
     session_options.threads = a.threads;
+    session_options.recompile_if_stale = a.recompile_if_stale;
     for (const std::string& s : a.input_shapes) {
       KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &session_options.input_shapes));
     }
@@ -96,6 +98,9 @@ void RegisterDetect(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--input-shape", a->input_shapes, "NAME:DIMS fixes the model input's shape");
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
+                "A .kiln detector compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
+                "rebuild it from the .onnx file it records, then run");
   // Decodes a head output saved as .npy instead of running a model (for
   // comparing the decode and NMS with another implementation's).
   cmd->add_option("--raw-output", a->raw_output)->group("");

@@ -41,7 +41,11 @@ Status PrintPipelineArtifact(const std::string& path, bool verify, bool plan, bo
     fmt::print("stages, in run order:\n");
     for (const PipelineStage& s : spec->stages) {
       std::vector<std::string> reads;
-      for (const auto& [port, from] : s.inputs) reads.push_back(fmt::format("{}={}", port, from));
+      for (const auto& [port, from] : s.inputs) {
+        auto output = s.input_outputs.find(port);
+        reads.push_back(output == s.input_outputs.end() ? fmt::format("{}={}", port, from)
+                                                        : fmt::format("{}={}.{}", port, from, output->second));
+      }
       fmt::print("  {:<12} {:<15} {:<40} {}\n", s.name, s.kind == "model" ? "model " + s.model : s.kind,
                  fmt::format("{}", fmt::join(reads, " ")), ShapeText(s.shape));
     }

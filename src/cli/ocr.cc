@@ -28,6 +28,7 @@ struct OcrArgs {
   int det_max_side = 960;
   float drop_score = 0.5f;
   int threads = 0;
+  bool recompile_if_stale = false;
 };
 
 // The dictionary: --dict, else ppocr_keys_v1.txt beside the recognizer (as
@@ -46,6 +47,7 @@ Status RunOcrCommand(const OcrArgs& a) {
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> characters, LoadOcrCharacters(dict));
   OnnxSessionOptions session_options;
   session_options.threads = a.threads;
+  session_options.recompile_if_stale = a.recompile_if_stale;
   KILN_ASSIGN_OR_RETURN(auto det, LoadVisionModel(a.det, session_options, "text detection"));
   KILN_ASSIGN_OR_RETURN(auto rec, LoadVisionModel(a.rec, session_options, "text recognition"));
   std::unique_ptr<OnnxSession> cls;
@@ -83,6 +85,9 @@ void RegisterOcr(CLI::App& app) {
   cmd->add_option("--drop-score", a->drop_score, "Lines recognized with a lower score are dropped")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
+  cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
+                "A .kiln model compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
+                "rebuild it from the .onnx file it records, then run");
   cmd->callback([a]() {
     Status s = RunOcrCommand(*a);
     if (!s.ok()) {

@@ -8,6 +8,7 @@
 
 #include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
+#include "vision/pipeline_spec.h"
 
 namespace kiln::cli {
 namespace {
@@ -19,7 +20,7 @@ bool NamesOnnxFile(int argc, char** argv) {
     // An artifact compiled from an ONNX graph (only its table is read).
     if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".kiln" && IsOnnxArtifact(std::string(arg))) return true;
     // A pipeline of ONNX graphs: a pipeline file kiln run or compile takes, or its artifact.
-    if (arg.size() >= 5 && arg.substr(arg.size() - 5) == ".json" && i == 2 &&
+    if (i == 2 && IsPipelineFilePath(std::string(arg)) &&
         (std::string_view(argv[1]) == "run" || std::string_view(argv[1]) == "compile")) {
       return true;
     }

@@ -39,7 +39,7 @@ struct RunArgs {
 };
 
 Status RunOnnx(const RunArgs& a) {
-  if (IsPipelineFile(a.model)) return RunPipelineCommand(a.model, a.image, a.json, a.threads);
+  if (IsPipelineFile(a.model)) return RunPipelineCommand(a.model, a.image, a.json, a.threads, a.recompile_if_stale);
   if (a.output_dir.empty()) return InvalidArgument("--output-dir DIR is required");
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(a.backend_plugins));
   KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(a.inputs));
@@ -101,7 +101,8 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Compute threads (0: one per physical core)");
   cmd->add_flag("--recompile-if-stale", a->recompile_if_stale,
                 "An artifact compiled by another kiln kernel-layout version or for an ISA this CPU lacks: "
-                "rebuild it from the .onnx file it records, then run");
+                "rebuild it from the .onnx file (or a compiled pipeline's pipeline and model files) it records, "
+                "then run");
   cmd->add_flag("--verify-weights", a->verify_weights,
                 "An artifact: check the checksums of its weight sections too before running (the graph, "
                 "plan and metadata are checked at every load)");

@@ -13,14 +13,15 @@
 namespace kiln::cli {
 
 bool IsPipelineFile(const std::string& path) {
-  return (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) || IsPipelineArtifact(path);
+  return IsPipelineFilePath(path) || IsPipelineArtifact(path);
 }
 
 Status RunPipelineCommand(const std::string& pipeline_path, const std::string& image_path,
-                          const std::string& json_path, int threads) {
+                          const std::string& json_path, int threads, bool recompile_if_stale) {
   if (image_path.empty() || json_path.empty()) return InvalidArgument("a pipeline runs with --image IMG --json OUT.json");
   OnnxSessionOptions options;
   options.threads = threads;
+  options.recompile_if_stale = recompile_if_stale;
   // The models run one after another, each shape once at a time: one
   // activation arena for all of them.
   options.shared_arenas = std::make_shared<SharedArenas>();
@@ -33,22 +34,25 @@ Status RunPipelineCommand(const std::string& pipeline_path, const std::string& i
   } else {
     KILN_ASSIGN_OR_RETURN(spec, ReadPipelineFile(pipeline_path));
     for (const auto& [name, path] : spec.models) {
-      const std::string role = fmt::format("pipeline '{}'", name);
-      KILN_ASSIGN_OR_RETURN(sessions[name], LoadVisionModel(path, options, role.c_str()));
+      auto session = OnnxSession::Load(path, options);
+      if (!session.ok()) return session.status().WithContext(fmt::format("pipeline '{}' model {}", name, path));
+      sessions[name] = std::move(*session);
     }
   }
   KILN_ASSIGN_OR_RETURN(Image image, ReadImageFile(image_path));
-  std::map<std::string, TensorModel> models;
-  std::map<std::string, std::vector<int64_t>> input_dims;
+  std::map<std::string, PipelineModel> models;
+  std::map<std::string, PipelineModelSignature> signatures;
   for (const auto& [name, session] : sessions) {
-    if (session->inputs().size() != 1 || session->outputs().empty()) {
-      return InvalidArgument("pipeline model '{}' has {} inputs and {} outputs; expected one input", name,
-                             session->inputs().size(), session->outputs().size());
+    if (session->outputs().empty()) return InvalidArgument("pipeline model '{}' has no outputs", name);
+    models[name] = SessionPipelineModel(session.get());
+    PipelineModelSignature& sig = signatures[name];
+    for (const OnnxTensorInfo& i : session->inputs()) {
+      sig.inputs.push_back(i.name);
+      sig.input_dims.push_back(i.dims);
     }
-    models[name] = SessionTensorModel(session.get());
-    input_dims[name] = session->inputs()[0].dims;
+    for (const OnnxTensorInfo& o : session->outputs()) sig.outputs.push_back(o.name);
   }
-  KILN_RETURN_IF_ERROR(CheckPipelineModelInputs(spec, input_dims));
+  KILN_RETURN_IF_ERROR(CheckPipelineModels(spec, signatures));
   KILN_ASSIGN_OR_RETURN(nlohmann::ordered_json result, RunPipeline(spec, models, image, image_path));
   KILN_RETURN_IF_ERROR(WriteVisionOutputs(result, json_path, nullptr, ""));
   fmt::print("{} stages on {} ({}x{}) -> {}\n", spec.stages.size(), image_path, image.width, image.height, json_path);

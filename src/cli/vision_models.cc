@@ -43,6 +43,41 @@ TensorModel SessionTensorModel(OnnxSession* session) {
   };
 }
 
+PipelineModel SessionPipelineModel(OnnxSession* session) {
+  PipelineModel m;
+  for (const OnnxTensorInfo& i : session->inputs()) m.inputs.push_back(i.name);
+  for (const OnnxTensorInfo& o : session->outputs()) m.outputs.push_back(o.name);
+  m.run = [session](const std::vector<const HostTensor*>& inputs) -> Expected<std::vector<HostTensor>> {
+    const std::vector<OnnxTensorInfo>& info = session->inputs();
+    if (inputs.size() != info.size()) {
+      return InvalidArgument("{} inputs given, the model takes {}", inputs.size(), info.size());
+    }
+    std::vector<TensorType> types;
+    std::vector<TensorRef> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const HostTensor& t = *inputs[i];
+      if (t.type.dtype != info[i].dtype) {
+        return InvalidArgument("input {} takes {}, but is given {}", info[i].name, DTypeName(info[i].dtype),
+                               t.type.ToString());
+      }
+      if (t.bytes.size() != t.type.Bytes()) {
+        return InvalidArgument("input {}: {} bytes for {}", info[i].name, t.bytes.size(), t.type.ToString());
+      }
+      types.push_back(t.type);
+      // Only read, as OnnxSession::Run on host tensors passes it.
+      in.push_back(TensorRef{t.type, const_cast<uint8_t*>(t.bytes.data())});
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, session->OutputTypes(types));
+    std::vector<HostTensor> outputs;
+    std::vector<TensorRef> refs;
+    for (const TensorType& t : out_types) outputs.emplace_back(t);
+    for (HostTensor& h : outputs) refs.push_back(h.ref());
+    KILN_RETURN_IF_ERROR(session->Run(in, refs));
+    return outputs;
+  };
+  return m;
+}
+
 Status WriteVisionOutputs(const nlohmann::ordered_json& json, const std::string& path, const Image* drawn,
                           const std::string& draw_path) {
   const std::string text = json.dump(2) + "\n";

@@ -21,6 +21,10 @@ Expected<std::unique_ptr<OnnxSession>> LoadVisionModel(const std::string& path, 
 // Runs `session` (which must outlive the function) on its one input.
 TensorModel SessionTensorModel(OnnxSession* session);
 
+// `session` (which must outlive it) as a pipeline stage runs it: every
+// input, by name, read where it lies; every output back.
+PipelineModel SessionPipelineModel(OnnxSession* session);
+
 // Writes `json` (indented) to `path`, and the drawn image to `draw_path` if
 // that is not empty.
 Status WriteVisionOutputs(const nlohmann::ordered_json& json, const std::string& path, const Image* drawn,

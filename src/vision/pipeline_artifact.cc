@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/artifact_compatibility.h"
 #include "compiler/shared_arenas.h"
 #include "core/mapped_file.h"
+#include "core/precision.h"
 #include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_reader.h"
@@ -35,18 +37,24 @@ Expected<std::map<std::string, std::vector<int64_t>>> SampleShapes(const Pipelin
                                                                    const std::string& path) {
   std::map<std::string, std::vector<int64_t>> samples;
   KILN_ASSIGN_OR_RETURN(OnnxModel model, ReadOnnxModel(path));
-  if (model.graph.inputs.size() != 1 || !model.graph.inputs[0].shape) return samples;
-  bool open = false;
-  for (const OnnxDim& d : *model.graph.inputs[0].shape) open = open || !d.is_static();
-  if (!open) return samples;
-  for (const PipelineStage& s : spec.stages) {
-    if (s.kind != "model" || s.model != name) continue;
-    const PipelineStage* from = FindPipelineStage(spec, s.inputs.at("input"));
-    if (from == nullptr || from->shape.empty()) continue;
-    std::vector<int64_t> dims = from->shape;
-    for (int64_t& d : dims) d = d < 0 ? 320 : d;
-    samples[model.graph.inputs[0].name] = dims;
-    break;
+  const auto& inputs = model.graph.inputs;
+  for (const auto& input : inputs) {
+    if (!input.shape) continue;
+    bool open = false;
+    for (const OnnxDim& d : *input.shape) open = open || !d.is_static();
+    if (!open) continue;
+    for (const PipelineStage& s : spec.stages) {
+      if (s.kind != "model" || s.model != name) continue;
+      // A stage of one "input" feeds a model of one input.
+      const std::string port = s.named_inputs ? input.name : inputs.size() == 1 ? "input" : "";
+      if (!s.inputs.count(port) || s.input_outputs.count(port)) continue;
+      const PipelineStage* from = FindPipelineStage(spec, s.inputs.at(port));
+      if (from == nullptr || from->shape.empty()) continue;
+      std::vector<int64_t> dims = from->shape;
+      for (int64_t& d : dims) d = d < 0 ? 320 : d;
+      samples[input.name] = dims;
+      break;
+    }
   }
   return samples;
 }
@@ -66,13 +74,85 @@ size_t LargestNewNeed(const std::map<std::string, size_t>& before, const std::ma
   return largest;
 }
 
+// The artifact inside section `entry` of a pipeline artifact, parsed in
+// place (the pipeline's mapping must outlive it).
+Expected<std::unique_ptr<ArtifactFile>> StoredModel(const ArtifactFile& file, const nlohmann::json& entry,
+                                                    const std::string& label) {
+  KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file.Require(entry.at("section").get<std::string>()));
+  return ArtifactFile::Parse(section->data, section->bytes, label);
+}
+
+// Why a pipeline artifact cannot run on this build and CPU: the first model
+// whose stored artifact is stale, with the reason; "" when none is.
+Expected<std::string> PipelineStaleReason(const ArtifactFile& file, const nlohmann::json& meta,
+                                          const std::string& path) {
+  for (const auto& [name, entry] : meta.at("models").items()) {
+    const std::string label = fmt::format("{} model '{}'", path, name);
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> model, StoredModel(file, entry, label));
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* model_meta, model->Require("metadata"));
+    KILN_ASSIGN_OR_RETURN(std::string stale, ArtifactStaleReason(label, nlohmann::json::parse(model_meta->text())));
+    if (!stale.empty()) return fmt::format("model '{}' {}", name, stale);
+  }
+  return std::string();
+}
+
+// A recorded file that must be as it was compiled: present, with the same
+// xxh64. `what` names it in messages.
+Status CheckRecordedFile(const std::string& path, const std::string& file, const std::string& xxh64,
+                         const std::string& stale, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    return NotFound("{}: stale artifact ({}), and {} {} is gone: compile the pipeline again (kiln compile "
+                    "PIPELINE -o {})",
+                    path, stale, what, file, path);
+  }
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(file));
+  if (Hash(bytes) != xxh64) {
+    return InvalidArgument("{}: stale artifact ({}), and {} {} changed since it was compiled (xxh64 {}, now {}): "
+                           "compile the pipeline again (kiln compile PIPELINE -o {})",
+                           path, stale, what, file, xxh64, Hash(bytes), path);
+  }
+  return Status::Ok();
+}
+
+// Rebuilds the stale pipeline artifact at `path` from the pipeline file and
+// model files it records, which must be unchanged, with the backend,
+// precision and threads its models were compiled with. Returns a line saying
+// what was rebuilt and why.
+Expected<std::string> RecompileStalePipelineArtifact(const std::string& path, const std::string& stale,
+                                                     const nlohmann::json& meta) {
+  const std::string source = meta.at("source").at("path").get<std::string>();
+  KILN_RETURN_IF_ERROR(CheckRecordedFile(path, source, meta.at("source").at("xxh64").get<std::string>(), stale,
+                                         "its pipeline file"));
+  OnnxSessionOptions options;
+  for (const auto& [name, entry] : meta.at("models").items()) {
+    const nlohmann::json& model_source = entry.at("source");
+    const fs::path dir = fs::path(model_source.at("path").get<std::string>()).parent_path();
+    for (const nlohmann::json& f : model_source.at("files")) {
+      KILN_RETURN_IF_ERROR(CheckRecordedFile(path, (dir / f.at("name").get<std::string>()).string(),
+                                             f.at("xxh64").get<std::string>(), stale,
+                                             fmt::format("the file of model '{}'", name)));
+    }
+    const nlohmann::json& recorded = entry.at("options");
+    options.backend = recorded.at("--backend").get<std::string>();
+    KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecision(recorded.at("--precision").get<std::string>()));
+    options.threads = recorded.at("--threads").get<int>();
+  }
+  auto rebuilt = CompilePipelineArtifact(source, options, path);
+  if (!rebuilt.ok()) {
+    return rebuilt.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, source));
+  }
+  return fmt::format("{} was stale ({}); rebuilt from {}", path, stale, source);
+}
+
 }  // namespace
 
 Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pipeline_path,
                                                           const OnnxSessionOptions& options, const std::string& output) {
   KILN_ASSIGN_OR_RETURN(PipelineSpec spec, ReadPipelineFile(pipeline_path));
   KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(pipeline_path));
-  nlohmann::json pipeline = nlohmann::json::parse(text);  // ReadPipelineFile parsed it
+  // Stored as JSON whatever the file's format: the artifact reads one.
+  KILN_ASSIGN_OR_RETURN(nlohmann::json pipeline, PipelineTextToJson(text, pipeline_path));
   nlohmann::json meta = {{"kind", "pipeline"},
                          {"source", {{"path", fs::absolute(pipeline_path).string()}, {"xxh64", Hash(text)}}}};
   ArtifactWriter writer;
@@ -148,11 +228,29 @@ Expected<LoadedPipeline> OpenPipelineArtifact(const std::string& path, const Onn
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> opened, ArtifactFile::Open(path));
   std::shared_ptr<const ArtifactFile> file = std::move(opened);
   LoadedPipeline loaded;
+  // The models' own artifacts are opened as parts of this file: none of
+  // them rebuilds itself, the pipeline is rebuilt whole.
+  OnnxSessionOptions model_options = options;
+  model_options.recompile_if_stale = false;
   try {
     KILN_ASSIGN_OR_RETURN(const ArtifactSection* meta, file->Require("metadata"));
     loaded.metadata = nlohmann::json::parse(meta->text());
     if (loaded.metadata.value("kind", std::string()) != "pipeline") {
       return InvalidArgument("{} is not a compiled pipeline", path);
+    }
+    KILN_ASSIGN_OR_RETURN(std::string stale, PipelineStaleReason(*file, loaded.metadata, path));
+    if (!stale.empty()) {
+      if (!options.recompile_if_stale) {
+        return Unsupported("{}: stale artifact: {}; rebuild it on this machine: kiln compile {} -o {} (or run it "
+                           "with --recompile-if-stale)",
+                           path, stale, loaded.metadata.at("source").at("path").get<std::string>(), path);
+      }
+      const nlohmann::json recorded = loaded.metadata;
+      loaded = LoadedPipeline();
+      file.reset();  // unmapped before the file is replaced
+      KILN_ASSIGN_OR_RETURN(std::string rebuilt, RecompileStalePipelineArtifact(path, stale, recorded));
+      fmt::print(stderr, "note: {}\n", rebuilt);
+      return OpenPipelineArtifact(path, model_options);
     }
     KILN_ASSIGN_OR_RETURN(const ArtifactSection* text, file->Require("pipeline"));
     // The stored file's paths name files that need not exist here: the
@@ -167,13 +265,11 @@ Expected<LoadedPipeline> OpenPipelineArtifact(const std::string& path, const Onn
       }
     }
     for (const auto& [name, entry] : loaded.metadata.at("models").items()) {
-      KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file->Require(entry.at("section").get<std::string>()));
       const std::string label = fmt::format("{} model '{}'", path, name);
-      KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> inner,
-                            ArtifactFile::Parse(section->data, section->bytes, label));
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> inner, StoredModel(*file, entry, label));
       // The model's artifact lies in this file's mapping: it keeps it mapped.
       std::shared_ptr<const ArtifactFile> model_file(inner.release(), [file](const ArtifactFile* f) { delete f; });
-      KILN_ASSIGN_OR_RETURN(OnnxArtifact artifact, OpenOnnxArtifactIn(std::move(model_file), label, options));
+      KILN_ASSIGN_OR_RETURN(OnnxArtifact artifact, OpenOnnxArtifactIn(std::move(model_file), label, model_options));
       KILN_ASSIGN_OR_RETURN(loaded.sessions[name], OnnxSession::FromArtifact(std::move(artifact), label));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -41,7 +41,10 @@ struct LoadedPipeline {
 };
 
 // Opens `path` (the container's checksums, and every model's, checked) and
-// loads its models' sessions from their stored artifacts.
+// loads its models' sessions from their stored artifacts. A model stored for
+// another kernel-layout version or an ISA this CPU lacks is refused, or with
+// options.recompile_if_stale the whole pipeline is rebuilt in place from the
+// pipeline file and model files it records (which must be there, unchanged).
 Expected<LoadedPipeline> OpenPipelineArtifact(const std::string& path, const OnnxSessionOptions& options);
 
 }  // namespace kiln

@@ -34,7 +34,12 @@ struct CropClass {
 
 // A stage's result; which fields hold it depends on what the stage produces.
 struct Value {
-  std::vector<HostTensor> tensors;  // one, or one per crop
+  std::vector<HostTensor> tensors;  // one, or one per crop; a model stage's first output
+  bool per_crop = false;            // tensors holds one per crop
+  // Model stages: the first output's name, and every other output by name
+  // (one tensor, or one per crop, each).
+  std::string first_output;
+  std::map<std::string, std::vector<HostTensor>> other_outputs;
   LetterboxGeometry letterbox;      // letterbox stages
   int map_width = 0, map_height = 0;  // ocr_det_input stages
   std::vector<TextBox> text_boxes;
@@ -43,6 +48,29 @@ struct Value {
   std::vector<OcrLine> lines;
   std::vector<CropClass> classes;
 };
+
+// Tensors with their dtype, shape and every value (f32, i64 and i32; other
+// types their shape alone).
+nlohmann::ordered_json TensorsJson(const std::vector<HostTensor>& tensors) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const HostTensor& t : tensors) {
+    nlohmann::ordered_json j = {{"dtype", DTypeName(t.type.dtype)}, {"shape", t.type.dims}};
+    const int64_t n = t.type.ElementCount();
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    if (t.type.dtype == DType::kF32) {
+      for (int64_t i = 0; i < n; ++i) values.push_back(t.data<float>()[i]);
+      j["values"] = std::move(values);
+    } else if (t.type.dtype == DType::kI64) {
+      for (int64_t i = 0; i < n; ++i) values.push_back(t.data<int64_t>()[i]);
+      j["values"] = std::move(values);
+    } else if (t.type.dtype == DType::kI32) {
+      for (int64_t i = 0; i < n; ++i) values.push_back(t.data<int32_t>()[i]);
+      j["values"] = std::move(values);
+    }
+    list.push_back(std::move(j));
+  }
+  return list;
+}
 
 nlohmann::ordered_json QuadJson(const Quad& q) {
   nlohmann::ordered_json box = nlohmann::ordered_json::array();
@@ -94,7 +122,7 @@ HostTensor ResizeTensor(const Image& crop, const PipelineStage& s) {
 
 class Runner {
  public:
-  Runner(const std::map<std::string, TensorModel>& models, const Image& image) : models_(models), image_(image) {}
+  Runner(const std::map<std::string, PipelineModel>& models, const Image& image) : models_(models), image_(image) {}
 
   Status Run(const PipelineStage& s) {
     Value out;
@@ -107,26 +135,22 @@ class Runner {
       out.map_width = in.width;
       out.map_height = in.height;
       out.tensors.push_back(std::move(in.tensor));
+    } else if (s.kind == "constant") {
+      out.tensors.push_back(ConstantTensor(s));
     } else if (s.kind == "model") {
-      auto m = models_.find(s.model);
-      if (m == models_.end() || !m->second) return InvalidArgument("stage '{}': model '{}' is not loaded", s.name, s.model);
-      for (const HostTensor& t : In(s, "input").tensors) {
-        auto ran = m->second(t);
-        if (!ran.ok()) return ran.status().WithContext(fmt::format("stage '{}' (model '{}')", s.name, s.model));
-        out.tensors.push_back(std::move(*ran));
-      }
+      KILN_RETURN_IF_ERROR(RunModel(s, &out));
     } else if (s.kind == "yolo_decode") {
-      const Value& head = In(s, "input");
-      KILN_RETURN_IF_ERROR(CheckF32(s, head.tensors.at(0)));
+      const std::vector<HostTensor>& head = Tensors(s, "input");
+      KILN_RETURN_IF_ERROR(CheckF32(s, head.at(0)));
       YoloDecodeOptions o;
       o.conf_threshold = Param(s, "conf", o.conf_threshold);
       o.iou_threshold = Param(s, "iou", o.iou_threshold);
       o.max_detections = static_cast<int>(Param(s, "max_det", static_cast<float>(o.max_detections)));
-      auto d = DetectionsFromHead(head.tensors.at(0), In(s, "letterbox").letterbox, o);
+      auto d = DetectionsFromHead(head.at(0), In(s, "letterbox").letterbox, o);
       if (!d.ok()) return d.status().WithContext(fmt::format("stage '{}'", s.name));
       out.detections = std::move(*d);
     } else if (s.kind == "db_postprocess") {
-      const HostTensor& map = In(s, "input").tensors.at(0);
+      const HostTensor& map = Tensors(s, "input").at(0);
       const Value& det_in = In(s, "det_input");
       KILN_RETURN_IF_ERROR(CheckF32(s, map));
       const std::vector<int64_t> expected{1, 1, det_in.map_height, det_in.map_width};
@@ -163,11 +187,11 @@ class Runner {
       for (const Crop& c : In(s, "input").crops) out.tensors.push_back(MakeRecInput(c.image, max_width));
     } else if (s.kind == "direction") {
       out.crops = In(s, "crops").crops;
-      const Value& scores = In(s, "scores");
-      KILN_RETURN_IF_ERROR(SameCount(s, "scores", scores.tensors.size(), out.crops.size()));
+      const std::vector<HostTensor>& scores = Tensors(s, "scores");
+      KILN_RETURN_IF_ERROR(SameCount(s, "scores", scores.size(), out.crops.size()));
       const float threshold = Param(s, "threshold", 0.9f);
       for (size_t i = 0; i < out.crops.size(); ++i) {
-        const HostTensor& t = scores.tensors[i];
+        const HostTensor& t = scores[i];
         KILN_RETURN_IF_ERROR(CheckF32(s, t));
         if (t.type.dims != std::vector<int64_t>{1, 2}) {
           return InvalidArgument("stage '{}': the scores are {}, expected f32[1,2] (0 and 180 degrees)", s.name,
@@ -182,11 +206,11 @@ class Runner {
     } else if (s.kind == "ctc_decode") {
       KILN_RETURN_IF_ERROR(Ctc(s, &out));
     } else if (s.kind == "classify") {
-      const Value& in = In(s, "input");
+      const std::vector<HostTensor>& in = Tensors(s, "input");
       const Value& crops = In(s, "crops");
-      KILN_RETURN_IF_ERROR(SameCount(s, "input", in.tensors.size(), crops.crops.size()));
-      for (size_t i = 0; i < in.tensors.size(); ++i) {
-        const HostTensor& t = in.tensors[i];
+      KILN_RETURN_IF_ERROR(SameCount(s, "input", in.size(), crops.crops.size()));
+      for (size_t i = 0; i < in.size(); ++i) {
+        const HostTensor& t = in[i];
         KILN_RETURN_IF_ERROR(CheckF32(s, t));
         const int64_t n = t.type.ElementCount();
         if (n <= 0) return InvalidArgument("stage '{}': the scores are empty", s.name);
@@ -195,6 +219,7 @@ class Runner {
         out.classes.push_back({crops.crops[i].box, static_cast<int>(best), p[best]});
       }
     }
+    out.per_crop = s.produces == V::kCropTensors;
     values_[s.name] = std::move(out);
     return Status::Ok();
   }
@@ -229,6 +254,14 @@ class Runner {
       case V::kCropTensors: {
         j["shapes"] = nlohmann::ordered_json::array();
         for (const HostTensor& t : v.tensors) j["shapes"].push_back(t.type.dims);
+        // A model's outputs, every value: what the model computed, to
+        // compare with the model run alone.
+        if (s.kind == "model") {
+          nlohmann::ordered_json outputs = nlohmann::ordered_json::object();
+          outputs[v.first_output] = TensorsJson(v.tensors);
+          for (const auto& [name, tensors] : v.other_outputs) outputs[name] = TensorsJson(tensors);
+          j["outputs"] = std::move(outputs);
+        }
         break;
       }
       case V::kImage: break;
@@ -238,6 +271,84 @@ class Runner {
 
  private:
   const Value& In(const PipelineStage& s, const char* port) const { return values_.at(s.inputs.at(port)); }
+
+  // The tensors a port reads: its stage's, or the named output of a model
+  // stage ("stage.output").
+  const std::vector<HostTensor>& Tensors(const PipelineStage& s, const std::string& port) const {
+    const Value& v = values_.at(s.inputs.at(port));
+    auto named = s.input_outputs.find(port);
+    if (named == s.input_outputs.end() || named->second == v.first_output) return v.tensors;
+    return v.other_outputs.at(named->second);
+  }
+
+  static HostTensor ConstantTensor(const PipelineStage& s) {
+    const std::string dtype = s.params["dtype"].get<std::string>();
+    HostTensor t(TensorType{dtype == "f32" ? DType::kF32 : dtype == "i64" ? DType::kI64 : DType::kI32, s.shape});
+    const nlohmann::json& values = s.params["values"];
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == "f32") t.data<float>()[i] = values[i].get<float>();
+      if (dtype == "i64") t.data<int64_t>()[i] = values[i].get<int64_t>();
+      if (dtype == "i32") t.data<int32_t>()[i] = values[i].get<int32_t>();
+    }
+    return t;
+  }
+
+  // Runs a model stage: once, or once per crop when an input is per crop
+  // (each run reads that crop's tensor and every single tensor). The inputs
+  // are the tensors the stages before made, read where they lie.
+  Status RunModel(const PipelineStage& s, Value* out) {
+    auto found = models_.find(s.model);
+    if (found == models_.end() || !found->second.run) {
+      return InvalidArgument("stage '{}': model '{}' is not loaded", s.name, s.model);
+    }
+    const PipelineModel& m = found->second;
+    if (!s.named_inputs && m.inputs.size() != 1) {
+      return InvalidArgument("stage '{}': model '{}' takes {} inputs; name them in \"inputs\"", s.name, s.model,
+                             m.inputs.size());
+    }
+    std::vector<const std::vector<HostTensor>*> sources;
+    std::vector<bool> per_crop;
+    std::vector<std::string> ports;
+    for (const std::string& input : m.inputs) {
+      const std::string port = s.named_inputs ? input : "input";
+      if (!s.inputs.count(port)) {
+        return InvalidArgument("stage '{}': model '{}' input '{}' is wired to nothing", s.name, s.model, input);
+      }
+      ports.push_back(port);
+      sources.push_back(&Tensors(s, port));
+      per_crop.push_back(values_.at(s.inputs.at(port)).per_crop);
+    }
+    size_t runs = 1;
+    bool crops_seen = false;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (per_crop[i]) {
+        if (crops_seen && sources[i]->size() != runs) {
+          return InvalidArgument("stage '{}': '{}' holds {} tensors, but another input {}; both must come from the "
+                                 "same crops",
+                                 s.name, s.inputs.at(ports[i]), sources[i]->size(), runs);
+        }
+        runs = sources[i]->size();
+        crops_seen = true;
+      } else if (sources[i]->size() != 1) {
+        return InvalidArgument("stage '{}': '{}' holds {} tensors, expected one", s.name, s.inputs.at(ports[i]),
+                               sources[i]->size());
+      }
+    }
+    out->first_output = m.outputs.empty() ? std::string() : m.outputs[0];
+    std::vector<const HostTensor*> inputs(sources.size());
+    for (size_t r = 0; r < runs; ++r) {
+      for (size_t i = 0; i < sources.size(); ++i) inputs[i] = &(*sources[i])[per_crop[i] ? r : 0];
+      auto ran = m.run(inputs);
+      if (!ran.ok()) return ran.status().WithContext(fmt::format("stage '{}' (model '{}')", s.name, s.model));
+      if (ran->size() != m.outputs.size() || ran->empty()) {
+        return Internal("stage '{}': model '{}' gave {} outputs for its {}", s.name, s.model, ran->size(),
+                        m.outputs.size());
+      }
+      out->tensors.push_back(std::move((*ran)[0]));
+      for (size_t j = 1; j < ran->size(); ++j) out->other_outputs[m.outputs[j]].push_back(std::move((*ran)[j]));
+    }
+    return Status::Ok();
+  }
 
   static Status SameCount(const PipelineStage& s, const char* port, size_t got, size_t crops) {
     if (got == crops) return Status::Ok();
@@ -259,12 +370,12 @@ class Runner {
       found = characters_.emplace(dict, std::move(chars)).first;
     }
     const std::vector<std::string>& characters = found->second;
-    const Value& in = In(s, "input");
+    const std::vector<HostTensor>& in = Tensors(s, "input");
     const Value& crops = In(s, "crops");
-    KILN_RETURN_IF_ERROR(SameCount(s, "input", in.tensors.size(), crops.crops.size()));
+    KILN_RETURN_IF_ERROR(SameCount(s, "input", in.size(), crops.crops.size()));
     const float drop_score = Param(s, "drop_score", 0.5f);
-    for (size_t i = 0; i < in.tensors.size(); ++i) {
-      const HostTensor& t = in.tensors[i];
+    for (size_t i = 0; i < in.size(); ++i) {
+      const HostTensor& t = in[i];
       KILN_RETURN_IF_ERROR(CheckF32(s, t));
       const auto& dims = t.type.dims;
       if (dims.size() != 3 || dims[0] != 1 || dims[2] != static_cast<int64_t>(characters.size())) {
@@ -286,7 +397,7 @@ class Runner {
     return Status::Ok();
   }
 
-  const std::map<std::string, TensorModel>& models_;
+  const std::map<std::string, PipelineModel>& models_;
   const Image& image_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<std::string>> characters_;
@@ -295,6 +406,15 @@ class Runner {
 }  // namespace
 
 Expected<nlohmann::ordered_json> RunPipeline(const PipelineSpec& spec, const std::map<std::string, TensorModel>& models,
+                                             const Image& image, const std::string& image_path) {
+  std::map<std::string, PipelineModel> wrapped;
+  for (const auto& [name, model] : models) {
+    if (model) wrapped[name] = OneInputPipelineModel(model);
+  }
+  return RunPipeline(spec, wrapped, image, image_path);
+}
+
+Expected<nlohmann::ordered_json> RunPipeline(const PipelineSpec& spec, const std::map<std::string, PipelineModel>& models,
                                              const Image& image, const std::string& image_path) {
   if (image.empty()) return InvalidArgument("the image is empty");
   Runner runner(models, image);

@@ -7,7 +7,9 @@
 // produces: "detections" as kiln detect writes them, "boxes" (text boxes:
 // corners and score), "lines" as kiln ocr writes them, "classes"
 // ([{"box", "class", "score"}] per crop), "crops" ([{"box", "width",
-// "height", "turned"}]).
+// "height", "turned"}]); a model stage's "shapes" (its first output's) and
+// "outputs" ({NAME: [{"dtype", "shape", "values"}, ...]}, every output, one
+// entry per run).
 #pragma once
 
 #include <map>
@@ -22,6 +24,10 @@
 namespace kiln {
 
 // `models`: one per name in spec.models.
+Expected<nlohmann::ordered_json> RunPipeline(const PipelineSpec& spec, const std::map<std::string, PipelineModel>& models,
+                                             const Image& image, const std::string& image_path);
+
+// The same with models of one input each (TensorModel: its one output).
 Expected<nlohmann::ordered_json> RunPipeline(const PipelineSpec& spec, const std::map<std::string, TensorModel>& models,
                                              const Image& image, const std::string& image_path);
 

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include "vision/ocr_preprocess.h"
+#include "vision/pipeline_yaml.h"
 
 namespace kiln {
 namespace {
@@ -45,6 +47,7 @@ const std::vector<StageKind>& Kinds() {
       {"direction", {{"crops", {V::kCrops}}, {"scores", {V::kCropTensors}}}, {"threshold"}, V::kCrops},
       {"ctc_decode", {{"input", {V::kCropTensors}}, {"crops", {V::kCrops}}}, {"dictionary", "drop_score"}, V::kLines},
       {"classify", {{"input", {V::kCropTensors}}, {"crops", {V::kCrops}}}, {}, V::kClasses},
+      {"constant", {}, {"dtype", "shape", "values"}, V::kTensor},
   };
   return kinds;
 }
@@ -65,7 +68,47 @@ Expected<int> IntParam(const PipelineStage& s, const char* key, int fallback) {
   return v.get<int>();
 }
 
+// The element types a constant stage may hold.
+bool IsConstantDType(const std::string& dtype) { return dtype == "f32" || dtype == "i64" || dtype == "i32"; }
+
+// A constant stage: a dtype, a shape and exactly as many values, integers
+// for the integer types.
+Expected<std::vector<int64_t>> ConstantShape(const PipelineStage& s) {
+  for (const char* key : {"dtype", "shape", "values"}) {
+    if (!s.params.contains(key)) return InvalidArgument("stage '{}': a constant needs \"{}\"", s.name, key);
+  }
+  const nlohmann::json& dtype = s.params["dtype"];
+  if (!dtype.is_string() || !IsConstantDType(dtype.get<std::string>())) {
+    return InvalidArgument("stage '{}': dtype must be \"f32\", \"i64\" or \"i32\", not {}", s.name, dtype.dump());
+  }
+  const nlohmann::json& shape = s.params["shape"];
+  if (!shape.is_array() || shape.size() > 8) return InvalidArgument("stage '{}': shape must list at most 8 sizes", s.name);
+  std::vector<int64_t> dims;
+  int64_t count = 1;
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > 1 << 20) {
+      return InvalidArgument("stage '{}': shape {} holds {}, not a size", s.name, shape.dump(), d.dump());
+    }
+    dims.push_back(d.get<int64_t>());
+    count *= dims.back();
+    if (count > 1 << 20) return InvalidArgument("stage '{}': shape {} holds over 2^20 values", s.name, shape.dump());
+  }
+  const nlohmann::json& values = s.params["values"];
+  if (!values.is_array() || static_cast<int64_t>(values.size()) != count) {
+    return InvalidArgument("stage '{}': shape {} takes {} values, and \"values\" {}", s.name, shape.dump(), count,
+                           values.is_array() ? fmt::format("holds {}", values.size()) : "is no list");
+  }
+  const bool integers = dtype.get<std::string>() != "f32";
+  for (const auto& v : values) {
+    if (!v.is_number() || (integers && !v.is_number_integer())) {
+      return InvalidArgument("stage '{}': {} is not {}", s.name, v.dump(), integers ? "an integer" : "a number");
+    }
+  }
+  return dims;
+}
+
 Status CheckNumberParams(const PipelineStage& s) {
+  if (s.kind == "constant") return Status::Ok();  // ConstantShape checks them
   for (const auto& [key, v] : s.params.items()) {
     if (key == "dictionary") {
       if (!v.is_string()) return InvalidArgument("stage '{}': dictionary must be a path", s.name);
@@ -98,6 +141,7 @@ Expected<std::vector<int64_t>> StageShape(const PipelineStage& s) {
     }
     return std::vector<int64_t>{1, 3, h, w};
   }
+  if (s.kind == "constant") return ConstantShape(s);
   if (s.kind == "ocr_det_input") return std::vector<int64_t>{1, 3, -1, -1};
   if (s.kind == "ocr_cls_input") return std::vector<int64_t>{1, 3, kClsHeight, kClsWidth};
   if (s.kind == "ocr_rec_input") return std::vector<int64_t>{1, 3, kRecHeight, -1};
@@ -222,12 +266,27 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
       } else if (key == "model" && s.kind == "model") {
         if (!v.is_string()) return InvalidArgument("stage '{}': model must name one of \"models\"", s.name);
         s.model = v.get<std::string>();
+      } else if (key == "inputs" && s.kind == "model") {
+        if (!v.is_object() || v.empty()) {
+          return InvalidArgument("stage '{}': inputs must map the model's input names to stages", s.name);
+        }
+        for (const auto& [input, from] : v.items()) {
+          if (!from.is_string()) return InvalidArgument("stage '{}': input '{}' must name a stage", s.name, input);
+          s.inputs[input] = from.get<std::string>();
+        }
+        s.named_inputs = true;
       } else {
         return InvalidArgument("stage '{}': a {} stage has no '{}'", s.name, s.kind, key);
       }
     }
+    if (s.kind == "model" && s.named_inputs == js.contains("input")) {
+      return InvalidArgument("stage '{}': a model stage takes \"input\" (a model of one input) or \"inputs\" "
+                             "(each of its inputs named), one of the two", s.name);
+    }
     for (const Port& p : kind->ports) {
-      if (!s.inputs.count(p.name)) return InvalidArgument("stage '{}': input '{}' is wired to nothing", s.name, p.name);
+      if (!s.named_inputs && !s.inputs.count(p.name)) {
+        return InvalidArgument("stage '{}': input '{}' is wired to nothing", s.name, p.name);
+      }
     }
     KILN_RETURN_IF_ERROR(CheckNumberParams(s));
     if (s.kind == "model") {
@@ -250,12 +309,20 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
     KILN_ASSIGN_OR_RETURN(s.shape, StageShape(s));
     stages.push_back(std::move(s));
   }
-  for (const PipelineStage& s : stages) {
-    for (const auto& [port, from] : s.inputs) {
-      if (from != "image" && !names.count(from)) {
-        return InvalidArgument("stage '{}': input '{}' is wired to '{}', which is no stage (nor \"image\")", s.name,
-                               port, from);
+  // "stage.output" reads a model stage's named output: the port keeps the
+  // stage, and the output's name beside it.
+  for (PipelineStage& s : stages) {
+    for (auto& [port, from] : s.inputs) {
+      if (from == "image" || names.count(from)) continue;
+      const size_t dot = from.rfind('.');
+      if (dot != std::string::npos && dot > 0 && dot + 1 < from.size() && names.count(from.substr(0, dot))) {
+        s.input_outputs[port] = from.substr(dot + 1);
+        from = from.substr(0, dot);
+        continue;
       }
+      return InvalidArgument("stage '{}': input '{}' is wired to '{}', which is no stage (nor \"image\", nor "
+                             "\"stage.output\")",
+                             s.name, port, from);
     }
   }
   KILN_ASSIGN_OR_RETURN(spec.stages, RunOrder(std::move(stages)));
@@ -264,7 +331,19 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
   std::map<std::string, const PipelineStage*> by_name;
   for (PipelineStage& s : spec.stages) {
     const StageKind* kind = FindKind(s.kind);
-    for (const Port& p : kind->ports) {
+    for (const auto& [port, output] : s.input_outputs) {
+      if (by_name.at(s.inputs.at(port))->kind != "model") {
+        return InvalidArgument("stage '{}': input '{}' reads output '{}' of '{}', which is no model stage", s.name, port,
+                               output, s.inputs.at(port));
+      }
+    }
+    // A model stage's ports are its model's inputs when it names them.
+    std::vector<Port> ports = kind->ports;
+    if (s.named_inputs) {
+      ports.clear();
+      for (const auto& [input, from] : s.inputs) ports.push_back({input.c_str(), {V::kTensor, V::kCropTensors}});
+    }
+    for (const Port& p : ports) {
       const std::string& from = s.inputs.at(p.name);
       const V got = from == "image" ? V::kImage : by_name.at(from)->produces;
       if (std::find(p.accepts.begin(), p.accepts.end(), got) == p.accepts.end()) {
@@ -276,8 +355,12 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
     }
     s.produces = kind->produces;
     if (s.kind == "model") {
-      const PipelineStage* in = by_name.at(s.inputs.at("input"));
-      s.produces = in->produces;
+      // Run once per crop when any input is per crop; single tensors (a
+      // constant) go to every run.
+      s.produces = V::kTensor;
+      for (const auto& [port, from] : s.inputs) {
+        if (by_name.at(from)->produces == V::kCropTensors) s.produces = V::kCropTensors;
+      }
       s.shape = {};  // a model's output shape is known once it runs
     }
     if (s.kind == "yolo_decode" && by_name.at(s.inputs.at("letterbox"))->kind != "letterbox") {
@@ -307,39 +390,89 @@ Expected<PipelineSpec> ParsePipeline(const nlohmann::json& json, const std::stri
   return spec;
 }
 
-Expected<PipelineSpec> ReadPipelineFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot open pipeline file {}", path);
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+bool IsPipelineFilePath(const std::string& path) {
+  return IsYamlPath(path) || (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0);
+}
+
+Expected<nlohmann::json> PipelineTextToJson(const std::string& text, const std::string& path) {
+  if (IsYamlPath(path)) return PipelineYamlToJson(text, path);
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) return InvalidArgument("pipeline file {} is not valid JSON", path);
+  return json;
+}
+
+Expected<PipelineSpec> ReadPipelineFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open pipeline file {}", path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json json;
+  std::map<std::string, int> lines;  // a YAML file's: schema errors name the line
+  if (IsYamlPath(path)) {
+    KILN_ASSIGN_OR_RETURN(json, PipelineYamlToJson(text, path, &lines));
+  } else {
+    KILN_ASSIGN_OR_RETURN(json, PipelineTextToJson(text, path));
+  }
   auto spec = ParsePipeline(json, std::filesystem::path(path).parent_path().string());
+  if (!spec.ok() && IsYamlPath(path)) return WithYamlLine(spec.status(), json, lines, path);
   if (!spec.ok()) return spec.status().WithContext(fmt::format("pipeline {}", path));
   return spec;
 }
 
-Status CheckPipelineModelInputs(const PipelineSpec& spec,
-                                const std::map<std::string, std::vector<int64_t>>& model_input_dims) {
+Status CheckPipelineModels(const PipelineSpec& spec, const std::map<std::string, PipelineModelSignature>& models) {
   std::map<std::string, const PipelineStage*> by_name;
   for (const PipelineStage& s : spec.stages) by_name[s.name] = &s;
+  auto dims_text = [](const std::vector<int64_t>& v) {
+    std::vector<std::string> s;
+    for (int64_t d : v) s.push_back(d < 0 ? "?" : std::to_string(d));
+    return fmt::format("[{}]", fmt::join(s, ","));
+  };
   for (const PipelineStage& s : spec.stages) {
-    if (s.kind != "model") continue;
-    auto it = model_input_dims.find(s.model);
-    if (it == model_input_dims.end()) continue;
-    const PipelineStage* from = by_name.at(s.inputs.at("input"));
-    if (from->shape.empty()) continue;  // another model's output: checked when it runs
-    const std::vector<int64_t>& want = it->second;
-    bool meet = want.size() == from->shape.size();
-    for (size_t d = 0; meet && d < want.size(); ++d) {
-      meet = want[d] < 0 || from->shape[d] < 0 || want[d] == from->shape[d];
+    for (const auto& [port, output] : s.input_outputs) {
+      const PipelineStage* from = by_name.at(s.inputs.at(port));
+      auto m = models.find(from->model);
+      if (m == models.end()) continue;
+      const std::vector<std::string>& outputs = m->second.outputs;
+      if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) {
+        return InvalidArgument("stage '{}': input '{}' reads output '{}' of '{}', but model '{}' gives {}", s.name, port,
+                               output, from->name, from->model, fmt::join(outputs, ", "));
+      }
     }
-    if (!meet) {
-      auto dims = [](const std::vector<int64_t>& v) {
-        std::vector<std::string> s;
-        for (int64_t d : v) s.push_back(d < 0 ? "?" : std::to_string(d));
-        return fmt::format("[{}]", fmt::join(s, ","));
-      };
-      return InvalidArgument("stage '{}': model '{}' takes {}, but '{}' gives {}", s.name, s.model, dims(want),
-                             from->name, dims(from->shape));
+    if (s.kind != "model") continue;
+    auto it = models.find(s.model);
+    if (it == models.end()) continue;
+    const PipelineModelSignature& sig = it->second;
+    if (!s.named_inputs && sig.inputs.size() != 1) {
+      return InvalidArgument("stage '{}': model '{}' takes {} inputs ({}); wire each with \"inputs\": {{NAME: STAGE}}",
+                             s.name, s.model, sig.inputs.size(), fmt::join(sig.inputs, ", "));
+    }
+    if (s.named_inputs) {
+      for (const auto& [input, from] : s.inputs) {
+        if (std::find(sig.inputs.begin(), sig.inputs.end(), input) == sig.inputs.end()) {
+          return InvalidArgument("stage '{}': model '{}' has no input '{}' (its inputs: {})", s.name, s.model, input,
+                                 fmt::join(sig.inputs, ", "));
+        }
+      }
+      for (const std::string& input : sig.inputs) {
+        if (!s.inputs.count(input)) {
+          return InvalidArgument("stage '{}': model '{}' input '{}' is wired to nothing", s.name, s.model, input);
+        }
+      }
+    }
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const std::string port = s.named_inputs ? sig.inputs[i] : "input";
+      if (s.input_outputs.count(port)) continue;  // another model's output: checked when it runs
+      const PipelineStage* from = by_name.at(s.inputs.at(port));
+      if (from->shape.empty()) continue;
+      const std::vector<int64_t>& want = sig.input_dims[i];
+      bool meet = want.size() == from->shape.size();
+      for (size_t d = 0; meet && d < want.size(); ++d) {
+        meet = want[d] < 0 || from->shape[d] < 0 || want[d] == from->shape[d];
+      }
+      if (!meet) {
+        const std::string which = s.named_inputs ? fmt::format(" input '{}'", sig.inputs[i]) : "";
+        return InvalidArgument("stage '{}': model '{}'{} takes {}, but '{}' gives {}", s.name, s.model, which,
+                               dims_text(want), from->name, dims_text(from->shape));
+      }
     }
   }
   return Status::Ok();

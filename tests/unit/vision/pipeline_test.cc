@@ -120,7 +120,7 @@ TEST(Pipeline, DetectorCropClassifier) {
   auto spec = ParsePipeline(pipeline, "", false);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->outputs, (std::vector<std::string>{"objects", "classes"}));
-  EXPECT_TRUE(CheckPipelineModelInputs(*spec, {{"classifier", {1, 3, 8, 8}}}).ok());
+  EXPECT_TRUE(CheckPipelineModels(*spec, {{"classifier", {{"x"}, {{1, 3, 8, 8}}, {"logits"}}}}).ok());
   std::map<std::string, TensorModel> models;
   models["detector"] = [](const HostTensor& in) -> Expected<HostTensor> {
     EXPECT_EQ(in.type.dims, (std::vector<int64_t>{1, 3, 64, 64}));
@@ -154,7 +154,99 @@ TEST(Pipeline, DetectorCropClassifier) {
   EXPECT_EQ(classes[1]["class"], 1);  // the right one blue
 }
 
-std::string ErrorOf(const json& pipeline, bool check_files = false) {
+std::string ErrorOf(const json& pipeline, bool check_files = false);
+
+// A classifier of two inputs (each crop's patch and a constant weight,
+// the same for every crop) and two outputs, whose second output the
+// classify stage reads: a model stage runs once per crop, each run reading
+// that crop's patch and the one constant.
+TEST(Pipeline, PerCropModelOfTwoInputsAndTwoOutputs) {
+  json pipeline = {
+      {"models", {{"detector", "d.onnx"}, {"classifier", "c.onnx"}}},
+      {"stages",
+       json::array({
+           {{"name", "letterbox"}, {"kind", "letterbox"}, {"image", "image"}, {"width", 64}, {"height", 64}},
+           {{"name", "head"}, {"kind", "model"}, {"model", "detector"}, {"input", "letterbox"}},
+           {{"name", "objects"}, {"kind", "yolo_decode"}, {"input", "head"}, {"letterbox", "letterbox"}},
+           {{"name", "crops"}, {"kind", "crop"}, {"boxes", "objects"}},
+           {{"name", "patches"}, {"kind", "resize"}, {"input", "crops"}, {"width", 8}, {"height", 8}},
+           {{"name", "weight"}, {"kind", "constant"}, {"dtype", "f32"}, {"shape", {1, 2}}, {"values", {1.0, -1.0}}},
+           {{"name", "logits"}, {"kind", "model"}, {"model", "classifier"},
+            {"inputs", {{"patch", "patches"}, {"weight", "weight"}}}},
+           {{"name", "classes"}, {"kind", "classify"}, {"input", "logits.flipped"}, {"crops", "crops"}},
+       })}};
+  auto spec = ParsePipeline(pipeline, "", false);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(FindPipelineStage(*spec, "logits")->produces, PipelineValue::kCropTensors);
+  const PipelineModelSignature classifier{{"patch", "weight"}, {{1, 3, 8, 8}, {1, 2}}, {"scores", "flipped"}};
+  EXPECT_TRUE(CheckPipelineModels(*spec, {{"classifier", classifier}}).ok());
+  std::map<std::string, PipelineModel> models;
+  models["detector"] = OneInputPipelineModel([](const HostTensor&) -> Expected<HostTensor> {
+    HostTensor out(TensorType{DType::kF32, {1, 6, 2}});
+    const float head[6][2] = {{16, 48}, {32, 32}, {20, 20}, {40, 40}, {0.9f, 0.1f}, {0.1f, 0.8f}};
+    std::memcpy(out.data<float>(), head, sizeof(head));
+    return out;
+  });
+  int calls = 0;
+  models["classifier"] = {{"patch", "weight"}, {"scores", "flipped"},
+                          [&calls](const std::vector<const HostTensor*>& in) -> Expected<std::vector<HostTensor>> {
+                            ++calls;
+                            EXPECT_EQ(in.size(), 2u);
+                            EXPECT_EQ(in[1]->type.dims, (std::vector<int64_t>{1, 2}));
+                            const float* w = in[1]->data<float>();
+                            std::vector<HostTensor> out;
+                            out.emplace_back(TensorType{DType::kF32, {1, 2}});
+                            out.emplace_back(TensorType{DType::kF32, {1, 2}});
+                            out[0].data<float>()[0] = w[0] * in[0]->data<float>()[0];       // red
+                            out[0].data<float>()[1] = w[0] * in[0]->data<float>()[64 * 2];  // blue
+                            // The weight's sign flips the scores: the other class wins.
+                            out[1].data<float>()[0] = w[1] * out[0].data<float>()[0];
+                            out[1].data<float>()[1] = w[1] * out[0].data<float>()[1];
+                            return out;
+                          }};
+  Image img(64, 64);  // red left half, blue right half
+  for (int y = 0; y < 64; ++y)
+    for (int x = 0; x < 64; ++x) img.pixel(x, y)[x < 32 ? 0 : 2] = 255;
+  auto result = RunPipeline(*spec, models, img, "img.png");
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(calls, 2);
+  const auto& classes = (*result)["stages"]["classes"]["classes"];
+  ASSERT_EQ(classes.size(), 2u) << result->dump();
+  EXPECT_EQ(classes[0]["class"], 1);  // the left box is red: its flipped scores favor blue
+  EXPECT_EQ(classes[1]["class"], 0);
+
+  // A stage reading an output the model does not have, a model input left
+  // unwired, and a constant of the wrong count are refused.
+  json bad = pipeline;
+  bad["stages"][7]["input"] = "logits.probabilities";
+  auto bad_spec = ParsePipeline(bad, "", false);
+  ASSERT_TRUE(bad_spec.ok());
+  Status s = CheckPipelineModels(*bad_spec, {{"classifier", classifier}});
+  EXPECT_NE(s.message().find("stage 'classes': input 'input' reads output 'probabilities' of 'logits', but model "
+                             "'classifier' gives scores, flipped"),
+            std::string::npos)
+      << s.message();
+  bad = pipeline;
+  bad["stages"][6]["inputs"].erase("weight");
+  bad_spec = ParsePipeline(bad, "", false);
+  ASSERT_TRUE(bad_spec.ok());
+  s = CheckPipelineModels(*bad_spec, {{"classifier", classifier}});
+  EXPECT_NE(s.message().find("stage 'logits': model 'classifier' input 'weight' is wired to nothing"),
+            std::string::npos)
+      << s.message();
+  bad = pipeline;
+  bad["stages"][5]["values"] = {1.0};
+  EXPECT_NE(ErrorOf(bad).find("stage 'weight': shape [1,2] takes 2 values, and \"values\" holds 1"),
+            std::string::npos)
+      << ErrorOf(bad);
+  bad = pipeline;
+  bad["stages"][6]["input"] = "patches";
+  EXPECT_NE(ErrorOf(bad).find("stage 'logits': a model stage takes \"input\" (a model of one input) or \"inputs\""),
+            std::string::npos)
+      << ErrorOf(bad);
+}
+
+std::string ErrorOf(const json& pipeline, bool check_files) {
   auto spec = ParsePipeline(pipeline, TempDir(), check_files);
   return spec.ok() ? "" : spec.status().message();
 }
@@ -203,9 +295,11 @@ TEST(Pipeline, BadFilesAreErrorsNamingTheStage) {
 TEST(Pipeline, ShapesThatCannotMeetAreErrors) {
   auto spec = ParsePipeline(OcrPipeline(true), "", false);
   ASSERT_TRUE(spec.ok());
-  EXPECT_TRUE(CheckPipelineModelInputs(*spec, {{"det", {1, 3, -1, -1}}, {"rec", {1, 3, 48, -1}}, {"cls", {1, 3, 48, 192}}})
+  EXPECT_TRUE(CheckPipelineModels(*spec, {{"det", {{"x"}, {{1, 3, -1, -1}}, {"y"}}},
+                                          {"rec", {{"x"}, {{1, 3, 48, -1}}, {"y"}}},
+                                          {"cls", {{"x"}, {{1, 3, 48, 192}}, {"y"}}}})
                   .ok());
-  const Status s = CheckPipelineModelInputs(*spec, {{"rec", {1, 3, 32, -1}}});
+  const Status s = CheckPipelineModels(*spec, {{"rec", {{"x"}, {{1, 3, 32, -1}}, {"y"}}}});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("stage 'rec': model 'rec' takes [1,3,32,?], but 'rec_input' gives [1,3,48,?]"),
             std::string::npos)

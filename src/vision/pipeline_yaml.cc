@@ -1,0 +1,308 @@
+#include "vision/pipeline_yaml.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
+#include "core/utf8.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMaxYamlDepth = 64;
+
+std::string Where(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null()) return file;
+  return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
+}
+
+// The path of keys and indices to a node, for messages: stages[2].width.
+std::string KeyText(const std::string& path) { return path.empty() ? "the document" : "'" + path + "'"; }
+
+bool IsNullText(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+
+bool IsBoolText(const std::string& s, bool* value) {
+  if (s == "true" || s == "True" || s == "TRUE") return *value = true, true;
+  if (s == "false" || s == "False" || s == "FALSE") return *value = false, true;
+  return false;
+}
+
+bool IsIntText(const std::string& s) {
+  static const std::regex pattern("[-+]?[0-9]+");
+  return std::regex_match(s, pattern);
+}
+
+bool IsFloatText(const std::string& s) {
+  static const std::regex pattern(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  return std::regex_match(s, pattern);
+}
+
+bool IsNonFiniteText(const std::string& s) {
+  static const std::regex pattern(R"([-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
+  return std::regex_match(s, pattern);
+}
+
+// Whether a token may start at text[i]: the line holds nothing before it but
+// spaces, or its last character before it is an indicator that a node
+// follows (a flow collection's "[", "{" or "," inside one).
+bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) {
+  while (i > line_start && (text[i - 1] == ' ' || text[i - 1] == '\t')) --i;
+  if (i == line_start) return true;
+  const char before = text[i - 1];
+  return before == ':' || before == '-' || before == '?' || (depth > 0 && (before == '[' || before == '{' || before == ','));
+}
+
+// yaml-cpp 0.7 never returns on some commas outside every flow collection:
+// one after a flow collection or a quoted scalar ("{a: b},", "\"a\" ,") or
+// where a node would start (a document that is ","). Neither is valid YAML
+// (a plain scalar cannot start with ","; a line that continues one outside
+// a flow collection may not either, here): such a comma is refused before
+// the parser sees the text. Quoted scalars, comments and block scalars are
+// skipped.
+Status RefuseStrayComma(std::string_view text, const std::string& file) {
+  int depth = 0;
+  bool after_node = false;  // the last token outside flow collections closed one, or a quoted scalar
+  int line = 1;
+  size_t line_start = 0;
+  int block_indent = -1;  // in a block scalar: lines indented deeper than this are its text
+  auto line_indent = [&](size_t start) {
+    size_t j = start;
+    while (j < text.size() && text[j] == ' ') ++j;
+    return j - start;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (i == line_start && block_indent >= 0) {
+      const size_t indent = line_indent(i);
+      const bool blank = i + indent >= text.size() || text[i + indent] == '\n' || text[i + indent] == '\r';
+      if (blank || static_cast<int>(indent) > block_indent) {
+        while (i < text.size() && text[i] != '\n') ++i;
+        continue;
+      }
+      block_indent = -1;
+    }
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = ++i;
+      continue;
+    }
+    if (c == '#' && (i == line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && StartsToken(text, i, line_start, depth)) {
+      for (++i; i < text.size(); ++i) {
+        if (c == '"' && text[i] == '\\') {
+          ++i;
+        } else if (text[i] == c && c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;
+        } else if (text[i] == c) {
+          break;
+        } else if (text[i] == '\n') {
+          ++line;
+          line_start = i + 1;
+        }
+      }
+      ++i;
+      after_node = depth == 0;
+      continue;
+    }
+    if ((c == '[' || c == '{') && (depth > 0 || StartsToken(text, i, line_start, depth))) {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+      after_node = depth == 0;
+      ++i;
+      continue;
+    } else if (c == ',' && depth == 0 && (after_node || StartsToken(text, i, line_start, depth))) {
+      return InvalidArgument("{}:{}:{}: not valid YAML: ',' outside a flow collection", file, line, i - line_start + 1);
+    } else if ((c == '|' || c == '>') && depth == 0 && StartsToken(text, i, line_start, depth)) {
+      block_indent = static_cast<int>(line_indent(line_start));
+    }
+    if (c != ' ' && c != '\t' && c != '\r') after_node = false;
+    ++i;
+  }
+  return Status::Ok();
+}
+
+class YamlToJson {
+ public:
+  YamlToJson(const std::string& file, std::map<std::string, int>* lines) : file_(file), lines_(lines) {}
+
+  Expected<nlohmann::json> Convert(const YAML::Node& node, const std::string& path, int depth) {
+    if (lines_ != nullptr && !node.Mark().is_null()) (*lines_)[path] = node.Mark().line + 1;
+    if (depth > kMaxYamlDepth) {
+      return InvalidArgument("{}: {} nests deeper than {} levels (an alias to its own anchor?)",
+                             Where(file_, node.Mark()), KeyText(path), kMaxYamlDepth);
+    }
+    // Text goes into JSON, which holds UTF-8 only.
+    if (node.IsScalar() && !IsValidUtf8(node.Scalar())) {
+      return InvalidArgument("{}: {} is not valid UTF-8", Where(file_, node.Mark()), KeyText(path));
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return nlohmann::json();
+      case YAML::NodeType::Scalar:
+        return Scalar(node, path);
+      case YAML::NodeType::Sequence: {
+        nlohmann::json array = nlohmann::json::array();
+        for (size_t i = 0; i < node.size(); ++i) {
+          KILN_ASSIGN_OR_RETURN(nlohmann::json item, Convert(node[i], fmt::format("{}[{}]", path, i), depth + 1));
+          array.push_back(std::move(item));
+        }
+        return array;
+      }
+      case YAML::NodeType::Map: {
+        nlohmann::json object = nlohmann::json::object();
+        for (auto it = node.begin(); it != node.end(); ++it) {
+          // Copies: the iterator's pair is a temporary (Nodes are handles).
+          const YAML::Node key = it->first;
+          const YAML::Node value = it->second;
+          if (!key.IsScalar()) {
+            return InvalidArgument("{}: a key in {} is a {}, not text", Where(file_, key.Mark()), KeyText(path),
+                                   key.IsMap() ? "mapping" : key.IsSequence() ? "list" : "null");
+          }
+          const std::string name = key.Scalar();
+          if (!IsValidUtf8(name)) {
+            return InvalidArgument("{}: a key in {} is not valid UTF-8", Where(file_, key.Mark()), KeyText(path));
+          }
+          const std::string child = path.empty() ? name : path + "." + name;
+          if (object.contains(name)) {
+            return InvalidArgument("{}: key {} is given twice", Where(file_, key.Mark()), KeyText(child));
+          }
+          KILN_ASSIGN_OR_RETURN(object[name], Convert(value, child, depth + 1));
+        }
+        return object;
+      }
+    }
+    return Internal("{}: a YAML node of unknown type", Where(file_, node.Mark()));
+  }
+
+ private:
+  Expected<nlohmann::json> Scalar(const YAML::Node& node, const std::string& path) {
+    const std::string& text = node.Scalar();
+    const std::string& tag = node.Tag();
+    const std::string where = Where(file_, node.Mark());
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return nlohmann::json(text);  // quoted, or tagged a string
+    bool flag = false;
+    if (tag == "tag:yaml.org,2002:null") {
+      if (!IsNullText(text)) return InvalidArgument("{}: {} is tagged !!null but holds '{}'", where, KeyText(path), text);
+      return nlohmann::json();
+    }
+    if (tag == "tag:yaml.org,2002:bool") {
+      if (!IsBoolText(text, &flag)) {
+        return InvalidArgument("{}: {} is tagged !!bool but holds '{}'", where, KeyText(path), text);
+      }
+      return nlohmann::json(flag);
+    }
+    if (tag == "tag:yaml.org,2002:int") {
+      if (!IsIntText(text)) return InvalidArgument("{}: {} is tagged !!int but holds '{}'", where, KeyText(path), text);
+      return Integer(text, where, path);
+    }
+    if (tag == "tag:yaml.org,2002:float") {
+      if (!IsFloatText(text)) {
+        return InvalidArgument("{}: {} is tagged !!float but holds '{}'", where, KeyText(path), text);
+      }
+      return Float(text, where, path);
+    }
+    if (tag != "?") {
+      return InvalidArgument("{}: {} has tag '{}' (a pipeline takes !!str, !!int, !!float, !!bool, !!null)", where,
+                             KeyText(path), tag);
+    }
+    // A plain scalar: typed by its text.
+    if (IsNullText(text)) return nlohmann::json();
+    if (IsBoolText(text, &flag)) return nlohmann::json(flag);
+    if (IsIntText(text)) return Integer(text, where, path);
+    if (IsFloatText(text)) return Float(text, where, path);
+    if (IsNonFiniteText(text)) {
+      return InvalidArgument("{}: {} is {}; a pipeline's numbers are finite", where, KeyText(path), text);
+    }
+    return nlohmann::json(text);
+  }
+
+  static Expected<nlohmann::json> Integer(const std::string& text, const std::string& where, const std::string& path) {
+    const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return InvalidArgument("{}: {} is {}, beyond a 64-bit integer", where, KeyText(path), text);
+    }
+    return nlohmann::json(value);
+  }
+
+  static Expected<nlohmann::json> Float(const std::string& text, const std::string& where, const std::string& path) {
+    const double value = std::strtod(text.c_str(), nullptr);
+    if (!std::isfinite(value)) return InvalidArgument("{}: {} is {}, beyond a double", where, KeyText(path), text);
+    return nlohmann::json(value);
+  }
+
+  const std::string& file_;
+  std::map<std::string, int>* lines_;
+};
+
+}  // namespace
+
+bool IsYamlPath(const std::string& path) {
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::string& file,
+                                            std::map<std::string, int>* lines) {
+  KILN_RETURN_IF_ERROR(RefuseStrayComma(text, file));
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("{}: not valid YAML: {}", Where(file, e.mark), e.msg);
+  }
+  if (documents.empty()) return InvalidArgument("{}: the YAML file is empty", file);
+  if (documents.size() > 1) {
+    return InvalidArgument("{}: holds {} YAML documents; a pipeline is one", Where(file, documents[1].Mark()),
+                           documents.size());
+  }
+  try {
+    return YamlToJson(file, lines).Convert(documents[0], "", 0);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("{}: {}", Where(file, e.mark), e.msg);
+  }
+}
+
+Status WithYamlLine(const Status& error, const nlohmann::json& json, const std::map<std::string, int>& lines,
+                    const std::string& file) {
+  static const std::regex stage_name("stage '([^']*)'");
+  const std::string message = error.message();
+  const Status plain = error.WithContext(fmt::format("pipeline {}", file));
+  std::smatch m;
+  if (!std::regex_search(message, m, stage_name) || !json.is_object() || !json.contains("stages") ||
+      !json["stages"].is_array()) {
+    return plain;
+  }
+  const nlohmann::json& stages = json["stages"];
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (!stages[i].is_object() || stages[i].value("name", nlohmann::json()) != m[1].str()) continue;
+    std::string path = fmt::format("stages[{}]", i);
+    // The key the message names, where it names one.
+    for (const auto& item : stages[i].items()) {
+      if (item.key() != "name" && (message.find(" " + item.key() + " ") != std::string::npos ||
+                                   message.find("'" + item.key() + "'") != std::string::npos)) {
+        path += "." + item.key();
+        break;
+      }
+    }
+    auto line = lines.find(path);
+    if (line == lines.end()) return plain;
+    return error.WithContext(fmt::format("pipeline {}:{}", file, line->second));
+  }
+  return plain;
+}
+
+}  // namespace kiln
