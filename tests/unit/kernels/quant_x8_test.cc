@@ -1,5 +1,5 @@
-// The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and the k-quants
-// Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
+// The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS and the
+// k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
 // quant_matrix.h says, and the kernels reading it (alone: the rows are not
 // read again, for any row count) give the reference's bits (which reads the
 // GGUF rows) for every ISA, thread count, batch and row count that is not a
@@ -186,8 +186,9 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
   const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int64_t row_bytes = block_bytes * blocks;
   const bool q6 = s.dtype == DType::kQ6_K;
-  // Where d (and dmin) sit: first in Q4_K and Q5_K, last in the others.
-  const bool first = s.dtype == DType::kQ4_K || s.dtype == DType::kQ5_K;
+  // Where d (and dmin, or IQ4_XS's high scale bits) sit: first in Q4_K,
+  // Q5_K and IQ4_XS, last in the others.
+  const bool first = s.dtype == DType::kQ4_K || s.dtype == DType::kQ5_K || s.dtype == DType::kIQ4_XS;
   const bool has_min = first || s.dtype == DType::kQ2_K;
   const int64_t scale_bytes = has_min ? 4 : 2;
   const int64_t d_at = first ? 0 : block_bytes - scale_bytes, body = first ? 4 : 0;
@@ -246,8 +247,8 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   }
   // Repacking twice, or a type without the layout, changes nothing.
   EXPECT_EQ(RepackX8(*x8)->x8(), x8->x8());
-  std::vector<uint8_t> xs(static_cast<size_t>(DTypeBytes(DType::kIQ4_XS, 256).value()));
-  auto other = MakeQuantMatrix(DType::kIQ4_XS, xs.data(), xs.size(), 1, 256);
+  std::vector<uint8_t> xs(static_cast<size_t>(DTypeBytes(DType::kIQ2_XXS, 256).value()));
+  auto other = MakeQuantMatrix(DType::kIQ2_XXS, xs.data(), xs.size(), 1, 256);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(RepackX8(*other)->x8(), nullptr);
 }
@@ -488,7 +489,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ4_K, 37, 1280}, Shape{DType::kQ5_K, 45, 768},
                                            Shape{DType::kQ6_K, 23, 1792}, Shape{DType::kQ3_K, 19, 1280},
                                            Shape{DType::kQ2_K, 27, 1280}, Shape{DType::kIQ4_NL, 29, 96},
-                                           Shape{DType::kQ5_1, 45, 224}),
+                                           Shape{DType::kQ5_1, 45, 224}, Shape{DType::kIQ4_XS, 61, 512},
+                                           Shape{DType::kIQ4_XS, 130, 256}, Shape{DType::kIQ4_XS, 8, 256},
+                                           Shape{DType::kIQ4_XS, 37, 1280}),
                          ShapeName);
 
 }  // namespace quant_x8_tests

@@ -1230,15 +1230,52 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
   *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
 }
 
-// One activation row against G consecutive groups of a k-quant's x8 copy
-// from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
-// fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as Accumulate256.
+// IQ4_XS's 8 rows against the activation's 256 values at q: A = sum_s
+// (ls_s - 32) sum w q over its 8 sub-blocks of 32, as FormatIQ4_XS. Tile
+// line 0 holds the 4 bytes of low scale nibbles, lines 1-32 the index bytes
+// as in the file (line 1 + 4s + j: bytes 16s + 4j.. of qs, values 32s + 4j
+// + p in the low nibbles and 32s + 16 + 4j + p in the high ones);
+// scales_h is each row's 16 bits of high scale bits, one row a lane. The
+// signed table values are multiplied as IQ4_NL's (abs, sign onto the
+// activation): pairs of products stay within int16.
+template <class D>
+inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales_h) {
+  const __m256i table = IQ4Table();
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i scales_l = Load256(tile);
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i sum = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
+      const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
+      const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      sum = DotAdd<D>(sum, _mm256_abs_epi8(wl), _mm256_sign_epi8(Dword(q + 32 * s + 4 * j), wl));
+      sum = DotAdd<D>(sum, _mm256_abs_epi8(wh), _mm256_sign_epi8(Dword(q + 32 * s + 16 + 4 * j), wh));
+    }
+    // As UnpackScaleIQ4_XS, lane by lane (at most 32 * 32 * 127 * 127 a
+    // sub-block: exact in int32).
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
+    const __m256i scale = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, scale));
+  }
+  return a;
+}
+
+// One activation row against G consecutive groups of a k-quant's (or
+// IQ4_XS's) x8 copy from g0 (see X8RowGroups): per super-block, acc =
+// fma(d dx, A, acc), then fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as
+// Accumulate256.
 template <class D, DType T, int G, bool kStream = true>
 void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   constexpr bool kHasMin = T == DType::kQ2_K || T == DType::kQ4_K || T == DType::kQ5_K;
   const int64_t blocks = a.k / kQK_K;
   const int64_t tile_bytes = X8TileBytes(T);
-  constexpr int64_t stride = kHasMin ? 64 : 32;
+  // The scales area: d, then dmin (or IQ4_XS's high scale bits), per row.
+  constexpr int64_t stride = kHasMin || T == DType::kIQ4_XS ? 64 : 32;
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -1274,7 +1311,10 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
       } else {
         __m256i sum;
-        if constexpr (T == DType::kQ3_K) {
+        if constexpr (T == DType::kIQ4_XS) {
+          const __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+          sum = X8SumsIQ4_XS<D>(tile, q, high);
+        } else if constexpr (T == DType::kQ3_K) {
           sum = X8SumsQ3_K<D>(tile, q, sums);
         } else {
           sum = X8SumsQ6_K<D>(tile, q, sums);
@@ -1586,7 +1626,7 @@ void X8Row(const QuantGemmArgs& a) {
   }
 }
 
-// X8Row for a k-quant.
+// X8Row for a k-quant (or IQ4_XS).
 template <class D, DType T, bool kStream = true>
 void X8SuperRow(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
@@ -1676,6 +1716,7 @@ void GemmAny(const QuantGemmArgs& a) {
       case DType::kQ6_K: return X8SuperRows<D, DType::kQ6_K>(a);
       case DType::kQ3_K: return X8SuperRows<D, DType::kQ3_K>(a);
       case DType::kQ2_K: return X8SuperRows<D, DType::kQ2_K>(a);
+      case DType::kIQ4_XS: return X8SuperRows<D, DType::kIQ4_XS>(a);
       default: break;
     }
   }

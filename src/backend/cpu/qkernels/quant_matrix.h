@@ -71,8 +71,12 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // v(t, 2i + 1) in bits 3-5; bits 6-7 of the first line hold bits 0-1 of
 // v(3, 2i), bit 6 of the second its bit 2, bit 7 of the second bit 0 of
 // v(3, 2i + 1) and bits 6-7 of the third its bits 1-2; lines 24-26 its 12
-// packed scale bytes (1728 bytes). So a pair is its 16 rows' bits in the
-// file's bytes (plus the scales area's rounding); the vector kernels read
+// packed scale bytes (1728 bytes). IQ4_XS moves as Q4_K does: its f16 d
+// and then its 16 bits of high scale bits (scales_h) in the scales area (64
+// bytes a super-block), its 4 bytes of low scale nibbles on line 0 and its
+// 128 index bytes on lines 1-32 in the file's order (2112 bytes). So a
+// pair is its 16 rows' bits in the file's bytes (plus the scales area's
+// rounding); the vector kernels read
 // it for any number of activation rows, one at a time, so that once the
 // copy exists the rows are no longer read (the scalar reference still reads
 // the rows; the backend makes no copy for it).
