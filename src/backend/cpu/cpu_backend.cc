@@ -153,19 +153,23 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     if (!q.ok()) return q.status().WithContext(w.name);
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
-    // The copy serves any number of rows, so it replaces the rows: pages of
-    // a mapped file are dropped after the copy (a later read, such as a
-    // tied embedding's lookups, brings back what it touches). Generated
-    // weights keep their rows, their only copy, so a mixture's copies (its
-    // experts are most of a large model's bytes) are made only while they
-    // fit (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows alone, to
+    // Where the copy serves any number of rows (X8ServesEveryRowCount) it
+    // replaces the rows: pages of a mapped file are dropped after the copy
+    // (a later read, such as a tied embedding's lookups, brings back what
+    // it touches). A mixture's matrices (its experts are most of a large
+    // model's bytes) get a copy only there, so that they are not held
+    // twice; generated weights keep their rows, their only copy, so a
+    // mixture's copies are made only while they fit
+    // (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows alone, to
     // compare with the row kernels.
     const bool mixture = request.node != nullptr && request.node->op == OpKind::kMoe;
-    const bool wanted = cpu::BestIsa() != cpu::Isa::kScalar && cpu::HasX8Layout(w.dtype) && X8RepackAllowed();
+    const bool replaces_rows = cpu::X8ServesEveryRowCount(w.dtype);
+    const bool wanted = cpu::BestIsa() != cpu::Isa::kScalar && cpu::HasX8Layout(w.dtype) &&
+                        (!mixture || replaces_rows) && X8RepackAllowed();
     if (wanted && (!mixture || w.file_mapped || ReserveUnreleasedCopy(w.nbytes))) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
-      if (w.file_mapped && q->x8() != nullptr) DropMappedPages(w.data, w.nbytes);
+      if (w.file_mapped && replaces_rows && q->x8() != nullptr) DropMappedPages(w.data, w.nbytes);
     }
     return std::shared_ptr<const PackedMatrix>(std::make_shared<cpu::BlockQuantMatrix>(*q));
   }

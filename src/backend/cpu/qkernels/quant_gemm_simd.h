@@ -790,8 +790,9 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL, Q5_0, Q4_1 and Q5_1 run the one-row
-// kernel below for every activation row (X8ManyRows).
+// The formats on the x8 layout. IQ4_NL, Q4_1 and Q5_1 run the one-row
+// kernel below for every activation row (X8ManyRows); Q5_0 for one row only
+// (X8ServesEveryRowCount).
 enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
@@ -1661,7 +1662,9 @@ void GemmX8(const QuantGemmArgs& a) {
 
 // ---- Any number of rows on the x8 copy of the formats above --------------
 //
-// Every activation row runs the one-row kernel (X8Row, X8SuperRow), so a
+// Where the copy serves every row count (X8ServesEveryRowCount: not Q6_K
+// and Q5_0, whose row kernels measured faster on many rows), every
+// activation row runs the one-row kernel (X8Row, X8SuperRow), so a
 // row gets the bits it gets alone, whatever the batch: those kernels apply a
 // broadcast activation dword to eight weight rows at once with no sum across
 // lanes, where the row kernels unpack a block once for kRowTile rows but
@@ -1705,7 +1708,7 @@ template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
-  if (a.x8 != nullptr) {
+  if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
     switch (a.w_type) {
       case DType::kIQ4_NL: return X8Rows<D, X8Format::kIQ4_NL>(a);
       case DType::kQ5_0: return X8Rows<D, X8Format::kQ5_0>(a);

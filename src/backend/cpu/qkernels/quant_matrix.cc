@@ -230,6 +230,10 @@ bool HasX8Layout(DType dtype) {
          dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || IsSuperX8(dtype);
 }
 
+bool X8ServesEveryRowCount(DType dtype) {
+  return HasX8Layout(dtype) && dtype != DType::kQ6_K && dtype != DType::kQ5_0;
+}
+
 int64_t X8ScaleStride(DType dtype) {
   const bool two_scales = dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K ||
                           dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kIQ4_XS;

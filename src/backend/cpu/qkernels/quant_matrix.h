@@ -82,6 +82,12 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // the rows; the backend makes no copy for it).
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
+// Whether the vector kernels read the x8 copy for every row count, so that
+// it replaces the rows: all x8 types but Q6_K and Q5_0, whose one-row
+// kernel run row by row measured slower on many rows than their row
+// kernels (bench/RESULTS.md); those read the copy for one row (decoding)
+// and the rows for more.
+bool X8ServesEveryRowCount(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
 int64_t X8ScaleBytes(DType dtype, int64_t blocks);  // a pair's scales
 int64_t X8TileBytes(DType dtype);                  // a pair's block tile
