@@ -28,13 +28,12 @@
 namespace kiln {
 namespace {
 
-// False where KILN_X8=0 asks for the GGUF rows alone.
+// False where KILN_X8=0 asks for the GGUF rows alone. Read at each pack
+// (a load's cost is the copy), so that one process can compile a model
+// both ways and compare them.
 bool X8RepackAllowed() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("KILN_X8");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
-  return allowed;
+  const char* env = std::getenv("KILN_X8");
+  return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
 // Whether a copy of `bytes` that sits beside rows it cannot release (a
@@ -154,19 +153,23 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     if (!q.ok()) return q.status().WithContext(w.name);
     // Where the vector kernels run, they read a repacked copy: one stream
     // per row group, in huge pages (see bench/RESULTS.md for the gain).
-    // A mixture's matrices (its experts are most of a large model's bytes)
-    // only where the copy serves any number of rows (Q4_0, Q8_0), so that
-    // it replaces the rows: pages of a mapped file are dropped after the
-    // copy; generated weights keep theirs, so their copies are made only
-    // while they fit (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows
-    // alone, to compare with the row kernels.
+    // Where the copy serves any number of rows (X8ServesEveryRowCount) it
+    // replaces the rows: pages of a mapped file are dropped after the copy
+    // (a later read, such as a tied embedding's lookups, brings back what
+    // it touches). A mixture's matrices (its experts are most of a large
+    // model's bytes) get a copy only there, so that they are not held
+    // twice; generated weights keep their rows, their only copy, so a
+    // mixture's copies are made only while they fit
+    // (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows alone, to
+    // compare with the row kernels.
     const bool mixture = request.node != nullptr && request.node->op == OpKind::kMoe;
-    const bool x8_replaces_rows = w.dtype == DType::kQ4_0 || w.dtype == DType::kQ8_0;
-    const bool copy_fits = !mixture || w.file_mapped || ReserveUnreleasedCopy(w.nbytes);
-    if (cpu::BestIsa() != cpu::Isa::kScalar && (!mixture || x8_replaces_rows) && copy_fits && X8RepackAllowed()) {
+    const bool replaces_rows = cpu::X8ServesEveryRowCount(w.dtype);
+    const bool wanted = cpu::BestIsa() != cpu::Isa::kScalar && cpu::HasX8Layout(w.dtype) &&
+                        (!mixture || replaces_rows) && X8RepackAllowed();
+    if (wanted && (!mixture || w.file_mapped || ReserveUnreleasedCopy(w.nbytes))) {
       q = cpu::RepackX8(*q, &DefaultThreadPool());
       if (!q.ok()) return q.status().WithContext(w.name);
-      if (mixture && w.file_mapped) DropMappedPages(w.data, w.nbytes);
+      if (w.file_mapped && replaces_rows && q->x8() != nullptr) DropMappedPages(w.data, w.nbytes);
     }
     return std::shared_ptr<const PackedMatrix>(std::make_shared<cpu::BlockQuantMatrix>(*q));
   }

@@ -1,8 +1,9 @@
-// The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and the k-quants
-// Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
-// quant_matrix.h says, and the kernels reading it give
-// the reference's bits (which reads the GGUF rows) for every ISA, thread
-// count, batch and row count that is not a multiple of the group.
+// The x8 layout of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS and the
+// k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K: the repacked copy moves every block's bytes where
+// quant_matrix.h says, and the kernels reading it (alone: the rows are not
+// read again, for any row count) give the reference's bits (which reads the
+// GGUF rows) for every ISA, thread count, batch and row count that is not a
+// multiple of the group.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -185,8 +186,9 @@ void ExpectSuperBlocksWhereTheLayoutSays(const Shape& s, const std::vector<uint8
   const int64_t block_bytes = GetDTypeInfo(s.dtype).block_bytes;
   const int64_t row_bytes = block_bytes * blocks;
   const bool q6 = s.dtype == DType::kQ6_K;
-  // Where d (and dmin) sit: first in Q4_K and Q5_K, last in the others.
-  const bool first = s.dtype == DType::kQ4_K || s.dtype == DType::kQ5_K;
+  // Where d (and dmin, or IQ4_XS's high scale bits) sit: first in Q4_K,
+  // Q5_K and IQ4_XS, last in the others.
+  const bool first = s.dtype == DType::kQ4_K || s.dtype == DType::kQ5_K || s.dtype == DType::kIQ4_XS;
   const bool has_min = first || s.dtype == DType::kQ2_K;
   const int64_t scale_bytes = has_min ? 4 : 2;
   const int64_t d_at = first ? 0 : block_bytes - scale_bytes, body = first ? 4 : 0;
@@ -238,6 +240,7 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
   EXPECT_EQ(pair_bytes % 64, 0);
   EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(pairs * pair_bytes));
+  EXPECT_EQ(X8ServesEveryRowCount(s.dtype), s.dtype != DType::kQ6_K && s.dtype != DType::kQ5_0);
   if (IsSuperBlock(s.dtype)) {
     ExpectSuperBlocksWhereTheLayoutSays(s, bytes, *x8);
   } else {
@@ -245,8 +248,8 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   }
   // Repacking twice, or a type without the layout, changes nothing.
   EXPECT_EQ(RepackX8(*x8)->x8(), x8->x8());
-  std::vector<uint8_t> xs(static_cast<size_t>(DTypeBytes(DType::kIQ4_XS, 256).value()));
-  auto other = MakeQuantMatrix(DType::kIQ4_XS, xs.data(), xs.size(), 1, 256);
+  std::vector<uint8_t> xs(static_cast<size_t>(DTypeBytes(DType::kIQ2_XXS, 256).value()));
+  auto other = MakeQuantMatrix(DType::kIQ2_XXS, xs.data(), xs.size(), 1, 256);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(RepackX8(*other)->x8(), nullptr);
 }
@@ -288,10 +291,13 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
   }
 }
 
-// Decoding (one activation row) reads the copy alone on the vector ISAs,
-// with the bits of the same ISA's row kernel on the file's blocks; the
-// file's bytes overwritten after the repack change nothing.
-TEST_P(QuantX8Test, OneRowReadsTheCopyAlone) {
+// Every row count (decoding, a few rows, prefill) reads the copy alone on
+// the vector ISAs, with the bits of the same ISA's row kernel on the file's
+// blocks and of the reference: the file's bytes overwritten after the
+// repack change nothing, and neither do the threads. Q6_K and Q5_0 read the
+// copy for one row only (X8ServesEveryRowCount): for more, the same bits
+// from the rows.
+TEST_P(QuantX8Test, EveryRowCountReadsTheCopyAlone) {
   const Shape s = GetParam();
   auto bytes = RandomBlocks(s.dtype, s.n, s.k, 11);
   auto rows = MakeQuantMatrix(s.dtype, bytes.data(), bytes.size(), s.n, s.k);
@@ -299,24 +305,31 @@ TEST_P(QuantX8Test, OneRowReadsTheCopyAlone) {
   auto x8 = RepackX8(*rows);
   ASSERT_TRUE(x8.ok());
   const std::vector<float> bias(static_cast<size_t>(s.n), 0.5f);
-  std::vector<float> x(static_cast<size_t>(s.k));
   std::mt19937 rng(6);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (float& v : x) v = dist(rng);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    if (!IsaAvailable(isa)) continue;
-    KernelContext ctx;
-    ctx.isa = isa;
-    const auto before = RunLinear(ctx, *x8, x, 1, bias);
-    const auto row_kernel = RunLinear(ctx, *rows, x, 1, bias);
-    ASSERT_EQ(std::memcmp(before.data(), row_kernel.data(), before.size() * sizeof(float)), 0)
-        << DTypeName(s.dtype) << " " << IsaName(isa);
-    const std::vector<uint8_t> saved = bytes;
-    std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
-    const auto after = RunLinear(ctx, *x8, x, 1, bias);
-    bytes = saved;
-    EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0)
-        << DTypeName(s.dtype) << " " << IsaName(isa);
+  for (int64_t m : {1, 2, 5, 16, 64, 100}) {
+    std::vector<float> x(static_cast<size_t>(m * s.k));
+    for (float& v : x) v = dist(rng);
+    KernelContext ref;
+    ref.isa = Isa::kScalar;
+    const auto expected = RunLinear(ref, *rows, x, m, bias);
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      if (!IsaAvailable(isa)) continue;
+      KernelContext ctx;
+      ctx.isa = isa;
+      const auto row_kernel = RunLinear(ctx, *rows, x, m, bias);
+      ASSERT_EQ(std::memcmp(row_kernel.data(), expected.data(), expected.size() * sizeof(float)), 0)
+          << DTypeName(s.dtype) << " " << IsaName(isa) << " rows " << m;
+      const std::vector<uint8_t> saved = bytes;
+      if (m == 1 || X8ServesEveryRowCount(s.dtype)) std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
+      for (int threads : {1, 3}) {
+        ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+        const auto got = RunLinear(ctx, *x8, x, m, bias);
+        EXPECT_EQ(std::memcmp(got.data(), expected.data(), expected.size() * sizeof(float)), 0)
+            << DTypeName(s.dtype) << " " << IsaName(isa) << " rows " << m << " threads " << threads;
+      }
+      bytes = saved;
+    }
   }
 }
 
@@ -474,7 +487,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
                                            Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256},
                                            Shape{DType::kQ3_K, 61, 768}, Shape{DType::kQ3_K, 130, 256},
                                            Shape{DType::kQ3_K, 8, 256}, Shape{DType::kQ2_K, 61, 768},
-                                           Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256}),
+                                           Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256},
+                                           // Odd N and K (super-blocks not a power of two).
+                                           Shape{DType::kQ4_K, 37, 1280}, Shape{DType::kQ5_K, 45, 768},
+                                           Shape{DType::kQ6_K, 23, 1792}, Shape{DType::kQ3_K, 19, 1280},
+                                           Shape{DType::kQ2_K, 27, 1280}, Shape{DType::kIQ4_NL, 29, 96},
+                                           Shape{DType::kQ5_1, 45, 224}, Shape{DType::kIQ4_XS, 61, 512},
+                                           Shape{DType::kIQ4_XS, 130, 256}, Shape{DType::kIQ4_XS, 8, 256},
+                                           Shape{DType::kIQ4_XS, 37, 1280}),
                          ShapeName);
 
 }  // namespace quant_x8_tests

@@ -790,8 +790,9 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL, Q5_0, Q4_1 and Q5_1 use it for one
-// activation row (decoding) only; more rows read their GGUF blocks.
+// The formats on the x8 layout. IQ4_NL, Q4_1 and Q5_1 run the one-row
+// kernel below for every activation row (X8ManyRows); Q5_0 for one row only
+// (X8ServesEveryRowCount).
 enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
@@ -800,7 +801,7 @@ enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 // X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's, Q5_0's, Q4_1's and Q5_1's: the
 // row kernels' integers and, for Q4_1 and Q5_1, Accumulate32's second fma
 // with m), so the bits are too.
-template <class D, X8Format F, int G>
+template <class D, X8Format F, int G, bool kStream = true>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
   constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
@@ -828,9 +829,11 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     }
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
-      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
-      for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+      if constexpr (kStream) {
+        const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
+        for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+        }
       }
       __m256i sum;
       if constexpr (F == X8Format::kQ8_0) {
@@ -1228,15 +1231,52 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
   *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
 }
 
-// One activation row against G consecutive groups of a k-quant's x8 copy
-// from g0 (see X8RowGroups): per super-block, acc = fma(d dx, A, acc), then
-// fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as Accumulate256.
-template <class D, DType T, int G>
+// IQ4_XS's 8 rows against the activation's 256 values at q: A = sum_s
+// (ls_s - 32) sum w q over its 8 sub-blocks of 32, as FormatIQ4_XS. Tile
+// line 0 holds the 4 bytes of low scale nibbles, lines 1-32 the index bytes
+// as in the file (line 1 + 4s + j: bytes 16s + 4j.. of qs, values 32s + 4j
+// + p in the low nibbles and 32s + 16 + 4j + p in the high ones);
+// scales_h is each row's 16 bits of high scale bits, one row a lane. The
+// signed table values are multiplied as IQ4_NL's (abs, sign onto the
+// activation): pairs of products stay within int16.
+template <class D>
+inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales_h) {
+  const __m256i table = IQ4Table();
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i scales_l = Load256(tile);
+  __m256i a = _mm256_setzero_si256();
+  #pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i sum = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
+      const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
+      const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      sum = DotAdd<D>(sum, _mm256_abs_epi8(wl), _mm256_sign_epi8(Dword(q + 32 * s + 4 * j), wl));
+      sum = DotAdd<D>(sum, _mm256_abs_epi8(wh), _mm256_sign_epi8(Dword(q + 32 * s + 16 + 4 * j), wh));
+    }
+    // As UnpackScaleIQ4_XS, lane by lane (at most 32 * 32 * 127 * 127 a
+    // sub-block: exact in int32).
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
+    const __m256i scale = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, scale));
+  }
+  return a;
+}
+
+// One activation row against G consecutive groups of a k-quant's (or
+// IQ4_XS's) x8 copy from g0 (see X8RowGroups): per super-block, acc =
+// fma(d dx, A, acc), then fma(dmin dx, B, acc) for Q2_K/Q4_K/Q5_K, as
+// Accumulate256.
+template <class D, DType T, int G, bool kStream = true>
 void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   constexpr bool kHasMin = T == DType::kQ2_K || T == DType::kQ4_K || T == DType::kQ5_K;
   const int64_t blocks = a.k / kQK_K;
   const int64_t tile_bytes = X8TileBytes(T);
-  const int64_t stride = kHasMin ? 64 : 32;
+  // The scales area: d, then dmin (or IQ4_XS's high scale bits), per row.
+  constexpr int64_t stride = kHasMin || T == DType::kIQ4_XS ? 64 : 32;
   X8Group group[G];
   __m256 acc[G];
   for (int i = 0; i < G; ++i) {
@@ -1252,9 +1292,11 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + tile_bytes * b;
-      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + tile_bytes / 2 * ((g0 + i) % 2);
-      for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+      if constexpr (kStream) {
+        const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + tile_bytes / 2 * ((g0 + i) % 2);
+        for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+        }
       }
       const uint8_t* scales = group[i].scales + stride * b;
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
@@ -1269,7 +1311,15 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b), acc[i]);
       } else {
-        const __m256i sum = T == DType::kQ3_K ? X8SumsQ3_K<D>(tile, q, sums) : X8SumsQ6_K<D>(tile, q, sums);
+        __m256i sum;
+        if constexpr (T == DType::kIQ4_XS) {
+          const __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+          sum = X8SumsIQ4_XS<D>(tile, q, high);
+        } else if constexpr (T == DType::kQ3_K) {
+          sum = X8SumsQ3_K<D>(tile, q, sums);
+        } else {
+          sum = X8SumsQ6_K<D>(tile, q, sums);
+        }
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
       }
     }
@@ -1561,29 +1611,31 @@ void X8FewRows(const QuantGemmArgs& a) {
 }
 
 // One activation row over the x8 copy's groups [g_begin, g_end), four at a
-// time.
-template <class D, X8Format F>
+// time. kStream: the weights stream from memory (decoding), so each tile
+// prefetches ahead; many rows re-read a few groups from cache instead, where
+// the prefetches would be wasted instructions (same arithmetic, same bits).
+template <class D, X8Format F, bool kStream = true>
 void X8Row(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
-  for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, F, 4>(a, g, a.m_begin);
+  for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, F, 4, kStream>(a, g, a.m_begin);
   // The groups left go together too: one group alone is one chain.
   switch (a.g_end - g) {
-    case 3: X8RowGroups<D, F, 3>(a, g, a.m_begin); break;
-    case 2: X8RowGroups<D, F, 2>(a, g, a.m_begin); break;
-    case 1: X8RowGroups<D, F, 1>(a, g, a.m_begin); break;
+    case 3: X8RowGroups<D, F, 3, kStream>(a, g, a.m_begin); break;
+    case 2: X8RowGroups<D, F, 2, kStream>(a, g, a.m_begin); break;
+    case 1: X8RowGroups<D, F, 1, kStream>(a, g, a.m_begin); break;
     default: break;
   }
 }
 
-// X8Row for a k-quant.
-template <class D, DType T>
+// X8Row for a k-quant (or IQ4_XS).
+template <class D, DType T, bool kStream = true>
 void X8SuperRow(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
-  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4>(a, g, a.m_begin);
+  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4, kStream>(a, g, a.m_begin);
   switch (a.g_end - g) {
-    case 3: X8SuperRowGroups<D, T, 3>(a, g, a.m_begin); break;
-    case 2: X8SuperRowGroups<D, T, 2>(a, g, a.m_begin); break;
-    case 1: X8SuperRowGroups<D, T, 1>(a, g, a.m_begin); break;
+    case 3: X8SuperRowGroups<D, T, 3, kStream>(a, g, a.m_begin); break;
+    case 2: X8SuperRowGroups<D, T, 2, kStream>(a, g, a.m_begin); break;
+    case 1: X8SuperRowGroups<D, T, 1, kStream>(a, g, a.m_begin); break;
     default: break;
   }
 }
@@ -1608,20 +1660,68 @@ void GemmX8(const QuantGemmArgs& a) {
   }
 }
 
+// ---- Any number of rows on the x8 copy of the formats above --------------
+//
+// Where the copy serves every row count (X8ServesEveryRowCount: not Q6_K
+// and Q5_0, whose row kernels measured faster on many rows), every
+// activation row runs the one-row kernel (X8Row, X8SuperRow), so a
+// row gets the bits it gets alone, whatever the batch: those kernels apply a
+// broadcast activation dword to eight weight rows at once with no sum across
+// lanes, where the row kernels unpack a block once for kRowTile rows but
+// then multiply row by row and reduce. Rows go in blocks of kRowBlock, and
+// within a block the groups in chunks of kX8ManyRowsGroups, whose tiles stay
+// in cache (L2) while the block's rows pass over them.
+constexpr int64_t kX8ManyRowsGroups = 4;
+
+// `streaming` runs one row prefetching the weights ahead (decoding, and the
+// first row of a block, which reads a chunk first), `cached` one of the
+// rows after it, which find the chunk in cache.
+template <class Row>
+void X8ManyRows(const QuantGemmArgs& a, Row streaming, Row cached) {
+  if (a.m_end - a.m_begin == 1) return streaming(a);
+  for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
+    const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
+    for (int64_t g = a.g_begin; g < a.g_end; g += kX8ManyRowsGroups) {
+      QuantGemmArgs one = a;
+      one.g_begin = g;
+      one.g_end = g + kX8ManyRowsGroups < a.g_end ? g + kX8ManyRowsGroups : a.g_end;
+      for (int64_t m = mb; m < me; ++m) {
+        one.m_begin = m;
+        one.m_end = m + 1;
+        (m == mb ? streaming : cached)(one);
+      }
+    }
+  }
+}
+
+template <class D, X8Format F>
+void X8Rows(const QuantGemmArgs& a) {
+  X8ManyRows(a, &X8Row<D, F>, &X8Row<D, F, false>);
+}
+
+template <class D, DType T>
+void X8SuperRows(const QuantGemmArgs& a) {
+  X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
+}
+
 template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
-  if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
-    if (a.w_type == DType::kIQ4_NL) return X8Row<D, X8Format::kIQ4_NL>(a);
-    if (a.w_type == DType::kQ5_0) return X8Row<D, X8Format::kQ5_0>(a);
-    if (a.w_type == DType::kQ4_1) return X8Row<D, X8Format::kQ4_1>(a);
-    if (a.w_type == DType::kQ5_1) return X8Row<D, X8Format::kQ5_1>(a);
-    if (a.w_type == DType::kQ4_K) return X8SuperRow<D, DType::kQ4_K>(a);
-    if (a.w_type == DType::kQ5_K) return X8SuperRow<D, DType::kQ5_K>(a);
-    if (a.w_type == DType::kQ6_K) return X8SuperRow<D, DType::kQ6_K>(a);
-    if (a.w_type == DType::kQ3_K) return X8SuperRow<D, DType::kQ3_K>(a);
-    if (a.w_type == DType::kQ2_K) return X8SuperRow<D, DType::kQ2_K>(a);
+  if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
+    switch (a.w_type) {
+      case DType::kIQ4_NL: return X8Rows<D, X8Format::kIQ4_NL>(a);
+      case DType::kQ5_0: return X8Rows<D, X8Format::kQ5_0>(a);
+      case DType::kQ4_1: return X8Rows<D, X8Format::kQ4_1>(a);
+      case DType::kQ5_1: return X8Rows<D, X8Format::kQ5_1>(a);
+      case DType::kQ4_K: return X8SuperRows<D, DType::kQ4_K>(a);
+      case DType::kQ5_K: return X8SuperRows<D, DType::kQ5_K>(a);
+      case DType::kQ6_K: return X8SuperRows<D, DType::kQ6_K>(a);
+      case DType::kQ3_K: return X8SuperRows<D, DType::kQ3_K>(a);
+      case DType::kQ2_K: return X8SuperRows<D, DType::kQ2_K>(a);
+      case DType::kIQ4_XS: return X8SuperRows<D, DType::kIQ4_XS>(a);
+      default: break;
+    }
   }
   switch (a.w_type) {
     case DType::kQ8_0: return Gemm<D, FormatQ8_0, false>(a);

@@ -66,10 +66,11 @@ static_assert(offsetof(BlockQ5_K, qs) + sizeof(BlockQ5_K::qs) == sizeof(BlockQ5_
 static_assert(offsetof(BlockQ6_K, d) + 2 == sizeof(BlockQ6_K));
 static_assert(offsetof(BlockQ3_K, d) + 2 == sizeof(BlockQ3_K));
 static_assert(offsetof(BlockQ2_K, dmin) + 2 == sizeof(BlockQ2_K));
+static_assert(offsetof(BlockIQ4_XS, scales_l) == 4 && offsetof(BlockIQ4_XS, qs) + 128 == sizeof(BlockIQ4_XS));
 
 bool IsSuperX8(DType dtype) {
   return dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ3_K ||
-         dtype == DType::kQ2_K;
+         dtype == DType::kQ2_K || dtype == DType::kIQ4_XS;
 }
 
 SuperBlockParts PartsOf(DType dtype) {
@@ -78,6 +79,10 @@ SuperBlockParts PartsOf(DType dtype) {
     case DType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin), offsetof(BlockQ5_K, scales), sizeof(BlockQ5_K) - 4};
     case DType::kQ3_K: return {offsetof(BlockQ3_K, d), -1, offsetof(BlockQ3_K, hmask), sizeof(BlockQ3_K) - 2};
     case DType::kQ2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin), offsetof(BlockQ2_K, scales), sizeof(BlockQ2_K) - 4};
+    // IQ4_XS's 16 bits of high scale bits go where dmin goes.
+    case DType::kIQ4_XS:
+      return {offsetof(BlockIQ4_XS, d), offsetof(BlockIQ4_XS, scales_h), offsetof(BlockIQ4_XS, scales_l),
+              sizeof(BlockIQ4_XS) - 4};
     default: return {offsetof(BlockQ6_K, d), -1, offsetof(BlockQ6_K, ql), sizeof(BlockQ6_K) - 2};
   }
 }
@@ -225,9 +230,13 @@ bool HasX8Layout(DType dtype) {
          dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || IsSuperX8(dtype);
 }
 
+bool X8ServesEveryRowCount(DType dtype) {
+  return HasX8Layout(dtype) && dtype != DType::kQ6_K && dtype != DType::kQ5_0;
+}
+
 int64_t X8ScaleStride(DType dtype) {
   const bool two_scales = dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K ||
-                          dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+                          dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kIQ4_XS;
   return two_scales ? 64 : 32;
 }
 
@@ -242,7 +251,8 @@ int64_t X8TileBytes(DType dtype) {
     case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K: return 16 * PartsOf(dtype).body_bytes;
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return 16 * PartsOf(dtype).body_bytes;
     default: return 256;
   }
 }

@@ -18,7 +18,8 @@
 namespace kiln::cpu {
 
 // The block types the quantized linear kernels run: Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K.
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and the 2- and 3-bit
+// i-quants.
 const std::vector<DType>& QuantKernelTypes();
 bool IsQuantKernelType(DType dtype);
 
@@ -49,7 +50,8 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
 // 4 bytes of fifth bits (320 bytes a tile). Q4_1 and Q5_1 move as Q4_0 and
 // Q5_0, with the 16 rows' f16 m after their d in the scales area (64 bytes
-// a block). These four are read from the copy when decoding one row only.
+// a block). The vector kernels read these four from the copy for every row
+// count, one activation row at a time (quant_gemm_simd.h X8ManyRows).
 //
 // The k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K take the same pairs of
 // groups, one tile per super-block of 256: its scales area holds the 16
@@ -69,11 +71,23 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // v(t, 2i + 1) in bits 3-5; bits 6-7 of the first line hold bits 0-1 of
 // v(3, 2i), bit 6 of the second its bit 2, bit 7 of the second bit 0 of
 // v(3, 2i + 1) and bits 6-7 of the third its bits 1-2; lines 24-26 its 12
-// packed scale bytes (1728 bytes). So a pair is its 16 rows' bits in the
-// file's bytes (plus the scales area's rounding); the kernels read it for
-// one activation row.
+// packed scale bytes (1728 bytes). IQ4_XS moves as Q4_K does: its f16 d
+// and then its 16 bits of high scale bits (scales_h) in the scales area (64
+// bytes a super-block), its 4 bytes of low scale nibbles on line 0 and its
+// 128 index bytes on lines 1-32 in the file's order (2112 bytes). So a
+// pair is its 16 rows' bits in the file's bytes (plus the scales area's
+// rounding); the vector kernels read
+// it for any number of activation rows, one at a time, so that once the
+// copy exists the rows are no longer read (the scalar reference still reads
+// the rows; the backend makes no copy for it).
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
+// Whether the vector kernels read the x8 copy for every row count, so that
+// it replaces the rows: all x8 types but Q6_K and Q5_0, whose one-row
+// kernel run row by row measured slower on many rows than their row
+// kernels (bench/RESULTS.md); those read the copy for one row (decoding)
+// and the rows for more.
+bool X8ServesEveryRowCount(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
 int64_t X8ScaleBytes(DType dtype, int64_t blocks);  // a pair's scales
 int64_t X8TileBytes(DType dtype);                  // a pair's block tile
