@@ -116,6 +116,35 @@ Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const Compil
   return num_blocks;
 }
 
+int64_t KvWindowPoolBlocks(int64_t window, int64_t block_size, int64_t max_seqs, int64_t max_batch_tokens,
+                           int64_t max_model_len) {
+  const int64_t bound = max_seqs + (max_batch_tokens + max_seqs * (window + block_size - 2)) / block_size;
+  const int64_t whole = max_seqs * ((max_model_len + block_size - 1) / block_size);
+  return std::min(bound, whole);
+}
+
+Expected<KvPoolBlocks> KvCachePoolBlocks(const ModelSessionOptions& options, const CompiledModel& model) {
+  KvPoolBlocks pools;
+  KILN_ASSIGN_OR_RETURN(pools.full, KvCacheBlocks(options, model));
+  if (!options.kv_window_pool || options.kv_num_blocks > 0 || options.kv_tokens_per_seq > 0 ||
+      !model.CanUseWindowPool()) {
+    return pools;
+  }
+  const KvCacheLayout layout = model.MakeKvLayout(1, 1);
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBudgetBytes(options, layout.BlockBytes(), model.max_model_len()));
+  const int64_t window = KvWindowPoolBlocks(model.config().sliding_window, options.block_size, options.max_seqs,
+                                            options.max_batch_tokens, model.max_model_len());
+  const int64_t rest = bytes - window * layout.WindowBlockBytes();
+  const int64_t full = std::min<int64_t>(rest > 0 ? rest / layout.FullBlockBytes() : 0, INT32_MAX);
+  // One pool serves as well when the window pool would take the room of
+  // as many blocks as it frees.
+  if (full > pools.full) {
+    pools.full = full;
+    pools.window = window;
+  }
+  return pools;
+}
+
 Expected<std::unique_ptr<CompiledModel>> CompileForSession(const WeightStore& weights,
                                                            const ModelSessionOptions& options) {
   return CompiledModel::Compile(weights, ToCompileOptions(options));
