@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/kv_cache.h"
 #include "engine/llm_engine.h"
 #include "testing/test_paths.h"
 
