@@ -132,16 +132,22 @@ Expected<KvPoolBlocks> KvCachePoolBlocks(const ModelSessionOptions& options, con
   }
   const KvCacheLayout layout = model.MakeKvLayout(1, 1);
   KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBudgetBytes(options, layout.BlockBytes(), model.max_model_len()));
-  const int64_t window = KvWindowPoolBlocks(model.config().sliding_window, options.block_size, options.max_seqs,
-                                            options.max_batch_tokens, model.max_model_len());
+  // The window pool frees room only while it has fewer blocks than one
+  // shared pool would: when the size that never runs out is not that
+  // small, half of those blocks (the scheduler then preempts for
+  // whichever pool runs out)...
+  int64_t window = KvWindowPoolBlocks(model.config().sliding_window, options.block_size, options.max_seqs,
+                                      options.max_batch_tokens, model.max_model_len());
+  // ... but never fewer than one sequence may need in a pass, so that a
+  // request the full pool can hold always runs.
+  const int64_t one_sequence =
+      KvWindowPoolBlocks(model.config().sliding_window, options.block_size, 1, options.max_batch_tokens,
+                         model.max_model_len());
+  if (window >= pools.full) window = std::max(pools.full / 2, one_sequence);
+  if (window >= pools.full) return pools;
   const int64_t rest = bytes - window * layout.WindowBlockBytes();
-  const int64_t full = std::min<int64_t>(rest > 0 ? rest / layout.FullBlockBytes() : 0, INT32_MAX);
-  // One pool serves as well when the window pool would take the room of
-  // as many blocks as it frees.
-  if (full > pools.full) {
-    pools.full = full;
-    pools.window = window;
-  }
+  pools.full = std::min<int64_t>(rest / layout.FullBlockBytes(), INT32_MAX);
+  pools.window = window;
   return pools;
 }
 

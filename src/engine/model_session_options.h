@@ -46,10 +46,12 @@ struct ModelSessionOptions {
   int64_t kv_num_blocks = 0;
   // Sized from kv_cache_memory, for a model with both sliding-window and
   // full-attention layers: a window pool (KvCacheLayout) for the sliding
-  // layers, of KvWindowPoolBlocks blocks, the rest of the budget to the
-  // full pool, when that gives the full pool more blocks than one pool
-  // would. The caller then frees window blocks out of the window (the
-  // engine's BlockManager), and every batch carries window_block_tables.
+  // layers, of KvWindowPoolBlocks blocks when that is fewer than one
+  // shared pool would have, else half of those (but at least what one
+  // sequence may hold; none when that is not fewer), and the rest of the budget
+  // to the full pool (which then has more blocks than one pool would). The
+  // caller frees window blocks out of the window (the engine's
+  // BlockManager), and every batch carries window_block_tables.
   bool kv_window_pool = false;
 
   // Tensor parallelism (EngineOptions has the story): the group the

@@ -48,7 +48,9 @@ std::string WriteTinyGemma(const std::string& arch) {
   return dir;
 }
 
-EngineOptions TinyGemmaOptions(const std::string& dir, bool window_free, DType kv_dtype) {
+// A cache of `blocks` blocks of every layer (48: three of the prompts
+// below at once; 12: one).
+EngineOptions TinyGemmaOptions(const std::string& dir, bool window_free, DType kv_dtype, int64_t blocks = 48) {
   EngineOptions o;
   o.model = dir;
   o.load_format = "dummy";
@@ -62,8 +64,7 @@ EngineOptions TinyGemmaOptions(const std::string& dir, bool window_free, DType k
   o.max_num_batched_tokens = 64;
   o.max_prefill_chunk = 24;
   o.max_model_len = 1024;
-  // 48 blocks of every layer: three of the prompts below at once.
-  o.kv_cache_memory.bytes = 48 * 2 * kLayers * kBlock * (kv_dtype == DType::kI8 ? 32 + 4 : 32 * 4);
+  o.kv_cache_memory.bytes = blocks * 2 * kLayers * kBlock * (kv_dtype == DType::kI8 ? 32 + 4 : 32 * 4);
   o.seed = 1;
   return o;
 }
@@ -84,6 +85,7 @@ struct Run {
   int32_t window_blocks = 0;
   int64_t most_window_blocks_per_seq = 0;
   int64_t most_window_blocks_used = 0;
+  int64_t preemptions = 0;
 };
 
 // Runs `prompts` in rounds (each round's requests batched; a later round
@@ -123,12 +125,13 @@ Run Generate(const EngineOptions& options, const std::vector<std::vector<std::ve
       const EngineCounters c = (*engine)->Counters();
       run.most_window_blocks_per_seq = std::max(run.most_window_blocks_per_seq, c.kv_window_blocks_per_seq_max);
       run.most_window_blocks_used = std::max(run.most_window_blocks_used, c.kv_window_blocks_used);
+      run.preemptions = c.num_preemptions;
     }
   }
   return run;
 }
 
-void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype) {
+void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype, int64_t blocks = 48) {
   const std::string dir = WriteTinyGemma(arch);
   std::mt19937 rng(11);
   const std::vector<int32_t> a = RandomIds(rng, 150), b = RandomIds(rng, 131), c = RandomIds(rng, 97);
@@ -137,8 +140,8 @@ void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype) 
   for (int32_t id : RandomIds(rng, 30)) d.push_back(id);
   const std::vector<std::vector<std::vector<int32_t>>> rounds = {{a, b, c}, {d}};
 
-  const Run kept = Generate(TinyGemmaOptions(dir, /*window_free=*/false, kv_dtype), rounds);
-  const Run freed = Generate(TinyGemmaOptions(dir, /*window_free=*/true, kv_dtype), rounds);
+  const Run kept = Generate(TinyGemmaOptions(dir, /*window_free=*/false, kv_dtype, blocks), rounds);
+  const Run freed = Generate(TinyGemmaOptions(dir, /*window_free=*/true, kv_dtype, blocks), rounds);
   EXPECT_EQ(kept.window_blocks, 0);
   ASSERT_GT(freed.window_blocks, 0) << "no window pool";
   ASSERT_EQ(kept.outputs.size(), freed.outputs.size());
@@ -154,6 +157,11 @@ void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype) 
   EXPECT_LE(freed.most_window_blocks_per_seq, bound);
   EXPECT_GE(freed.most_window_blocks_per_seq, 2);
   EXPECT_LE(freed.most_window_blocks_used, 3 * bound);
+  if (blocks < 48) {
+    // The small cache runs out (of the window pool of 7 blocks, or the full
+    // one of 17): recomputed sequences give the same output too.
+    EXPECT_GT(freed.preemptions, 0);
+  }
 }
 
 TEST(WindowPoolEngine, Gemma3FreesWindowBlocksAndGeneratesTheSame) {
@@ -168,6 +176,10 @@ TEST(WindowPoolEngine, Int8CacheFreesWindowBlocksAndGeneratesTheSame) {
   ExpectWindowFreeingChangesNothing("gemma3", DType::kI8);
 }
 
+TEST(WindowPoolEngine, AWindowPoolThatRunsOutPreemptsAndGeneratesTheSame) {
+  ExpectWindowFreeingChangesNothing("gemma3", DType::kF32, /*blocks=*/12);
+}
+
 TEST(WindowPoolEngine, TheFullPoolGetsTheRoomTheWindowPoolSaves) {
   const std::string dir = WriteTinyGemma("gemma3");
   auto kept = LLMEngine::Create(TinyGemmaOptions(dir, false, DType::kF32));
@@ -179,6 +191,19 @@ TEST(WindowPoolEngine, TheFullPoolGetsTheRoomTheWindowPoolSaves) {
   EXPECT_EQ((*freed)->num_window_kv_blocks(), 19);
   EXPECT_EQ((*freed)->num_kv_blocks(), 96 - 19);
   EXPECT_EQ((*freed)->kv_cache().TotalBytes(), (*kept)->kv_cache().TotalBytes());
+
+  // A budget of 12 blocks holds fewer than the 19 that never run out: the
+  // window pool gets half of 12, but no fewer than the 1 + (64 + 46) / 16
+  // = 7 one sequence may need; the rest of the bytes go to the full pool.
+  auto small = LLMEngine::Create(TinyGemmaOptions(dir, true, DType::kF32, 12));
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ((*small)->num_window_kv_blocks(), 7);
+  EXPECT_EQ((*small)->num_kv_blocks(), (48 - 2 * 7) / 2);
+  // Six blocks hold no more than one pool would: none.
+  auto tiny = LLMEngine::Create(TinyGemmaOptions(dir, true, DType::kF32, 6));
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ((*tiny)->num_window_kv_blocks(), 0);
+  EXPECT_EQ((*tiny)->num_kv_blocks(), 6);
 }
 
 TEST(WindowPoolEngine, AModelWithoutSlidingLayersHasNoWindowPool) {
