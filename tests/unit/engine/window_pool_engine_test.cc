@@ -12,7 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/kv_cache.h"
+#include "backend/forward_batch.h"
 #include "engine/llm_engine.h"
+#include "engine/model_loader.h"
+#include "engine/model_session.h"
+#include "engine/model_session_options.h"
 #include "testing/test_paths.h"
 
 namespace kiln {
@@ -204,6 +208,53 @@ TEST(WindowPoolEngine, TheFullPoolGetsTheRoomTheWindowPoolSaves) {
   ASSERT_TRUE(tiny.ok());
   EXPECT_EQ((*tiny)->num_window_kv_blocks(), 0);
   EXPECT_EQ((*tiny)->num_kv_blocks(), 6);
+}
+
+// A session with a window pool takes passes with window block tables only,
+// whose entries the pass's queries see must be blocks of the window pool.
+TEST(WindowPoolEngine, ASessionWithAWindowPoolChecksTheWindowTables) {
+  const EngineOptions options = TinyGemmaOptions(WriteTinyGemma("gemma3"), true, DType::kF32);
+  auto loaded = LoadModel(options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto session_options = SessionOptionsFor(options, *loaded);
+  ASSERT_TRUE(session_options.ok());
+  session_options->kv_window_pool = true;
+  auto session = ModelSession::Create(*loaded->weights, *session_options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_EQ((*session)->num_window_kv_blocks(), 19);
+
+  // One sequence: position 47 (sees 16..47) after 47 cached tokens.
+  const int32_t token = 5, position = 47, seq_len = 48, query_start[2] = {0, 1}, token_seq = 0, row = 0;
+  const int32_t full_table[3] = {0, 1, 2};
+  int32_t window_table[3] = {-1, 3, 4};
+  const int32_t* tables[1] = {full_table};
+  const int32_t* window_tables[1] = {window_table};
+  ForwardBatch b;
+  b.num_tokens = 1;
+  b.token_ids = &token;
+  b.positions = &position;
+  b.token_seq = &token_seq;
+  b.num_seqs = 1;
+  b.query_start = query_start;
+  b.seq_lens = &seq_len;
+  b.block_tables = tables;
+  b.num_output_rows = 1;
+  b.output_rows = &row;
+  std::vector<float> logits(512);
+  Status s = (*session)->Forward(b, logits.data(), 512);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();  // no window tables
+  b.window_block_tables = window_tables;
+  s = (*session)->Forward(b, logits.data(), 512);
+  EXPECT_TRUE(s.ok()) << s.ToString();  // entry 0 (0..15) is before the window
+  window_table[1] = -1;                  // 16..31: seen
+  s = (*session)->Forward(b, logits.data(), 512);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+  window_table[1] = 19;  // beyond the window pool
+  s = (*session)->Forward(b, logits.data(), 512);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+  // A single-sequence pass has no window tables to give.
+  const int32_t ids[1] = {5};
+  EXPECT_EQ((*session)->ForwardSequence(ids, 0, {}, logits.data()).code(), StatusCode::kUnsupported);
 }
 
 TEST(WindowPoolEngine, AModelWithoutSlidingLayersHasNoWindowPool) {
