@@ -90,6 +90,7 @@ struct Run {
   int64_t most_window_blocks_per_seq = 0;
   int64_t most_window_blocks_used = 0;
   int64_t preemptions = 0;
+  int64_t draft_tokens = 0;
 };
 
 // Runs `prompts` in rounds (each round's requests batched; a later round
@@ -130,12 +131,14 @@ Run Generate(const EngineOptions& options, const std::vector<std::vector<std::ve
       run.most_window_blocks_per_seq = std::max(run.most_window_blocks_per_seq, c.kv_window_blocks_per_seq_max);
       run.most_window_blocks_used = std::max(run.most_window_blocks_used, c.kv_window_blocks_used);
       run.preemptions = c.num_preemptions;
+      run.draft_tokens = c.spec_draft_tokens;
     }
   }
   return run;
 }
 
-void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype, int64_t blocks = 48) {
+void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype, int64_t blocks = 48,
+                                       const std::string& spec_method = "none") {
   const std::string dir = WriteTinyGemma(arch);
   std::mt19937 rng(11);
   const std::vector<int32_t> a = RandomIds(rng, 150), b = RandomIds(rng, 131), c = RandomIds(rng, 97);
@@ -144,8 +147,11 @@ void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype, 
   for (int32_t id : RandomIds(rng, 30)) d.push_back(id);
   const std::vector<std::vector<std::vector<int32_t>>> rounds = {{a, b, c}, {d}};
 
-  const Run kept = Generate(TinyGemmaOptions(dir, /*window_free=*/false, kv_dtype, blocks), rounds);
-  const Run freed = Generate(TinyGemmaOptions(dir, /*window_free=*/true, kv_dtype, blocks), rounds);
+  EngineOptions kept_options = TinyGemmaOptions(dir, /*window_free=*/false, kv_dtype, blocks);
+  EngineOptions freed_options = TinyGemmaOptions(dir, /*window_free=*/true, kv_dtype, blocks);
+  kept_options.spec_method = freed_options.spec_method = spec_method;
+  const Run kept = Generate(kept_options, rounds);
+  const Run freed = Generate(freed_options, rounds);
   EXPECT_EQ(kept.window_blocks, 0);
   ASSERT_GT(freed.window_blocks, 0) << "no window pool";
   ASSERT_EQ(kept.outputs.size(), freed.outputs.size());
@@ -161,6 +167,9 @@ void ExpectWindowFreeingChangesNothing(const std::string& arch, DType kv_dtype, 
   EXPECT_LE(freed.most_window_blocks_per_seq, bound);
   EXPECT_GE(freed.most_window_blocks_per_seq, 2);
   EXPECT_LE(freed.most_window_blocks_used, 3 * bound);
+  if (spec_method != "none") {
+    EXPECT_GT(freed.draft_tokens, 0) << "nothing drafted";
+  }
   if (blocks < 48) {
     // The small cache runs out (of the window pool of 7 blocks, or the full
     // one of 17): recomputed sequences give the same output too.
@@ -182,6 +191,12 @@ TEST(WindowPoolEngine, Int8CacheFreesWindowBlocksAndGeneratesTheSame) {
 
 TEST(WindowPoolEngine, AWindowPoolThatRunsOutPreemptsAndGeneratesTheSame) {
   ExpectWindowFreeingChangesNothing("gemma3", DType::kF32, /*blocks=*/12);
+}
+
+// Drafts take window slots beyond the computed tokens; the rejected ones
+// are given back.
+TEST(WindowPoolEngine, SpeculativeDecodingFreesWindowBlocksAndGeneratesTheSame) {
+  ExpectWindowFreeingChangesNothing("gemma3", DType::kF32, 48, "ngram");
 }
 
 TEST(WindowPoolEngine, TheFullPoolGetsTheRoomTheWindowPoolSaves) {
