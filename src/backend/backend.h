@@ -42,6 +42,9 @@ struct RunState {
   ThreadPool* pool = nullptr;
   // Derived once per pass from the batch (CompiledModel::Forward):
   const int32_t* slots = nullptr;             // [num_tokens]: KV slot of each token
+  // The same in the window pool (KvCacheLayout), for the layers in it;
+  // null when the batch has no window_block_tables.
+  const int32_t* window_slots = nullptr;
   const int32_t* block_table_lens = nullptr;  // [num_seqs]: ceil(seq_len / block_size)
   // Decomposed attention: where each sequence's rows start in the context
   // space (gathered keys) and in the score space, [num_seqs + 1] each.

@@ -32,6 +32,12 @@ struct ForwardBatch {
   // the last position + 1.
   const int32_t* seq_lens = nullptr;              // [num_seqs]
   const int32_t* const* block_tables = nullptr;   // [num_seqs][ceil(seq_len / block_size)]
+  // For a KV cache with a window pool (and only then): each sequence's
+  // blocks in it, indexed like block_tables, for the sliding-window layers.
+  // Entries wholly before the window of the sequence's first query in the
+  // batch may be -1 (released). Never sent to other ranks: a split model
+  // keeps one table.
+  const int32_t* const* window_block_tables = nullptr;  // [num_seqs][ceil(seq_len / block_size)]
 
   // Token indices whose logits are wanted (usually each sequence's last).
   int32_t num_output_rows = 0;

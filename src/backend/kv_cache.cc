@@ -16,10 +16,29 @@ int64_t KvCacheLayout::TokenBytes() const { return TokenElementBytes() + TokenSc
 
 int64_t KvCacheLayout::BlockBytes() const { return 2 * num_layers * block_size * TokenBytes(); }
 
+int64_t KvCacheLayout::NumWindowLayers() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < num_layers && l < static_cast<int64_t>(window_layers.size()); ++l) {
+    n += window_layers[static_cast<size_t>(l)] != 0 ? 1 : 0;
+  }
+  return n;
+}
+
+int64_t KvCacheLayout::FullBlockBytes() const {
+  return 2 * (num_layers - NumWindowLayers()) * block_size * TokenBytes();
+}
+
+int64_t KvCacheLayout::WindowBlockBytes() const { return 2 * NumWindowLayers() * block_size * TokenBytes(); }
+
 Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout, MemoryDomain& domain) {
   if (layout.num_layers <= 0 || layout.num_blocks <= 0 || layout.block_size <= 0 || layout.TokenBytes() <= 0) {
     return InvalidArgument("KV cache: invalid layout ({} layers, {} blocks of {} tokens)", layout.num_layers,
                            layout.num_blocks, layout.block_size);
+  }
+  if (layout.window_num_blocks < 0 ||
+      (layout.HasWindowPool() && static_cast<int64_t>(layout.window_layers.size()) != layout.num_layers)) {
+    return InvalidArgument("KV cache: window pool of {} blocks with {} layer flags for {} layers",
+                           layout.window_num_blocks, layout.window_layers.size(), layout.num_layers);
   }
   auto cache = std::unique_ptr<KvCache>(new KvCache());
   cache->layout_ = layout;
@@ -27,10 +46,10 @@ Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout
       layout.dtype != DType::kI8) {
     return Unsupported("KV cache: dtype {} (f32, f16, bf16 or i8)", DTypeName(layout.dtype));
   }
-  const size_t slots = static_cast<size_t>(layout.num_blocks * layout.block_size);
-  const size_t pool = slots * static_cast<size_t>(layout.TokenElementBytes());
-  const size_t scales = slots * static_cast<size_t>(layout.TokenScaleBytes());
   for (int64_t l = 0; l < layout.num_layers; ++l) {
+    const size_t slots = static_cast<size_t>(layout.LayerBlocks(l) * layout.block_size);
+    const size_t pool = slots * static_cast<size_t>(layout.TokenElementBytes());
+    const size_t scales = slots * static_cast<size_t>(layout.TokenScaleBytes());
     KILN_ASSIGN_OR_RETURN(DomainBuffer k, DomainBuffer::Allocate(domain, pool));
     KILN_ASSIGN_OR_RETURN(DomainBuffer v, DomainBuffer::Allocate(domain, pool));
     cache->keys_.push_back(std::move(k));
@@ -59,7 +78,9 @@ float* KvCache::value_scales(int64_t layer) const {
   return reinterpret_cast<float*>(value_scales_[static_cast<size_t>(layer)].data());
 }
 
-int64_t KvCache::TotalBytes() const { return layout_.num_blocks * layout_.BlockBytes(); }
+int64_t KvCache::TotalBytes() const {
+  return layout_.num_blocks * layout_.FullBlockBytes() + layout_.window_num_blocks * layout_.WindowBlockBytes();
+}
 
 int64_t KvBlocksForBytes(const KvCacheLayout& layout, int64_t bytes) {
   int64_t per = layout.BlockBytes();

@@ -4,6 +4,10 @@
 // which blocks belong to whom is the engine's BlockManager's business.
 // An int8 cache keeps a float scale per (token, KV head) in a scale pool
 // beside each of its key and value pools.
+// With a window pool, the sliding-window layers' pools hold
+// window_num_blocks blocks in a block-id space of their own (the engine
+// frees the blocks that fall out of their window), the other layers'
+// num_blocks.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,19 @@ struct KvCacheLayout {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
   DType dtype = DType::kF32;  // f32, f16, bf16 or i8 (int8 with scales)
+  // The window pool: its blocks (0: none, every layer in the full pool)
+  // and, per layer, whether the layer's pools are in it.
+  int64_t window_num_blocks = 0;
+  std::vector<uint8_t> window_layers;
+
+  bool HasWindowPool() const { return window_num_blocks > 0; }
+  bool InWindowPool(int64_t layer) const {
+    return HasWindowPool() && layer >= 0 && layer < static_cast<int64_t>(window_layers.size()) &&
+           window_layers[static_cast<size_t>(layer)] != 0;
+  }
+  // Blocks in layer `layer`'s pools.
+  int64_t LayerBlocks(int64_t layer) const { return InWindowPool(layer) ? window_num_blocks : num_blocks; }
+  int64_t NumWindowLayers() const;
 
   // Bytes of keys (or of values) of one token in one layer, its scales
   // included: what sizing from --kv-cache-memory divides by.
@@ -32,6 +49,10 @@ struct KvCacheLayout {
   int64_t TokenScaleBytes() const;
   // Bytes of one block across all layers, keys and values.
   int64_t BlockBytes() const;
+  // The same across the full pool's layers, and across the window pool's
+  // (which layers those are does not depend on window_num_blocks).
+  int64_t FullBlockBytes() const;
+  int64_t WindowBlockBytes() const;
 };
 
 // One layer's pools, as a kernel's runtime arguments carry them.

@@ -118,6 +118,11 @@ void AddEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_flag("--enable-prefix-caching,!--no-prefix-caching", o.enable_prefix_caching,
                 "Reuse the KV cache of shared prompt prefixes (on by default)")
       ->group(group);
+  cmd->add_option("--kv-window-free", o.kv_window_free,
+                  "Sliding-window layers (Gemma 2/3) keep their KV blocks in a pool of their own and free the "
+                  "blocks that fall out of their window (true by default)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--spec-method", o.spec_method,
                   "Speculative decoding: none, ngram (draft tokens looked up in the prompt and output) or "
                   "draft (a smaller model with the same tokenizer, --draft-model); greedy output stays exactly "

@@ -113,6 +113,9 @@ Status RunServe(const ServeArgs& a) {
   }
   if (a.seed != 0) engine_options.seed = a.seed;
   KILN_RETURN_IF_ERROR(CheckRoleFlags(a));
+  // KV transfers send one block table per sequence, so the sliding-window
+  // layers stay in the full pool.
+  if (a.server.role != "both") engine_options.kv_window_free = false;
   server::ServerOptions options = a.server;
   Expected<ByteSize> max_body_size = ParseByteSize(a.max_body_size);
   if (!max_body_size.ok()) {

@@ -18,7 +18,7 @@ CompiledModel::~CompiledModel() = default;
 
 const ModelConfig& CompiledModel::config() const { return weights_->config(); }
 
-KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks) const {
+KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks, int64_t window_num_blocks) const {
   KvCacheLayout l;
   l.num_layers = config().StageLayerCount();  // a pipeline stage caches its own layers
   l.num_blocks = num_blocks;
@@ -26,12 +26,28 @@ KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks) const {
   l.num_kv_heads = config().num_kv_heads;
   l.head_dim = config().head_dim;
   l.dtype = options_.kv_dtype;
+  if (window_num_blocks > 0) {
+    l.window_num_blocks = window_num_blocks;
+    for (int64_t i = 0; i < l.num_layers; ++i) {
+      l.window_layers.push_back(config().LayerSlides(config().StageLayerBegin() + i) ? 1 : 0);
+    }
+  }
   return l;
 }
 
-Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_blocks) const {
+bool CompiledModel::CanUseWindowPool() const {
+  const KvCacheLayout l = MakeKvLayout(1, 1);
+  return l.NumWindowLayers() > 0 && l.NumWindowLayers() < l.num_layers;
+}
+
+Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_blocks,
+                                                                  int64_t window_num_blocks) const {
   if (num_blocks < 1) return InvalidArgument("a KV cache of {} blocks", num_blocks);
-  return KvCache::Allocate(MakeKvLayout(num_blocks), *kv_cache_domain_);
+  if (window_num_blocks < 0) return InvalidArgument("a KV window pool of {} blocks", window_num_blocks);
+  if (window_num_blocks > 0 && !CanUseWindowPool()) {
+    return InvalidArgument("a KV window pool needs both sliding-window and full-attention layers");
+  }
+  return KvCache::Allocate(MakeKvLayout(num_blocks, window_num_blocks), *kv_cache_domain_);
 }
 
 
@@ -123,6 +139,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   m->pool_ = std::make_unique<ThreadPool>(options.threads);
   // Per-pass metadata, sized once so that Forward allocates nothing.
   m->slots_.resize(static_cast<size_t>(options.max_batch_tokens));
+  m->window_slots_.resize(static_cast<size_t>(options.max_batch_tokens));
   m->block_table_lens_.resize(static_cast<size_t>(options.max_batch_tokens));
   m->context_offsets_.resize(static_cast<size_t>(options.max_batch_tokens) + 1);
   m->score_offsets_.resize(static_cast<size_t>(options.max_batch_tokens) + 1);
@@ -150,6 +167,12 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
       kl.block_size != options_.block_size || kl.dtype != options_.kv_dtype) {
     return InvalidArgument("forward: KV cache layout does not match the compiled model");
   }
+  if (kl.HasWindowPool() && b.window_block_tables == nullptr) {
+    return InvalidArgument("forward: the KV cache has a window pool but the batch no window block tables");
+  }
+  if (!kl.HasWindowPool() && b.window_block_tables != nullptr) {
+    return InvalidArgument("forward: window block tables for a KV cache without a window pool");
+  }
   if (b.query_start[0] != 0 || b.query_start[b.num_seqs] != b.num_tokens) {
     return InvalidArgument("forward: query_start must run from 0 to num_tokens");
   }
@@ -167,6 +190,19 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
       int32_t id = b.block_tables[s][i];
       if (id < 0 || id >= kl.num_blocks) {
         return OutOfRange("forward: sequence {} block {} is {}, outside the pool of {}", s, i, id, kl.num_blocks);
+      }
+    }
+    if (b.window_block_tables != nullptr) {
+      // Entries the batch's first query may see, and every later one, must
+      // be blocks of the window pool; earlier ones may be released (-1).
+      const int64_t first_visible = std::max<int64_t>(0, b.positions[begin] - c.sliding_window + 1);
+      for (int64_t i = 0; i < blocks; ++i) {
+        int32_t id = b.window_block_tables[s][i];
+        if (id == -1 && i < first_visible / kl.block_size) continue;
+        if (id < 0 || id >= kl.window_num_blocks) {
+          return OutOfRange("forward: sequence {} window block {} is {}, outside the window pool of {}", s, i, id,
+                            kl.window_num_blocks);
+        }
       }
     }
     int32_t prev = -1;
@@ -229,10 +265,15 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
     for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
       int32_t p = batch.positions[t];
       slots_[static_cast<size_t>(t)] = static_cast<int32_t>(batch.block_tables[s][p / bs] * bs + p % bs);
+      if (batch.window_block_tables != nullptr) {
+        window_slots_[static_cast<size_t>(t)] =
+            static_cast<int32_t>(batch.window_block_tables[s][p / bs] * bs + p % bs);
+      }
     }
   }
   RunState state;
   state.slots = slots_.data();
+  state.window_slots = batch.window_block_tables != nullptr ? window_slots_.data() : nullptr;
   state.block_table_lens = block_table_lens_.data();
   state.context_offsets = context_offsets_.data();
   state.score_offsets = score_offsets_.data();

@@ -88,15 +88,20 @@ class CompiledModel {
   int64_t max_model_len() const { return max_model_len_; }
   ThreadPool& pool() const { return *pool_; }
 
-  // The KV cache layout this model's Programs expect, for `num_blocks`.
-  KvCacheLayout MakeKvLayout(int64_t num_blocks) const;
+  // The KV cache layout this model's Programs expect, for `num_blocks`;
+  // with window_num_blocks > 0, the sliding-window layers' pools hold that
+  // many blocks of their own (KvCacheLayout's window pool).
+  KvCacheLayout MakeKvLayout(int64_t num_blocks, int64_t window_num_blocks = 0) const;
+  // Whether the model has both sliding-window and full-attention layers
+  // (in this stage), so that a window pool can serve the former.
+  bool CanUseWindowPool() const;
 
   // Where the KV cache lives: the memory domain of the backend whose nodes
   // write and read it (host memory when that is the CPU).
   MemoryDomain& kv_cache_domain() const { return *kv_cache_domain_; }
   // A KV cache of `num_blocks` blocks, laid out as MakeKvLayout says, in
   // kv_cache_domain().
-  Expected<std::unique_ptr<KvCache>> AllocateKvCache(int64_t num_blocks) const;
+  Expected<std::unique_ptr<KvCache>> AllocateKvCache(int64_t num_blocks, int64_t window_num_blocks = 0) const;
 
   // One forward pass: writes K/V of the batch's tokens into `kv` and the
   // logits of batch.output_rows into logits (num_output_rows rows of
@@ -126,6 +131,7 @@ class CompiledModel {
   std::unique_ptr<ThreadPool> pool_;
   std::mutex mu_;  // one pass at a time; guards the per-pass metadata below
   std::vector<int32_t> slots_;
+  std::vector<int32_t> window_slots_;  // the window pool's slots (a batch with window_block_tables)
   std::vector<int32_t> block_table_lens_;
   std::vector<int64_t> context_offsets_;  // [0] stays 0
   std::vector<int64_t> score_offsets_;

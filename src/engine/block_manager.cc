@@ -8,9 +8,6 @@
 #include <unordered_set>
 
 namespace kiln {
-namespace {
-
-}  // namespace
 
 // A block's hash covers its parent's hash (as the seed) and its token ids,
 // so equal hashes mean, barring collisions, equal whole prefixes.
@@ -18,11 +15,12 @@ uint64_t BlockManager::ChainHash(uint64_t parent, std::span<const int32_t> token
   return XXH64(tokens.data(), tokens.size_bytes(), parent);
 }
 
-BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
+BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t window)
     : block_size_(block_size),
       prefix_caching_(enable_prefix_caching),
+      window_(window),
       blocks_(static_cast<size_t>(num_blocks)) {
-  assert(num_blocks > 0 && block_size > 0);
+  assert(num_blocks > 0 && block_size > 0 && window >= 0);
   for (int32_t id = 0; id < num_blocks; ++id) PushFree(id, /*to_front=*/false);
 }
 
@@ -40,8 +38,17 @@ void BlockManager::HashBlocks(Sequence& seq, int32_t num_full_blocks) const {
   }
 }
 
+int32_t BlockManager::CachedBlockAt(const Sequence& seq, int32_t i) const {
+  auto it = cached_.find(seq.block_hashes[static_cast<size_t>(i)]);
+  if (it == cached_.end()) return kNil;
+  const Block& block = blocks_[static_cast<size_t>(it->second)];
+  auto begin = seq.tokens.begin() + static_cast<std::ptrdiff_t>(i) * block_size_;
+  // Unequal tokens: a collision.
+  return std::equal(block.tokens.begin(), block.tokens.end(), begin, begin + block_size_) ? it->second : kNil;
+}
+
 CachedPrefix BlockManager::FindCachedPrefix(Sequence& seq) {
-  assert(seq.block_table.empty());
+  assert(Table(seq).empty());
   CachedPrefix prefix;
   if (!prefix_caching_) return prefix;
   // At least the last token is computed, so that the pass has a row whose
@@ -49,37 +56,80 @@ CachedPrefix BlockManager::FindCachedPrefix(Sequence& seq) {
   int32_t max_blocks = (seq.num_tokens() - 1) / block_size_;
   HashBlocks(seq, max_blocks);
   for (int32_t i = 0; i < max_blocks; ++i) {
-    auto it = cached_.find(seq.block_hashes[static_cast<size_t>(i)]);
-    if (it == cached_.end()) break;
-    const Block& block = blocks_[static_cast<size_t>(it->second)];
-    auto begin = seq.tokens.begin() + static_cast<std::ptrdiff_t>(i) * block_size_;
-    if (!std::equal(block.tokens.begin(), block.tokens.end(), begin, begin + block_size_)) {
-      break;  // a collision
-    }
-    prefix.blocks.push_back(it->second);
+    const int32_t id = CachedBlockAt(seq, i);
+    if (id == kNil) break;
+    prefix.blocks.push_back(id);
   }
   prefix.num_tokens = static_cast<int32_t>(prefix.blocks.size()) * block_size_;
   return prefix;
 }
 
-bool BlockManager::AllocateSlots(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix) {
-  assert(num_new_tokens >= 1);
-  assert(prefix.blocks.empty() || seq.block_table.empty());
-  const bool admitting = seq.block_table.empty();
+CachedPrefix BlockManager::FindWindowPrefix(Sequence& seq, CachedPrefix& prefix) {
+  assert(window_ > 0 && Table(seq).empty());
+  CachedPrefix found;
+  if (!prefix_caching_) {
+    prefix = {};
+    return found;
+  }
+  HashBlocks(seq, static_cast<int32_t>(prefix.blocks.size()));
+  // The longest hit whose first query (at the hit's end) finds every block
+  // it sees here too.
+  for (auto n = static_cast<int32_t>(prefix.blocks.size()); n > 0; --n) {
+    const int32_t first = std::max(0, n * block_size_ - window_ + 1) / block_size_;
+    found.blocks.assign(static_cast<size_t>(first), kNil);
+    bool all = true;
+    for (int32_t i = first; i < n && all; ++i) {
+      const int32_t id = CachedBlockAt(seq, i);
+      all = id != kNil;
+      found.blocks.push_back(id);
+    }
+    if (all) {
+      found.num_tokens = n * block_size_;
+      prefix.blocks.resize(static_cast<size_t>(n));
+      prefix.num_tokens = found.num_tokens;
+      return found;
+    }
+  }
+  prefix = {};
+  return {};
+}
+
+int32_t BlockManager::BlocksToTake(const Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix) const {
+  const std::vector<int32_t>& table = Table(seq);
+  const bool admitting = table.empty();
   int32_t computed = admitting ? prefix.num_tokens : seq.num_computed_tokens;
-  auto held = static_cast<int32_t>(admitting ? prefix.blocks.size() : seq.block_table.size());
+  auto held = static_cast<int32_t>(admitting ? prefix.blocks.size() : table.size());
   int32_t needed = std::max(0, BlocksForTokens(static_cast<int64_t>(computed) + num_new_tokens) - held);
   // Cache hits on free blocks take them out of the free queue too.
   int32_t revived = 0;
-  for (int32_t id : prefix.blocks) revived += blocks_[static_cast<size_t>(id)].ref_count == 0 ? 1 : 0;
-  if (needed + revived > num_free_) return false;
+  for (int32_t id : prefix.blocks) {
+    revived += id != kNil && blocks_[static_cast<size_t>(id)].ref_count == 0 ? 1 : 0;
+  }
+  return needed + revived;
+}
+
+bool BlockManager::CanAllocate(const Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix) const {
+  return BlocksToTake(seq, num_new_tokens, prefix) <= num_free_;
+}
+
+bool BlockManager::AllocateSlots(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix) {
+  assert(num_new_tokens >= 1);
+  std::vector<int32_t>& table = Table(seq);
+  assert(prefix.blocks.empty() || table.empty());
+  const bool admitting = table.empty();
+  if (BlocksToTake(seq, num_new_tokens, prefix) > num_free_) return false;
+  const int32_t computed = admitting ? prefix.num_tokens : seq.num_computed_tokens;
+  const auto held = static_cast<int32_t>(admitting ? prefix.blocks.size() : table.size());
+  const int32_t needed = std::max(0, BlocksForTokens(static_cast<int64_t>(computed) + num_new_tokens) - held);
 
   if (admitting) {
-    for (int32_t id : prefix.blocks) Acquire(id);
-    seq.block_table = prefix.blocks;
+    for (int32_t id : prefix.blocks) {
+      if (id != kNil) Acquire(id);
+    }
+    table = prefix.blocks;
     seq.num_computed_tokens = prefix.num_tokens;
-    seq.num_committed_blocks = static_cast<int32_t>(prefix.blocks.size());
-    if (prefix_caching_) {
+    Committed(seq) = static_cast<int32_t>(prefix.blocks.size());
+    if (prefix_caching_ && window_ == 0) {
       stats_.queries += seq.num_tokens();
       stats_.hits += prefix.num_tokens;
     }
@@ -87,38 +137,42 @@ bool BlockManager::AllocateSlots(Sequence& seq, int32_t num_new_tokens, const Ca
   for (int32_t i = 0; i < needed; ++i) {
     int32_t id = PopFreeBlock();
     blocks_[static_cast<size_t>(id)].ref_count = 1;
-    seq.block_table.push_back(id);
+    table.push_back(id);
   }
   return true;
 }
 
 void BlockManager::CacheComputedBlocks(Sequence& seq) {
   if (!prefix_caching_) return;
-  int32_t full =
-      std::min(seq.num_computed_tokens / block_size_, static_cast<int32_t>(seq.block_table.size()));
-  if (full <= seq.num_committed_blocks) return;
+  const std::vector<int32_t>& table = Table(seq);
+  int32_t& committed = Committed(seq);
+  int32_t full = std::min(seq.num_computed_tokens / block_size_, static_cast<int32_t>(table.size()));
+  if (full <= committed) return;
   HashBlocks(seq, full);
-  for (int32_t i = seq.num_committed_blocks; i < full; ++i) {
-    Block& block = blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i)])];
+  for (int32_t i = committed; i < full; ++i) {
+    const int32_t id = table[static_cast<size_t>(i)];
+    if (id == kNil) continue;  // released before it was offered: never, as the engine calls these
+    Block& block = blocks_[static_cast<size_t>(id)];
     if (block.has_hash) continue;
     uint64_t hash = seq.block_hashes[static_cast<size_t>(i)];
     // Another sequence may have computed the same prefix at the same time;
     // the first block registered keeps the entry and this one stays private.
-    if (!cached_.emplace(hash, seq.block_table[static_cast<size_t>(i)]).second) continue;
+    if (!cached_.emplace(hash, id).second) continue;
     block.has_hash = true;
     block.hash = hash;
     auto begin = seq.tokens.begin() + static_cast<std::ptrdiff_t>(i) * block_size_;
     block.tokens.assign(begin, begin + block_size_);
   }
-  seq.num_committed_blocks = full;
+  committed = full;
 }
 
 void BlockManager::TruncateSlots(Sequence& seq, int32_t num_tokens) {
+  std::vector<int32_t>& table = Table(seq);
   const int32_t keep = BlocksForTokens(num_tokens);
-  assert(keep >= seq.num_committed_blocks);
-  while (static_cast<int32_t>(seq.block_table.size()) > keep) {
-    const int32_t id = seq.block_table.back();
-    seq.block_table.pop_back();
+  assert(keep >= Committed(seq));
+  while (static_cast<int32_t>(table.size()) > keep) {
+    const int32_t id = table.back();
+    table.pop_back();
     Block& block = blocks_[static_cast<size_t>(id)];
     assert(block.ref_count == 1 && !block.has_hash);
     block.ref_count = 0;
@@ -127,9 +181,11 @@ void BlockManager::TruncateSlots(Sequence& seq, int32_t num_tokens) {
 }
 
 void BlockManager::Free(Sequence& seq) {
+  std::vector<int32_t>& table = Table(seq);
   // Last blocks first: a prefix is only useful with its beginning, so the
   // tail of a sequence should be evicted before its head.
-  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+  for (auto it = table.rbegin(); it != table.rend(); ++it) {
+    if (*it == kNil) continue;  // released already
     Block& block = blocks_[static_cast<size_t>(*it)];
     assert(block.ref_count > 0);
     if (--block.ref_count == 0) {
@@ -137,8 +193,36 @@ void BlockManager::Free(Sequence& seq) {
       PushFree(*it, /*to_front=*/!block.has_hash);
     }
   }
-  seq.block_table.clear();
-  seq.num_committed_blocks = 0;
+  table.clear();
+  Committed(seq) = 0;
+}
+
+int32_t BlockManager::FirstWindowEntry(const Sequence& seq) const {
+  if (window_ == 0) return 0;
+  const int32_t first_visible = std::max(0, seq.num_computed_tokens - window_ + 1);
+  return std::min(first_visible / block_size_, static_cast<int32_t>(Table(seq).size()));
+}
+
+int32_t BlockManager::ReleaseOutsideWindow(Sequence& seq) {
+  std::vector<int32_t>& table = Table(seq);
+  const int32_t end = FirstWindowEntry(seq);
+  int32_t released = 0;
+  for (int32_t i = 0; i < end; ++i) {
+    int32_t& id = table[static_cast<size_t>(i)];
+    if (id == kNil) continue;
+    Block& block = blocks_[static_cast<size_t>(id)];
+    assert(block.ref_count > 0);
+    // A block with a cached prefix stays findable (at the back of the
+    // queue) for a later sequence's prefix hit.
+    if (--block.ref_count == 0) PushFree(id, /*to_front=*/!block.has_hash);
+    id = kNil;
+    ++released;
+  }
+  return released;
+}
+
+int32_t BlockManager::HeldBlocks(const std::vector<int32_t>& table) {
+  return static_cast<int32_t>(std::count_if(table.begin(), table.end(), [](int32_t id) { return id != kNil; }));
 }
 
 BlockManager::AdoptedBlock BlockManager::AdoptTransferredBlock(uint64_t hash, std::span<const int32_t> tokens) {
@@ -246,16 +330,25 @@ Status BlockManager::CheckInvariants(std::span<const Sequence* const> holders) c
   std::vector<int32_t> expected_refs(blocks_.size(), 0);
   for (const Sequence* seq : holders) {
     std::unordered_set<int32_t> own;
-    for (int32_t id : seq->block_table) {
+    const std::vector<int32_t>& table = Table(*seq);
+    const int32_t first_entry = FirstWindowEntry(*seq);
+    for (size_t i = 0; i < table.size(); ++i) {
+      const int32_t id = table[i];
+      const bool released = static_cast<int32_t>(i) < first_entry;
+      if (released != (id == kNil)) {
+        return Internal("sequence {}: window entry {} is {} with {} computed tokens (window {}, first held entry {})",
+                        seq->id, i, id, seq->num_computed_tokens, window_, first_entry);
+      }
+      if (released) continue;
       if (id < 0 || id >= num_blocks()) {
         return Internal("sequence {}: block id {} outside the pool of {}", seq->id, id, num_blocks());
       }
       if (!own.insert(id).second) return Internal("sequence {}: block {} appears twice", seq->id, id);
       ++expected_refs[static_cast<size_t>(id)];
     }
-    if (seq->num_computed_tokens > static_cast<int64_t>(seq->block_table.size()) * block_size_) {
+    if (seq->num_computed_tokens > static_cast<int64_t>(table.size()) * block_size_) {
       return Internal("sequence {}: {} computed tokens but only {} blocks", seq->id, seq->num_computed_tokens,
-                      seq->block_table.size());
+                      table.size());
     }
   }
   // Walk the free queue both ways.

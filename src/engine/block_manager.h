@@ -2,6 +2,11 @@
 // count, and a prefix cache of full blocks found by a chained hash of their
 // tokens. Freed blocks that carry a hash stay findable until evicted, least
 // recently freed first.
+//
+// A second BlockManager may keep the window pool: the blocks of the
+// sliding-window layers, in seq.window_block_table, under the same chained
+// hashes. It releases the blocks that fall wholly out of the window of
+// every query a sequence can still make.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +33,16 @@ struct PrefixCacheStats {
 
 class BlockManager {
  public:
-  // REQUIRES: num_blocks > 0, block_size > 0.
-  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+  // The full pool (window 0: seq.block_table), or with window > 0 the
+  // window pool of layers that attend to the last `window` positions
+  // (seq.window_block_table).
+  // REQUIRES: num_blocks > 0, block_size > 0, window >= 0.
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t window = 0);
 
   int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
   int32_t block_size() const { return block_size_; }
   bool prefix_caching() const { return prefix_caching_; }
+  int32_t window() const { return window_; }
   // Blocks no sequence holds (some may still carry cached prefixes).
   int32_t num_free_blocks() const { return num_free_; }
   int32_t num_used_blocks() const { return num_blocks() - num_free_; }
@@ -49,6 +58,18 @@ class BlockManager {
   // off. Takes no references: pass the result to AllocateSlots.
   // REQUIRES: seq holds no blocks.
   CachedPrefix FindCachedPrefix(Sequence& seq);
+
+  // The window pool's part of a prefix hit: the blocks the first query
+  // after `prefix` (the full pool's hit) sees, with -1 before them. When
+  // this pool no longer caches them all, `prefix` is shortened to the
+  // longest hit both pools can serve (possibly none). Empty when prefix
+  // caching is off. Takes no references.
+  // REQUIRES: a window pool; seq holds no window blocks; prefix from the
+  // full pool's FindCachedPrefix(seq).
+  CachedPrefix FindWindowPrefix(Sequence& seq, CachedPrefix& prefix);
+
+  // Whether AllocateSlots(seq, num_new_tokens, prefix) would succeed.
+  bool CanAllocate(const Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix = {}) const;
 
   // Makes seq.block_table cover its computed tokens plus `num_new_tokens`.
   // For a sequence without blocks, `prefix` (from FindCachedPrefix) is
@@ -70,6 +91,19 @@ class BlockManager {
   // Drops the sequence's references to its blocks and empties its block
   // table; blocks nobody holds go back to the free queue.
   void Free(Sequence& seq);
+
+  // Window pool: releases (sets to -1, dropping the reference) the entries
+  // of seq.window_block_table wholly before the first position any future
+  // query can see. A query at position p sees (p - window, p], and the
+  // next is at num_computed_tokens or later, so entry i goes once
+  // (i + 1) * block_size <= num_computed_tokens - window + 1. Returns how
+  // many went. Call after the computed tokens advance.
+  int32_t ReleaseOutsideWindow(Sequence& seq);
+  // Entries of the window table below this one are released (0 for the
+  // full pool).
+  int32_t FirstWindowEntry(const Sequence& seq) const;
+  // Blocks a sequence holds in this pool (its table's entries but -1).
+  static int32_t HeldBlocks(const std::vector<int32_t>& table);
 
   // The prefix cache's hash of a full block of `tokens` after the block
   // hashed `parent` (kRootHash for a sequence's first block): the same in
@@ -113,6 +147,7 @@ class BlockManager {
   // block's reference count equals the number of block tables naming it, a
   // block is in the free queue exactly when no one holds it, the free queue
   // has no repeats, and every cached hash names a full block with that hash.
+  // A window pool's tables hold -1 exactly below FirstWindowEntry.
   // An Internal error describes the first inconsistency.
   Status CheckInvariants(std::span<const Sequence* const> holders) const;
 
@@ -130,6 +165,20 @@ class BlockManager {
     bool in_free_queue = false;
   };
 
+  // The table and committed count this pool keeps in a sequence.
+  std::vector<int32_t>& Table(Sequence& seq) const {
+    return window_ > 0 ? seq.window_block_table : seq.block_table;
+  }
+  const std::vector<int32_t>& Table(const Sequence& seq) const {
+    return window_ > 0 ? seq.window_block_table : seq.block_table;
+  }
+  int32_t& Committed(Sequence& seq) const {
+    return window_ > 0 ? seq.num_window_committed_blocks : seq.num_committed_blocks;
+  }
+  // The cached block of full block i of seq's tokens, or kNil.
+  int32_t CachedBlockAt(const Sequence& seq, int32_t i) const;
+  // Blocks to take from the free queue for AllocateSlots.
+  int32_t BlocksToTake(const Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix) const;
   // Fills seq.block_hashes for its first `num_full_blocks` full blocks.
   void HashBlocks(Sequence& seq, int32_t num_full_blocks) const;
   // Takes the least recently freed block, evicting its cached prefix.
@@ -141,6 +190,7 @@ class BlockManager {
 
   int32_t block_size_;
   bool prefix_caching_;
+  int32_t window_;
   std::vector<Block> blocks_;
   int32_t free_head_ = kNil;  // next to evict
   int32_t free_tail_ = kNil;  // most recently freed

@@ -76,6 +76,13 @@ struct EngineOptions {
   DType kv_cache_dtype = DType::kF32;
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
+  // Models with both sliding-window and full-attention layers (Gemma 2/3):
+  // the sliding layers' keys and values in a pool of their own, whose
+  // blocks a sequence gives back once they fall out of the window (see
+  // docs). Only where the engine runs the model alone on the CPU backend:
+  // tensor and pipeline parallelism, KV transfers and a draft model keep
+  // one table per sequence.
+  bool kv_window_free = true;
 
   // Scheduling.
   int32_t max_num_seqs = 64;

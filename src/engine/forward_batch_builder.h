@@ -20,6 +20,7 @@ class ForwardBatchBuilder {
     query_start_.assign(1, 0);
     seq_lens_.clear();
     block_tables_.clear();
+    window_block_tables_.clear();
     output_rows_.clear();
   }
 
@@ -32,11 +33,14 @@ class ForwardBatchBuilder {
   }
 
   // Ends the sequence: `seq_len` tokens in its cache once the pass has
-  // written its own, its KV blocks in `block_table`.
-  void EndSequence(int32_t seq_len, const int32_t* block_table) {
+  // written its own, its KV blocks in `block_table` (and in
+  // `window_block_table` for a cache with a window pool: every sequence of
+  // the batch gives one, or none does).
+  void EndSequence(int32_t seq_len, const int32_t* block_table, const int32_t* window_block_table = nullptr) {
     query_start_.push_back(num_tokens());
     seq_lens_.push_back(seq_len);
     block_tables_.push_back(block_table);
+    if (window_block_table != nullptr) window_block_tables_.push_back(window_block_table);
   }
 
   // Asks for the logits of token `row` (an index into the batch's tokens).
@@ -59,6 +63,7 @@ class ForwardBatchBuilder {
     fb.query_start = query_start_.data();
     fb.seq_lens = seq_lens_.data();
     fb.block_tables = block_tables_.data();
+    fb.window_block_tables = window_block_tables_.empty() ? nullptr : window_block_tables_.data();
     fb.num_output_rows = num_output_rows();
     fb.output_rows = output_rows_.data();
     return fb;
@@ -66,7 +71,7 @@ class ForwardBatchBuilder {
 
  private:
   std::vector<int32_t> token_ids_, positions_, token_seq_, query_start_{0}, seq_lens_, output_rows_;
-  std::vector<const int32_t*> block_tables_;
+  std::vector<const int32_t*> block_tables_, window_block_tables_;
 };
 
 }  // namespace kiln

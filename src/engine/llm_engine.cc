@@ -104,6 +104,11 @@ Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(LoadedModel model, const 
 Status LLMEngine::Init() {
   const ModelConfig& config = model_.weights->config();
   KILN_ASSIGN_OR_RETURN(ModelSessionOptions session_options, SessionOptionsFor(options_, model_));
+  // The window pool needs window block tables in every pass, which only
+  // this process's CPU passes of the model alone carry.
+  session_options.kv_window_pool = options_.kv_window_free && options_.backend == "cpu" &&
+                                   options_.tensor_parallel_size == 1 && options_.pipeline_parallel_size == 1 &&
+                                   options_.spec_method != "draft";
   if (options_.spec_method == "draft") {
     // The draft model's KV cache comes out of the same budget.
     KILN_ASSIGN_OR_RETURN(DraftedSessions drafted, CreateDraftedSessions(options_, model_, session_options));
@@ -116,11 +121,17 @@ Status LLMEngine::Init() {
   const int64_t block_bytes = session_->kv_cache().layout().BlockBytes();
   blocks_ = std::make_unique<BlockManager>(static_cast<int32_t>(num_blocks), options_.block_size,
                                            options_.enable_prefix_caching);
+  const int64_t num_window_blocks = session_->num_window_kv_blocks();
+  if (num_window_blocks > 0) {
+    window_blocks_ =
+        std::make_unique<BlockManager>(static_cast<int32_t>(num_window_blocks), options_.block_size,
+                                       options_.enable_prefix_caching, static_cast<int32_t>(config.sliding_window));
+  }
   SchedulerConfig sc;
   sc.max_num_seqs = options_.max_num_seqs;
   sc.max_num_batched_tokens = options_.max_num_batched_tokens;
   sc.max_prefill_chunk = options_.max_prefill_chunk;
-  scheduler_ = std::make_unique<Scheduler>(sc, *blocks_);
+  scheduler_ = std::make_unique<Scheduler>(sc, *blocks_, window_blocks_.get());
   runner_ = std::make_unique<ModelRunner>(*session_);
   draft_length_.max_tokens = options_.spec_tokens;
   if (options_.spec_method == "ngram") {
@@ -146,11 +157,24 @@ Status LLMEngine::Init() {
   seed_base_ =
       options_.seed != 0 ? options_.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   counters_.kv_blocks_total = num_blocks;
-  KILN_LOG_INFO(
-      "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step; "
-      "compiled in {:.1f} ms",
-      num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
-      options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
+  counters_.kv_window_blocks_total = num_window_blocks;
+  if (window_blocks_) {
+    const KvCacheLayout& layout = session_->kv_cache().layout();
+    KILN_LOG_INFO(
+        "engine: {} KV blocks of {} tokens for {} full-attention layers ({} MiB) and {} for {} sliding-window "
+        "layers ({} MiB, freed out of the {}-token window), max model length {}, {} sequences, {} tokens per "
+        "step; compiled in {:.1f} ms",
+        num_blocks, options_.block_size, layout.num_layers - layout.NumWindowLayers(),
+        num_blocks * layout.FullBlockBytes() >> 20, num_window_blocks, layout.NumWindowLayers(),
+        num_window_blocks * layout.WindowBlockBytes() >> 20, config.sliding_window, session_->max_model_len(),
+        options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
+  } else {
+    KILN_LOG_INFO(
+        "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step; "
+        "compiled in {:.1f} ms",
+        num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
+        options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
+  }
   if (proposer_) {
     KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per sequence{}{}",
                   options_.spec_method, options_.spec_tokens,
@@ -178,6 +202,9 @@ int64_t LLMEngine::max_model_len() const {
 }
 int32_t LLMEngine::num_kv_blocks() const {
   return blocks_->num_blocks();
+}
+int32_t LLMEngine::num_window_kv_blocks() const {
+  return window_blocks_ ? window_blocks_->num_blocks() : 0;
 }
 
 Expected<std::vector<int32_t>> LLMEngine::PromptIds(const GenerationRequest& request) const {
@@ -550,6 +577,15 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.num_running = static_cast<int64_t>(scheduler_->running().size());
   c.num_waiting = static_cast<int64_t>(scheduler_->waiting().size() + pending);
   c.kv_blocks_used = blocks_->num_used_blocks();
+  if (window_blocks_) {
+    c.kv_window_blocks_used = window_blocks_->num_used_blocks();
+    int64_t most = 0;
+    for (const Sequence* seq : scheduler_->running()) {
+      most = std::max<int64_t>(
+          most, static_cast<int64_t>(seq->window_block_table.size()) - window_blocks_->FirstWindowEntry(*seq));
+    }
+    c.kv_window_blocks_per_seq_max = most;
+  }
   c.prefix_cache_queries = blocks_->prefix_stats().queries;
   c.prefix_cache_hits = blocks_->prefix_stats().hits;
   c.num_preemptions = scheduler_->num_preemptions();
@@ -600,6 +636,11 @@ Status LLMEngine::AttachKvConnector(std::unique_ptr<KvConnector> connector, doub
                        options_.backend);
   }
   if (transfer_timeout_seconds <= 0) return InvalidArgument("the KV transfer time-out must be positive");
+  if (window_blocks_) {
+    return Unsupported(
+        "KV transfers between instances send one block table per sequence; this engine keeps the sliding-window "
+        "layers apart (start it with --kv-window-free=false)");
+  }
   kv_connector_ = std::move(connector);
   kv_receiver_ = std::make_unique<KvTransferReceiver>(*blocks_, session_->kv_cache(), transfer_timeout_seconds);
   // Ranks beyond this process hold the other parts of the cache; their

@@ -46,6 +46,11 @@ struct EngineCounters {
   int64_t num_waiting = 0;  // including requests added since the last step
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
+  // The window pool of the sliding-window layers (0 total: none): its
+  // blocks, those held, and the most any one running sequence holds.
+  int64_t kv_window_blocks_total = 0;
+  int64_t kv_window_blocks_used = 0;
+  int64_t kv_window_blocks_per_seq_max = 0;
   int64_t prefix_cache_queries = 0;    // tokens looked up in the prefix cache
   int64_t prefix_cache_hits = 0;       // tokens found there
   int64_t prompt_tokens_computed = 0;  // prefill tokens run (recomputation included)
@@ -179,6 +184,8 @@ class LLMEngine {
   const KvCache& kv_cache() const;
   int64_t max_model_len() const;
   int32_t num_kv_blocks() const;
+  // The window pool's blocks (0: none; sliding layers use the full pool).
+  int32_t num_window_kv_blocks() const;
   // The ids that end generation unless a request ignores EOS: the
   // tokenizer's, generation_config.json's and config.json's. Sorted.
   const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
@@ -237,6 +244,7 @@ class LLMEngine {
   EngineOptions options_;
   std::unique_ptr<ModelSession> session_;
   std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<BlockManager> window_blocks_;  // null without a window pool
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<DraftProposer> proposer_;  // null without speculative decoding

@@ -35,7 +35,8 @@ Expected<std::vector<std::vector<SampleResult>>> ModelRunner::Run(const Schedule
                                         : seq.draft[static_cast<size_t>(p - first_draft)],
                         p);
     }
-    builder_.EndSequence(end, seq.block_table.data());
+    builder_.EndSequence(end, seq.block_table.data(),
+                         seq.window_block_table.empty() ? nullptr : seq.window_block_table.data());
     if (entry.samples) {
       // The last token's row and every draft token's row.
       sampling_.push_back({s, builder_.num_output_rows()});

@@ -22,8 +22,9 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::Create(std::unique_ptr<Com
   auto session = std::unique_ptr<ModelSession>(new ModelSession());
   session->options_ = options;
   session->model_ = std::move(model);
-  KILN_ASSIGN_OR_RETURN(int64_t num_blocks, KvCacheBlocks(options, *session->model_));
-  KILN_ASSIGN_OR_RETURN(session->kv_cache_, session->model_->AllocateKvCache(num_blocks));
+  KILN_ASSIGN_OR_RETURN(KvPoolBlocks pools, KvCachePoolBlocks(options, *session->model_));
+  const int64_t num_blocks = pools.full;
+  KILN_ASSIGN_OR_RETURN(session->kv_cache_, session->model_->AllocateKvCache(num_blocks, pools.window));
   session->blocks_in_order_.resize(static_cast<size_t>(num_blocks));
   for (int64_t b = 0; b < num_blocks; ++b) {
     session->blocks_in_order_[static_cast<size_t>(b)] = static_cast<int32_t>(b);
@@ -41,6 +42,7 @@ Expected<std::unique_ptr<ModelSession>> ModelSession::Create(std::unique_ptr<Com
 
 const ModelConfig& ModelSession::config() const { return model_->config(); }
 int64_t ModelSession::num_kv_blocks() const { return kv_cache_->layout().num_blocks; }
+int64_t ModelSession::num_window_kv_blocks() const { return kv_cache_->layout().window_num_blocks; }
 int64_t ModelSession::max_batch_tokens() const { return model_->max_batch_tokens(); }
 int64_t ModelSession::max_model_len() const { return model_->max_model_len(); }
 
@@ -59,6 +61,9 @@ Status ModelSession::ForwardStage(const ForwardBatch& batch, const float* hidden
 Status ModelSession::ForwardSequence(std::span<const int32_t> ids, int32_t first_position,
                                      std::span<const int32_t> output_rows, float* logits,
                                      const DumpFn* dump) {
+  if (num_window_kv_blocks() > 0) {
+    return Unsupported("a single-sequence pass over a KV cache with a window pool (it takes window block tables)");
+  }
   const int64_t capacity = num_kv_blocks() * block_size();
   const int64_t end = int64_t{first_position} + static_cast<int64_t>(ids.size());
   if (first_position < 0 || end > capacity) {

@@ -43,6 +43,8 @@ class ModelSession {
   const ModelSessionOptions& options() const { return options_; }
   const ModelConfig& config() const;
   int64_t num_kv_blocks() const;
+  // The window pool's blocks (KvCacheLayout); 0 without one.
+  int64_t num_window_kv_blocks() const;
   int64_t block_size() const { return options_.block_size; }
   // Tokens in one forward pass at most: the one batch limit (longer runs
   // are split into passes of at most this many tokens).
@@ -66,7 +68,7 @@ class ModelSession {
   // `ids` at positions first_position onwards (the earlier positions are in
   // the cache already); the logits of the batch rows `output_rows` go to
   // `logits`, one row of vocab_size floats each. Errors when the sequence
-  // would outgrow the cache.
+  // would outgrow the cache, or the cache has a window pool.
   Status ForwardSequence(std::span<const int32_t> ids, int32_t first_position,
                          std::span<const int32_t> output_rows, float* logits, const DumpFn* dump = nullptr);
 

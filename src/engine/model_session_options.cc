@@ -116,6 +116,41 @@ Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const Compil
   return num_blocks;
 }
 
+int64_t KvWindowPoolBlocks(int64_t window, int64_t block_size, int64_t max_seqs, int64_t max_batch_tokens,
+                           int64_t max_model_len) {
+  const int64_t bound = max_seqs + (max_batch_tokens + max_seqs * (window + block_size - 2)) / block_size;
+  const int64_t whole = max_seqs * ((max_model_len + block_size - 1) / block_size);
+  return std::min(bound, whole);
+}
+
+Expected<KvPoolBlocks> KvCachePoolBlocks(const ModelSessionOptions& options, const CompiledModel& model) {
+  KvPoolBlocks pools;
+  KILN_ASSIGN_OR_RETURN(pools.full, KvCacheBlocks(options, model));
+  if (!options.kv_window_pool || options.kv_num_blocks > 0 || options.kv_tokens_per_seq > 0 ||
+      !model.CanUseWindowPool()) {
+    return pools;
+  }
+  const KvCacheLayout layout = model.MakeKvLayout(1, 1);
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, KvCacheBudgetBytes(options, layout.BlockBytes(), model.max_model_len()));
+  // The window pool frees room only while it has fewer blocks than one
+  // shared pool would: when the size that never runs out is not that
+  // small, half of those blocks (the scheduler then preempts for
+  // whichever pool runs out)...
+  int64_t window = KvWindowPoolBlocks(model.config().sliding_window, options.block_size, options.max_seqs,
+                                      options.max_batch_tokens, model.max_model_len());
+  // ... but never fewer than one sequence may need in a pass, so that a
+  // request the full pool can hold always runs.
+  const int64_t one_sequence =
+      KvWindowPoolBlocks(model.config().sliding_window, options.block_size, 1, options.max_batch_tokens,
+                         model.max_model_len());
+  if (window >= pools.full) window = std::max(pools.full / 2, one_sequence);
+  if (window >= pools.full) return pools;
+  const int64_t rest = bytes - window * layout.WindowBlockBytes();
+  pools.full = std::min<int64_t>(rest / layout.FullBlockBytes(), INT32_MAX);
+  pools.window = window;
+  return pools;
+}
+
 Expected<std::unique_ptr<CompiledModel>> CompileForSession(const WeightStore& weights,
                                                            const ModelSessionOptions& options) {
   return CompiledModel::Compile(weights, ToCompileOptions(options));

@@ -44,6 +44,15 @@ struct ModelSessionOptions {
   // When set, exactly this many KV blocks, whatever the two above say (a
   // budget already shared out, see SharedKvCacheBlocks).
   int64_t kv_num_blocks = 0;
+  // Sized from kv_cache_memory, for a model with both sliding-window and
+  // full-attention layers: a window pool (KvCacheLayout) for the sliding
+  // layers, of KvWindowPoolBlocks blocks when that is fewer than one
+  // shared pool would have, else half of those (but at least what one
+  // sequence may hold; none when that is not fewer), and the rest of the budget
+  // to the full pool (which then has more blocks than one pool would). The
+  // caller frees window blocks out of the window (the engine's
+  // BlockManager), and every batch carries window_block_tables.
+  bool kv_window_pool = false;
 
   // Tensor parallelism (EngineOptions has the story): the group the
   // compiled model's all-reduces sum over, and on rank 0 what each forward
@@ -70,6 +79,23 @@ CompileOptions ToCompileOptions(const ModelSessionOptions& options);
 // `options`). Errors (resource exhausted) when the cache would hold no
 // block or, sized by kv_tokens_per_seq, not fit in the available memory.
 Expected<int64_t> KvCacheBlocks(const ModelSessionOptions& options, const CompiledModel& model);
+
+// The blocks of each pool of a session's KV cache: window 0 for one pool.
+struct KvPoolBlocks {
+  int64_t full = 0;
+  int64_t window = 0;
+};
+Expected<KvPoolBlocks> KvCachePoolBlocks(const ModelSessionOptions& options, const CompiledModel& model);
+
+// The window pool's blocks: enough that it never runs out before the full
+// pool. A running sequence holds the blocks of positions
+// [c - window + 1, c + n) (c computed, n scheduled this pass): at most
+// ceil((n + window - 1) / block_size) + 1; summed over max_seqs sequences
+// whose n add up to at most max_batch_tokens, at most
+// max_seqs + (max_batch_tokens + max_seqs * (window + block_size - 2)) / block_size,
+// and never more than max_seqs sequences of max_model_len tokens need.
+int64_t KvWindowPoolBlocks(int64_t window, int64_t block_size, int64_t max_seqs, int64_t max_batch_tokens,
+                           int64_t max_model_len);
 
 // The bytes of the KV cache kv_cache_memory asks for: as given, as a
 // fraction of available memory, or by default enough for max_seqs sequences

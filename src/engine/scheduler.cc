@@ -6,13 +6,34 @@
 
 namespace kiln {
 
-Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks) : config_(config), blocks_(blocks) {
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, BlockManager* window_blocks)
+    : config_(config), blocks_(blocks), window_blocks_(window_blocks) {
   assert(config.max_num_seqs > 0 && config.max_num_batched_tokens > 0 && config.max_prefill_chunk >= 0);
 }
 
 void Scheduler::Add(Sequence* seq) {
   seq->status = SequenceStatus::kWaiting;
   waiting_.push_back(seq);
+}
+
+bool Scheduler::Reserve(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix,
+                        const CachedPrefix& window_prefix) {
+  if (window_blocks_ == nullptr) return blocks_.AllocateSlots(seq, num_new_tokens, prefix);
+  if (!blocks_.CanAllocate(seq, num_new_tokens, prefix) ||
+      !window_blocks_->CanAllocate(seq, num_new_tokens, window_prefix)) {
+    return false;
+  }
+  const bool full_ok = blocks_.AllocateSlots(seq, num_new_tokens, prefix);
+  const bool window_ok = window_blocks_->AllocateSlots(seq, num_new_tokens, window_prefix);
+  assert(full_ok && window_ok);
+  return full_ok && window_ok;
+}
+
+void Scheduler::Computed(Sequence& seq) {
+  blocks_.CacheComputedBlocks(seq);
+  if (window_blocks_ == nullptr) return;
+  window_blocks_->CacheComputedBlocks(seq);
+  window_blocks_->ReleaseOutsideWindow(seq);
 }
 
 int32_t Scheduler::ChunkSize(int32_t remaining, int32_t budget) const {
@@ -45,10 +66,10 @@ ScheduledBatch Scheduler::Schedule() {
     const auto behind = static_cast<int32_t>(running_.size() - i - 1);
     int32_t drafted = n == seq->num_uncomputed_tokens() ? std::max(0, budget - n - behind) : 0;
     drafted = std::min(drafted, static_cast<int32_t>(seq->draft.size()));
-    if (drafted > 0 && !blocks_.AllocateSlots(*seq, n + drafted)) drafted = 0;
+    if (drafted > 0 && !Reserve(*seq, n + drafted)) drafted = 0;
     seq->TrimDraft(static_cast<size_t>(drafted));
     bool preempted_self = false;
-    while (drafted == 0 && !blocks_.AllocateSlots(*seq, n)) {
+    while (drafted == 0 && !Reserve(*seq, n)) {
       Sequence* victim = running_.back();
       running_.pop_back();
       Preempt(victim);
@@ -70,8 +91,11 @@ ScheduledBatch Scheduler::Schedule() {
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = waiting_.front();
     CachedPrefix prefix = blocks_.FindCachedPrefix(*seq);
+    // The window pool may serve a shorter hit than the full pool.
+    const CachedPrefix window_prefix =
+        window_blocks_ != nullptr ? window_blocks_->FindWindowPrefix(*seq, prefix) : CachedPrefix{};
     int32_t n = ChunkSize(seq->num_tokens() - prefix.num_tokens, budget);
-    if (!blocks_.AllocateSlots(*seq, n, prefix)) break;
+    if (!Reserve(*seq, n, prefix, window_prefix)) break;
     waiting_.pop_front();
     // A request's cached tokens are those found at its first admission, not
     // the blocks it finds again when recomputed after a preemption.
@@ -88,7 +112,7 @@ void Scheduler::OnBatchComputed(const ScheduledBatch& batch) {
   for (const ScheduledSequence& s : batch.seqs) {
     assert(s.seq->num_computed_tokens == s.start);
     s.seq->num_computed_tokens += s.num_tokens - s.num_draft_tokens;
-    blocks_.CacheComputedBlocks(*s.seq);
+    Computed(*s.seq);
   }
 }
 
@@ -97,7 +121,8 @@ void Scheduler::OnDraftVerified(Sequence* seq, int32_t num_accepted) {
   seq->num_computed_tokens += num_accepted;
   assert(seq->num_computed_tokens < seq->num_tokens());
   blocks_.TruncateSlots(*seq, seq->num_computed_tokens);
-  blocks_.CacheComputedBlocks(*seq);
+  if (window_blocks_ != nullptr) window_blocks_->TruncateSlots(*seq, seq->num_computed_tokens);
+  Computed(*seq);
   seq->TrimDraft(0);
 }
 
@@ -109,12 +134,14 @@ void Scheduler::Finish(Sequence* seq) {
   drop(running_);
   drop(waiting_);
   blocks_.Free(*seq);
+  if (window_blocks_ != nullptr) window_blocks_->Free(*seq);
   seq->TrimDraft(0);
   seq->status = SequenceStatus::kFinished;
 }
 
 void Scheduler::Preempt(Sequence* seq) {
   blocks_.Free(*seq);
+  if (window_blocks_ != nullptr) window_blocks_->Free(*seq);
   seq->TrimDraft(0);
   seq->num_computed_tokens = 0;
   seq->status = SequenceStatus::kWaiting;

@@ -5,6 +5,9 @@
 // recomputed. A sequence whose pass reaches its last token also takes its
 // draft (speculative decoding) when the budget and free blocks allow, and
 // gives the unverified slots back once the pass has verified them.
+// With a window pool beside the full one, a sequence needs blocks in both,
+// and its window blocks that fall out of the window are released after
+// each pass.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +49,9 @@ struct ScheduledBatch {
 class Scheduler {
  public:
   // REQUIRES: config values positive (max_prefill_chunk may be 0) and
-  // `blocks` outlives the scheduler.
-  Scheduler(const SchedulerConfig& config, BlockManager& blocks);
+  // `blocks` (and `window_blocks`, the window pool or null) outlive the
+  // scheduler.
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks, BlockManager* window_blocks = nullptr);
 
   const SchedulerConfig& config() const { return config_; }
 
@@ -91,11 +95,18 @@ class Scheduler {
   // Frees the sequence's blocks and puts it at the front of the waiting
   // queue to be recomputed from scratch.
   void Preempt(Sequence* seq);
+  // AllocateSlots in both pools, or in neither.
+  bool Reserve(Sequence& seq, int32_t num_new_tokens, const CachedPrefix& prefix = {},
+               const CachedPrefix& window_prefix = {});
+  // After seq's computed tokens advanced: offers its full blocks to the
+  // prefix caches and releases window blocks out of the window.
+  void Computed(Sequence& seq);
   // Tokens to schedule for a sequence with `remaining` uncomputed tokens.
   int32_t ChunkSize(int32_t remaining, int32_t budget) const;
 
   SchedulerConfig config_;
   BlockManager& blocks_;
+  BlockManager* window_blocks_;
   std::deque<Sequence*> waiting_;
   std::deque<Sequence*> running_;  // oldest admission first
   int64_t num_preemptions_ = 0;

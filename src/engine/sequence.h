@@ -59,6 +59,11 @@ struct Sequence {
   // Blocks of block_table the block manager has already offered to the
   // prefix cache.
   int32_t num_committed_blocks = 0;
+  // The same two for the window pool's blocks (the sliding-window layers'
+  // keys and values, when the engine keeps them apart), indexed like
+  // block_table; entries before the window are -1 once released.
+  std::vector<int32_t> window_block_table;
+  int32_t num_window_committed_blocks = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_completion_tokens() const { return num_tokens() - num_prompt_tokens; }

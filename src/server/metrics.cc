@@ -85,6 +85,13 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Sample("kiln_kv_cache_blocks_used", static_cast<double>(c.kv_blocks_used));
   out += Header("kiln_kv_cache_blocks_total", "gauge", "KV cache blocks in all.");
   out += Sample("kiln_kv_cache_blocks_total", static_cast<double>(c.kv_blocks_total));
+  if (c.kv_window_blocks_total > 0) {
+    out += Header("kiln_kv_window_blocks_used", "gauge",
+                  "Window-pool KV blocks (sliding-window layers) held by requests.");
+    out += Sample("kiln_kv_window_blocks_used", static_cast<double>(c.kv_window_blocks_used));
+    out += Header("kiln_kv_window_blocks_total", "gauge", "Window-pool KV blocks in all.");
+    out += Sample("kiln_kv_window_blocks_total", static_cast<double>(c.kv_window_blocks_total));
+  }
   out += Header("kiln_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
   out += Sample("kiln_prefix_cache_queries_total", static_cast<double>(c.prefix_cache_queries));
   out += Header("kiln_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");

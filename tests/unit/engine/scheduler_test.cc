@@ -11,6 +11,8 @@
 #include <random>
 #include <set>
 
+#include "engine/model_session_options.h"
+
 namespace kiln {
 namespace scheduler_tests {
 
@@ -233,6 +235,10 @@ struct RandomConfig {
   int32_t num_blocks, block_size, max_num_seqs, budget, chunk;
   bool prefix_caching;
   int32_t max_draft = 0;  // speculative decoding: draft tokens per decoding sequence at most
+  // A window pool of window_blocks blocks for layers that see the last
+  // `window` positions (0: none).
+  int32_t window = 0;
+  int32_t window_blocks = 0;
 };
 
 class RandomizedRun {
@@ -241,11 +247,16 @@ class RandomizedRun {
       : config_(c),
         rng_(seed),
         blocks_(c.num_blocks, c.block_size, c.prefix_caching),
+        window_blocks_(c.window > 0 ? std::make_unique<BlockManager>(c.window_blocks, c.block_size,
+                                                                     c.prefix_caching, c.window)
+                                    : nullptr),
         sched_({.max_num_seqs = c.max_num_seqs,
                 .max_num_batched_tokens = c.budget,
                 .max_prefill_chunk = c.chunk},
-               blocks_),
-        kv_(static_cast<size_t>(c.num_blocks), std::vector<int32_t>(static_cast<size_t>(c.block_size), -1)) {}
+               blocks_, window_blocks_.get()),
+        kv_(static_cast<size_t>(c.num_blocks), std::vector<int32_t>(static_cast<size_t>(c.block_size), -1)),
+        window_kv_(static_cast<size_t>(std::max(c.window_blocks, 0)),
+                   std::vector<int32_t>(static_cast<size_t>(c.block_size), -1)) {}
 
   // Runs `steps` steps with arrivals and aborts, then drains.
   void Run(int steps) {
@@ -263,7 +274,15 @@ class RandomizedRun {
     EXPECT_EQ(blocks_.num_free_blocks(), blocks_.num_blocks());
     Status s = blocks_.CheckInvariants({});
     EXPECT_TRUE(s.ok()) << s.ToString();
+    if (window_blocks_) {
+      EXPECT_EQ(window_blocks_->num_free_blocks(), window_blocks_->num_blocks());
+      s = window_blocks_->CheckInvariants({});
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
   }
+
+  int32_t window_blocks_peak() const { return window_blocks_peak_; }
+  int64_t window_released() const { return window_released_; }
 
   int64_t finished() const { return finished_; }
   int64_t aborted() const { return aborted_; }
@@ -335,9 +354,10 @@ class RandomizedRun {
     ASSERT_LE(static_cast<int32_t>(sched_.running().size()), config_.max_num_seqs);
 
     // Who holds each block now.
-    std::map<int32_t, int> holders;
+    std::map<int32_t, int> holders, window_holders;
     for (const auto& s : seqs_) {
       for (int32_t b : s->block_table) ++holders[b];
+      for (int32_t b : s->window_block_table) ++window_holders[b];
     }
     std::set<Sequence*> scheduled;
     int32_t sum = 0;
@@ -364,9 +384,28 @@ class RandomizedRun {
       for (int32_t p = e.start; p < e.start + e.num_tokens; ++p) {
         int32_t block = e.seq->block_table[static_cast<size_t>(p / config_.block_size)];
         ASSERT_EQ(holders[block], 1) << "position " << p << " written into shared block " << block;
-        kv_[static_cast<size_t>(block)][static_cast<size_t>(p % config_.block_size)] =
-            p < e.seq->num_tokens() ? e.seq->tokens[static_cast<size_t>(p)]
-                                    : e.seq->draft[static_cast<size_t>(p - e.seq->num_tokens())];
+        const int32_t token = p < e.seq->num_tokens() ? e.seq->tokens[static_cast<size_t>(p)]
+                                                      : e.seq->draft[static_cast<size_t>(p - e.seq->num_tokens())];
+        kv_[static_cast<size_t>(block)][static_cast<size_t>(p % config_.block_size)] = token;
+        if (window_blocks_) {
+          ASSERT_GE(static_cast<int64_t>(e.seq->window_block_table.size()) * config_.block_size,
+                    e.start + e.num_tokens);
+          const int32_t wblock = e.seq->window_block_table[static_cast<size_t>(p / config_.block_size)];
+          ASSERT_GE(wblock, 0) << "position " << p << " written into a released window entry";
+          ASSERT_EQ(window_holders[wblock], 1) << "position " << p << " written into shared window block " << wblock;
+          window_kv_[static_cast<size_t>(wblock)][static_cast<size_t>(p % config_.block_size)] = token;
+        }
+      }
+      // Every key the pass's queries see in the window pool is there.
+      if (window_blocks_) {
+        for (int32_t p = std::max(0, e.start - config_.window + 1); p < e.start; ++p) {
+          const int32_t wblock = e.seq->window_block_table[static_cast<size_t>(p / config_.block_size)];
+          ASSERT_GE(wblock, 0) << "sequence " << e.seq->id << " position " << p << " released but in the window";
+          ASSERT_EQ(window_kv_[static_cast<size_t>(wblock)][static_cast<size_t>(p % config_.block_size)],
+                    e.seq->tokens[static_cast<size_t>(p)])
+              << "sequence " << e.seq->id << " position " << p << " reads window block " << wblock
+              << " holding another token";
+        }
       }
     }
     for (const auto& seq : seqs_) {
@@ -427,15 +466,32 @@ class RandomizedRun {
     ASSERT_EQ(sched_.running().size() + sched_.waiting().size(), live.size());
     Status s = blocks_.CheckInvariants(live);
     ASSERT_TRUE(s.ok()) << s.ToString();
+    if (window_blocks_) {
+      // The window pool holds -1 exactly before each window, and a
+      // sequence at most the blocks of the window of its next query.
+      s = window_blocks_->CheckInvariants(live);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const int32_t bound = (config_.window - 1 + config_.block_size - 1) / config_.block_size + 1;
+      for (const Sequence* seq : live) {
+        const int32_t held = BlockManager::HeldBlocks(seq->window_block_table);
+        ASSERT_LE(held, bound) << "sequence " << seq->id << " at " << seq->num_computed_tokens;
+        window_blocks_peak_ = std::max(window_blocks_peak_, held);
+        window_released_ += static_cast<int64_t>(seq->window_block_table.size()) - held;
+      }
+    }
   }
 
   RandomConfig config_;
   std::mt19937_64 rng_;
   BlockManager blocks_;
+  std::unique_ptr<BlockManager> window_blocks_;
   Scheduler sched_;
   std::vector<std::unique_ptr<Sequence>> seqs_;
   std::vector<std::vector<int32_t>> prompts_;
-  std::vector<std::vector<int32_t>> kv_;  // [block][slot]: the token whose K/V is there
+  std::vector<std::vector<int32_t>> kv_;         // [block][slot]: the token whose K/V is there
+  std::vector<std::vector<int32_t>> window_kv_;  // the same in the window pool
+  int32_t window_blocks_peak_ = 0;
+  int64_t window_released_ = 0;
   int64_t finished_ = 0;
   int64_t aborted_ = 0;
   int64_t drafts_scheduled_ = 0;
@@ -483,6 +539,55 @@ TEST(SchedulerTest, RandomizedStepsKeepEveryInvariant) {
   EXPECT_GT(accepted, 0);
   EXPECT_LT(accepted, drafted);
   RecordProperty("steps", static_cast<int>(total_steps));
+}
+
+// The same with a window pool beside the full one: every key a query sees
+// is in the window pool, no sequence holds more than its window needs, and
+// both pools' bookkeeping holds after every step, through preemptions,
+// prefix hits (shortened where the window pool evicted) and drafts.
+TEST(SchedulerTest, RandomizedStepsWithAWindowPoolKeepEveryInvariant) {
+  std::mt19937_64 rng(20261204);
+  auto pick = [&](std::initializer_list<int32_t> values) {
+    std::vector<int32_t> v(values);
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  int64_t preemptions = 0, hits = 0, released = 0, drafted = 0;
+  int32_t peak = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    RandomConfig c;
+    c.block_size = pick({1, 2, 4, 8, 16});
+    c.num_blocks =
+        std::uniform_int_distribution<int32_t>(std::max(2, 48 / c.block_size), 256 / c.block_size + 8)(rng);
+    c.max_num_seqs = pick({1, 2, 4, 8});
+    c.budget = std::max(c.max_num_seqs, pick({8, 16, 32, 64}));
+    c.chunk = pick({0, 1, 4, 16});
+    c.prefix_caching = trial % 4 != 3;
+    c.max_draft = trial % 3 == 2 ? pick({1, 3, 8}) : 0;
+    c.window = pick({1, 2, 5, 8, 16, 40});
+    // Half the trials size the window pool as the engine does; the others
+    // tighter, down to what one sequence needs, so that it runs out too.
+    const int32_t sized = static_cast<int32_t>(
+        KvWindowPoolBlocks(c.window, c.block_size, c.max_num_seqs, c.budget, 1 << 20));
+    const int32_t one = (c.window - 1 + c.budget + c.block_size - 1) / c.block_size + 1;
+    c.window_blocks = trial % 2 == 0 ? sized : std::uniform_int_distribution<int32_t>(one, std::max(one, sized))(rng);
+    SCOPED_TRACE(::testing::Message()
+                 << "trial " << trial << ": blocks " << c.num_blocks << " x " << c.block_size << ", window "
+                 << c.window << " in " << c.window_blocks << " blocks, max seqs " << c.max_num_seqs << ", budget "
+                 << c.budget << ", chunk " << c.chunk << ", prefix caching " << c.prefix_caching
+                 << ", drafts of up to " << c.max_draft);
+    RandomizedRun run(c, rng());
+    ASSERT_NO_FATAL_FAILURE(run.Run(/*steps=*/150));
+    preemptions += run.preemptions();
+    hits += run.cache_hits();
+    released += run.window_released();
+    drafted += run.drafts_scheduled();
+    peak = std::max(peak, run.window_blocks_peak());
+  }
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(released, 1000);
+  EXPECT_GT(drafted, 100);
+  EXPECT_GT(peak, 1);
 }
 
 }  // namespace scheduler_tests

@@ -425,7 +425,93 @@ TEST_P(AttentionTest, KvWriteConvertsAndSkipsNegativeSlots) {
   }
 }
 
+// A window pool's tables: the entries wholly before the window of every
+// token of the pass are -1 (released). Attention never reads them: the
+// output is the same, bit for bit, as with every block present, for single
+// tokens and runs; an entry a token still sees may not be -1.
+TEST_P(AttentionTest, ReleasedEntriesBeforeTheWindowAreNeverRead) {
+  KILN_SKIP_UNLESS_AVAILABLE(GetParam());
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    CacheSpec spec;
+    spec.dtype = dtype;
+    spec.block_size = 4;
+    spec.head_dim = 32;
+    spec.num_blocks = 64;
+    const int32_t window = 9;
+    Fixture f(spec, {70, 45}, 3);
+    const KernelContext ctx = ContextFor(GetParam(), 2);
+    f.Write(ctx, 0, 0, 64);
+    f.Write(ctx, 1, 0, 45);
+    // Sequence 0: a run at 60..63 (sees 52..63); sequence 1: one token at
+    // 44 (sees 36..44).
+    const std::vector<int32_t> seqs = {0, 0, 0, 0, 1}, positions = {60, 61, 62, 63, 44};
+    const int64_t ldq = static_cast<int64_t>(spec.num_heads) * spec.head_dim;
+    const std::vector<float> q = RandomFloats(seqs.size() * static_cast<size_t>(ldq), 5, -1.0f, 1.0f);
+    AttentionParams params{spec.num_heads, 0.2f, window, 0};
+    AttentionBatch batch = f.Batch(seqs, positions);
+    std::vector<float> whole(seqs.size() * static_cast<size_t>(ldq), -1.0f);
+    PagedAttention(ctx, batch, f.view(), params, q.data(), ldq, whole.data(), ldq);
+
+    std::vector<std::vector<int32_t>> released(2);
+    const int32_t first_seen[2] = {52, 36};
+    for (int32_t s = 0; s < 2; ++s) {
+      released[static_cast<size_t>(s)].assign(batch.block_tables[s], batch.block_tables[s] + batch.block_table_lens[s]);
+      for (int32_t i = 0; (i + 1) * spec.block_size <= first_seen[s]; ++i) released[static_cast<size_t>(s)][static_cast<size_t>(i)] = -1;
+    }
+    const int32_t* tables[2] = {released[0].data(), released[1].data()};
+    batch.block_tables = tables;
+    Status ok = CheckAttentionBatch(batch, f.view(), params);
+    EXPECT_TRUE(ok.ok()) << ok.ToString();
+    std::vector<float> out(whole.size(), -1.0f);
+    PagedAttention(ctx, batch, f.view(), params, q.data(), ldq, out.data(), ldq);
+    EXPECT_EQ(out, whole) << DTypeName(dtype);
+    for (size_t t = 0; t < seqs.size(); ++t) {
+      const std::vector<double> want = f.Reference(&q[t * static_cast<size_t>(ldq)], seqs[t], positions[t], 0.2f, window);
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(out[t * static_cast<size_t>(ldq) + i], want[i], 1e-5) << "token " << t << " element " << i;
+      }
+    }
+
+    // Block 12 holds 48..51 (sequence 0 sees 52 on: it may go); block 13
+    // holds 52..55, which the token at 60 sees.
+    EXPECT_EQ(released[0][12], -1);
+    released[0][13] = -1;
+    EXPECT_EQ(CheckAttentionBatch(batch, f.view(), params).code(), StatusCode::kOutOfRange);
+    // Without a window every entry is seen.
+    released[0][13] = f.Batch(seqs, positions).block_tables[0][13];
+    EXPECT_EQ(CheckAttentionBatch(batch, f.view(), AttentionParams{spec.num_heads, 0.2f, 0, 0}).code(),
+              StatusCode::kOutOfRange);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, AttentionTest, ::testing::ValuesIn(AllIsas()), testing::IsaParamName);
+
+// The decomposed path's gather: a released (-1) entry gathers zeros, which
+// the mask gives no weight; the other rows are the cache's.
+TEST(GatherKv, ReleasedEntriesGatherZeros) {
+  CacheSpec spec;
+  spec.block_size = 4;
+  Fixture f(spec, {14}, 9);
+  const KernelContext ctx = ContextFor(Isa::kScalar, 1);
+  f.Write(ctx, 0, 0, 14);
+  const std::vector<int32_t> seqs = {0}, positions = {13};
+  const AttentionBatch batch = f.Batch(seqs, positions);
+  std::vector<int32_t> table(batch.block_tables[0], batch.block_tables[0] + 4);
+  table[0] = table[1] = -1;
+  const int64_t row = f.row();
+  std::vector<float> k(static_cast<size_t>(14 * row), -1.0f), v(k.size(), -1.0f);
+  GatherKv(ctx, f.view(), table.data(), 14, k.data(), row, v.data(), row);
+  for (int64_t p = 0; p < 14; ++p) {
+    for (int64_t e = 0; e < row; ++e) {
+      const size_t at = static_cast<size_t>(p * row + e);
+      const float want_k = p < 8 ? 0.0f : f.keys()[0][at];
+      ASSERT_EQ(k[at], want_k) << "position " << p;
+      if (p < 8) {
+        ASSERT_EQ(v[at], 0.0f) << "position " << p;
+      }
+    }
+  }
+}
 
 TEST(CheckAttentionBatch, RejectsWhatWouldReadOutsideTheCache) {
   CacheSpec spec;

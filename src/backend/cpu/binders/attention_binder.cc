@@ -10,7 +10,8 @@ Expected<Step> BindKvWrite(const BindContext& ctx, BindCaches&, Step step) {
   const BoundValue k = ctx.inputs[0], v = ctx.inputs[1];
   const int64_t layer = ctx.node->attrs.layer;
   step.run = [=](const RunState& s) {
-    KvWrite(ContextOf(s), KvView(s, layer), s.batch->num_tokens, s.slots, Floats(k), k.row_stride, Floats(v),
+    const int32_t* slots = s.kv_cache->layout().InWindowPool(layer) ? s.window_slots : s.slots;
+    KvWrite(ContextOf(s), KvView(s, layer), s.batch->num_tokens, slots, Floats(k), k.row_stride, Floats(v),
             v.row_stride);
   };
   return step;
@@ -31,7 +32,8 @@ Expected<Step> BindAttention(const BindContext& ctx, BindCaches&, Step step) {
     b.token_seq = s.batch->token_seq;
     b.token_pos = s.batch->positions;
     b.num_seqs = s.batch->num_seqs;
-    b.block_tables = s.batch->block_tables;
+    b.block_tables =
+        s.kv_cache->layout().InWindowPool(layer) ? s.batch->window_block_tables : s.batch->block_tables;
     b.block_table_lens = s.block_table_lens;
     PagedAttention(ContextOf(s), b, KvView(s, layer), params, Floats(q), q.row_stride, Floats(o), o.row_stride);
   };

@@ -37,7 +37,7 @@ KvCacheView KvView(const RunState& s, int64_t layer) {
   v.v = s.kv_cache->values(layer);
   v.k_scale = s.kv_cache->key_scales(layer);
   v.v_scale = s.kv_cache->value_scales(layer);
-  v.num_blocks = static_cast<int32_t>(l.num_blocks);
+  v.num_blocks = static_cast<int32_t>(l.LayerBlocks(layer));
   v.block_size = static_cast<int32_t>(l.block_size);
   v.kv_heads = static_cast<int32_t>(l.num_kv_heads);
   v.head_dim = static_cast<int32_t>(l.head_dim);

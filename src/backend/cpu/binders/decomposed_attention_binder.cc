@@ -18,9 +18,11 @@ Expected<Step> BindGatherKv(const BindContext& ctx, BindCaches&, Step step) {
   const BoundValue k = ctx.outputs[0], v = ctx.outputs[1];
   const int64_t layer = ctx.node->attrs.layer;
   step.run = [=](const RunState& s) {
+    const int32_t* const* tables =
+        s.kv_cache->layout().InWindowPool(layer) ? s.batch->window_block_tables : s.batch->block_tables;
     for (int32_t i = 0; i < s.batch->num_seqs; ++i) {
       const int64_t off = s.context_offsets[i];
-      GatherKv(ContextOf(s), KvView(s, layer), s.batch->block_tables[i], s.batch->seq_lens[i],
+      GatherKv(ContextOf(s), KvView(s, layer), tables[i], s.batch->seq_lens[i],
                Floats(k) + off * k.row_stride, k.row_stride, Floats(v) + off * v.row_stride, v.row_stride);
     }
   };

@@ -98,8 +98,15 @@ void GatherKv(const KernelContext& ctx, const KvCacheView& cache, const int32_t*
   const size_t row_bytes = static_cast<size_t>(n) * ElementBytes(cache.dtype);
   ParallelRanges(ctx, positions, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end, int) {
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t slot =
-          static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+      const int32_t block = block_table[p / cache.block_size];
+      if (block < 0) {
+        // A released block (before a sliding window): zeros, which the
+        // mask gives no weight.
+        std::fill(k_out + p * ldk, k_out + p * ldk + n, 0.0f);
+        std::fill(v_out + p * ldv, v_out + p * ldv + n, 0.0f);
+        continue;
+      }
+      const int64_t slot = static_cast<int64_t>(block) * cache.block_size + p % cache.block_size;
       const size_t offset = static_cast<size_t>(slot) * row_bytes;
       if (cache.dtype == DType::kI8) {
         LoadInt8Row(static_cast<const int8_t*>(cache.k) + offset, cache.k_scale + slot * cache.kv_heads,

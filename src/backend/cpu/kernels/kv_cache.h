@@ -48,7 +48,8 @@ void KvWrite(const KernelContext& ctx, const KvCacheView& cache, int64_t tokens,
 // block_table, out of the pools as fp32 rows of row_elements():
 // position p to k_out + p * ldk and v_out + p * ldv. For the decomposed
 // attention path only; the fused kernel reads the pools in place.
-// REQUIRES: the table covers `positions` with valid block ids.
+// A -1 entry (a block released before a sliding window) gathers zeros.
+// REQUIRES: the table covers `positions` with valid block ids or -1.
 void GatherKv(const KernelContext& ctx, const KvCacheView& cache, const int32_t* block_table,
               int64_t positions, float* k_out, int64_t ldk, float* v_out, int64_t ldv);
 

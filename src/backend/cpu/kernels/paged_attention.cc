@@ -3,6 +3,7 @@
 #include "backend/cpu/kernels/paged_attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "backend/cpu/kernels/kernel_table.h"
@@ -25,6 +26,20 @@ Status CheckAttentionBatch(const AttentionBatch& batch, const KvCacheView& cache
   if (batch.num_tokens < 0 || batch.num_seqs < 0) {
     return InvalidArgument("attention batch: {} tokens, {} sequences", batch.num_tokens, batch.num_seqs);
   }
+  // With a window, the entries before the earliest key any of a
+  // sequence's tokens sees may be -1 (released blocks).
+  thread_local std::vector<int32_t> first_visible_storage;
+  std::vector<int32_t>& first_visible = first_visible_storage;
+  first_visible.assign(static_cast<size_t>(std::max(batch.num_seqs, 0)), 0);
+  if (params.window > 0) {
+    std::fill(first_visible.begin(), first_visible.end(), INT32_MAX);
+    for (int32_t t = 0; t < batch.num_tokens; ++t) {
+      const int32_t s = batch.token_seq[t];
+      if (s < 0 || s >= batch.num_seqs) continue;  // reported below
+      int32_t& first = first_visible[static_cast<size_t>(s)];
+      first = std::min(first, std::max(0, batch.token_pos[t] - params.window + 1));
+    }
+  }
   for (int32_t s = 0; s < batch.num_seqs; ++s) {
     const int32_t len = batch.block_table_lens[s];
     if (len < 0 || (len > 0 && batch.block_tables[s] == nullptr)) {
@@ -32,6 +47,8 @@ Status CheckAttentionBatch(const AttentionBatch& batch, const KvCacheView& cache
     }
     for (int32_t i = 0; i < len; ++i) {
       const int32_t block = batch.block_tables[s][i];
+      const bool released = block == -1 && int64_t{i + 1} * cache.block_size <= first_visible[static_cast<size_t>(s)];
+      if (released) continue;
       if (block < 0 || block >= cache.num_blocks) {
         return OutOfRange("attention batch: sequence {}: block table entry {} is block {}, outside [0, {})",
                           s, i, block, cache.num_blocks);

@@ -30,7 +30,8 @@ struct AttentionParams {
 
 // Checks the batch against the cache: sequence indices, non-negative
 // positions covered by their block tables, block ids within the pools, heads
-// divisible by kv_heads. O(tokens + table entries): cheap enough per step.
+// divisible by kv_heads. With a window, entries wholly before the first key
+// any of a sequence's tokens sees may be -1 (released); they are never read. O(tokens + table entries): cheap enough per step.
 Status CheckAttentionBatch(const AttentionBatch& batch, const KvCacheView& cache,
                            const AttentionParams& params);
 
