@@ -241,6 +241,34 @@ save(simple([helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="grouped1"
                    raw("b1", rng.standard_normal(8).astype(np.float32)),
                    raw("w2", rng.standard_normal((12, 4, 3, 3)).astype(np.float32))]), "grouped_conv.onnx")
 
+# A transposed convolution and quantized products (QLinearConv with two
+# groups, QLinearMatMul) whose weights kiln packs once, for compiled
+# artifacts to store packed.
+save(simple([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2],
+                              pads=[1, 1, 1, 1], output_padding=[1, 1])],
+            inputs=[vi("x", TensorProto.FLOAT, [1, 16, 10, 10])], outputs=[vi("y", TensorProto.FLOAT, None)],
+            inits=[raw("w", rng.standard_normal((16, 8, 3, 3)).astype(np.float32)),
+                   raw("b", rng.standard_normal(8).astype(np.float32))]), "conv_transpose.onnx")
+save(simple([helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="qx"),
+             helper.make_node("QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "cs", "cz", "cb"], ["cq"],
+                              name="qconv", pads=[1, 1, 1, 1], group=2),
+             helper.make_node("DequantizeLinear", ["cq", "cs", "cz"], ["c"], name="dqc"),
+             helper.make_node("Flatten", ["c"], ["f"], name="flat"),
+             helper.make_node("QuantizeLinear", ["f", "cs", "cz"], ["fq"], name="qf"),
+             helper.make_node("QLinearMatMul", ["fq", "cs", "cz", "m", "ms", "mz", "ys", "yz"], ["yq"],
+                              name="qmatmul"),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dqy")],
+            inputs=[vi("x", TensorProto.FLOAT, [1, 8, 6, 6])], outputs=[vi("y", TensorProto.FLOAT, None)],
+            inits=[raw("xs", np.array(0.02, np.float32)), raw("xz", np.array(128, np.uint8)),
+                   raw("w", rng.integers(-100, 100, (16, 4, 3, 3)).astype(np.int8)),
+                   raw("ws", np.array(0.01, np.float32)), raw("wz", np.array(0, np.int8)),
+                   raw("cs", np.array(0.05, np.float32)), raw("cz", np.array(128, np.uint8)),
+                   raw("cb", rng.integers(-500, 500, 16).astype(np.int32)),
+                   raw("m", rng.integers(-100, 100, (576, 24)).astype(np.int8)),
+                   raw("ms", np.array(0.01, np.float32)), raw("mz", np.array(0, np.int8)),
+                   raw("ys", np.array(0.1, np.float32)), raw("yz", np.array(128, np.uint8))]),
+     "quantized_products.onnx")
+
 # A tiny PyTorch module exported by torch.onnx, where torch is installed.
 try:
     import torch

@@ -147,6 +147,18 @@ TEST(OnnxArtifact, GroupedConvolutionsOnKilnsPanels) {
   ExpectNothingLaidOutAgain(artifact, 2);
 }
 
+TEST(OnnxArtifact, TransposedConvolutionsAndQuantizedProductsTakeTheirPackedWeights) {
+  const std::string up = OnnxTestModel("conv_transpose.onnx");
+  const std::string up_artifact = Compile(up, {}, "conv_transpose.kiln");
+  ExpectSameOutputs(up, up_artifact, {});
+  ExpectNothingLaidOutAgain(up_artifact, 1);
+  // QLinearConv's two groups and QLinearMatMul: int8 panels and column sums.
+  const std::string quantized = OnnxTestModel("quantized_products.onnx");
+  const std::string quantized_artifact = Compile(quantized, {}, "quantized_products.kiln");
+  ExpectSameOutputs(quantized, quantized_artifact, {});
+  ExpectNothingLaidOutAgain(quantized_artifact, 6);
+}
+
 TEST(OnnxArtifact, ExternalDataAndABatchFixedAtCompileTime) {
   const std::string external = OnnxTestModel("conv_net_external.onnx");
   ExpectSameOutputs(external, Compile(external, {}, "conv_net_external.kiln"), {});

@@ -223,7 +223,9 @@ Expected<TensorKernel> MakeConvTranspose(const TensorKernelArgs& args) {
   if (w != nullptr && (!has_bias || bias != nullptr) && ConvTransposePlanApplies(g, isa) &&
       ForcedConvImpl() != "reference") {
     const int threads = std::max(1, args.num_threads);
-    auto plan = std::make_shared<const ConvTransposePlan>(MakeConvTransposePlan(g, w, bias, isa, threads));
+    const LaidOutSlot slot{args.laid_out, args.node};
+    auto plan =
+        std::make_shared<const ConvTransposePlan>(MakeConvTransposePlan(g, w, bias, isa, threads, slot));
     TensorKernel k;
     k.impl = std::string("kiln-") + IsaName(isa) + "-gemm-col2im";
     k.scratch_bytes = sizeof(float) * static_cast<size_t>(plan->ScratchFloats(threads));

@@ -48,7 +48,7 @@ bool ConvTransposePlanApplies(const Window3& g, Isa isa) {
 }
 
 ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa,
-                                        int threads) {
+                                        int threads, const LaidOutSlot& slot) {
   ConvTransposePlan p;
   p.g = g;
   p.bias.assign(static_cast<size_t>(g.out_channels), 0.0f);
@@ -75,7 +75,7 @@ ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const 
       }
     }
   }
-  p.gemm = MakeConvPlan(cols, FusedEpilogue{}, wt.data(), nullptr, isa, threads);
+  p.gemm = MakeConvPlan(cols, FusedEpilogue{}, wt.data(), nullptr, isa, threads, slot);
   p.cols_floats = cols.out_channels * g.in[1] * g.in[2];
   return p;
 }

@@ -24,9 +24,10 @@ struct ConvTransposePlan {
 // Whether the plan takes this geometry on `isa` (1-d or 2-d, vector ISA).
 bool ConvTransposePlanApplies(const Window3& g, Isa isa);
 
-// w [C, M/g, kh, kw] is re-laid out (and packed) now; bias may be null.
+// w [C, M/g, kh, kw] is re-laid out (and packed) now, or its packed form
+// taken from `slot` (a compiled artifact's); bias may be null.
 ConvTransposePlan MakeConvTransposePlan(const Window3& g, const float* w, const float* bias, Isa isa,
-                                        int threads);
+                                        int threads, const LaidOutSlot& slot = {});
 
 // x [N, C, H, W] -> y [N, M, OH, OW]; scratch holds ScratchFloats(threads).
 void RunConvTransposePlan(const ConvTransposePlan& plan, const float* x, float* y, float* scratch,

@@ -2,6 +2,7 @@
 #include "backend/cpu/tensor_kernels/int8_packed_b.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/w8a8/int8_gemm_kernels.h"
@@ -20,11 +21,8 @@ void (*KernelFn(Int8Kernel kernel))(const Int8GemmArgs&) {
   return &Int8GemmReference;
 }
 
-}  // namespace
-
-bool PackInt8B(int64_t n, int64_t k, bool exact_sums, const std::function<int32_t(int64_t, int64_t)>& w,
-               Int8PackedB* out) {
-  if (n <= 0 || k <= 0 || k > kInt8MaxK) return false;
+// Sets out's sizes and chunks (sums zero); returns the panels' bytes.
+int64_t PlanInt8B(int64_t n, int64_t k, bool exact_sums, Int8PackedB* out) {
   Int8PackedB& p = *out;
   p.n = n;
   p.k = k;
@@ -43,10 +41,20 @@ bool PackInt8B(int64_t n, int64_t k, bool exact_sums, const std::function<int32_
     bytes += p.panels * chunk.kp * kInt8PanelRows;
     p.chunks.push_back(std::move(chunk));
   }
+  p.w_sum.assign(static_cast<size_t>(p.padded_n()), 0);
+  return bytes;
+}
+
+}  // namespace
+
+bool PackInt8B(int64_t n, int64_t k, bool exact_sums, const std::function<int32_t(int64_t, int64_t)>& w,
+               Int8PackedB* out) {
+  if (n <= 0 || k <= 0 || k > kInt8MaxK) return false;
+  Int8PackedB& p = *out;
+  const int64_t bytes = PlanInt8B(n, k, exact_sums, out);
   p.storage = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(bytes + 64), 0);
   const auto addr = reinterpret_cast<uintptr_t>(p.storage->data());
   int8_t* packed = p.storage->data() + ((64 - addr % 64) % 64);
-  p.w_sum.assign(static_cast<size_t>(p.padded_n()), 0);
   for (Int8PackedB::Chunk& chunk : p.chunks) {
     const int64_t groups = chunk.kp / kInt8GroupK;
     int8_t* base = packed + chunk.offset;
@@ -66,6 +74,39 @@ bool PackInt8B(int64_t n, int64_t k, bool exact_sums, const std::function<int32_
     }
   }
   p.data = packed;
+  return true;
+}
+
+bool PackInt8BFor(LaidOutWeights* store, std::string_view node, const std::string& name, int64_t n, int64_t k,
+                  bool exact_sums, const std::function<int32_t(int64_t, int64_t)>& w, Int8PackedB* out) {
+  if (n <= 0 || k <= 0 || k > kInt8MaxK) return false;
+  const std::string panels_layout = name + "-panels", sums_layout = name + "-sums";
+  if (store != nullptr) {
+    Int8PackedB p;
+    const int64_t bytes = PlanInt8B(n, k, exact_sums, &p);
+    const size_t sums = (p.chunks.size() + 1) * static_cast<size_t>(p.padded_n());
+    const uint8_t* stored = store->Take(node, panels_layout, static_cast<size_t>(bytes));
+    const uint8_t* stored_sums = stored != nullptr ? store->Take(node, sums_layout, sums * sizeof(int32_t)) : nullptr;
+    if (stored_sums != nullptr) {
+      const size_t per = static_cast<size_t>(p.padded_n()) * sizeof(int32_t);
+      for (size_t i = 0; i < p.chunks.size(); ++i) std::memcpy(p.chunks[i].w_sum.data(), stored_sums + i * per, per);
+      std::memcpy(p.w_sum.data(), stored_sums + p.chunks.size() * per, per);
+      p.data = reinterpret_cast<const int8_t*>(stored);
+      *out = std::move(p);
+      return true;
+    }
+  }
+  if (!PackInt8B(n, k, exact_sums, w, out)) return false;
+  if (store == nullptr) return true;
+  auto sums = std::make_shared<std::vector<int32_t>>();
+  for (const Int8PackedB::Chunk& chunk : out->chunks) sums->insert(sums->end(), chunk.w_sum.begin(), chunk.w_sum.end());
+  sums->insert(sums->end(), out->w_sum.begin(), out->w_sum.end());
+  out->recorded_sums = sums;
+  int64_t bytes = 0;
+  for (const Int8PackedB::Chunk& chunk : out->chunks) bytes += out->panels * chunk.kp * kInt8PanelRows;
+  store->Record(node, panels_layout, {reinterpret_cast<const uint8_t*>(out->data), static_cast<size_t>(bytes)});
+  store->Record(node, sums_layout,
+                {reinterpret_cast<const uint8_t*>(sums->data()), sums->size() * sizeof(int32_t)});
   return true;
 }
 

@@ -10,10 +10,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/w8a8/int8_gemm.h"
 #include "core/dtype.h"
+#include "graph/laid_out_weights.h"
 
 namespace kiln::cpu {
 
@@ -29,8 +32,10 @@ struct Int8PackedB {
   };
   std::vector<Chunk> chunks;
   std::vector<int32_t> w_sum;  // over all of K, padded to whole panels
-  std::shared_ptr<std::vector<int8_t>> storage;
+  std::shared_ptr<std::vector<int8_t>> storage;  // null when the panels are a compiled artifact's
   const int8_t* data = nullptr;  // 64-byte aligned
+  // Every chunk's w_sum, then w_sum, as recorded for an artifact.
+  std::shared_ptr<const std::vector<int32_t>> recorded_sums;
 
   int64_t padded_n() const { return panels * 16; }
 };
@@ -39,6 +44,13 @@ struct Int8PackedB {
 // [-127, 127] or the sizes are not what the kernels take.
 bool PackInt8B(int64_t n, int64_t k, bool exact_sums, const std::function<int32_t(int64_t, int64_t)>& w,
                Int8PackedB* out);
+
+// PackInt8B for a constant of `node`: the panels and column sums a compiled
+// artifact stored for it under `name` (graph/laid_out_weights.h), used where
+// they are mapped, when `store` has them; otherwise packs them and records
+// them there (store may be null).
+bool PackInt8BFor(LaidOutWeights* store, std::string_view node, const std::string& name, int64_t n, int64_t k,
+                  bool exact_sums, const std::function<int32_t(int64_t, int64_t)>& w, Int8PackedB* out);
 
 // The byte the kernel reads for activation value a (uint8 when a_unsigned,
 // else int8 as a byte): x' = a - c in the kernel's encoding.

@@ -9,6 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "backend/cpu/kernels/parallel.h"
 #include "backend/cpu/tensor_kernels/int8_packed_b.h"
 #include "backend/cpu/tensor_kernels/qmatmul_kernels.h"
@@ -227,7 +229,10 @@ bool PlanInt8(const TensorKernelArgs& args, QConvPlan* p) {
       return ReadInt(p->w_type, w->data(), oc * p->patch + kk) - zp;
     };
     Int8PackedB packed;
-    if (!PackInt8B(cout_g, p->patch, !p->linear, value, &packed)) return false;
+    if (!PackInt8BFor(args.laid_out, args.node, fmt::format("kiln-int8.g{}", grp), cout_g, p->patch, !p->linear,
+                      value, &packed)) {
+      return false;
+    }
     p->packed.push_back(std::move(packed));
   }
   const int64_t kp = p->packed[0].kp, padded_n = p->packed[0].padded_n();

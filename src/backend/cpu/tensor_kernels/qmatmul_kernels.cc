@@ -308,7 +308,7 @@ bool PackForInt8Gemm(const TensorKernelArgs& args, QMatMulPlan* p) {
     const int32_t zp = bz != nullptr ? ReadInt(zp_type, bz->data(), per_col ? j : 0) : 0;
     return ReadInt(b_type, b->data(), kk * n + j) - zp;
   };
-  return PackInt8B(s.n, s.k, p->out == OutKind::kInt32, w, &p->packed);
+  return PackInt8BFor(args.laid_out, args.node, "kiln-int8", s.n, s.k, p->out == OutKind::kInt32, w, &p->packed);
 }
 
 Expected<TensorKernel> MakeQMatMulWith(const TensorKernelArgs& args, bool loops_only) {
