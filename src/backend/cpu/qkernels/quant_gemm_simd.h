@@ -464,10 +464,29 @@ inline __m256i WithSigns(__m256i magnitudes, uint32_t sign_bits) {
   return _mm256_sub_epi8(_mm256_xor_si256(magnitudes, s), s);
 }
 
+// SignsFrom7Bits of every 7-bit pattern, looked up: the tables' targets do
+// not all have a popcount instruction, and the library call costs more
+// than the rest of a group's decoding.
+struct SevenBitSigns {
+  uint8_t of[128];
+};
+constexpr SevenBitSigns MakeSevenBitSigns() {
+  SevenBitSigns t{};
+  for (uint32_t s = 0; s < 128; ++s) {
+    uint32_t parity = 0;
+    for (uint32_t b = s; b != 0; b >>= 1) parity ^= b & 1u;
+    t.of[s] = static_cast<uint8_t>(s | (parity << 7));
+  }
+  return t;
+}
+inline constexpr SevenBitSigns kSevenBitSigns = MakeSevenBitSigns();
+
+inline uint32_t SignsOf7Bits(uint32_t seven) { return kSevenBitSigns.of[seven & 0x7F]; }
+
 // IQ2_XXS / IQ3_XXS: four groups' 7-bit signs (bits 7 l ..) as 32 sign bits.
 inline uint32_t SignsOf4Groups(uint32_t packed) {
   uint32_t bits = 0;
-  for (int l = 0; l < 4; ++l) bits |= static_cast<uint32_t>(SignsFrom7Bits(packed >> (7 * l))) << (8 * l);
+  for (int l = 0; l < 4; ++l) bits |= SignsOf7Bits(packed >> (7 * l)) << (8 * l);
   return bits;
 }
 
@@ -540,7 +559,7 @@ struct FormatIQ2_XS {
       uint16_t q[4];
       std::memcpy(q, b->qs + 8 * v, sizeof(q));
       uint32_t signs = 0;
-      for (int l = 0; l < 4; ++l) signs |= static_cast<uint32_t>(SignsFrom7Bits(q[l] >> 9)) << (8 * l);
+      for (int l = 0; l < 4; ++l) signs |= SignsOf7Bits(q[l] >> 9u) << (8 * l);
       t.w[j][v] = WithSigns(Grid8x4(kIQ2XSGrid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), signs);
     }
     int16_t scales[16];
