@@ -162,7 +162,8 @@ BENCHMARK(BM_QuantLinearFewRowsOverOne)
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
   const int64_t kShapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}};  // {N, K}
   const DType kOthers[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,
-                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
+                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS,
+                           DType::kIQ2_XXS, DType::kIQ3_XXS, DType::kIQ2_XS, DType::kIQ3_S, DType::kIQ2_S};
   auto add = [&](DType dtype, int64_t n, int64_t k, int threads, int x8) {
     // Decoding, batch 1 and 16, and verifying 4 drafted tokens (M = 5)
     // read the weights from memory; the same in cache is their arithmetic.

@@ -27,6 +27,22 @@ if(TARGET test_kernels)
   endforeach()
 endif()
 
+# The quantized linear layer and block dot products (every format, the grid
+# i-quants included, which only these cover) with the level forced down.
+if(TARGET test_quant)
+  foreach(isa scalar avx2 avx-vnni)
+    set(prefix)
+    if(isa STREQUAL "avx-vnni")
+      set(prefix ${only_with_cpu_flag} avx_vnni)
+    endif()
+    add_test(NAME quant_linear_with_KILN_ISA_${isa}
+             COMMAND ${prefix} $<TARGET_FILE:test_quant> --gtest_filter=*QuantLinear*:*BlockDot*)
+    set_tests_properties(quant_linear_with_KILN_ISA_${isa} PROPERTIES
+                         ENVIRONMENT "KILN_ISA=${isa};OMP_WAIT_POLICY=PASSIVE"
+                         LABELS "unit;kernels" SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
 # The quantized kernels with AMX turned off, so that on an AMX machine the
 # vector kernels' many-rows path is still checked against the reference.
 # Elsewhere the default run already is that check: they skip (exit 77).

@@ -62,7 +62,7 @@ TEST_P(QuantLinearTest, EveryIsaAndThreadCountGivesTheReferenceBits) {
   const int64_t ldx = c.k + 3, ldy = c.n + 5, col0 = 2;
   std::vector<float> bias(static_cast<size_t>(c.n));
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.01f * static_cast<float>(i);
-  for (int64_t rows : {1, 3, 5, 17, 40}) {
+  for (int64_t rows : {1, 2, 3, 5, 16, 17, 40}) {
     auto x = RandomRows(rows, ldx, static_cast<uint32_t>(rows));
     KernelContext ref;
     ref.isa = Isa::kScalar;
@@ -138,7 +138,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantLinearTest,
                                            Case{DType::kIQ4_NL, 27, 96}, Case{DType::kIQ4_XS, 17, 512},
                                            Case{DType::kIQ2_XXS, 9, 256}, Case{DType::kIQ2_XS, 10, 512},
                                            Case{DType::kIQ2_S, 8, 256}, Case{DType::kIQ3_XXS, 11, 256},
-                                           Case{DType::kIQ3_S, 12, 512}),
+                                           Case{DType::kIQ3_S, 12, 512},
+                                           // The grid i-quants again with odd N: partial row groups.
+                                           Case{DType::kIQ2_XXS, 23, 768}, Case{DType::kIQ3_XXS, 7, 512},
+                                           Case{DType::kIQ2_XS, 13, 256}, Case{DType::kIQ3_S, 19, 256},
+                                           Case{DType::kIQ2_S, 29, 512}),
                          CaseName);
 
 TEST(QuantMatrix, RefusesWhatTheKernelsCannotRead) {

@@ -29,6 +29,7 @@
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
 #include "quant/ggml_blocks.h"
+#include "quant/iquant_grids.h"
 
 namespace kiln::cpu {
 namespace {
@@ -437,6 +438,167 @@ struct FormatIQ4_XS {
     }
     SetSubBlockScales(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)), t.scale[j]);
     t.d[j] = HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d));
+  }
+};
+
+// ---- Grid i-quants: IQ2_XXS, IQ3_XXS, IQ2_XS, IQ3_S, IQ2_S ----------------
+//
+// Each vector of 32 values is its grid entries' magnitudes (4 entries of 8
+// bytes or 8 of 4, by table lookup), given their signs with SIMD; the
+// scales are quant/iquant_decode.h's (odd, per piece of 16) and d is its
+// unit, so A is the reference's sum_i sc_i sum w q exactly.
+
+// Byte i = -1 where bit i of `bits` is set (weight i negative), else 0.
+inline __m256i SignBytes32(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// 32 magnitudes with the signs of `sign_bits` (bit i: value i negative):
+// (m ^ s) - s with s = 0 or -1.
+inline __m256i WithSigns(__m256i magnitudes, uint32_t sign_bits) {
+  const __m256i s = SignBytes32(sign_bits);
+  return _mm256_sub_epi8(_mm256_xor_si256(magnitudes, s), s);
+}
+
+// SignsFrom7Bits of every 7-bit pattern, looked up: the tables' targets do
+// not all have a popcount instruction, and the library call costs more
+// than the rest of a group's decoding.
+struct SevenBitSigns {
+  uint8_t of[128];
+};
+constexpr SevenBitSigns MakeSevenBitSigns() {
+  SevenBitSigns t{};
+  for (uint32_t s = 0; s < 128; ++s) {
+    uint32_t parity = 0;
+    for (uint32_t b = s; b != 0; b >>= 1) parity ^= b & 1u;
+    t.of[s] = static_cast<uint8_t>(s | (parity << 7));
+  }
+  return t;
+}
+inline constexpr SevenBitSigns kSevenBitSigns = MakeSevenBitSigns();
+
+inline uint32_t SignsOf7Bits(uint32_t seven) { return kSevenBitSigns.of[seven & 0x7F]; }
+
+// IQ2_XXS / IQ3_XXS: four groups' 7-bit signs (bits 7 l ..) as 32 sign bits.
+inline uint32_t SignsOf4Groups(uint32_t packed) {
+  uint32_t bits = 0;
+  for (int l = 0; l < 4; ++l) bits |= SignsOf7Bits(packed >> (7 * l)) << (8 * l);
+  return bits;
+}
+
+// Four 8-byte grid entries, in order, as one vector.
+inline __m256i Grid8x4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
+  return _mm256_setr_epi64x(static_cast<long long>(grid[i0]), static_cast<long long>(grid[i1]),
+                            static_cast<long long>(grid[i2]), static_cast<long long>(grid[i3]));
+}
+
+// Eight 4-byte grid entries at indices idx[0..7], in order, as one vector.
+inline __m256i Grid4x8(const uint32_t* grid, const int idx[8]) {
+  return _mm256_setr_epi32(static_cast<int>(grid[idx[0]]), static_cast<int>(grid[idx[1]]),
+                           static_cast<int>(grid[idx[2]]), static_cast<int>(grid[idx[3]]),
+                           static_cast<int>(grid[idx[4]]), static_cast<int>(grid[idx[5]]),
+                           static_cast<int>(grid[idx[6]]), static_cast<int>(grid[idx[7]]));
+}
+
+inline void SetGridScales(const int16_t scales[16], float unit, int j, Tile256& t) {
+  SetPieceScales(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)), t.scale[j]);
+  t.d[j] = unit;
+}
+
+// IQ2_XS and IQ2_S: a nibble per piece of 16, the low one first.
+inline void NibbleScalesOf16(const uint8_t scales[8], int16_t out[16]) {
+  for (int p = 0; p < 16; ++p) out[p] = static_cast<int16_t>(2 * ((scales[p / 2] >> (4 * (p % 2))) & 15) + 1);
+}
+
+struct FormatIQ2_XXS {
+  using Block = BlockIQ2_XXS;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    int16_t scales[16];
+    for (int v = 0; v < 8; ++v) {
+      const uint8_t* g = b->qs + 8 * v;
+      const uint32_t packed = Word(g + 4);
+      t.w[j][v] = WithSigns(Grid8x4(kIQ2XXSGrid, g[0], g[1], g[2], g[3]), SignsOf4Groups(packed));
+      scales[2 * v] = scales[2 * v + 1] = static_cast<int16_t>(2 * (packed >> 28) + 1);
+    }
+    SetGridScales(scales, HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d)) * 0.125f, j, t);
+  }
+};
+
+struct FormatIQ3_XXS {
+  using Block = BlockIQ3_XXS;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    int16_t scales[16];
+    for (int v = 0; v < 8; ++v) {
+      int idx[8];
+      for (int h = 0; h < 8; ++h) idx[h] = b->qs[8 * v + h];
+      const uint32_t packed = Word(b->scales_signs + 4 * v);
+      t.w[j][v] = WithSigns(Grid4x8(kIQ3XXSGrid, idx), SignsOf4Groups(packed));
+      scales[2 * v] = scales[2 * v + 1] = static_cast<int16_t>(2 * (packed >> 28) + 1);
+    }
+    SetGridScales(scales, HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d)) * 0.25f, j, t);
+  }
+};
+
+struct FormatIQ2_XS {
+  using Block = BlockIQ2_XS;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    for (int v = 0; v < 8; ++v) {
+      uint16_t q[4];
+      std::memcpy(q, b->qs + 8 * v, sizeof(q));
+      uint32_t signs = 0;
+      for (int l = 0; l < 4; ++l) signs |= SignsOf7Bits(q[l] >> 9u) << (8 * l);
+      t.w[j][v] = WithSigns(Grid8x4(kIQ2XSGrid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), signs);
+    }
+    int16_t scales[16];
+    NibbleScalesOf16(b->scales, scales);
+    SetGridScales(scales, HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d)) * 0.125f, j, t);
+  }
+};
+
+struct FormatIQ3_S {
+  using Block = BlockIQ3_S;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    for (int v = 0; v < 8; ++v) {
+      int idx[8];
+      for (int h = 0; h < 8; ++h) idx[h] = b->qs[8 * v + h] | (((b->qh[v] >> h) & 1) << 8);
+      t.w[j][v] = WithSigns(Grid4x8(kIQ3SGrid, idx), Word(b->signs + 4 * v));
+    }
+    int16_t scales[16];
+    for (int p = 0; p < 16; ++p) scales[p] = static_cast<int16_t>(2 * ((b->scales[p / 4] >> (4 * (p / 2 % 2))) & 15) + 1);
+    SetGridScales(scales, HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d)), j, t);
+  }
+};
+
+struct FormatIQ2_S {
+  using Block = BlockIQ2_S;
+  static constexpr bool kSigned = true;
+  static constexpr bool kCorr = false;
+  static constexpr bool kHasMin = false;
+  static void Unpack(const Block* b, int j, Tile256& t) {
+    for (int v = 0; v < 8; ++v) {
+      int idx[4];
+      for (int l = 0; l < 4; ++l) idx[l] = b->qs[4 * v + l] | (((b->qh[v] >> (2 * l)) & 3) << 8);
+      t.w[j][v] = WithSigns(Grid8x4(kIQ2SGrid, idx[0], idx[1], idx[2], idx[3]), Word(b->signs + 4 * v));
+    }
+    int16_t scales[16];
+    NibbleScalesOf16(b->scales, scales);
+    SetGridScales(scales, HalfToFloat(reinterpret_cast<const uint8_t*>(&b->d)) * 0.125f, j, t);
   }
 };
 
@@ -1736,13 +1898,11 @@ void GemmAny(const QuantGemmArgs& a) {
     case DType::kQ6_K: return Gemm<D, FormatQ6_K, true>(a);
     case DType::kIQ4_NL: return Gemm<D, FormatIQ4_NL, false>(a);
     case DType::kIQ4_XS: return Gemm<D, FormatIQ4_XS, true>(a);
-    // The grid i-quants have no vector format yet: the scalar reference
-    // (each block decoded once per 16 rows), the same numbers on every ISA.
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S: return qref::Table().gemm(a);
+    case DType::kIQ2_XXS: return Gemm<D, FormatIQ2_XXS, true>(a);
+    case DType::kIQ3_XXS: return Gemm<D, FormatIQ3_XXS, true>(a);
+    case DType::kIQ2_XS: return Gemm<D, FormatIQ2_XS, true>(a);
+    case DType::kIQ3_S: return Gemm<D, FormatIQ3_S, true>(a);
+    case DType::kIQ2_S: return Gemm<D, FormatIQ2_S, true>(a);
     default: return;  // PackQuantMatrix admits no other type
   }
 }
