@@ -1709,15 +1709,19 @@ void X8SuperRows(const QuantGemmArgs& a) {
 // per row (Q6_K: three lines into four 6-bit vectors and a signed scale
 // per piece; Q5_0: the fifth bits into each nibble vector), which made
 // them slower than the row kernels. These tiles unpack each vector once for
-// kX8SharedRows rows. Each row's block sums are the one-row kernel's exact
+// X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
 // steps are the one-row kernel's in the same order, so a row gets the bits
 // it gets alone, whatever the batch.
+// Rows per tile: four, but two for Q6_K with AVX2's 16 vector registers,
+// where four rows' piece sums would spill.
+constexpr int X8SharedRowsOf(DType type) {
 #if defined(__AVX512F__)
-constexpr int kX8SharedRows = 4;  // 32 vector registers
+  return 4;
 #else
-constexpr int kX8SharedRows = 2;  // 16: a piece's sums for more rows spill
+  return type == DType::kQ6_K ? 2 : 4;
 #endif
+}
 
 // X8SumsQ6_K for R activation rows: row r's 256 values at q[r], its 16
 // piece sums at pieces[r], its A into out[r].
@@ -1853,14 +1857,15 @@ void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
 
 // Q6_K's or Q5_0's many rows: row blocks of kRowBlock; within each, every
 // group of the range, read (from cache after the block's first tile) by
-// tiles of kX8SharedRows rows.
+// tiles of X8SharedRowsOf(T) rows.
 template <class D, DType T>
 void X8SharedRows(const QuantGemmArgs& a) {
+  constexpr int kRows = X8SharedRowsOf(T);
   using Tile = void (*)(const QuantGemmArgs&, const X8Group&, int64_t, float*, const float*, int);
   constexpr bool kQ6 = T == DType::kQ6_K;
   const Tile tiles[4] = {kQ6 ? &X8TileQ6_K<D, 1> : &X8TileQ5_0<D, 1>, kQ6 ? &X8TileQ6_K<D, 2> : &X8TileQ5_0<D, 2>,
                          kQ6 ? &X8TileQ6_K<D, 3> : &X8TileQ5_0<D, 3>, kQ6 ? &X8TileQ6_K<D, 4> : &X8TileQ5_0<D, 4>};
-  static_assert(kX8SharedRows <= 4);
+  static_assert(kRows <= 4);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
@@ -1868,8 +1873,8 @@ void X8SharedRows(const QuantGemmArgs& a) {
       const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       const X8Group group = GroupOf(a, g);
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
-      for (int64_t m = mb; m < me; m += kX8SharedRows) {
-        const int r = static_cast<int>(me - m < kX8SharedRows ? me - m : kX8SharedRows);
+      for (int64_t m = mb; m < me; m += kRows) {
+        const int r = static_cast<int>(me - m < kRows ? me - m : kRows);
         tiles[r - 1](a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
       }
     }
