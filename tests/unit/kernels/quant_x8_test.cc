@@ -240,7 +240,7 @@ TEST_P(QuantX8Test, RepackMovesEveryBlockWhereTheLayoutSays) {
   const int64_t pair_bytes = X8PairBytes(s.dtype, s.k);
   EXPECT_EQ(pair_bytes % 64, 0);
   EXPECT_EQ(x8->kernel_bytes(), static_cast<size_t>(pairs * pair_bytes));
-  EXPECT_EQ(X8ServesEveryRowCount(s.dtype), s.dtype != DType::kQ6_K && s.dtype != DType::kQ5_0);
+  EXPECT_TRUE(X8ServesEveryRowCount(s.dtype));
   if (IsSuperBlock(s.dtype)) {
     ExpectSuperBlocksWhereTheLayoutSays(s, bytes, *x8);
   } else {
@@ -294,9 +294,9 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
 // Every row count (decoding, a few rows, prefill) reads the copy alone on
 // the vector ISAs, with the bits of the same ISA's row kernel on the file's
 // blocks and of the reference: the file's bytes overwritten after the
-// repack change nothing, and neither do the threads. Q6_K and Q5_0 read the
-// copy for one row only (X8ServesEveryRowCount): for more, the same bits
-// from the rows.
+// repack change nothing, and neither do the threads (Q6_K and Q5_0 on
+// their tiles of rows sharing each unpacked vector, the others on their
+// one-row kernel row by row).
 TEST_P(QuantX8Test, EveryRowCountReadsTheCopyAlone) {
   const Shape s = GetParam();
   auto bytes = RandomBlocks(s.dtype, s.n, s.k, 11);
@@ -321,7 +321,7 @@ TEST_P(QuantX8Test, EveryRowCountReadsTheCopyAlone) {
       ASSERT_EQ(std::memcmp(row_kernel.data(), expected.data(), expected.size() * sizeof(float)), 0)
           << DTypeName(s.dtype) << " " << IsaName(isa) << " rows " << m;
       const std::vector<uint8_t> saved = bytes;
-      if (m == 1 || X8ServesEveryRowCount(s.dtype)) std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
+      std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
       for (int threads : {1, 3}) {
         ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
         const auto got = RunLinear(ctx, *x8, x, m, bias);

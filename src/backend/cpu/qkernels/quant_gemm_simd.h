@@ -953,8 +953,8 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
 }
 
 // The formats on the x8 layout. IQ4_NL, Q4_1 and Q5_1 run the one-row
-// kernel below for every activation row (X8ManyRows); Q5_0 for one row only
-// (X8ServesEveryRowCount).
+// kernel below for every activation row (X8ManyRows); Q5_0 for one row, and
+// tiles of rows sharing each unpacked vector for more (X8SharedRows).
 enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
@@ -1824,9 +1824,8 @@ void GemmX8(const QuantGemmArgs& a) {
 
 // ---- Any number of rows on the x8 copy of the formats above --------------
 //
-// Where the copy serves every row count (X8ServesEveryRowCount: not Q6_K
-// and Q5_0, whose row kernels measured faster on many rows), every
-// activation row runs the one-row kernel (X8Row, X8SuperRow), so a
+// Many rows of the formats but Q6_K and Q5_0 (X8SharedRows, below) run
+// the one-row kernel row by row (X8Row, X8SuperRow), so a
 // row gets the bits it gets alone, whatever the batch: those kernels apply a
 // broadcast activation dword to eight weight rows at once with no sum across
 // lanes, where the row kernels unpack a block once for kRowTile rows but
@@ -1866,10 +1865,192 @@ void X8SuperRows(const QuantGemmArgs& a) {
   X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
 }
 
+// ---- Many rows of Q6_K and Q5_0 on the x8 copy: rows sharing each vector --
+//
+// Their one-row kernels, run row by row, unpack every weight vector once
+// per row (Q6_K: three lines into four 6-bit vectors and a signed scale
+// per piece; Q5_0: the fifth bits into each nibble vector), which made
+// them slower than the row kernels. These tiles unpack each vector once for
+// X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
+// integers (the same int16 runs; int32 sums of exact products) and its fp32
+// steps are the one-row kernel's in the same order, so a row gets the bits
+// it gets alone, whatever the batch.
+// Rows per tile: four, but two for Q6_K with AVX2's 16 vector registers,
+// where four rows' piece sums would spill.
+constexpr int X8SharedRowsOf(DType type) {
+#if defined(__AVX512F__)
+  return 4;
+#else
+  return type == DType::kQ6_K ? 2 : 4;
+#endif
+}
+
+// X8SumsQ6_K for R activation rows: row r's 256 values at q[r], its 16
+// piece sums at pieces[r], its A into out[r].
+template <class D, int R>
+inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
+                           __m256i out[R]) {
+  const uint8_t* values = tile;
+  const uint8_t* scales = tile + 64 * 48;
+  const __m256i six = _mm256_set1_epi8(0x3F);
+  __m256i a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    #pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      __m256i scale[4];
+      #pragma GCC unroll 16
+      for (int v = 0; v < 4; ++v) {
+        const int piece = 8 * h + 2 * v + half;
+        const __m256i line = Load256(scales + 64 * (piece / 4));
+        scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
+      }
+      constexpr int kRun = D::kVnni ? 4 : 2;
+      #pragma GCC unroll 16
+      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
+        __m256i piece_sum[R][4];
+        #pragma GCC unroll 16
+        for (int u = 0; u < kRun; ++u) {
+          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
+          const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
+          const __m256i w3 = _mm256_or_si256(
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
+              _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
+          const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
+                                w3};
+          #pragma GCC unroll 16
+          for (int v = 0; v < 4; ++v) {
+            #pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = Dword(q[r] + 128 * h + 32 * v + 4 * (j + u));
+              if constexpr (D::kVnni) {
+                piece_sum[r][v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[r][v], w[v], x);
+              } else {
+                const __m256i p = _mm256_maddubs_epi16(w[v], x);
+                piece_sum[r][v] = u == 0 ? p : _mm256_add_epi16(piece_sum[r][v], p);
+              }
+            }
+          }
+        }
+        #pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          #pragma GCC unroll 16
+          for (int v = 0; v < 4; ++v) {
+            a[r] = _mm256_add_epi32(a[r], D::kVnni ? _mm256_mullo_epi32(piece_sum[r][v], scale[v])
+                                                   : _mm256_madd_epi16(piece_sum[r][v], scale[v]));
+          }
+        }
+      }
+    }
+  }
+  __m256i corr[R];
+  for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
+  #pragma GCC unroll 16
+  for (int t = 0; t < 8; ++t) {
+    const __m256i pair = LaneSignedBytePair16(Load256(scales + 64 * (t / 2)), 2 * (t % 2));
+    for (int r = 0; r < R; ++r) corr[r] = _mm256_add_epi32(corr[r], _mm256_madd_epi16(pair, Dword(pieces[r] + 2 * t)));
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm256_sub_epi32(a[r], _mm256_slli_epi32(corr[r], 5));
+}
+
+// R activation rows from m against Q6_K group g: per super-block,
+// acc = fma(d dx, A, acc), as X8SuperRowGroups.
+template <class D, int R>
+void X8TileQ6_K(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(DType::kQ6_K);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* q[R];
+    const int16_t* pieces[R];
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.x->row_q(m + r) + kQK_K * b;
+      pieces[r] = a.x->row_sums(m + r) + 16 * b;
+    }
+    __m256i sum[R];
+    X8SumsQ6_KRows<D, R>(g.quants + tile_bytes * b, q, pieces, sum);
+    const __m256 d = X8Scales(g, b);
+    for (int r = 0; r < R; ++r) {
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+// R activation rows from m against Q5_0 group g, each nibble vector's
+// fifth bits merged once: X8SumsQ5_0's integers and X8RowGroups' fma.
+template <class D, int R>
+void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
+  const int64_t blocks = a.k / kQK;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = g.quants + 320 * b;
+    const __m256i qh = Load256(tile + 256);
+    const int8_t* q[R];
+    __m256i p[R][2];
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.x->row_q(m + r) + kQK * b;
+      p[r][0] = p[r][1] = _mm256_setzero_si256();
+    }
+    X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
+      const __m256i low5 = _mm256_or_si256(low, X8FifthBits(qh, 4 * j));
+      const __m256i high5 = _mm256_or_si256(high, X8FifthBits(qh, 16 + 4 * j));
+      for (int r = 0; r < R; ++r) {
+        p[r][0] = DotAdd<D>(p[r][0], low5, X8Dword(q[r], j));
+        p[r][1] = DotAdd<D>(p[r][1], high5, X8Dword(q[r], 4 + j));
+      }
+    });
+    const __m256 dw = X8Scales(g, b);
+    for (int r = 0; r < R; ++r) {
+      const int16_t* s = a.x->row_sums(m + r) + 2 * b;
+      const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(p[r][0], p[r][1]),
+                                           _mm256_set1_epi32(16 * (static_cast<int32_t>(s[0]) + s[1])));
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+// Q6_K's or Q5_0's many rows: row blocks of kRowBlock; within each, every
+// group of the range, read (from cache after the block's first tile) by
+// tiles of X8SharedRowsOf(T) rows.
+template <class D, DType T>
+void X8SharedRows(const QuantGemmArgs& a) {
+  constexpr int kRows = X8SharedRowsOf(T);
+  using Tile = void (*)(const QuantGemmArgs&, const X8Group&, int64_t, float*, const float*, int);
+  constexpr bool kQ6 = T == DType::kQ6_K;
+  const Tile tiles[4] = {kQ6 ? &X8TileQ6_K<D, 1> : &X8TileQ5_0<D, 1>, kQ6 ? &X8TileQ6_K<D, 2> : &X8TileQ5_0<D, 2>,
+                         kQ6 ? &X8TileQ6_K<D, 3> : &X8TileQ5_0<D, 3>, kQ6 ? &X8TileQ6_K<D, 4> : &X8TileQ5_0<D, 4>};
+  static_assert(kRows <= 4);
+  for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
+    const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
+    for (int64_t g = a.g_begin; g < a.g_end; ++g) {
+      const int64_t n0 = g * kQuantGroupRows;
+      const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+      const X8Group group = GroupOf(a, g);
+      const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+      for (int64_t m = mb; m < me; m += kRows) {
+        const int r = static_cast<int>(me - m < kRows ? me - m : kRows);
+        tiles[r - 1](a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
+      }
+    }
+  }
+}
+
 template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
+  if (a.x8 != nullptr && a.m_end - a.m_begin > 1 && X8ServesEveryRowCount(a.w_type)) {
+    if (a.w_type == DType::kQ6_K) return X8SharedRows<D, DType::kQ6_K>(a);
+    if (a.w_type == DType::kQ5_0) return X8SharedRows<D, DType::kQ5_0>(a);
+  }
   if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
     switch (a.w_type) {
       case DType::kIQ4_NL: return X8Rows<D, X8Format::kIQ4_NL>(a);

@@ -231,7 +231,7 @@ bool HasX8Layout(DType dtype) {
 }
 
 bool X8ServesEveryRowCount(DType dtype) {
-  return HasX8Layout(dtype) && dtype != DType::kQ6_K && dtype != DType::kQ5_0;
+  return HasX8Layout(dtype);
 }
 
 int64_t X8ScaleStride(DType dtype) {

@@ -77,16 +77,16 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // 128 index bytes on lines 1-32 in the file's order (2112 bytes). So a
 // pair is its 16 rows' bits in the file's bytes (plus the scales area's
 // rounding); the vector kernels read
-// it for any number of activation rows, one at a time, so that once the
+// it for any number of activation rows (one at a time; many Q6_K and Q5_0
+// rows in tiles sharing each unpacked vector), so that once the
 // copy exists the rows are no longer read (the scalar reference still reads
 // the rows; the backend makes no copy for it).
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
 // Whether the vector kernels read the x8 copy for every row count, so that
-// it replaces the rows: all x8 types but Q6_K and Q5_0, whose one-row
-// kernel run row by row measured slower on many rows than their row
-// kernels (bench/RESULTS.md); those read the copy for one row (decoding)
-// and the rows for more.
+// it replaces the rows: every x8 type (Q6_K and Q5_0 on many rows through
+// tiles of rows sharing each unpacked vector, which measured faster than
+// their row kernels, bench/RESULTS.md; the others row by row).
 bool X8ServesEveryRowCount(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
 int64_t X8ScaleBytes(DType dtype, int64_t blocks);  // a pair's scales
