@@ -1182,71 +1182,17 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
 
 // Q6_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
 // (sum w q - 32 s_i) over its 16 pieces of 16.
+template <class D, int R>
+inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
+                           __m256i out[R]);
+
 template <class D>
 inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
-  const uint8_t* values = tile;
-  const uint8_t* scales = tile + 64 * 48;
-  const __m256i six = _mm256_set1_epi8(0x3F);
-  __m256i a = _mm256_setzero_si256();
-  #pragma GCC unroll 16
-  for (int h = 0; h < 2; ++h) {
-    // Pieces 8h + 2v + half: vector v of this 128 is values 32v..32v+31,
-    // dwords j of the lines half 0 (j < 4) or half 1.
-    #pragma GCC unroll 16
-    for (int half = 0; half < 2; ++half) {
-      __m256i scale[4];
-      #pragma GCC unroll 16
-      for (int v = 0; v < 4; ++v) {
-        const int piece = 8 * h + 2 * v + half;
-        const __m256i line = Load256(scales + 64 * (piece / 4));
-        scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
-      }
-      // Pair sums of 6-bit values times int8 are at most 16002: two vectors
-      // add up in int16. With VNNI a piece's four add up in int32 and one
-      // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
-      constexpr int kRun = D::kVnni ? 4 : 2;
-      #pragma GCC unroll 16
-      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
-        __m256i piece_sum[4];
-        #pragma GCC unroll 16
-        for (int u = 0; u < kRun; ++u) {
-          // Lines 3i, 3i + 1, 3i + 2 of value group i = 8h + j: the first
-          // three vectors' values in bits 0-5, the fourth's bits in pairs
-          // in bits 6-7 (quant_matrix.h).
-          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
-          const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
-          const __m256i w3 = _mm256_or_si256(
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
-                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
-              _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
-          const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
-                                w3};
-          #pragma GCC unroll 16
-          for (int v = 0; v < 4; ++v) {
-            const __m256i x = Dword(q + 128 * h + 32 * v + 4 * (j + u));
-            if constexpr (D::kVnni) {
-              piece_sum[v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[v], w[v], x);
-            } else {
-              const __m256i p = _mm256_maddubs_epi16(w[v], x);
-              piece_sum[v] = u == 0 ? p : _mm256_add_epi16(piece_sum[v], p);
-            }
-          }
-        }
-        #pragma GCC unroll 16
-        for (int v = 0; v < 4; ++v) {
-          a = _mm256_add_epi32(a, D::kVnni ? _mm256_mullo_epi32(piece_sum[v], scale[v]) : _mm256_madd_epi16(piece_sum[v], scale[v]));
-        }
-      }
-    }
-  }
-  // Less 32 sum_i sc_i s_i, the pieces' scales and sums taken in pairs.
-  __m256i corr = _mm256_setzero_si256();
-  #pragma GCC unroll 16
-  for (int t = 0; t < 8; ++t) {
-    const __m256i pair = LaneSignedBytePair16(Load256(scales + 64 * (t / 2)), 2 * (t % 2));
-    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(pair, Dword(sums.pieces + 2 * t)));
-  }
-  return _mm256_sub_epi32(a, _mm256_slli_epi32(corr, 5));
+  const int8_t* const rows[1] = {q};
+  const int16_t* const pieces[1] = {sums.pieces};
+  __m256i out[1];
+  X8SumsQ6_KRows<D, 1>(tile, rows, pieces, out);
+  return out[0];
 }
 
 // Q3_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
@@ -1885,8 +1831,10 @@ constexpr int X8SharedRowsOf(DType type) {
 #endif
 }
 
-// X8SumsQ6_K for R activation rows: row r's 256 values at q[r], its 16
-// piece sums at pieces[r], its A into out[r].
+// Q6_K's 8 rows against R activation rows, each unpacked weight vector used
+// for every row: row r's 256 values at q[r], its 16 piece sums at
+// pieces[r], and its A = sum_i sc_i (sum w q - 32 s_i) over the 16 pieces
+// of 16 into out[r]. A row's steps are the same whatever R is.
 template <class D, int R>
 inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
                            __m256i out[R]) {
@@ -1906,6 +1854,9 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
         const __m256i line = Load256(scales + 64 * (piece / 4));
         scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
       }
+      // Pair sums of 6-bit values times int8 are at most 16002: two vectors
+      // add up in int16. With VNNI a piece's four add up in int32 and one
+      // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
       constexpr int kRun = D::kVnni ? 4 : 2;
       #pragma GCC unroll 16
       for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
