@@ -6,7 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
-#include <type_traits>
+
+#include "core/byte_stream.h"
 
 namespace kiln {
 namespace {
@@ -17,66 +18,17 @@ constexpr uint32_t kEndMagic = 0x4b56454e;       // "KVEN"
 // 2: a block carries its layer range.
 constexpr uint32_t kVersion = 2;
 
-class ByteWriter {
- public:
-  template <typename T>
-  void Put(T value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+// The magic and format version every message starts with.
+Status ReadHeader(ByteReader& r, uint32_t magic) {
+  KILN_ASSIGN_OR_RETURN(uint32_t m, r.Get<uint32_t>());
+  KILN_ASSIGN_OR_RETURN(uint32_t v, r.Get<uint32_t>());
+  if (m != magic) return Status(StatusCode::kCorrupt, fmt::format("{}: not a {} message", r.what(), r.what()));
+  if (v != kVersion) {
+    return Status(StatusCode::kCorrupt,
+                  fmt::format("{}: format version {} here, {} on the peer", r.what(), kVersion, v));
   }
-  void PutBytes(const void* data, size_t size) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    bytes_.insert(bytes_.end(), p, p + size);
-  }
-  std::vector<uint8_t> Take() { return std::move(bytes_); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
-class ByteReader {
- public:
-  ByteReader(std::span<const uint8_t> bytes, const char* what) : bytes_(bytes), what_(what) {}
-
-  template <typename T>
-  Expected<T> Get() {
-    T value;
-    KILN_RETURN_IF_ERROR(GetBytes(&value, sizeof(T)));
-    return value;
-  }
-  Status GetBytes(void* out, size_t size) {
-    if (size == 0) return Status::Ok();  // `out` may be an empty vector's null data()
-    if (bytes_.size() - pos_ < size) {
-      return Status(StatusCode::kCorrupt, fmt::format("{}: message ends after {} bytes", what_, bytes_.size()));
-    }
-    std::memcpy(out, bytes_.data() + pos_, size);
-    pos_ += size;
-    return Status::Ok();
-  }
-  Status Header(uint32_t magic) {
-    KILN_ASSIGN_OR_RETURN(uint32_t m, Get<uint32_t>());
-    KILN_ASSIGN_OR_RETURN(uint32_t v, Get<uint32_t>());
-    if (m != magic) return Status(StatusCode::kCorrupt, fmt::format("{}: not a {} message", what_, what_));
-    if (v != kVersion) {
-      return Status(StatusCode::kCorrupt,
-                    fmt::format("{}: format version {} here, {} on the peer", what_, kVersion, v));
-    }
-    return Status::Ok();
-  }
-  Status End() const {
-    if (pos_ != bytes_.size()) {
-      return Status(StatusCode::kCorrupt,
-                    fmt::format("{}: {} bytes left over after the message", what_, bytes_.size() - pos_));
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-  const char* what_;
-  size_t pos_ = 0;
-};
+  return Status::Ok();
+}
 
 // Lengths of variable parts are bounded so that a corrupt length is refused
 // before anything is allocated for it.
@@ -101,7 +53,7 @@ std::vector<uint8_t> SerializeIdentity(const KvPeerIdentity& identity) {
 
 Expected<KvPeerIdentity> DeserializeIdentity(std::span<const uint8_t> bytes) {
   ByteReader r(bytes, "KV handshake");
-  KILN_RETURN_IF_ERROR(r.Header(kIdentityMagic));
+  KILN_RETURN_IF_ERROR(ReadHeader(r, kIdentityMagic));
   KvPeerIdentity id;
   KILN_ASSIGN_OR_RETURN(uint32_t hash_length, r.Get<uint32_t>());
   if (hash_length > kMaxHashLength) return Status(StatusCode::kCorrupt, "KV handshake: model hash too long");
@@ -161,7 +113,7 @@ std::vector<uint8_t> SerializeBlock(const KvBlockPayload& block) {
 
 Expected<KvBlockPayload> DeserializeBlock(std::span<const uint8_t> bytes) {
   ByteReader r(bytes, "KV block");
-  KILN_RETURN_IF_ERROR(r.Header(kBlockMagic));
+  KILN_RETURN_IF_ERROR(ReadHeader(r, kBlockMagic));
   KvBlockPayload b;
   KILN_ASSIGN_OR_RETURN(b.transfer_id, r.Get<uint64_t>());
   KILN_ASSIGN_OR_RETURN(b.block_index, r.Get<int32_t>());
@@ -198,7 +150,7 @@ std::vector<uint8_t> SerializeTransferEnd(const KvTransferEnd& end) {
 
 Expected<KvTransferEnd> DeserializeTransferEnd(std::span<const uint8_t> bytes) {
   ByteReader r(bytes, "KV transfer end");
-  KILN_RETURN_IF_ERROR(r.Header(kEndMagic));
+  KILN_RETURN_IF_ERROR(ReadHeader(r, kEndMagic));
   KvTransferEnd end;
   KILN_ASSIGN_OR_RETURN(end.transfer_id, r.Get<uint64_t>());
   KILN_ASSIGN_OR_RETURN(end.num_blocks, r.Get<int32_t>());
