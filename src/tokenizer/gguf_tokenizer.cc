@@ -51,7 +51,7 @@ Expected<int32_t> IdOf(const GgufFile& gguf, std::string_view key) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const GgufFile& gguf) {
+Expected<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   std::optional<std::string> model = gguf.GetString("tokenizer.ggml.model");
   if (!model) return NotFound("{}: no tokenizer.ggml.model", path);
@@ -150,6 +150,11 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const GgufFile& gguf)
   if (std::optional<bool> add = gguf.GetBool("tokenizer.ggml.add_bos_token")) spec.add_bos = *add;
   if (std::optional<bool> add = gguf.GetBool("tokenizer.ggml.add_eos_token")) spec.add_eos = *add;
   spec.chat_template = gguf.GetString("tokenizer.chat_template").value_or(std::string());
+  return spec;
+}
+
+Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const GgufFile& gguf) {
+  KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, TokenizerSpecFromGguf(gguf));
   return Tokenizer::Create(std::move(spec));
 }
 

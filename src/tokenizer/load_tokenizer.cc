@@ -24,35 +24,34 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Adds the folder's configuration and builds the tokenizer.
-Expected<std::unique_ptr<Tokenizer>> Finish(TokenizerSpec spec, const TokenizerConfig& config) {
+// Adds the folder's configuration.
+Expected<TokenizerSpec> Finish(TokenizerSpec spec, const TokenizerConfig& config) {
   KILN_RETURN_IF_ERROR(ApplyTokenizerConfig(config, spec));
   ApplyDefaultSpecialIds(config, spec);
-  return Tokenizer::Create(std::move(spec));
+  return spec;
 }
 
-Expected<std::unique_ptr<Tokenizer>> LoadJsonFile(const fs::path& file, const TokenizerConfig& config) {
+Expected<TokenizerSpec> LoadJsonFile(const fs::path& file, const TokenizerConfig& config) {
   KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file.string()));
   KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, ParseHfTokenizerJson(text, file.string()));
   return Finish(std::move(spec), config);
 }
 
-Expected<std::unique_ptr<Tokenizer>> LoadModelFile(const fs::path& file, const TokenizerConfig& config) {
+Expected<TokenizerSpec> LoadModelFile(const fs::path& file, const TokenizerConfig& config) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(file.string()));
   std::string_view bytes(reinterpret_cast<const char*>(mapped->data()), mapped->size());
   KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, ParseSentencePieceModel(bytes, file.string()));
   return Finish(std::move(spec), config);
 }
 
-Expected<std::unique_ptr<Tokenizer>> LoadVocabPair(const fs::path& vocab, const fs::path& merges,
-                                                   const TokenizerConfig& config) {
+Expected<TokenizerSpec> LoadVocabPair(const fs::path& vocab, const fs::path& merges, const TokenizerConfig& config) {
   if (!IsFile(merges)) return NotFound("{}: no {} beside it", vocab.string(), merges.filename().string());
   KILN_ASSIGN_OR_RETURN(TokenizerSpec spec,
                         ReadBpeVocabFiles(vocab.string(), merges.string(), DetectBpeFamily(config)));
   return Finish(std::move(spec), config);
 }
 
-Expected<std::unique_ptr<Tokenizer>> LoadFromFolder(const fs::path& dir) {
+Expected<TokenizerSpec> LoadFromFolder(const fs::path& dir) {
   KILN_ASSIGN_OR_RETURN(TokenizerConfig config, ReadTokenizerConfig(dir.string()));
   if (IsFile(dir / "tokenizer.json")) return LoadJsonFile(dir / "tokenizer.json", config);
   if (IsFile(dir / "tokenizer.model")) return LoadModelFile(dir / "tokenizer.model", config);
@@ -66,7 +65,7 @@ Expected<std::unique_ptr<Tokenizer>> LoadFromFolder(const fs::path& dir) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+Expected<TokenizerSpec> LoadTokenizerSpec(const std::string& path) {
   fs::path p(path);
   std::error_code ec;
   if (fs::is_directory(p, ec)) return LoadFromFolder(p);
@@ -75,7 +74,7 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
   std::string name = p.filename().string();
   if (EndsWith(name, ".gguf")) {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
-    return LoadTokenizerFromGguf(*gguf);
+    return TokenizerSpecFromGguf(*gguf);
   }
   // A single tokenizer file picks that file over the folder's preference;
   // the configuration still comes from its folder.
@@ -85,6 +84,11 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
   if (EndsWith(name, ".json")) return LoadJsonFile(p, config);
   if (EndsWith(name, ".model")) return LoadModelFile(p, config);
   return Unsupported("{}: not a tokenizer file kiln knows (.json, .model, .gguf)", path);
+}
+
+Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, LoadTokenizerSpec(path));
+  return Tokenizer::Create(std::move(spec));
 }
 
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromJson(std::string_view json_text,

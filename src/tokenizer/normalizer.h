@@ -36,14 +36,18 @@ class Normalizer {
   // tokenizer still encodes (and decodes back) every input byte.
   std::string Apply(std::string_view text) const;
 
- private:
+  // The steps as added (read by the compiled tokenizer's writer, which
+  // stores them and adds them again on loading).
   enum class Kind { kUnicodeForm, kPrepend, kReplace, kReplaceRegex, kLowercase, kCollapseSpaces };
   struct Step {
     Kind kind;
     Form form = Form::kNfc;
-    std::string from, to;
+    std::string from, to;  // kPrepend: the prefix is `to`
     std::shared_ptr<const Regex> regex;
   };
+  const std::vector<Step>& steps() const { return steps_; }
+
+ private:
   std::vector<Step> steps_;
 };
 

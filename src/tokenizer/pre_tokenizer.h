@@ -46,7 +46,7 @@ class PreTokenizer {
   // `text` begins the caller's input (no special token before it).
   void Apply(std::string_view text, bool at_text_start, std::vector<std::string>& out) const;
 
- private:
+  // The steps as added (read by the compiled tokenizer's writer).
   enum class Kind { kSplit, kByteLevelPrefix, kMetaspace };
   struct Step {
     Kind kind;
@@ -57,6 +57,9 @@ class PreTokenizer {
     PrependScheme scheme = PrependScheme::kAlways;
     bool split = false;
   };
+  const std::vector<Step>& steps() const { return steps_; }
+
+ private:
   std::vector<Step> steps_;
 };
 

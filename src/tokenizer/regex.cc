@@ -26,8 +26,8 @@ struct Regex::Compiled {
   }
 };
 
-Regex::Regex(std::shared_ptr<const Compiled> compiled, std::string pattern)
-    : compiled_(std::move(compiled)), pattern_(std::move(pattern)) {}
+Regex::Regex(std::shared_ptr<const Compiled> compiled, std::string pattern, bool literal)
+    : compiled_(std::move(compiled)), pattern_(std::move(pattern)), literal_(literal) {}
 Regex::Regex(Regex&&) noexcept = default;
 Regex& Regex::operator=(Regex&&) noexcept = default;
 Regex::~Regex() = default;
@@ -56,7 +56,7 @@ Expected<Regex> Regex::Compile(std::string_view pattern, bool literal) {
     return ResourceExhausted("regex /{}/: cannot allocate a match context", pattern);
   pcre2_set_match_limit(compiled->context, kMatchLimit);
   pcre2_set_depth_limit(compiled->context, kDepthLimit);
-  return Regex(std::move(compiled), std::string(pattern));
+  return Regex(std::move(compiled), std::string(pattern), literal);
 }
 
 bool Regex::ForEachMatch(std::string_view subject,

@@ -28,13 +28,15 @@ class Regex {
   bool ForEachMatch(std::string_view subject, const std::function<void(size_t, size_t)>& on_match) const;
 
   const std::string& pattern() const { return pattern_; }
+  bool literal() const { return literal_; }
 
  private:
   struct Compiled;
-  explicit Regex(std::shared_ptr<const Compiled> compiled, std::string pattern);
+  Regex(std::shared_ptr<const Compiled> compiled, std::string pattern, bool literal);
 
   std::shared_ptr<const Compiled> compiled_;  // immutable, shared by copies
   std::string pattern_;
+  bool literal_ = false;
 };
 
 }  // namespace kiln

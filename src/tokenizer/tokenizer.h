@@ -160,6 +160,11 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
 // The tokenizer of a GGUF file's tokenizer.ggml.* metadata.
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromGguf(const GgufFile& gguf);
 
+// What LoadTokenizer and LoadTokenizerFromGguf build their tokenizer from,
+// before Tokenizer::Create compiles it (a compiled artifact stores it).
+Expected<TokenizerSpec> LoadTokenizerSpec(const std::string& path);
+Expected<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& gguf);
+
 // A tokenizer from the text of a Hugging Face tokenizer.json (untrusted
 // input: every field is checked). `name` is used in messages.
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizerFromJson(std::string_view json_text,

@@ -210,10 +210,58 @@ def artifact_seeds(kiln):
             write("artifact_fuzz", "torch_tiny_onnx.kiln", f.read())
 
 
+def tokenizer_spec(flavor, pieces, kinds, scores, merges, normalizer, pre_tokenizer, added, chat_template):
+    """A compiled tokenizer (src/tokenizer/tokenizer_spec_codec.cc's layout)."""
+    def string(s):
+        b = s.encode("utf-8") if isinstance(s, str) else s
+        return struct.pack("<I", len(b)) + b
+    out = struct.pack("<IIB", 0x4B4F544B, 1, flavor)
+    out += struct.pack("<I", len(pieces)) + b"".join(string(p) for p in pieces)
+    out += struct.pack("<I", len(kinds)) + bytes(kinds)
+    out += struct.pack("<I", len(scores)) + b"".join(struct.pack("<f", x) for x in scores)
+    out += struct.pack("<I", len(merges)) + b"".join(string(a) + string(b) for a, b in merges)
+    out += struct.pack("<BBBi", 0, 0, 0, -1)  # byte_fallback, fuse_unk, ignore_merges, unk_id
+    out += struct.pack("<I", len(normalizer)) + b"".join(normalizer)
+    out += struct.pack("<I", len(pre_tokenizer)) + b"".join(pre_tokenizer)
+    out += struct.pack("<B", 0)  # strip_leading_space
+    out += struct.pack("<I", len(added))
+    for token_id, content, special in added:
+        out += struct.pack("<i", token_id) + string(content) + struct.pack("<BBBBB", special, 0, 0, 0, 0)
+    out += struct.pack("<B", 1)  # normalize_added_token_patterns
+    out += struct.pack("<iiBB", 0, 1, 0, 0)  # bos, eos, add_bos, add_eos
+    out += struct.pack("<I", 1) + struct.pack("<i", 1)  # end-of-generation ids
+    return out + string(chat_template)
+
+
+def tokenizer_spec_seeds():
+    """A byte-level BPE (NFC, a split pattern, the byte-level prefix) and a
+    SentencePiece-style one (scores, Prepend and Replace, Metaspace)."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    pieces = ["<s>", "</s>", "\u0120"] + letters + ["ab", "abc", "\u0120a"]
+    kinds = [2, 2] + [0] * (len(pieces) - 2)
+    merges = [("a", "b"), ("ab", "c"), ("\u0120", "a")]
+    nfc = struct.pack("<BB", 0, 0)
+    pattern = " ?\\p{L}+".encode()
+    split = struct.pack("<BBI", 0, 0, len(pattern)) + pattern + struct.pack("<BB", 1, 0)
+    prefix = struct.pack("<B", 1)
+    write("tokenizer_spec_fuzz", "byte_level.bin",
+          tokenizer_spec(0, pieces, kinds, [], merges, [nfc], [prefix, split], [(0, "<s>", 1), (1, "</s>", 1)],
+                         "{% for m in messages %}{{ m.content }}{% endfor %}"))
+    sp_pieces = ["<unk>", "<s>", "</s>", "\u2581", "\u2581a", "a", "b"]
+    sp_kinds = [3, 2, 2, 0, 0, 0, 0]
+    prepend = struct.pack("<B", 1) + struct.pack("<I", 1) + b" "
+    replace = struct.pack("<B", 2) + struct.pack("<I", 1) + b" " + struct.pack("<I", 3) + "\u2581".encode()
+    metaspace = struct.pack("<B", 2) + struct.pack("<I", 3) + "\u2581".encode() + struct.pack("<BB", 1, 0)
+    write("tokenizer_spec_fuzz", "sentencepiece.bin",
+          tokenizer_spec(2, sp_pieces, sp_kinds, [0.0, 0.0, 0.0, -1.0, -2.0, -3.0, -4.0], [],
+                         [prepend, replace], [metaspace], [(1, "<s>", 1), (2, "</s>", 1)], ""))
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
     onnx_seeds()
     kv_transfer_seeds()
+    tokenizer_spec_seeds()
     if os.environ.get("KILN_BINARY"):
         artifact_seeds(os.environ["KILN_BINARY"])
