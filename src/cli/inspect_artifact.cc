@@ -2,6 +2,7 @@
 #include "cli/inspect_artifact.h"
 
 #include <ctime>
+#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
@@ -52,7 +53,9 @@ void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   fmt::print("\n");
   const nlohmann::json& tok = m.at("tokenizer");
   const std::string kind = tok.at("kind").get<std::string>();
-  if (kind == "folder") {
+  if (kind == "spec") {
+    fmt::print("tokenizer: compiled from {}\n", tok.value("from", std::string("?")));
+  } else if (kind == "folder") {
     fmt::print("tokenizer: files {}\n", fmt::join(tok.at("files").get<std::vector<std::string>>(), ", "));
   } else {
     fmt::print("tokenizer: {}\n", kind == "gguf" ? "GGUF metadata" : "none (token ids in and out)");
@@ -63,13 +66,20 @@ void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
 // constants stored in their kernels' layouts.
 void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   const nlohmann::json& o = m.at("options");
-  fmt::print("options: --backend {} --precision {} --threads {}{}\n", o.at("--backend").get<std::string>(),
-             o.at("--precision").get<std::string>(), o.at("--threads").get<int>(),
+  std::string fixed;
+  for (const nlohmann::json& name : o.value("--fixed-input", nlohmann::json::array())) {
+    fixed += " --fixed-input " + name.get<std::string>();
+  }
+  fmt::print("options: --backend {} --precision {} --threads {}{}{}\n", o.at("--backend").get<std::string>(),
+             o.at("--precision").get<std::string>(), o.at("--threads").get<int>(), fixed,
              o.at("fuse").get<bool>() ? "" : " (unfused)");
-  for (const char* side : {"inputs", "outputs"}) {
-    for (const nlohmann::json& t : m.at(side)) {
-      fmt::print("{}: {} {}[{}]\n", std::string(side).substr(0, std::string(side).size() - 1),
-                 t.at("name").get<std::string>(), t.at("dtype").get<std::string>(),
+  // The fixed inputs' values are stored: a run takes no value for them.
+  const nlohmann::json none = nlohmann::json::array();
+  for (const char* side : {"inputs", "fixed_inputs", "outputs"}) {
+    const std::string label = side == std::string("fixed_inputs") ? "fixed input (its value stored)"
+                                                                   : std::string(side).substr(0, std::strlen(side) - 1);
+    for (const nlohmann::json& t : m.contains(side) ? m.at(side) : none) {
+      fmt::print("{}: {} {}[{}]\n", label, t.at("name").get<std::string>(), t.at("dtype").get<std::string>(),
                  fmt::join(t.at("dims").get<std::vector<int64_t>>(), ","));
     }
   }
@@ -84,6 +94,9 @@ void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
              MiBText(static_cast<double>(bytes)));
   for (const auto& [layout, n] : layouts) fmt::print(" {} x {}", n, layout);
   fmt::print("\n");
+  // Their weights are among the layouts above; a CPU without bf16 products
+  // finds the file stale.
+  if (const int bf16 = m.value("bf16_products", 0); bf16 > 0) fmt::print("bf16 products: {}\n", bf16);
   const ArtifactSection* graph = file.Find("onnx.model");
   fmt::print("graph: the .onnx file, {}, with {} external data files\n",
              MiBText(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,8 @@
 #include "format/gguf.h"
 #include "format/weight_store.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_spec.h"
+#include "tokenizer/tokenizer_spec_codec.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
@@ -207,7 +210,7 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
   return Status::Ok();
 }
 
-Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
+Expected<LoadedModel> LoadArtifact(const EngineOptions& options, TokenizerLoad when) {
   KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(options.model));
   const std::string& path = options.model;
   if (!a.note.empty()) fmt::print(stderr, "note: {}\n", a.note);
@@ -219,6 +222,14 @@ Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
   }
   if (options.load_format == "dummy") return InvalidArgument("--load-format dummy: {} holds its weights", path);
   if (options.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());
+  // The packed matrices are what the first forward pass reads whole: their
+  // page tables fill on the idle core while the tokenizer and the engine
+  // are built. (Not the file rows, which only embedding lookups read.)
+  std::vector<const ArtifactSection*> packed;
+  for (const ArtifactSection& s : a.file->sections()) {
+    if (s.name.rfind("p.", 0) == 0) packed.push_back(&s);
+  }
+  a.file->PrefaultInBackground(packed);
   LoadedModel loaded;
   try {
     KILN_ASSIGN_OR_RETURN(loaded.weights,
@@ -229,7 +240,21 @@ Expected<LoadedModel> LoadArtifact(const EngineOptions& options) {
     } else {
       const nlohmann::json& tok = a.metadata.at("tokenizer");
       const std::string kind = tok.at("kind").get<std::string>();
-      if (kind == "gguf") {
+      if (kind == "spec") {
+        KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(tok.at("section").get<std::string>()));
+        KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, DecodeTokenizerSpec({s->data, s->bytes}, path));
+        if (when == TokenizerLoad::kInBackground) {
+          loaded.pending_tokenizer =
+              std::async(std::launch::async, [spec = std::move(spec)]() mutable {
+                using Built = Expected<std::shared_ptr<const Tokenizer>>;
+                auto built = Tokenizer::Create(std::move(spec));
+                if (!built.ok()) return Built(built.status());
+                return Built(std::shared_ptr<const Tokenizer>(std::move(built).value()));
+              }).share();
+        } else {
+          KILN_ASSIGN_OR_RETURN(loaded.tokenizer, Tokenizer::Create(std::move(spec)));
+        }
+      } else if (kind == "gguf") {  // written by earlier kiln versions, as are "folder" ones
         KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(tok.at("section").get<std::string>()));
         KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Parse(s->data, s->bytes, path));
         KILN_ASSIGN_OR_RETURN(loaded.tokenizer, LoadTokenizerFromGguf(*gguf));

@@ -16,23 +16,16 @@
 #include "engine/model_loader.h"
 #include "engine/model_session_options.h"
 #include "format/artifact_file.h"
-#include "format/gguf.h"
-#include "format/gguf_writer.h"
 #include "format/model_config_json.h"
 #include "format/weight_store.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_spec.h"
+#include "tokenizer/tokenizer_spec_codec.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The files a tokenizer folder may hold (tokenizer/load_tokenizer.cc and
-// tokenizer_config.cc read them), stored as they are.
-constexpr const char* kTokenizerFiles[] = {
-    "tokenizer.json", "tokenizer.model",         "vocab.json",         "merges.txt",
-    "encoder.json",   "vocab.bpe",               "tokenizer_config.json", "chat_template.jinja",
-    "special_tokens_map.json", "added_tokens.json", "generation_config.json", "config.json",
-};
 
 bool IsFile(const fs::path& p) {
   std::error_code ec;
@@ -47,47 +40,20 @@ Expected<nlohmann::json> FileHash(const fs::path& p) {
                         {"xxh64", fmt::format("{:016x}", ArtifactChecksum({mapped->data(), mapped->size()}))}};
 }
 
-// The tokenizer's sources: a GGUF file's metadata (as a GGUF image without
-// tensors) or a folder's tokenizer files. `path` is what LoadModel loads
-// the tokenizer from.
+// The tokenizer as Tokenizer::Create takes it, so that loading reads plain
+// arrays rather than parsing GGUF metadata or tokenizer.json again. `path`
+// is what LoadModel loads the tokenizer from.
 Status AddTokenizer(const std::string& path, ArtifactWriter* writer, nlohmann::json* meta) {
   if (path.empty()) {
     (*meta)["tokenizer"] = {{"kind", "none"}};
     return Status::Ok();
   }
-  std::error_code ec;
-  fs::path p(path);
-  if (IsFile(p) && p.extension() == ".gguf") {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
-    GgufWriter w(gguf->version());
-    for (const auto& [key, value] : gguf->metadata()) {
-      if (key.rfind("tokenizer.", 0) == 0 || key.rfind("general.", 0) == 0) KILN_RETURN_IF_ERROR(w.Set(key, value));
-    }
-    std::vector<uint8_t> image = w.Serialize();
-    KILN_RETURN_IF_ERROR(writer->AddText("tok.gguf", std::string(image.begin(), image.end())));
-    (*meta)["tokenizer"] = {{"kind", "gguf"}, {"section", "tok.gguf"}};
-    return Status::Ok();
-  }
-  // A folder, or one tokenizer file in a folder (with its neighbours).
-  const fs::path folder = fs::is_directory(p, ec) ? p : p.parent_path();
-  nlohmann::json files = nlohmann::json::array();
-  for (const char* name : kTokenizerFiles) {
-    if (!IsFile(folder / name)) continue;
-    KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString((folder / name).string()));
-    KILN_RETURN_IF_ERROR(writer->AddText(fmt::format("tok.{}", name), std::move(text)));
-    files.push_back(name);
-  }
-  std::string entry;
-  if (!fs::is_directory(p, ec)) {
-    entry = p.filename().string();
-    if (std::find(files.begin(), files.end(), entry) == files.end()) {
-      if (entry.size() + 4 > kArtifactMaxNameBytes) return Unsupported("tokenizer file name {} is too long", entry);
-      KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(p.string()));
-      KILN_RETURN_IF_ERROR(writer->AddText(fmt::format("tok.{}", entry), std::move(text)));
-      files.push_back(entry);
-    }
-  }
-  (*meta)["tokenizer"] = {{"kind", "folder"}, {"files", files}, {"entry", entry}};
+  KILN_ASSIGN_OR_RETURN(TokenizerSpec spec, LoadTokenizerSpec(path));
+  std::vector<uint8_t> bytes = EncodeTokenizerSpec(spec);
+  KILN_RETURN_IF_ERROR(writer->AddText("tok.spec", std::string(bytes.begin(), bytes.end())));
+  (*meta)["tokenizer"] = {{"kind", "spec"},
+                          {"section", "tok.spec"},
+                          {"from", fs::path(spec.source).filename().string()}};
   return Status::Ok();
 }
 

@@ -89,7 +89,7 @@ LLMEngine::LLMEngine(LoadedModel model, const EngineOptions& options)
 LLMEngine::~LLMEngine() = default;
 
 Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineOptions& options) {
-  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options));
+  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModel(options, TokenizerLoad::kInBackground));
   return Create(std::move(model), options);
 }
 
@@ -103,6 +103,8 @@ Expected<std::unique_ptr<LLMEngine>> LLMEngine::Create(LoadedModel model, const 
 
 Status LLMEngine::Init() {
   const ModelConfig& config = model_.weights->config();
+  // W8A8 calibration encodes text before the session exists.
+  if (options_.w8a8) KILN_RETURN_IF_ERROR(model_.FinishTokenizer());
   KILN_ASSIGN_OR_RETURN(ModelSessionOptions session_options, SessionOptionsFor(options_, model_));
   // The window pool needs window block tables in every pass, which only
   // this process's CPU passes of the model alone carry.
@@ -117,6 +119,8 @@ Status LLMEngine::Init() {
   } else {
     KILN_ASSIGN_OR_RETURN(session_, ModelSession::Create(*model_.weights, session_options));
   }
+  // The tokenizer was being built while the model compiled.
+  KILN_RETURN_IF_ERROR(model_.FinishTokenizer());
   const int64_t num_blocks = session_->num_kv_blocks();
   const int64_t block_bytes = session_->kv_cache().layout().BlockBytes();
   blocks_ = std::make_unique<BlockManager>(static_cast<int32_t>(num_blocks), options_.block_size,

@@ -13,11 +13,11 @@
 
 #include "core/status.h"
 #include "engine/engine_options.h"
+#include "engine/model_loader.h"
 
 namespace kiln {
 
 class ArtifactFile;
-struct LoadedModel;
 
 // What compiling wrote, summed up for `kiln compile` to print.
 struct ArtifactSummary {
@@ -83,6 +83,6 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
 // (ApplyArtifactOptions); an option away from its default that disagrees
 // is an error here too. options.verify_weights checks every weight
 // section's checksum first.
-Expected<LoadedModel> LoadArtifact(const EngineOptions& options);
+Expected<LoadedModel> LoadArtifact(const EngineOptions& options, TokenizerLoad when = TokenizerLoad::kNow);
 
 }  // namespace kiln

@@ -38,7 +38,16 @@ Expected<std::shared_ptr<const WeightStore>> LoadWeights(const EngineOptions& op
 
 }  // namespace
 
-Expected<LoadedModel> LoadModel(const EngineOptions& options) {
+Status LoadedModel::FinishTokenizer() {
+  if (!pending_tokenizer.valid()) return Status::Ok();
+  const Expected<std::shared_ptr<const Tokenizer>>& built = pending_tokenizer.get();
+  if (!built.ok()) return built.status();
+  tokenizer = *built;
+  pending_tokenizer = {};
+  return Status::Ok();
+}
+
+Expected<LoadedModel> LoadModel(const EngineOptions& options, TokenizerLoad when) {
   KILN_RETURN_IF_ERROR(options.Validate());
   if (!options.model.empty() && IsArtifactFile(options.model)) {
     if (options.tensor_parallel_size > 1) {
@@ -49,7 +58,7 @@ Expected<LoadedModel> LoadModel(const EngineOptions& options) {
       return Unsupported("{}: a compiled artifact cannot be split into pipeline stages; give the model it was "
                          "compiled from", options.model);
     }
-    return LoadArtifact(options);
+    return LoadArtifact(options, when);
   }
   if (options.tensor_parallel_size > 1 &&
       (options.collective == nullptr || options.collective->size() != options.tensor_parallel_size)) {

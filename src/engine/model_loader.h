@@ -3,6 +3,7 @@
 // generation config.
 #pragma once
 
+#include <future>
 #include <memory>
 
 #include "core/status.h"
@@ -16,10 +17,24 @@ class WeightStore;
 
 struct LoadedModel {
   std::shared_ptr<const WeightStore> weights;
-  // Null only for generated weights without a tokenizer (token ids in and out).
+  // Null only for generated weights without a tokenizer (token ids in and
+  // out), or while pending_tokenizer is set.
   std::shared_ptr<const Tokenizer> tokenizer;
   GenerationConfig generation;
+  // With TokenizerLoad::kInBackground, the tokenizer while it is being
+  // built on a thread of its own; FinishTokenizer waits for it.
+  std::shared_future<Expected<std::shared_ptr<const Tokenizer>>> pending_tokenizer;
+
+  // Sets `tokenizer` from pending_tokenizer, if any (an error if building
+  // it failed); a no-op otherwise.
+  Status FinishTokenizer();
 };
+
+// When LoadModel builds the tokenizer. In the background, it is built while
+// the caller goes on (compiling the model, allocating the KV cache: the
+// tokenizer of a compiled artifact takes as long as those), and the caller
+// must call FinishTokenizer before using it. Only artifacts use a thread.
+enum class TokenizerLoad { kNow, kInBackground };
 
 // Loads options.model (a compiled .kiln artifact through LoadArtifact; or,
 // with load_format "dummy", generates weights of options.preset's shapes or
@@ -27,6 +42,6 @@ struct LoadedModel {
 // when set). With tensor_parallel_size above 1 the weights are this rank's
 // shard (WeightStore::TensorParallelShard; the group must be set). Errors
 // name the path.
-Expected<LoadedModel> LoadModel(const EngineOptions& options);
+Expected<LoadedModel> LoadModel(const EngineOptions& options, TokenizerLoad when = TokenizerLoad::kNow);
 
 }  // namespace kiln
