@@ -1,6 +1,8 @@
 // KV pool allocation.
 #include "backend/kv_cache.h"
 
+#include <sys/mman.h>
+
 namespace kiln {
 
 int64_t KvCacheLayout::TokenElementBytes() const {
@@ -66,6 +68,12 @@ Expected<std::unique_ptr<KvCache>> KvCache::Allocate(const KvCacheLayout& layout
         {cache->keys(l), cache->values(l), cache->key_scales(l), cache->value_scales(l)});
   }
   return cache;
+}
+
+void KvCache::AdviseSmallPages() {
+  for (const auto* pools : {&keys_, &values_, &key_scales_, &value_scales_}) {
+    for (const DomainBuffer& b : *pools) ::madvise(b.data(), b.size(), MADV_NOHUGEPAGE);
+  }
 }
 
 float* KvCache::key_scales(int64_t layer) const {
