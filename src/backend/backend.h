@@ -220,8 +220,12 @@ class Backend {
   }
 
   // True when this backend multiplies bf16 inputs natively (for the
-  // `mixed` precision policy).
+  // `mixed` precision policy of language models, whose kernels use the
+  // instructions directly).
   virtual bool has_native_bf16_dot() const { return false; }
+  // True when this backend's tensor kernels multiply the bf16 products the
+  // tensor graphs' precision policy asks for (compute_dtype = bf16).
+  virtual bool has_bf16_tensor_products() const { return has_native_bf16_dot(); }
 };
 
 // The backends of this process, created once and shared by every model:

@@ -112,6 +112,16 @@ Status FillInfo(const std::vector<kiln::OnnxTensorInfo>& slots, size_t index, co
   return Status::Ok();
 }
 
+// An input of an artifact's that was fixed when it was compiled, passed
+// anyway: the session's error naming it (rather than a count that is off).
+Status RefuseFixedWhenCompiled(const kiln::OnnxSession& session, const kiln_tensor* inputs, size_t num_inputs) {
+  if (inputs == nullptr) return Status::Ok();  // BindTensors says what is wrong
+  for (size_t i = 0; i < num_inputs; ++i) {
+    if (inputs[i].name != nullptr) KILN_RETURN_IF_ERROR(session.RefuseInputFixedWhenCompiled(inputs[i].name));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -199,6 +209,7 @@ kiln_status kiln_onnx_model_output_shape(kiln_onnx_model* model, const kiln_tens
     if (output >= session.outputs().size()) {
       return kiln::OutOfRange("output index {}: the model has {} outputs", output, session.outputs().size());
     }
+    KILN_RETURN_IF_ERROR(RefuseFixedWhenCompiled(session, inputs, num_inputs));
     KILN_ASSIGN_OR_RETURN(std::vector<kiln::TensorRef> refs,
                           kiln::capi::BindTensors(inputs, num_inputs, session.inputs(), "input",
                                                   kiln::capi::BufferUse::kTypesOnly));
@@ -225,6 +236,7 @@ kiln_status kiln_onnx_model_run(kiln_onnx_model* model, const kiln_tensor* input
   return Guard("kiln_onnx_model_run", [&]() -> Status {
     if (model == nullptr) return InvalidArgument("model is NULL");
     kiln::OnnxSession& session = *model->session;
+    KILN_RETURN_IF_ERROR(RefuseFixedWhenCompiled(session, inputs, num_inputs));
     KILN_ASSIGN_OR_RETURN(
         std::vector<kiln::TensorRef> in,
         kiln::capi::BindTensors(inputs, num_inputs, session.inputs(), "input", kiln::capi::BufferUse::kRead));

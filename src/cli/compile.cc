@@ -1,11 +1,14 @@
 // `kiln compile MODEL -o OUT.kiln [engine flags]`: compiles a model once
 // into an artifact that -m loads without packing its weights again.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/backend_plugin_flag.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/inspect_onnx.h"
+#include "cli/onnx_feeds.h"
 #include "engine/model_artifact.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_input_shape.h"
@@ -14,17 +17,30 @@
 namespace kiln::cli {
 namespace {
 
-// An ONNX graph: the backend, precision and threads of the engine flags.
-Status CompileOnnx(const EngineFlags& engine, const std::vector<std::string>& input_shapes,
-                   const std::vector<std::string>& sample_shapes, const std::string& output) {
+// What is given for an ONNX graph's inputs.
+struct OnnxInputFlags {
+  std::vector<std::string> input_shapes, sample_shapes;
+  std::vector<std::string> inputs, fixed_inputs;  // values, and which of them are fixed
+};
+
+// An ONNX graph: the backend, precision and threads of the engine flags;
+// the inputs fixed here are stored with their values, as constants.
+Status CompileOnnx(const EngineFlags& engine, const OnnxInputFlags& flags, const std::string& output) {
   KILN_RETURN_IF_ERROR(LoadBackendPlugins(engine.backend_plugins));
-  OnnxSessionOptions options;
-  for (const std::string& s : input_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &options.input_shapes));
+  KILN_ASSIGN_OR_RETURN(auto feeds, ReadOnnxFeeds(flags.inputs));
+  for (const auto& [name, value] : feeds) {
+    if (std::find(flags.fixed_inputs.begin(), flags.fixed_inputs.end(), name) == flags.fixed_inputs.end()) {
+      return InvalidArgument("--input {}: an artifact stores only inputs fixed at compile time; add --fixed-input "
+                             "{}, or give the value when running it",
+                             name, name);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(OnnxSessionOptions options, OnnxOptionsFromFlags(flags.input_shapes, flags.fixed_inputs, feeds));
   options.backend = engine.options.backend;
   options.threads = engine.options.threads;
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(engine.precision, Precision::kFp32));
   std::map<std::string, std::vector<int64_t>> samples;
-  for (const std::string& s : sample_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &samples));
+  for (const std::string& s : flags.sample_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &samples));
   KILN_ASSIGN_OR_RETURN(OnnxArtifactSummary summary,
                         CompileOnnxArtifact(engine.options.model, options, output, samples));
   fmt::print("{}: ONNX graph{}, {} constants in their kernels' layouts, {:.1f} MiB (compiled in {:.2f} s)\n",
@@ -53,8 +69,7 @@ void RegisterCompile(CLI::App& app) {
   struct Args {
     EngineFlags engine;
     std::string output;
-    std::vector<std::string> input_shapes;   // ONNX graphs
-    std::vector<std::string> sample_shapes;  // ONNX graphs
+    OnnxInputFlags onnx;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -63,12 +78,18 @@ void RegisterCompile(CLI::App& app) {
   cmd->add_option("model", a->engine.options.model, "A Hugging Face folder, a .gguf, an .onnx file or a pipeline file (.json) (or -m)");
   AddEngineFlags(cmd, &a->engine);
   cmd->add_option("-o,--output", a->output, "The artifact to write (OUT.kiln)")->required();
-  cmd->add_option("--input-shape", a->input_shapes,
+  cmd->add_option("--input-shape", a->onnx.input_shapes,
                   "ONNX graphs: NAME:DIMS, the input shape to compile for, e.g. images:1,3,640,640 (an input "
                   "left open is compiled per shape at run time)");
-  cmd->add_option("--sample-shape", a->sample_shapes,
+  cmd->add_option("--sample-shape", a->onnx.sample_shapes,
                   "ONNX graphs: NAME:DIMS, a shape to compile an input left open at, so that its convolutions' "
                   "weights are stored in their kernels' layouts; the input stays open");
+  cmd->add_option("--input", a->onnx.inputs,
+                  "ONNX graphs: NAME=FILE.npy (or FILE.pb), the value of an input given to --fixed-input");
+  cmd->add_option("--fixed-input", a->onnx.fixed_inputs,
+                  "ONNX graphs: NAME, an input compiled with its --input value fixed (a shape, scales, or a "
+                  "product's second operand fed as a graph input): the artifact stores the value and what is "
+                  "folded from it, and takes no value for it when it runs");
   cmd->callback([a]() {
     // An artifact holds the whole model; the split is made when running it.
     if (a->engine.options.tensor_parallel_size > 1 || a->engine.options.pipeline_parallel_size > 1) {
@@ -78,10 +99,11 @@ void RegisterCompile(CLI::App& app) {
       return;
     }
     if (IsPipelineFilePath(a->engine.options.model)) {
-      Status s = a->input_shapes.empty() && a->sample_shapes.empty()
+      Status s = a->onnx.input_shapes.empty() && a->onnx.sample_shapes.empty() && a->onnx.inputs.empty() &&
+                         a->onnx.fixed_inputs.empty()
                      ? CompilePipeline(a->engine, a->output)
-                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape and --sample-shape "
-                                       "are for one ONNX graph");
+                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape, --sample-shape, "
+                                       "--input and --fixed-input are for one ONNX graph");
       if (!s.ok()) {
         fmt::print(stderr, "kiln compile: {}\n", s.ToString());
         SetExitCode(1);
@@ -89,15 +111,16 @@ void RegisterCompile(CLI::App& app) {
       return;
     }
     if (IsOnnxPath(a->engine.options.model)) {
-      Status s = CompileOnnx(a->engine, a->input_shapes, a->sample_shapes, a->output);
+      Status s = CompileOnnx(a->engine, a->onnx, a->output);
       if (!s.ok()) {
         fmt::print(stderr, "kiln compile: {}\n", s.ToString());
         SetExitCode(1);
       }
       return;
     }
-    if (!a->input_shapes.empty() || !a->sample_shapes.empty()) {
-      fmt::print(stderr, "kiln compile: --input-shape and --sample-shape are for ONNX graphs\n");
+    if (!a->onnx.input_shapes.empty() || !a->onnx.sample_shapes.empty() || !a->onnx.inputs.empty() ||
+        !a->onnx.fixed_inputs.empty()) {
+      fmt::print(stderr, "kiln compile: --input-shape, --sample-shape, --input and --fixed-input are for ONNX graphs\n");
       SetExitCode(2);
       return;
     }

@@ -69,7 +69,7 @@ std::string ShapeReason(const Graph& g, const Node& n, Precision precision) {
 // Why backend `b` does not multiply `n` in bf16 ("" when it does).
 std::string BackendReason(const Graph& g, const Node& n, const Backend& b, const Backend& cpu) {
   if (&b == &cpu) {
-    return b.has_native_bf16_dot()
+    return b.has_bf16_tensor_products()
                ? ""
                : "this CPU multiplies no bf16 natively (no AVX-512 BF16 or AMX, or KILN_ISA caps "
                  "it)";

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "compiler/artifact_compatibility.h"
 #include "compiler/compiled_tensor_graph.h"
 #include "core/cpu_info.h"
@@ -68,6 +69,13 @@ std::string RebuildHint(const std::string& path, const nlohmann::json& meta) {
       }
     }
   }
+  for (const nlohmann::json& f : meta.value("fixed_inputs", nlohmann::json::array())) {
+    const std::string name = f.at("name").get<std::string>();
+    shapes += fmt::format(" --input {}=VALUE.npy --fixed-input {}", name, name);
+  }
+  const std::string precision =
+      meta.value(nlohmann::json::json_pointer("/options/--precision"), std::string("fp32"));
+  if (precision != "fp32") shapes += " --precision " + precision;
   return fmt::format("rebuild it on this machine: kiln compile {}{} -o {}", source, shapes, path);
 }
 
@@ -88,25 +96,118 @@ Status RecordedOptions(const nlohmann::json& meta, OnnxSessionOptions* o) {
   return Status::Ok();
 }
 
+// The products the precision policy multiplies in bf16 on the CPU (it does
+// so only where the CPU multiplies bf16 natively).
+int Bf16ProductsOnCpu(const CompiledTensorGraph& compiled) {
+  const std::string cpu = BackendRegistry::Get().cpu().name();
+  int n = 0;
+  for (const Node& node : compiled.graph().nodes()) {
+    if (node.dead || node.backend != cpu || !node.named_attrs.Has("compute_dtype")) continue;
+    auto dtype = node.named_attrs.String("compute_dtype");
+    n += dtype.ok() && *dtype == "bf16";
+  }
+  return n;
+}
+
+// Why the artifact at `path` is stale ("" when it is not): as any
+// artifact (kernel-layout version, ISA), or compiled with products in bf16
+// for a CPU that multiplies bf16 and loaded on one that does not, where the
+// same options compile them in fp32: what it stores would go unused and its
+// outputs would not be the compiled plan's.
+Expected<std::string> OnnxArtifactStaleReason(const std::string& path, const nlohmann::json& meta) {
+  KILN_ASSIGN_OR_RETURN(std::string stale, ArtifactStaleReason(path, meta));
+  if (!stale.empty()) return stale;
+  const int bf16 = meta.value("bf16_products", 0);
+  if (bf16 > 0 && !BackendRegistry::Get().cpu().has_bf16_tensor_products()) {
+    return fmt::format("compiled with {} products in bf16 (--precision {}) on a CPU that multiplied bf16 ({}); "
+                       "this one does not (no AVX-512 BF16 or AMX, or KILN_ISA caps it), so it would compute "
+                       "them in fp32",
+                       bf16, meta.at("options").at("--precision").get<std::string>(),
+                       meta.value(nlohmann::json::json_pointer("/cpu/model"), std::string("?")));
+  }
+  return std::string();
+}
+
+// The inputs fixed when the artifact was compiled (`--fixed-input`), whose
+// values its graph holds as initializers.
+std::vector<std::string> FixedWhenCompiled(const nlohmann::json& meta) {
+  std::vector<std::string> names;
+  for (const nlohmann::json& f : meta.value("fixed_inputs", nlohmann::json::array())) {
+    names.push_back(f.at("name").get<std::string>());
+  }
+  return names;
+}
+
+// The graph stored in `file`, its external data read where the sections
+// holding it are mapped.
+Expected<OnnxModel> ReadStoredGraph(const std::shared_ptr<const ArtifactFile>& file, const nlohmann::json& meta,
+                                    const std::string& path,
+                                    const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  std::map<std::string, std::span<const uint8_t>> external;
+  for (const nlohmann::json& e : meta.at("external_data")) {
+    KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, file->Require(e.at("section").get<std::string>()));
+    external[e.at("location").get<std::string>()] = s->span();
+  }
+  OnnxReadOptions read;
+  read.input_shapes = input_shapes;
+  read.external_data_keeper = file;  // weights used where they are mapped
+  read.external_data = [external, path](const std::string& location) -> Expected<std::span<const uint8_t>> {
+    auto it = external.find(location);
+    if (it == external.end()) return Corrupt("{}: external data file '{}' is not stored", path, location);
+    return it->second;
+  };
+  KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, file->Require("onnx.model"));
+  auto model = ParseOnnxModel(graph->data, graph->bytes, "", read);
+  if (!model.ok()) return model.status().WithContext(fmt::format("{}: the stored graph", path));
+  return std::move(*model);
+}
+
+// The values of the inputs fixed when the artifact was compiled, copied out
+// of its graph (to compile it again with them).
+Expected<std::map<std::string, HostTensor>> StoredFixedInputs(const std::shared_ptr<const ArtifactFile>& file,
+                                                              const nlohmann::json& meta, const std::string& path) {
+  std::map<std::string, HostTensor> values;
+  const std::vector<std::string> names = FixedWhenCompiled(meta);
+  if (names.empty()) return values;
+  KILN_ASSIGN_OR_RETURN(OnnxModel model, ReadStoredGraph(file, meta, path, {}));
+  for (const std::string& name : names) {
+    auto it = std::find_if(model.graph.initializers.begin(), model.graph.initializers.end(),
+                           [&name](const OnnxTensor& t) { return t.name == name; });
+    if (it == model.graph.initializers.end()) {
+      return Corrupt("{}: fixed input {} has no value in the stored graph", path, name);
+    }
+    HostTensor t(TensorType{it->dtype, it->dims});
+    if (t.bytes.size() != it->data.size()) {
+      return Corrupt("{}: fixed input {}: {} bytes stored for {}", path, name, it->data.size(), t.type.ToString());
+    }
+    std::copy(it->data.data(), it->data.data() + it->data.size(), t.bytes.begin());
+    values.emplace(name, std::move(t));
+  }
+  return values;
+}
+
 }  // namespace
 
 Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
                                                   const std::string& output,
                                                   const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
   if (IsArtifactFile(model)) return InvalidArgument("{} is already a compiled artifact", model);
-  if (!options.fixed_inputs.empty()) {
-    return Unsupported("inputs fixed at compile time cannot be stored in an artifact yet");
-  }
   auto laid_out = std::make_shared<LaidOutWeights>();
   options.laid_out = laid_out;
   KILN_ASSIGN_OR_RETURN(auto session, OnnxSession::Load(model, options));
   std::vector<TensorType> types;
   nlohmann::json shapes = nlohmann::json::object();
-  auto describe = [](const std::vector<OnnxTensorInfo>& infos) {
+  // The inputs fixed here are no inputs of the artifact: its graph holds
+  // their values.
+  auto is_fixed = [&options](const OnnxTensorInfo& i) { return options.fixed_inputs.count(i.name) > 0; };
+  auto describe = [](const std::vector<OnnxTensorInfo>& infos, auto keep) {
     nlohmann::json list = nlohmann::json::array();
-    for (const OnnxTensorInfo& i : infos) list.push_back({{"name", i.name}, {"dtype", DTypeName(i.dtype)}, {"dims", i.dims}});
+    for (const OnnxTensorInfo& i : infos) {
+      if (keep(i)) list.push_back({{"name", i.name}, {"dtype", DTypeName(i.dtype)}, {"dims", i.dims}});
+    }
     return list;
   };
+  auto all = [](const OnnxTensorInfo&) { return true; };
   // An input with a dimension left open (no --input-shape) keeps it open:
   // the graph is then compiled per input shape at run time, as the .onnx
   // file is, and nothing is compiled here.
@@ -116,7 +217,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
       if (d < 0 && open_input.empty()) open_input = fmt::format("{} [{}]", i.name, DimsToString(i.dims));
     }
     types.push_back(TensorType{i.dtype, i.dims});
-    shapes[i.name] = i.dims;
+    if (!is_fixed(i)) shapes[i.name] = i.dims;
   }
   for (const auto& [name, dims] : sample_shapes) {
     const auto& inputs = session->inputs();
@@ -149,10 +250,19 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
                      {"--precision", PrecisionName(options.precision)},
                      {"--threads", options.threads},
                      {"fuse", options.fuse}};
+  nlohmann::json fixed_names = nlohmann::json::array();
+  for (const auto& [name, value] : options.fixed_inputs) fixed_names.push_back(name);
+  if (!fixed_names.empty()) meta["options"]["--fixed-input"] = fixed_names;
   meta["input_shapes"] = shapes;
   meta["sample_shapes"] = sample_shapes;
-  meta["inputs"] = describe(session->inputs());
-  meta["outputs"] = describe(session->outputs());
+  meta["inputs"] = describe(session->inputs(), [&](const OnnxTensorInfo& i) { return !is_fixed(i); });
+  meta["fixed_inputs"] = describe(session->inputs(), is_fixed);
+  meta["outputs"] = describe(session->outputs(), all);
+  // Their bf16 layouts are stored; a CPU without bf16 products finds the
+  // file stale.
+  meta["bf16_products"] = compiled != nullptr ? Bf16ProductsOnCpu(*compiled)
+                          : sample != nullptr ? Bf16ProductsOnCpu(*sample)
+                                              : 0;
   meta["compile_seconds"] = compiled != nullptr ? compiled->report().compile_seconds
                            : sample != nullptr ? sample->report().compile_seconds
                                                : 0.0;
@@ -192,8 +302,14 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     if (it == external_files.end()) return NotFound("external data file '{}' was not read", location);
     return std::span<const uint8_t>(it->second->data(), it->second->size());
   };
-  KILN_ASSIGN_OR_RETURN(SplitOnnxModel split,
-                        SplitOnnxWeights({onnx->data(), onnx->size()}, kArtifactWeightsLocation, file_bytes));
+  // A fixed input's value becomes an initializer of the stored graph, so
+  // that loading folds it as this compile did.
+  std::map<std::string, OnnxInputValue> fixed_values;
+  for (const auto& [name, value] : options.fixed_inputs) {
+    fixed_values[name] = OnnxInputValue{value.type.dtype, value.type.dims, {value.bytes.data(), value.bytes.size()}};
+  }
+  KILN_ASSIGN_OR_RETURN(SplitOnnxModel split, SplitOnnxWeights({onnx->data(), onnx->size()}, kArtifactWeightsLocation,
+                                                               file_bytes, fixed_values));
   const std::span<const uint8_t> weights(reinterpret_cast<const uint8_t*>(split.weights.data()),
                                          split.weights.size());
   // Read the graph back as loading will: it must parse, and whichever
@@ -201,6 +317,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   // initializers) are stored whole.
   OnnxReadOptions check;
   check.input_shapes = options.input_shapes;
+  for (const auto& [name, value] : options.fixed_inputs) check.input_shapes.erase(name);
   check.external_data = [&](const std::string& location) -> Expected<std::span<const uint8_t>> {
     if (location == kArtifactWeightsLocation) return weights;
     return file_bytes(location);
@@ -259,7 +376,7 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
                              path);
     }
     if (given.recompile_if_stale) {
-      KILN_ASSIGN_OR_RETURN(std::string stale, ArtifactStaleReason(path, a.metadata));
+      KILN_ASSIGN_OR_RETURN(std::string stale, OnnxArtifactStaleReason(path, a.metadata));
       if (!stale.empty()) {
         a = OnnxArtifact();  // unmapped before the file is replaced
         KILN_ASSIGN_OR_RETURN(std::string rebuilt, RecompileStaleOnnxArtifact(path));
@@ -270,11 +387,28 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
       }
     }
     KILN_RETURN_IF_ERROR(CheckArtifactRuns(path, a.metadata, RebuildHint(path, a.metadata), &a.note));
+    KILN_ASSIGN_OR_RETURN(std::string stale, OnnxArtifactStaleReason(path, a.metadata));
+    if (!stale.empty()) {
+      return Unsupported("{}: stale artifact: {}; {} (or load it with --recompile-if-stale)", path, stale,
+                         RebuildHint(path, a.metadata));
+    }
     if (given.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());
-    if (!given.fixed_inputs.empty()) {
-      return InvalidArgument("{}: an artifact's inputs are not fixed at compile time; give them at run time", path);
+    const std::vector<std::string> fixed = FixedWhenCompiled(a.metadata);
+    auto fixed_when_compiled = [&fixed](const std::string& name) {
+      return std::find(fixed.begin(), fixed.end(), name) != fixed.end();
+    };
+    for (const auto& [name, value] : given.fixed_inputs) {
+      if (fixed_when_compiled(name)) {
+        return InvalidArgument("--fixed-input {}: {} was fixed when the artifact {} was compiled, and its value is "
+                               "stored in it; leave out --fixed-input {} and --input {}",
+                               name, name, path, name, name);
+      }
+      return InvalidArgument("--fixed-input {}: an input of an artifact is fixed when it is compiled (kiln compile "
+                             "--input {}=FILE --fixed-input {}), not when it runs",
+                             name, name, name);
     }
     a.options = given;
+    a.options.fixed_when_compiled = fixed;
     KILN_RETURN_IF_ERROR(RecordedOptions(a.metadata, &a.options));
     a.options.threads = given.threads;  // the pool's size only: the kernels are the same
     // Unfused (kiln diff, for every intermediate): the convolutions keep
@@ -292,6 +426,11 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
                              PrecisionName(given.precision), PrecisionName(a.options.precision));
     }
     for (const auto& [name, dims] : given.input_shapes) {
+      if (fixed_when_compiled(name)) {
+        return InvalidArgument("--input-shape {}: {} was fixed when the artifact was compiled; its value and shape "
+                               "are stored in it",
+                               name, name);
+      }
       if (!a.metadata.at("input_shapes").contains(name)) {
         return InvalidArgument("--input-shape {}: the artifact has no input of that name (it was compiled for {})",
                                name, ShapesText(a.metadata.at("input_shapes")));
@@ -318,23 +457,7 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
     }
     store->Keep(a.file);
     a.options.laid_out = std::move(store);
-    std::map<std::string, std::span<const uint8_t>> external;
-    for (const nlohmann::json& e : a.metadata.at("external_data")) {
-      KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, a.file->Require(e.at("section").get<std::string>()));
-      external[e.at("location").get<std::string>()] = s->span();
-    }
-    OnnxReadOptions read;
-    read.input_shapes = a.options.input_shapes;
-    read.external_data_keeper = a.file;  // weights used where they are mapped
-    read.external_data = [external, path](const std::string& location) -> Expected<std::span<const uint8_t>> {
-      auto it = external.find(location);
-      if (it == external.end()) return Corrupt("{}: external data file '{}' is not stored", path, location);
-      return it->second;
-    };
-    KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, a.file->Require("onnx.model"));
-    auto model = ParseOnnxModel(graph->data, graph->bytes, "", read);
-    if (!model.ok()) return model.status().WithContext(fmt::format("{}: the stored graph", path));
-    a.model = std::move(*model);
+    KILN_ASSIGN_OR_RETURN(a.model, ReadStoredGraph(a.file, a.metadata, path, a.options.input_shapes));
   } catch (const nlohmann::json::exception& e) {
     return Corrupt("{}: metadata: {}", path, e.what());
   }
@@ -347,13 +470,17 @@ Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
   std::string stale, source;
   nlohmann::json recorded_files;
   {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(path));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> opened, ArtifactFile::Open(path));
+    const std::shared_ptr<const ArtifactFile> file = std::move(opened);
     KILN_ASSIGN_OR_RETURN(const ArtifactSection* section, file->Require("metadata"));
     try {
       const nlohmann::json meta = nlohmann::json::parse(section->text());
-      KILN_ASSIGN_OR_RETURN(stale, ArtifactStaleReason(path, meta));
+      KILN_ASSIGN_OR_RETURN(stale, OnnxArtifactStaleReason(path, meta));
       if (stale.empty()) return InvalidArgument("{}: not stale, nothing to rebuild", path);
       KILN_RETURN_IF_ERROR(RecordedOptions(meta, &options));
+      // The fixed inputs' values are the stored graph's: the rebuild folds
+      // the same ones (copied, as the file is replaced).
+      KILN_ASSIGN_OR_RETURN(options.fixed_inputs, StoredFixedInputs(file, meta, path));
       if (meta.contains("sample_shapes")) {
         sample_shapes = meta.at("sample_shapes").get<std::map<std::string, std::vector<int64_t>>>();
       }

@@ -3,8 +3,9 @@
 // .kiln container (format/artifact_file.h) with
 //   metadata    provenance (kiln version, kernel-layout version, backend,
 //               ISA features, the .onnx and external data files' xxh64), the
-//               options and input shapes it was compiled for, and the index
-//               of the sections below;
+//               options and input shapes it was compiled for, the inputs
+//               fixed then (`--fixed-input`), and the index of the sections
+//               below;
 //   plan        the plan as `kiln inspect MODEL.onnx --plan` prints it
 //               (plan.nodes: with --nodes);
 //   onnx.model  the graph: the .onnx file's ModelProto with its
@@ -13,7 +14,9 @@
 //               deterministic stages (milliseconds; the kiln version, ISA
 //               and options they depend on are recorded and checked), rather
 //               than a second serialized form of the IR; checked at every
-//               load, which costs little now that it holds no weights;
+//               load, which costs little now that it holds no weights; an
+//               input fixed at compile time is an initializer of it (its
+//               value), so loading folds it as compiling did;
 //   onnx.w      the initializers' bytes (1 KiB or more), each at a 64-byte
 //               boundary, which the graph names as external data: mapped,
 //               and used where they lie (no copy), checked on request
@@ -21,8 +24,11 @@
 //   onnx.x.N    an external data file the graph still names (tensors other
 //               than the main graph's initializers), stored whole;
 //   w.N         the constants the kernels laid out for themselves (each
-//               convolution's weights in its kernel's layout), page-aligned,
-//               mapped at load and used where they lie.
+//               convolution's weights in its kernel's layout, the products'
+//               packed panels, the bf16 products' weights in oneDNN's
+//               format), page-aligned, mapped at load and used where they
+//               lie. The metadata counts the products compiled in bf16: a
+//               CPU without bf16 products finds such a file stale.
 #pragma once
 
 #include <map>
@@ -53,7 +59,9 @@ struct OnnxArtifactSummary {
 // `sample_shapes` (`--sample-shape`) compiles such inputs at one shape
 // here, so that its convolutions' layouts are stored and taken at run time
 // by every shape whose kernels read the same layout (kiln's are the same
-// at any image size; oneDNN's are matched by their format).
+// at any image size; oneDNN's are matched by their format). The inputs in
+// options.fixed_inputs are compiled with their values and stored as
+// constants: the artifact has no such inputs.
 Expected<OnnxArtifactSummary> CompileOnnxArtifact(
     const std::string& model, OnnxSessionOptions options, const std::string& output,
     const std::map<std::string, std::vector<int64_t>>& sample_shapes = {});

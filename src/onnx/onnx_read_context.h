@@ -26,6 +26,10 @@ struct OnnxReadContext {
 // for the types kiln does not hold (string, complex, unsigned 16/32/64-bit).
 std::optional<DType> DTypeFromOnnx(int32_t onnx_type);
 
+// ONNX's TensorProto.DataType value for kiln's `dtype` (DTypeFromOnnx's
+// inverse), or nullopt for a type ONNX has no value for.
+std::optional<int32_t> OnnxTypeFromDType(DType dtype);
+
 // The ONNX name of `onnx_type` ("FLOAT", "STRING", ...), for messages.
 std::string OnnxTypeName(int32_t onnx_type);
 

@@ -1,6 +1,7 @@
 // Loading, compiling per input shape, and running ONNX models.
 #include "onnx/onnx_session.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -193,6 +194,15 @@ ThreadPool* OnnxSession::pool() { return impl_->pool.get(); }
 const OnnxModel& OnnxSession::model() const { return impl_->model; }
 const OnnxSessionOptions& OnnxSession::options() const { return impl_->options; }
 
+Status OnnxSession::RefuseInputFixedWhenCompiled(const std::string& name) const {
+  const std::vector<std::string>& fixed = impl_->options.fixed_when_compiled;
+  if (std::find(fixed.begin(), fixed.end(), name) == fixed.end()) return Status::Ok();
+  return InvalidArgument(
+      "input {}: its value was fixed when the artifact was compiled (--fixed-input {}) and is stored in it; "
+      "pass no value for it",
+      name, name);
+}
+
 Expected<std::vector<HostTensor>> OnnxSession::Run(const std::map<std::string, HostTensor>& inputs) {
   std::vector<TensorRef> refs;
   for (const OnnxTensorInfo& info : impl_->inputs) {
@@ -204,6 +214,7 @@ Expected<std::vector<HostTensor>> OnnxSession::Run(const std::map<std::string, H
     refs.push_back(TensorRef{it->second.type, const_cast<uint8_t*>(it->second.bytes.data())});
   }
   for (const auto& [name, t] : inputs) {
+    KILN_RETURN_IF_ERROR(RefuseInputFixedWhenCompiled(name));
     bool known = false;
     for (const OnnxTensorInfo& info : impl_->inputs) known = known || info.name == name;
     if (!known) return InvalidArgument("the model has no input named {}", name);

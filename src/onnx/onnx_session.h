@@ -46,6 +46,10 @@ struct OnnxSessionOptions {
   // pads fed as a graph input, which kiln's static shapes need to know. A
   // run must pass the same values.
   std::map<std::string, HostTensor> fixed_inputs;
+  // An artifact's inputs that were fixed when it was compiled: its graph
+  // holds their values as constants, so they are no inputs of it; a run
+  // that passes one is an error naming it (set by loading the artifact).
+  std::vector<std::string> fixed_when_compiled;
   std::string backend = "cpu";  // the target; what it cannot run falls back to the CPU
   Precision precision = Precision::kFp32;
   int threads = 0;    // 0: physical cores
@@ -103,6 +107,11 @@ class OnnxSession {
   // must be of the type OutputTypes gives. Not reentrant: one run at a time
   // per session.
   Status Run(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs);
+
+  // An error naming `name` when it is an input an artifact was compiled
+  // with fixed (options().fixed_when_compiled), which a run must not pass;
+  // Ok otherwise.
+  Status RefuseInputFixedWhenCompiled(const std::string& name) const;
 
   // Runs on named host tensors; returns the outputs in outputs() order.
   Expected<std::vector<HostTensor>> Run(const std::map<std::string, HostTensor>& inputs);

@@ -23,6 +23,13 @@ std::optional<DType> DTypeFromOnnx(int32_t onnx_type) {
   }
 }
 
+std::optional<int32_t> OnnxTypeFromDType(DType dtype) {
+  for (int32_t t = onnx_proto::kFloat; t <= onnx_proto::kBfloat16; ++t) {
+    if (DTypeFromOnnx(t) == dtype) return t;
+  }
+  return std::nullopt;
+}
+
 std::string OnnxTypeName(int32_t onnx_type) {
   static const char* const kNames[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
                                        "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",

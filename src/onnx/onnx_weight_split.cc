@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include "core/dtype.h"
 #include "onnx/onnx_proto.h"
@@ -19,6 +20,11 @@ using onnx_proto::Wire;
 // onnx.proto's field numbers for what is rewritten.
 constexpr uint32_t kModelGraph = 7;
 constexpr uint32_t kGraphInitializer = 5;
+constexpr uint32_t kGraphInput = 11;
+constexpr uint32_t kValueInfoName = 1;
+constexpr uint32_t kTensorDims = 1;
+constexpr uint32_t kTensorDataType = 2;
+constexpr uint32_t kTensorName = 8;
 constexpr uint32_t kTensorRawData = 9;
 constexpr uint32_t kTensorExternalData = 13;
 constexpr uint32_t kTensorDataLocation = 14;
@@ -79,9 +85,31 @@ uint64_t ParseNumber(const std::string& text, bool* ok) {
   return v;
 }
 
+void AppendVarintField(uint32_t field, uint64_t v, std::string* out) {
+  AppendVarint((uint64_t{field} << 3) | kVarintWire, out);
+  AppendVarint(v, out);
+}
+
+// The name (field 1, a string) of the message in `contents`: a
+// ValueInfoProto's.
+Expected<std::string> NameField(Wire contents, const char* what) {
+  std::string name;
+  KILN_RETURN_IF_ERROR(ForEachField(contents.position(), contents.position() + contents.remaining(), what,
+                                    [&](uint32_t number, int wire_type, std::string_view, Wire field) -> Status {
+                                      if (number == kValueInfoName && wire_type == kLenWire) {
+                                        name.assign(reinterpret_cast<const char*>(field.position()),
+                                                    field.remaining());
+                                      }
+                                      return Status::Ok();
+                                    }));
+  return name;
+}
+
 class Splitter {
  public:
-  Splitter(const std::string& location, const OnnxExternalFiles& files) : location_(location), files_(files) {}
+  Splitter(const std::string& location, const OnnxExternalFiles& files,
+           const std::map<std::string, OnnxInputValue>& fixed)
+      : location_(location), files_(files), fixed_(fixed) {}
 
   Status Model(std::span<const uint8_t> model) {
     return ForEachField(model.data(), model.data() + model.size(), "model",
@@ -101,21 +129,76 @@ class Splitter {
 
  private:
   Status Graph(Wire contents, std::string* out) {
-    return ForEachField(contents.position(), contents.position() + contents.remaining(), "graph",
-                        [&](uint32_t number, int wire_type, std::string_view whole, Wire tensor) -> Status {
-                          if (number != kGraphInitializer || wire_type != kLenWire) {
-                            out->append(whole);
-                            return Status::Ok();
-                          }
-                          std::string rewritten;
-                          KILN_ASSIGN_OR_RETURN(bool moved, Initializer(tensor, &rewritten));
-                          if (moved) {
-                            AppendLenField(kGraphInitializer, rewritten, out);
-                          } else {
-                            out->append(whole);
-                          }
-                          return Status::Ok();
-                        });
+    std::set<std::string> fixed_seen;
+    KILN_RETURN_IF_ERROR(ForEachField(
+        contents.position(), contents.position() + contents.remaining(), "graph",
+        [&](uint32_t number, int wire_type, std::string_view whole, Wire field) -> Status {
+          if (number == kGraphInput && wire_type == kLenWire && !fixed_.empty()) {
+            KILN_ASSIGN_OR_RETURN(std::string name, NameField(field, "graph input"));
+            if (fixed_.count(name)) {
+              fixed_seen.insert(name);  // an initializer now
+            } else {
+              out->append(whole);
+            }
+            return Status::Ok();
+          }
+          if (number != kGraphInitializer || wire_type != kLenWire) {
+            out->append(whole);
+            return Status::Ok();
+          }
+          std::string rewritten;
+          KILN_ASSIGN_OR_RETURN(Rewrite r, Initializer(field, &rewritten));
+          if (r == Rewrite::kRewritten) AppendLenField(kGraphInitializer, rewritten, out);
+          if (r == Rewrite::kKept) out->append(whole);
+          return Status::Ok();
+        }));
+    for (const auto& [name, value] : fixed_) {
+      if (!fixed_seen.count(name)) return InvalidArgument("fixed input {}: the graph has no input of that name", name);
+      std::string tensor;
+      KILN_RETURN_IF_ERROR(FixedInitializer(name, value, &tensor));
+      AppendLenField(kGraphInitializer, tensor, out);
+    }
+    return Status::Ok();
+  }
+
+  // A fixed input's value as a TensorProto of its name.
+  Status FixedInitializer(const std::string& name, const OnnxInputValue& value, std::string* out) {
+    std::optional<int32_t> type = OnnxTypeFromDType(value.dtype);
+    if (!type) return InvalidArgument("fixed input {}: dtype {} has no ONNX type", name, DTypeName(value.dtype));
+    uint64_t elements = 1;
+    for (int64_t d : value.dims) {
+      if (d < 0) return InvalidArgument("fixed input {}: negative dimension {}", name, d);
+      elements *= static_cast<uint64_t>(d);
+    }
+    std::optional<uint64_t> bytes = DTypeBytes(value.dtype, elements);
+    if (!bytes || *bytes != value.bytes.size()) {
+      return InvalidArgument("fixed input {}: {} bytes for {} elements of {}", name, value.bytes.size(), elements,
+                             DTypeName(value.dtype));
+    }
+    for (int64_t d : value.dims) AppendVarintField(kTensorDims, static_cast<uint64_t>(d), out);
+    AppendVarintField(kTensorDataType, static_cast<uint64_t>(*type), out);
+    AppendLenField(kTensorName, name, out);
+    AppendData({reinterpret_cast<const char*>(value.bytes.data()), value.bytes.size()}, out);
+    return Status::Ok();
+  }
+
+  // Where a tensor's `bytes` go: into `weights` (named as external data)
+  // when they are big enough to pay for the alignment, else inline as raw
+  // data.
+  void AppendData(std::string_view bytes, std::string* out) {
+    if (bytes.size() < kOnnxMinMovedBytes) {
+      AppendLenField(kTensorRawData, bytes, out);
+      return;
+    }
+    out_.weights.resize((out_.weights.size() + kOnnxWeightAlignment - 1) / kOnnxWeightAlignment *
+                        kOnnxWeightAlignment);
+    const size_t offset = out_.weights.size();
+    out_.weights.append(bytes);
+    AppendEntry("location", location_, out);
+    AppendEntry("offset", std::to_string(offset), out);
+    AppendEntry("length", std::to_string(bytes.size()), out);
+    AppendVarintField(kTensorDataLocation, 1, out);  // EXTERNAL
+    ++out_.moved;
   }
 
   // The bytes an initializer holds, where it holds them in raw form (raw
@@ -159,17 +242,21 @@ class Splitter {
     return Status::Ok();
   }
 
-  // Rewrites one TensorProto; false (nothing written) when it stays as it is.
-  Expected<bool> Initializer(Wire contents, std::string* out) {
+  enum class Rewrite { kKept, kRewritten, kDropped };
+
+  // Rewrites one TensorProto into `out`; kKept (nothing written) when it
+  // stays as it is, kDropped when a fixed input's value replaces it.
+  Expected<Rewrite> Initializer(Wire contents, std::string* out) {
     const uint8_t* begin = contents.position();
     const size_t size = contents.remaining();
     onnx_proto::Tensor t;
     KILN_RETURN_IF_ERROR(onnx_proto::DecodeTensorProto(begin, size, int64_t{1} << 40, &t));
+    if (fixed_.count(t.name)) return Rewrite::kDropped;
     std::string_view bytes;
     KILN_RETURN_IF_ERROR(DataOf(t, &bytes));
     const bool external = !t.has_raw_data && t.data_location == 1;
     const bool move = bytes.size() >= kOnnxMinMovedBytes;
-    if (!move && !external) return false;
+    if (!move && !external) return Rewrite::kKept;
     // Every field but where the data is; then where it is now.
     KILN_RETURN_IF_ERROR(ForEachField(begin, begin + size, "initializer",
                                       [&](uint32_t number, int, std::string_view whole, Wire) -> Status {
@@ -179,35 +266,24 @@ class Splitter {
                                         }
                                         return Status::Ok();
                                       }));
-    if (!move) {
-      // A small tensor of an external file comes into the graph, so that
-      // the file need not be stored for it.
-      AppendLenField(kTensorRawData, bytes, out);
-      return true;
-    }
-    out_.weights.resize((out_.weights.size() + kOnnxWeightAlignment - 1) / kOnnxWeightAlignment *
-                        kOnnxWeightAlignment);
-    const size_t offset = out_.weights.size();
-    out_.weights.append(bytes);
-    AppendEntry("location", location_, out);
-    AppendEntry("offset", std::to_string(offset), out);
-    AppendEntry("length", std::to_string(bytes.size()), out);
-    AppendVarint((uint64_t{kTensorDataLocation} << 3) | kVarintWire, out);
-    AppendVarint(1, out);  // EXTERNAL
-    ++out_.moved;
-    return true;
+    // A small tensor of an external file comes into the graph, so that the
+    // file need not be stored for it.
+    AppendData(bytes, out);
+    return Rewrite::kRewritten;
   }
 
   const std::string& location_;
   const OnnxExternalFiles& files_;
+  const std::map<std::string, OnnxInputValue>& fixed_;
   SplitOnnxModel out_;
 };
 
 }  // namespace
 
 Expected<SplitOnnxModel> SplitOnnxWeights(std::span<const uint8_t> model, const std::string& location,
-                                          const OnnxExternalFiles& external_files) {
-  Splitter splitter(location, external_files);
+                                          const OnnxExternalFiles& external_files,
+                                          const std::map<std::string, OnnxInputValue>& fixed) {
+  Splitter splitter(location, external_files, fixed);
   KILN_RETURN_IF_ERROR(splitter.Model(model));
   return splitter.Take();
 }

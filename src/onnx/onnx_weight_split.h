@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace kiln {
@@ -29,12 +32,24 @@ inline constexpr size_t kOnnxMinMovedBytes = 1024;
 // external initializers move too).
 using OnnxExternalFiles = std::function<Expected<std::span<const uint8_t>>(const std::string& location)>;
 
+// A graph input's value, which the split graph holds as an initializer of
+// the input's name instead of taking it as an input (`--fixed-input`).
+struct OnnxInputValue {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  std::span<const uint8_t> bytes;
+};
+
 // Splits the ModelProto in `model`: the main graph's initializers with raw
 // or external data of kOnnxMinMovedBytes or more move to `weights` and name
 // `location`, smaller ones of external files come into the graph as raw
-// data; everything else is copied field for field. `model` must be a
-// model the reader accepted (errors name what is inconsistent otherwise).
+// data; everything else is copied field for field. Each input named in
+// `fixed` leaves the graph's inputs and becomes an initializer holding its
+// value (moved as the others are; an initializer of that name, the input's
+// default, is dropped). `model` must be a model the reader accepted (errors
+// name what is inconsistent otherwise).
 Expected<SplitOnnxModel> SplitOnnxWeights(std::span<const uint8_t> model, const std::string& location,
-                                          const OnnxExternalFiles& external_files);
+                                          const OnnxExternalFiles& external_files,
+                                          const std::map<std::string, OnnxInputValue>& fixed = {});
 
 }  // namespace kiln

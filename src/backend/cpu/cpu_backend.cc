@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "backend/cpu/binders/binder.h"
+#include "backend/cpu/tensor_kernels/bf16_compute.h"
 #include "backend/cpu/cpu_packed_matrix.h"
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/kernels/packed_weight.h"
@@ -118,6 +119,8 @@ std::string CpuBackend::description() const {
 }
 
 bool CpuBackend::has_native_bf16_dot() const { return GetCpuInfo().avx512_bf16; }
+
+bool CpuBackend::has_bf16_tensor_products() const { return cpu::CpuMultipliesBf16(); }
 
 TensorLayout CpuBackend::WantedLayout(const Graph& g, const Node& node) const {
   if (node.op != OpKind::kTensorOp) return TensorLayout::kRowMajor;

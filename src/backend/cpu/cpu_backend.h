@@ -33,6 +33,8 @@ class CpuBackend : public Backend {
   // The op's binder (backend/cpu/binders/).
   Expected<Step> Bind(const BindContext& ctx) override;
   bool has_native_bf16_dot() const override;
+  // Where oneDNN multiplies bf16 (cpu::CpuMultipliesBf16).
+  bool has_bf16_tensor_products() const override;
   // nchw16c where a convolution's fast path is oneDNN's blocked kernels
   // (AVX-512); a node takes a layout when its kernel entry says so.
   TensorLayout WantedLayout(const Graph& g, const Node& node) const override;

@@ -489,6 +489,33 @@ TEST(CApiOnnx, FixedInputs) {
 }
 
 // Runs from several threads on one model take turns; each gets its own result.
+// An artifact compiled with the shape fixed holds it: the model takes x
+// alone, and passing the shape anyway is an error naming it.
+TEST(CApiOnnx, AnArtifactCompiledWithAFixedInputTakesNoValueForIt) {
+  kiln::OnnxSessionOptions fixed;
+  kiln::HostTensor shape(kiln::TensorType{kiln::DType::kI64, {2}});
+  shape.data<int64_t>()[0] = 3;
+  shape.data<int64_t>()[1] = 2;
+  fixed.fixed_inputs["shape"] = shape;
+  const std::string artifact = kiln::testing::MakeTempDir() + "/reshape_fixed.kiln";
+  auto compiled = kiln::CompileOnnxArtifact(CapiOnnxModel("reshape.onnx"), fixed, artifact);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  kiln_onnx_model* loaded = nullptr;
+  ASSERT_EQ(kiln_onnx_model_load(artifact.c_str(), nullptr, &loaded), KILN_OK) << kiln_last_error();
+  OnnxModelPtr model(loaded);
+  EXPECT_EQ(kiln_onnx_model_num_inputs(model.get()), 1u);
+  int64_t x_dims[] = {6}, y_dims[] = {3, 2}, shape_dims[] = {2}, passed[] = {3, 2};
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, y(6, 0);
+  kiln_tensor in[] = {{"x", KILN_DTYPE_F32, 1, x_dims, x.data(), 24},
+                      {"shape", KILN_DTYPE_I64, 1, shape_dims, passed, sizeof passed}};
+  kiln_tensor out{"y", KILN_DTYPE_F32, 2, y_dims, y.data(), 24};
+  ASSERT_EQ(kiln_onnx_model_run(model.get(), in, 1, &out, 1), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(kiln_onnx_model_run(model.get(), in, 2, &out, 1), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(kiln_last_error(), "input shape: its value was fixed when the artifact was compiled"))
+      << kiln_last_error();
+}
+
 TEST(CApiOnnx, ConcurrentRunsOnOneModel) {
   kiln_onnx_options o = TwoThreads();
   OnnxModelPtr model = Load("two_relu.onnx", &o);

@@ -269,6 +269,31 @@ save(simple([helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name=
                    raw("ys", np.array(0.1, np.float32)), raw("yz", np.array(128, np.uint8))]),
      "quantized_products.onnx")
 
+# Products big enough (5 MFLOP or more each) for --precision mixed to
+# multiply them in bf16: a convolution, a MatMul and a Gemm on weights.
+brng = np.random.default_rng(5)
+save(simple([helper.make_node("Conv", ["x", "cw", "cb"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "rows"], ["f"], name="rows"),
+             helper.make_node("MatMul", ["f", "mw"], ["m"], name="matmul"),
+             helper.make_node("Gemm", ["m", "gw", "gb"], ["y"], name="gemm", transB=1, alpha=0.5)],
+            inputs=[vi("x", TensorProto.FLOAT, [1, 16, 32, 32])], outputs=[vi("y", TensorProto.FLOAT, None)],
+            inits=[raw("cw", (brng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)),
+                   raw("cb", brng.standard_normal(32).astype(np.float32)),
+                   raw("rows", np.array([32, 1024], np.int64)),
+                   raw("mw", (brng.standard_normal((1024, 256)) * 0.03).astype(np.float32)),
+                   raw("gw", (brng.standard_normal((512, 256)) * 0.06).astype(np.float32)),
+                   raw("gb", brng.standard_normal(512).astype(np.float32))]), "bf16_products.onnx")
+
+# Inputs that folding needs fixed (kiln run/compile --fixed-input): the
+# second operand of a MatMul (packed once when fixed; 8 KiB, so an artifact
+# moves it to its weights section) and Reshape's shape.
+save(simple([helper.make_node("MatMul", ["x", "w"], ["m"], name="product"),
+             helper.make_node("Reshape", ["m", "shape"], ["y"], name="reshape")],
+            inputs=[vi("x", TensorProto.FLOAT, [4, 64]), vi("w", TensorProto.FLOAT, [64, 32]),
+                    vi("shape", TensorProto.INT64, [2])],
+            outputs=[vi("y", TensorProto.FLOAT, None)]), "fixed_inputs.onnx")
+
 # A tiny PyTorch module exported by torch.onnx, where torch is installed.
 try:
     import torch

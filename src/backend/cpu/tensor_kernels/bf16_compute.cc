@@ -1,5 +1,8 @@
 #include "backend/cpu/tensor_kernels/bf16_compute.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "core/cpu_info.h"
 
 namespace kiln::cpu {
@@ -15,7 +18,10 @@ Expected<bool> WantsBf16Compute(const TensorKernelArgs& args) {
 
 bool CpuMultipliesBf16() {
   const CpuInfo& cpu = GetCpuInfo();
-  return cpu.avx512_bf16 || cpu.amx_bf16;
+  if (cpu.avx512_bf16 || cpu.amx_bf16) return true;
+  // Read at every kernel made (not once): a test sets it in-process.
+  const char* emulated = std::getenv("KILN_BF16_PRODUCTS");
+  return emulated != nullptr && std::string(emulated) == "emulated" && cpu.BestIsa() == "avx512";
 }
 
 }  // namespace kiln::cpu

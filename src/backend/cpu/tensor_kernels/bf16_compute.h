@@ -15,8 +15,12 @@ namespace kiln::cpu {
 // "f32" or absent (false); another value is an error naming the node.
 Expected<bool> WantsBf16Compute(const TensorKernelArgs& args);
 
-// Whether this CPU multiplies bf16 natively: AVX-512 BF16 (vdpbf16ps) or
-// AMX BF16, as GetCpuInfo reports them (KILN_ISA=avx2|scalar turns them off).
+// Whether the bf16 products run on oneDNN's bf16 kernels: where this CPU
+// multiplies bf16 natively, AVX-512 BF16 (vdpbf16ps) or AMX BF16, as
+// GetCpuInfo reports them (KILN_ISA=avx2|scalar turns them off); or, with
+// KILN_BF16_PRODUCTS=emulated, on any AVX-512 CPU, where oneDNN emulates
+// them (the same bf16 results, slower than fp32: for testing the bf16 path
+// on a CPU without it).
 bool CpuMultipliesBf16();
 
 }  // namespace kiln::cpu

@@ -235,12 +235,7 @@ Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpil
   }
 }
 
-namespace {
-
-// The weights' format as oneDNN picked it for this machine (data type,
-// padded dims, strides, inner blocks, extra flags), so that stored weights
-// are only used by a primitive that reads exactly that format.
-std::string WeightsLayoutName(const dnnl::memory::desc& desc) {
+std::string OneDnnWeightsLayoutName(const dnnl::memory::desc& desc) {
   const dnnl_memory_desc_t& d = desc.data;
   std::string s = fmt::format("onednn:{}:{}", static_cast<int>(d.data_type), static_cast<int>(d.format_kind));
   for (int i = 0; i < d.ndims; ++i) s += fmt::format(",{}", d.padded_dims[i]);
@@ -253,8 +248,6 @@ std::string WeightsLayoutName(const dnnl::memory::desc& desc) {
   }
   return s + fmt::format(":e{}", static_cast<unsigned>(d.extra.flags));
 }
-
-}  // namespace
 
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
@@ -280,7 +273,7 @@ Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epi
     dnnl::stream stream(engine);
     // The weights in the format the primitive picked: an artifact's stored
     // copy, used where it is mapped (oneDNN only reads weights), or reordered here.
-    const std::string layout_name = WeightsLayoutName(pd.weights_desc());
+    const std::string layout_name = OneDnnWeightsLayoutName(pd.weights_desc());
     const uint8_t* stored =
         slot.store != nullptr ? slot.store->Take(slot.node, layout_name, pd.weights_desc().get_size()) : nullptr;
     if (stored != nullptr) {

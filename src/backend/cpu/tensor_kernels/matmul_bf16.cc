@@ -57,7 +57,16 @@ Expected<TensorKernel> MakeOneDnnBf16MatMul(const Bf16MatMulSpec& s) {
     mm->a_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, mm->a_user, engine, mm->a_bf16));
     mm->a_scratch = Round64(mm->a_bf16.get_size());
     dnnl::stream stream(engine);
-    if (s.b != nullptr) {
+    // A weight in the format the primitive picked: an artifact's stored
+    // copy, used where it is mapped (oneDNN only reads weights), or
+    // rounded and reordered here.
+    const std::string layout_name = OneDnnWeightsLayoutName(mm->b_bf16);
+    const uint8_t* stored = s.b != nullptr && s.slot.store != nullptr
+                                ? s.slot.store->Take(s.slot.node, layout_name, mm->b_bf16.get_size())
+                                : nullptr;
+    if (stored != nullptr) {
+      mm->weights = memory(mm->b_bf16, engine, const_cast<uint8_t*>(stored));
+    } else if (s.b != nullptr) {
       // The weight, scaled in fp32 and then rounded once.
       std::vector<float> scaled;
       const float* b = s.b;
@@ -110,6 +119,11 @@ Expected<TensorKernel> MakeOneDnnBf16MatMul(const Bf16MatMulSpec& s) {
         return Internal("oneDNN bf16 matmul failed: {}", e.what());
       }
     };
+    // Recorded once the kernel is made: its weights live as long as it does.
+    if (s.b != nullptr && stored == nullptr && s.slot.store != nullptr) {
+      s.slot.store->Record(s.slot.node, layout_name,
+                           {static_cast<const uint8_t*>(mm->weights.get_data_handle()), mm->b_bf16.get_size()});
+    }
     return k;
   } catch (const dnnl::error& e) {
     return Unsupported("oneDNN does not take this bf16 matmul: {}", e.what());

@@ -1,12 +1,14 @@
 // Matrix products in bf16 on oneDNN's matmul (AVX-512 BF16 / AMX kernels):
 // C[i] = A[i] * B[i] (+ bias) for i < batch, A and C f32 in the caller's
 // memory; A is rounded to bf16 (nearest even) into the scratch each call;
-// B is rounded to bf16 once, when the kernel is made, when it is a weight,
+// B is rounded to bf16 once, when the kernel is made, when it is a weight
+// (or taken as a compiled artifact stores it, in the format oneDNN picked),
 // else each call; products accumulate in fp32 and C is written in fp32.
 #pragma once
 
 #include <cstdint>
 
+#include "backend/cpu/tensor_kernels/laid_out_floats.h"
 #include "backend/cpu/tensor_kernels/tensor_kernel.h"
 
 namespace kiln::cpu {
@@ -28,6 +30,9 @@ struct Bf16MatMulSpec {
   // from input `bias_input` (-1: none).
   const float* bias = nullptr;
   int bias_input = -1;
+  // Where a weight B, rounded and reordered, is found already (an
+  // artifact's) or recorded once made (compiling one).
+  LaidOutSlot slot;
 };
 
 // The kernel (output 0 = C, contiguous [batch, m, n]); an error when oneDNN

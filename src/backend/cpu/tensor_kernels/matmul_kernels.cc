@@ -53,6 +53,7 @@ Expected<TensorKernel> MakeBf16MatMul(const TensorKernelArgs& args, const MatMul
   }
   if (args.constants.size() > 1 && args.constants[1] != nullptr) spec.b = args.constants[1]->As<float>();
   if (args.has(2)) spec.bias_input = 2;
+  spec.slot = LaidOutSlot{args.laid_out, args.node};
   return MakeOneDnnBf16MatMul(spec);
 }
 
@@ -203,6 +204,7 @@ Expected<TensorKernel> MakeBf16Gemm(const TensorKernelArgs& args, const std::sha
     for (int64_t j = 0; j < p.n; ++j) bias.push_back(p.beta * c[c_cols == 1 ? 0 : j]);
     spec.bias = bias.data();
   }
+  spec.slot = LaidOutSlot{args.laid_out, args.node};
   KILN_ASSIGN_OR_RETURN(TensorKernel product, MakeOneDnnBf16MatMul(spec));
   if (!p.has_c || c_as_bias) return product;
   TensorKernel k = product;
