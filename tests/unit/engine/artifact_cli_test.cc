@@ -4,9 +4,6 @@
 // truncated file, flipped weight bytes under --verify) with their messages.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -15,41 +12,15 @@
 #include <sstream>
 
 #include "format/artifact_file.h"
+#include "testing/kiln_command_for_tests.h"
 #include "testing/test_paths.h"
 
 namespace kiln {
 namespace artifact_cli_tests {
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using Result = testing::KilnRun;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs `[ENV] kiln ARGS` with its output captured.
-Result Kiln(const std::vector<std::string>& args, const std::string& env = "") {
-  static int runs = 0;
-  const std::string dir = testing::BinaryDir() + "/test_tmp/artifact_cli." + std::to_string(::getpid()) + "." +
-                          std::to_string(runs++);
-  std::filesystem::create_directories(dir);
-  std::string cmd = env + " " + Quote(testing::KilnBinary());
-  for (const std::string& a : args) cmd += " " + Quote(a);
-  cmd += " >" + Quote(dir + "/out") + " 2>" + Quote(dir + "/err");
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(dir + "/out"), ReadAll(dir + "/err")};
-}
+Result Kiln(const std::vector<std::string>& args, const std::string& env = "") { return testing::RunKiln(args, env); }
 
 const std::vector<std::string> kGenerate = {"-p", "Once upon a time", "-n", "12", "--temperature", "0",
                                             "--ignore-eos", "--threads", "2"};
@@ -96,7 +67,7 @@ class ArtifactCliFile : public ::testing::Test {
 TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRefused) {
   auto file = ArtifactFile::Open(path_);
   ASSERT_TRUE(file.ok());
-  const std::string isa = ReadAll(path_).find("\"isa\": \"avx512\"") != std::string::npos ? "avx512" : "";
+  const std::string isa = testing::ReadFileBytes(path_).find("\"isa\": \"avx512\"") != std::string::npos ? "avx512" : "";
   if (isa.empty()) GTEST_SKIP() << "compiled for a lower ISA than AVX-512 here";
   Result r = Kiln(Args({"generate", "-m", path_}, kGenerate), "KILN_ISA=avx2");
   EXPECT_NE(r.exit_code, 0);
@@ -105,7 +76,7 @@ TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRefused) {
 }
 
 TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRebuiltWithRecompileIfStale) {
-  if (ReadAll(path_).find("\"isa\": \"avx512\"") == std::string::npos) {
+  if (testing::ReadFileBytes(path_).find("\"isa\": \"avx512\"") == std::string::npos) {
     GTEST_SKIP() << "compiled for a lower ISA than AVX-512 here";
   }
   Result r = Kiln(Args({"generate", "-m", path_, "--recompile-if-stale"}, kGenerate), "KILN_ISA=avx2");
@@ -113,7 +84,7 @@ TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRebuiltWithRecompileIfStale) {
   EXPECT_NE(r.err.find("was stale (compiled for avx512"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rebuilt from " + testing::ModelDir("tiny-qwen2")), std::string::npos) << r.err;
   // The file now holds the AVX2 build, and runs as its source does there.
-  EXPECT_NE(ReadAll(path_).find("\"isa\": \"avx2\""), std::string::npos);
+  EXPECT_NE(testing::ReadFileBytes(path_).find("\"isa\": \"avx2\""), std::string::npos);
   Result source = Kiln(Args({"generate", "-m", testing::ModelDir("tiny-qwen2")}, kGenerate), "KILN_ISA=avx2");
   ASSERT_EQ(source.exit_code, 0) << source.err;
   EXPECT_EQ(r.out, source.out);
@@ -123,7 +94,7 @@ TEST_F(ArtifactCliFile, AnIsaThisCpuLacksIsRebuiltWithRecompileIfStale) {
 }
 
 TEST_F(ArtifactCliFile, TruncatedFileIsRefused) {
-  const std::string bytes = ReadAll(path_);
+  const std::string bytes = testing::ReadFileBytes(path_);
   const std::string cut = path_ + ".cut.kiln";
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
   Result r = Kiln(Args({"generate", "-m", cut}, kGenerate));
@@ -157,7 +128,7 @@ TEST_F(ArtifactCliFile, InspectVerifyCatchesFlippedWeightBytes) {
   }
   ASSERT_FALSE(packed.empty());
   file->reset();
-  std::string bytes = ReadAll(path_);
+  std::string bytes = testing::ReadFileBytes(path_);
   bytes[at] = static_cast<char>(bytes[at] ^ 1);
   std::ofstream(path_, std::ios::binary) << bytes;
   Result bad = Kiln({"inspect", path_, "--verify"});

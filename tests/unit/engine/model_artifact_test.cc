@@ -25,6 +25,7 @@
 #include "engine/model_session_options.h"
 #include "format/artifact_file.h"
 #include "format/weight_store.h"
+#include "testing/artifact_edit_for_tests.h"
 #include "testing/test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -168,6 +169,25 @@ TEST(ModelArtifact, TokenizerAndGenerationDefaultsComeAlong) {
     EXPECT_EQ(source->tokenizer->chat_template(), compiled->tokenizer->chat_template());
     EXPECT_EQ(source->generation.eos_token_ids, compiled->generation.eos_token_ids);
     EXPECT_EQ(source->generation.temperature, compiled->generation.temperature);
+    // The artifact holds the compiled tokenizer, not its source files.
+    auto file = ArtifactFile::Open(artifact);
+    ASSERT_TRUE(file.ok());
+    EXPECT_NE((*file)->Find("tok.spec"), nullptr);
+    for (const ArtifactSection& section : (*file)->sections()) {
+      EXPECT_TRUE(section.name == "tok.spec" || section.name.rfind("tok.", 0) != 0) << section.name;
+    }
+
+    // Built on a thread while the caller goes on: the same tokenizer once
+    // FinishTokenizer has waited for it.
+    auto background = LoadModel(SmallOptions(artifact), TokenizerLoad::kInBackground);
+    ASSERT_TRUE(background.ok()) << background.status().ToString();
+    EXPECT_EQ(background->tokenizer, nullptr);
+    EXPECT_TRUE(background->pending_tokenizer.valid());
+    ASSERT_TRUE(background->FinishTokenizer().ok());
+    ASSERT_NE(background->tokenizer, nullptr);
+    EXPECT_FALSE(background->pending_tokenizer.valid());
+    EXPECT_EQ(source->tokenizer->Encode(text), background->tokenizer->Encode(text));
+    EXPECT_TRUE(background->FinishTokenizer().ok());  // a second call changes nothing
   }
 }
 
@@ -175,20 +195,8 @@ TEST(ModelArtifact, TokenizerAndGenerationDefaultsComeAlong) {
 // checksums, as a file from another build or machine would be).
 template <typename Edit>
 std::string Rewritten(const std::string& path, Edit edit) {
-  auto file = ArtifactFile::Open(path);
-  EXPECT_TRUE(file.ok());
-  nlohmann::json meta = nlohmann::json::parse((*file)->Find("metadata")->text());
-  edit(meta);
-  ArtifactWriter w;
-  for (const ArtifactSection& s : (*file)->sections()) {
-    if (s.name == "metadata") {
-      EXPECT_TRUE(w.AddText("metadata", meta.dump()).ok());
-    } else {
-      EXPECT_TRUE(w.Add(s.name, s.span(), s.flags).ok());
-    }
-  }
   const std::string out = path + ".edited.kiln";
-  EXPECT_TRUE(w.Write(out).ok());
+  testing::RewriteArtifactMetadata(path, out, edit);
   return out;
 }
 
