@@ -50,7 +50,7 @@ class ByteReader {
   template <typename T>
   Expected<T> Get() {
     static_assert(std::is_trivially_copyable_v<T>);
-    T value;
+    T value{};  // initialized: GCC cannot see that GetBytes fills it or returns an error
     KILN_RETURN_IF_ERROR(GetBytes(&value, sizeof(T)));
     return value;
   }
