@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compilation_codec.h"
 #include "core/byte_size.h"
 #include "engine/model_artifact.h"
 #include "format/artifact_file.h"
@@ -59,6 +60,18 @@ void PrintLlmArtifact(const ArtifactFile& file, const nlohmann::json& m) {
     fmt::print("tokenizer: files {}\n", fmt::join(tok.at("files").get<std::vector<std::string>>(), ", "));
   } else {
     fmt::print("tokenizer: {}\n", kind == "gguf" ? "GGUF metadata" : "none (token ids in and out)");
+  }
+  // Loading binds the stored graph and plans; without them (an earlier
+  // kiln's artifact), it runs the stages again.
+  const ArtifactSection* compiled = file.Find("compiled");
+  auto key = compiled != nullptr ? CompilationKeyOf({compiled->data, compiled->bytes})
+                                 : Expected<std::string>(NotFound("none"));
+  if (key.ok()) {
+    fmt::print("compiled graph and plans: {}, bound as they are at load ({})\n",
+               MiBText(static_cast<double>(compiled->bytes)), *key);
+  } else {
+    fmt::print("compiled graph and plans: {}; the stages run again at load\n",
+               compiled == nullptr ? "not stored" : key.status().message());
   }
 }
 

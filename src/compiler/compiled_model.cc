@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "compiler/bind.h"
+#include "compiler/compilation_codec.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "format/weight_store.h"
@@ -16,7 +19,9 @@ namespace kiln {
 
 CompiledModel::~CompiledModel() = default;
 
-const ModelConfig& CompiledModel::config() const { return weights_->config(); }
+const ModelConfig& CompiledModel::config() const {
+  return weights_->config();
+}
 
 KvCacheLayout CompiledModel::MakeKvLayout(int64_t num_blocks, int64_t window_num_blocks) const {
   KvCacheLayout l;
@@ -56,72 +61,137 @@ Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_bl
   return cache;
 }
 
+std::string CompilationKey(const ModelConfig& config, const CompileOptions& o, int64_t max_model_len) {
+  return fmt::format(
+      "backend={} precision={} tokens={} len={} seqs={} block={} kv={} fuse={}{}{} w8a8={} collective={} "
+      "tp={} "
+      "stage={}/{}",
+      o.backend, PrecisionName(o.precision), o.max_batch_tokens, max_model_len, o.max_seqs, o.block_size,
+      DTypeName(o.kv_dtype), int{o.fuse.fuse_linears}, int{o.fuse.fuse_gate_up_act},
+      int{o.fuse.fuse_add_norm}, int{o.w8a8.enabled}, int{o.collective != nullptr},
+      config.tensor_parallel_size, config.pipeline_stage, config.pipeline_stages);
+}
 
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStore& weights,
-                                                                  const CompileOptions& options) {
+                                                                const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   auto m = std::unique_ptr<CompiledModel>(new CompiledModel());
   m->weights_ = &weights;
   m->options_ = options;
   const ModelConfig& config = weights.config();
   m->max_model_len_ = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
-  if (m->max_model_len_ <= 0) return InvalidArgument("model has no max_position_embeddings; pass a max model length");
+  if (m->max_model_len_ <= 0)
+    return InvalidArgument("model has no max_position_embeddings; pass a max model length");
   if (options.max_batch_tokens < 1 || options.max_batch_tokens > kMaxBatchTokensLimit) {
     return InvalidArgument("max_batch_tokens must be in [1, {}], got {}", kMaxBatchTokensLimit,
                            options.max_batch_tokens);
   }
-  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kBF16 &&
-      options.kv_dtype != DType::kI8) {
-    return Unsupported("KV cache dtype {}: expected f32, f16, bf16 or i8 (int8)", DTypeName(options.kv_dtype));
+  if (options.kv_dtype != DType::kF32 && options.kv_dtype != DType::kF16 &&
+      options.kv_dtype != DType::kBF16 && options.kv_dtype != DType::kI8) {
+    return Unsupported("KV cache dtype {}: expected f32, f16, bf16 or i8 (int8)",
+                       DTypeName(options.kv_dtype));
   }
 
   BackendRegistry& backends = BackendRegistry::Get();
   Backend* target = backends.Find(options.backend);
   if (target == nullptr) {
-    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
-                    "or KILN_BACKEND_PATH)",
-                    options.backend, backends.Names());
+    return NotFound(
+        "backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
+        "or KILN_BACKEND_PATH)",
+        options.backend, backends.Names());
   }
   CompileReport& report = m->report_;
   report.backend = target->name();
   report.precision = options.precision;
   for (Backend* b : backends.All()) report.domain_names[b->domain().id()] = b->domain().name();
 
-  // The graph.
-  KILN_ASSIGN_OR_RETURN(m->graph_, BuildDecoderGraph(weights));
+  // A compiled artifact holds the graph after the stages and the plan of
+  // every bucket: when it was compiled with these options, nothing is
+  // planned again; only the packed weights are adopted and the Programs bound.
+  const std::string key = CompilationKey(config, options, m->max_model_len_);
+  std::optional<StoredCompilation> stored;
+  // KILN_ARTIFACT_PLANS=recompile runs the stages anyway: what storing
+  // them saves can then be measured on one file.
+  const char* plans_env = std::getenv("KILN_ARTIFACT_PLANS");
+  const bool recompile = plans_env != nullptr && std::string_view(plans_env) == "recompile";
+  if (!weights.stored_compilation().empty() && !recompile) {
+    auto stored_key = CompilationKeyOf(weights.stored_compilation());
+    if (stored_key.ok() && *stored_key == key) {
+      std::map<std::string, int32_t> domain_ids;
+      for (const auto& [id, name] : report.domain_names) domain_ids[name] = id;
+      auto decoded = DecodeCompilation(weights.stored_compilation(), weights, domain_ids);
+      if (!decoded.ok()) return decoded.status().WithContext(weights.path());
+      stored = std::move(decoded).value();
+    } else if (!stored_key.ok() && stored_key.status().code() != StatusCode::kUnsupported) {
+      return stored_key.status().WithContext(weights.path());
+    }
+  }
   Graph& g = m->graph_;
-
-  // Stage 1: legalize, pricing fallbacks per decoded token.
-  ShapeEnv cost_env{1, 1, m->max_model_len_, m->max_model_len_};
-  KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), cost_env, &report.legalize));
-  // Stage 3 (before memory planning, which must see the fused graph): fuse
-  // and precision.
-  FuseOptions fuse = options.fuse;
-  fuse.precision = options.precision;
-  KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
-  // Stage 2: domains, transfers, packing; the arena per bucket below.
-  KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+  std::optional<Graph> unpacked;  // the graph as stored: before packing points nodes at fp32 copies
+  std::vector<MemoryPlan> plans;
+  if (stored) {
+    g = std::move(stored->graph);
+    plans = std::move(stored->plans);
+    report.legalize = std::move(stored->report.legalize);
+    report.fuse = std::move(stored->report.fuse);
+    report.layout = std::move(stored->report.layout);
+    report.input_shapes = std::move(stored->report.input_shapes);
+    report.from_artifact = true;
+  } else {
+    KILN_ASSIGN_OR_RETURN(g, BuildDecoderGraph(weights));
+    // Stage 1: legalize, pricing fallbacks per decoded token.
+    ShapeEnv cost_env{1, 1, m->max_model_len_, m->max_model_len_};
+    KILN_RETURN_IF_ERROR(Legalize(g, *target, backends.cpu(), cost_env, &report.legalize));
+    // Stage 3 (before memory planning, which must see the fused graph):
+    // fuse and precision.
+    FuseOptions fuse = options.fuse;
+    fuse.precision = options.precision;
+    KILN_RETURN_IF_ERROR(Fuse(g, backends, fuse, &report.fuse));
+    // Stage 2: domains, transfers, packing; the arena per bucket below.
+    KILN_RETURN_IF_ERROR(AssignDomainsAndTransfers(g, backends, &report.layout));
+    if (options.keep_compilation) unpacked = g;
+  }
   // The KV cache lives where layout placed it: with the kernel that reads it.
   Backend* kv_owner = report.layout.kv_cache_backend.empty() ? &backends.cpu()
-                                                              : backends.Find(report.layout.kv_cache_backend);
-  if (kv_owner == nullptr) return Internal("KV cache placed on unknown backend '{}'", report.layout.kv_cache_backend);
+                                                             : backends.Find(report.layout.kv_cache_backend);
+  if (kv_owner == nullptr)
+    return Internal("KV cache placed on unknown backend '{}'", report.layout.kv_cache_backend);
   m->kv_cache_domain_ = &kv_owner->domain();
   KILN_RETURN_IF_ERROR(PackWeights(g, backends, options.w8a8, &m->packed_, &report.layout, &weights));
 
   // Buckets: powers of two up to the largest batch.
-  std::vector<int64_t> sizes;
-  for (int64_t t = 1; t < options.max_batch_tokens; t *= 2) sizes.push_back(t);
-  sizes.push_back(options.max_batch_tokens);
-  std::vector<MemoryPlan> plans;
-  for (int64_t t : sizes) {
+  std::vector<ShapeEnv> envs;
+  for (int64_t t = 1;; t *= 2) {
     ShapeEnv env;
-    env.tokens = t;
-    env.output_rows = t;
-    env.context_rows = std::min(t, options.max_seqs) * m->max_model_len_;
-    env.score_rows = t * m->max_model_len_;
-    KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
+    env.tokens = std::min(t, options.max_batch_tokens);
+    env.output_rows = env.tokens;
+    env.context_rows = std::min(env.tokens, options.max_seqs) * m->max_model_len_;
+    env.score_rows = env.tokens * m->max_model_len_;
+    envs.push_back(env);
+    if (t >= options.max_batch_tokens) break;
+  }
+  std::vector<std::vector<size_t>> scratch;
+  for (const ShapeEnv& env : envs) scratch.push_back(ScratchNeeds(g, backends, env));
+  if (stored) {
+    // The stored plans must be these buckets, with room for what the
+    // kernels bound here ask for.
+    bool same = plans.size() == envs.size();
+    for (size_t i = 0; same && i < envs.size(); ++i) {
+      const ShapeEnv& a = plans[i].env;
+      same = a.tokens == envs[i].tokens && a.output_rows == envs[i].output_rows &&
+             a.context_rows == envs[i].context_rows && a.score_rows == envs[i].score_rows;
+    }
+    if (!same)
+      return Corrupt("{}: the compiled graph's buckets are not those of its options", weights.path());
+    KILN_RETURN_IF_ERROR(CheckStoredScratch(g, plans, scratch).WithContext(weights.path()));
+  } else {
+    for (size_t i = 0; i < envs.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(g, envs[i], scratch[i]));
+      plans.push_back(std::move(plan));
+    }
+  }
+  for (const MemoryPlan& plan : plans) {
     for (auto& [d, bytes] : plan.arena_bytes) report.arena_bytes[d] = std::max(report.arena_bytes[d], bytes);
-    plans.push_back(std::move(plan));
   }
 
   // One arena per domain, shared by all buckets: one pass runs at a time.
@@ -140,6 +210,14 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
     KILN_ASSIGN_OR_RETURN(auto program, BindProgram(in));
     report.buckets.push_back({plan.env, plan.arena_bytes, plan.naive_bytes, program->steps().size()});
     m->programs_.push_back(std::move(program));
+  }
+  if (unpacked) {
+    StoredCompilation keep;
+    keep.key = key;
+    keep.graph = std::move(*unpacked);
+    keep.plans = std::move(plans);
+    keep.report = report;
+    KILN_ASSIGN_OR_RETURN(m->stored_compilation_, EncodeCompilation(keep, weights));
   }
 
   m->pool_ = std::make_unique<ThreadPool>(options.threads);
@@ -160,7 +238,8 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
   const ModelConfig& c = config();
   if (b.num_tokens <= 0) return InvalidArgument("forward: empty batch");
   if (b.num_tokens > options_.max_batch_tokens) {
-    return OutOfRange("forward: {} tokens beyond the largest batch of {}", b.num_tokens, options_.max_batch_tokens);
+    return OutOfRange("forward: {} tokens beyond the largest batch of {}", b.num_tokens,
+                      options_.max_batch_tokens);
   }
   if (b.num_seqs <= 0 || b.num_seqs > b.num_tokens) {
     return InvalidArgument("forward: {} sequences for {} tokens", b.num_seqs, b.num_tokens);
@@ -169,8 +248,8 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
     return InvalidArgument("forward: {} output rows for {} tokens", b.num_output_rows, b.num_tokens);
   }
   const KvCacheLayout& kl = kv.layout();
-  if (kl.num_layers != c.StageLayerCount() || kl.num_kv_heads != c.num_kv_heads || kl.head_dim != c.head_dim ||
-      kl.block_size != options_.block_size || kl.dtype != options_.kv_dtype) {
+  if (kl.num_layers != c.StageLayerCount() || kl.num_kv_heads != c.num_kv_heads ||
+      kl.head_dim != c.head_dim || kl.block_size != options_.block_size || kl.dtype != options_.kv_dtype) {
     return InvalidArgument("forward: KV cache layout does not match the compiled model");
   }
   if (kl.HasWindowPool() && b.window_block_tables == nullptr) {
@@ -195,7 +274,8 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
     for (int64_t i = 0; i < blocks; ++i) {
       int32_t id = b.block_tables[s][i];
       if (id < 0 || id >= kl.num_blocks) {
-        return OutOfRange("forward: sequence {} block {} is {}, outside the pool of {}", s, i, id, kl.num_blocks);
+        return OutOfRange("forward: sequence {} block {} is {}, outside the pool of {}", s, i, id,
+                          kl.num_blocks);
       }
     }
     if (b.window_block_tables != nullptr) {
@@ -206,8 +286,8 @@ Status CompiledModel::Validate(const ForwardBatch& b, const KvCache& kv, int64_t
         int32_t id = b.window_block_tables[s][i];
         if (id == -1 && i < first_visible / kl.block_size) continue;
         if (id < 0 || id >= kl.window_num_blocks) {
-          return OutOfRange("forward: sequence {} window block {} is {}, outside the window pool of {}", s, i, id,
-                            kl.window_num_blocks);
+          return OutOfRange("forward: sequence {} window block {} is {}, outside the window pool of {}", s, i,
+                            id, kl.window_num_blocks);
         }
       }
     }
@@ -241,14 +321,16 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   const ModelConfig& c = config();
   if (!c.LastStage()) {
     if (logits == nullptr || logits_stride < c.hidden_size) {
-      return InvalidArgument("forward: pipeline stage {}: hidden state buffer missing or rows narrower than {}",
-                             c.pipeline_stage, c.hidden_size);
+      return InvalidArgument(
+          "forward: pipeline stage {}: hidden state buffer missing or rows narrower than {}",
+          c.pipeline_stage, c.hidden_size);
     }
   } else if (batch.num_output_rows > 0 && (logits == nullptr || logits_stride < c.vocab_size)) {
     return InvalidArgument("forward: logits buffer missing or rows narrower than the vocabulary");
   }
   if (!c.FirstStage() && hidden_in == nullptr) {
-    return InvalidArgument("forward: pipeline stage {} needs the hidden state of the stage before", c.pipeline_stage);
+    return InvalidArgument("forward: pipeline stage {} needs the hidden state of the stage before",
+                           c.pipeline_stage);
   }
   void* io[1] = {const_cast<float*>(hidden_in)};
   const Program* program = nullptr;
@@ -264,7 +346,8 @@ Status CompiledModel::Forward(const ForwardBatch& batch, KvCache& kv, float* log
   const int64_t bs = kv.layout().block_size;
   for (int32_t s = 0; s < batch.num_seqs; ++s) {
     block_table_lens_[static_cast<size_t>(s)] = static_cast<int32_t>((batch.seq_lens[s] + bs - 1) / bs);
-    context_offsets_[static_cast<size_t>(s) + 1] = context_offsets_[static_cast<size_t>(s)] + batch.seq_lens[s];
+    context_offsets_[static_cast<size_t>(s) + 1] =
+        context_offsets_[static_cast<size_t>(s)] + batch.seq_lens[s];
     score_offsets_[static_cast<size_t>(s) + 1] =
         score_offsets_[static_cast<size_t>(s)] +
         static_cast<int64_t>(batch.query_start[s + 1] - batch.query_start[s]) * batch.seq_lens[s];

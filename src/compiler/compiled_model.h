@@ -41,6 +41,8 @@ struct CompileOptions {
   // (ModelConfig::tensor_parallel_size) and the all-reduces sum over this
   // group.
   std::shared_ptr<Collective> collective;
+  // Keep what an artifact stores of the compilation (stored_compilation()).
+  bool keep_compilation = false;
 };
 
 struct BucketPlan {
@@ -64,6 +66,8 @@ struct CompileReport {
   std::map<int32_t, size_t> arena_bytes;  // allocated: max over buckets
   std::map<int32_t, std::string> domain_names;
   double compile_seconds = 0;
+  // The graph and plans came from a compiled artifact: only bound here.
+  bool from_artifact = false;
 
   // The --plan text: placement per op, fallbacks with cost, fusions,
   // packing and the memory plan.
@@ -84,6 +88,10 @@ class CompiledModel {
   const CompileOptions& options() const { return options_; }
   // The packed weights every Program shares.
   const PackedWeights& packed() const { return packed_; }
+  // The graph, plans and report as an artifact stores them
+  // (compiler/compilation_codec.h); empty unless
+  // CompileOptions::keep_compilation.
+  const std::vector<uint8_t>& stored_compilation() const { return stored_compilation_; }
   int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
   int64_t max_model_len() const { return max_model_len_; }
   ThreadPool& pool() const { return *pool_; }
@@ -128,6 +136,7 @@ class CompiledModel {
   PackedWeights packed_;
   std::vector<DomainBuffer> arenas_;
   std::vector<std::unique_ptr<Program>> programs_;  // ascending capacity
+  std::vector<uint8_t> stored_compilation_;
   std::unique_ptr<ThreadPool> pool_;
   std::mutex mu_;  // one pass at a time; guards the per-pass metadata below
   std::vector<int32_t> slots_;

@@ -115,7 +115,10 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
     return InvalidArgument("{} is already a compiled artifact", options.model);
   }
   KILN_ASSIGN_OR_RETURN(ModelSessionOptions session, SessionOptionsFor(options, loaded));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> compiled, CompileForSession(*loaded.weights, session));
+  CompileOptions compile_options = ToCompileOptions(session);
+  compile_options.keep_compilation = true;  // the graph and plans, so that a load binds them as they are
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> compiled,
+                        CompiledModel::Compile(*loaded.weights, compile_options));
   const WeightStore& weights = *loaded.weights;
   const CompileReport& report = compiled->report();
 
@@ -142,10 +145,10 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   ArtifactSummary summary;
   // Sections are named first and added in the order they are read, since
   // a page fault reads ahead into its neighbours: what every load reads
-  // (tokenizer, plan, metadata), then the tensors the kernels read as they
-  // are (norms, biases, rows with no packed form), then the packed forms,
-  // and last the file rows of packed matrices, which only an embedding
-  // lookup or a long prefill reads. A cold start then reads little beyond
+  // (tokenizer, plan, the compiled graph, metadata), then the tensors the
+  // kernels read as they are (norms, biases, rows with no packed form),
+  // then the packed forms, and last the file rows of packed matrices,
+  // which only an embedding lookup or a long prefill reads. A cold start then reads little beyond
   // the bytes it uses.
   std::set<std::string> has_packed;
   for (const auto& [key, matrix] : compiled->packed().all()) has_packed.insert(key.second);
@@ -203,6 +206,8 @@ Expected<ArtifactSummary> CompileArtifact(const EngineOptions& options, const st
   KILN_RETURN_IF_ERROR(writer.AddText("generation", std::move(generation)));
   KILN_RETURN_IF_ERROR(writer.AddText("plan", report.ToString(compiled->graph(), false)));
   KILN_RETURN_IF_ERROR(writer.AddText("plan.nodes", report.ToString(compiled->graph(), true)));
+  const std::vector<uint8_t>& stored = compiled->stored_compilation();
+  KILN_RETURN_IF_ERROR(writer.Add("compiled", {stored.data(), stored.size()}, kVerifyAtOpen));
   KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
   for (const std::vector<Pending>* group : {&hot_tensors, &packed_parts, &cold_rows}) {
     for (const Pending& p : *group) KILN_RETURN_IF_ERROR(writer.Add(p.section, p.bytes));

@@ -167,17 +167,21 @@ Status LLMEngine::Init() {
     KILN_LOG_INFO(
         "engine: {} KV blocks of {} tokens for {} full-attention layers ({} MiB) and {} for {} sliding-window "
         "layers ({} MiB, freed out of the {}-token window), max model length {}, {} sequences, {} tokens per "
-        "step; compiled in {:.1f} ms",
+        "step; {} in {:.1f} ms",
         num_blocks, options_.block_size, layout.num_layers - layout.NumWindowLayers(),
         num_blocks * layout.FullBlockBytes() >> 20, num_window_blocks, layout.NumWindowLayers(),
         num_window_blocks * layout.WindowBlockBytes() >> 20, config.sliding_window, session_->max_model_len(),
-        options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
+        options_.max_num_seqs, options_.max_num_batched_tokens,
+        session_->model().report().from_artifact ? "bound from the artifact's plans" : "compiled",
+        session_->model().report().compile_seconds * 1e3);
   } else {
     KILN_LOG_INFO(
         "engine: {} KV blocks of {} tokens ({} MiB), max model length {}, {} sequences, {} tokens per step; "
-        "compiled in {:.1f} ms",
+        "{} in {:.1f} ms",
         num_blocks, options_.block_size, num_blocks * block_bytes >> 20, session_->max_model_len(),
-        options_.max_num_seqs, options_.max_num_batched_tokens, session_->model().report().compile_seconds * 1e3);
+        options_.max_num_seqs, options_.max_num_batched_tokens,
+        session_->model().report().from_artifact ? "bound from the artifact's plans" : "compiled",
+        session_->model().report().compile_seconds * 1e3);
   }
   if (proposer_) {
     KILN_LOG_INFO("engine: speculative decoding by {}, up to {} draft tokens per sequence{}{}",

@@ -12,8 +12,8 @@
 //            (u32), 4 reserved bytes.
 //   sections at multiples of kArtifactAlignment.
 // The header and table are checked whenever the file is opened, and so are
-// the sections flagged kVerifyAtOpen (metadata, plan, tokenizer); the
-// others (weights, which are large) by Verify on request.
+// the sections flagged kVerifyAtOpen (metadata, plan, compiled graph,
+// tokenizer); the others (weights, which are large) by Verify on request.
 #pragma once
 
 #include <cstdint>

@@ -86,6 +86,7 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::FromArtifact(std::shared_ptr
                      fmt::join(w->shape, ", "), fmt::join(spec.shape, ", "));
     }
   }
+  if (const ArtifactSection* compiled = file->Find("compiled")) store->compilation_ = {compiled->data, compiled->bytes};
   store->owned_.push_back(std::const_pointer_cast<ArtifactFile>(std::move(file)));
   return store;
 }

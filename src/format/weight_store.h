@@ -141,6 +141,10 @@ class WeightStore {
 
   int64_t TotalBytes() const;
 
+  // What compiling the model produced, as a compiled artifact stores it
+  // (compiler/compilation_codec.h); empty otherwise.
+  std::span<const uint8_t> stored_compilation() const { return compilation_; }
+
  protected:
   WeightStore() = default;
 
@@ -152,6 +156,7 @@ class WeightStore {
   std::unique_ptr<GgufFile> gguf_;
   std::vector<std::shared_ptr<void>> owned_;  // mapped files, converted buffers
   std::vector<StoredPackedMatrix> packed_;
+  std::span<const uint8_t> compilation_;
 };
 
 // The layers of pipeline stage `stage` of `stages` over a model of

@@ -10,12 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -48,6 +50,11 @@ struct Run {
   std::vector<float> logits;
   int adopted = 0;
   int packed = 0;
+  // What the session bound: whether from the artifact's stored graph and
+  // plans, the graph, and each bucket's arena sizes and step count.
+  bool from_artifact = false;
+  std::string graph;
+  std::vector<std::string> buckets;
 };
 
 Run Decode(const EngineOptions& options, const std::vector<int32_t>& prompt, int steps) {
@@ -60,8 +67,15 @@ Run Decode(const EngineOptions& options, const std::vector<int32_t>& prompt, int
   auto session = ModelSession::Create(*loaded->weights, *session_options);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   if (!session.ok()) return run;
-  for (const PackedWeightInfo& p : (*session)->model().report().layout.packed) {
-    (p.adopted ? run.adopted : run.packed) += 1;
+  const CompileReport& report = (*session)->model().report();
+  for (const PackedWeightInfo& p : report.layout.packed) (p.adopted ? run.adopted : run.packed) += 1;
+  run.from_artifact = report.from_artifact;
+  run.graph = (*session)->model().graph().ToString();
+  for (const BucketPlan& b : report.buckets) {
+    std::string arenas;
+    for (const auto& [domain, bytes] : b.arena_bytes)
+      arenas += fmt::format(" {}:{}", report.domain_names.at(domain), bytes);
+    run.buckets.push_back(fmt::format("{} tokens, {} steps,{}", b.env.tokens, b.steps, arenas));
   }
   const int64_t vocab = (*loaded->weights).config().vocab_size;
   std::vector<float> logits(static_cast<size_t>(vocab));
@@ -69,8 +83,9 @@ Run Decode(const EngineOptions& options, const std::vector<int32_t>& prompt, int
   int32_t position = 0;
   for (int s = 0; s < steps; ++s) {
     const int32_t last = static_cast<int32_t>(ids.size()) - 1 - position;
-    EXPECT_TRUE((*session)->ForwardSequence({ids.data() + position, ids.size() - position}, position, {&last, 1},
-                                            logits.data())
+    EXPECT_TRUE((*session)
+                    ->ForwardSequence({ids.data() + position, ids.size() - position}, position, {&last, 1},
+                                      logits.data())
                     .ok());
     position = static_cast<int32_t>(ids.size());
     const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -79,6 +94,16 @@ Run Decode(const EngineOptions& options, const std::vector<int32_t>& prompt, int
     ids.push_back(best);
   }
   return run;
+}
+
+// The artifact's session ran no stage: it bound the stored graph and
+// plans, which are the ones compiling the source makes.
+void ExpectBoundFromTheStoredPlans(const Run& source, const Run& artifact) {
+  EXPECT_FALSE(source.from_artifact);
+  EXPECT_TRUE(artifact.from_artifact) << "the artifact's session planned again";
+  EXPECT_EQ(source.graph, artifact.graph);
+  EXPECT_EQ(source.buckets, artifact.buckets);
+  EXPECT_FALSE(artifact.buckets.empty());
 }
 
 void ExpectSameAsSource(const EngineOptions& source) {
@@ -91,8 +116,8 @@ void ExpectSameAsSource(const EngineOptions& source) {
   from_artifact.load_format = "auto";
   from_artifact.preset.clear();
   const std::vector<int32_t> prompt = {1, 17, 42, 99, 5};
-  Run a = Decode(source, prompt, 4);
-  Run b = Decode(from_artifact, prompt, 4);
+  auto a = Decode(source, prompt, 4);
+  auto b = Decode(from_artifact, prompt, 4);
   EXPECT_EQ(a.tokens, b.tokens);
   ASSERT_EQ(a.logits.size(), b.logits.size());
   EXPECT_EQ(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)), 0)
@@ -100,9 +125,12 @@ void ExpectSameAsSource(const EngineOptions& source) {
   EXPECT_EQ(a.adopted, 0);
   EXPECT_EQ(b.packed, 0) << "every packed matrix comes from the artifact";
   EXPECT_EQ(b.adopted, a.packed);
+  ExpectBoundFromTheStoredPlans(a, b);
 }
 
-std::string Gguf(const std::string& name) { return testing::SharedDir() + "/models/gguf/" + name; }
+std::string Gguf(const std::string& name) {
+  return testing::SharedDir() + "/models/gguf/" + name;
+}
 
 TEST(ModelArtifact, HuggingFaceFolderGivesTheSameLogits) {
   ExpectSameAsSource(SmallOptions(testing::ModelDir("tiny-qwen2")));
@@ -153,6 +181,61 @@ TEST(ModelArtifact, MixtureOfExpertsGivesTheSameLogits) {
     o.dummy_dtype = dtype;
     ExpectSameAsSource(o);
   }
+}
+
+// Accelerators with memory of their own: the stored graph's transfers and
+// domains (named in the file, numbered by this process) come back, with
+// the KV cache where the source's compile put it.
+TEST(ModelArtifact, AcceleratorPlacementsComeBackFromTheStoredGraph) {
+  for (const char* backend : {"testaccel", "testaccel-mm"}) {
+    SCOPED_TRACE(backend);
+    EngineOptions source = SmallOptions(testing::ModelDir("tiny-llama"));
+    source.backend = backend;
+    const std::string artifact = testing::MakeTempDir() + "/model.kiln";
+    auto summary = CompileArtifact(source, artifact);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EngineOptions from_artifact = source;
+    from_artifact.model = artifact;
+    const std::vector<int32_t> prompt = {1, 17, 42, 99, 5};
+    auto a = Decode(source, prompt, 3);
+    auto b = Decode(from_artifact, prompt, 3);
+    EXPECT_EQ(a.tokens, b.tokens);
+    ASSERT_EQ(a.logits.size(), b.logits.size());
+    EXPECT_EQ(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)), 0);
+    ExpectBoundFromTheStoredPlans(a, b);
+    EXPECT_NE(b.graph.find("transfer"), std::string::npos) << "the accelerator's graph has transfers";
+  }
+}
+
+// An artifact written before graphs were stored (no "compiled" section)
+// still loads: its session runs the stages, with the same logits.
+TEST(ModelArtifact, AnArtifactWithoutAStoredGraphCompilesAtLoad) {
+  const EngineOptions source = SmallOptions(testing::ModelDir("tiny-qwen2"));
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_TRUE(CompileArtifact(source, dir + "/model.kiln").ok());
+  testing::RewriteArtifactSections(
+      dir + "/model.kiln", dir + "/old.kiln",
+      [](const std::string& name, std::vector<uint8_t>&) { return name != "compiled"; });
+  auto file = ArtifactFile::Open(dir + "/old.kiln");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ((*file)->Find("compiled"), nullptr);
+  file->reset();
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 5};
+  auto a = Decode(SmallOptions(dir + "/model.kiln"), prompt, 3);
+  auto b = Decode(SmallOptions(dir + "/old.kiln"), prompt, 3);
+  EXPECT_TRUE(a.from_artifact);
+  EXPECT_FALSE(b.from_artifact);
+  EXPECT_EQ(a.graph, b.graph);
+  EXPECT_EQ(a.buckets, b.buckets);
+  ASSERT_EQ(a.logits.size(), b.logits.size());
+  EXPECT_EQ(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(float)), 0);
+  // So does one whose stored graph is set aside, to measure what it saves.
+  ::setenv("KILN_ARTIFACT_PLANS", "recompile", 1);
+  auto c = Decode(SmallOptions(dir + "/model.kiln"), prompt, 3);
+  ::unsetenv("KILN_ARTIFACT_PLANS");
+  EXPECT_FALSE(c.from_artifact);
+  EXPECT_EQ(a.graph, c.graph);
+  EXPECT_EQ(std::memcmp(a.logits.data(), c.logits.data(), a.logits.size() * sizeof(float)), 0);
 }
 
 TEST(ModelArtifact, TokenizerAndGenerationDefaultsComeAlong) {
@@ -210,15 +293,18 @@ class ArtifactRefusals : public ::testing::Test {
 };
 
 TEST_F(ArtifactRefusals, AnotherKernelLayoutVersion) {
-  const std::string stale = Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
+  const std::string stale =
+      Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
   auto loaded = LoadModel(SmallOptions(stale));
   ASSERT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.status().message().find("kernel-layout version"), std::string::npos) << loaded.status().message();
+  EXPECT_NE(loaded.status().message().find("kernel-layout version"), std::string::npos)
+      << loaded.status().message();
   EXPECT_NE(loaded.status().message().find("kiln compile"), std::string::npos);
 }
 
 TEST_F(ArtifactRefusals, AStaleFileIsRebuiltFromItsSourceWhenAsked) {
-  const std::string stale = Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
+  const std::string stale =
+      Rewritten(path_, [](nlohmann::json& m) { m["kernel_layout_version"] = kKernelLayoutVersion + 1; });
   auto not_stale = RecompileStaleArtifact(path_);
   ASSERT_FALSE(not_stale.ok());
   EXPECT_NE(not_stale.status().message().find("not stale"), std::string::npos);
@@ -251,7 +337,8 @@ TEST_F(ArtifactRefusals, AStaleFileWhoseSourceIsGoneIsNotRebuilt) {
 }
 
 TEST_F(ArtifactRefusals, AMissingBackend) {
-  const std::string other = Rewritten(path_, [](nlohmann::json& m) { m["backend"] = "npu-that-is-not-here"; });
+  const std::string other =
+      Rewritten(path_, [](nlohmann::json& m) { m["backend"] = "npu-that-is-not-here"; });
   auto loaded = LoadModel(SmallOptions(other));
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("backend 'npu-that-is-not-here'"), std::string::npos)
