@@ -179,6 +179,19 @@ def kv_transfer_seeds():
     write("kv_transfer_fuzz", "end.bin", struct.pack("<IIQi", 0x4b56454e, version, 7, 1))
 
 
+def artifact_section(data, name):
+    """The bytes of section `name` of an artifact (format/artifact_file.h:
+    the table's offset and size at header bytes 16 and 24; 64-byte entries
+    of a 32-byte name, then offset and size)."""
+    table_offset, table_bytes = struct.unpack_from("<QQ", data, 16)
+    for e in range(table_offset, table_offset + table_bytes, 64):
+        entry_name = data[e:e + 32].rstrip(b"\0").decode()
+        offset, size = struct.unpack_from("<QQ", data, e + 32)
+        if entry_name == name:
+            return data[offset:offset + size]
+    raise KeyError(name)
+
+
 def artifact_seeds(kiln):
     """A compiled artifact of generated weights of a one-layer model of
     hidden size 32, and one of a tiny ONNX graph, written by `kiln compile`
@@ -198,7 +211,9 @@ def artifact_seeds(kiln):
             subprocess.run([kiln, "compile", "--load-format", "dummy", "-m", tmp, "--dtype", dtype,
                             "-o", out], check=True, stdout=subprocess.DEVNULL)
             with open(out, "rb") as f:
-                write("artifact_fuzz", "tiny-" + dtype + ".kiln", f.read())
+                data = f.read()
+            write("artifact_fuzz", "tiny-" + dtype + ".kiln", data)
+            write("compilation_fuzz", "tiny-" + dtype + ".kcmp", artifact_section(data, "compiled"))
         # An ONNX graph's artifact: its graph, plan and convolution weights
         # in their kernel's layout as sections.
         script = os.path.join(HERE, "..", "unit", "onnx", "make_onnx_models.py")
