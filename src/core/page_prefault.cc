@@ -13,12 +13,8 @@
 namespace kiln {
 namespace {
 
-// Small enough that a stop request is seen quickly, large enough that the
-// system calls cost nothing next to the faults.
-constexpr size_t kChunkBytes = size_t{4} << 20;
-
 // MADV_WILLNEED on the runs of `range`'s pages that are not resident.
-void ReadInMissingPages(std::span<const uint8_t> range, uintptr_t page) {
+void ReadInMissingRuns(std::span<const uint8_t> range, uintptr_t page) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
   const uintptr_t end = reinterpret_cast<uintptr_t>(range.data()) + range.size();
   const size_t pages = (end - begin + page - 1) / page;
@@ -42,52 +38,51 @@ void ReadInMissingPages(std::span<const uint8_t> range, uintptr_t page) {
 
 }  // namespace
 
-BackgroundPrefault::BackgroundPrefault(std::vector<std::span<const uint8_t>> ranges)
-    : thread_([this, r = std::move(ranges)]() mutable { Run(std::move(r)); }) {}
+PagePrefault::PagePrefault(std::vector<std::span<const uint8_t>> ranges, std::shared_ptr<const void> owner)
+    : ranges_(std::move(ranges)), owner_(std::move(owner)) {}
 
-BackgroundPrefault::~BackgroundPrefault() {
-  stop_.store(true, std::memory_order_relaxed);
-  if (thread_.joinable()) thread_.join();
-}
-
-void BackgroundPrefault::Wait() {
-  if (thread_.joinable()) thread_.join();
-}
-
-void BackgroundPrefault::Run(std::vector<std::span<const uint8_t>> ranges) {
+void PagePrefault::ReadInMissingPages() {
+  if (read_in_) return;
+  read_in_ = true;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  // Pages not in the page cache yet are read in first, exactly the ranges
-  // (MADV_WILLNEED reads a file mapping's range and no more): a fault on a
-  // missing page would read 8 MiB around it, past the last range's end
-  // into bytes nobody uses. Only the runs mincore finds missing are asked
-  // for, so a warm start does not walk the cache twice.
-  for (std::span<const uint8_t> range : ranges) {
-    if (range.empty() || stop_.load(std::memory_order_relaxed)) continue;
-    ReadInMissingPages(range, page);
+  // MADV_WILLNEED reads a file mapping's range and no more. Only the runs
+  // mincore finds missing are asked for, so a warm start does not walk the
+  // cache twice.
+  for (std::span<const uint8_t> range : ranges_) {
+    if (!range.empty()) ReadInMissingRuns(range, page);
   }
-  bool populate_works = true;
-  for (std::span<const uint8_t> range : ranges) {
-    if (range.empty()) continue;
+}
+
+bool PagePrefault::Step() {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  ReadInMissingPages();
+  while (range_ < ranges_.size()) {
+    const std::span<const uint8_t> range = ranges_[range_];
     // madvise takes page-aligned starts; the page holding the first byte is
     // part of the same mapping.
-    uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(range.data()) / page * page;
     const uintptr_t end = reinterpret_cast<uintptr_t>(range.data()) + range.size();
-    while (begin < end) {
-      if (stop_.load(std::memory_order_relaxed)) return;
-      const uintptr_t chunk_end = std::min<uintptr_t>(end, begin + kChunkBytes);
-      const size_t length = chunk_end - begin;
-      if (populate_works && ::madvise(reinterpret_cast<void*>(begin), length, MADV_POPULATE_READ) != 0) {
-        populate_works = false;  // an older kernel: fault the pages in by reading them
-      }
-      if (!populate_works) {
-        uint8_t sum = 0;
-        for (uintptr_t p = begin; p < chunk_end; p += page) sum ^= *reinterpret_cast<const volatile uint8_t*>(p);
-        (void)sum;
-      }
-      populated_.fetch_add(length, std::memory_order_relaxed);
-      begin = chunk_end;
+    const uintptr_t begin = first + offset_;
+    if (range.empty() || begin >= end) {
+      ++range_;
+      offset_ = 0;
+      continue;
     }
+    const uintptr_t chunk_end = std::min<uintptr_t>(end, begin + kChunkBytes);
+    const size_t length = chunk_end - begin;
+    if (populate_works_ && ::madvise(reinterpret_cast<void*>(begin), length, MADV_POPULATE_READ) != 0) {
+      populate_works_ = false;  // an older kernel: fault the pages in by reading them
+    }
+    if (!populate_works_) {
+      uint8_t sum = 0;
+      for (uintptr_t p = begin; p < chunk_end; p += page) sum ^= *reinterpret_cast<const volatile uint8_t*>(p);
+      (void)sum;
+    }
+    populated_ += length;
+    offset_ += length;
+    return true;
   }
+  return false;
 }
 
 }  // namespace kiln

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "compiler/artifact_compatibility.h"
+#include "core/page_prefault.h"
 #include "engine/model_artifact.h"
 #include "engine/model_loader.h"
 #include "format/artifact_file.h"
@@ -222,15 +223,19 @@ Expected<LoadedModel> LoadArtifact(const EngineOptions& options, TokenizerLoad w
   }
   if (options.load_format == "dummy") return InvalidArgument("--load-format dummy: {} holds its weights", path);
   if (options.verify_weights) KILN_RETURN_IF_ERROR(a.file->VerifyAll());
-  // The packed matrices are what the first forward pass reads whole: their
-  // page tables fill on the idle core while the tokenizer and the engine
-  // are built. (Not the file rows, which only embedding lookups read.)
-  std::vector<const ArtifactSection*> packed;
-  for (const ArtifactSection& s : a.file->sections()) {
-    if (s.name.rfind("p.", 0) == 0) packed.push_back(&s);
-  }
-  a.file->PrefaultInBackground(packed);
   LoadedModel loaded;
+  // The packed matrices are what the first forward pass reads whole: their
+  // page tables can be filled while the engine waits for its tokenizer.
+  // (Not the file rows, which only embedding lookups read.)
+  if (a.file->mapped()) {
+    std::vector<std::span<const uint8_t>> packed;
+    for (const ArtifactSection& s : a.file->sections()) {
+      if (s.name.rfind("p.", 0) == 0) packed.push_back(s.span());
+    }
+    loaded.prefault = std::make_shared<PagePrefault>(std::move(packed), a.file);
+    // On a cold start the reads are under way while the model is bound.
+    loaded.prefault->ReadInMissingPages();
+  }
   try {
     KILN_ASSIGN_OR_RETURN(loaded.weights,
                           WeightStore::FromArtifact(a.file, a.metadata.at("config").dump(),

@@ -1,10 +1,12 @@
 // Loading weights, tokenizer and generation config for an engine.
 #include "engine/model_loader.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include "backend/collective.h"
 #include "core/log.h"
+#include "core/page_prefault.h"
 #include "engine/model_artifact.h"
 #include "format/artifact_file.h"
 #include "format/model_config.h"
@@ -40,6 +42,10 @@ Expected<std::shared_ptr<const WeightStore>> LoadWeights(const EngineOptions& op
 
 Status LoadedModel::FinishTokenizer() {
   if (!pending_tokenizer.valid()) return Status::Ok();
+  // The wait goes into the first pass's page faults, a step at a time.
+  while (prefault != nullptr && pending_tokenizer.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+         prefault->Step()) {
+  }
   const Expected<std::shared_ptr<const Tokenizer>>& built = pending_tokenizer.get();
   if (!built.ok()) return built.status();
   tokenizer = *built;

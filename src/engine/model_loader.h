@@ -12,6 +12,8 @@
 
 namespace kiln {
 
+class PagePrefault;
+
 class Tokenizer;
 class WeightStore;
 
@@ -24,9 +26,14 @@ struct LoadedModel {
   // With TokenizerLoad::kInBackground, the tokenizer while it is being
   // built on a thread of its own; FinishTokenizer waits for it.
   std::shared_future<Expected<std::shared_ptr<const Tokenizer>>> pending_tokenizer;
+  // A compiled artifact's packed weights, whose page tables a caller with
+  // time to wait (for pending_tokenizer) fills a step at a time before the
+  // first forward pass; null for other models.
+  std::shared_ptr<PagePrefault> prefault;
 
   // Sets `tokenizer` from pending_tokenizer, if any (an error if building
-  // it failed); a no-op otherwise.
+  // it failed); a no-op otherwise. While it waits, it fills the prefault's
+  // page tables.
   Status FinishTokenizer();
 };
 

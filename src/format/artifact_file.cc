@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/mapped_file.h"
-#include "core/page_prefault.h"
 
 namespace kiln {
 namespace {
@@ -44,15 +43,6 @@ constexpr const char* kRebuild = "rebuild it with `kiln compile`";
 uint64_t ArtifactChecksum(std::span<const uint8_t> bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
 
 ArtifactFile::~ArtifactFile() = default;
-
-void ArtifactFile::PrefaultInBackground(const std::vector<const ArtifactSection*>& sections) const {
-  if (mapped_ == nullptr) return;
-  std::vector<std::span<const uint8_t>> ranges;
-  ranges.reserve(sections.size());
-  for (const ArtifactSection* s : sections) ranges.emplace_back(s->data, s->bytes);
-  prefault_.reset();
-  prefault_ = std::make_unique<BackgroundPrefault>(std::move(ranges));
-}
 
 Expected<std::unique_ptr<ArtifactFile>> ArtifactFile::Open(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));

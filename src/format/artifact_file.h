@@ -27,7 +27,6 @@
 
 namespace kiln {
 
-class BackgroundPrefault;
 class MappedFile;
 
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
@@ -85,10 +84,9 @@ class ArtifactFile {
   // Verify for every section.
   Status VerifyAll() const;
 
-  // Populates the page tables of these sections' bytes on a background
-  // thread (see core/page_prefault.h); a no-op for Parse's bytes in memory.
-  // A later call replaces an earlier one. Not thread-safe.
-  void PrefaultInBackground(const std::vector<const ArtifactSection*>& sections) const;
+  // Whether the bytes are a file's mapping (Open), rather than Parse's
+  // bytes in memory: only a mapping's page tables can be prefaulted.
+  bool mapped() const { return mapped_ != nullptr; }
 
  private:
   ArtifactFile() = default;
@@ -100,8 +98,6 @@ class ArtifactFile {
   uint32_t version_ = 0;
   std::vector<ArtifactSection> sections_;
   std::unique_ptr<MappedFile> mapped_;
-  // Declared after mapped_, so that it stops before the mapping goes.
-  mutable std::unique_ptr<BackgroundPrefault> prefault_;
 };
 
 // Whether `path` names an artifact: a file whose first bytes are the magic.

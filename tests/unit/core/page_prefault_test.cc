@@ -1,10 +1,11 @@
-// A background prefault fills a file mapping's page tables: the mapping's
-// resident size (which counts only pages mapped into this process) grows
-// from nothing to the ranges asked for, and no further.
+// A prefault fills a file mapping's page tables a step at a time: the
+// mapping's resident size (which counts only pages mapped into this
+// process) grows from nothing to the ranges asked for, and no further.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,7 +37,7 @@ long MappingRssKiB(const void* start) {
   return -1;
 }
 
-TEST(BackgroundPrefault, PopulatesTheRangesItIsGivenAndNothingElse) {
+TEST(PagePrefault, PopulatesTheRangesItIsGivenAndNothingElse) {
   const std::string path = ::testing::TempDir() + "/page_prefault.bin";
   constexpr size_t kMiB = 1 << 20;
   std::vector<uint8_t> bytes(32 * kMiB, 0x5a);
@@ -49,9 +50,14 @@ TEST(BackgroundPrefault, PopulatesTheRangesItIsGivenAndNothingElse) {
   ASSERT_GE(before, 0) << "no smaps entry for the mapping";
   EXPECT_LT(before, 1024);
 
-  // Two ranges, 4 MiB and 5 MiB + 100 bytes, 10 MiB apart.
-  BackgroundPrefault prefault({{data + 2 * kMiB, 4 * kMiB}, {data + 16 * kMiB, 5 * kMiB + 100}});
-  prefault.Wait();
+  // Two ranges, 4 MiB and 5 MiB + 100 bytes, 10 MiB apart: a step each
+  // MiB, 4 + 6 of them.
+  PagePrefault prefault({{data + 2 * kMiB, 4 * kMiB}, {data + 16 * kMiB, 5 * kMiB + 100}});
+  int steps = 0;
+  while (prefault.Step()) ++steps;
+  EXPECT_EQ(steps, 10);
+  EXPECT_TRUE(prefault.done());
+  EXPECT_FALSE(prefault.Step());
   EXPECT_EQ(prefault.populated_bytes(), 9 * kMiB + 100);
   const long after = MappingRssKiB(data);
   EXPECT_GE(after, 9 * 1024);
@@ -60,18 +66,32 @@ TEST(BackgroundPrefault, PopulatesTheRangesItIsGivenAndNothingElse) {
   EXPECT_LT(after, 16 * 1024);
 }
 
-TEST(BackgroundPrefault, StopsWhenDestroyedEarly) {
-  const std::string path = ::testing::TempDir() + "/page_prefault_stop.bin";
+// A step does one chunk; the owner given keeps the mapping while steps are
+// left, so the caller may drop its own reference.
+TEST(PagePrefault, StepsAChunkAtATimeAndKeepsItsOwner) {
+  const std::string path = ::testing::TempDir() + "/page_prefault_steps.bin";
   std::vector<uint8_t> bytes(8 << 20, 1);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                                static_cast<std::streamsize>(bytes.size()));
   auto mapped = MappedFile::Open(path);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
-  // Destroyed at once: the destructor stops and joins the thread, so the
-  // mapping may go right after.
-  { BackgroundPrefault prefault({{(*mapped)->data(), (*mapped)->size()}}); }
-  mapped->reset();
-  SUCCEED();
+  std::shared_ptr<const MappedFile> owner = std::move(mapped).value();
+  PagePrefault prefault({{owner->data(), owner->size()}}, owner);
+  owner.reset();
+  ASSERT_TRUE(prefault.Step());
+  EXPECT_EQ(prefault.populated_bytes(), PagePrefault::kChunkBytes);
+  EXPECT_FALSE(prefault.done());
+  while (prefault.Step()) {
+  }
+  EXPECT_EQ(prefault.populated_bytes(), uint64_t{8} << 20);
+}
+
+// Nothing to do: no step.
+TEST(PagePrefault, NoRangesIsDoneAtOnce) {
+  PagePrefault prefault({});
+  EXPECT_TRUE(prefault.done());
+  EXPECT_FALSE(prefault.Step());
+  EXPECT_EQ(prefault.populated_bytes(), 0u);
 }
 
 }  // namespace page_prefault_tests
