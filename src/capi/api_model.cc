@@ -59,6 +59,7 @@ kiln_status kiln_model_load(const char* path, const kiln_model_options* options,
       KILN_ASSIGN_OR_RETURN(kiln::OpenedArtifact artifact, kiln::OpenArtifact(o.model, o.recompile_if_stale));
       KILN_RETURN_IF_ERROR(kiln::ApplyArtifactOptions(artifact.metadata, nullptr, &o));
       compiled_with = {{"options", artifact.metadata.at("options")}};
+      o.opened_artifact = std::make_shared<const kiln::OpenedArtifact>(std::move(artifact));
     }
     KILN_ASSIGN_OR_RETURN(kiln::LoadedModel loaded, kiln::LoadModel(o));
     *model = new kiln_model{std::move(loaded), o, std::move(compiled_with)};

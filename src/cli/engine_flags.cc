@@ -194,6 +194,7 @@ Expected<EngineOptions> EngineFlags::Resolve() const {
       if (command != nullptr && command->count(flag) > 0) given.insert(flag);
     }
     KILN_RETURN_IF_ERROR(ApplyArtifactOptions(artifact.metadata, command != nullptr ? &given : nullptr, &o));
+    o.opened_artifact = std::make_shared<const OpenedArtifact>(std::move(artifact));
   }
   KILN_RETURN_IF_ERROR(o.Validate());
   if (o.tensor_parallel_size > 1 || o.pipeline_parallel_size > 1) {

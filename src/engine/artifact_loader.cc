@@ -212,8 +212,12 @@ Status ApplyArtifactOptions(const nlohmann::json& metadata, const std::set<std::
 }
 
 Expected<LoadedModel> LoadArtifact(const EngineOptions& options, TokenizerLoad when) {
-  KILN_ASSIGN_OR_RETURN(OpenedArtifact a, OpenArtifact(options.model));
   const std::string& path = options.model;
+  OpenedArtifact opened;
+  if (options.opened_artifact == nullptr || options.opened_artifact->file->name() != path) {
+    KILN_ASSIGN_OR_RETURN(opened, OpenArtifact(path));
+  }
+  const OpenedArtifact& a = opened.file != nullptr ? opened : *options.opened_artifact;
   if (!a.note.empty()) fmt::print(stderr, "note: {}\n", a.note);
   // An option set away from its default must be the one compiled with
   // (callers make the options the artifact's: ApplyArtifactOptions).

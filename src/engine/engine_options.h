@@ -15,6 +15,7 @@
 namespace kiln {
 
 class Collective;
+struct OpenedArtifact;
 class ModelSession;
 struct BoundValue;
 struct ForwardBatch;
@@ -144,6 +145,10 @@ struct EngineOptions {
   int32_t pipeline_stage = -1;
   double collective_timeout_seconds = 60;
   std::shared_ptr<Collective> collective;
+  // `model` as a compiled artifact already opened and checked by whoever
+  // applied its options (the command line), so that loading does not open
+  // and check it again; used only while it is the file `model` names.
+  std::shared_ptr<const OpenedArtifact> opened_artifact;
   std::function<Status(const ForwardBatch&, const ModelSession&)> before_forward;
   std::function<Status(const ForwardBatch&, ModelSession&, float* logits, int64_t logits_stride,
                        const DumpFn* dump)>

@@ -55,7 +55,8 @@ Status LoadedModel::FinishTokenizer() {
 
 Expected<LoadedModel> LoadModel(const EngineOptions& options, TokenizerLoad when) {
   KILN_RETURN_IF_ERROR(options.Validate());
-  if (!options.model.empty() && IsArtifactFile(options.model)) {
+  const bool opened = options.opened_artifact != nullptr && options.opened_artifact->file->name() == options.model;
+  if (!options.model.empty() && (opened || IsArtifactFile(options.model))) {
     if (options.tensor_parallel_size > 1) {
       return Unsupported("{}: a compiled artifact cannot be split for tensor parallelism; give the model it was "
                          "compiled from", options.model);

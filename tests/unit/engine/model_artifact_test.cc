@@ -239,6 +239,31 @@ TEST(ModelArtifact, AnArtifactWithoutAStoredGraphCompilesAtLoad) {
   EXPECT_EQ(std::memcmp(a.logits.data(), c.logits.data(), a.logits.size() * sizeof(float)), 0);
 }
 
+// An artifact the caller opened (the command line does, to apply its
+// options) is loaded from that opening, not opened and checked again; one
+// opened for another path is not used.
+TEST(ModelArtifact, AnArtifactOpenedByTheCallerIsNotOpenedAgain) {
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_TRUE(CompileArtifact(SmallOptions(testing::ModelDir("tiny-qwen2")), dir + "/a.kiln").ok());
+  std::filesystem::copy_file(dir + "/a.kiln", dir + "/b.kiln");
+  auto opened = OpenArtifact(dir + "/a.kiln");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EngineOptions o = SmallOptions(dir + "/a.kiln");
+  o.opened_artifact = std::make_shared<const OpenedArtifact>(std::move(opened).value());
+  // Gone from the folder, still mapped: only the opening can load it.
+  std::filesystem::remove(dir + "/a.kiln");
+  auto loaded = LoadModel(o);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  o.model = dir + "/b.kiln";
+  auto copy = LoadModel(o);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ(loaded->weights->config().num_layers, copy->weights->config().num_layers);
+  EXPECT_EQ(loaded->weights->weights().size(), copy->weights->weights().size());
+  o.model = dir + "/a.kiln";  // the opening's path again, but ...
+  o.opened_artifact.reset();  // ... without it, the file must be there
+  EXPECT_FALSE(LoadModel(o).ok());
+}
+
 TEST(ModelArtifact, TokenizerAndGenerationDefaultsComeAlong) {
   for (const std::string& model : {testing::ModelDir("tiny-qwen2"), Gguf("tiny-llama-Q8_0.gguf")}) {
     SCOPED_TRACE(model);
