@@ -48,7 +48,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tensor_parallel_check import (PROMPTS, ENV, alive, case_rank_killed, chat, expect_error, fail,  # noqa: E402
                                    free_port, model_path, mpirun_args, ranks_of, read_logits, run,
-                                   wait_ready, MODELS)
+                                   wait_for_ranks, wait_ready, MODELS)
 import reference_prompts  # noqa: E402
 
 SPLIT = ["--pipeline-parallel-size", "2"]
@@ -253,17 +253,18 @@ def case_stage_rank_stopped(mpirun, kiln):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
     ranks = {}
     try:
-        if not proc.stdout.read(16):
-            fail("no output before the stop:\n" + proc.stderr.read().decode())
-        ranks = ranks_of(proc.pid)
+        ranks = wait_for_ranks(proc.pid, 4)
         if sorted(ranks) != [0, 1, 2, 3]:
             fail(f"ranks found: {ranks}")
+        # Stopped at once after the first words: a tiny model's 1000 tokens
+        # take a fraction of a second, less than finding the ranks may.
+        if not proc.stdout.read(16):
+            fail("no output before the stop:\n" + proc.stderr.read().decode())
         start = time.time()
         os.kill(ranks[2], signal.SIGSTOP)
         # mpirun ends the ranks left once rank 0 has gone; on a loaded machine
-        # that has taken more than 15 s beyond the time-out, and once (with
-        # the sanitizer builds compiling beside the tests) more than 45.
-        limit = timeout + 75
+        # that has taken more than 15 s beyond the time-out.
+        limit = timeout + 45
         while time.time() - start < limit and (proc.poll() is None or any(alive(p) for p in ranks.values())):
             time.sleep(0.1)
         gone = time.time() - start

@@ -235,6 +235,18 @@ def ranks_of(mpirun_pid):
     return ranks
 
 
+def wait_for_ranks(mpirun_pid, count, seconds=60):
+    """ranks_of once all `count` ranks have started (before the first token:
+    finding them means reading every process's environment, which on a busy
+    machine takes longer than a tiny model's whole generation)."""
+    deadline = time.time() + seconds
+    while True:
+        ranks = ranks_of(mpirun_pid)
+        if len(ranks) >= count or time.time() > deadline:
+            return ranks
+        time.sleep(0.01)
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -250,13 +262,14 @@ def case_rank_killed(mpirun, kiln, how, victim=1, split=("--tensor-parallel-size
                                     "--collective-timeout", str(timeout)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
     try:
-        # Generating once the first words are out.
+        ranks = wait_for_ranks(proc.pid, 2)
+        if sorted(ranks) != [0, 1]:
+            fail(f"ranks found: {ranks}")
+        # Generating once the first words are out; the signal follows at
+        # once, well before the 1000th token.
         first = proc.stdout.read(16)
         if not first:
             fail("no output before the kill:\n" + proc.stderr.read().decode())
-        ranks = ranks_of(proc.pid)
-        if sorted(ranks) != [0, 1]:
-            fail(f"ranks found: {ranks}")
         start = time.time()
         os.kill(ranks[victim], signal.SIGKILL if how == "kill" else signal.SIGSTOP)
         limit = timeout + 15
