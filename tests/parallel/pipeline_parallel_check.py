@@ -48,7 +48,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tensor_parallel_check import (PROMPTS, ENV, alive, case_rank_killed, chat, expect_error, fail,  # noqa: E402
                                    free_port, model_path, mpirun_args, ranks_of, read_logits, run,
-                                   wait_for_ranks, wait_ready, MODELS)
+                                   wait_for_ranks, wait_ready, LONG_GENERATION, MODELS)
 import reference_prompts  # noqa: E402
 
 SPLIT = ["--pipeline-parallel-size", "2"]
@@ -247,9 +247,9 @@ def case_stage_rank_stopped(mpirun, kiln):
     """T = 2, P = 2: the second stage's first rank stopped mid-generation;
     every process gone within the time-out, rank 0 saying why."""
     timeout = 5
-    cmd = mpirun_args(mpirun, 4) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0], "-n", "1000",
-                                    "--ignore-eos", "--temperature", "0", "--threads", "1", *SPLIT,
-                                    "--tensor-parallel-size", "2", "--collective-timeout", str(timeout)]
+    cmd = mpirun_args(mpirun, 4) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0],
+                                    *LONG_GENERATION, "--threads", "1", *SPLIT, "--tensor-parallel-size", "2",
+                                    "--collective-timeout", str(timeout)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
     ranks = {}
     try:

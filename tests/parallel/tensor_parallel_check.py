@@ -235,6 +235,14 @@ def ranks_of(mpirun_pid):
     return ranks
 
 
+# A generation that lasts seconds, so that a rank signalled after the first
+# words stops it midway: tiny-qwen2's 1000 tokens take 0.2-0.3 s on a fast
+# CPU, less than mpirun may take to pass the first words on. One sequence,
+# so that the longer context's KV cache stays small.
+LONG_GENERATION = ["-n", "8000", "--max-model-len", "8192", "--max-num-seqs", "1", "--ignore-eos", "--temperature",
+                   "0"]
+
+
 def wait_for_ranks(mpirun_pid, count, seconds=60):
     """ranks_of once all `count` ranks have started (before the first token:
     finding them means reading every process's environment, which on a busy
@@ -257,9 +265,8 @@ def alive(pid):
 
 def case_rank_killed(mpirun, kiln, how, victim=1, split=("--tensor-parallel-size", "2")):
     timeout = 5
-    cmd = mpirun_args(mpirun, 2) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0], "-n", "1000",
-                                    "--ignore-eos", "--temperature", "0", "--threads", "1", *split,
-                                    "--collective-timeout", str(timeout)]
+    cmd = mpirun_args(mpirun, 2) + [kiln, "generate", "-m", model_path("tiny-qwen2"), "-p", PROMPTS[0],
+                                    *LONG_GENERATION, "--threads", "1", *split, "--collective-timeout", str(timeout)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, start_new_session=True)
     try:
         ranks = wait_for_ranks(proc.pid, 2)
