@@ -72,6 +72,35 @@ std::string CompilationKey(const ModelConfig& config, const CompileOptions& o, i
       config.tensor_parallel_size, config.pipeline_stage, config.pipeline_stages);
 }
 
+namespace {
+
+// The compilation `weights` stores (a compiled artifact's), when it was
+// made under `key`; nullopt when there is none, it was made with other
+// options or by another version of its format, or KILN_ARTIFACT_PLANS=
+// recompile asks for the stages to run anyway (to measure what storing
+// them saves on one file).
+Expected<std::optional<StoredCompilation>> StoredFor(const WeightStore& weights, const std::string& key,
+                                                     const std::map<int32_t, std::string>& domain_names) {
+  const char* plans_env = std::getenv("KILN_ARTIFACT_PLANS");
+  if (weights.stored_compilation().empty() ||
+      (plans_env != nullptr && std::string_view(plans_env) == "recompile")) {
+    return std::optional<StoredCompilation>();
+  }
+  auto stored_key = CompilationKeyOf(weights.stored_compilation());
+  if (!stored_key.ok()) {
+    if (stored_key.status().code() == StatusCode::kUnsupported) return std::optional<StoredCompilation>();
+    return stored_key.status().WithContext(weights.path());
+  }
+  if (*stored_key != key) return std::optional<StoredCompilation>();
+  std::map<std::string, int32_t> domain_ids;
+  for (const auto& [id, name] : domain_names) domain_ids[name] = id;
+  auto decoded = DecodeCompilation(weights.stored_compilation(), weights, domain_ids);
+  if (!decoded.ok()) return decoded.status().WithContext(weights.path());
+  return std::optional<StoredCompilation>(std::move(decoded).value());
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStore& weights,
                                                                 const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
@@ -109,23 +138,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   // every bucket: when it was compiled with these options, nothing is
   // planned again; only the packed weights are adopted and the Programs bound.
   const std::string key = CompilationKey(config, options, m->max_model_len_);
-  std::optional<StoredCompilation> stored;
-  // KILN_ARTIFACT_PLANS=recompile runs the stages anyway: what storing
-  // them saves can then be measured on one file.
-  const char* plans_env = std::getenv("KILN_ARTIFACT_PLANS");
-  const bool recompile = plans_env != nullptr && std::string_view(plans_env) == "recompile";
-  if (!weights.stored_compilation().empty() && !recompile) {
-    auto stored_key = CompilationKeyOf(weights.stored_compilation());
-    if (stored_key.ok() && *stored_key == key) {
-      std::map<std::string, int32_t> domain_ids;
-      for (const auto& [id, name] : report.domain_names) domain_ids[name] = id;
-      auto decoded = DecodeCompilation(weights.stored_compilation(), weights, domain_ids);
-      if (!decoded.ok()) return decoded.status().WithContext(weights.path());
-      stored = std::move(decoded).value();
-    } else if (!stored_key.ok() && stored_key.status().code() != StatusCode::kUnsupported) {
-      return stored_key.status().WithContext(weights.path());
-    }
-  }
+  KILN_ASSIGN_OR_RETURN(std::optional<StoredCompilation> stored,
+                        StoredFor(weights, key, report.domain_names));
   Graph& g = m->graph_;
   std::optional<Graph> unpacked;  // the graph as stored: before packing points nodes at fp32 copies
   std::vector<MemoryPlan> plans;
