@@ -1,13 +1,19 @@
 // A prefault fills a file mapping's page tables a step at a time: the
 // mapping's resident size (which counts only pages mapped into this
 // process) grows from nothing to the ranges asked for, and no further.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/mapped_file.h"
@@ -84,6 +90,47 @@ TEST(PagePrefault, StepsAChunkAtATimeAndKeepsItsOwner) {
   while (prefault.Step()) {
   }
   EXPECT_EQ(prefault.populated_bytes(), uint64_t{8} << 20);
+}
+
+// The pages of `bytes` bytes at `data` that are in the page cache.
+size_t ResidentPages(const uint8_t* data, size_t bytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((bytes + page - 1) / page);
+  if (::mincore(const_cast<uint8_t*>(data), bytes, resident.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char r : resident) n += r & 1;
+  return n;
+}
+
+// Pages dropped from the page cache are asked for at once, without a
+// fault; those still cached are not looked up page by page.
+TEST(PagePrefault, ReadsInWhatThePageCacheLacks) {
+  const std::string path = ::testing::TempDir() + "/page_prefault_cold.bin";
+  constexpr size_t kBytes = 8 << 20;
+  {
+    std::vector<uint8_t> bytes(kBytes, 7);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                 static_cast<std::streamsize>(bytes.size()));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ::fdatasync(fd);
+  // The last 6 MiB leave the cache (clean pages, written back above).
+  ::posix_fadvise(fd, 2 << 20, 6 << 20, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  auto mapped = MappedFile::Open(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  const uint8_t* data = (*mapped)->data();
+  const size_t pages = kBytes / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  if (ResidentPages(data, kBytes) == pages) GTEST_SKIP() << "this file system keeps every page in memory";
+  PagePrefault prefault({{data, kBytes}});
+  prefault.ReadInMissingPages();
+  EXPECT_EQ(prefault.populated_bytes(), 0u);  // asked for, not mapped
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ResidentPages(data, kBytes) < pages && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ResidentPages(data, kBytes), pages);
 }
 
 // Nothing to do: no step.
