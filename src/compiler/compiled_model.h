@@ -2,6 +2,7 @@
 // Forward() runs the Program of the smallest bucket that holds the batch.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -126,6 +127,8 @@ class CompiledModel {
  private:
   CompiledModel() = default;
   Status Validate(const ForwardBatch& batch, const KvCache& kv, int64_t* context_rows, int64_t* score_rows) const;
+  // Stage 4 for bucket i (plans_[i]) into programs_[i].
+  Status BindBucket(size_t i);
 
   const WeightStore* weights_ = nullptr;
   CompileOptions options_;
@@ -135,7 +138,9 @@ class CompiledModel {
   CompileReport report_;
   PackedWeights packed_;
   std::vector<DomainBuffer> arenas_;
-  std::vector<std::unique_ptr<Program>> programs_;  // ascending capacity
+  std::map<int32_t, uint8_t*> arena_bases_;  // by domain
+  std::vector<MemoryPlan> plans_;                // ascending capacity
+  std::vector<std::unique_ptr<Program>> programs_;  // per plan; null until its first pass
   std::vector<uint8_t> stored_compilation_;
   std::unique_ptr<ThreadPool> pool_;
   std::mutex mu_;  // one pass at a time; guards the per-pass metadata below
