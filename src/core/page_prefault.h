@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -27,7 +28,10 @@ class PagePrefault {
   // Asks the kernel to read in the ranges' pages that are not in the page
   // cache yet, exactly those, without waiting for them: a fault on a
   // missing page would read 8 MiB around it, into bytes nobody uses. Once;
-  // the first Step does it if no call did.
+  // the first Step does it if no call did. The ranges' aligned 2 MiB pages
+  // are advised for huge pages at construction; missing ones among them
+  // are left to Step and faults, which read them in as 2 MiB pages (a
+  // fault there reads at most 4 MiB about it).
   void ReadInMissingPages();
   // Populates the next chunk of at most kChunkBytes (MADV_POPULATE_READ,
   // or a read of each page where the kernel lacks it). Returns false,
@@ -45,6 +49,11 @@ class PagePrefault {
  private:
   std::vector<std::span<const uint8_t>> ranges_;
   std::shared_ptr<const void> owner_;
+  // Whether [begin, end) lies in a span advised for huge pages.
+  bool InHugeSpan(uintptr_t begin, uintptr_t end) const;
+
+  // The address spans advised for huge pages.
+  std::vector<std::pair<uintptr_t, uintptr_t>> huge_;
   size_t range_ = 0;    // the range being populated
   size_t offset_ = 0;   // from its first page's start
   bool read_in_ = false;
