@@ -90,6 +90,9 @@ PagePrefault::PagePrefault(std::vector<std::span<const uint8_t>> ranges, std::sh
     const uintptr_t begin = AlignUpTo(span_begin, kHugePageBytes);
     const uintptr_t end = span_end / kHugePageBytes * kHugePageBytes;
     if (end > begin && ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0) {
+      // A fault there reads its own 2 MiB page, not the next one too, which
+      // past a span's end would be bytes no pass reads.
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM);
       huge_.emplace_back(begin, end);
     }
   }
