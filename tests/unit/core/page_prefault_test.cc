@@ -56,6 +56,7 @@ TEST(PagePrefault, PopulatesTheRangesItIsGivenAndNothingElse) {
                                                static_cast<std::streamsize>(bytes.size()));
   auto mapped = MappedFile::Open(path);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  std::remove(path.c_str());  // the mapping keeps the file's pages
   const uint8_t* data = (*mapped)->data();
   const long before = MappingRssKiB(data, bytes.size());
   ASSERT_GE(before, 0) << "no smaps entry for the mapping";
@@ -86,6 +87,7 @@ TEST(PagePrefault, StepsAChunkAtATimeAndKeepsItsOwner) {
                                                static_cast<std::streamsize>(bytes.size()));
   auto mapped = MappedFile::Open(path);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  std::remove(path.c_str());  // the mapping keeps the file's pages
   std::shared_ptr<const MappedFile> owner = std::move(mapped).value();
   PagePrefault prefault({{owner->data(), owner->size()}}, owner);
   owner.reset();
@@ -125,6 +127,7 @@ TEST(PagePrefault, ReadsInWhatThePageCacheLacks) {
   ::close(fd);
   auto mapped = MappedFile::Open(path);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  std::remove(path.c_str());  // the mapping keeps the file's pages
   const uint8_t* data = (*mapped)->data();
   const size_t pages = kBytes / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   if (ResidentPages(data, kBytes) == pages) GTEST_SKIP() << "this file system keeps every page in memory";
