@@ -3,6 +3,7 @@
 // Little-endian fixed-width fields (core/byte_stream.h).
 #include "compiler/compilation_codec.h"
 
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -67,7 +68,10 @@ void PutAttributes(ByteWriter& w, const AttributeMap& attrs) {
   }
 }
 
-void PutValue(ByteWriter& w, const Value& v) {
+// How a value's constant is stored.
+enum class ConstantTag : uint8_t { kNone = 0, kInline = 1, kPlaced = 2 };
+
+Status PutValue(ByteWriter& w, const Value& v, const LocateConstant* locate) {
   w.PutString(v.name);
   w.Put(static_cast<uint8_t>(v.dtype));
   w.Put(static_cast<uint8_t>(v.rows));
@@ -81,16 +85,28 @@ void PutValue(ByteWriter& w, const Value& v) {
   w.Put(static_cast<uint8_t>(v.layout));
   w.Put(v.io_slot);
   w.Put(static_cast<uint8_t>(v.is_graph_input));
-  w.Put(static_cast<uint8_t>(v.constant != nullptr));
-  if (v.constant != nullptr) {
-    w.Put(static_cast<uint8_t>(v.constant->type().dtype));
-    PutInts(w, v.constant->type().dims);
-    w.Put(static_cast<uint64_t>(v.constant->bytes()));
+  if (v.constant == nullptr) {
+    w.Put(static_cast<uint8_t>(ConstantTag::kNone));
+    return Status::Ok();
+  }
+  std::optional<ConstantPlacement> placed;
+  if (locate != nullptr) {
+    KILN_ASSIGN_OR_RETURN(placed, (*locate)(*v.constant));
+  }
+  w.Put(static_cast<uint8_t>(placed ? ConstantTag::kPlaced : ConstantTag::kInline));
+  w.Put(static_cast<uint8_t>(v.constant->type().dtype));
+  PutInts(w, v.constant->type().dims);
+  w.Put(static_cast<uint64_t>(v.constant->bytes()));
+  if (placed) {
+    w.PutString(placed->section);
+    w.Put(placed->offset);
+  } else {
     w.PutBytes(v.constant->data(), v.constant->bytes());
   }
+  return Status::Ok();
 }
 
-Status PutNode(ByteWriter& w, const Node& n, const WeightStore& weights) {
+Status PutNode(ByteWriter& w, const Node& n, const WeightStore* weights) {
   w.Put(static_cast<uint8_t>(n.op));
   w.PutString(n.name);
   w.PutString(n.op_type);
@@ -104,7 +120,7 @@ Status PutNode(ByteWriter& w, const Node& n, const WeightStore& weights) {
       continue;
     }
     // Only the store's own weights can be found again by name.
-    if (weights.Find(weight->name) != weight) {
+    if (weights == nullptr || weights->Find(weight->name) != weight) {
       return Unsupported("node {} reads weight {}, which the compiler made: its graph cannot be stored",
                          n.name, weight->name);
     }
@@ -183,8 +199,8 @@ void PutReport(ByteWriter& w, const CompileReport& r) {
 class Reader {
  public:
   Reader(std::span<const uint8_t> bytes, const WeightStore* weights,
-         const std::map<std::string, int32_t>* domains)
-      : in_(bytes, "compiled graph"), weights_(weights), domain_ids_(domains) {}
+         const std::map<std::string, int32_t>* domains, const ResolveConstant* resolve = nullptr)
+      : in_(bytes, "compiled graph"), weights_(weights), domain_ids_(domains), resolve_(resolve) {}
 
   ByteReader& in() { return in_; }
 
@@ -334,8 +350,11 @@ class Reader {
       return Corrupt("compiled graph: value {} has {} columns for dims {}", v->name, v->cols,
                      DimsToString(v->dims));
     }
-    KILN_ASSIGN_OR_RETURN(bool has_constant, Bool("constant"));
-    if (has_constant) {
+    KILN_ASSIGN_OR_RETURN(uint8_t tag, Get<uint8_t>());
+    if (tag > static_cast<uint8_t>(ConstantTag::kPlaced)) {
+      return Corrupt("compiled graph: value {} has constant tag {}", v->name, tag);
+    }
+    if (tag != static_cast<uint8_t>(ConstantTag::kNone)) {
       TensorType type;
       KILN_ASSIGN_OR_RETURN(type.dtype, Enum<DType>(kNumDTypes, "constant dtype"));
       KILN_RETURN_IF_ERROR(Ints(&type.dims, "constant dims"));
@@ -343,9 +362,22 @@ class Reader {
         return Corrupt("compiled graph: constant {} is {}", v->name, type.ToString());
       KILN_ASSIGN_OR_RETURN(uint64_t n, Get<uint64_t>());
       if (n != type.Bytes()) return Corrupt("compiled graph: constant {} of {} bytes", v->name, n);
-      auto bytes = std::make_shared<std::string>(static_cast<size_t>(n), '\0');
-      KILN_RETURN_IF_ERROR(in_.GetBytes(bytes->data(), bytes->size()));
-      v->constant = std::make_shared<const TensorData>(type, std::move(bytes));
+      if (tag == static_cast<uint8_t>(ConstantTag::kPlaced)) {
+        KILN_ASSIGN_OR_RETURN(std::string section, String());
+        KILN_ASSIGN_OR_RETURN(uint64_t offset, Get<uint64_t>());
+        if (resolve_ == nullptr) {
+          return Corrupt("compiled graph: constant {} is stored in section {}, which this graph cannot have",
+                         v->name, section);
+        }
+        auto bytes = (*resolve_)(section, offset, n);
+        if (!bytes.ok()) return bytes.status().WithContext(fmt::format("compiled graph: constant {}", v->name));
+        if (bytes->size() != n) return Corrupt("compiled graph: constant {}: {} bytes found", v->name, bytes->size());
+        v->constant = std::make_shared<const TensorData>(type, std::move(bytes).value());
+      } else {
+        auto bytes = std::make_shared<std::string>(static_cast<size_t>(n), '\0');
+        KILN_RETURN_IF_ERROR(in_.GetBytes(bytes->data(), bytes->size()));
+        v->constant = std::make_shared<const TensorData>(type, std::move(bytes));
+      }
     }
     return Status::Ok();
   }
@@ -453,6 +485,7 @@ class Reader {
   ByteReader in_;
   const WeightStore* weights_;
   const std::map<std::string, int32_t>* domain_ids_;
+  const ResolveConstant* resolve_;
   std::map<int32_t, std::string> domain_names_;  // stored id -> name
 };
 
@@ -566,7 +599,10 @@ Status CheckGraphAndPlans(const StoredCompilation& c) {
 
 }  // namespace
 
-Expected<std::vector<uint8_t>> EncodeCompilation(const StoredCompilation& c, const WeightStore& weights) {
+namespace {
+
+Expected<std::vector<uint8_t>> Encode(const StoredCompilation& c, const WeightStore* weights,
+                                      const LocateConstant* locate) {
   ByteWriter w;
   w.Put(kMagic);
   w.Put(kVersion);
@@ -580,7 +616,7 @@ Expected<std::vector<uint8_t>> EncodeCompilation(const StoredCompilation& c, con
   const Graph& g = c.graph;
   if (g.laid_out != nullptr) return Unsupported("a graph with laid-out constants cannot be stored here");
   w.Put(static_cast<uint32_t>(g.values().size()));
-  for (const Value& v : g.values()) PutValue(w, v);
+  for (const Value& v : g.values()) KILN_RETURN_IF_ERROR(PutValue(w, v, locate));
   w.Put(static_cast<uint32_t>(g.nodes().size()));
   for (const Node& n : g.nodes()) KILN_RETURN_IF_ERROR(PutNode(w, n, weights));
   PutReport(w, c.report);
@@ -606,6 +642,16 @@ Expected<std::vector<uint8_t>> EncodeCompilation(const StoredCompilation& c, con
   return w.Take();
 }
 
+}  // namespace
+
+Expected<std::vector<uint8_t>> EncodeCompilation(const StoredCompilation& c, const WeightStore& weights) {
+  return Encode(c, &weights, nullptr);
+}
+
+Expected<std::vector<uint8_t>> EncodeTensorCompilation(const StoredCompilation& c, const LocateConstant& locate) {
+  return Encode(c, nullptr, &locate);
+}
+
 Expected<std::string> CompilationKeyOf(std::span<const uint8_t> bytes) {
   Reader r(bytes, nullptr, nullptr);
   std::string key;
@@ -613,9 +659,11 @@ Expected<std::string> CompilationKeyOf(std::span<const uint8_t> bytes) {
   return key;
 }
 
-Expected<StoredCompilation> DecodeCompilation(std::span<const uint8_t> bytes, const WeightStore& weights,
-                                              const std::map<std::string, int32_t>& domain_ids) {
-  Reader r(bytes, &weights, &domain_ids);
+namespace {
+
+Expected<StoredCompilation> Decode(std::span<const uint8_t> bytes, const WeightStore* weights,
+                                   const std::map<std::string, int32_t>& domain_ids, const ResolveConstant* resolve) {
+  Reader r(bytes, weights, &domain_ids, resolve);
   StoredCompilation c;
   KILN_RETURN_IF_ERROR(ReadHeader(r, &c.key));
   KILN_RETURN_IF_ERROR(r.ReadDomains());
@@ -651,6 +699,19 @@ Expected<StoredCompilation> DecodeCompilation(std::span<const uint8_t> bytes, co
   KILN_RETURN_IF_ERROR(r.in().End());
   KILN_RETURN_IF_ERROR(CheckGraphAndPlans(c));
   return c;
+}
+
+}  // namespace
+
+Expected<StoredCompilation> DecodeCompilation(std::span<const uint8_t> bytes, const WeightStore& weights,
+                                              const std::map<std::string, int32_t>& domain_ids) {
+  return Decode(bytes, &weights, domain_ids, nullptr);
+}
+
+Expected<StoredCompilation> DecodeTensorCompilation(std::span<const uint8_t> bytes,
+                                                    const std::map<std::string, int32_t>& domain_ids,
+                                                    const ResolveConstant& resolve) {
+  return Decode(bytes, nullptr, domain_ids, &resolve);
 }
 
 Status CheckStoredScratch(const Graph& g, const std::vector<MemoryPlan>& plans,

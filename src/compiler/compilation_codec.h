@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +38,25 @@ struct StoredCompilation {
 // Bytes of `c`. The graph's weights must be `weights`' own (they are
 // stored by name).
 Expected<std::vector<uint8_t>> EncodeCompilation(const StoredCompilation& c, const WeightStore& weights);
+
+// A tensor graph's (an imported ONNX model's) constants are large: an
+// artifact stores them in sections of their own, where they are mapped and
+// used in place. Encoding asks where each constant's bytes are stored
+// (nullopt: in the graph's bytes); decoding asks for them back by section,
+// offset and size.
+struct ConstantPlacement {
+  std::string section;
+  uint64_t offset = 0;
+};
+using LocateConstant = std::function<Expected<std::optional<ConstantPlacement>>(const TensorData&)>;
+using ResolveConstant =
+    std::function<Expected<SharedBytes>(const std::string& section, uint64_t offset, uint64_t bytes)>;
+
+// The same for a graph whose nodes read no weights of a store.
+Expected<std::vector<uint8_t>> EncodeTensorCompilation(const StoredCompilation& c, const LocateConstant& locate);
+Expected<StoredCompilation> DecodeTensorCompilation(std::span<const uint8_t> bytes,
+                                                    const std::map<std::string, int32_t>& domain_ids,
+                                                    const ResolveConstant& resolve);
 
 // The key alone, read without decoding the rest.
 Expected<std::string> CompilationKeyOf(std::span<const uint8_t> bytes);
