@@ -1,6 +1,7 @@
 // Compiling and running a tensor graph.
 #include "compiler/compiled_tensor_graph.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -21,6 +22,26 @@ namespace kiln {
 
 CompiledTensorGraph::~CompiledTensorGraph() = default;
 
+namespace {
+
+// The backend to compile for, and the report's fields every path fills.
+Expected<Backend*> TargetAndReport(const TensorCompileOptions& options, CompileReport* report) {
+  BackendRegistry& backends = BackendRegistry::Get();
+  Backend* target = backends.Find(options.backend);
+  if (target == nullptr) {
+    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
+                    "or KILN_BACKEND_PATH)",
+                    options.backend, backends.Names());
+  }
+  report->backend = target->name();
+  report->precision = options.precision;
+  report->threads = options.threads;
+  for (Backend* b : backends.All()) report->domain_names[b->domain().id()] = b->domain().name();
+  return target;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Graph graph, std::vector<ValueId> inputs,
                                                                             std::vector<ValueId> outputs,
                                                                             const TensorCompileOptions& options,
@@ -32,17 +53,8 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
   m->outputs_ = std::move(outputs);
   Graph& g = m->graph_;
   BackendRegistry& backends = BackendRegistry::Get();
-  Backend* target = backends.Find(options.backend);
-  if (target == nullptr) {
-    return NotFound("backend '{}': available backends are {} (others load as plugins: --backend-plugin PATH "
-                    "or KILN_BACKEND_PATH)",
-                    options.backend, backends.Names());
-  }
   CompileReport& report = m->report_;
-  report.backend = target->name();
-  report.precision = options.precision;
-  report.threads = options.threads;
-  for (Backend* b : backends.All()) report.domain_names[b->domain().id()] = b->domain().name();
+  KILN_ASSIGN_OR_RETURN(Backend * target, TargetAndReport(options, &report));
   for (std::string& f : folded) report.legalize.rewrites.push_back(std::move(f));
 
   // Stage 1: legalize: the rewrites every target gets, then placement (the
@@ -79,31 +91,85 @@ Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::Compile(Grap
         "views: {} concats have their inputs written in place in their output's buffer (no step at run time)",
         concat_views));
   }
-  g.laid_out = options.laid_out;  // the kernels made from here on find and record their layouts there
-  KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &m->packed_, &report.layout));
-  KILN_ASSIGN_OR_RETURN(m->plan_, PlanMemory(g, env, ScratchNeeds(g, backends, env)));
-  const MemoryPlan& plan = m->plan_;
-  report.arena_bytes = plan.arena_bytes;
-  std::map<int32_t, uint8_t*> bases;
-  if (options.shared_arenas != nullptr) {
-    m->shared_arenas_ = options.shared_arenas;
-    KILN_RETURN_IF_ERROR(m->shared_arenas_->Reserve(options.arena_user, plan.arena_bytes, backends));
-    bases = m->shared_arenas_->bases();
-    m->bound_generation_ = m->shared_arenas_->generation();
-  } else {
-    KILN_ASSIGN_OR_RETURN(bases, AllocateArenas(plan.arena_bytes, backends, &m->arenas_));
+  // The graph as an artifact stores it: before packing, which the
+  // backends redo (adopting the stored layouts) at load.
+  if (options.keep_compilation) m->kept_.emplace().graph = g;
+  KILN_RETURN_IF_ERROR(m->PackPlanAndBind(options, nullptr));
+  if (m->kept_) {
+    m->kept_->plans = {m->plan_};
+    m->kept_->report = report;
   }
-  // Stage 4: bind.
-  KILN_RETURN_IF_ERROR(m->Bind(bases));
-  report.buckets.push_back({plan.env, plan.arena_bytes, plan.naive_bytes, m->program_->steps().size()});
-  for (const Node& n : g.nodes()) m->flops_ += EstimateCost(g, n, env).flops;
-  m->io_.resize(m->inputs_.size() + m->outputs_.size());
-  report.isa = GetCpuInfo().BestIsa();
-  std::vector<std::string> shapes;
-  for (ValueId v : m->inputs_) shapes.push_back(g.value(v).name + ":" + DimsToString(g.value(v).dims));
-  report.input_shapes = fmt::format("{}", fmt::join(shapes, " "));
   report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
+}
+
+Expected<std::unique_ptr<CompiledTensorGraph>> CompiledTensorGraph::FromStored(StoredCompilation stored,
+                                                                               const TensorCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  if (stored.plans.size() != 1) return Corrupt("compiled graph: {} plans for one tensor graph", stored.plans.size());
+  auto m = std::unique_ptr<CompiledTensorGraph>(new CompiledTensorGraph());
+  m->graph_ = std::move(stored.graph);
+  // The inputs and outputs are the values with an io slot: inputs first.
+  std::vector<std::pair<int32_t, ValueId>> io;
+  for (ValueId v = 0; v < static_cast<ValueId>(m->graph_.values().size()); ++v) {
+    if (m->graph_.value(v).io_slot >= 0) io.emplace_back(m->graph_.value(v).io_slot, v);
+  }
+  std::sort(io.begin(), io.end());
+  for (size_t i = 0; i < io.size(); ++i) {
+    const Value& v = m->graph_.value(io[i].second);
+    if (io[i].first != static_cast<int32_t>(i)) return Corrupt("compiled graph: io slots are not 0 to {}", io.size() - 1);
+    if (v.is_graph_input && !m->outputs_.empty()) return Corrupt("compiled graph: input {} after an output", v.name);
+    (v.is_graph_input ? m->inputs_ : m->outputs_).push_back(io[i].second);
+  }
+  CompileReport& report = m->report_;
+  KILN_RETURN_IF_ERROR(TargetAndReport(options, &report).status());
+  report.legalize = std::move(stored.report.legalize);
+  report.fuse = std::move(stored.report.fuse);
+  report.layout = std::move(stored.report.layout);
+  report.from_artifact = true;
+  const MemoryPlan plan = std::move(stored.plans[0]);
+  KILN_RETURN_IF_ERROR(m->PackPlanAndBind(options, &plan));
+  report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+Status CompiledTensorGraph::PackPlanAndBind(const TensorCompileOptions& options, const MemoryPlan* stored_plan) {
+  Graph& g = graph_;
+  BackendRegistry& backends = BackendRegistry::Get();
+  CompileReport& report = report_;
+  const ShapeEnv env{1, 1, 1, 1};
+  g.laid_out = options.laid_out;  // the kernels made from here on find and record their layouts there
+  KILN_RETURN_IF_ERROR(PackWeights(g, backends, W8A8Options{}, &packed_, &report.layout));
+  std::vector<size_t> scratch = ScratchNeeds(g, backends, env);
+  if (stored_plan != nullptr) {
+    if (stored_plan->env.tokens != env.tokens || stored_plan->env.context_rows != env.context_rows) {
+      return Corrupt("compiled graph: its plan is not a tensor graph's");
+    }
+    KILN_RETURN_IF_ERROR(CheckStoredScratch(g, {*stored_plan}, {scratch}));
+    plan_ = *stored_plan;
+  } else {
+    KILN_ASSIGN_OR_RETURN(plan_, PlanMemory(g, env, scratch));
+  }
+  report.arena_bytes = plan_.arena_bytes;
+  std::map<int32_t, uint8_t*> bases;
+  if (options.shared_arenas != nullptr) {
+    shared_arenas_ = options.shared_arenas;
+    KILN_RETURN_IF_ERROR(shared_arenas_->Reserve(options.arena_user, plan_.arena_bytes, backends));
+    bases = shared_arenas_->bases();
+    bound_generation_ = shared_arenas_->generation();
+  } else {
+    KILN_ASSIGN_OR_RETURN(bases, AllocateArenas(plan_.arena_bytes, backends, &arenas_));
+  }
+  // Stage 4: bind.
+  KILN_RETURN_IF_ERROR(Bind(bases));
+  report.buckets.push_back({plan_.env, plan_.arena_bytes, plan_.naive_bytes, program_->steps().size()});
+  for (const Node& n : g.nodes()) flops_ += EstimateCost(g, n, env).flops;
+  io_.resize(inputs_.size() + outputs_.size());
+  report.isa = GetCpuInfo().BestIsa();
+  std::vector<std::string> shapes;
+  for (ValueId v : inputs_) shapes.push_back(g.value(v).name + ":" + DimsToString(g.value(v).dims));
+  report.input_shapes = fmt::format("{}", fmt::join(shapes, " "));
+  return Status::Ok();
 }
 
 Status CompiledTensorGraph::Bind(const std::map<int32_t, uint8_t*>& bases) {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/compilation_codec.h"
 #include "compiler/compiled_model.h"
 #include "core/status.h"
 #include "graph/graph.h"
@@ -30,6 +32,9 @@ struct TensorCompileOptions {
   // own. `arena_user` names this graph in the shared arena's accounting.
   std::shared_ptr<SharedArenas> shared_arenas;
   std::string arena_user;
+  // Keep the graph after the stages and its plan (kept()), for an artifact
+  // to store.
+  bool keep_compilation = false;
 };
 
 class CompiledTensorGraph {
@@ -41,7 +46,17 @@ class CompiledTensorGraph {
                                                                 std::vector<ValueId> outputs,
                                                                 const TensorCompileOptions& options,
                                                                 std::vector<std::string> folded = {});
+  // A graph an artifact stored (kept() at its compile, encoded by
+  // EncodeTensorCompilation): its constants' layouts are adopted from
+  // options.laid_out and its Program bound on the stored plan; no stage
+  // runs. Its inputs and outputs are its values with an io slot.
+  static Expected<std::unique_ptr<CompiledTensorGraph>> FromStored(StoredCompilation stored,
+                                                                   const TensorCompileOptions& options);
   ~CompiledTensorGraph();
+
+  // With TensorCompileOptions::keep_compilation: the graph after the
+  // stages, before packing, with its plan and report (no key).
+  const std::optional<StoredCompilation>& kept() const { return kept_; }
 
   const Graph& graph() const { return graph_; }
   const CompileReport& report() const { return report_; }
@@ -62,6 +77,8 @@ class CompiledTensorGraph {
   CompiledTensorGraph() = default;
   // Stage 4 against these arena bases (again when a shared arena grew).
   Status Bind(const std::map<int32_t, uint8_t*>& bases);
+  // Packing, the plan (`stored_plan` when given), the arena and binding.
+  Status PackPlanAndBind(const TensorCompileOptions& options, const MemoryPlan* stored_plan);
 
   Graph graph_;
   std::vector<ValueId> inputs_, outputs_;
@@ -74,6 +91,7 @@ class CompiledTensorGraph {
   std::unique_ptr<Program> program_;
   std::vector<void*> io_;  // per run, sized once
   double flops_ = 0;
+  std::optional<StoredCompilation> kept_;
 };
 
 // The plan text of a tensor graph: CompileReport::ToString plus the folded
