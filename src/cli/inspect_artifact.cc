@@ -113,6 +113,17 @@ void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   const ArtifactSection* graph = file.Find("onnx.model");
   fmt::print("graph: the .onnx file, {}, with {} external data files\n",
              MiBText(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());
+  // Static shapes: the graph after the stages and its plan, bound at load;
+  // open ones (or an earlier kiln's file) compile per shape from the graph.
+  const ArtifactSection* compiled = m.contains("compiled") ? file.Find("compiled") : nullptr;
+  if (compiled != nullptr) {
+    fmt::print("compiled graph and plan: {}, bound as they are at load; constants the stages made: {} ({})\n",
+               MiBText(static_cast<double>(compiled->bytes)),
+               MiBText(static_cast<double>(m.at("compiled").value("constants_bytes", uint64_t{0}))),
+               m.at("compiled").at("key").get<std::string>());
+  } else {
+    fmt::print("compiled graph and plan: not stored; the stages run at load, per input shape\n");
+  }
 }
 
 }  // namespace

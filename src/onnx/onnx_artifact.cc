@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -310,8 +312,15 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   }
   KILN_ASSIGN_OR_RETURN(SplitOnnxModel split, SplitOnnxWeights({onnx->data(), onnx->size()}, kArtifactWeightsLocation,
                                                                file_bytes, fixed_values));
-  const std::span<const uint8_t> weights(reinterpret_cast<const uint8_t*>(split.weights.data()),
-                                         split.weights.size());
+  // The weights at a 64-byte aligned address, so that reading the graph
+  // back leaves each initializer where it lies in them, as a load leaves
+  // it in the mapped section: the compiled graph's constants are then
+  // found in the section by their address.
+  auto weights_copy = std::make_shared<std::vector<uint8_t>>(split.weights.size() + kOnnxWeightAlignment);
+  uint8_t* weights_base = weights_copy->data() + (kOnnxWeightAlignment - reinterpret_cast<uintptr_t>(weights_copy->data()) %
+                                                                           kOnnxWeightAlignment) % kOnnxWeightAlignment;
+  std::copy(split.weights.begin(), split.weights.end(), weights_base);
+  const std::span<const uint8_t> weights(weights_base, split.weights.size());
   // Read the graph back as loading will: it must parse, and whichever
   // external files it still names (tensors other than the main graph's
   // initializers) are stored whole.
@@ -322,12 +331,14 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     if (location == kArtifactWeightsLocation) return weights;
     return file_bytes(location);
   };
+  check.external_data_keeper = weights_copy;
   auto reread = ParseOnnxModel(split.graph.data(), split.graph.size(), "", check);
   if (!reread.ok()) return reread.status().WithContext("the graph without its weights");
+  const std::set<std::string> still_external = reread->external_files;
   nlohmann::json external_sections = nlohmann::json::array();
   external_sections.push_back({{"location", kArtifactWeightsLocation}, {"section", "onnx.w"}});
   std::vector<const MappedFile*> external;
-  for (const std::string& location : reread->external_files) {
+  for (const std::string& location : still_external) {
     if (location == kArtifactWeightsLocation) continue;
     const std::string section = fmt::format("onnx.x.{}", external.size());
     external_sections.push_back({{"location", location}, {"section", section}});
@@ -335,6 +346,49 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   }
   meta["external_data"] = std::move(external_sections);
   meta["weights_moved"] = split.moved;
+  // The graph compiled as a load would compile it (from the graph read
+  // back, its fixed inputs constants of it), kept after the stages with
+  // its plan: a load binds it and runs no stage. Its constants are
+  // referred to where they lie in onnx.w; those the stages made (folded
+  // batch norms, say) are stored in onnx.c.
+  std::vector<uint8_t> stored_compilation;
+  std::string made_constants;
+  if (open_input.empty()) {
+    OnnxArtifact as_loaded;
+    as_loaded.model = std::move(*reread);
+    as_loaded.options = options;
+    as_loaded.options.fixed_inputs.clear();
+    for (const auto& [name, value] : options.fixed_inputs) as_loaded.options.fixed_when_compiled.push_back(name);
+    as_loaded.options.input_shapes = check.input_shapes;
+    as_loaded.options.keep_compilation = true;
+    KILN_ASSIGN_OR_RETURN(auto again, OnnxSession::FromArtifact(std::move(as_loaded), model));
+    std::vector<TensorType> loaded_types;
+    for (const OnnxTensorInfo& i : again->inputs()) loaded_types.push_back(TensorType{i.dtype, i.dims});
+    KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * as_compiled, again->Compiled(loaded_types));
+    if (!as_compiled->kept()) return Internal("the compiled graph was not kept");
+    StoredCompilation keep = *as_compiled->kept();
+    keep.key = TensorCompilationKey(loaded_types, again->options());
+    std::map<const uint8_t*, ConstantPlacement> placed;
+    LocateConstant locate = [&](const TensorData& c) -> Expected<std::optional<ConstantPlacement>> {
+      const auto at = reinterpret_cast<uintptr_t>(c.data());
+      const auto base = reinterpret_cast<uintptr_t>(weights_base);
+      if (c.bytes() > 0 && at >= base && at + c.bytes() <= base + weights.size()) {
+        return std::optional<ConstantPlacement>(ConstantPlacement{"onnx.w", static_cast<uint64_t>(at - base)});
+      }
+      if (c.bytes() < kOnnxMinMovedBytes) return std::optional<ConstantPlacement>();
+      auto it = placed.find(c.data());
+      if (it != placed.end()) return std::optional<ConstantPlacement>(it->second);
+      made_constants.resize((made_constants.size() + kOnnxWeightAlignment - 1) / kOnnxWeightAlignment *
+                            kOnnxWeightAlignment);
+      ConstantPlacement p{"onnx.c", made_constants.size()};
+      made_constants.append(reinterpret_cast<const char*>(c.data()), c.bytes());
+      placed.emplace(c.data(), p);
+      return std::optional<ConstantPlacement>(p);
+    };
+    KILN_ASSIGN_OR_RETURN(stored_compilation, EncodeTensorCompilation(keep, locate));
+    meta["compiled"] = {{"section", "compiled"}, {"key", keep.key}, {"constants", "onnx.c"},
+                        {"constants_bytes", made_constants.size()}};
+  }
   KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
   for (const auto& [section, bytes] : sections) KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
   KILN_RETURN_IF_ERROR(writer.Add("onnx.w", weights));
@@ -343,6 +397,11 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
       "onnx.model", {reinterpret_cast<const uint8_t*>(split.graph.data()), split.graph.size()}, kVerifyAtOpen));
   for (size_t i = 0; i < external.size(); ++i) {
     KILN_RETURN_IF_ERROR(writer.Add(fmt::format("onnx.x.{}", i), {external[i]->data(), external[i]->size()}));
+  }
+  if (!stored_compilation.empty()) {
+    KILN_RETURN_IF_ERROR(writer.Add("compiled", stored_compilation, kVerifyAtOpen));
+    KILN_RETURN_IF_ERROR(writer.Add(
+        "onnx.c", {reinterpret_cast<const uint8_t*>(made_constants.data()), made_constants.size()}));
   }
   KILN_RETURN_IF_ERROR(writer.Write(output));
 
@@ -457,6 +516,37 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
     }
     store->Keep(a.file);
     a.options.laid_out = std::move(store);
+    // The stored compiled graph, bound when a session's input types and
+    // options are those it was compiled for (KILN_ARTIFACT_PLANS=recompile
+    // runs the stages anyway, to measure what storing them saves).
+    const char* plans_env = std::getenv("KILN_ARTIFACT_PLANS");
+    const bool recompile = plans_env != nullptr && std::string(plans_env) == "recompile";
+    if (a.metadata.contains("compiled") && !recompile) {
+      const nlohmann::json& c = a.metadata.at("compiled");
+      KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, a.file->Require(c.at("section").get<std::string>()));
+      std::shared_ptr<const ArtifactFile> file = a.file;
+      a.options.stored_compilation = [file, graph, key = c.at("key").get<std::string>(),
+                                      path](const std::string& wanted) -> Expected<std::optional<StoredCompilation>> {
+        if (wanted != key) return std::optional<StoredCompilation>();
+        std::map<std::string, int32_t> domain_ids;
+        for (Backend* b : BackendRegistry::Get().All()) domain_ids[b->domain().name()] = b->domain().id();
+        ResolveConstant resolve = [file, path](const std::string& section, uint64_t offset,
+                                               uint64_t bytes) -> Expected<SharedBytes> {
+          if (section != "onnx.w" && section != "onnx.c") {
+            return Corrupt("{}: a constant stored in section {}, which holds none", path, section);
+          }
+          KILN_ASSIGN_OR_RETURN(const ArtifactSection* s, file->Require(section));
+          if (offset > s->bytes || bytes > s->bytes - offset) {
+            return Corrupt("{}: a constant of {} bytes at offset {} lies outside section {} of {} bytes", path,
+                           bytes, offset, section, s->bytes);
+          }
+          return SharedBytes(file, s->data + offset, static_cast<size_t>(bytes));
+        };
+        auto decoded = DecodeTensorCompilation(graph->span(), domain_ids, resolve);
+        if (!decoded.ok()) return decoded.status().WithContext(fmt::format("{}: the stored compiled graph", path));
+        return std::optional<StoredCompilation>(std::move(decoded).value());
+      };
+    }
     KILN_ASSIGN_OR_RETURN(a.model, ReadStoredGraph(a.file, a.metadata, path, a.options.input_shapes));
   } catch (const nlohmann::json::exception& e) {
     return Corrupt("{}: metadata: {}", path, e.what());

@@ -32,6 +32,13 @@ struct OnnxSession::Impl {
 OnnxSession::OnnxSession() : impl_(std::make_unique<Impl>()) {}
 OnnxSession::~OnnxSession() = default;
 
+std::string TensorCompilationKey(const std::vector<TensorType>& inputs, const OnnxSessionOptions& options) {
+  std::vector<std::string> types;
+  for (const TensorType& t : inputs) types.push_back(t.ToString());
+  return fmt::format("tensor graph; inputs {}; backend {}; precision {}; fuse {}", fmt::join(types, ", "),
+                     options.backend, PrecisionName(options.precision), options.fuse ? 1 : 0);
+}
+
 namespace {
 
 OnnxTensorInfo InfoOf(const OnnxValueInfo& v) {
@@ -134,7 +141,6 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   }
   auto it = m.compiled.find(types);
   if (it != m.compiled.end()) return it->second.get();
-  KILN_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxGraph(m.model, types, m.fixed));
   TensorCompileOptions options;
   options.backend = m.options.backend;
   options.precision = m.options.precision;
@@ -145,9 +151,24 @@ Expected<CompiledTensorGraph*> OnnxSession::Compiled(const std::vector<TensorTyp
   std::vector<std::string> shapes;
   for (const TensorType& t : types) shapes.push_back(DimsToString(t.dims));
   options.arena_user = fmt::format("{} [{}]", m.name, fmt::join(shapes, "; "));
-  KILN_ASSIGN_OR_RETURN(auto compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
-                                                                    imported.outputs, options,
-                                                                    std::move(imported.folded)));
+  options.keep_compilation = m.options.keep_compilation;
+  std::unique_ptr<CompiledTensorGraph> compiled;
+  // An artifact's graph for these types and options: bound, nothing compiled.
+  if (m.options.stored_compilation) {
+    KILN_ASSIGN_OR_RETURN(std::optional<StoredCompilation> stored,
+                          m.options.stored_compilation(TensorCompilationKey(types, m.options)));
+    if (stored) {
+      auto bound = CompiledTensorGraph::FromStored(std::move(*stored), options);
+      if (!bound.ok()) return bound.status().WithContext(m.name);
+      compiled = std::move(bound).value();
+    }
+  }
+  if (compiled == nullptr) {
+    KILN_ASSIGN_OR_RETURN(OnnxImport imported, ImportOnnxGraph(m.model, types, m.fixed));
+    KILN_ASSIGN_OR_RETURN(compiled, CompiledTensorGraph::Compile(std::move(imported.graph), imported.inputs,
+                                                                 imported.outputs, options,
+                                                                 std::move(imported.folded)));
+  }
   CompiledTensorGraph* raw = compiled.get();
   m.compiled.emplace(types, std::move(compiled));
   return raw;

@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/compilation_codec.h"
 #include "core/precision.h"
 #include "core/status.h"
 #include "graph/laid_out_weights.h"
@@ -68,7 +71,18 @@ struct OnnxSessionOptions {
   // other session given the same one (a pipeline's models): sessions that
   // share it must run one at a time. Null: each compiled shape has its own.
   std::shared_ptr<SharedArenas> shared_arenas;
+  // Keep each compiled graph after its stages, with its plan (compiling
+  // into an artifact, which stores them).
+  bool keep_compilation = false;
+  // An artifact's stored graph for a compilation key (TensorCompilationKey;
+  // nullopt when it stores none for that key): a session binds it instead
+  // of compiling (set by loading an artifact).
+  std::function<Expected<std::optional<StoredCompilation>>(const std::string& key)> stored_compilation;
 };
+
+// What a compiled tensor graph depends on beyond the model: its input types
+// and the options that change what the stages make.
+std::string TensorCompilationKey(const std::vector<TensorType>& inputs, const OnnxSessionOptions& options);
 
 // A graph input or output as a caller sees it: its name and its type, with
 // -1 for a dimension that is bound only by the input shapes of a run.

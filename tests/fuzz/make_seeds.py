@@ -222,7 +222,9 @@ def artifact_seeds(kiln):
         subprocess.run([kiln, "compile", os.path.join(tmp, "torch_tiny.onnx"), "--input-shape", "image:1,3,8,8",
                         "-o", out], check=True, stdout=subprocess.DEVNULL)
         with open(out, "rb") as f:
-            write("artifact_fuzz", "torch_tiny_onnx.kiln", f.read())
+            data = f.read()
+        write("artifact_fuzz", "torch_tiny_onnx.kiln", data)
+        write("compilation_fuzz", "torch_tiny_onnx.kcmp", artifact_section(data, "compiled"))
 
 
 def tokenizer_spec(flavor, pieces, kinds, scores, merges, normalizer, pre_tokenizer, added, chat_template):

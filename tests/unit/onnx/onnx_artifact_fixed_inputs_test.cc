@@ -15,6 +15,7 @@
 
 #include "core/npy.h"
 #include "format/artifact_file.h"
+#include "compiler/compiled_tensor_graph.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_session.h"
 #include "onnx_test_models.h"
@@ -94,6 +95,10 @@ TEST(OnnxArtifactFixedInputs, TheArtifactHoldsTheFixedValuesAndWhatIsFoldedFromT
   const LaidOutWeights& laid_out = *(*session)->options().laid_out;
   EXPECT_GE(laid_out.adopted(), 1);
   EXPECT_EQ(laid_out.laid_out(), 0);
+  // Compiled with the values folded, as stored: no stage ran at load.
+  auto compiled = (*session)->Compiled({x.type});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  EXPECT_TRUE((*compiled)->report().from_artifact);
 
   // The stored graph holds w (8 KiB: in the weights section) and shape as
   // initializers, not inputs; the metadata names them.

@@ -7,6 +7,7 @@
 // is stored apart from its weights, which are used where they are mapped.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "backend/cpu/kernels/isa.h"
 #include "format/artifact_file.h"
+#include "compiler/compiled_tensor_graph.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_session.h"
 #include "onnx_test_models.h"
@@ -85,12 +87,79 @@ void ExpectNothingLaidOutAgain(const std::string& artifact, int at_least) {
   EXPECT_EQ(laid_out->adopted(), stored);
 }
 
+// The compiled graph of a session over `artifact` at its inputs' shapes.
+const CompiledTensorGraph* CompiledAtItsShapes(OnnxSession& session) {
+  std::vector<TensorType> types;
+  for (const OnnxTensorInfo& i : session.inputs()) types.push_back(TensorType{i.dtype, i.dims});
+  auto compiled = session.Compiled(types);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
+  return compiled.ok() ? *compiled : nullptr;
+}
+
+// Loading `artifact` binds its stored graph and plan (no stage runs), whose
+// constants of 1 KiB or more are used where the file is mapped: the
+// model's initializers in onnx.w, what the stages made in onnx.c.
+void ExpectBoundFromTheStoredGraph(const std::string& artifact) {
+  auto opened = OpenOnnxArtifact(artifact, {});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const std::shared_ptr<const ArtifactFile> file = opened->file;
+  auto loaded = OnnxSession::FromArtifact(std::move(opened).value(), artifact);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const CompiledTensorGraph* compiled = CompiledAtItsShapes(**loaded);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_TRUE(compiled->report().from_artifact) << artifact << ": the stages ran at load";
+  const ArtifactSection* w = file->Find("onnx.w");
+  const ArtifactSection* c = file->Find("onnx.c");
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(c, nullptr);
+  auto inside = [](const ArtifactSection* s, const TensorData& t) {
+    return t.data() >= s->data && t.data() + t.bytes() <= s->data + s->bytes;
+  };
+  int large = 0;
+  for (const Value& v : compiled->graph().values()) {
+    if (v.constant == nullptr || v.constant->bytes() < 1024) continue;
+    ++large;
+    EXPECT_TRUE(inside(w, *v.constant) || inside(c, *v.constant)) << v.name << " was copied out of the file";
+  }
+  EXPECT_GE(large, 1);
+}
+
+// KILN_ARTIFACT_PLANS=recompile runs the stages at load, as for a file
+// without a stored graph: the same outputs.
+TEST(OnnxArtifact, TheStagesRunAgainOnlyWhenAsked) {
+  const std::string onnx = OnnxTestModel("conv_net.onnx");
+  const std::string artifact = Compile(onnx, {}, "conv_net.recompile.kiln");
+  ::setenv("KILN_ARTIFACT_PLANS", "recompile", 1);
+  auto loaded = OnnxSession::Load(artifact);
+  ::unsetenv("KILN_ARTIFACT_PLANS");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const CompiledTensorGraph* compiled = CompiledAtItsShapes(**loaded);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_FALSE(compiled->report().from_artifact);
+  auto bound = OnnxSession::Load(artifact);
+  ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+  const auto inputs = RandomInputs(**loaded, 3);
+  auto x = (*loaded)->Run(inputs);
+  auto y = (*bound)->Run(inputs);
+  ASSERT_TRUE(x.ok() && y.ok());
+  for (size_t j = 0; j < x->size(); ++j) EXPECT_TRUE((*x)[j].bytes == (*y)[j].bytes) << "output " << j;
+  // Unfused (kiln diff's way) is another compilation: the stages run.
+  OnnxSessionOptions unfused;
+  unfused.fuse = false;
+  auto diff = OnnxSession::Load(artifact, unfused);
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  compiled = CompiledAtItsShapes(**diff);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_FALSE(compiled->report().from_artifact);
+}
+
 TEST(OnnxArtifact, ConvNetOutputsEqualTheOnnxFileAndNothingIsLaidOutAgain) {
   const std::string onnx = OnnxTestModel("conv_net.onnx");
   const std::string artifact = Compile(onnx, {}, "conv_net.kiln");
   ExpectSameOutputs(onnx, artifact, {});
   // The stem and the dense layers at least (the depthwise one is read as it is).
   ExpectNothingLaidOutAgain(artifact, 3);
+  ExpectBoundFromTheStoredGraph(artifact);
   // The classifier's Gemm takes its packed panels from the file too.
   auto opened = OpenOnnxArtifact(artifact, {});
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
@@ -156,11 +225,13 @@ TEST(OnnxArtifact, TransposedConvolutionsAndQuantizedProductsTakeTheirPackedWeig
   const std::string up_artifact = Compile(up, {}, "conv_transpose.kiln");
   ExpectSameOutputs(up, up_artifact, {});
   ExpectNothingLaidOutAgain(up_artifact, 1);
+  ExpectBoundFromTheStoredGraph(up_artifact);
   // QLinearConv's two groups and QLinearMatMul: int8 panels and column sums.
   const std::string quantized = OnnxTestModel("quantized_products.onnx");
   const std::string quantized_artifact = Compile(quantized, {}, "quantized_products.kiln");
   ExpectSameOutputs(quantized, quantized_artifact, {});
   ExpectNothingLaidOutAgain(quantized_artifact, 6);
+  ExpectBoundFromTheStoredGraph(quantized_artifact);
 }
 
 TEST(OnnxArtifact, ExternalDataAndABatchFixedAtCompileTime) {
