@@ -350,10 +350,12 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   // back, its fixed inputs constants of it), kept after the stages with
   // its plan: a load binds it and runs no stage. Its constants are
   // referred to where they lie in onnx.w; those the stages made (folded
-  // batch norms, say) are stored in onnx.c.
+  // batch norms, say) are stored in onnx.c. An input left open is compiled
+  // at its --sample-shape, which a run at that shape then binds (other
+  // shapes compile from the graph).
   std::vector<uint8_t> stored_compilation;
   std::string made_constants;
-  if (open_input.empty()) {
+  if (open_input.empty() || sample != nullptr) {
     OnnxArtifact as_loaded;
     as_loaded.model = std::move(*reread);
     as_loaded.options = options;
@@ -363,7 +365,10 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     as_loaded.options.keep_compilation = true;
     KILN_ASSIGN_OR_RETURN(auto again, OnnxSession::FromArtifact(std::move(as_loaded), model));
     std::vector<TensorType> loaded_types;
-    for (const OnnxTensorInfo& i : again->inputs()) loaded_types.push_back(TensorType{i.dtype, i.dims});
+    for (const OnnxTensorInfo& i : again->inputs()) {
+      auto at_sample = sample_shapes.find(i.name);
+      loaded_types.push_back(TensorType{i.dtype, at_sample != sample_shapes.end() ? at_sample->second : i.dims});
+    }
     KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * as_compiled, again->Compiled(loaded_types));
     if (!as_compiled->kept()) return Internal("the compiled graph was not kept");
     StoredCompilation keep = *as_compiled->kept();

@@ -266,6 +266,18 @@ TEST(OnnxArtifact, AnOpenDimensionIsCompiledPerShapeAtRunTime) {
   ASSERT_TRUE((*other)->Run(RandomInputs(**other, 3)).ok());
   EXPECT_EQ((*other)->options().laid_out->adopted(), summary->laid_out);
   EXPECT_EQ((*other)->options().laid_out->laid_out(), 0);
+  const CompiledTensorGraph* compiled = CompiledAtItsShapes(**other);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_FALSE(compiled->report().from_artifact) << "another shape compiles from the graph";
+  // At the sample shape, the graph compiled then is bound.
+  OnnxSessionOptions at_sample;
+  at_sample.input_shapes["image"] = {2, 3, 8, 8};
+  ExpectSameOutputs(tiny, sampled, at_sample);
+  auto same = OnnxSession::Load(sampled, at_sample);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  compiled = CompiledAtItsShapes(**same);
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_TRUE(compiled->report().from_artifact);
 }
 
 TEST(OnnxArtifact, AnInputShapeOtherThanTheCompiledOneIsAnError) {
