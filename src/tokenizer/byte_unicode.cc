@@ -58,9 +58,8 @@ std::string BytesToUnicodeText(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::string> UnicodeTextToBytes(std::string_view piece) {
-  std::string out;
-  out.reserve(piece.size());
+bool AppendUnicodeTextAsBytes(std::string_view piece, std::string& out) {
+  const size_t before = out.size();
   size_t i = 0;
   while (i < piece.size()) {
     // Printable ASCII stands for itself (most of a vocabulary's bytes).
@@ -73,10 +72,20 @@ std::optional<std::string> UnicodeTextToBytes(std::string_view piece) {
     char32_t cp = 0;
     size_t len = DecodeUtf8At(piece, i, &cp);
     std::optional<uint8_t> b = UnicodeToByte(cp);  // nullopt for kInvalidCodePoint too
-    if (!b) return std::nullopt;
+    if (!b) {
+      out.resize(before);
+      return false;
+    }
     out += static_cast<char>(*b);
     i += len;
   }
+  return true;
+}
+
+std::optional<std::string> UnicodeTextToBytes(std::string_view piece) {
+  std::string out;
+  out.reserve(piece.size());
+  if (!AppendUnicodeTextAsBytes(piece, out)) return std::nullopt;
   return out;
 }
 

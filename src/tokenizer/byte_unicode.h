@@ -24,5 +24,8 @@ std::string BytesToUnicodeText(std::string_view bytes);
 // The raw bytes a mapped piece stands for ("Ġhello" -> " hello"), or nullopt
 // when the piece is not valid UTF-8 or holds a character outside the mapping.
 std::optional<std::string> UnicodeTextToBytes(std::string_view piece);
+// The same appended to `out`; false, leaving `out` as it was, where
+// UnicodeTextToBytes gives nullopt.
+bool AppendUnicodeTextAsBytes(std::string_view piece, std::string& out);
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "core/utf8.h"
@@ -120,24 +121,36 @@ Expected<std::unique_ptr<BpeModel>> MakeModel(const TokenizerSpec& spec, const V
   return std::unique_ptr<BpeModel>(std::move(model).value());
 }
 
-// What Decode writes for `id`, and whether it is a SentencePiece piece that
-// may lose the dummy-prefix space.
-std::pair<std::string, bool> DecodedForm(const TokenizerSpec& spec, const Vocabulary& vocab, int32_t id,
-                                         const AddedToken* added) {
-  if (added != nullptr) return {added->content, false};
+// Appends what Decode writes for `id` to `out`; returns whether it is a
+// SentencePiece piece that may lose the dummy-prefix space.
+bool AppendDecodedForm(const TokenizerSpec& spec, const Vocabulary& vocab, int32_t id, const AddedToken* added,
+                       std::string& out) {
+  if (added != nullptr) {
+    out += added->content;
+    return false;
+  }
   const std::string& piece = vocab.piece(id);
   TokenKind kind = vocab.kind(id);
-  if (kind == TokenKind::kControl || kind == TokenKind::kUnknown) return {piece, false};
+  if (kind == TokenKind::kControl || kind == TokenKind::kUnknown) {
+    out += piece;
+    return false;
+  }
   if (spec.flavor == BpeFlavor::kByteLevel) {
     // A piece outside GPT-2's alphabet is written as it is, as Hugging Face does.
-    std::optional<std::string> bytes = UnicodeTextToBytes(piece);
-    return {bytes ? *std::move(bytes) : piece, false};
+    if (!AppendUnicodeTextAsBytes(piece, out)) out += piece;
+    return false;
   }
   if (kind == TokenKind::kByte) {
     std::optional<uint8_t> byte = ParseBytePiece(piece);
-    return {byte ? std::string(1, static_cast<char>(*byte)) : piece, false};
+    if (byte) {
+      out += static_cast<char>(*byte);
+    } else {
+      out += piece;
+    }
+    return false;
   }
-  return {ReplaceSpaceSymbols(piece), true};
+  out += ReplaceSpaceSymbols(piece);
+  return true;
 }
 
 std::vector<int32_t> EndOfGenerationIds(const TokenizerSpec& spec, const Vocabulary& vocab) {
@@ -194,14 +207,19 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
 
   std::unordered_map<int32_t, const AddedToken*> added_by_id;
   for (const AddedToken& token : spec.added_tokens) added_by_id[token.id] = &token;
-  tok->token_bytes_.resize(vocab_size);
+  // One buffer for every token's bytes: 150k strings of their own took
+  // most of building a large vocabulary's tokenizer.
+  size_t text_bytes = 0;
+  for (int32_t id = 0; id < vocab_size; ++id) text_bytes += vocab.piece(id).size();
+  tok->token_text_.reserve(text_bytes + text_bytes / 8);
+  tok->token_ends_.resize(static_cast<size_t>(vocab_size));
   tok->strippable_.assign(vocab_size, false);
   for (int32_t id = 0; id < vocab_size; ++id) {
     auto added = added_by_id.find(id);
-    auto [bytes, strippable] =
-        DecodedForm(spec, vocab, id, added == added_by_id.end() ? nullptr : added->second);
-    tok->token_bytes_[id] = std::move(bytes);
-    tok->strippable_[id] = strippable;
+    tok->strippable_[id] = AppendDecodedForm(spec, vocab, id, added == added_by_id.end() ? nullptr : added->second,
+                                             tok->token_text_);
+    if (tok->token_text_.size() > std::numeric_limits<uint32_t>::max()) return OutOfRange("{}: the tokens' text exceeds 4 GiB", source);
+    tok->token_ends_[static_cast<size_t>(id)] = static_cast<uint32_t>(tok->token_text_.size());
   }
   tok->strip_leading_space_ = spec.strip_leading_space;
 
@@ -301,16 +319,22 @@ void Tokenizer::EncodeNormalized(std::string_view text, bool at_text_start, std:
 void Tokenizer::AppendTokenBytes(int32_t id, bool skip_special, bool* at_start, std::string& bytes) const {
   if (!vocab_->Contains(id)) return;
   if (skip_special && IsSpecial(id)) return;
-  const std::string& text = token_bytes_[id];
+  const std::string_view text = TokenBytes(id);
   if (text.empty()) return;
   if (*at_start) {
     *at_start = false;
     if (strip_leading_space_ && strippable_[id] && text[0] == ' ') {
-      bytes.append(text, 1, std::string::npos);
+      bytes.append(text.substr(1));
       return;
     }
   }
   bytes += text;
+}
+
+std::string_view Tokenizer::TokenBytes(int32_t id) const {
+  const size_t i = static_cast<size_t>(id);
+  const uint32_t begin = i == 0 ? 0 : token_ends_[i - 1];
+  return std::string_view(token_text_).substr(begin, token_ends_[i] - begin);
 }
 
 std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {

@@ -104,6 +104,8 @@ class Tokenizer {
   // Appends the bytes of `id` to `bytes` unless it is skipped; `at_start`
   // tracks whether any text came out yet (for the dummy-prefix space).
   void AppendTokenBytes(int32_t id, bool skip_special, bool* at_start, std::string& bytes) const;
+  // What Decode writes for `id` (a vocabulary id).
+  std::string_view TokenBytes(int32_t id) const;
 
   std::string source_;
   Type type_ = Type::kByteLevelBpe;
@@ -111,7 +113,10 @@ class Tokenizer {
   std::unique_ptr<BpeModel> model_;
   Normalizer normalizer_;
   PreTokenizer pre_tokenizer_;
-  std::vector<std::string> token_bytes_;  // by id: what Decode writes
+  // What Decode writes for each id, back to back: id i's bytes end at
+  // token_ends_[i] and start where id i - 1's end.
+  std::string token_text_;
+  std::vector<uint32_t> token_ends_;
   std::vector<bool> strippable_;          // by id: may lose the dummy-prefix space
   bool strip_leading_space_ = false;
   bool cache_pre_tokens_ = false;
