@@ -62,14 +62,17 @@ Expected<std::unique_ptr<KvCache>> CompiledModel::AllocateKvCache(int64_t num_bl
 }
 
 std::string CompilationKey(const ModelConfig& config, const CompileOptions& o, int64_t max_model_len) {
+  // The ISA too: what the stages decide may depend on the kernels a CPU
+  // has, so a file compiled for a lower ISA than this one's (which runs)
+  // compiles again rather than binding those decisions.
   return fmt::format(
       "backend={} precision={} tokens={} len={} seqs={} block={} kv={} fuse={}{}{} w8a8={} collective={} "
       "tp={} "
-      "stage={}/{}",
+      "stage={}/{} isa={}",
       o.backend, PrecisionName(o.precision), o.max_batch_tokens, max_model_len, o.max_seqs, o.block_size,
       DTypeName(o.kv_dtype), int{o.fuse.fuse_linears}, int{o.fuse.fuse_gate_up_act},
       int{o.fuse.fuse_add_norm}, int{o.w8a8.enabled}, int{o.collective != nullptr},
-      config.tensor_parallel_size, config.pipeline_stage, config.pipeline_stages);
+      config.tensor_parallel_size, config.pipeline_stage, config.pipeline_stages, GetCpuInfo().BestIsa());
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/compiled_tensor_graph.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
@@ -35,8 +36,11 @@ OnnxSession::~OnnxSession() = default;
 std::string TensorCompilationKey(const std::vector<TensorType>& inputs, const OnnxSessionOptions& options) {
   std::vector<std::string> types;
   for (const TensorType& t : inputs) types.push_back(t.ToString());
-  return fmt::format("tensor graph; inputs {}; backend {}; precision {}; fuse {}", fmt::join(types, ", "),
-                     options.backend, PrecisionName(options.precision), options.fuse ? 1 : 0);
+  // The ISA: layouts and kernels are chosen for it (a file compiled for a
+  // lower one runs the stages again).
+  return fmt::format("tensor graph; inputs {}; backend {}; precision {}; fuse {}; isa {}", fmt::join(types, ", "),
+                     options.backend, PrecisionName(options.precision), options.fuse ? 1 : 0,
+                     GetCpuInfo().BestIsa());
 }
 
 namespace {

@@ -80,8 +80,8 @@ struct OnnxSessionOptions {
   std::function<Expected<std::optional<StoredCompilation>>(const std::string& key)> stored_compilation;
 };
 
-// What a compiled tensor graph depends on beyond the model: its input types
-// and the options that change what the stages make.
+// What a compiled tensor graph depends on beyond the model: its input types,
+// the options that change what the stages make, and this CPU's ISA.
 std::string TensorCompilationKey(const std::vector<TensorType>& inputs, const OnnxSessionOptions& options);
 
 // A graph input or output as a caller sees it: its name and its type, with
