@@ -113,16 +113,22 @@ void PrintOnnxArtifact(const ArtifactFile& file, const nlohmann::json& m) {
   const ArtifactSection* graph = file.Find("onnx.model");
   fmt::print("graph: the .onnx file, {}, with {} external data files\n",
              MiBText(static_cast<double>(graph != nullptr ? graph->bytes : 0)), m.at("external_data").size());
-  // Static shapes: the graph after the stages and its plan, bound at load;
-  // open ones (or an earlier kiln's file) compile per shape from the graph.
-  const ArtifactSection* compiled = m.contains("compiled") ? file.Find("compiled") : nullptr;
-  if (compiled != nullptr) {
-    fmt::print("compiled graph and plan: {}, bound as they are at load; constants the stages made: {} ({})\n",
-               MiBText(static_cast<double>(compiled->bytes)),
-               MiBText(static_cast<double>(m.at("compiled").value("constants_bytes", uint64_t{0}))),
-               m.at("compiled").at("key").get<std::string>());
+  // Static shapes (or the sample shape and buckets of open ones): the graph
+  // after the stages and its plan, bound at load; other shapes (or an
+  // earlier kiln's file) compile from the graph.
+  const nlohmann::json stored = m.value("compiled", nlohmann::json::array());
+  if (!stored.empty()) {
+    uint64_t bytes = 0;
+    for (const nlohmann::json& c : stored) {
+      const ArtifactSection* s = file.Find(c.at("section").get<std::string>());
+      bytes += s != nullptr ? s->bytes : 0;
+    }
+    fmt::print("compiled graphs and plans: {} ({}), bound as they are at load; constants the stages made: {}\n",
+               stored.size(), MiBText(static_cast<double>(bytes)),
+               MiBText(static_cast<double>(m.value("compiled_constants_bytes", uint64_t{0}))));
+    for (const nlohmann::json& c : stored) fmt::print("  {}\n", c.at("key").get<std::string>());
   } else {
-    fmt::print("compiled graph and plan: not stored; the stages run at load, per input shape\n");
+    fmt::print("compiled graphs and plans: not stored; the stages run at load, per input shape\n");
   }
 }
 

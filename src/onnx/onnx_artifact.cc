@@ -191,8 +191,8 @@ Expected<std::map<std::string, HostTensor>> StoredFixedInputs(const std::shared_
 }  // namespace
 
 Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
-                                                  const std::string& output,
-                                                  const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
+                                                  const std::string& output, const OnnxInputShapes& sample_shapes,
+                                                  const std::vector<OnnxInputShapes>& shape_buckets) {
   if (IsArtifactFile(model)) return InvalidArgument("{} is already a compiled artifact", model);
   auto laid_out = std::make_shared<LaidOutWeights>();
   options.laid_out = laid_out;
@@ -257,6 +257,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   if (!fixed_names.empty()) meta["options"]["--fixed-input"] = fixed_names;
   meta["input_shapes"] = shapes;
   meta["sample_shapes"] = sample_shapes;
+  meta["shape_buckets"] = shape_buckets;
   meta["inputs"] = describe(session->inputs(), [&](const OnnxTensorInfo& i) { return !is_fixed(i); });
   meta["fixed_inputs"] = describe(session->inputs(), is_fixed);
   meta["outputs"] = describe(session->outputs(), all);
@@ -353,9 +354,12 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   // batch norms, say) are stored in onnx.c. An input left open is compiled
   // at its --sample-shape, which a run at that shape then binds (other
   // shapes compile from the graph).
-  std::vector<uint8_t> stored_compilation;
+  std::vector<std::vector<uint8_t>> stored_compilations;
   std::string made_constants;
-  if (open_input.empty() || sample != nullptr) {
+  std::vector<OnnxInputShapes> shape_sets;
+  if (open_input.empty() || sample != nullptr) shape_sets.push_back(sample_shapes);
+  if (!open_input.empty()) shape_sets.insert(shape_sets.end(), shape_buckets.begin(), shape_buckets.end());
+  if (!shape_sets.empty()) {
     OnnxArtifact as_loaded;
     as_loaded.model = std::move(*reread);
     as_loaded.options = options;
@@ -364,16 +368,8 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
     as_loaded.options.input_shapes = check.input_shapes;
     as_loaded.options.keep_compilation = true;
     KILN_ASSIGN_OR_RETURN(auto again, OnnxSession::FromArtifact(std::move(as_loaded), model));
-    std::vector<TensorType> loaded_types;
-    for (const OnnxTensorInfo& i : again->inputs()) {
-      auto at_sample = sample_shapes.find(i.name);
-      loaded_types.push_back(TensorType{i.dtype, at_sample != sample_shapes.end() ? at_sample->second : i.dims});
-    }
-    KILN_ASSIGN_OR_RETURN(CompiledTensorGraph * as_compiled, again->Compiled(loaded_types));
-    if (!as_compiled->kept()) return Internal("the compiled graph was not kept");
-    StoredCompilation keep = *as_compiled->kept();
-    keep.key = TensorCompilationKey(loaded_types, again->options());
-    std::map<const uint8_t*, ConstantPlacement> placed;
+    // Constants the stages made, stored once however many graphs use them.
+    std::map<std::pair<size_t, uint64_t>, uint64_t> made_by_content;
     LocateConstant locate = [&](const TensorData& c) -> Expected<std::optional<ConstantPlacement>> {
       const auto at = reinterpret_cast<uintptr_t>(c.data());
       const auto base = reinterpret_cast<uintptr_t>(weights_base);
@@ -381,18 +377,41 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
         return std::optional<ConstantPlacement>(ConstantPlacement{"onnx.w", static_cast<uint64_t>(at - base)});
       }
       if (c.bytes() < kOnnxMinMovedBytes) return std::optional<ConstantPlacement>();
-      auto it = placed.find(c.data());
-      if (it != placed.end()) return std::optional<ConstantPlacement>(it->second);
+      const std::pair<size_t, uint64_t> content(c.bytes(), ArtifactChecksum({c.data(), c.bytes()}));
+      auto it = made_by_content.find(content);
+      if (it != made_by_content.end() && std::equal(c.data(), c.data() + c.bytes(),
+                                                    reinterpret_cast<const uint8_t*>(made_constants.data()) + it->second)) {
+        return std::optional<ConstantPlacement>(ConstantPlacement{"onnx.c", it->second});
+      }
       made_constants.resize((made_constants.size() + kOnnxWeightAlignment - 1) / kOnnxWeightAlignment *
                             kOnnxWeightAlignment);
-      ConstantPlacement p{"onnx.c", made_constants.size()};
+      const uint64_t offset = made_constants.size();
       made_constants.append(reinterpret_cast<const char*>(c.data()), c.bytes());
-      placed.emplace(c.data(), p);
-      return std::optional<ConstantPlacement>(p);
+      made_by_content.emplace(content, offset);
+      return std::optional<ConstantPlacement>(ConstantPlacement{"onnx.c", offset});
     };
-    KILN_ASSIGN_OR_RETURN(stored_compilation, EncodeTensorCompilation(keep, locate));
-    meta["compiled"] = {{"section", "compiled"}, {"key", keep.key}, {"constants", "onnx.c"},
-                        {"constants_bytes", made_constants.size()}};
+    nlohmann::json entries = nlohmann::json::array();
+    for (const OnnxInputShapes& shapes : shape_sets) {
+      std::vector<TensorType> loaded_types;
+      for (const OnnxTensorInfo& i : again->inputs()) {
+        auto given = shapes.find(i.name);
+        loaded_types.push_back(TensorType{i.dtype, given != shapes.end() ? given->second : i.dims});
+      }
+      auto as_compiled = again->Compiled(loaded_types);
+      if (!as_compiled.ok()) {
+        return as_compiled.status().WithContext(fmt::format("compiling at {}", ShapesText(nlohmann::json(shapes))));
+      }
+      if (!(*as_compiled)->kept()) return Internal("the compiled graph was not kept");
+      StoredCompilation keep = *(*as_compiled)->kept();
+      keep.key = TensorCompilationKey(loaded_types, again->options());
+      const std::string section =
+          stored_compilations.empty() ? "compiled" : fmt::format("compiled.{}", stored_compilations.size());
+      KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeTensorCompilation(keep, locate));
+      stored_compilations.push_back(std::move(bytes));
+      entries.push_back({{"section", section}, {"key", keep.key}});
+    }
+    meta["compiled"] = std::move(entries);
+    meta["compiled_constants_bytes"] = made_constants.size();
   }
   KILN_RETURN_IF_ERROR(writer.AddText("metadata", meta.dump(1)));
   for (const auto& [section, bytes] : sections) KILN_RETURN_IF_ERROR(writer.Add(section, bytes));
@@ -403,8 +422,11 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   for (size_t i = 0; i < external.size(); ++i) {
     KILN_RETURN_IF_ERROR(writer.Add(fmt::format("onnx.x.{}", i), {external[i]->data(), external[i]->size()}));
   }
-  if (!stored_compilation.empty()) {
-    KILN_RETURN_IF_ERROR(writer.Add("compiled", stored_compilation, kVerifyAtOpen));
+  for (size_t i = 0; i < stored_compilations.size(); ++i) {
+    KILN_RETURN_IF_ERROR(writer.Add(i == 0 ? std::string("compiled") : fmt::format("compiled.{}", i),
+                                    stored_compilations[i], kVerifyAtOpen));
+  }
+  if (!stored_compilations.empty()) {
     KILN_RETURN_IF_ERROR(writer.Add(
         "onnx.c", {reinterpret_cast<const uint8_t*>(made_constants.data()), made_constants.size()}));
   }
@@ -527,12 +549,17 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
     const char* plans_env = std::getenv("KILN_ARTIFACT_PLANS");
     const bool recompile = plans_env != nullptr && std::string(plans_env) == "recompile";
     if (a.metadata.contains("compiled") && !recompile) {
-      const nlohmann::json& c = a.metadata.at("compiled");
-      KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, a.file->Require(c.at("section").get<std::string>()));
+      std::map<std::string, const ArtifactSection*> by_key;
+      for (const nlohmann::json& c : a.metadata.at("compiled")) {
+        KILN_ASSIGN_OR_RETURN(const ArtifactSection* graph, a.file->Require(c.at("section").get<std::string>()));
+        by_key[c.at("key").get<std::string>()] = graph;
+      }
       std::shared_ptr<const ArtifactFile> file = a.file;
-      a.options.stored_compilation = [file, graph, key = c.at("key").get<std::string>(),
+      a.options.stored_compilation = [file, by_key,
                                       path](const std::string& wanted) -> Expected<std::optional<StoredCompilation>> {
-        if (wanted != key) return std::optional<StoredCompilation>();
+        auto found = by_key.find(wanted);
+        if (found == by_key.end()) return std::optional<StoredCompilation>();
+        const ArtifactSection* graph = found->second;
         std::map<std::string, int32_t> domain_ids;
         for (Backend* b : BackendRegistry::Get().All()) domain_ids[b->domain().name()] = b->domain().id();
         ResolveConstant resolve = [file, path](const std::string& section, uint64_t offset,
@@ -562,6 +589,7 @@ Expected<OnnxArtifact> OpenOnnxArtifactIn(std::shared_ptr<const ArtifactFile> fi
 Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
   OnnxSessionOptions options;
   std::map<std::string, std::vector<int64_t>> sample_shapes;
+  std::vector<OnnxInputShapes> shape_buckets;
   std::string stale, source;
   nlohmann::json recorded_files;
   {
@@ -579,6 +607,7 @@ Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
       if (meta.contains("sample_shapes")) {
         sample_shapes = meta.at("sample_shapes").get<std::map<std::string, std::vector<int64_t>>>();
       }
+      if (meta.contains("shape_buckets")) shape_buckets = meta.at("shape_buckets").get<std::vector<OnnxInputShapes>>();
       source = meta.at("source").at("path").get<std::string>();
       recorded_files = meta.at("source").at("files");
     } catch (const nlohmann::json::exception& e) {
@@ -592,7 +621,7 @@ Expected<std::string> RecompileStaleOnnxArtifact(const std::string& path) {
                     path, stale, source.empty() ? "(none recorded)" : source, path);
   }
   const auto start = std::chrono::steady_clock::now();
-  auto summary = CompileOnnxArtifact(source, options, path, sample_shapes);
+  auto summary = CompileOnnxArtifact(source, options, path, sample_shapes, shape_buckets);
   if (!summary.ok()) {
     return summary.status().WithContext(fmt::format("rebuilding stale artifact {} from {}", path, source));
   }

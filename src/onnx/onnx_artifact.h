@@ -62,9 +62,13 @@ struct OnnxArtifactSummary {
 // at any image size; oneDNN's are matched by their format). The inputs in
 // options.fixed_inputs are compiled with their values and stored as
 // constants: the artifact has no such inputs.
-Expected<OnnxArtifactSummary> CompileOnnxArtifact(
-    const std::string& model, OnnxSessionOptions options, const std::string& output,
-    const std::map<std::string, std::vector<int64_t>>& sample_shapes = {});
+// `shape_buckets`: more shapes of the open inputs (each a map from input to
+// dims, say a text recognizer's crop widths) compiled here too, so that a
+// run at any of them binds a stored graph instead of compiling one.
+using OnnxInputShapes = std::map<std::string, std::vector<int64_t>>;
+Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, OnnxSessionOptions options,
+                                                  const std::string& output, const OnnxInputShapes& sample_shapes = {},
+                                                  const std::vector<OnnxInputShapes>& shape_buckets = {});
 
 // Whether `path` is an artifact compiled from an ONNX graph.
 bool IsOnnxArtifact(const std::string& path);

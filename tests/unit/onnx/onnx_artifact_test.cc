@@ -280,6 +280,31 @@ TEST(OnnxArtifact, AnOpenDimensionIsCompiledPerShapeAtRunTime) {
   EXPECT_TRUE(compiled->report().from_artifact);
 }
 
+// Shape buckets of an open input are compiled and stored too: a run at any
+// of them binds its stored graph, equal to the .onnx file's; another shape
+// compiles from the graph. The stages' constants are stored once.
+TEST(OnnxArtifact, ShapeBucketsOfAnOpenInputAreStoredAndBound) {
+  const std::string tiny = OnnxTestModel("torch_tiny.onnx");
+  const std::string artifact = testing::MakeTempDir() + "/torch_tiny_buckets.kiln";
+  auto summary =
+      CompileOnnxArtifact(tiny, {}, artifact, {{"image", {1, 3, 8, 8}}}, {{{"image", {2, 3, 8, 8}}}, {{"image", {4, 3, 8, 8}}}});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto opened = OpenOnnxArtifact(artifact, {});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_EQ(opened->metadata.at("compiled").size(), 3u);
+  EXPECT_EQ(opened->metadata.at("shape_buckets").size(), 2u);
+  for (int64_t batch : {1, 2, 3, 4}) {
+    OnnxSessionOptions shape;
+    shape.input_shapes["image"] = {batch, 3, 8, 8};
+    ExpectSameOutputs(tiny, artifact, shape);
+    auto loaded = OnnxSession::Load(artifact, shape);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    const CompiledTensorGraph* compiled = CompiledAtItsShapes(**loaded);
+    ASSERT_NE(compiled, nullptr);
+    EXPECT_EQ(compiled->report().from_artifact, batch != 3) << "batch " << batch;
+  }
+}
+
 TEST(OnnxArtifact, AnInputShapeOtherThanTheCompiledOneIsAnError) {
   OnnxSessionOptions batch;
   batch.input_shapes["image"] = {2, 3, 8, 8};
