@@ -58,6 +58,8 @@ Status PrintPipelineArtifact(const std::string& path, bool verify, bool plan, bo
           name, s->name, MiBText(static_cast<double>(s->bytes)), e.at("kiln_version").get<std::string>(),
           e.at("isa").get<std::string>(), e.at("options").at("--backend").get<std::string>(),
           e.at("options").at("--precision").get<std::string>(), e.at("laid_out").get<int64_t>());
+      fmt::print("  compiled graphs stored: {} (bound by runs at those input shapes; others compile at run time)\n",
+                 e.value("compiled_graphs", 0));
       fmt::print("  source: {}\n", e.at("source").at("path").get<std::string>());
       for (const nlohmann::json& f : e.at("source").at("files")) {
         fmt::print("    {}  {} bytes  xxh64 {}\n", f.at("name").get<std::string>(),

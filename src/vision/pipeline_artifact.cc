@@ -14,6 +14,7 @@
 #include "format/artifact_file.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_reader.h"
+#include "vision/ocr_preprocess.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
@@ -57,6 +58,33 @@ Expected<std::map<std::string, std::vector<int64_t>>> SampleShapes(const Pipelin
     }
   }
   return samples;
+}
+
+// The further shapes a text recognizer fed by an ocr_rec_input stage is
+// compiled at: each width bucket the stage makes (320, 640, ... up to its
+// max_width) beyond the sample's 320, so that every crop runs a stored
+// graph. None for other models.
+std::vector<OnnxInputShapes> ShapeBuckets(const PipelineSpec& spec, const std::string& name,
+                                          const OnnxInputShapes& samples) {
+  std::vector<OnnxInputShapes> buckets;
+  if (samples.size() != 1) return buckets;
+  const auto& [input, sample] = *samples.begin();
+  for (const PipelineStage& s : spec.stages) {
+    if (s.kind != "model" || s.model != name) continue;
+    const std::string port = s.named_inputs ? input : "input";
+    if (!s.inputs.count(port)) continue;
+    const PipelineStage* from = FindPipelineStage(spec, s.inputs.at(port));
+    if (from == nullptr || from->kind != "ocr_rec_input" || from->shape.empty() || from->shape.back() >= 0) continue;
+    const int max_width = from->params.value("max_width", 3200);
+    const int top = std::max(kRecBucketStep, max_width / kRecBucketStep * kRecBucketStep);
+    for (int width = 2 * kRecBucketStep; width <= top; width += kRecBucketStep) {
+      std::vector<int64_t> dims = sample;
+      dims.back() = width;
+      buckets.push_back({{input, dims}});
+    }
+    break;
+  }
+  return buckets;
 }
 
 std::string Hash(std::string_view bytes) {
@@ -170,7 +198,7 @@ Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pip
     const std::string part = fmt::format("{}.{}.part", output, mapped.size());
     temporary.paths.push_back(part);
     const std::map<std::string, size_t> needs_before = shared.shared_arenas->needs();
-    auto compiled = CompileOnnxArtifact(path, shared, part, samples);
+    auto compiled = CompileOnnxArtifact(path, shared, part, samples, ShapeBuckets(spec, name, samples));
     if (!compiled.ok()) return compiled.status().WithContext(fmt::format("model '{}' ({})", name, path));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactFile> file, ArtifactFile::Open(part));
     KILN_ASSIGN_OR_RETURN(const ArtifactSection* m, file->Require("metadata"));
@@ -184,6 +212,7 @@ Expected<PipelineArtifactSummary> CompilePipelineArtifact(const std::string& pip
                     {"input_shapes", model_meta.at("input_shapes")},
                     {"sample_shapes", samples},
                     {"laid_out", model_meta.at("laid_out").size()},
+                    {"compiled_graphs", model_meta.value("compiled", nlohmann::json::array()).size()},
                     {"arena_bytes", LargestNewNeed(needs_before, shared.shared_arenas->needs())}};
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> bytes, MappedFile::Open(part));
     mapped.push_back(std::move(bytes));

@@ -80,6 +80,10 @@ def main():
         for expected_line in ("stages, in run order", "model rec: section", "dictionary of stage text",
                               "verified: every section", "memory across stages"):
             assert expected_line in shown, shown
+        # The recognizer's ten width buckets (320 to 3200) are compiled and
+        # stored, so no crop compiles a graph at run time.
+        rec = shown[shown.index("model rec: section"):]
+        assert "compiled graphs stored: 10 " in rec.splitlines()[1], rec
 
         pipeline["stages"][2]["kind"] = "db_post"
         with open(spec, "w") as f:
