@@ -20,6 +20,7 @@ namespace {
 // What is given for an ONNX graph's inputs.
 struct OnnxInputFlags {
   std::vector<std::string> input_shapes, sample_shapes;
+  std::vector<std::string> shape_buckets;          // each NAME:DIMS one more stored shape
   std::vector<std::string> inputs, fixed_inputs;  // values, and which of them are fixed
 };
 
@@ -41,8 +42,17 @@ Status CompileOnnx(const EngineFlags& engine, const OnnxInputFlags& flags, const
   KILN_ASSIGN_OR_RETURN(options.precision, ParsePrecisionFlag(engine.precision, Precision::kFp32));
   std::map<std::string, std::vector<int64_t>> samples;
   for (const std::string& s : flags.sample_shapes) KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &samples));
+  std::vector<OnnxInputShapes> buckets;
+  for (const std::string& s : flags.shape_buckets) {
+    OnnxInputShapes bucket;
+    KILN_RETURN_IF_ERROR(AddOnnxInputShape(s, &bucket));
+    buckets.push_back(std::move(bucket));
+  }
+  if (!buckets.empty() && samples.empty()) {
+    return InvalidArgument("--shape-bucket: give --sample-shape too (the shape whose kernels' layouts are stored)");
+  }
   KILN_ASSIGN_OR_RETURN(OnnxArtifactSummary summary,
-                        CompileOnnxArtifact(engine.options.model, options, output, samples));
+                        CompileOnnxArtifact(engine.options.model, options, output, samples, buckets));
   fmt::print("{}: ONNX graph{}, {} constants in their kernels' layouts, {:.1f} MiB (compiled in {:.2f} s)\n",
              output, summary.input_shapes.empty() ? "" : " for " + summary.input_shapes, summary.laid_out,
              static_cast<double>(summary.bytes) / (1 << 20), summary.compile_seconds);
@@ -84,6 +94,9 @@ void RegisterCompile(CLI::App& app) {
   cmd->add_option("--sample-shape", a->onnx.sample_shapes,
                   "ONNX graphs: NAME:DIMS, a shape to compile an input left open at, so that its convolutions' "
                   "weights are stored in their kernels' layouts; the input stays open");
+  cmd->add_option("--shape-bucket", a->onnx.shape_buckets,
+                  "ONNX graphs: NAME:DIMS, one more shape of an input left open (repeatable, e.g. a text "
+                  "recognizer's widths): its compiled graph is stored too, so a run at that shape compiles nothing");
   cmd->add_option("--input", a->onnx.inputs,
                   "ONNX graphs: NAME=FILE.npy (or FILE.pb), the value of an input given to --fixed-input");
   cmd->add_option("--fixed-input", a->onnx.fixed_inputs,
@@ -99,10 +112,11 @@ void RegisterCompile(CLI::App& app) {
       return;
     }
     if (IsPipelineFilePath(a->engine.options.model)) {
-      Status s = a->onnx.input_shapes.empty() && a->onnx.sample_shapes.empty() && a->onnx.inputs.empty() &&
+      Status s = a->onnx.input_shapes.empty() && a->onnx.sample_shapes.empty() && a->onnx.shape_buckets.empty() &&
+                         a->onnx.inputs.empty() &&
                          a->onnx.fixed_inputs.empty()
                      ? CompilePipeline(a->engine, a->output)
-                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape, --sample-shape, "
+                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape, --sample-shape, --shape-bucket, "
                                        "--input and --fixed-input are for one ONNX graph");
       if (!s.ok()) {
         fmt::print(stderr, "kiln compile: {}\n", s.ToString());
@@ -118,9 +132,11 @@ void RegisterCompile(CLI::App& app) {
       }
       return;
     }
-    if (!a->onnx.input_shapes.empty() || !a->onnx.sample_shapes.empty() || !a->onnx.inputs.empty() ||
+    if (!a->onnx.input_shapes.empty() || !a->onnx.sample_shapes.empty() || !a->onnx.shape_buckets.empty() ||
+        !a->onnx.inputs.empty() ||
         !a->onnx.fixed_inputs.empty()) {
-      fmt::print(stderr, "kiln compile: --input-shape, --sample-shape, --input and --fixed-input are for ONNX graphs\n");
+      fmt::print(stderr, "kiln compile: --input-shape, --sample-shape, --shape-bucket, --input and --fixed-input are for "
+                         "ONNX graphs\n");
       SetExitCode(2);
       return;
     }
