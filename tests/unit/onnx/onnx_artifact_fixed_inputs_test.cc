@@ -13,9 +13,9 @@
 #include <random>
 #include <sstream>
 
+#include "compiler/compiled_tensor_graph.h"
 #include "core/npy.h"
 #include "format/artifact_file.h"
-#include "compiler/compiled_tensor_graph.h"
 #include "onnx/onnx_artifact.h"
 #include "onnx/onnx_session.h"
 #include "onnx_test_models.h"

@@ -20,6 +20,7 @@
 #include "onnx/onnx_session.h"
 #include "onnx_test_models.h"
 #include "testing/artifact_edit_for_tests.h"
+#include "testing/kiln_command_for_tests.h"
 #include "testing/test_paths.h"
 
 namespace kiln {
@@ -303,6 +304,24 @@ TEST(OnnxArtifact, ShapeBucketsOfAnOpenInputAreStoredAndBound) {
     ASSERT_NE(compiled, nullptr);
     EXPECT_EQ(compiled->report().from_artifact, batch != 3) << "batch " << batch;
   }
+}
+
+// The same from the command line: --shape-bucket next to --sample-shape,
+// and kiln inspect listing the stored graphs; alone it is an error.
+TEST(OnnxArtifact, ShapeBucketsOnTheCommandLine) {
+  const std::string tiny = OnnxTestModel("torch_tiny.onnx");
+  const std::string artifact = testing::MakeTempDir() + "/torch_tiny_cli_buckets.kiln";
+  testing::KilnRun c = testing::RunKiln({"compile", tiny, "--sample-shape", "image:1,3,8,8", "--shape-bucket",
+                                         "image:2,3,8,8", "-o", artifact});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  testing::KilnRun shown = testing::RunKiln({"inspect", artifact});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("compiled graphs and plans: 2 "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("inputs f32[2,3,8,8]"), std::string::npos) << shown.out;
+  testing::KilnRun alone =
+      testing::RunKiln({"compile", tiny, "--shape-bucket", "image:2,3,8,8", "-o", artifact + ".2"});
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.err.find("--shape-bucket: give --sample-shape too"), std::string::npos) << alone.err;
 }
 
 TEST(OnnxArtifact, AnInputShapeOtherThanTheCompiledOneIsAnError) {
