@@ -29,14 +29,23 @@ uintptr_t AlignUpTo(uintptr_t x, uintptr_t to) { return (x + to - 1) / to * to; 
 // Chunks inside a huge-page span are left to Step: WILLNEED would
 // cache them in 4 KiB pages, where a fault in a huge-page range reads them
 // in 2 MiB pages.
-template <typename InHugeSpan>
-void ReadInMissingRuns(std::span<const uint8_t> range, uintptr_t page, const InHugeSpan& in_huge_span) {
+using Spans = std::vector<std::pair<uintptr_t, uintptr_t>>;
+
+// Whether [begin, end) lies in one of `spans`.
+bool Inside(const Spans& spans, uintptr_t begin, uintptr_t end) {
+  for (const auto& [b, e] : spans) {
+    if (begin >= b && end <= e) return true;
+  }
+  return false;
+}
+
+void ReadInMissingRuns(std::span<const uint8_t> range, uintptr_t page, const Spans& huge) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
   const uintptr_t end = reinterpret_cast<uintptr_t>(range.data()) + range.size();
   std::vector<unsigned char> resident(PagePrefault::kChunkBytes / page + 1);
   for (uintptr_t chunk = begin; chunk < end; chunk += PagePrefault::kChunkBytes) {
     const uintptr_t chunk_end = std::min<uintptr_t>(end, chunk + PagePrefault::kChunkBytes);
-    if (in_huge_span(chunk, chunk_end)) continue;
+    if (Inside(huge, chunk, chunk_end)) continue;
     unsigned char first = 0;
     if (::mincore(reinterpret_cast<void*>(chunk), page, &first) == 0 && (first & 1)) continue;
     const size_t pages = (chunk_end - chunk + page - 1) / page;
@@ -98,13 +107,6 @@ PagePrefault::PagePrefault(std::vector<std::span<const uint8_t>> ranges, std::sh
   }
 }
 
-bool PagePrefault::InHugeSpan(uintptr_t begin, uintptr_t end) const {
-  for (const auto& [b, e] : huge_) {
-    if (begin >= b && end <= e) return true;
-  }
-  return false;
-}
-
 void PagePrefault::ReadInMissingPages() {
   if (read_in_) return;
   read_in_ = true;
@@ -112,9 +114,8 @@ void PagePrefault::ReadInMissingPages() {
   // MADV_WILLNEED reads a file mapping's range and no more. Only the runs
   // found missing are asked for, so a warm start does not walk the cache
   // twice.
-  auto in_huge_span = [this](uintptr_t begin, uintptr_t end) { return InHugeSpan(begin, end); };
   for (std::span<const uint8_t> range : ranges_) {
-    if (!range.empty()) ReadInMissingRuns(range, page, in_huge_span);
+    if (!range.empty()) ReadInMissingRuns(range, page, huge_);
   }
 }
 

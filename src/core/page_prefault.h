@@ -49,9 +49,6 @@ class PagePrefault {
  private:
   std::vector<std::span<const uint8_t>> ranges_;
   std::shared_ptr<const void> owner_;
-  // Whether [begin, end) lies in a span advised for huge pages.
-  bool InHugeSpan(uintptr_t begin, uintptr_t end) const;
-
   // The address spans advised for huge pages.
   std::vector<std::pair<uintptr_t, uintptr_t>> huge_;
   size_t range_ = 0;    // the range being populated
