@@ -14,6 +14,9 @@ namespace kiln {
 namespace {
 
 constexpr int kMaxYamlDepth = 64;
+// Aliases let a few lines name exponentially many values (each list of ten
+// aliases to the list before); a pipeline has tens or hundreds.
+constexpr size_t kMaxYamlValues = 20000;
 
 std::string Where(const std::string& file, const YAML::Mark& mark) {
   if (mark.is_null()) return file;
@@ -31,19 +34,48 @@ bool IsBoolText(const std::string& s, bool* value) {
   return false;
 }
 
-bool IsIntText(const std::string& s) {
-  static const std::regex pattern("[-+]?[0-9]+");
-  return std::regex_match(s, pattern);
+// The YAML 1.2 core schema's number forms, scanned by hand: std::regex
+// recurses once per character, and scalars may be 64 KiB long.
+size_t SkipSign(const std::string& s) { return !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0; }
+
+size_t SkipDigits(const std::string& s, size_t i) {
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  return i;
 }
 
+bool IsIntText(const std::string& s) {
+  const size_t start = SkipSign(s);
+  const size_t end = SkipDigits(s, start);
+  return end > start && end == s.size();
+}
+
+// [-+]? ( . digits | digits ( . digits? )? ) ( [eE] [-+]? digits )?
 bool IsFloatText(const std::string& s) {
-  static const std::regex pattern(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  return std::regex_match(s, pattern);
+  size_t i = SkipSign(s);
+  const size_t whole_end = SkipDigits(s, i);
+  const bool whole = whole_end > i;
+  i = whole_end;
+  if (i < s.size() && s[i] == '.') {
+    const size_t fraction_end = SkipDigits(s, i + 1);
+    if (!whole && fraction_end == i + 1) return false;
+    i = fraction_end;
+  } else if (!whole) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t exponent_end = SkipDigits(s, i);
+    if (exponent_end == i) return false;
+    i = exponent_end;
+  }
+  return i == s.size();
 }
 
 bool IsNonFiniteText(const std::string& s) {
-  static const std::regex pattern(R"([-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
-  return std::regex_match(s, pattern);
+  const std::string rest = s.substr(SkipSign(s));
+  if (rest == ".inf" || rest == ".Inf" || rest == ".INF") return true;
+  return s == ".nan" || s == ".NaN" || s == ".NAN";
 }
 
 // Whether a token may start at text[i]: the line holds nothing before it but
@@ -136,6 +168,10 @@ class YamlToJson {
 
   Expected<nlohmann::json> Convert(const YAML::Node& node, const std::string& path, int depth) {
     if (lines_ != nullptr && !node.Mark().is_null()) (*lines_)[path] = node.Mark().line + 1;
+    if (++values_ > kMaxYamlValues) {
+      return InvalidArgument("{}: {} expands to more than {} values (aliases to lists of aliases?)",
+                             Where(file_, node.Mark()), KeyText(path), kMaxYamlValues);
+    }
     if (depth > kMaxYamlDepth) {
       return InvalidArgument("{}: {} nests deeper than {} levels (an alias to its own anchor?)",
                              Where(file_, node.Mark()), KeyText(path), kMaxYamlDepth);
@@ -244,6 +280,7 @@ class YamlToJson {
 
   const std::string& file_;
   std::map<std::string, int>* lines_;
+  size_t values_ = 0;
 };
 
 }  // namespace

@@ -109,6 +109,10 @@ def main():
              "beyond a 64-bit integer"),
             ("stages:\n  - {[a]: b}\n", ":2:", "a key in 'stages[0]' is a list, not text"),
             ("a: &x [*x]\n", ":1:", "nests deeper than 64 levels"),
+            # Each list ten aliases to the one before: 10^7 values from 7 lines.
+            ("".join("%s: &%s [%s]\n" % (k, k, ",".join(["*" + p] * 10 if p else ["x"] * 10))
+                     for p, k in zip(["", "a", "b", "c", "d", "e", "f"], "abcdefg")),
+             ":", "expands to more than 20000 values"),
             ("stages: []\n---\nstages: []\n", ":3:", "holds 2 YAML documents"),
             ("", "", "the YAML file is empty"),
             # Valid YAML, wrong for a pipeline: the one schema check says so,
