@@ -112,7 +112,12 @@ Status RefuseStrayComma(std::string_view text, const std::string& file) {
       const size_t indent = line_indent(i);
       const bool blank = i + indent >= text.size() || text[i + indent] == '\n' || text[i + indent] == '\r';
       if (blank || static_cast<int>(indent) > block_indent) {
+        // The line is the scalar's text (or blank): on to the next one.
         while (i < text.size() && text[i] != '\n') ++i;
+        if (i < text.size()) {
+          ++line;
+          line_start = ++i;
+        }
         continue;
       }
       block_indent = -1;

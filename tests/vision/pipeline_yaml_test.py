@@ -114,6 +114,9 @@ def main():
                      for p, k in zip(["", "a", "b", "c", "d", "e", "f"], "abcdefg")),
              ":", "expands to more than 20000 values"),
             ("stages: []\n---\nstages: []\n", ":3:", "holds 2 YAML documents"),
+            # A block scalar with a blank line is read to its end.
+            ("stages:\n  - name: a\n    note: |\n      text\n\n      more\n    kind: letterbox\n", ":3:",
+             "stage 'a': a letterbox stage has no 'note'"),
             ("", "", "the YAML file is empty"),
             # Valid YAML, wrong for a pipeline: the one schema check says so,
             # and the line of the stage's key it names is found.
