@@ -4,7 +4,7 @@
 // against the plain reference on the same packed weights. Channel counts
 // that are not multiples of 16 (padding lanes, in and out), strides 1 and
 // 2, images whose rows are not a multiple of the register tile (and 7-wide
-// ones, which take 4 output blocks a tile), pads other than 1, and the
+// ones, which take two rows a tile), pads other than 1, and the
 // residual before and after the activation.
 #include <gtest/gtest.h>
 
@@ -69,13 +69,14 @@ TEST(ConvNchw16cDense, MatchesRowMajor) {
 TEST(ConvNchw16cDense, ResNetShapesMatchRowMajor) {
   // ResNet-18's 3x3 layers at a quarter of the channels (the shapes of
   // the tiles and of the split between threads are what matters): 56-, 28-,
-  // 14- and 7-wide rows, the 3x3/2 downsampling ones, and 4 output blocks x
-  // 7 pixels with 1, 2 and 3 blocks left over.
+  // 14- and 7-wide rows, the 3x3/2 downsampling ones, and rows of 7 or
+  // fewer pixels two a tile (the last of an odd count alone) with an odd
+  // number of output blocks and with padding lanes.
   for (const Shape& s :
        {Shape{16, 16, 56, 56, 1, 1}, Shape{16, 32, 56, 56, 2, 1}, Shape{32, 32, 28, 28, 1, 1},
         Shape{32, 64, 28, 28, 2, 1}, Shape{64, 64, 14, 14, 1, 1}, Shape{64, 128, 14, 14, 2, 1},
         Shape{128, 128, 7, 7, 1, 1}, Shape{64, 80, 7, 7, 1, 1}, Shape{64, 96, 7, 7, 1, 1},
-        Shape{64, 104, 7, 7, 1, 1}}) {
+        Shape{64, 104, 7, 7, 1, 1}, Shape{48, 40, 13, 13, 2, 1}, Shape{32, 48, 5, 3, 1, 1}}) {
     Check(s, "Relu", true);
   }
 }
@@ -124,13 +125,14 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
 }
 
 // Unforced, the Conv entry picks kiln's loop where it beats oneDNN's
-// (ResNet-18's 56- and 28-wide layers) and oneDNN elsewhere.
+// (ResNet-18's 56-, 28- and 7-wide layers) and oneDNN elsewhere.
 TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
   EXPECT_EQ(BlockedImplementation(Case({64, 64, 56, 56, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
   EXPECT_EQ(BlockedImplementation(Case({128, 128, 28, 28, 1, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
   EXPECT_EQ(BlockedImplementation(Case({64, 128, 56, 56, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
-  EXPECT_EQ(BlockedImplementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)).rfind("onednn:", 0), 0u);
+  EXPECT_EQ(BlockedImplementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
+  EXPECT_EQ(BlockedImplementation(Case({256, 512, 14, 14, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
   EXPECT_EQ(BlockedImplementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0), 0u);
 }
 

@@ -1,9 +1,10 @@
 // The AVX-512 loop of kiln's dense 3x3 convolution on nchw16c activations
 // (conv_nchw16c.h, kDense3x3), ResNet's layers. The input is first copied
 // into a zero-padded buffer, so that no tap is ever checked against the
-// image's borders. Then per register tile of NB blocks of 16 output
-// channels x P output pixels of one row (NB x P <= 28 accumulators: 2 x 14
-// on wide rows, 4 x 7 on 7-pixel ones), one input channel block at a time:
+// image's borders. Then per register tile of NB (2, or 1 for the last of
+// an odd count) blocks of 16 output channels x P output pixels, up to 2 x
+// 14 accumulators (of one row on wide images, of two whole rows on images 7
+// or fewer pixels wide), one input channel block at a time:
 // each input value is broadcast against the NB packed weight vectors of its
 // channel, so that a tap costs NB loads and P broadcasts for NB x P FMAs;
 // the partial sums wait in the output between input blocks. The threads
@@ -36,7 +37,7 @@ namespace {
 constexpr int64_t kBlock = 16;
 constexpr int64_t kTaps = 9;
 constexpr int kMaxPixels = 14;        // 2 x 14 accumulators + 2 weights + 1 broadcast
-constexpr int kNarrowPixels = 7;      // rows this narrow take 4 blocks x 7 pixels
+constexpr int kPairRowPixels = kMaxPixels / 2;  // rows this narrow are tiled two at a time
 constexpr int64_t kTilesPerBand = 4;  // register tiles a task runs per input block
 constexpr int64_t kL2GroupWeightBytes = 256 * 1024;
 constexpr int64_t kFillRows = 8;  // padded rows per task of the input copy
@@ -89,24 +90,27 @@ struct DenseTile {
   const BlockedConvPlan* plan;
   const float* x;         // padded input at the tile's first window, input block 0
   int64_t x_row;          // floats between padded rows
+  int64_t x_next_row;     // floats between the windows of two output rows
   int64_t x_block;        // floats between input blocks
   const float* w;         // packed weights of the tile's first output block
   const float* bias;      // of the first output block
   const float* residual;  // at the tile's first output pixel (null: none)
   float* y;               // the tile's first output pixel, first output block
   int64_t y_block;        // floats between output blocks
-  __mmask16 keep[4];
+  __mmask16 keep[2];
 };
 
 // NB output blocks x P pixels, column stride S, the products of input block
 // cb added: to zero on the first input block, else to the partial sums in
-// y; the last one finishes y.
-template <int NB, int P, int S>
+// y; the last one finishes y. The pixels are rows of W (P / W of them, 1 or
+// 2), whole rows when there are two, so that they are contiguous in y.
+template <int NB, int P, int S, int W = P>
 void RunDenseTile(const DenseTile& t, int64_t cb, bool first, bool last) {
+  static_assert(P == W || P == 2 * W, "a tile holds one row or two");
   const BlockedConvPlan& p = *t.plan;
   const int64_t w_block = p.in_blocks * kTaps * kBlock * kBlock;
   __m512 acc[NB][P];
-#pragma GCC unroll 4
+#pragma GCC unroll 2
   for (int j = 0; j < NB; ++j) {
 #pragma GCC unroll 14
     for (int q = 0; q < P; ++q)
@@ -119,29 +123,35 @@ void RunDenseTile(const DenseTile& t, int64_t cb, bool first, bool last) {
 #pragma GCC unroll 1
     for (int b = 0; b < 3; ++b, w += kBlock * kBlock) {
       const float* xi = xb + a * t.x_row + b * kBlock;
+      const float* xj = xi + t.x_next_row;  // the second row's window, where P == 2 W
       const float* wi = w;
       // One input channel a step, not unrolled: unrolled, GCC hoists the
       // broadcasts of several steps and spills the accumulators for them.
       // The empty asm hides the pointers' values from it for the same reason.
 #pragma GCC unroll 1
-      for (int i = 0; i < kBlock; i += 2, xi += 2, wi += 2 * kBlock) {
+      for (int i = 0; i < kBlock; i += 2, xi += 2, xj += 2, wi += 2 * kBlock) {
 #pragma GCC unroll 2
         for (int u = 0; u < 2; ++u) {
-          asm("" : "+r"(xi), "+r"(wi));
+          if constexpr (P == W) {
+            asm("" : "+r"(xi), "+r"(wi));
+          } else {
+            asm("" : "+r"(xi), "+r"(xj), "+r"(wi));
+          }
           __m512 wv[NB];
-#pragma GCC unroll 4
+#pragma GCC unroll 2
           for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wi + u * kBlock + j * w_block);
 #pragma GCC unroll 14
           for (int q = 0; q < P; ++q) {
-            const __m512 xv = _mm512_set1_ps(xi[u + q * S * kBlock]);
-#pragma GCC unroll 4
+            const float* row = q < W ? xi : xj;
+            const __m512 xv = _mm512_set1_ps(row[u + (q % W) * S * kBlock]);
+#pragma GCC unroll 2
             for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
           }
         }
       }
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 2
   for (int j = 0; j < NB; ++j) {
     const __m512 bias = _mm512_loadu_ps(t.bias + j * kBlock);
 #pragma GCC unroll 14
@@ -157,38 +167,34 @@ using DenseTileFn = void (*)(const DenseTile&, int64_t, bool, bool);
 
 template <int NB, int S, int... P>
 constexpr std::array<DenseTileFn, kMaxPixels> DenseTileTable(std::integer_sequence<int, P...>) {
-  return {(P + 1 <= 28 / NB ? &RunDenseTile<NB, (P + 1 <= 28 / NB ? P + 1 : 1), S> : nullptr)...};
+  return {&RunDenseTile<NB, P + 1, S>...};
 }
 
-// Indexed [NB == 4 ? 2 : NB - 1][P - 1]; NB is 1, 2 or 4.
+// One row of P pixels: indexed [NB - 1][P - 1]; NB is 1 or 2.
 template <int S>
-const std::array<std::array<DenseTileFn, kMaxPixels>, 3>& DenseTiles() {
-  static constexpr std::array<std::array<DenseTileFn, kMaxPixels>, 3> table = {
+const std::array<std::array<DenseTileFn, kMaxPixels>, 2>& DenseTiles() {
+  static constexpr std::array<std::array<DenseTileFn, kMaxPixels>, 2> table = {
       DenseTileTable<1, S>(std::make_integer_sequence<int, kMaxPixels>()),
-      DenseTileTable<2, S>(std::make_integer_sequence<int, kMaxPixels>()),
-      DenseTileTable<4, S>(std::make_integer_sequence<int, kMaxPixels>())};
+      DenseTileTable<2, S>(std::make_integer_sequence<int, kMaxPixels>())};
   return table;
 }
 
-// How the output blocks are grouped: `full` groups of `size` blocks, then
-// the rest in pieces of 2 and 1.
-struct BlockGroups {
-  int64_t size = 2, full = 0, count = 0;
-  // The first block of group k and how many it has.
-  std::pair<int64_t, int> Group(int64_t k, int64_t out_blocks) const {
-    if (k < full) return {k * size, static_cast<int>(size)};
-    const int64_t ob = full * size + (k - full) * 2;
-    return {ob, static_cast<int>(std::min<int64_t>(2, out_blocks - ob))};
-  }
-};
-
-BlockGroups GroupsOf(const BlockedConvPlan& p) {
-  BlockGroups b;
-  b.size = p.g.out[2] <= kNarrowPixels && p.out_blocks >= 4 ? 4 : 2;
-  b.full = p.out_blocks / b.size;
-  b.count = b.full + (p.out_blocks % b.size + 1) / 2;
-  return b;
+template <int NB, int S, int... W>
+constexpr std::array<DenseTileFn, kPairRowPixels> PairRowTileTable(std::integer_sequence<int, W...>) {
+  return {&RunDenseTile<NB, 2 * (W + 1), S, W + 1>...};
 }
+
+// Two rows of W pixels: indexed [NB - 1][W - 1]; NB is 1 or 2.
+template <int S>
+const std::array<std::array<DenseTileFn, kPairRowPixels>, 2>& PairRowTiles() {
+  static constexpr std::array<std::array<DenseTileFn, kPairRowPixels>, 2> table = {
+      PairRowTileTable<1, S>(std::make_integer_sequence<int, kPairRowPixels>()),
+      PairRowTileTable<2, S>(std::make_integer_sequence<int, kPairRowPixels>())};
+  return table;
+}
+
+// Output blocks go in groups of 2, the last alone when their count is odd.
+constexpr int64_t kGroupBlocks = 2;
 
 // Runs body(task, task + 1, 0) for every task in [0, n) on the pool's
 // threads: each thread takes the tasks of its own contiguous run in order
@@ -251,11 +257,14 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
   }
 
   const int64_t oh = g.out[1], ow = g.out[2], stride = g.stride[2];
-  const BlockGroups groups = GroupsOf(p);
-  // Tiles of near-equal width (28 = 14 + 14, 56 = 4 x 14, 10 = 10).
-  const int64_t max_width = groups.size == 4 ? kNarrowPixels : kMaxPixels;
-  const int64_t tiles = (ow + max_width - 1) / max_width;
+  // Rows 7 or fewer pixels wide take two a tile; the others tiles of
+  // near-equal width (28 = 14 + 14, 56 = 4 x 14, 10 = 10).
+  const bool pair_rows = ow <= kPairRowPixels;
+  const int64_t groups = (p.out_blocks + kGroupBlocks - 1) / kGroupBlocks;
+  const int64_t tiles = (ow + kMaxPixels - 1) / kMaxPixels;
   const auto& table = stride == 1 ? DenseTiles<1>() : DenseTiles<2>();
+  const auto& pair_table = stride == 1 ? PairRowTiles<1>() : PairRowTiles<2>();
+  const int64_t next_row = g.stride[1] * pad.cols * kBlock;
   const int64_t out_plane = oh * ow * kBlock;
   // A task: one group of output blocks over a band of rows, input block by
   // input block, so that the group's weights of one input block (9 KB an
@@ -263,29 +272,40 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
   // would not stay in L2 from one band to the next takes all rows at once,
   // so that they are read from memory once a call.
   const int64_t group_weight_bytes =
-      groups.size * p.in_blocks * kTaps * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
+      kGroupBlocks * p.in_blocks * kTaps * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
   const int64_t band = group_weight_bytes > kL2GroupWeightBytes
                            ? oh
                            : std::clamp<int64_t>((kTilesPerBand + tiles - 1) / tiles, 1, oh);
   const int64_t bands = (oh + band - 1) / band;
-  const int64_t tasks = g.batch * groups.count * bands;
+  const int64_t tasks = g.batch * groups * bands;
   auto body = [&](int64_t begin, int64_t end, int) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t row0 = task % bands * band, row1 = std::min(oh, row0 + band);
-      const int64_t group = task / bands % groups.count;
-      const int64_t n = task / bands / groups.count;
-      const auto [ob, nb] = groups.Group(group, p.out_blocks);
+      const int64_t ob = task / bands % groups * kGroupBlocks;
+      const int64_t n = task / bands / groups;
+      const int nb = static_cast<int>(std::min(kGroupBlocks, p.out_blocks - ob));
       DenseTile t;
       t.plan = &p;
       t.x_row = pad.cols * kBlock;
+      t.x_next_row = next_row;
       t.x_block = pad.Plane();
       t.w = p.weights.data() + ob * p.in_blocks * kTaps * kBlock * kBlock;
       t.bias = p.bias.data() + ob * kBlock;
       t.y_block = out_plane;
-      for (int j = 0; j < 4; ++j) t.keep[j] = j < nb ? BlockedKeepMask(p, ob + j) : 0;
-      const auto& fns = table[nb == 4 ? 2 : nb - 1];
+      for (int j = 0; j < nb; ++j) t.keep[j] = BlockedKeepMask(p, ob + j);
+      const auto& fns = table[static_cast<size_t>(nb - 1)];
       for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
         for (int64_t row = row0; row < row1; ++row) {
+          if (pair_rows && row + 1 < row1) {  // rows row and row + 1 in one tile
+            t.x = padded + n * p.in_blocks * pad.Plane() + row * next_row;
+            const int64_t y_at = (n * p.out_blocks + ob) * out_plane + row * ow * kBlock;
+            t.residual = residual != nullptr ? residual + y_at : nullptr;
+            t.y = y + y_at;
+            pair_table[static_cast<size_t>(nb - 1)][static_cast<size_t>(ow - 1)](t, cb, cb == 0,
+                                                                               cb + 1 == p.in_blocks);
+            ++row;
+            continue;
+          }
           for (int64_t tile = 0; tile < tiles; ++tile) {
             const int64_t col = tile * ow / tiles, width = (tile + 1) * ow / tiles - col;
             t.x = padded + n * p.in_blocks * pad.Plane() +
