@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/cpu_info.h"
+
 namespace kiln::cpu {
 
 // The layout's name for LaidOutWeights.
@@ -50,21 +52,24 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
   if (shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) return true;
   if (shape == BlockedConvShape::kDense3x3) {
-    // ResNet-18 on an Intel Xeon with AVX-512, 2 threads, against oneDNN
-    // 2.6's jit:avx512_core, in the model (`kiln bench latency --layers`,
-    // interleaved rounds; bench/RESULTS.md): kiln's loop takes 0.82-0.93x
-    // oneDNN's time on the layers reading 56-wide images (64 channels),
-    // 0.87-1.03x on those reading 28-wide ones (128 channels, the 3x3/2 ones
-    // included), but 1.07-1.09x on the 14-wide 256-channel ones (0.93x
-    // oneDNN's speed on an AMD EPYC too). In YOLOv8n at 320 its 40-wide head
-    // layers (64 and 80 channels, SiLU) took 1.11-1.20x. Its tiles of two
-    // 7-pixel rows run the 7-wide 512-channel layers and the 3x3/2 into them
-    // in 0.91-0.98x and 0.93-1.01x oneDNN's time on the AMD EPYC. So it
-    // takes rows of whole 14-pixel tiles, 64-128 input channels and inputs
-    // at least 28 wide (ResNet's layer1 and layer2 shapes), and outputs 7 or
-    // fewer pixels wide from 256 or more channels (layer4's).
+    // ResNet-18 with AVX-512, 2 threads, against oneDNN 2.6's
+    // jit:avx512_core, in the model (`kiln bench latency --layers`,
+    // interleaved rounds; bench/RESULTS.md). On an Intel Xeon kiln's loop
+    // takes 0.82-0.93x oneDNN's time on the layers reading 56-wide images
+    // (64 channels), 0.87-1.03x on those reading 28-wide ones (128 channels,
+    // the 3x3/2 ones included), but 1.07-1.09x on the 14-wide 256-channel
+    // ones. On an AMD EPYC (Zen 4) it takes 1.04-1.09x on the 56- and
+    // 28-wide ones: there oneDNN's FMAs with the input broadcast from memory
+    // inside them beat its separate broadcast for every 2 FMAs. In YOLOv8n
+    // at 320 its 40-wide head layers (64 and 80 channels, SiLU) took
+    // 1.11-1.20x. Its tiles of two 7-pixel rows run the 7-wide 512-channel
+    // layers and the 3x3/2 into them in 0.89-0.98x and 0.93-1.01x oneDNN's
+    // time on the AMD EPYC. So it takes rows of whole 14-pixel tiles, 64-128
+    // input channels and inputs at least 28 wide (ResNet's layer1 and layer2
+    // shapes) on Intel's cores, and outputs 7 or fewer pixels wide from 256
+    // or more channels (layer4's) on both.
     const bool wide = g.out[2] % 14 == 0 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
-                      g.out_channels >= 64 && g.out_channels <= 256;
+                      g.out_channels >= 64 && g.out_channels <= 256 && GetCpuInfo().vendor != "AuthenticAMD";
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
     return wide || narrow;
   }
