@@ -63,7 +63,7 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // inside them beat its separate broadcast for every 2 FMAs. In YOLOv8n
     // at 320 its 40-wide head layers (64 and 80 channels, SiLU) took
     // 1.11-1.20x. Its tiles of two 7-pixel rows run the 7-wide 512-channel
-    // layers and the 3x3/2 into them in 0.89-0.98x and 0.93-1.01x oneDNN's
+    // layers and the 3x3/2 into them in 0.90-0.98x and 0.93-1.01x oneDNN's
     // time on the AMD EPYC. So it takes rows of whole 14-pixel tiles, 64-128
     // input channels and inputs at least 28 wide (ResNet's layer1 and layer2
     // shapes) on Intel's cores, and outputs 7 or fewer pixels wide from 256
