@@ -90,7 +90,8 @@ bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) 
 
 // yaml-cpp 0.7 never returns on some commas outside every flow collection:
 // one after a flow collection or a quoted scalar ("{a: b},", "\"a\" ,") or
-// where a node would start (a document that is ","). Neither is valid YAML
+// where a node would start (a document that is ",", or "!tag ," and
+// "&anchor ," where a tag or an anchor is followed by no node). Neither is valid YAML
 // (a plain scalar cannot start with ","; a line that continues one outside
 // a flow collection may not either, here): such a comma is refused before
 // the parser sees the text. Quoted scalars, comments and block scalars are
@@ -98,6 +99,7 @@ bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) 
 Status RefuseStrayComma(std::string_view text, const std::string& file) {
   int depth = 0;
   bool after_node = false;  // the last token outside flow collections closed one, or a quoted scalar
+  bool after_property = false;  // ... or was a tag or an anchor: a node may start next
   int line = 1;
   size_t line_start = 0;
   int block_indent = -1;  // in a block scalar: lines indented deeper than this are its text
@@ -156,12 +158,18 @@ Status RefuseStrayComma(std::string_view text, const std::string& file) {
       after_node = depth == 0;
       ++i;
       continue;
-    } else if (c == ',' && depth == 0 && (after_node || StartsToken(text, i, line_start, depth))) {
+    } else if ((c == '!' || c == '&') && depth == 0 && StartsToken(text, i, line_start, depth)) {
+      // The property runs to a space or a flow indicator.
+      while (i < text.size() && std::string_view(" \t\r\n,[]{}").find(text[i]) == std::string_view::npos) ++i;
+      after_node = false;
+      after_property = true;
+      continue;
+    } else if (c == ',' && depth == 0 && (after_node || after_property || StartsToken(text, i, line_start, depth))) {
       return InvalidArgument("{}:{}:{}: not valid YAML: ',' outside a flow collection", file, line, i - line_start + 1);
     } else if ((c == '|' || c == '>') && depth == 0 && StartsToken(text, i, line_start, depth)) {
       block_indent = static_cast<int>(line_indent(line_start));
     }
-    if (c != ' ' && c != '\t' && c != '\r') after_node = false;
+    if (c != ' ' && c != '\t' && c != '\r') after_node = after_property = false;
     ++i;
   }
   return Status::Ok();

@@ -114,6 +114,10 @@ def main():
                      for p, k in zip(["", "a", "b", "c", "d", "e", "f"], "abcdefg")),
              ":", "expands to more than 20000 values"),
             ("stages: []\n---\nstages: []\n", ":3:", "holds 2 YAML documents"),
+            # A tag or an anchor with no node, then a comma (the YAML
+            # library would never return on it).
+            ("!tag ,\n", ":1:6:", "',' outside a flow collection"),
+            ("&anchor,\n", ":1:8:", "',' outside a flow collection"),
             # A block scalar with a blank line is read to its end.
             ("stages:\n  - name: a\n    note: |\n      text\n\n      more\n    kind: letterbox\n", ":3:",
              "stage 'a': a letterbox stage has no 'note'"),
