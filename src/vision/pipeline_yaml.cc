@@ -88,6 +88,25 @@ bool StartsToken(std::string_view text, size_t i, size_t line_start, int depth) 
   return before == ':' || before == '-' || before == '?' || (depth > 0 && (before == '[' || before == '{' || before == ','));
 }
 
+// YAML text holds no control characters but tab, line feed and carriage
+// return; yaml-cpp 0.7 reads a NUL as the end of the stream and then makes
+// documents without end.
+Status RefuseControlCharacters(std::string_view text, const std::string& file) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+      return InvalidArgument("{}:{}:{}: not valid YAML: control character 0x{:02x}", file, line, i - line_start + 1,
+                             static_cast<unsigned>(c));
+    }
+  }
+  return Status::Ok();
+}
+
 // yaml-cpp 0.7 never returns on some commas outside every flow collection:
 // one after a flow collection or a quoted scalar ("{a: b},", "\"a\" ,") or
 // where a node would start (a document that is ",", or "!tag ," and
@@ -307,6 +326,7 @@ bool IsYamlPath(const std::string& path) {
 
 Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::string& file,
                                             std::map<std::string, int>* lines) {
+  KILN_RETURN_IF_ERROR(RefuseControlCharacters(text, file));
   KILN_RETURN_IF_ERROR(RefuseStrayComma(text, file));
   std::vector<YAML::Node> documents;
   try {

@@ -118,6 +118,7 @@ def main():
             # library would never return on it).
             ("!tag ,\n", ":1:6:", "',' outside a flow collection"),
             ("&anchor,\n", ":1:8:", "',' outside a flow collection"),
+            ("stages: []\nx: \x00,\n", ":2:4:", "control character 0x00"),
             # A block scalar with a blank line is read to its end.
             ("stages:\n  - name: a\n    note: |\n      text\n\n      more\n    kind: letterbox\n", ":3:",
              "stage 'a': a letterbox stage has no 'note'"),
