@@ -1,12 +1,14 @@
 #include "vision/pipeline_yaml.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <regex>
+#include <sstream>
 
 #include "core/utf8.h"
 
@@ -194,6 +196,54 @@ Status RefuseStrayComma(std::string_view text, const std::string& file) {
   return Status::Ok();
 }
 
+// Counts the documents of a YAML text from the parser's events, without
+// building them, and gives up past a bound on events. yaml-cpp 0.7 makes
+// documents without end of some invalid text (the fuzzer found a NUL, a
+// tag with no node then a comma, two flow mappings with no comma between):
+// counted first, such text is refused before a node is built.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  static constexpr int kMaxDocuments = 64;
+  struct TooManyEvents {};
+
+  explicit DocumentCounter(size_t text_bytes) : max_events_(4 * text_bytes + 64) {}
+
+  int documents() const { return documents_; }
+  // Where the second document's first node is (null before it is seen).
+  const YAML::Mark& second_document() const { return second_document_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    Count(nullptr);
+    ++documents_;
+  }
+  void OnDocumentEnd() override { Count(nullptr); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(&mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(&mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    Count(&mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(&mark);
+  }
+  void OnSequenceEnd() override { Count(nullptr); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Count(&mark);
+  }
+  void OnMapEnd() override { Count(nullptr); }
+
+ private:
+  void Count(const YAML::Mark* node) {
+    if (++events_ > max_events_) throw TooManyEvents{};
+    if (node != nullptr && documents_ == 2 && second_document_.is_null()) second_document_ = *node;
+  }
+
+  size_t events_ = 0;
+  const size_t max_events_;
+  int documents_ = 0;
+  YAML::Mark second_document_ = YAML::Mark::null_mark();
+};
+
 class YamlToJson {
  public:
   YamlToJson(const std::string& file, std::map<std::string, int>* lines) : file_(file), lines_(lines) {}
@@ -328,19 +378,28 @@ Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::st
                                             std::map<std::string, int>* lines) {
   KILN_RETURN_IF_ERROR(RefuseControlCharacters(text, file));
   KILN_RETURN_IF_ERROR(RefuseStrayComma(text, file));
-  std::vector<YAML::Node> documents;
+  const std::string owned(text);
+  DocumentCounter counter(text.size());
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    std::istringstream stream(owned);
+    YAML::Parser parser(stream);
+    while (counter.documents() < DocumentCounter::kMaxDocuments && parser.HandleNextDocument(counter)) {
+    }
+    if (counter.documents() == 1) document = YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     return InvalidArgument("{}: not valid YAML: {}", Where(file, e.mark), e.msg);
+  } catch (const DocumentCounter::TooManyEvents&) {
+    return InvalidArgument("{}: not valid YAML: the parser found no end to it", file);
   }
-  if (documents.empty()) return InvalidArgument("{}: the YAML file is empty", file);
-  if (documents.size() > 1) {
-    return InvalidArgument("{}: holds {} YAML documents; a pipeline is one", Where(file, documents[1].Mark()),
-                           documents.size());
+  if (counter.documents() == 0) return InvalidArgument("{}: the YAML file is empty", file);
+  if (counter.documents() > 1) {
+    return InvalidArgument("{}: holds {}{} YAML documents; a pipeline is one", Where(file, counter.second_document()),
+                           counter.documents() == DocumentCounter::kMaxDocuments ? "at least " : "",
+                           counter.documents());
   }
   try {
-    return YamlToJson(file, lines).Convert(documents[0], "", 0);
+    return YamlToJson(file, lines).Convert(document, "", 0);
   } catch (const YAML::Exception& e) {
     return InvalidArgument("{}: {}", Where(file, e.mark), e.msg);
   }

@@ -119,6 +119,10 @@ def main():
             ("!tag ,\n", ":1:6:", "',' outside a flow collection"),
             ("&anchor,\n", ":1:8:", "',' outside a flow collection"),
             ("stages: []\nx: \x00,\n", ":2:4:", "control character 0x00"),
+            # Text on which the YAML library makes documents without end.
+            (open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "seeds",
+                               "pipeline_spec_fuzz", "flow_maps_no_comma.yaml")).read(),
+             ":3:59:", "holds at least 64 YAML documents; a pipeline is one"),
             # A block scalar with a blank line is read to its end.
             ("stages:\n  - name: a\n    note: |\n      text\n\n      more\n    kind: letterbox\n", ":3:",
              "stage 'a': a letterbox stage has no 'note'"),
