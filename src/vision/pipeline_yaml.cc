@@ -38,7 +38,9 @@ bool IsBoolText(const std::string& s, bool* value) {
 
 // The YAML 1.2 core schema's number forms, scanned by hand: std::regex
 // recurses once per character, and scalars may be 64 KiB long.
-size_t SkipSign(const std::string& s) { return !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0; }
+size_t SkipSign(const std::string& s) {
+  return !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+}
 
 size_t SkipDigits(const std::string& s, size_t i) {
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
@@ -102,8 +104,8 @@ Status RefuseControlCharacters(std::string_view text, const std::string& file) {
       ++line;
       line_start = i + 1;
     } else if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
-      return InvalidArgument("{}:{}:{}: not valid YAML: control character 0x{:02x}", file, line, i - line_start + 1,
-                             static_cast<unsigned>(c));
+      return InvalidArgument("{}:{}:{}: not valid YAML: control character 0x{:02x}", file, line,
+                             i - line_start + 1, static_cast<unsigned>(c));
     }
   }
   return Status::Ok();
@@ -112,11 +114,11 @@ Status RefuseControlCharacters(std::string_view text, const std::string& file) {
 // yaml-cpp 0.7 never returns on some commas outside every flow collection:
 // one after a flow collection or a quoted scalar ("{a: b},", "\"a\" ,") or
 // where a node would start (a document that is ",", or "!tag ," and
-// "&anchor ," where a tag or an anchor is followed by no node). Neither is valid YAML
-// (a plain scalar cannot start with ","; a line that continues one outside
-// a flow collection may not either, here): such a comma is refused before
-// the parser sees the text. Quoted scalars, comments and block scalars are
-// skipped.
+// "&anchor ," where a tag or an anchor is followed by no node). None is
+// valid YAML (a plain scalar cannot start with ","; a line that continues
+// one outside a flow collection may not either, here): such a comma is
+// refused before the parser sees the text. Quoted scalars, comments and
+// block scalars are skipped.
 Status RefuseStrayComma(std::string_view text, const std::string& file) {
   int depth = 0;
   bool after_node = false;  // the last token outside flow collections closed one, or a quoted scalar
@@ -185,7 +187,8 @@ Status RefuseStrayComma(std::string_view text, const std::string& file) {
       after_node = false;
       after_property = true;
       continue;
-    } else if (c == ',' && depth == 0 && (after_node || after_property || StartsToken(text, i, line_start, depth))) {
+    } else if (c == ',' && depth == 0 &&
+               (after_node || after_property || StartsToken(text, i, line_start, depth))) {
       return InvalidArgument("{}:{}:{}: not valid YAML: ',' outside a flow collection", file, line, i - line_start + 1);
     } else if ((c == '|' || c == '>') && depth == 0 && StartsToken(text, i, line_start, depth)) {
       block_indent = static_cast<int>(line_indent(line_start));
@@ -227,7 +230,8 @@ class DocumentCounter : public YAML::EventHandler {
     Count(&mark);
   }
   void OnSequenceEnd() override { Count(nullptr); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
     Count(&mark);
   }
   void OnMapEnd() override { Count(nullptr); }
@@ -394,9 +398,9 @@ Expected<nlohmann::json> PipelineYamlToJson(std::string_view text, const std::st
   }
   if (counter.documents() == 0) return InvalidArgument("{}: the YAML file is empty", file);
   if (counter.documents() > 1) {
-    return InvalidArgument("{}: holds {}{} YAML documents; a pipeline is one", Where(file, counter.second_document()),
-                           counter.documents() == DocumentCounter::kMaxDocuments ? "at least " : "",
-                           counter.documents());
+    return InvalidArgument(
+        "{}: holds {}{} YAML documents; a pipeline is one", Where(file, counter.second_document()),
+        counter.documents() == DocumentCounter::kMaxDocuments ? "at least " : "", counter.documents());
   }
   try {
     return YamlToJson(file, lines).Convert(document, "", 0);

@@ -131,7 +131,8 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
 TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
   const bool wide_on_kiln = GetCpuInfo().vendor != "AuthenticAMD";
-  for (const Shape& s : {Shape{64, 64, 56, 56, 1, 1}, Shape{128, 128, 28, 28, 1, 1}, Shape{64, 128, 56, 56, 2, 1}}) {
+  for (const Shape& s :
+       {Shape{64, 64, 56, 56, 1, 1}, Shape{128, 128, 28, 28, 1, 1}, Shape{64, 128, 56, 56, 2, 1}}) {
     EXPECT_EQ(BlockedImplementation(Case(s, "Relu", true)) == "kiln-avx512-nchw16c-3x3", wide_on_kiln)
         << Name(s, "Relu", true) << " on " << GetCpuInfo().vendor;
   }

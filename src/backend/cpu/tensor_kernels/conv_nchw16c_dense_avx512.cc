@@ -302,7 +302,7 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
             t.residual = residual != nullptr ? residual + y_at : nullptr;
             t.y = y + y_at;
             pair_table[static_cast<size_t>(nb - 1)][static_cast<size_t>(ow - 1)](t, cb, cb == 0,
-                                                                               cb + 1 == p.in_blocks);
+                                                                                 cb + 1 == p.in_blocks);
             ++row;
             continue;
           }
