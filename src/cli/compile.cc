@@ -22,6 +22,11 @@ struct OnnxInputFlags {
   std::vector<std::string> input_shapes, sample_shapes;
   std::vector<std::string> shape_buckets;          // each NAME:DIMS one more stored shape
   std::vector<std::string> inputs, fixed_inputs;  // values, and which of them are fixed
+
+  bool Any() const {
+    return !input_shapes.empty() || !sample_shapes.empty() || !shape_buckets.empty() || !inputs.empty() ||
+           !fixed_inputs.empty();
+  }
 };
 
 // An ONNX graph: the backend, precision and threads of the engine flags;
@@ -112,12 +117,10 @@ void RegisterCompile(CLI::App& app) {
       return;
     }
     if (IsPipelineFilePath(a->engine.options.model)) {
-      Status s = a->onnx.input_shapes.empty() && a->onnx.sample_shapes.empty() && a->onnx.shape_buckets.empty() &&
-                         a->onnx.inputs.empty() &&
-                         a->onnx.fixed_inputs.empty()
-                     ? CompilePipeline(a->engine, a->output)
-                     : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape, --sample-shape, --shape-bucket, "
-                                       "--input and --fixed-input are for one ONNX graph");
+      Status s = !a->onnx.Any() ? CompilePipeline(a->engine, a->output)
+                                : InvalidArgument("a pipeline's input shapes are its stages'; --input-shape, "
+                                                  "--sample-shape, --shape-bucket, --input and --fixed-input are "
+                                                  "for one ONNX graph");
       if (!s.ok()) {
         fmt::print(stderr, "kiln compile: {}\n", s.ToString());
         SetExitCode(1);
@@ -132,9 +135,7 @@ void RegisterCompile(CLI::App& app) {
       }
       return;
     }
-    if (!a->onnx.input_shapes.empty() || !a->onnx.sample_shapes.empty() || !a->onnx.shape_buckets.empty() ||
-        !a->onnx.inputs.empty() ||
-        !a->onnx.fixed_inputs.empty()) {
+    if (a->onnx.Any()) {
       fmt::print(stderr, "kiln compile: --input-shape, --sample-shape, --shape-bucket, --input and --fixed-input are for "
                          "ONNX graphs\n");
       SetExitCode(2);

@@ -354,7 +354,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   // batch norms, say) are stored in onnx.c. An input left open is compiled
   // at its --sample-shape, which a run at that shape then binds (other
   // shapes compile from the graph).
-  std::vector<std::vector<uint8_t>> stored_compilations;
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> stored_compilations;  // section, bytes
   std::string made_constants;
   std::vector<OnnxInputShapes> shape_sets;
   if (open_input.empty() || sample != nullptr) shape_sets.push_back(sample_shapes);
@@ -407,7 +407,7 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
       const std::string section =
           stored_compilations.empty() ? "compiled" : fmt::format("compiled.{}", stored_compilations.size());
       KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeTensorCompilation(keep, locate));
-      stored_compilations.push_back(std::move(bytes));
+      stored_compilations.emplace_back(section, std::move(bytes));
       entries.push_back({{"section", section}, {"key", keep.key}});
     }
     meta["compiled"] = std::move(entries);
@@ -422,9 +422,8 @@ Expected<OnnxArtifactSummary> CompileOnnxArtifact(const std::string& model, Onnx
   for (size_t i = 0; i < external.size(); ++i) {
     KILN_RETURN_IF_ERROR(writer.Add(fmt::format("onnx.x.{}", i), {external[i]->data(), external[i]->size()}));
   }
-  for (size_t i = 0; i < stored_compilations.size(); ++i) {
-    KILN_RETURN_IF_ERROR(writer.Add(i == 0 ? std::string("compiled") : fmt::format("compiled.{}", i),
-                                    stored_compilations[i], kVerifyAtOpen));
+  for (const auto& [section, bytes] : stored_compilations) {
+    KILN_RETURN_IF_ERROR(writer.Add(section, bytes, kVerifyAtOpen));
   }
   if (!stored_compilations.empty()) {
     KILN_RETURN_IF_ERROR(writer.Add(

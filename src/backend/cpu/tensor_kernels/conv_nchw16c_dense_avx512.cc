@@ -165,31 +165,19 @@ void RunDenseTile(const DenseTile& t, int64_t cb, bool first, bool last) {
 
 using DenseTileFn = void (*)(const DenseTile&, int64_t, bool, bool);
 
-template <int NB, int S, int... P>
-constexpr std::array<DenseTileFn, kMaxPixels> DenseTileTable(std::integer_sequence<int, P...>) {
-  return {&RunDenseTile<NB, P + 1, S>...};
+template <int NB, int S, int Rows, int... W>
+constexpr std::array<DenseTileFn, sizeof...(W)> DenseTileTable(std::integer_sequence<int, W...>) {
+  return {&RunDenseTile<NB, Rows * (W + 1), S, W + 1>...};
 }
 
-// One row of P pixels: indexed [NB - 1][P - 1]; NB is 1 or 2.
-template <int S>
-const std::array<std::array<DenseTileFn, kMaxPixels>, 2>& DenseTiles() {
-  static constexpr std::array<std::array<DenseTileFn, kMaxPixels>, 2> table = {
-      DenseTileTable<1, S>(std::make_integer_sequence<int, kMaxPixels>()),
-      DenseTileTable<2, S>(std::make_integer_sequence<int, kMaxPixels>())};
-  return table;
-}
-
-template <int NB, int S, int... W>
-constexpr std::array<DenseTileFn, kPairRowPixels> PairRowTileTable(std::integer_sequence<int, W...>) {
-  return {&RunDenseTile<NB, 2 * (W + 1), S, W + 1>...};
-}
-
-// Two rows of W pixels: indexed [NB - 1][W - 1]; NB is 1 or 2.
-template <int S>
-const std::array<std::array<DenseTileFn, kPairRowPixels>, 2>& PairRowTiles() {
-  static constexpr std::array<std::array<DenseTileFn, kPairRowPixels>, 2> table = {
-      PairRowTileTable<1, S>(std::make_integer_sequence<int, kPairRowPixels>()),
-      PairRowTileTable<2, S>(std::make_integer_sequence<int, kPairRowPixels>())};
+// Tiles of Rows rows (1 or 2) of W pixels: indexed [NB - 1][W - 1]; NB is 1
+// or 2.
+template <int S, int Rows>
+const auto& DenseTiles() {
+  constexpr int kWidths = kMaxPixels / Rows;
+  static constexpr std::array<std::array<DenseTileFn, kWidths>, 2> table = {
+      DenseTileTable<1, S, Rows>(std::make_integer_sequence<int, kWidths>()),
+      DenseTileTable<2, S, Rows>(std::make_integer_sequence<int, kWidths>())};
   return table;
 }
 
@@ -262,8 +250,8 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
   const bool pair_rows = ow <= kPairRowPixels;
   const int64_t groups = (p.out_blocks + kGroupBlocks - 1) / kGroupBlocks;
   const int64_t tiles = (ow + kMaxPixels - 1) / kMaxPixels;
-  const auto& table = stride == 1 ? DenseTiles<1>() : DenseTiles<2>();
-  const auto& pair_table = stride == 1 ? PairRowTiles<1>() : PairRowTiles<2>();
+  const auto& table = stride == 1 ? DenseTiles<1, 1>() : DenseTiles<2, 1>();
+  const auto& pair_table = stride == 1 ? DenseTiles<1, 2>() : DenseTiles<2, 2>();
   const int64_t next_row = g.stride[1] * pad.cols * kBlock;
   const int64_t out_plane = oh * ow * kBlock;
   // A task: one group of output blocks over a band of rows, input block by
