@@ -744,6 +744,15 @@ void Gemm(const QuantGemmArgs& a) {
 // reads: about half an L2, so that prefetched lines are still there.
 constexpr int64_t kX8PrefetchMax = 256 * 1024;
 
+// Asks for a line of streamed weights ahead of its use, into L2 rather than
+// L1: fetches into L1 hold its few miss buffers and push out the activation
+// row every group re-reads, and on an AMD Zen 4 they left a 2-thread Q4_0
+// decode at 22-24 GB/s of its 34 GB/s read peak where fetches into L2 give
+// 28-31 (one thread: 13.6 -> 19.6 GB/s).
+inline void PrefetchStreamed(const uint8_t* line) {
+  _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+}
+
 // Group g of the x8 copy: half g % 2 of pair g / 2. Block b's 8 scales
 // are at scales + 32 b, vector j of its tile at quants + tile_bytes * b +
 // 64 j.
@@ -994,7 +1003,7 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       if constexpr (kStream) {
         const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
         for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+          PrefetchStreamed(lines + line);
         }
       }
       __m256i sum;
@@ -1403,7 +1412,7 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       if constexpr (kStream) {
         const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + tile_bytes / 2 * ((g0 + i) % 2);
         for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+          PrefetchStreamed(lines + line);
         }
       }
       const uint8_t* scales = group[i].scales + stride * b;
@@ -1508,7 +1517,7 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
       const uint8_t* tile = group[i].quants + kTileBytes * b;
       const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
       for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(lines + line), _MM_HINT_T0);
+        PrefetchStreamed(lines + line);
       }
       __m256i sum[R];
       if constexpr (kQ8 && D::kVnni) {
@@ -1609,7 +1618,7 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + kTileBytes * b;
     for (int64_t line = 0; line < kTileBytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(tile + ahead + line), _MM_HINT_T0);
+      PrefetchStreamed(tile + ahead + line);
     }
     const int8_t* q = x.q + kQK * x.stride * b;
     __m512i sum[R];
