@@ -961,8 +961,8 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. IQ4_NL, Q4_1 and Q5_1 run the one-row
-// kernel below for every activation row (X8ManyRows); Q5_0 for one row, and
+// The formats on the x8 layout. Q4_1 and Q5_1 run the one-row kernel below
+// for every activation row (X8ManyRows); Q5_0 and IQ4_NL for one row, and
 // tiles of rows sharing each unpacked vector for more (X8SharedRows).
 enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
@@ -1820,12 +1820,13 @@ void X8SuperRows(const QuantGemmArgs& a) {
   X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
 }
 
-// ---- Many rows of Q6_K and Q5_0 on the x8 copy: rows sharing each vector --
+// ---- Many rows of Q6_K, Q5_0 and IQ4_NL on the x8 copy: rows sharing each vector --
 //
 // Their one-row kernels, run row by row, unpack every weight vector once
 // per row (Q6_K: three lines into four 6-bit vectors and a signed scale
-// per piece; Q5_0: the fifth bits into each nibble vector), which made
-// them slower than the row kernels. These tiles unpack each vector once for
+// per piece; Q5_0: the fifth bits into each nibble vector; IQ4_NL: each
+// nibble looked up in its table), which made them slower than the row
+// kernels. These tiles unpack each vector once for
 // X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
 // steps are the one-row kernel's in the same order, so a row gets the bits
@@ -1977,16 +1978,65 @@ void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
 }
 
-// Q6_K's or Q5_0's many rows: row blocks of kRowBlock; within each, every
-// group of the range, read (from cache after the block's first tile) by
-// tiles of X8SharedRowsOf(T) rows.
+// R activation rows from m against IQ4_NL group g, each nibble vector
+// looked up in the table (and its magnitudes taken) once for every row:
+// X8SumsIQ4_NL's integers and X8RowGroups' fma.
+template <class D, int R>
+void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                  int n_valid) {
+  const int64_t blocks = a.k / kQK;
+  const __m256i table = IQ4Table();
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* q[R];
+    __m256i p[R][2];
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.x->row_q(m + r) + kQK * b;
+      p[r][0] = p[r][1] = _mm256_setzero_si256();
+    }
+    X8ForEachQ4_0Vector(g.quants + 256 * b, [&](int j, __m256i low, __m256i high) {
+      const __m256i wl = _mm256_shuffle_epi8(table, low);
+      const __m256i wh = _mm256_shuffle_epi8(table, high);
+      const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
+      for (int r = 0; r < R; ++r) {
+        p[r][0] = DotAdd<D>(p[r][0], magnitude_l, _mm256_sign_epi8(X8Dword(q[r], j), wl));
+        p[r][1] = DotAdd<D>(p[r][1], magnitude_h, _mm256_sign_epi8(X8Dword(q[r], 4 + j), wh));
+      }
+    });
+    const __m256 dw = X8Scales(g, b);
+    for (int r = 0; r < R; ++r) {
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(_mm256_add_epi32(p[r][0], p[r][1])),
+                               acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
+// The shared-rows tile of type T for R rows.
+template <class D, DType T, int R>
+void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                  int n_valid) {
+  if constexpr (T == DType::kQ6_K) {
+    X8TileQ6_K<D, R>(a, g, m, y, bias, n_valid);
+  } else if constexpr (T == DType::kQ5_0) {
+    X8TileQ5_0<D, R>(a, g, m, y, bias, n_valid);
+  } else {
+    static_assert(T == DType::kIQ4_NL);
+    X8TileIQ4_NL<D, R>(a, g, m, y, bias, n_valid);
+  }
+}
+
+// Q6_K's, Q5_0's or IQ4_NL's many rows: row blocks of kRowBlock; within
+// each, every group of the range, read (from cache after the block's first
+// tile) by tiles of X8SharedRowsOf(T) rows.
 template <class D, DType T>
 void X8SharedRows(const QuantGemmArgs& a) {
   constexpr int kRows = X8SharedRowsOf(T);
   using Tile = void (*)(const QuantGemmArgs&, const X8Group&, int64_t, float*, const float*, int);
-  constexpr bool kQ6 = T == DType::kQ6_K;
-  const Tile tiles[4] = {kQ6 ? &X8TileQ6_K<D, 1> : &X8TileQ5_0<D, 1>, kQ6 ? &X8TileQ6_K<D, 2> : &X8TileQ5_0<D, 2>,
-                         kQ6 ? &X8TileQ6_K<D, 3> : &X8TileQ5_0<D, 3>, kQ6 ? &X8TileQ6_K<D, 4> : &X8TileQ5_0<D, 4>};
+  const Tile tiles[4] = {&X8SharedTile<D, T, 1>, &X8SharedTile<D, T, 2>, &X8SharedTile<D, T, 3>,
+                         &X8SharedTile<D, T, 4>};
   static_assert(kRows <= 4);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
@@ -2010,6 +2060,7 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin > 1 && X8ServesEveryRowCount(a.w_type)) {
     if (a.w_type == DType::kQ6_K) return X8SharedRows<D, DType::kQ6_K>(a);
     if (a.w_type == DType::kQ5_0) return X8SharedRows<D, DType::kQ5_0>(a);
+    if (a.w_type == DType::kIQ4_NL) return X8SharedRows<D, DType::kIQ4_NL>(a);
   }
   if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
     switch (a.w_type) {
