@@ -1779,7 +1779,7 @@ void GemmX8(const QuantGemmArgs& a) {
 
 // ---- Any number of rows on the x8 copy of the formats above --------------
 //
-// Many rows of the formats but Q6_K and Q5_0 (X8SharedRows, below) run
+// Many rows of the formats but Q6_K, Q5_0, IQ4_NL and IQ4_XS (X8SharedRows, below) run
 // the one-row kernel row by row (X8Row, X8SuperRow), so a
 // row gets the bits it gets alone, whatever the batch: those kernels apply a
 // broadcast activation dword to eight weight rows at once with no sum across
@@ -1820,12 +1820,12 @@ void X8SuperRows(const QuantGemmArgs& a) {
   X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
 }
 
-// ---- Many rows of Q6_K, Q5_0 and IQ4_NL on the x8 copy: rows sharing each vector --
+// ---- Many rows of Q6_K, Q5_0, IQ4_NL and IQ4_XS on the x8 copy: rows sharing each vector --
 //
 // Their one-row kernels, run row by row, unpack every weight vector once
 // per row (Q6_K: three lines into four 6-bit vectors and a signed scale
-// per piece; Q5_0: the fifth bits into each nibble vector; IQ4_NL: each
-// nibble looked up in its table), which made them slower than the row
+// per piece; Q5_0: the fifth bits into each nibble vector; IQ4_NL and
+// IQ4_XS: each nibble looked up in its table), which made them slower than the row
 // kernels. These tiles unpack each vector once for
 // X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
@@ -2014,6 +2014,67 @@ void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
 }
 
+// IQ4_XS's 8 rows against R activation rows, each index vector looked up
+// (and its magnitudes taken) once for every row: row r's 256 values at
+// q[r] and its A into out[r], X8SumsIQ4_XS's integers in its order.
+template <class D, int R>
+inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R], __m256i scales_h,
+                             __m256i out[R]) {
+  const __m256i table = IQ4Table();
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i scales_l = Load256(tile);
+  for (int r = 0; r < R; ++r) out[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    __m256i sum[R];
+    for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
+      const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
+      const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
+      for (int r = 0; r < R; ++r) {
+        sum[r] = DotAdd<D>(sum[r], magnitude_l, _mm256_sign_epi8(Dword(q[r] + 32 * s + 4 * j), wl));
+        sum[r] = DotAdd<D>(sum[r], magnitude_h, _mm256_sign_epi8(Dword(q[r] + 32 * s + 16 + 4 * j), wh));
+      }
+    }
+    const __m256i low =
+        _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
+    const __m256i scale =
+        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    for (int r = 0; r < R; ++r) out[r] = _mm256_add_epi32(out[r], _mm256_mullo_epi32(sum[r], scale));
+  }
+}
+
+// R activation rows from m against IQ4_XS group g: per super-block,
+// acc = fma(d dx, A, acc), as X8SuperRowGroups.
+template <class D, int R>
+void X8TileIQ4_XS(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                  int n_valid) {
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(DType::kIQ4_XS);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
+    // The scales area as X8SuperRowGroups reads it: d, then the high scale bits.
+    const uint8_t* scales = g.scales + 64 * b;
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+    const __m256i high =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+    __m256i sum[R];
+    X8SumsIQ4_XSRows<D, R>(g.quants + tile_bytes * b, q, high, sum);
+    for (int r = 0; r < R; ++r) {
+      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+}
+
 // The shared-rows tile of type T for R rows.
 template <class D, DType T, int R>
 void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
@@ -2022,13 +2083,15 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
     X8TileQ6_K<D, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kQ5_0) {
     X8TileQ5_0<D, R>(a, g, m, y, bias, n_valid);
-  } else {
-    static_assert(T == DType::kIQ4_NL);
+  } else if constexpr (T == DType::kIQ4_NL) {
     X8TileIQ4_NL<D, R>(a, g, m, y, bias, n_valid);
+  } else {
+    static_assert(T == DType::kIQ4_XS);
+    X8TileIQ4_XS<D, R>(a, g, m, y, bias, n_valid);
   }
 }
 
-// Q6_K's, Q5_0's or IQ4_NL's many rows: row blocks of kRowBlock; within
+// Q6_K's, Q5_0's, IQ4_NL's or IQ4_XS's many rows: row blocks of kRowBlock; within
 // each, every group of the range, read (from cache after the block's first
 // tile) by tiles of X8SharedRowsOf(T) rows.
 template <class D, DType T>
@@ -2061,6 +2124,7 @@ void GemmAny(const QuantGemmArgs& a) {
     if (a.w_type == DType::kQ6_K) return X8SharedRows<D, DType::kQ6_K>(a);
     if (a.w_type == DType::kQ5_0) return X8SharedRows<D, DType::kQ5_0>(a);
     if (a.w_type == DType::kIQ4_NL) return X8SharedRows<D, DType::kIQ4_NL>(a);
+    if (a.w_type == DType::kIQ4_XS) return X8SharedRows<D, DType::kIQ4_XS>(a);
   }
   if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
     switch (a.w_type) {
