@@ -38,7 +38,8 @@ class MappedFile {
 // Drops this process's copies of the whole pages within [data, data +
 // bytes) (MADV_DONTNEED), so that they no longer count in its memory; a
 // later read brings them back from the file. REQUIRES: the range lies in a
-// read-only file mapping (anonymous memory would read back as zeros).
+// read-only or shared file mapping (anonymous memory would read back as
+// zeros).
 void DropMappedPages(const void* data, size_t bytes);
 
 // Reads a whole (small) file into a string.

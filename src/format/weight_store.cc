@@ -13,7 +13,9 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "core/scratch_file.h"
 #include "core/shape_text.h"
+#include "core/system_memory.h"
 #include "format/expert_weights.h"
 #include "format/fused_weights.h"
 #include "format/gguf.h"
@@ -406,8 +408,15 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
                                                    ModelFormat::kDummy);
   store->mutable_config() = config;
   std::vector<WeightSpec> specs = RequiredWeights(config);
-  for (size_t index = 0; index < specs.size(); ++index) {
-    const WeightSpec& spec = specs[index];
+  struct Layout {
+    DType stored;
+    int64_t row, rows;
+    uint64_t row_bytes, offset;
+  };
+  std::vector<Layout> layouts;
+  uint64_t total = 0;
+  constexpr uint64_t kPage = 4096;  // each tensor on whole pages, so its pages can be dropped alone
+  for (const WeightSpec& spec : specs) {
     // Vectors (norms, biases) stay f32 beside block-quantized matrices, as in GGUF files.
     DType stored = spec.shape.size() == 1 && IsQuantized(dtype) ? DType::kF32 : dtype;
     int64_t row = spec.shape.back();
@@ -417,8 +426,26 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
                              spec.name, row, DTypeName(stored), DTypeBlockSize(stored));
     }
     uint64_t row_bytes = *DTypeBytes(stored, static_cast<uint64_t>(row));
+    layouts.push_back({stored, row, rows, row_bytes, total});
+    total += (row_bytes * static_cast<uint64_t>(rows) + kPage - 1) / kPage * kPage;
+  }
+  // Weights that take more than half of the memory available could not be
+  // held twice, rows and a backend's repacked copy: they are generated into
+  // a scratch file, as if read from one, so that the backend may drop the
+  // rows it copied. Where that fails they stay in memory (and a backend
+  // keeps such rows as its only copy).
+  std::shared_ptr<uint8_t> scratch;
+  if (const int64_t available = AvailableMemoryBytes();
+      available > 0 && total > static_cast<uint64_t>(available) / 2) {
+    if (auto mapped = MapScratchFile(total); mapped.ok()) scratch = *std::move(mapped);
+  }
+  if (scratch) store->Own(scratch);
+  for (size_t index = 0; index < specs.size(); ++index) {
+    const WeightSpec& spec = specs[index];
+    const auto [stored, row, rows, row_bytes, offset] = layouts[index];
     uint64_t nbytes = row_bytes * static_cast<uint64_t>(rows);
-    auto buffer = AlignedBuffer(nbytes);
+    std::shared_ptr<void> buffer =
+        scratch ? std::shared_ptr<void>(scratch, scratch.get() + offset) : AlignedBuffer(nbytes);
     if (!buffer) {
       return ResourceExhausted("dummy weights: cannot allocate {} bytes for {}", nbytes, spec.name);
     }
@@ -443,6 +470,7 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
     w.shape = spec.shape;
     w.data = static_cast<const uint8_t*>(buffer.get());
     w.nbytes = nbytes;
+    w.file_mapped = scratch != nullptr;
     store->Own(std::move(buffer));
     store->mutable_weights().push_back(std::move(w));
   }

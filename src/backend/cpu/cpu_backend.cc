@@ -38,7 +38,8 @@ bool X8RepackAllowed() {
 }
 
 // Whether a copy of `bytes` that sits beside rows it cannot release (a
-// generated mixture's experts: the rows are their only copy) still fits:
+// generated mixture's experts held in memory, not in a scratch file: the
+// rows are their only copy) still fits:
 // such copies are made while the machine keeps a quarter of its memory, and
 // at least 4 GiB, available; past that the experts stay on their rows, so
 // that a mixture that fits once is not pushed out of memory by its copy.
@@ -161,8 +162,8 @@ Expected<std::shared_ptr<const PackedMatrix>> CpuBackend::PackWeight(const PackR
     // (a later read, such as a tied embedding's lookups, brings back what
     // it touches). A mixture's matrices (its experts are most of a large
     // model's bytes) get a copy only there, so that they are not held
-    // twice; generated weights keep their rows, their only copy, so a
-    // mixture's copies are made only while they fit
+    // twice; generated weights held in memory keep their rows, their only
+    // copy, so a mixture's copies are made only while they fit
     // (ReserveUnreleasedCopy). KILN_X8=0 keeps the GGUF rows alone, to
     // compare with the row kernels.
     const bool mixture = request.node != nullptr && request.node->op == OpKind::kMoe;
