@@ -1851,6 +1851,13 @@ constexpr int X8SharedRowsOf(DType type) {
 #endif
 }
 
+// The sum of row m's 32 activation values of block b (32-value blocks),
+// or of sub-block b of 32 (256-value blocks).
+inline int32_t BlockSum32(const QuantGemmArgs& a, int64_t m, int64_t b) {
+  const int16_t* s = a.x->row_sums(m) + 2 * b;
+  return static_cast<int32_t>(s[0]) + s[1];
+}
+
 // Q6_K's 8 rows against R activation rows, each unpacked weight vector used
 // for every row: row r's 256 values at q[r], its 16 piece sums at
 // pieces[r], and its A = sum_i sc_i (sum w q - 32 s_i) over the 16 pieces
@@ -1990,12 +1997,17 @@ void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
 
 // R activation rows from m against IQ4_NL group g, each nibble vector
 // looked up in the table (and its magnitudes taken) once for every row:
-// X8SumsIQ4_NL's integers and X8RowGroups' fma.
+// X8SumsIQ4_NL's integers and X8RowGroups' fma. With VNNI the table is
+// looked up biased by 128, an unsigned operand as it is, and 128 times the
+// block's activation sum taken off: the same exact integers with one
+// multiply-add per row and vector instead of a sign and a multiply-add
+// (vpdpbusd sums in int32; vpmaddubsw's int16 pairs would saturate).
 template <class D, int R>
 void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
                   int n_valid) {
   const int64_t blocks = a.k / kQK;
   const __m256i table = IQ4Table();
+  const __m256i biased = _mm256_xor_si256(table, _mm256_set1_epi8(static_cast<char>(0x80)));
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
@@ -2006,19 +2018,28 @@ void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
       p[r][0] = p[r][1] = _mm256_setzero_si256();
     }
     X8ForEachQ4_0Vector(g.quants + 256 * b, [&](int j, __m256i low, __m256i high) {
-      const __m256i wl = _mm256_shuffle_epi8(table, low);
-      const __m256i wh = _mm256_shuffle_epi8(table, high);
-      const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
-      for (int r = 0; r < R; ++r) {
-        p[r][0] = DotAdd<D>(p[r][0], magnitude_l, _mm256_sign_epi8(X8Dword(q[r], j), wl));
-        p[r][1] = DotAdd<D>(p[r][1], magnitude_h, _mm256_sign_epi8(X8Dword(q[r], 4 + j), wh));
+      if constexpr (D::kVnni) {
+        const __m256i wl = _mm256_shuffle_epi8(biased, low), wh = _mm256_shuffle_epi8(biased, high);
+        for (int r = 0; r < R; ++r) {
+          p[r][0] = DotAdd<D>(p[r][0], wl, X8Dword(q[r], j));
+          p[r][1] = DotAdd<D>(p[r][1], wh, X8Dword(q[r], 4 + j));
+        }
+      } else {
+        const __m256i wl = _mm256_shuffle_epi8(table, low);
+        const __m256i wh = _mm256_shuffle_epi8(table, high);
+        const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
+        for (int r = 0; r < R; ++r) {
+          p[r][0] = DotAdd<D>(p[r][0], magnitude_l, _mm256_sign_epi8(X8Dword(q[r], j), wl));
+          p[r][1] = DotAdd<D>(p[r][1], magnitude_h, _mm256_sign_epi8(X8Dword(q[r], 4 + j), wh));
+        }
       }
     });
     const __m256 dw = X8Scales(g, b);
     for (int r = 0; r < R; ++r) {
+      __m256i sum = _mm256_add_epi32(p[r][0], p[r][1]);
+      if constexpr (D::kVnni) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(128 * BlockSum32(a, m + r, b)));
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(_mm256_add_epi32(p[r][0], p[r][1])),
-                               acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
@@ -2028,9 +2049,10 @@ void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
 // (and its magnitudes taken) once for every row: row r's 256 values at
 // q[r] and its A into out[r], X8SumsIQ4_XS's integers in its order.
 template <class D, int R>
-inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R], __m256i scales_h,
-                             __m256i out[R]) {
+inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R],
+                             const int32_t* const block_sums[R], __m256i scales_h, __m256i out[R]) {
   const __m256i table = IQ4Table();
+  const __m256i biased = _mm256_xor_si256(table, _mm256_set1_epi8(static_cast<char>(0x80)));
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i scales_l = Load256(tile);
   for (int r = 0; r < R; ++r) out[r] = _mm256_setzero_si256();
@@ -2041,13 +2063,27 @@ inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R], __m2
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
-      const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
-      const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
-      const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
-      for (int r = 0; r < R; ++r) {
-        sum[r] = DotAdd<D>(sum[r], magnitude_l, _mm256_sign_epi8(Dword(q[r] + 32 * s + 4 * j), wl));
-        sum[r] = DotAdd<D>(sum[r], magnitude_h, _mm256_sign_epi8(Dword(q[r] + 32 * s + 16 + 4 * j), wh));
+      const __m256i low = _mm256_and_si256(v, nibble),
+                    high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      if constexpr (D::kVnni) {
+        const __m256i wl = _mm256_shuffle_epi8(biased, low), wh = _mm256_shuffle_epi8(biased, high);
+        for (int r = 0; r < R; ++r) {
+          sum[r] = DotAdd<D>(sum[r], wl, Dword(q[r] + 32 * s + 4 * j));
+          sum[r] = DotAdd<D>(sum[r], wh, Dword(q[r] + 32 * s + 16 + 4 * j));
+        }
+      } else {
+        const __m256i wl = _mm256_shuffle_epi8(table, low), wh = _mm256_shuffle_epi8(table, high);
+        const __m256i magnitude_l = _mm256_abs_epi8(wl), magnitude_h = _mm256_abs_epi8(wh);
+        for (int r = 0; r < R; ++r) {
+          sum[r] = DotAdd<D>(sum[r], magnitude_l, _mm256_sign_epi8(Dword(q[r] + 32 * s + 4 * j), wl));
+          sum[r] = DotAdd<D>(sum[r], magnitude_h, _mm256_sign_epi8(Dword(q[r] + 32 * s + 16 + 4 * j), wh));
+        }
       }
+    }
+    if constexpr (D::kVnni) {
+      // As X8TileIQ4_NL's: the bias of 128 taken off with the sub-block's sum.
+      for (int r = 0; r < R; ++r)
+        sum[r] = _mm256_sub_epi32(sum[r], _mm256_set1_epi32(128 * block_sums[r][s]));
     }
     const __m256i low =
         _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
@@ -2069,14 +2105,22 @@ void X8TileIQ4_XS(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* q[R];
-    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
+    int32_t sub_sums[R][8];
+    const int32_t* block_sums[R];
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.x->row_q(m + r) + kQK_K * b;
+      if constexpr (D::kVnni) {
+        for (int s = 0; s < 8; ++s) sub_sums[r][s] = BlockSum32(a, m + r, 8 * b + s);
+      }
+      block_sums[r] = sub_sums[r];
+    }
     // The scales area as X8SuperRowGroups reads it: d, then the high scale bits.
     const uint8_t* scales = g.scales + 64 * b;
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
     const __m256i high =
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
     __m256i sum[R];
-    X8SumsIQ4_XSRows<D, R>(g.quants + tile_bytes * b, q, high, sum);
+    X8SumsIQ4_XSRows<D, R>(g.quants + tile_bytes * b, q, block_sums, high, sum);
     for (int r = 0; r < R; ++r) {
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
       acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum[r]), acc[r]);
