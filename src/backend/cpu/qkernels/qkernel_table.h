@@ -24,18 +24,25 @@ inline constexpr int kQuantGroupRows = 8;
 // sums + m * (k / 16). Value i of a row stands for d[i / block] * q[i].
 // Not owning.
 //
-// Where few rows of 32-value blocks are quantized (2 to 15: verifying
-// drafted tokens, small batches), they also come block by block, the rows
-// of each block side by side, for the kernels that apply each weight block
-// to several rows: row m's block b at by_block + 32 (rows * b + m), its
-// scale at by_block_d[rows * b + m], and its sum of values negated (what
-// the formats' offsets subtract) at by_block_neg_sum[rows * b + m]. Null
-// otherwise.
+// Where two or more rows of 32-value blocks are quantized for the vector
+// kernels (verifying drafted tokens, small batches, prefill), they also come
+// block by block, the rows of a tile of by_block_rows rows side by side in
+// each block, for the kernels that apply each weight block to several rows:
+// with H = by_block_rows, T = m / H and blocks = k / 32, row m's block b is
+// at index (T * blocks + b) * H + m % H: its values at by_block + 32 index,
+// its scale at by_block_d[index], and its sum of values negated (what the
+// formats' offsets subtract) at by_block_neg_sum[index]. H is the row count
+// when it is under kByBlockTileRows, else kByBlockTileRows (the last tile
+// padded), so that a tile's blocks are one contiguous run: a stride of all
+// the rows would put a prefill's blocks of one row 4 KiB multiples apart,
+// into the same few L1 sets. Null otherwise.
 //
 // Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
 // with AMX-INT8), the scales also come by row tile of 16, side by side for
 // its epilogue's broadcasts: row m's block b at tile_d + ((m / 16) * blocks
 // + b) * 16 + m % 16, rows past the last zero. Null otherwise.
+constexpr int64_t kByBlockTileRows = 16;
+
 struct QuantizedRows {
   int8_t* q = nullptr;
   float* d = nullptr;
@@ -47,6 +54,7 @@ struct QuantizedRows {
   int8_t* by_block = nullptr;
   float* by_block_d = nullptr;
   int32_t* by_block_neg_sum = nullptr;
+  int64_t by_block_rows = 0;
 
   const int8_t* row_q(int64_t m) const { return q + m * k; }
   const float* row_d(int64_t m) const { return d + m * (k / block); }

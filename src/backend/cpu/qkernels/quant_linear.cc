@@ -32,10 +32,10 @@ bool AmxTakes(const KernelContext& ctx, int64_t rows) {
 
 // Rows [begin, end) of x's blocks into its block-by-block copy.
 void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
-  const int64_t blocks = x.k / 32;
+  const int64_t blocks = x.k / 32, h = x.by_block_rows;
   for (int64_t m = begin; m < end; ++m) {
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t at = x.rows * b + m;
+      const int64_t at = ((m / h) * blocks + b) * h + m % h;
       std::memcpy(x.by_block + 32 * at, x.row_q(m) + 32 * b, 32);
       x.by_block_d[at] = x.row_d(m)[b];
       x.by_block_neg_sum[at] = -(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1]);
@@ -58,9 +58,14 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
   const size_t tile_d_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
-  // Few rows also come block by block (qkernel_table.h).
-  const bool by_block = block == 32 && rows >= 2 && rows < kManyRows;
-  const size_t by_block_bytes = by_block ? q_bytes + 2 * d_bytes : 0;
+  // Rows for the vector kernels also come block by block (qkernel_table.h),
+  // in tiles of by_block_rows rows, the last padded.
+  const bool by_block = block == 32 && rows >= 2 && !amx;
+  const int64_t by_block_rows = rows < kByBlockTileRows ? rows : kByBlockTileRows;
+  const int64_t padded_rows = by_block ? (rows + by_block_rows - 1) / by_block_rows * by_block_rows : 0;
+  const size_t by_block_q_bytes = Align64(static_cast<size_t>(padded_rows * k));
+  const size_t by_block_d_bytes = Align64(static_cast<size_t>(padded_rows * (k / 32)) * sizeof(float));
+  const size_t by_block_bytes = by_block ? by_block_q_bytes + 2 * by_block_d_bytes : 0;
   const auto floats =
       static_cast<int64_t>((q_bytes + d_bytes + sum_bytes + tile_d_bytes + by_block_bytes) / sizeof(float));
   auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
@@ -75,8 +80,9 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   if (by_block) {
     uint8_t* at = base + q_bytes + d_bytes + sum_bytes + tile_d_bytes;
     out.by_block = reinterpret_cast<int8_t*>(at);
-    out.by_block_d = reinterpret_cast<float*>(at + q_bytes);
-    out.by_block_neg_sum = reinterpret_cast<int32_t*>(at + q_bytes + d_bytes);
+    out.by_block_d = reinterpret_cast<float*>(at + by_block_q_bytes);
+    out.by_block_neg_sum = reinterpret_cast<int32_t*>(at + by_block_q_bytes + by_block_d_bytes);
+    out.by_block_rows = by_block_rows;
   }
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
