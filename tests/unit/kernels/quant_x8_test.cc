@@ -471,31 +471,29 @@ std::string ShapeName(const ::testing::TestParamInfo<Shape>& info) {
          std::to_string(info.param.k);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, QuantX8Test,
-                         ::testing::Values(Shape{DType::kQ8_0, 8, 32}, Shape{DType::kQ8_0, 37, 96},
-                                           Shape{DType::kQ8_0, 130, 288}, Shape{DType::kQ4_0, 8, 32},
-                                           Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320},
-                                           Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64},
-                                           Shape{DType::kIQ4_NL, 61, 128}, Shape{DType::kIQ4_NL, 130, 320},
-                                           Shape{DType::kQ5_0, 61, 128}, Shape{DType::kQ5_0, 130, 320},
-                                           Shape{DType::kQ5_0, 8, 32}, Shape{DType::kQ4_1, 61, 128},
-                                           Shape{DType::kQ4_1, 130, 320}, Shape{DType::kQ4_1, 8, 32},
-                                           Shape{DType::kQ5_1, 61, 128}, Shape{DType::kQ5_1, 130, 320},
-                                           Shape{DType::kQ5_1, 8, 32}, Shape{DType::kQ4_K, 61, 512},
-                                           Shape{DType::kQ4_K, 130, 256}, Shape{DType::kQ5_K, 61, 512},
-                                           Shape{DType::kQ5_K, 8, 256}, Shape{DType::kQ6_K, 61, 768},
-                                           Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256},
-                                           Shape{DType::kQ3_K, 61, 768}, Shape{DType::kQ3_K, 130, 256},
-                                           Shape{DType::kQ3_K, 8, 256}, Shape{DType::kQ2_K, 61, 768},
-                                           Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256},
-                                           // Odd N and K (super-blocks not a power of two).
-                                           Shape{DType::kQ4_K, 37, 1280}, Shape{DType::kQ5_K, 45, 768},
-                                           Shape{DType::kQ6_K, 23, 1792}, Shape{DType::kQ3_K, 19, 1280},
-                                           Shape{DType::kQ2_K, 27, 1280}, Shape{DType::kIQ4_NL, 29, 96},
-                                           Shape{DType::kQ5_1, 45, 224}, Shape{DType::kIQ4_XS, 61, 512},
-                                           Shape{DType::kIQ4_XS, 130, 256}, Shape{DType::kIQ4_XS, 8, 256},
-                                           Shape{DType::kIQ4_XS, 37, 1280}),
-                         ShapeName);
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, QuantX8Test,
+    ::testing::Values(
+        Shape{DType::kQ8_0, 8, 32}, Shape{DType::kQ8_0, 37, 96}, Shape{DType::kQ8_0, 130, 288},
+        Shape{DType::kQ4_0, 8, 32}, Shape{DType::kQ4_0, 61, 128}, Shape{DType::kQ4_0, 130, 320},
+        Shape{DType::kQ8_0, 270, 96}, Shape{DType::kQ4_0, 300, 64}, Shape{DType::kIQ4_NL, 61, 128},
+        Shape{DType::kIQ4_NL, 130, 320}, Shape{DType::kQ5_0, 61, 128}, Shape{DType::kQ5_0, 130, 320},
+        Shape{DType::kQ5_0, 8, 32}, Shape{DType::kQ4_1, 61, 128}, Shape{DType::kQ4_1, 130, 320},
+        Shape{DType::kQ4_1, 8, 32}, Shape{DType::kQ5_1, 61, 128}, Shape{DType::kQ5_1, 130, 320},
+        Shape{DType::kQ5_1, 8, 32}, Shape{DType::kQ4_K, 61, 512}, Shape{DType::kQ4_K, 130, 256},
+        Shape{DType::kQ5_K, 61, 512}, Shape{DType::kQ5_K, 8, 256}, Shape{DType::kQ6_K, 61, 768},
+        Shape{DType::kQ6_K, 130, 256}, Shape{DType::kQ6_K, 8, 256}, Shape{DType::kQ3_K, 61, 768},
+        Shape{DType::kQ3_K, 130, 256}, Shape{DType::kQ3_K, 8, 256}, Shape{DType::kQ2_K, 61, 768},
+        Shape{DType::kQ2_K, 130, 256}, Shape{DType::kQ2_K, 8, 256},
+        // Odd N and K (super-blocks not a power of two).
+        Shape{DType::kQ4_K, 37, 1280}, Shape{DType::kQ5_K, 45, 768}, Shape{DType::kQ6_K, 23, 1792},
+        Shape{DType::kQ3_K, 19, 1280}, Shape{DType::kQ2_K, 27, 1280}, Shape{DType::kIQ4_NL, 29, 96},
+        Shape{DType::kQ5_1, 45, 224}, Shape{DType::kIQ4_XS, 61, 512}, Shape{DType::kIQ4_XS, 130, 256},
+        Shape{DType::kIQ4_XS, 8, 256}, Shape{DType::kIQ4_XS, 37, 1280},
+        // 101 groups: three threads' cells of 9 split pairs.
+        Shape{DType::kQ5_0, 808, 64}, Shape{DType::kIQ4_NL, 808, 64}, Shape{DType::kQ4_0, 808, 64},
+        Shape{DType::kQ8_0, 808, 64}),
+    ShapeName);
 
 }  // namespace quant_x8_tests
 }  // namespace kiln::cpu

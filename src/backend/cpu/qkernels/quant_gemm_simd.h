@@ -1617,15 +1617,37 @@ inline void StorePairRow(const QuantGemmArgs& a, int64_t p, int64_t m, __m512 ac
   _mm512_mask_storeu_ps(y, valid, acc);
 }
 
-// A tile of R rows (FewRows x; output rows from m) against pair p.
-template <bool kQ8, int R>
+// In each 32-bit lane of qh (a row's 32 Q5_0 fifth bits), bits
+// shift..shift+3 as a mask of bytes 0..3 of the lane: X8FifthBits' bytes.
+inline __mmask64 X8FifthBitMask(__m512i qh, int shift) {
+  const __m512i spread =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
+  const __m512i low_byte = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, shift), spread);
+  return _mm512_test_epi8_mask(low_byte, _mm512_set1_epi32(0x08040201));
+}
+
+// A tile of R rows (FewRows x; output rows from m) against pair p of a
+// 32-value format on the x8 copy: Q8_0, Q4_0, Q5_0 (the nibbles with
+// their fifth bits, 0-31, and 16 times the activation sum off) or IQ4_NL
+// (the nibbles looked up in the table biased by 128, and 128 times the sum
+// off, as its 256-bit tiles with VNNI do). The block sums are exactly the
+// integers of the one-row kernels.
+template <X8Format F, int R>
 void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t m) {
+  static_assert(F == X8Format::kQ8_0 || F == X8Format::kQ4_0 || F == X8Format::kQ5_0 ||
+                F == X8Format::kIQ4_NL);
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = kQ8 ? 512 : 256;
-  constexpr int kBiasShift = kQ8 ? 7 : 3;
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (F == X8Format::kQ5_0 ? 320 : 256);
+  constexpr int kBiasShift = F == X8Format::kQ4_0 ? 3 : (F == X8Format::kQ5_0 ? 4 : 7);
   const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
   const uint8_t* quants = pair + X8ScaleBytes(a.w_type, blocks);
   const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  [[maybe_unused]] __m512i table;
+  if constexpr (F == X8Format::kIQ4_NL) {
+    table = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values))),
+        _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
@@ -1643,7 +1665,7 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
       std::memcpy(&v, q + kQK * r + 4 * j, 4);
       return _mm512_set1_epi32(v);
     };
-    if constexpr (kQ8) {
+    if constexpr (F == X8Format::kQ8_0) {
       const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
       for (int j = 0; j < 8; ++j) {
         const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * j), flip);
@@ -1651,10 +1673,21 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
       }
     } else {
       const __m512i nibble = _mm512_set1_epi8(0x0F);
+      [[maybe_unused]] __m512i qh;
+      if constexpr (F == X8Format::kQ5_0) qh = _mm512_loadu_si512(tile + 256);
       for (int j = 0; j < 4; ++j) {
         const __m512i v = _mm512_loadu_si512(tile + 64 * j);
-        const __m512i low = _mm512_and_si512(v, nibble);
-        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        __m512i low = _mm512_and_si512(v, nibble);
+        __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        if constexpr (F == X8Format::kQ5_0) {
+          // The fifth bit as 16 added to a nibble (0-15): an or.
+          const __m512i sixteen = _mm512_set1_epi8(0x10);
+          low = _mm512_mask_add_epi8(low, X8FifthBitMask(qh, 4 * j), low, sixteen);
+          high = _mm512_mask_add_epi8(high, X8FifthBitMask(qh, 16 + 4 * j), high, sixteen);
+        } else if constexpr (F == X8Format::kIQ4_NL) {
+          low = _mm512_shuffle_epi8(table, low);
+          high = _mm512_shuffle_epi8(table, high);
+        }
         for (int r = 0; r < R; ++r) {
           sum[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r], low, dword(r, j)), high, dword(r, 4 + j));
         }
@@ -1669,29 +1702,79 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
 }
 #endif
 
+template <class D, DType T, int R>
+void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                  int n_valid);
+
+// The x8 format of a 32-value type the few-row tiles take.
+template <X8Format F>
+constexpr DType X8FormatType() {
+  return F == X8Format::kQ8_0
+             ? DType::kQ8_0
+             : (F == X8Format::kQ4_0 ? DType::kQ4_0 : (F == X8Format::kQ5_0 ? DType::kQ5_0 : DType::kIQ4_NL));
+}
+
+// Rows from m (at most 4) against group g on the row-major activations:
+// Q5_0's and IQ4_NL's group that a range splits from its pair.
+template <class D, X8Format F>
+void X8SharedGroupRows(const QuantGemmArgs& a, int64_t g, int64_t m, int64_t rows) {
+  const int64_t n0 = g * kQuantGroupRows;
+  const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
+  const X8Group group = GroupOf(a, g);
+  const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+  for (int64_t i = 0; i < rows;) {
+    const int64_t r = rows - i < 4 ? rows - i : 4;
+    float* y = a.y + (m + i) * a.ldy + n0;
+    switch (r) {
+      case 1: X8SharedTile<D, X8FormatType<F>(), 1>(a, group, m + i, y, bias, n_valid); break;
+      case 2: X8SharedTile<D, X8FormatType<F>(), 2>(a, group, m + i, y, bias, n_valid); break;
+      case 3: X8SharedTile<D, X8FormatType<F>(), 3>(a, group, m + i, y, bias, n_valid); break;
+      default: X8SharedTile<D, X8FormatType<F>(), 4>(a, group, m + i, y, bias, n_valid); break;
+    }
+    i += r;
+  }
+}
+
 // A tile of R rows from m over groups [g_begin, g_end): with 512-bit VNNI
 // whole pairs on 512 bits, and a group whose pair the range splits (an odd
 // end) on 256 (the last pair's second group may be past N, zeros in the
 // copy: it is computed and not stored); otherwise two groups at a time, the
 // two halves of each 64-byte line, or one where 5 rows leave no registers
-// for a second group's accumulators.
-template <class D, bool kQ8, int R>
+// for a second group's accumulators (and Q8_0's 4, whose two groups
+// spilled with AVX-VNNI). Q5_0 and IQ4_NL come here with 512-bit VNNI only,
+// a split pair's group on their 256-bit tiles of rows.
+template <class D, X8Format F, int R>
 void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
+  constexpr bool kQ8 = F == X8Format::kQ8_0;
+  constexpr bool kShared = F == X8Format::kQ5_0 || F == X8Format::kIQ4_NL;
   const FewRows x = FewRowsFrom(*a.x, m);
   int64_t g = a.g_begin;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if constexpr (std::is_same_v<D, DotVnni>) {
     const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
-    if (g % 2 != 0 && g < a.g_end) X8FewRowsGroups<D, kQ8, 1, R>(a, x, g++, m);
+    auto odd = [&](int64_t group) {
+      if constexpr (kShared) {
+        X8SharedGroupRows<D, F>(a, group, m, R);
+      } else {
+        X8FewRowsGroups<D, kQ8, 1, R>(a, x, group, m);
+      }
+    };
+    if (g % 2 != 0 && g < a.g_end) odd(g++);
     for (; g + 2 <= a.g_end || (g + 1 == a.g_end && a.g_end == groups); g += 2) {
-      X8FewRowsPair<kQ8, R>(a, x, g / 2, m);
+      X8FewRowsPair<F, R>(a, x, g / 2, m);
+    }
+    if constexpr (kShared) {
+      if (g < a.g_end) odd(g);
+      return;
     }
   }
 #endif
-  if constexpr (R <= 4 && !kQ8) {
-    for (; g + 2 <= a.g_end; g += 2) X8FewRowsGroups<D, kQ8, 2, R>(a, x, g, m);
+  if constexpr (!kShared) {  // (GemmAny sends Q5_0 and IQ4_NL only with 512-bit VNNI)
+    if constexpr (R <= 4 && !kQ8) {
+      for (; g + 2 <= a.g_end; g += 2) X8FewRowsGroups<D, kQ8, 2, R>(a, x, g, m);
+    }
+    for (; g < a.g_end; ++g) X8FewRowsGroups<D, kQ8, 1, R>(a, x, g, m);
   }
-  for (; g < a.g_end; ++g) X8FewRowsGroups<D, kQ8, 1, R>(a, x, g, m);
 }
 
 // Groups read by every tile of rows in turn while they are still in L2:
@@ -1703,7 +1786,7 @@ constexpr int64_t kFewRowsChunkGroups = 8;
 // Rows [m_begin, m_end), all in one tile of the block-by-block copy, over
 // groups [g_begin, g_end), in as few tiles of as even a size as the
 // registers allow (9 rows with AVX2: 5 and 4; 16: four of 4).
-template <class D, bool kQ8>
+template <class D, X8Format F>
 void X8RowTiles(const QuantGemmArgs& a) {
   const int64_t rows = a.m_end - a.m_begin;
   const int64_t tiles = (rows + kFewRowsTile - 1) / kFewRowsTile;
@@ -1711,18 +1794,18 @@ void X8RowTiles(const QuantGemmArgs& a) {
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t r = (a.m_end - m) / (tiles - t);
     switch (r) {
-      case 1: X8FewRowsTile<D, kQ8, 1>(a, m); break;
-      case 2: X8FewRowsTile<D, kQ8, 2>(a, m); break;
-      case 3: X8FewRowsTile<D, kQ8, 3>(a, m); break;
+      case 1: X8FewRowsTile<D, F, 1>(a, m); break;
+      case 2: X8FewRowsTile<D, F, 2>(a, m); break;
+      case 3: X8FewRowsTile<D, F, 3>(a, m); break;
 #if defined(__AVX512F__)
-      case 4: X8FewRowsTile<D, kQ8, 4>(a, m); break;
-      case 5: X8FewRowsTile<D, kQ8, 5>(a, m); break;
-      case 6: X8FewRowsTile<D, kQ8, 6>(a, m); break;
-      case 7: X8FewRowsTile<D, kQ8, 7>(a, m); break;
-      default: X8FewRowsTile<D, kQ8, 8>(a, m); break;
+      case 4: X8FewRowsTile<D, F, 4>(a, m); break;
+      case 5: X8FewRowsTile<D, F, 5>(a, m); break;
+      case 6: X8FewRowsTile<D, F, 6>(a, m); break;
+      case 7: X8FewRowsTile<D, F, 7>(a, m); break;
+      default: X8FewRowsTile<D, F, 8>(a, m); break;
 #else
-      case 4: X8FewRowsTile<D, kQ8, 4>(a, m); break;
-      default: X8FewRowsTile<D, kQ8, 5>(a, m); break;
+      case 4: X8FewRowsTile<D, F, 4>(a, m); break;
+      default: X8FewRowsTile<D, F, 5>(a, m); break;
 #endif
     }
     m += r;
@@ -1734,7 +1817,7 @@ void X8RowTiles(const QuantGemmArgs& a) {
 // of kFewRowsChunkGroups, each chunk read by every tile of the block's rows
 // while it is in cache. Each row's block sums and fp32 steps are those of
 // the one-row kernel, so a row gets the bits it gets alone.
-template <class D, bool kQ8>
+template <class D, X8Format F>
 void X8RowBlocks(const QuantGemmArgs& a) {
   const int64_t h = a.x->by_block_rows;
   for (int64_t mb = a.m_begin; mb < a.m_end;) {
@@ -1749,7 +1832,7 @@ void X8RowBlocks(const QuantGemmArgs& a) {
         const int64_t tile_end = (m / h + 1) * h;
         chunk.m_begin = m;
         chunk.m_end = tile_end < me ? tile_end : me;
-        X8RowTiles<D, kQ8>(chunk);
+        X8RowTiles<D, F>(chunk);
         m = chunk.m_end;
       }
       g = chunk.g_end;
@@ -1796,7 +1879,7 @@ void GemmX8(const QuantGemmArgs& a) {
   // tiles' int16 sums and extra widening made prefill a third slower (AMD
   // Zen 5 under KILN_ISA=avx2: Q4_0 212 -> 139 GOP/s, Q8_0 167 -> 133).
   if (a.x->by_block != nullptr && (D::kVnni || a.m_end - a.m_begin <= 2 * kFewRowsTile)) {
-    return X8RowBlocks<D, kQ8>(a);
+    return X8RowBlocks < D, kQ8 ? X8Format::kQ8_0 : X8Format::kQ4_0 > (a);
   }
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
@@ -1866,7 +1949,8 @@ void X8SuperRows(const QuantGemmArgs& a) {
 // X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
 // steps are the one-row kernel's in the same order, so a row gets the bits
-// it gets alone, whatever the batch.
+// it gets alone, whatever the batch. (With 512-bit VNNI, Q5_0 and IQ4_NL
+// take the few-row tiles on pairs of groups instead, GemmAny.)
 // Rows per tile: four, but two for Q6_K with AVX2's 16 vector registers,
 // where four rows' piece sums would spill.
 constexpr int X8SharedRowsOf(DType type) {
@@ -2200,6 +2284,16 @@ template <class D>
 void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  // With 512-bit VNNI, Q5_0's and IQ4_NL's rows in the few-row tiles on
+  // pairs of groups, as Q4_0's.
+  if constexpr (std::is_same_v<D, DotVnni>) {
+    if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
+      if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
+      if (a.w_type == DType::kIQ4_NL) return X8RowBlocks<D, X8Format::kIQ4_NL>(a);
+    }
+  }
+#endif
   if (a.x8 != nullptr && a.m_end - a.m_begin > 1 && X8ServesEveryRowCount(a.w_type)) {
     if (a.w_type == DType::kQ6_K) return X8SharedRows<D, DType::kQ6_K>(a);
     if (a.w_type == DType::kQ5_0) return X8SharedRows<D, DType::kQ5_0>(a);
