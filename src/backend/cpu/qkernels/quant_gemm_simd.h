@@ -1783,6 +1783,146 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
 // the 512-bit kernel's pairs stay whole.
 constexpr int64_t kFewRowsChunkGroups = 8;
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+// A pshufb mask taking the four bytes of `pattern` from every dword, on
+// 512 bits (DwordBytes').
+inline __m512i DwordBytes512(uint32_t pattern) {
+  const __m512i base = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C));
+  return _mm512_or_si512(_mm512_set1_epi32(static_cast<int>(pattern)), base);
+}
+
+// The 4 bytes at `at` in every lane of a 512-bit vector.
+inline __m512i Dword512(const void* at) {
+  int32_t v;
+  std::memcpy(&v, at, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Q4_K's or Q5_K's pair p (16 rows, one int32 lane each) against R
+// activation rows from m, each weight vector unpacked once for the R rows:
+// per super-block and row, X8SumsK45's A (a sub-block's products added by
+// vpdpbusd, scaled by one vpmulld) and B (the mins times the activation's
+// sub-block sums), and X8SuperRowGroups' two fmas. Exact integers and the
+// same fp32 steps: a row gets the bits it gets alone.
+template <bool kFifth, int R>
+void X8SuperPairK45(const QuantGemmArgs& a, int64_t p, int64_t m) {
+  constexpr DType kType = kFifth ? DType::kQ5_K : DType::kQ4_K;
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(kType);
+  const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
+  const uint8_t* quants = pair + X8ScaleBytes(kType, blocks);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = quants + tile_bytes * b;
+    const __m512i a0 = _mm512_loadu_si512(tile), a1 = _mm512_loadu_si512(tile + 64),
+                  a2 = _mm512_loadu_si512(tile + 128);
+    const __m512i six = _mm512_set1_epi8(0x3F), four = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+    const __m512i sc[2] = {
+        _mm512_and_si512(a0, six),
+        _mm512_or_si512(_mm512_and_si512(a2, four), _mm512_and_si512(_mm512_srli_epi32(a0, 2), top))};
+    const uint8_t* qh = tile + 64 * 3;
+    const uint8_t* qs = tile + 64 * (kFifth ? 11 : 3);
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
+    __m512i sum_a[R];
+    for (int r = 0; r < R; ++r) sum_a[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int c = 0; c < 4; ++c) {
+      const __m512i scale_low = _mm512_shuffle_epi8(sc[c / 2], DwordBytes512(0x80808000u | (2 * (c % 2))));
+      const __m512i scale_high =
+          _mm512_shuffle_epi8(sc[c / 2], DwordBytes512(0x80808000u | (2 * (c % 2) + 1)));
+      __m512i low_sum[R], high_sum[R];
+      for (int r = 0; r < R; ++r) low_sum[r] = high_sum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (int j = 0; j < 8; ++j) {
+        const __m512i v = _mm512_loadu_si512(qs + 64 * (8 * c + j));
+        __m512i low = _mm512_and_si512(v, nibble);
+        __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        if constexpr (kFifth) {
+          const __m512i fifth = _mm512_set1_epi8(0x10);
+          const __m512i h = _mm512_loadu_si512(qh + 64 * j);
+          const __m512i h0 = c < 2 ? _mm512_slli_epi16(h, 4 - 2 * c) : _mm512_srli_epi16(h, 2 * c - 4);
+          const __m512i h1 = c < 2 ? _mm512_slli_epi16(h, 3 - 2 * c) : _mm512_srli_epi16(h, 2 * c - 3);
+          low = _mm512_or_si512(low, _mm512_and_si512(h0, fifth));
+          high = _mm512_or_si512(high, _mm512_and_si512(h1, fifth));
+        }
+        for (int r = 0; r < R; ++r) {
+          low_sum[r] = _mm512_dpbusd_epi32(low_sum[r], low, Dword512(q[r] + 64 * c + 4 * j));
+          high_sum[r] = _mm512_dpbusd_epi32(high_sum[r], high, Dword512(q[r] + 64 * c + 32 + 4 * j));
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        sum_a[r] = _mm512_add_epi32(sum_a[r], _mm512_add_epi32(_mm512_mullo_epi32(low_sum[r], scale_low),
+                                                               _mm512_mullo_epi32(high_sum[r], scale_high)));
+      }
+    }
+    const __m512i mins[2] = {_mm512_and_si512(a1, six),
+                             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 4), four),
+                                             _mm512_and_si512(_mm512_srli_epi32(a1, 2), top))};
+    const __m512 d = _mm512_cvtph_ps(Load256(pair + 64 * b));
+    const __m512 dm = _mm512_cvtph_ps(Load256(pair + 64 * b + 32));
+    for (int r = 0; r < R; ++r) {
+      SuperRowSums sums;
+      SetSubBlockSums(a.x->row_sums(m + r) + 16 * b, &sums);
+      __m512i sum_b = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (int t = 0; t < 4; ++t) {
+        const auto k = static_cast<uint32_t>(2 * (t % 2));
+        const __m512i pair16 =
+            _mm512_shuffle_epi8(mins[t / 2], DwordBytes512(0x80008000u | ((k + 1) << 16) | k));
+        sum_b = _mm512_add_epi32(sum_b, _mm512_madd_epi16(pair16, Dword512(sums.sub_blocks + 2 * t)));
+      }
+      sum_b = _mm512_sub_epi32(_mm512_setzero_si512(), sum_b);
+      const __m512 dx = _mm512_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(sum_a[r]), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(sum_b), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
+}
+
+// Q4_K's or Q5_K's rows [m_begin, m_end) over groups [g_begin, g_end): row
+// blocks of kRowBlock, within each the groups chunk by chunk of
+// kFewRowsChunkGroups, read (from cache after the first) by tiles of 4
+// rows on whole pairs; a group that the range splits from its pair goes
+// row by row through the one-row kernel (the same bits).
+template <class D, DType T>
+void X8SuperPairRows(const QuantGemmArgs& a) {
+  constexpr bool kFifth = T == DType::kQ5_K;
+  constexpr int64_t kRows = 4;
+  const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
+  for (int64_t mb = a.m_begin; mb < a.m_end;) {
+    const int64_t block_end = (mb / kRowBlock + 1) * kRowBlock;
+    const int64_t me = block_end < a.m_end ? block_end : a.m_end;
+    for (int64_t g0 = a.g_begin; g0 < a.g_end;) {
+      const int64_t next = (g0 / kFewRowsChunkGroups + 1) * kFewRowsChunkGroups;
+      const int64_t g_end = next < a.g_end ? next : a.g_end;
+      for (int64_t m = mb; m < me; m += kRows) {
+        const int64_t r = me - m < kRows ? me - m : kRows;
+        auto alone = [&](int64_t g) {
+          for (int64_t i = 0; i < r; ++i) X8SuperRowGroups<D, T, 1, false>(a, g, m + i);
+        };
+        int64_t g = g0;
+        if (g % 2 != 0) alone(g++);
+        for (; g + 2 <= g_end || (g + 1 == g_end && g_end == groups); g += 2) {
+          switch (r) {
+            case 1: X8SuperPairK45<kFifth, 1>(a, g / 2, m); break;
+            case 2: X8SuperPairK45<kFifth, 2>(a, g / 2, m); break;
+            case 3: X8SuperPairK45<kFifth, 3>(a, g / 2, m); break;
+            default: X8SuperPairK45<kFifth, 4>(a, g / 2, m); break;
+          }
+        }
+        if (g < g_end) alone(g);
+      }
+      g0 = g_end;
+    }
+    mb = me;
+  }
+}
+#endif
+
 // Rows [m_begin, m_end), all in one tile of the block-by-block copy, over
 // groups [g_begin, g_end), in as few tiles of as even a size as the
 // registers allow (9 rows with AVX2: 5 and 4; 16: four of 4).
@@ -2286,11 +2426,16 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   // With 512-bit VNNI, Q5_0's and IQ4_NL's rows in the few-row tiles on
-  // pairs of groups, as Q4_0's.
+  // pairs of groups, as Q4_0's; Q4_K's and Q5_K's in tiles of 4 rows on
+  // pairs of groups, where row by row unpacked every vector for every row.
   if constexpr (std::is_same_v<D, DotVnni>) {
     if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
       if (a.w_type == DType::kIQ4_NL) return X8RowBlocks<D, X8Format::kIQ4_NL>(a);
+    }
+    if (a.x8 != nullptr && a.m_end - a.m_begin > 1) {
+      if (a.w_type == DType::kQ4_K) return X8SuperPairRows<D, DType::kQ4_K>(a);
+      if (a.w_type == DType::kQ5_K) return X8SuperPairRows<D, DType::kQ5_K>(a);
     }
   }
 #endif
