@@ -1883,15 +1883,102 @@ void X8SuperPairK45(const QuantGemmArgs& a, int64_t p, int64_t m) {
   for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
 }
 
-// Q4_K's or Q5_K's rows [m_begin, m_end) over groups [g_begin, g_end): row
+// Q6_K's pair p (16 rows, one int32 lane each) against R activation rows
+// from m, each group of three lines unpacked into four 6-bit vectors once
+// for the R rows: per super-block and row, X8SumsQ6_KRows' A (a piece's
+// four vectors added by vpdpbusd, scaled by one vpmulld, less 32 times the
+// scaled piece sums) and its fma. Exact integers and the same fp32 steps.
+template <int R>
+void X8SuperPairQ6_K(const QuantGemmArgs& a, int64_t p, int64_t m) {
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(DType::kQ6_K);
+  const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
+  const uint8_t* quants = pair + X8ScaleBytes(DType::kQ6_K, blocks);
+  const __m512i six = _mm512_set1_epi8(0x3F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* values = quants + tile_bytes * b;
+    const uint8_t* scales = values + 64 * 48;
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
+    __m512i sum[R];
+    for (int r = 0; r < R; ++r) sum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 16
+      for (int half = 0; half < 2; ++half) {
+        __m512i scale[4];
+#pragma GCC unroll 16
+        for (int v = 0; v < 4; ++v) {
+          const int piece = 8 * h + 2 * v + half;
+          const auto k = static_cast<uint32_t>(piece % 4);
+          scale[v] = _mm512_srai_epi32(_mm512_shuffle_epi8(_mm512_loadu_si512(scales + 64 * (piece / 4)),
+                                                           DwordBytes512((k << 24) | 0x808080u)),
+                                       24);
+        }
+        __m512i piece_sum[R][4];
+#pragma GCC unroll 16
+        for (int u = 0; u < 4; ++u) {
+          const int j = 4 * half + u;
+          const uint8_t* group = values + 64 * 3 * (8 * h + j);
+          const __m512i l0 = _mm512_loadu_si512(group), l1 = _mm512_loadu_si512(group + 64),
+                        l2 = _mm512_loadu_si512(group + 128);
+          const __m512i w3 = _mm512_or_si512(
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 6), _mm512_set1_epi8(0x03)),
+                              _mm512_and_si512(_mm512_srli_epi16(l1, 4), _mm512_set1_epi8(0x0C))),
+              _mm512_and_si512(_mm512_srli_epi16(l2, 2), _mm512_set1_epi8(0x30)));
+          const __m512i w[4] = {_mm512_and_si512(l0, six), _mm512_and_si512(l1, six),
+                                _mm512_and_si512(l2, six), w3};
+#pragma GCC unroll 16
+          for (int v = 0; v < 4; ++v) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+              piece_sum[r][v] = _mm512_dpbusd_epi32(u == 0 ? _mm512_setzero_si512() : piece_sum[r][v], w[v],
+                                                    Dword512(q[r] + 128 * h + 32 * v + 4 * j));
+            }
+          }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+          for (int v = 0; v < 4; ++v)
+            sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(piece_sum[r][v], scale[v]));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(Load256(pair + 32 * b));
+    for (int r = 0; r < R; ++r) {
+      const int16_t* pieces = a.x->row_sums(m + r) + 16 * b;
+      __m512i corr = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (int t = 0; t < 8; ++t) {
+        const auto k = static_cast<uint32_t>(2 * (t % 2));
+        const __m512i pair16 = _mm512_srai_epi16(
+            _mm512_shuffle_epi8(_mm512_loadu_si512(scales + 64 * (t / 2)),
+                                DwordBytes512(((k + 1) << 24) | 0x00800000u | (k << 8) | 0x80u)),
+            8);
+        corr = _mm512_add_epi32(corr, _mm512_madd_epi16(pair16, Dword512(pieces + 2 * t)));
+      }
+      const __m512i total = _mm512_sub_epi32(sum[r], _mm512_slli_epi32(corr, 5));
+      const __m512 dx = _mm512_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(total), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
+}
+
+// Q4_K's, Q5_K's or Q6_K's rows [m_begin, m_end) over groups [g_begin, g_end): row
 // blocks of kRowBlock, within each the groups chunk by chunk of
 // kFewRowsChunkGroups, read (from cache after the first) by tiles of 4
-// rows on whole pairs; a group that the range splits from its pair goes
+// rows (Q6_K: 2) on whole pairs; a group that the range splits from its pair goes
 // row by row through the one-row kernel (the same bits).
 template <class D, DType T>
 void X8SuperPairRows(const QuantGemmArgs& a) {
   constexpr bool kFifth = T == DType::kQ5_K;
-  constexpr int64_t kRows = 4;
+  // Q6_K: 2, whose four piece sums a row would spill at 4 (4 rows 246
+  // GOP/s, 2 rows 293, one thread, 512 x 896 x 4864).
+  constexpr int64_t kRows = T == DType::kQ6_K ? 2 : 4;
   const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
   for (int64_t mb = a.m_begin; mb < a.m_end;) {
     const int64_t block_end = (mb / kRowBlock + 1) * kRowBlock;
@@ -1907,11 +1994,20 @@ void X8SuperPairRows(const QuantGemmArgs& a) {
         int64_t g = g0;
         if (g % 2 != 0) alone(g++);
         for (; g + 2 <= g_end || (g + 1 == g_end && g_end == groups); g += 2) {
-          switch (r) {
-            case 1: X8SuperPairK45<kFifth, 1>(a, g / 2, m); break;
-            case 2: X8SuperPairK45<kFifth, 2>(a, g / 2, m); break;
-            case 3: X8SuperPairK45<kFifth, 3>(a, g / 2, m); break;
-            default: X8SuperPairK45<kFifth, 4>(a, g / 2, m); break;
+          if constexpr (T == DType::kQ6_K) {
+            switch (r) {
+              case 1: X8SuperPairQ6_K<1>(a, g / 2, m); break;
+              case 2: X8SuperPairQ6_K<2>(a, g / 2, m); break;
+              case 3: X8SuperPairQ6_K<3>(a, g / 2, m); break;
+              default: X8SuperPairQ6_K<4>(a, g / 2, m); break;
+            }
+          } else {
+            switch (r) {
+              case 1: X8SuperPairK45<kFifth, 1>(a, g / 2, m); break;
+              case 2: X8SuperPairK45<kFifth, 2>(a, g / 2, m); break;
+              case 3: X8SuperPairK45<kFifth, 3>(a, g / 2, m); break;
+              default: X8SuperPairK45<kFifth, 4>(a, g / 2, m); break;
+            }
           }
         }
         if (g < g_end) alone(g);
@@ -2426,8 +2522,9 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   // With 512-bit VNNI, Q5_0's and IQ4_NL's rows in the few-row tiles on
-  // pairs of groups, as Q4_0's; Q4_K's and Q5_K's in tiles of 4 rows on
-  // pairs of groups, where row by row unpacked every vector for every row.
+  // pairs of groups, as Q4_0's; Q4_K's, Q5_K's and Q6_K's in tiles of 4
+  // rows on pairs of groups (Q4_K and Q5_K ran row by row, unpacking every
+  // vector for every row; Q6_K 4 rows a group on 256 bits).
   if constexpr (std::is_same_v<D, DotVnni>) {
     if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
@@ -2436,6 +2533,7 @@ void GemmAny(const QuantGemmArgs& a) {
     if (a.x8 != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ4_K) return X8SuperPairRows<D, DType::kQ4_K>(a);
       if (a.w_type == DType::kQ5_K) return X8SuperPairRows<D, DType::kQ5_K>(a);
+      if (a.w_type == DType::kQ6_K) return X8SuperPairRows<D, DType::kQ6_K>(a);
     }
   }
 #endif
