@@ -493,7 +493,7 @@ INSTANTIATE_TEST_SUITE_P(
         // 101 groups: three threads' cells of 9 split pairs.
         Shape{DType::kQ5_0, 808, 64}, Shape{DType::kIQ4_NL, 808, 64}, Shape{DType::kQ4_0, 808, 64},
         Shape{DType::kQ8_0, 808, 64}, Shape{DType::kQ4_K, 808, 256}, Shape{DType::kQ5_K, 808, 256},
-        Shape{DType::kQ6_K, 808, 256}),
+        Shape{DType::kQ6_K, 808, 256}, Shape{DType::kIQ4_XS, 808, 256}),
     ShapeName);
 
 }  // namespace quant_x8_tests

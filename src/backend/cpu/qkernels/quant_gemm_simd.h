@@ -1783,6 +1783,13 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
 // the 512-bit kernel's pairs stay whole.
 constexpr int64_t kFewRowsChunkGroups = 8;
 
+// The sum of row m's 32 activation values of block b (32-value blocks),
+// or of sub-block b of 32 (256-value blocks).
+inline int32_t BlockSum32(const QuantGemmArgs& a, int64_t m, int64_t b) {
+  const int16_t* s = a.x->row_sums(m) + 2 * b;
+  return static_cast<int32_t>(s[0]) + s[1];
+}
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 // A pshufb mask taking the four bytes of `pattern` from every dword, on
 // 512 bits (DwordBytes').
@@ -1968,7 +1975,63 @@ void X8SuperPairQ6_K(const QuantGemmArgs& a, int64_t p, int64_t m) {
   for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
 }
 
-// Q4_K's, Q5_K's or Q6_K's rows [m_begin, m_end) over groups [g_begin, g_end): row
+// IQ4_XS's pair p (16 rows, one int32 lane each) against R activation rows
+// from m, each index vector looked up once for the R rows in the table
+// biased by 128: per super-block and row, X8SumsIQ4_XSRows' A with VNNI
+// (128 times each sub-block's activation sum off) and its fma. Exact
+// integers and the same fp32 steps.
+template <int R>
+void X8SuperPairIQ4_XS(const QuantGemmArgs& a, int64_t p, int64_t m) {
+  const int64_t blocks = a.k / kQK_K;
+  const int64_t tile_bytes = X8TileBytes(DType::kIQ4_XS);
+  const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
+  const uint8_t* quants = pair + X8ScaleBytes(DType::kIQ4_XS, blocks);
+  const __m512i biased =
+      _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values))),
+                       _mm512_set1_epi8(static_cast<char>(0x80)));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = quants + tile_bytes * b;
+    const uint8_t* scales = pair + 64 * b;  // d, then the high scale bits
+    const __m512i scales_l = _mm512_loadu_si512(tile);
+    const __m512i scales_h = _mm512_cvtepu16_epi32(Load256(scales + 32));
+    const int8_t* q[R];
+    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
+    __m512i total[R];
+    for (int r = 0; r < R; ++r) total[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      __m512i sum[R];
+      for (int r = 0; r < R; ++r) sum[r] = _mm512_set1_epi32(-128 * BlockSum32(a, m + r, 8 * b + s));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = _mm512_loadu_si512(tile + 64 * (1 + 4 * s + j));
+        const __m512i wl = _mm512_shuffle_epi8(biased, _mm512_and_si512(v, nibble));
+        const __m512i wh = _mm512_shuffle_epi8(biased, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+        for (int r = 0; r < R; ++r) {
+          sum[r] = _mm512_dpbusd_epi32(sum[r], wl, Dword512(q[r] + 32 * s + 4 * j));
+          sum[r] = _mm512_dpbusd_epi32(sum[r], wh, Dword512(q[r] + 32 * s + 16 + 4 * j));
+        }
+      }
+      const __m512i low =
+          _mm512_and_si512(_mm512_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm512_set1_epi32(0x0F));
+      const __m512i high = _mm512_and_si512(_mm512_srli_epi32(scales_h, 2 * s), _mm512_set1_epi32(3));
+      const __m512i scale =
+          _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+      for (int r = 0; r < R; ++r) total[r] = _mm512_add_epi32(total[r], _mm512_mullo_epi32(sum[r], scale));
+    }
+    const __m512 d = _mm512_cvtph_ps(Load256(scales));
+    for (int r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(a.x->row_d(m + r)[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(total[r]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
+}
+
+// Q4_K's, Q5_K's, Q6_K's or IQ4_XS's rows [m_begin, m_end) over groups [g_begin, g_end): row
 // blocks of kRowBlock, within each the groups chunk by chunk of
 // kFewRowsChunkGroups, read (from cache after the first) by tiles of 4
 // rows (Q6_K: 2) on whole pairs; a group that the range splits from its pair goes
@@ -2000,6 +2063,13 @@ void X8SuperPairRows(const QuantGemmArgs& a) {
               case 2: X8SuperPairQ6_K<2>(a, g / 2, m); break;
               case 3: X8SuperPairQ6_K<3>(a, g / 2, m); break;
               default: X8SuperPairQ6_K<4>(a, g / 2, m); break;
+            }
+          } else if constexpr (T == DType::kIQ4_XS) {
+            switch (r) {
+              case 1: X8SuperPairIQ4_XS<1>(a, g / 2, m); break;
+              case 2: X8SuperPairIQ4_XS<2>(a, g / 2, m); break;
+              case 3: X8SuperPairIQ4_XS<3>(a, g / 2, m); break;
+              default: X8SuperPairIQ4_XS<4>(a, g / 2, m); break;
             }
           } else {
             switch (r) {
@@ -2195,13 +2265,6 @@ constexpr int X8SharedRowsOf(DType type) {
 #else
   return type == DType::kQ6_K ? 2 : 4;
 #endif
-}
-
-// The sum of row m's 32 activation values of block b (32-value blocks),
-// or of sub-block b of 32 (256-value blocks).
-inline int32_t BlockSum32(const QuantGemmArgs& a, int64_t m, int64_t b) {
-  const int16_t* s = a.x->row_sums(m) + 2 * b;
-  return static_cast<int32_t>(s[0]) + s[1];
 }
 
 // Q6_K's 8 rows against R activation rows, each unpacked weight vector used
@@ -2522,9 +2585,10 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   // With 512-bit VNNI, Q5_0's and IQ4_NL's rows in the few-row tiles on
-  // pairs of groups, as Q4_0's; Q4_K's, Q5_K's and Q6_K's in tiles of 4
-  // rows on pairs of groups (Q4_K and Q5_K ran row by row, unpacking every
-  // vector for every row; Q6_K 4 rows a group on 256 bits).
+  // pairs of groups, as Q4_0's; Q4_K's, Q5_K's, Q6_K's and IQ4_XS's in
+  // tiles of 4 rows (Q6_K: 2) on pairs of groups (Q4_K and Q5_K ran row by
+  // row, unpacking every vector for every row; Q6_K and IQ4_XS 4 rows a
+  // group on 256 bits).
   if constexpr (std::is_same_v<D, DotVnni>) {
     if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
@@ -2534,6 +2598,7 @@ void GemmAny(const QuantGemmArgs& a) {
       if (a.w_type == DType::kQ4_K) return X8SuperPairRows<D, DType::kQ4_K>(a);
       if (a.w_type == DType::kQ5_K) return X8SuperPairRows<D, DType::kQ5_K>(a);
       if (a.w_type == DType::kQ6_K) return X8SuperPairRows<D, DType::kQ6_K>(a);
+      if (a.w_type == DType::kIQ4_XS) return X8SuperPairRows<D, DType::kIQ4_XS>(a);
     }
   }
 #endif
