@@ -437,7 +437,12 @@ Expected<std::unique_ptr<WeightStore>> WeightStore::Dummy(const ModelConfig& con
   std::shared_ptr<uint8_t> scratch;
   if (const int64_t available = AvailableMemoryBytes();
       available > 0 && total > static_cast<uint64_t>(available) / 2) {
-    if (auto mapped = MapScratchFile(total); mapped.ok()) scratch = *std::move(mapped);
+    if (auto mapped = MapScratchFile(total); mapped.ok()) {
+      scratch = *std::move(mapped);
+    } else {
+      KILN_LOG_WARN("dummy weights: {} bytes stay in memory, beside any repacked copy: {}", total,
+                    mapped.status().ToString());
+    }
   }
   if (scratch) store->Own(scratch);
   for (size_t index = 0; index < specs.size(); ++index) {

@@ -294,9 +294,9 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
 // Every row count (decoding, a few rows, prefill) reads the copy alone on
 // the vector ISAs, with the bits of the same ISA's row kernel on the file's
 // blocks and of the reference: the file's bytes overwritten after the
-// repack change nothing, and neither do the threads (Q6_K and Q5_0 on
-// their tiles of rows sharing each unpacked vector, the others on their
-// one-row kernel row by row).
+// repack change nothing, and neither do the threads (whatever tiles of
+// rows share each unpacked vector: 512-bit pairs of groups with VNNI, tiles
+// of one group on 256 bits, or the one-row kernel row by row).
 TEST_P(QuantX8Test, EveryRowCountReadsTheCopyAlone) {
   const Shape s = GetParam();
   auto bytes = RandomBlocks(s.dtype, s.n, s.k, 11);
@@ -493,7 +493,8 @@ INSTANTIATE_TEST_SUITE_P(
         // 101 groups: three threads' cells of 9 split pairs.
         Shape{DType::kQ5_0, 808, 64}, Shape{DType::kIQ4_NL, 808, 64}, Shape{DType::kQ4_0, 808, 64},
         Shape{DType::kQ8_0, 808, 64}, Shape{DType::kQ4_K, 808, 256}, Shape{DType::kQ5_K, 808, 256},
-        Shape{DType::kQ6_K, 808, 256}, Shape{DType::kIQ4_XS, 808, 256}),
+        Shape{DType::kQ6_K, 808, 256}, Shape{DType::kIQ4_XS, 808, 256}, Shape{DType::kQ4_1, 808, 64},
+        Shape{DType::kQ5_1, 808, 64}),
     ShapeName);
 
 }  // namespace quant_x8_tests

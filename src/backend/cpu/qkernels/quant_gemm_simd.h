@@ -1628,16 +1628,19 @@ inline __mmask64 X8FifthBitMask(__m512i qh, int shift) {
 
 // A tile of R rows (FewRows x; output rows from m) against pair p of a
 // 32-value format on the x8 copy: Q8_0, Q4_0, Q5_0 (the nibbles with
-// their fifth bits, 0-31, and 16 times the activation sum off) or IQ4_NL
+// their fifth bits, 0-31, and 16 times the activation sum off), IQ4_NL
 // (the nibbles looked up in the table biased by 128, and 128 times the sum
-// off, as its 256-bit tiles with VNNI do). The block sums are exactly the
-// integers of the one-row kernels.
+// off, as its 256-bit tiles with VNNI do), or Q4_1 and Q5_1 (Q4_0's and
+// Q5_0's values with nothing off, then X8RowGroups' second fma of m times
+// the activation sum). The block sums are exactly the integers of the
+// one-row kernels and the fp32 steps theirs.
 template <X8Format F, int R>
 void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t m) {
-  static_assert(F == X8Format::kQ8_0 || F == X8Format::kQ4_0 || F == X8Format::kQ5_0 ||
-                F == X8Format::kIQ4_NL);
+  constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
+  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
   const int64_t blocks = a.k / kQK;
-  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (F == X8Format::kQ5_0 ? 320 : 256);
+  constexpr int64_t kTileBytes = F == X8Format::kQ8_0 ? 512 : (kFifth ? 320 : 256);
+  constexpr int64_t kScaleStride = kHasMin ? 64 : 32;
   constexpr int kBiasShift = F == X8Format::kQ4_0 ? 3 : (F == X8Format::kQ5_0 ? 4 : 7);
   const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
   const uint8_t* quants = pair + X8ScaleBytes(a.w_type, blocks);
@@ -1659,7 +1662,10 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     __m512i sum[R];
     // The offset shifted as a scalar: a vector shift would take port 0,
     // which the multiply-adds saturate.
-    for (int r = 0; r < R; ++r) sum[r] = _mm512_set1_epi32(x.neg_sum[x.stride * b + r] * (1 << kBiasShift));
+    for (int r = 0; r < R; ++r) {
+      sum[r] = kHasMin ? _mm512_setzero_si512()
+                       : _mm512_set1_epi32(x.neg_sum[x.stride * b + r] * (1 << kBiasShift));
+    }
     auto dword = [&](int r, int j) {
       int32_t v;
       std::memcpy(&v, q + kQK * r + 4 * j, 4);
@@ -1674,12 +1680,12 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     } else {
       const __m512i nibble = _mm512_set1_epi8(0x0F);
       [[maybe_unused]] __m512i qh;
-      if constexpr (F == X8Format::kQ5_0) qh = _mm512_loadu_si512(tile + 256);
+      if constexpr (kFifth) qh = _mm512_loadu_si512(tile + 256);
       for (int j = 0; j < 4; ++j) {
         const __m512i v = _mm512_loadu_si512(tile + 64 * j);
         __m512i low = _mm512_and_si512(v, nibble);
         __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-        if constexpr (F == X8Format::kQ5_0) {
+        if constexpr (kFifth) {
           // The fifth bit as 16 added to a nibble (0-15): an or.
           const __m512i sixteen = _mm512_set1_epi8(0x10);
           low = _mm512_mask_add_epi8(low, X8FifthBitMask(qh, 4 * j), low, sixteen);
@@ -1693,9 +1699,16 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
         }
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(Load256(pair + 32 * b));
+    const __m512 dw = _mm512_cvtph_ps(Load256(pair + kScaleStride * b));
+    [[maybe_unused]] __m512 dm;
+    if constexpr (kHasMin) dm = _mm512_cvtph_ps(Load256(pair + kScaleStride * b + 32));
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x.d[x.stride * b + r])), _mm512_cvtepi32_ps(sum[r]), acc[r]);
+      const __m512 dx = _mm512_set1_ps(x.d[x.stride * b + r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(sum[r]), acc[r]);
+      if constexpr (kHasMin) {
+        const __m512 q_sum = _mm512_set1_ps(static_cast<float>(-x.neg_sum[x.stride * b + r]));
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dm, dx), q_sum, acc[r]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
@@ -1741,12 +1754,14 @@ void X8SharedGroupRows(const QuantGemmArgs& a, int64_t g, int64_t m, int64_t row
 // copy: it is computed and not stored); otherwise two groups at a time, the
 // two halves of each 64-byte line, or one where 5 rows leave no registers
 // for a second group's accumulators (and Q8_0's 4, whose two groups
-// spilled with AVX-VNNI). Q5_0 and IQ4_NL come here with 512-bit VNNI only,
-// a split pair's group on their 256-bit tiles of rows.
+// spilled with AVX-VNNI). Q5_0, IQ4_NL, Q4_1 and Q5_1 come here with 512-bit
+// VNNI only, a split pair's group on their 256-bit kernels (Q4_1 and Q5_1
+// row by row).
 template <class D, X8Format F, int R>
 void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
   constexpr bool kQ8 = F == X8Format::kQ8_0;
   constexpr bool kShared = F == X8Format::kQ5_0 || F == X8Format::kIQ4_NL;
+  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
   const FewRows x = FewRowsFrom(*a.x, m);
   int64_t g = a.g_begin;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -1755,6 +1770,8 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
     auto odd = [&](int64_t group) {
       if constexpr (kShared) {
         X8SharedGroupRows<D, F>(a, group, m, R);
+      } else if constexpr (kHasMin) {
+        for (int i = 0; i < R; ++i) X8RowGroups<D, F, 1, false>(a, group, m + i);
       } else {
         X8FewRowsGroups<D, kQ8, 1, R>(a, x, group, m);
       }
@@ -1763,13 +1780,13 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
     for (; g + 2 <= a.g_end || (g + 1 == a.g_end && a.g_end == groups); g += 2) {
       X8FewRowsPair<F, R>(a, x, g / 2, m);
     }
-    if constexpr (kShared) {
+    if constexpr (kShared || kHasMin) {
       if (g < a.g_end) odd(g);
       return;
     }
   }
 #endif
-  if constexpr (!kShared) {  // (GemmAny sends Q5_0 and IQ4_NL only with 512-bit VNNI)
+  if constexpr (!kShared && !kHasMin) {  // (GemmAny sends the others only with 512-bit VNNI)
     if constexpr (R <= 4 && !kQ8) {
       for (; g + 2 <= a.g_end; g += 2) X8FewRowsGroups<D, kQ8, 2, R>(a, x, g, m);
     }
@@ -2584,8 +2601,8 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.w_type == DType::kQ8_0) return GemmX8<D, true>(a);
   if (a.x8 != nullptr && a.w_type == DType::kQ4_0) return GemmX8<D, false>(a);
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  // With 512-bit VNNI, Q5_0's and IQ4_NL's rows in the few-row tiles on
-  // pairs of groups, as Q4_0's; Q4_K's, Q5_K's, Q6_K's and IQ4_XS's in
+  // With 512-bit VNNI, Q5_0's, IQ4_NL's, Q4_1's and Q5_1's rows in the
+  // few-row tiles on pairs of groups, as Q4_0's; Q4_K's, Q5_K's, Q6_K's and IQ4_XS's in
   // tiles of 4 rows (Q6_K: 2) on pairs of groups (Q4_K and Q5_K ran row by
   // row, unpacking every vector for every row; Q6_K and IQ4_XS 4 rows a
   // group on 256 bits).
@@ -2593,6 +2610,8 @@ void GemmAny(const QuantGemmArgs& a) {
     if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
       if (a.w_type == DType::kIQ4_NL) return X8RowBlocks<D, X8Format::kIQ4_NL>(a);
+      if (a.w_type == DType::kQ4_1) return X8RowBlocks<D, X8Format::kQ4_1>(a);
+      if (a.w_type == DType::kQ5_1) return X8RowBlocks<D, X8Format::kQ5_1>(a);
     }
     if (a.x8 != nullptr && a.m_end - a.m_begin > 1) {
       if (a.w_type == DType::kQ4_K) return X8SuperPairRows<D, DType::kQ4_K>(a);
