@@ -1719,12 +1719,11 @@ template <class D, DType T, int R>
 void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
                   int n_valid);
 
-// The x8 format of a 32-value type the few-row tiles take.
+// The type of a format with 256-bit tiles of rows (X8SharedTile).
 template <X8Format F>
-constexpr DType X8FormatType() {
-  return F == X8Format::kQ8_0
-             ? DType::kQ8_0
-             : (F == X8Format::kQ4_0 ? DType::kQ4_0 : (F == X8Format::kQ5_0 ? DType::kQ5_0 : DType::kIQ4_NL));
+constexpr DType X8SharedType() {
+  static_assert(F == X8Format::kQ5_0 || F == X8Format::kIQ4_NL);
+  return F == X8Format::kQ5_0 ? DType::kQ5_0 : DType::kIQ4_NL;
 }
 
 // Rows from m (at most 4) against group g on the row-major activations:
@@ -1739,10 +1738,10 @@ void X8SharedGroupRows(const QuantGemmArgs& a, int64_t g, int64_t m, int64_t row
     const int64_t r = rows - i < 4 ? rows - i : 4;
     float* y = a.y + (m + i) * a.ldy + n0;
     switch (r) {
-      case 1: X8SharedTile<D, X8FormatType<F>(), 1>(a, group, m + i, y, bias, n_valid); break;
-      case 2: X8SharedTile<D, X8FormatType<F>(), 2>(a, group, m + i, y, bias, n_valid); break;
-      case 3: X8SharedTile<D, X8FormatType<F>(), 3>(a, group, m + i, y, bias, n_valid); break;
-      default: X8SharedTile<D, X8FormatType<F>(), 4>(a, group, m + i, y, bias, n_valid); break;
+      case 1: X8SharedTile<D, X8SharedType<F>(), 1>(a, group, m + i, y, bias, n_valid); break;
+      case 2: X8SharedTile<D, X8SharedType<F>(), 2>(a, group, m + i, y, bias, n_valid); break;
+      case 3: X8SharedTile<D, X8SharedType<F>(), 3>(a, group, m + i, y, bias, n_valid); break;
+      default: X8SharedTile<D, X8SharedType<F>(), 4>(a, group, m + i, y, bias, n_valid); break;
     }
     i += r;
   }
@@ -1799,6 +1798,27 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
 // leave the next tile to read the weights from memory again. Even, so that
 // the 512-bit kernel's pairs stay whole.
 constexpr int64_t kFewRowsChunkGroups = 8;
+
+// Rows [m_begin, m_end) in blocks of kRowBlock, and within each block the
+// groups chunk by chunk of kFewRowsChunkGroups: body(chunk) with chunk's
+// rows the block's and its groups the chunk's, so that every tile of the
+// block's rows reads the chunk while it is in cache.
+template <class Body>
+void ForEachRowBlockChunk(const QuantGemmArgs& a, Body&& body) {
+  for (int64_t mb = a.m_begin; mb < a.m_end;) {
+    const int64_t block_end = (mb / kRowBlock + 1) * kRowBlock;
+    QuantGemmArgs chunk = a;
+    chunk.m_begin = mb;
+    chunk.m_end = block_end < a.m_end ? block_end : a.m_end;
+    for (int64_t g = a.g_begin; g < a.g_end; g = chunk.g_end) {
+      const int64_t next = (g / kFewRowsChunkGroups + 1) * kFewRowsChunkGroups;
+      chunk.g_begin = g;
+      chunk.g_end = next < a.g_end ? next : a.g_end;
+      body(chunk);
+    }
+    mb = chunk.m_end;
+  }
+}
 
 // The sum of row m's 32 activation values of block b (32-value blocks),
 // or of sub-block b of 32 (256-value blocks).
@@ -2048,6 +2068,18 @@ void X8SuperPairIQ4_XS(const QuantGemmArgs& a, int64_t p, int64_t m) {
   for (int r = 0; r < R; ++r) StorePairRow(a, p, m + r, acc[r]);
 }
 
+// Rows from m against pair p on T's pair kernel.
+template <DType T, int R>
+void X8SuperPair(const QuantGemmArgs& a, int64_t p, int64_t m) {
+  if constexpr (T == DType::kQ6_K) {
+    X8SuperPairQ6_K<R>(a, p, m);
+  } else if constexpr (T == DType::kIQ4_XS) {
+    X8SuperPairIQ4_XS<R>(a, p, m);
+  } else {
+    X8SuperPairK45<T == DType::kQ5_K, R>(a, p, m);
+  }
+}
+
 // Q4_K's, Q5_K's, Q6_K's or IQ4_XS's rows [m_begin, m_end) over groups [g_begin, g_end): row
 // blocks of kRowBlock, within each the groups chunk by chunk of
 // kFewRowsChunkGroups, read (from cache after the first) by tiles of 4
@@ -2055,54 +2087,29 @@ void X8SuperPairIQ4_XS(const QuantGemmArgs& a, int64_t p, int64_t m) {
 // row by row through the one-row kernel (the same bits).
 template <class D, DType T>
 void X8SuperPairRows(const QuantGemmArgs& a) {
-  constexpr bool kFifth = T == DType::kQ5_K;
   // Q6_K: 2, whose four piece sums a row would spill at 4 (4 rows 246
   // GOP/s, 2 rows 293, one thread, 512 x 896 x 4864).
   constexpr int64_t kRows = T == DType::kQ6_K ? 2 : 4;
   const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
-  for (int64_t mb = a.m_begin; mb < a.m_end;) {
-    const int64_t block_end = (mb / kRowBlock + 1) * kRowBlock;
-    const int64_t me = block_end < a.m_end ? block_end : a.m_end;
-    for (int64_t g0 = a.g_begin; g0 < a.g_end;) {
-      const int64_t next = (g0 / kFewRowsChunkGroups + 1) * kFewRowsChunkGroups;
-      const int64_t g_end = next < a.g_end ? next : a.g_end;
-      for (int64_t m = mb; m < me; m += kRows) {
-        const int64_t r = me - m < kRows ? me - m : kRows;
-        auto alone = [&](int64_t g) {
-          for (int64_t i = 0; i < r; ++i) X8SuperRowGroups<D, T, 1, false>(a, g, m + i);
-        };
-        int64_t g = g0;
-        if (g % 2 != 0) alone(g++);
-        for (; g + 2 <= g_end || (g + 1 == g_end && g_end == groups); g += 2) {
-          if constexpr (T == DType::kQ6_K) {
-            switch (r) {
-              case 1: X8SuperPairQ6_K<1>(a, g / 2, m); break;
-              case 2: X8SuperPairQ6_K<2>(a, g / 2, m); break;
-              case 3: X8SuperPairQ6_K<3>(a, g / 2, m); break;
-              default: X8SuperPairQ6_K<4>(a, g / 2, m); break;
-            }
-          } else if constexpr (T == DType::kIQ4_XS) {
-            switch (r) {
-              case 1: X8SuperPairIQ4_XS<1>(a, g / 2, m); break;
-              case 2: X8SuperPairIQ4_XS<2>(a, g / 2, m); break;
-              case 3: X8SuperPairIQ4_XS<3>(a, g / 2, m); break;
-              default: X8SuperPairIQ4_XS<4>(a, g / 2, m); break;
-            }
-          } else {
-            switch (r) {
-              case 1: X8SuperPairK45<kFifth, 1>(a, g / 2, m); break;
-              case 2: X8SuperPairK45<kFifth, 2>(a, g / 2, m); break;
-              case 3: X8SuperPairK45<kFifth, 3>(a, g / 2, m); break;
-              default: X8SuperPairK45<kFifth, 4>(a, g / 2, m); break;
-            }
-          }
+  ForEachRowBlockChunk(a, [&](const QuantGemmArgs& chunk) {
+    for (int64_t m = chunk.m_begin; m < chunk.m_end; m += kRows) {
+      const int64_t r = chunk.m_end - m < kRows ? chunk.m_end - m : kRows;
+      auto alone = [&](int64_t g) {
+        for (int64_t i = 0; i < r; ++i) X8SuperRowGroups<D, T, 1, false>(a, g, m + i);
+      };
+      int64_t g = chunk.g_begin;
+      if (g % 2 != 0) alone(g++);
+      for (; g + 2 <= chunk.g_end || (g + 1 == chunk.g_end && chunk.g_end == groups); g += 2) {
+        switch (r) {
+          case 1: X8SuperPair<T, 1>(a, g / 2, m); break;
+          case 2: X8SuperPair<T, 2>(a, g / 2, m); break;
+          case 3: X8SuperPair<T, 3>(a, g / 2, m); break;
+          default: X8SuperPair<T, 4>(a, g / 2, m); break;
         }
-        if (g < g_end) alone(g);
       }
-      g0 = g_end;
+      if (g < chunk.g_end) alone(g);
     }
-    mb = me;
-  }
+  });
 }
 #endif
 
@@ -2143,25 +2150,15 @@ void X8RowTiles(const QuantGemmArgs& a) {
 template <class D, X8Format F>
 void X8RowBlocks(const QuantGemmArgs& a) {
   const int64_t h = a.x->by_block_rows;
-  for (int64_t mb = a.m_begin; mb < a.m_end;) {
-    const int64_t block_end = (mb / kRowBlock + 1) * kRowBlock;
-    const int64_t me = block_end < a.m_end ? block_end : a.m_end;
-    for (int64_t g = a.g_begin; g < a.g_end;) {
-      const int64_t next = (g / kFewRowsChunkGroups + 1) * kFewRowsChunkGroups;
-      QuantGemmArgs chunk = a;
-      chunk.g_begin = g;
-      chunk.g_end = next < a.g_end ? next : a.g_end;
-      for (int64_t m = mb; m < me;) {
-        const int64_t tile_end = (m / h + 1) * h;
-        chunk.m_begin = m;
-        chunk.m_end = tile_end < me ? tile_end : me;
-        X8RowTiles<D, F>(chunk);
-        m = chunk.m_end;
-      }
-      g = chunk.g_end;
+  ForEachRowBlockChunk(a, [&](const QuantGemmArgs& chunk) {
+    QuantGemmArgs tile = chunk;
+    for (int64_t m = chunk.m_begin; m < chunk.m_end; m = tile.m_end) {
+      const int64_t tile_end = (m / h + 1) * h;
+      tile.m_begin = m;
+      tile.m_end = tile_end < chunk.m_end ? tile_end : chunk.m_end;
+      X8RowTiles<D, F>(tile);
     }
-    mb = me;
-  }
+  });
 }
 
 // One activation row over the x8 copy's groups [g_begin, g_end), four at a
@@ -2202,7 +2199,8 @@ void GemmX8(const QuantGemmArgs& a) {
   // tiles' int16 sums and extra widening made prefill a third slower (AMD
   // Zen 5 under KILN_ISA=avx2: Q4_0 212 -> 139 GOP/s, Q8_0 167 -> 133).
   if (a.x->by_block != nullptr && (D::kVnni || a.m_end - a.m_begin <= 2 * kFewRowsTile)) {
-    return X8RowBlocks < D, kQ8 ? X8Format::kQ8_0 : X8Format::kQ4_0 > (a);
+    constexpr X8Format kFormat = kQ8 ? X8Format::kQ8_0 : X8Format::kQ4_0;
+    return X8RowBlocks<D, kFormat>(a);
   }
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
