@@ -24,9 +24,9 @@ inline constexpr int kQuantGroupRows = 8;
 // sums + m * (k / 16). Value i of a row stands for d[i / block] * q[i].
 // Not owning.
 //
-// Where two or more rows of 32-value blocks are quantized for the vector
-// kernels (verifying drafted tokens, small batches, prefill), they also come
-// block by block, the rows of a tile of by_block_rows rows side by side in
+// Where rows of 32-value blocks are quantized for the vector kernels
+// (decoding, verifying drafted tokens, small batches, prefill), they also
+// come block by block, the rows of a tile of by_block_rows rows side by side in
 // each block, for the kernels that apply each weight block to several rows:
 // with H = by_block_rows, T = m / H and blocks = k / 32, row m's block b is
 // at index (T * blocks + b) * H + m % H: its values at by_block + 32 index,
@@ -35,7 +35,8 @@ inline constexpr int kQuantGroupRows = 8;
 // when it is under kByBlockTileRows, else kByBlockTileRows (the last tile
 // padded), so that a tile's blocks are one contiguous run: a stride of all
 // the rows would put a prefill's blocks of one row 4 KiB multiples apart,
-// into the same few L1 sets. Null otherwise.
+// into the same few L1 sets. A single row is in that order already: its
+// by_block and by_block_d are q and d. Null otherwise.
 //
 // Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
 // with AMX-INT8), the scales also come by row tile of 16, side by side for

@@ -1658,6 +1658,9 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
     for (int64_t line = 0; line < kTileBytes; line += 64) {
       PrefetchStreamed(tile + ahead + line);
     }
+    // One row (decoding) streams faster than the hardware prefetcher
+    // fetches the scale lines, as X8RowGroups' does.
+    if (R == 1 && (kScaleStride * b) % 64 == 0) PrefetchStreamed(pair + kScaleStride * b + ahead);
     const int8_t* q = x.q + kQK * x.stride * b;
     __m512i sum[R];
     // The offset shifted as a scalar: a vector shift would take port 0,
@@ -2619,15 +2622,19 @@ void GemmAny(const QuantGemmArgs& a) {
   // ran row by row, unpacking every vector for every row; Q6_K and IQ4_XS 4
   // rows a group on 256 bits), and one row (decoding) too: one instruction
   // for 16 weight rows instead of 8 where unpacking is the work (decode of
-  // a Q4_K model 71 -> 126 tok/s, IQ4_XS 67 -> 131, Q6_K 50 -> 83). The
-  // 32-value formats' one-row kernels stay on 256 bits: on pairs, Q4_0 and
-  // Q4_1 decoded slower.
+  // a Q4_K model 71 -> 126 tok/s, IQ4_XS 67 -> 131, Q6_K 50 -> 83). Of the
+  // 32-value formats only Q5_0 and Q5_1, whose fifth bits are most of the
+  // unpacking, decode on pairs too (AMD Zen 5: Q5_0 74-89 -> 88-95 tok/s,
+  // Q5_1 66-71 -> 78-81); Q4_0 and Q4_1 decoded slower there, IQ4_NL no
+  // faster.
   if constexpr (std::is_same_v<D, DotVnni>) {
-    if (a.x8 != nullptr && a.x->by_block != nullptr && a.m_end - a.m_begin > 1) {
+    if (a.x8 != nullptr && a.x->by_block != nullptr) {
       if (a.w_type == DType::kQ5_0) return X8RowBlocks<D, X8Format::kQ5_0>(a);
-      if (a.w_type == DType::kIQ4_NL) return X8RowBlocks<D, X8Format::kIQ4_NL>(a);
-      if (a.w_type == DType::kQ4_1) return X8RowBlocks<D, X8Format::kQ4_1>(a);
       if (a.w_type == DType::kQ5_1) return X8RowBlocks<D, X8Format::kQ5_1>(a);
+      if (a.m_end - a.m_begin > 1) {
+        if (a.w_type == DType::kIQ4_NL) return X8RowBlocks<D, X8Format::kIQ4_NL>(a);
+        if (a.w_type == DType::kQ4_1) return X8RowBlocks<D, X8Format::kQ4_1>(a);
+      }
     }
     if (a.x8 != nullptr) {
       if (a.w_type == DType::kQ4_K) return X8SuperPairRows<D, DType::kQ4_K>(a);

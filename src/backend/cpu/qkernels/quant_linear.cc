@@ -30,14 +30,18 @@ bool AmxTakes(const KernelContext& ctx, int64_t rows) {
   return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
 }
 
-// Rows [begin, end) of x's blocks into its block-by-block copy.
+// Rows [begin, end) of x's blocks into its block-by-block copy (a lone
+// row's values and scales are their own copy: only its sums are written).
 void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
   const int64_t blocks = x.k / 32, h = x.by_block_rows;
+  const bool aliased = x.by_block == x.q;
   for (int64_t m = begin; m < end; ++m) {
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t at = ((m / h) * blocks + b) * h + m % h;
-      std::memcpy(x.by_block + 32 * at, x.row_q(m) + 32 * b, 32);
-      x.by_block_d[at] = x.row_d(m)[b];
+      if (!aliased) {
+        std::memcpy(x.by_block + 32 * at, x.row_q(m) + 32 * b, 32);
+        x.by_block_d[at] = x.row_d(m)[b];
+      }
       x.by_block_neg_sum[at] = -(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1]);
     }
   }
@@ -59,13 +63,17 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
   const size_t tile_d_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
   // Rows for the vector kernels also come block by block (qkernel_table.h),
-  // in tiles of by_block_rows rows, the last padded.
-  const bool by_block = block == 32 && rows >= 2 && !amx;
+  // in tiles of by_block_rows rows, the last padded. One row's blocks are
+  // already in that order, so only its negated sums are new.
+  const bool by_block = block == 32 && rows >= 1 && !amx;
+  const bool one_row = rows == 1;
   const int64_t by_block_rows = rows < kByBlockTileRows ? rows : kByBlockTileRows;
   const int64_t padded_rows = by_block ? (rows + by_block_rows - 1) / by_block_rows * by_block_rows : 0;
-  const size_t by_block_q_bytes = Align64(static_cast<size_t>(padded_rows * k));
-  const size_t by_block_d_bytes = Align64(static_cast<size_t>(padded_rows * (k / 32)) * sizeof(float));
-  const size_t by_block_bytes = by_block ? by_block_q_bytes + 2 * by_block_d_bytes : 0;
+  const size_t by_block_q_bytes = one_row ? 0 : Align64(static_cast<size_t>(padded_rows * k));
+  const size_t by_block_d_bytes =
+      one_row ? 0 : Align64(static_cast<size_t>(padded_rows * (k / 32)) * sizeof(float));
+  const size_t neg_sum_bytes = Align64(static_cast<size_t>(padded_rows * (k / 32)) * sizeof(int32_t));
+  const size_t by_block_bytes = by_block ? by_block_q_bytes + by_block_d_bytes + neg_sum_bytes : 0;
   const auto floats =
       static_cast<int64_t>((q_bytes + d_bytes + sum_bytes + tile_d_bytes + by_block_bytes) / sizeof(float));
   auto* base = reinterpret_cast<uint8_t*>(ThreadScratch(ScratchSlot::kLinearInput, std::max<int64_t>(floats, 16)));
@@ -79,8 +87,8 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   if (amx) out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
   if (by_block) {
     uint8_t* at = base + q_bytes + d_bytes + sum_bytes + tile_d_bytes;
-    out.by_block = reinterpret_cast<int8_t*>(at);
-    out.by_block_d = reinterpret_cast<float*>(at + by_block_q_bytes);
+    out.by_block = one_row ? out.q : reinterpret_cast<int8_t*>(at);
+    out.by_block_d = one_row ? out.d : reinterpret_cast<float*>(at + by_block_q_bytes);
     out.by_block_neg_sum = reinterpret_cast<int32_t*>(at + by_block_q_bytes + by_block_d_bytes);
     out.by_block_rows = by_block_rows;
   }
