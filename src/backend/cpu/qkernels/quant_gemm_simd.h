@@ -1872,9 +1872,10 @@ void X8SuperPairK45(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + tile_bytes * b;
-    if (R == 1 && a.m_end - a.m_begin == 1) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
+    if (streaming) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
     const __m512i a0 = _mm512_loadu_si512(tile), a1 = _mm512_loadu_si512(tile + 64),
                   a2 = _mm512_loadu_si512(tile + 128);
     const __m512i six = _mm512_set1_epi8(0x3F), four = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
@@ -1956,9 +1957,10 @@ void X8SuperPairQ6_K(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i six = _mm512_set1_epi8(0x3F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* values = quants + tile_bytes * b;
-    if (R == 1 && a.m_end - a.m_begin == 1) PrefetchNextPairBlock(a, pair, values, tile_bytes, 32 * b);
+    if (streaming) PrefetchNextPairBlock(a, pair, values, tile_bytes, 32 * b);
     const uint8_t* scales = values + 64 * 48;
     const int8_t* q[R];
     for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
@@ -2045,9 +2047,10 @@ void X8SuperPairIQ4_XS(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + tile_bytes * b;
-    if (R == 1 && a.m_end - a.m_begin == 1) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
+    if (streaming) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
     const uint8_t* scales = pair + 64 * b;  // d, then the high scale bits
     const __m512i scales_l = _mm512_loadu_si512(tile);
     const __m512i scales_h = _mm512_cvtepu16_epi32(Load256(scales + 32));
