@@ -1617,6 +1617,24 @@ inline void StorePairRow(const QuantGemmArgs& a, int64_t p, int64_t m, __m512 ac
   _mm512_mask_storeu_ps(y, valid, acc);
 }
 
+// While a pair's block is multiplied (tile: its lines, tile_bytes of
+// them), the next pair's lines of that block.
+inline void PrefetchNextPairTile(const QuantGemmArgs& a, const uint8_t* tile, int64_t tile_bytes) {
+  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  for (int64_t line = 0; line < tile_bytes; line += 64) PrefetchStreamed(tile + ahead + line);
+}
+
+// One activation row (decoding) streams the weights from memory faster
+// than the hardware prefetcher fetches the scale lines: the next pair's
+// tile lines of the block and, once per line of them, its scales
+// (scale_at: the block's offset in the pair's scale area).
+inline void PrefetchNextPairBlock(const QuantGemmArgs& a, const uint8_t* pair, const uint8_t* tile,
+                                  int64_t tile_bytes, int64_t scale_at) {
+  PrefetchNextPairTile(a, tile, tile_bytes);
+  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  if (scale_at % 64 == 0) PrefetchStreamed(pair + scale_at + ahead);
+}
+
 // In each 32-bit lane of qh (a row's 32 Q5_0 fifth bits), bits
 // shift..shift+3 as a mask of bytes 0..3 of the lane: X8FifthBits' bytes.
 inline __mmask64 X8FifthBitMask(__m512i qh, int shift) {
@@ -1644,7 +1662,6 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
   constexpr int kBiasShift = F == X8Format::kQ4_0 ? 3 : (F == X8Format::kQ5_0 ? 4 : 7);
   const uint8_t* pair = a.x8 + p * a.x8_pair_bytes;
   const uint8_t* quants = pair + X8ScaleBytes(a.w_type, blocks);
-  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
   [[maybe_unused]] __m512i table;
   if constexpr (F == X8Format::kIQ4_NL) {
     table = _mm512_xor_si512(
@@ -1655,12 +1672,11 @@ void X8FewRowsPair(const QuantGemmArgs& a, const FewRows& x, int64_t p, int64_t 
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + kTileBytes * b;
-    for (int64_t line = 0; line < kTileBytes; line += 64) {
-      PrefetchStreamed(tile + ahead + line);
+    if (R == 1) {
+      PrefetchNextPairBlock(a, pair, tile, kTileBytes, kScaleStride * b);
+    } else {
+      PrefetchNextPairTile(a, tile, kTileBytes);
     }
-    // One row (decoding) streams faster than the hardware prefetcher
-    // fetches the scale lines, as X8RowGroups' does.
-    if (R == 1 && (kScaleStride * b) % 64 == 0) PrefetchStreamed(pair + kScaleStride * b + ahead);
     const int8_t* q = x.q + kQK * x.stride * b;
     __m512i sum[R];
     // The offset shifted as a scalar: a vector shift would take port 0,
@@ -1843,17 +1859,6 @@ inline __m512i Dword512(const void* at) {
   int32_t v;
   std::memcpy(&v, at, 4);
   return _mm512_set1_epi32(v);
-}
-
-// One activation row (decoding) streams the weights from memory: while
-// a pair's block is multiplied (tile: its lines, tile_bytes of them),
-// fetch the next pair's lines of that block and, once per line of them,
-// its scales (scale_at: the block's offset in the pair's scale area).
-inline void PrefetchNextPairBlock(const QuantGemmArgs& a, const uint8_t* pair, const uint8_t* tile,
-                                  int64_t tile_bytes, int64_t scale_at) {
-  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
-  for (int64_t line = 0; line < tile_bytes; line += 64) PrefetchStreamed(tile + ahead + line);
-  if (scale_at % 64 == 0) PrefetchStreamed(pair + scale_at + ahead);
 }
 
 // Q4_K's or Q5_K's pair p (16 rows, one int32 lane each) against R
