@@ -520,14 +520,23 @@ Expected<Roofline> LoadOrMeasureRoofline(const std::string& cache_path, int thre
     on_progress(fmt::format("{}; measuring the roofline at {} thread(s) (`kiln bench roofline` measures all)",
                             cached.status().message(), threads));
   }
+  return MeasureAndCacheRoofline(cache_path, ShortRooflineOptions(threads, on_progress));
+}
+
+RooflineOptions ShortRooflineOptions(int threads,
+                                     const std::function<void(const std::string&)>& on_progress) {
   RooflineOptions o;
   o.thread_counts = {threads};
   o.repetitions = 3;
   o.seconds_per_repetition = 0.1;
   o.on_progress = on_progress;
+  return o;
+}
+
+Expected<Roofline> MeasureAndCacheRoofline(const std::string& cache_path, const RooflineOptions& o) {
   KILN_ASSIGN_OR_RETURN(Roofline measured, MeasureRoofline(o));
   Status saved = SaveRooflineCache(cache_path, measured);
-  if (!saved.ok() && on_progress) on_progress(fmt::format("not cached: {}", saved.ToString()));
+  if (!saved.ok() && o.on_progress) o.on_progress(fmt::format("not cached: {}", saved.ToString()));
   return measured;
 }
 

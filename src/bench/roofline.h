@@ -118,10 +118,20 @@ Status SaveRooflineCache(const std::string& path, const Roofline& roofline);
 Expected<Roofline> LoadRooflineCache(const std::string& path, int threads);
 
 // The cached row for `threads`, or, when absent, a short measurement of
-// that thread count (3 repetitions, the full buffer) that is then cached.
+// that thread count (ShortRooflineOptions) that is then cached.
 // `on_progress` receives progress lines.
 Expected<Roofline> LoadOrMeasureRoofline(const std::string& cache_path, int threads,
                                          const std::function<void(const std::string&)>& on_progress);
+
+// The short measurement benchmarks take before their runs: `threads` only,
+// 3 repetitions of 0.1 s a compute unit, the full bandwidth buffer.
+RooflineOptions ShortRooflineOptions(int threads, const std::function<void(const std::string&)>& on_progress);
+
+// Measures `o` now, whatever the cache holds, and merges the result into
+// the cache at `cache_path` (a failure to write it is reported through
+// o.on_progress, not returned): what a benchmark uses when the cached
+// figures may be stale, as a shared host's limits move between runs.
+Expected<Roofline> MeasureAndCacheRoofline(const std::string& cache_path, const RooflineOptions& o);
 
 // The terminal table: one line per figure and thread count, with the
 // contention marks, then which figures the other modes use as peaks.

@@ -48,6 +48,7 @@ struct OutputArgs {
   double contention_threshold = 0.1;
   std::string roofline_cache = bench::DefaultRooflineCachePath();
   bool no_roofline = false;
+  bool fresh_roofline = false;
 };
 
 void AddOutputFlags(CLI::App* cmd, OutputArgs* a, bool chart, bool roofline) {
@@ -61,6 +62,10 @@ void AddOutputFlags(CLI::App* cmd, OutputArgs* a, bool chart, bool roofline) {
         ->capture_default_str();
     cmd->add_flag("--no-roofline", a->no_roofline,
                   "Do not measure the roofline when the cache lacks it (fractions are then not shown)");
+    cmd->add_flag(
+        "--fresh-roofline", a->fresh_roofline,
+        "Measure the roofline at the run's thread count now (a few seconds) and cache it, rather than "
+        "use the cached figures: a shared host's limits can move between runs");
   }
 }
 
@@ -109,14 +114,33 @@ int EngineThreads(const EngineOptions& o) {
 // (unless --no-roofline). Null when there is none; failures are reported,
 // not fatal.
 std::unique_ptr<bench::Roofline> RooflineFor(const OutputArgs& a, int threads, Progress& progress) {
+  auto on_progress = [&](const std::string& line) { progress.Update(line, true); };
+  if (a.fresh_roofline) {
+    if (a.no_roofline) {
+      fmt::print(stderr, "--fresh-roofline and --no-roofline: fractions of the peak are not shown\n");
+      return nullptr;
+    }
+    auto measured =
+        bench::MeasureAndCacheRoofline(a.roofline_cache, bench::ShortRooflineOptions(threads, on_progress));
+    progress.Done();
+    if (!measured.ok()) {
+      fmt::print(stderr, "roofline: {}\n", measured.status().ToString());
+      return nullptr;
+    }
+    return std::make_unique<bench::Roofline>(std::move(measured).value());
+  }
   auto cached = bench::LoadRooflineCache(a.roofline_cache, threads);
-  if (cached.ok()) return std::make_unique<bench::Roofline>(std::move(cached).value());
+  if (cached.ok()) {
+    // Fractions are only as true as the peaks: say how old they are.
+    fmt::print(stderr, "roofline: cached figures measured {} ({}); --fresh-roofline measures them now\n",
+               cached->measured_at, a.roofline_cache);
+    return std::make_unique<bench::Roofline>(std::move(cached).value());
+  }
   if (a.no_roofline) {
     fmt::print(stderr, "{}; --no-roofline: fractions of the peak are not shown\n", cached.status().message());
     return nullptr;
   }
-  auto measured = bench::LoadOrMeasureRoofline(a.roofline_cache, threads,
-                                               [&](const std::string& line) { progress.Update(line, true); });
+  auto measured = bench::LoadOrMeasureRoofline(a.roofline_cache, threads, on_progress);
   progress.Done();
   if (!measured.ok()) {
     fmt::print(stderr, "roofline: {}\n", measured.status().ToString());

@@ -248,6 +248,34 @@ TEST(RooflineCache, SavesMergesAndLoads) {
   EXPECT_TRUE(LoadRooflineCache(path, 2).ok());
 }
 
+TEST(RooflineCache, FreshMeasurementReplacesTheCachedRow) {
+  const std::string dir = testing::MakeTempDir();
+  const std::string path = dir + "/roofline.json";
+  Roofline stale = Synthetic(1, false, false);
+  stale.measured_at = "2000-01-01T00:00:00Z";
+  stale.rows[0].compute[0].per_second = 1.0;
+  ASSERT_TRUE(SaveRooflineCache(path, stale).ok());
+  // Loading keeps the stale row; measuring afresh replaces it.
+  EXPECT_EQ(LoadOrMeasureRoofline(path, 1, nullptr)->measured_at, stale.measured_at);
+  auto fresh = MeasureAndCacheRoofline(path, Quick());
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_NE(fresh->measured_at, stale.measured_at);
+  auto loaded = LoadRooflineCache(path, 1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->measured_at, fresh->measured_at);
+  EXPECT_EQ(loaded->rows[0].Find("fp32_fma")->per_second, fresh->rows[0].Find("fp32_fma")->per_second);
+  EXPECT_NE(loaded->rows[0].Find("fp32_fma")->per_second, 1.0);
+
+  // A cache that cannot be written still yields the measurement, and says so.
+  std::ofstream(dir + "/a_file") << "x";
+  RooflineOptions o = Quick();
+  std::string said;
+  o.on_progress = [&](const std::string& line) { said += line + "\n"; };
+  auto unsaved = MeasureAndCacheRoofline(dir + "/a_file/roofline.json", o);
+  ASSERT_TRUE(unsaved.ok()) << unsaved.status().ToString();
+  EXPECT_NE(said.find("not cached"), std::string::npos) << said;
+}
+
 TEST(RooflineCache, CorruptFilesAreErrorsNamingThePath) {
   const std::string path = testing::MakeTempDir() + "/roofline.json";
   std::ofstream(path) << "{not json";
