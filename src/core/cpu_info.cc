@@ -39,6 +39,8 @@ void DetectX86(CpuInfo& info) {
   info.vendor = vendor;
 
   __cpuid(1, a, b, c, d);
+  const int base_family = static_cast<int>((a >> 8) & 0xf);
+  info.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
   bool osxsave = (c >> 27) & 1;
   uint64_t xcr0 = osxsave ? Xgetbv() : 0;
   bool ymm_os = (xcr0 & 0x6) == 0x6;

@@ -9,6 +9,9 @@ namespace kiln {
 struct CpuInfo {
   std::string vendor;
   std::string model_name;
+  // CPUID's family, the extended family added where the base one is 15
+  // (AMD: 25 for Zen 3 and 4, 26 for Zen 5).
+  int family = 0;
   bool avx2 = false;
   bool fma = false;
   bool f16c = false;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "backend/cpu/kernels/kernel_context.h"
@@ -43,6 +44,22 @@ TEST(Isa, BestFollowsTheCpuAndTheEnvironment) {
   }
   if (IsaAvailable(Isa::kAvx512)) {
     EXPECT_TRUE(IsaAvailable(Isa::kAvx2));
+  }
+}
+
+// The family kernel choices name (Zen 5: 26) is CPUID's, extended where the
+// base family is 15, as the kernel's /proc/cpuinfo reports it.
+TEST(CpuInfo, FamilyMatchesTheKernelsReport) {
+  const CpuInfo& cpu = GetCpuInfo();
+  if (cpu.vendor.empty()) GTEST_SKIP() << "no CPUID";
+  EXPECT_GT(cpu.family, 0);
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    if (line.rfind("cpu family", 0) == 0) {
+      EXPECT_EQ(std::to_string(cpu.family), line.substr(line.find(':') + 2)) << line;
+      break;
+    }
   }
 }
 
