@@ -67,11 +67,18 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // time on the AMD EPYC. So it takes rows of whole 14-pixel tiles, 64-128
     // input channels and inputs at least 28 wide (ResNet's layer1 and layer2
     // shapes) on Intel's cores, and outputs 7 or fewer pixels wide from 256
-    // or more channels (layer4's) on both.
+    // or more channels (layer4's) on both. Since the tiles keep their sums
+    // in registers through every input block, on an AMD EPYC of the Zen 5
+    // class it takes 0.87-0.97x oneDNN's time on every ResNet-18 layer
+    // (bench/micro/conv_nchw16c_bench.cc), so there it takes every image
+    // whose rows are whole 7-pixel tiles.
+    const CpuInfo& cpu = GetCpuInfo();
+    const bool amd = cpu.vendor == "AuthenticAMD", zen5 = amd && cpu.family >= 26;
     const bool wide = g.out[2] % 14 == 0 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
-                      g.out_channels >= 64 && g.out_channels <= 256 && GetCpuInfo().vendor != "AuthenticAMD";
+                      g.out_channels >= 64 && g.out_channels <= 256 && !amd;
+    const bool sevens = zen5 && g.out[2] % 7 == 0 && g.in_channels >= 64 && g.out_channels >= 64;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
-    return wide || narrow;
+    return wide || sevens || narrow;
   }
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
