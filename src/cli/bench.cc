@@ -110,9 +110,9 @@ int EngineThreads(const EngineOptions& o) {
   return o.threads > 0 ? o.threads : std::max(1, GetCpuInfo().physical_cores);
 }
 
-// The roofline row at `threads` from the cache, measured when absent
-// (unless --no-roofline). Null when there is none; failures are reported,
-// not fatal.
+// The roofline row at `threads`: measured now with --fresh-roofline, else
+// from the cache, measured when absent (unless --no-roofline). Null when
+// there is none; failures are reported, not fatal.
 std::unique_ptr<bench::Roofline> RooflineFor(const OutputArgs& a, int threads, Progress& progress) {
   auto on_progress = [&](const std::string& line) { progress.Update(line, true); };
   if (a.fresh_roofline) {

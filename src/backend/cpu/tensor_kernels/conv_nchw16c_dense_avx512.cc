@@ -37,12 +37,12 @@ namespace {
 
 constexpr int64_t kBlock = 16;
 constexpr int64_t kTaps = 9;
-constexpr int kMaxPixels = 14;                  // 2 x 14 accumulators + 2 weights + 1 broadcast
-constexpr int kPairRowPixels = kMaxPixels / 2;  // rows this narrow are tiled two at a time
-constexpr int64_t kTilesPerBand = 4;            // register tiles a task runs (at least)
-constexpr int64_t kL2GroupWeightBytes = 256 * 1024;
-constexpr int64_t kL2AllWeightBytes = 384 * 1024;
-constexpr int64_t kFillRows = 8;  // padded rows per task of the input copy
+constexpr int kMaxPixels = 14;                       // 2 x 14 accumulators + 2 weights + 1 broadcast
+constexpr int kPairRowPixels = kMaxPixels / 2;       // rows this narrow are tiled two at a time
+constexpr int64_t kTilesPerBand = 4;                 // register tiles a task runs (at least)
+constexpr int64_t kL2GroupWeightBytes = 256 * 1024;  // a group's weights above this: all rows a task
+constexpr int64_t kL2AllWeightBytes = 384 * 1024;    // all groups' weights up to this: band by band
+constexpr int64_t kFillRows = 8;                     // padded rows per task of the input copy
 
 // The zero-padded input: per image and input block, the rows and columns
 // the tiles read (input row r at padded row r + pad_begin), no borders left.
