@@ -115,32 +115,27 @@ int EngineThreads(const EngineOptions& o) {
 // there is none; failures are reported, not fatal.
 std::unique_ptr<bench::Roofline> RooflineFor(const OutputArgs& a, int threads, Progress& progress) {
   auto on_progress = [&](const std::string& line) { progress.Update(line, true); };
-  if (a.fresh_roofline) {
-    if (a.no_roofline) {
-      fmt::print(stderr, "--fresh-roofline and --no-roofline: fractions of the peak are not shown\n");
-      return nullptr;
-    }
-    auto measured =
-        bench::MeasureAndCacheRoofline(a.roofline_cache, bench::ShortRooflineOptions(threads, on_progress));
-    progress.Done();
-    if (!measured.ok()) {
-      fmt::print(stderr, "roofline: {}\n", measured.status().ToString());
-      return nullptr;
-    }
-    return std::make_unique<bench::Roofline>(std::move(measured).value());
-  }
-  auto cached = bench::LoadRooflineCache(a.roofline_cache, threads);
-  if (cached.ok()) {
-    // Fractions are only as true as the peaks: say how old they are.
-    fmt::print(stderr, "roofline: cached figures measured {} ({}); --fresh-roofline measures them now\n",
-               cached->measured_at, a.roofline_cache);
-    return std::make_unique<bench::Roofline>(std::move(cached).value());
-  }
-  if (a.no_roofline) {
-    fmt::print(stderr, "{}; --no-roofline: fractions of the peak are not shown\n", cached.status().message());
+  if (a.fresh_roofline && a.no_roofline) {
+    fmt::print(stderr, "--fresh-roofline and --no-roofline: fractions of the peak are not shown\n");
     return nullptr;
   }
-  auto measured = bench::LoadOrMeasureRoofline(a.roofline_cache, threads, on_progress);
+  if (!a.fresh_roofline) {
+    auto cached = bench::LoadRooflineCache(a.roofline_cache, threads);
+    if (cached.ok()) {
+      // Fractions are only as true as the peaks: say how old they are.
+      fmt::print(stderr, "roofline: cached figures measured {} ({}); --fresh-roofline measures them now\n",
+                 cached->measured_at, a.roofline_cache);
+      return std::make_unique<bench::Roofline>(std::move(cached).value());
+    }
+    if (a.no_roofline) {
+      fmt::print(stderr, "{}; --no-roofline: fractions of the peak are not shown\n",
+                 cached.status().message());
+      return nullptr;
+    }
+  }
+  auto measured = a.fresh_roofline ? bench::MeasureAndCacheRoofline(
+                                         a.roofline_cache, bench::ShortRooflineOptions(threads, on_progress))
+                                   : bench::LoadOrMeasureRoofline(a.roofline_cache, threads, on_progress);
   progress.Done();
   if (!measured.ok()) {
     fmt::print(stderr, "roofline: {}\n", measured.status().ToString());

@@ -1617,10 +1617,22 @@ inline void StorePairRow(const QuantGemmArgs& a, int64_t p, int64_t m, __m512 ac
   _mm512_mask_storeu_ps(y, valid, acc);
 }
 
+// How far ahead the pair kernels fetch: the next pair, at most kX8PrefetchMax.
+inline int64_t NextPairDistance(const QuantGemmArgs& a) {
+  return a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+}
+
+// Whether a pair kernel of R rows streams its weights for one activation
+// row (decoding), fetching the next pair's scale lines ahead too.
+template <int R>
+bool LoneRowStreams(const QuantGemmArgs& a) {
+  return R == 1 && a.m_end - a.m_begin == 1;
+}
+
 // While a pair's block is multiplied (tile: its lines, tile_bytes of
 // them), the next pair's lines of that block.
 inline void PrefetchNextPairTile(const QuantGemmArgs& a, const uint8_t* tile, int64_t tile_bytes) {
-  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  const int64_t ahead = NextPairDistance(a);
   for (int64_t line = 0; line < tile_bytes; line += 64) PrefetchStreamed(tile + ahead + line);
 }
 
@@ -1631,8 +1643,7 @@ inline void PrefetchNextPairTile(const QuantGemmArgs& a, const uint8_t* tile, in
 inline void PrefetchNextPairBlock(const QuantGemmArgs& a, const uint8_t* pair, const uint8_t* tile,
                                   int64_t tile_bytes, int64_t scale_at) {
   PrefetchNextPairTile(a, tile, tile_bytes);
-  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
-  if (scale_at % 64 == 0) PrefetchStreamed(pair + scale_at + ahead);
+  if (scale_at % 64 == 0) PrefetchStreamed(pair + scale_at + NextPairDistance(a));
 }
 
 // In each 32-bit lane of qh (a row's 32 Q5_0 fifth bits), bits
@@ -1877,7 +1888,7 @@ void X8SuperPairK45(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
+  const bool streaming = LoneRowStreams<R>(a);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + tile_bytes * b;
     if (streaming) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
@@ -1962,7 +1973,7 @@ void X8SuperPairQ6_K(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i six = _mm512_set1_epi8(0x3F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
+  const bool streaming = LoneRowStreams<R>(a);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* values = quants + tile_bytes * b;
     if (streaming) PrefetchNextPairBlock(a, pair, values, tile_bytes, 32 * b);
@@ -2052,7 +2063,7 @@ void X8SuperPairIQ4_XS(const QuantGemmArgs& a, int64_t p, int64_t m) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  const bool streaming = R == 1 && a.m_end - a.m_begin == 1;  // a lone row: decoding
+  const bool streaming = LoneRowStreams<R>(a);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* tile = quants + tile_bytes * b;
     if (streaming) PrefetchNextPairBlock(a, pair, tile, tile_bytes, 64 * b);
