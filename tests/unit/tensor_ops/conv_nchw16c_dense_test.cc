@@ -67,6 +67,25 @@ TEST(ConvNchw16cDense, MatchesRowMajor) {
   Check({40, 40, 12, 9, 1, 1}, "Relu", true, /*residual_first=*/true);
 }
 
+// Whole input blocks and rows wider than 7 read the input without the padded
+// copy: the edge tiles skip the taps in the padding, the first and last rows
+// the kernel rows outside the image. Pads of 0 and 1, odd images with
+// stride 2 (the last pixel's right tap outside the image, or not), rows
+// split into tiles of unequal widths, one tile holding both edges.
+TEST(ConvNchw16cDense, UnpaddedInputMatchesRowMajor) {
+  for (const Shape& s : {Shape{32, 16, 10, 20, 1, 0}, Shape{16, 32, 15, 31, 2, 1},
+                         Shape{16, 16, 12, 16, 2, 1}, Shape{32, 48, 9, 29, 1, 1}, Shape{16, 32, 8, 15, 1, 1},
+                         Shape{32, 32, 5, 11, 1, 1}, Shape{16, 16, 2, 9, 1, 1}, Shape{48, 24, 3, 19, 2, 0}}) {
+    const cpu::Window3 g = blocked_test::ConvWindow(Conv(s));
+    const std::vector<float> w(static_cast<size_t>(s.m * s.c * 9));
+    const cpu::BlockedConvPlan plan =
+        cpu::MakeBlockedConvPlan(g, cpu::BlockedConvShape::kDense3x3, {}, w.data(), nullptr);
+    EXPECT_EQ(cpu::BlockedDense3x3PaddedFloats(plan), 0) << Name(s, "", false);
+    Check(s, "", false);
+    Check(s, "Relu", true);
+  }
+}
+
 TEST(ConvNchw16cDense, ResNetShapesMatchRowMajor) {
   // ResNet-18's 3x3 layers at a quarter of the channels (the shapes of
   // the tiles and of the split between threads are what matters): 56-, 28-,

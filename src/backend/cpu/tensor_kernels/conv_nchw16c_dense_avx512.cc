@@ -1,7 +1,9 @@
 // The AVX-512 loop of kiln's dense 3x3 convolution on nchw16c activations
-// (conv_nchw16c.h, kDense3x3), ResNet's layers. The input is first copied
-// into a zero-padded buffer, so that no tap is ever checked against the
-// image's borders. Then per register tile of NB (2, or 1 for the last of
+// (conv_nchw16c.h, kDense3x3), ResNet's layers. Tiles of one row read the
+// input itself where at most the edge pixels' outer taps fall in the
+// padding (those taps skipped, kernel rows outside the image too); the
+// others read a zero-padded copy of it, so that no tap is ever checked
+// against the image's borders. Per register tile of NB (2, or 1 for the last of
 // an odd count) blocks of 16 output channels x P output pixels, up to 2 x
 // 14 accumulators (of one row on wide images, of two whole rows on images 7
 // or fewer pixels wide), through every input channel block: each input
@@ -90,22 +92,32 @@ void FillPaddedRows(const BlockedConvPlan& p, const PaddedInput& pad, const floa
 
 struct DenseTile {
   const BlockedConvPlan* plan;
-  const float* x;         // padded input at the tile's first window, input block 0
-  int64_t x_row;          // floats between padded rows
+  const float* x;         // the image's first input block (padded or not)
+  int64_t x_row;          // floats between input rows
   int64_t x_next_row;     // floats between the windows of two output rows
   int64_t x_block;        // floats between input blocks
-  const float* w;         // packed weights of the tile's first output block
-  const float* bias;      // of the first output block
-  const float* residual;  // at the tile's first output pixel (null: none)
-  float* y;               // the tile's first output pixel, first output block
-  int64_t y_block;        // floats between output blocks
+  int64_t top, left;      // the window's first row and column in x (-1: in the padding)
+  int a0 = 0, a1 = 3;     // kernel rows inside the image
+  bool skip_left = false;   // the first pixel's left tap is in the padding
+  bool skip_right = false;  // the last pixel's right tap is
+  const float* w;           // packed weights of the tile's first output block
+  const float* bias;        // of the first output block
+  const float* residual;    // at the tile's first output pixel (null: none)
+  float* y;                 // the tile's first output pixel, first output block
+  int64_t y_block;          // floats between output blocks
   __mmask16 keep[2];
 };
+
+// Read in place of a tap's input in the padding.
+alignas(64) constexpr float kZeroBlock[kBlock] = {};
 
 // NB output blocks x P pixels, column stride S, every input block's
 // products added in registers, then finished into y. The pixels are rows of
 // W (P / W of them, 1 or 2), whole rows when there are two, so that they are
-// contiguous in y.
+// contiguous in y. A one-row tile reads the unpadded input where told: its
+// kernel rows [a0, a1) only, and the edge pixels' taps in the left or right
+// padding from zeros (the first and last pixels have pointers of their own,
+// so that one loop serves every tap).
 template <int NB, int P, int S, int W = P>
 void RunDenseTile(const DenseTile& t) {
   static_assert(P == W || P == 2 * W, "a tile holds one row or two");
@@ -122,33 +134,45 @@ void RunDenseTile(const DenseTile& t) {
 #pragma GCC unroll 1
   for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
     const float* w = t.w + cb * kTaps * kBlock * kBlock;
-    const float* xb = t.x + cb * t.x_block;
 #pragma GCC unroll 1
-    for (int a = 0; a < 3; ++a) {
+    for (int a = t.a0; a < t.a1; ++a) {
 #pragma GCC unroll 1
-      for (int b = 0; b < 3; ++b, w += kBlock * kBlock) {
-        const float* xi = xb + a * t.x_row + b * kBlock;
-        const float* xj = xi + t.x_next_row;  // the second row's window, where P == 2 W
-        const float* wi = w;
+      for (int b = 0; b < 3; ++b) {
+        // The tap's input for pixel 0 is at column left + b (-1 only where
+        // skipped), for pixel q at left + q S + b; a pair's second row
+        // x_next_row further.
+        const int64_t at = cb * t.x_block + (t.top + a) * t.x_row + (t.left + b) * kBlock;
+        const bool first_out = P == W && b == 0 && t.skip_left;
+        const bool last_out = P == W && b == 2 && t.skip_right;
+        const float* x0 = first_out || (P == 1 && last_out) ? kZeroBlock : t.x + at;
+        const float* xi = P > 1 ? t.x + (at + S * kBlock) : x0;  // pixel 1
+        const float* xl = last_out ? kZeroBlock : P > 1 ? xi + (P - 2) * S * kBlock : x0;
+        const float* xj = P == W ? xi : t.x + (at + t.x_next_row);
+        const float* wi = w + (a * 3 + b) * kBlock * kBlock;
         // One input channel a step, not unrolled: unrolled, GCC hoists the
         // broadcasts of several steps and spills the accumulators for them.
         // The empty asm hides the pointers' values from it for the same reason.
 #pragma GCC unroll 1
-        for (int i = 0; i < kBlock; i += 2, xi += 2, xj += 2, wi += 2 * kBlock) {
+        for (int i = 0; i < kBlock; i += 2, x0 += 2, xi += 2, xl += 2, xj += 2, wi += 2 * kBlock) {
 #pragma GCC unroll 2
           for (int u = 0; u < 2; ++u) {
             if constexpr (P == W) {
-              asm("" : "+r"(xi), "+r"(wi));
+              asm("" : "+r"(x0), "+r"(xi), "+r"(xl), "+r"(wi));
             } else {
-              asm("" : "+r"(xi), "+r"(xj), "+r"(wi));
+              asm("" : "+r"(x0), "+r"(xi), "+r"(xj), "+r"(wi));
             }
             __m512 wv[NB];
 #pragma GCC unroll 2
             for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wi + u * kBlock + j * w_block);
 #pragma GCC unroll 14
             for (int q = 0; q < P; ++q) {
-              const float* row = q < W ? xi : xj;
-              const __m512 xv = _mm512_set1_ps(row[u + (q % W) * S * kBlock]);
+              float v;
+              if constexpr (P == W) {
+                v = q == 0 ? x0[u] : q == P - 1 ? xl[u] : xi[u + (q - 1) * S * kBlock];
+              } else {
+                v = q == 0 ? x0[u] : q < W ? xi[u + (q - 1) * S * kBlock] : xj[u + (q - W) * S * kBlock];
+              }
+              const __m512 xv = _mm512_set1_ps(v);
 #pragma GCC unroll 2
               for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
             }
@@ -223,9 +247,25 @@ void RunStealingTasks(ThreadPool& pool, int64_t n, const Body& body) {
   });
 }
 
+// Whether the one-row tiles read x itself, without the padded copy: whole
+// input blocks (no padding lanes to clear) and at most the first pixel's
+// left tap and the last pixel's right tap in the padding. Any rows: a tile
+// runs only its kernel rows inside the image. Without the copy ResNet-18's
+// 56-, 28- and 14-wide layers took 0.85-0.90x the time (copy included) on a
+// Zen 5 EPYC, 2 threads, and the whole model 0.96x (bench/RESULTS.md).
+bool ReadsUnpaddedInput(const BlockedConvPlan& p) {
+  const Window3& g = p.g;
+  const int64_t iw = g.in[2], ow = g.out[2], s = g.stride[2], left = g.pad_begin[2];
+  if (g.in_channels % kBlock != 0 || ow <= kPairRowPixels || left < 0 || left > 1) return false;
+  // The last pixel's right tap at most one column past the image, the one
+  // before it inside.
+  return (ow - 1) * s - left + 2 <= iw && (ow - 2) * s - left + 2 <= iw - 1;
+}
+
 }  // namespace
 
 int64_t BlockedDense3x3PaddedFloats(const BlockedConvPlan& plan) {
+  if (ReadsUnpaddedInput(plan)) return 0;
   return plan.g.batch * plan.in_blocks * PaddedInputOf(plan.g).Plane();
 }
 
@@ -233,22 +273,30 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
                               ThreadPool* pool, float* padded) {
   const Window3& g = p.g;
   const PaddedInput pad = PaddedInputOf(g);
+  const bool unpadded = ReadsUnpaddedInput(p);
   std::vector<float> own;
-  if (padded == nullptr) {
-    own.resize(static_cast<size_t>(BlockedDense3x3PaddedFloats(p)));
-    padded = own.data();
+  if (!unpadded) {
+    if (padded == nullptr) {
+      own.resize(static_cast<size_t>(BlockedDense3x3PaddedFloats(p)));
+      padded = own.data();
+    }
+    const int64_t padded_rows = g.batch * p.in_blocks * pad.rows;
+    // In chunks of kFillRows padded rows, stolen as the convolution's tasks are.
+    const int64_t fill_tasks = (padded_rows + kFillRows - 1) / kFillRows;
+    auto fill = [&](int64_t begin, int64_t end, int) {
+      FillPaddedRows(p, pad, x, padded, begin * kFillRows, std::min(padded_rows, end * kFillRows));
+    };
+    if (pool == nullptr || pool->num_threads() == 1) {
+      fill(0, fill_tasks, 0);
+    } else {
+      RunStealingTasks(*pool, fill_tasks, fill);
+    }
   }
-  const int64_t padded_rows = g.batch * p.in_blocks * pad.rows;
-  // In chunks of kFillRows padded rows, stolen as the convolution's tasks are.
-  const int64_t fill_tasks = (padded_rows + kFillRows - 1) / kFillRows;
-  auto fill = [&](int64_t begin, int64_t end, int) {
-    FillPaddedRows(p, pad, x, padded, begin * kFillRows, std::min(padded_rows, end * kFillRows));
-  };
-  if (pool == nullptr || pool->num_threads() == 1) {
-    fill(0, fill_tasks, 0);
-  } else {
-    RunStealingTasks(*pool, fill_tasks, fill);
-  }
+  // The tiles' view of the input: x itself, or the padded copy (no borders left).
+  const float* in = unpadded ? x : padded;
+  const int64_t in_rows = unpadded ? g.in[1] : pad.rows, in_cols = unpadded ? g.in[2] : pad.cols;
+  const int64_t top_pad = unpadded ? g.pad_begin[1] : 0, left_pad = unpadded ? g.pad_begin[2] : 0;
+  const int64_t in_plane = in_rows * in_cols * kBlock;
 
   const int64_t oh = g.out[1], ow = g.out[2], stride = g.stride[2];
   // Rows 7 or fewer pixels wide take two a tile; the others tiles of
@@ -258,7 +306,6 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
   const int64_t tiles = (ow + kMaxPixels - 1) / kMaxPixels;
   const auto& table = stride == 1 ? DenseTiles<1, 1>() : DenseTiles<2, 1>();
   const auto& pair_table = stride == 1 ? DenseTiles<1, 2>() : DenseTiles<2, 2>();
-  const int64_t next_row = g.stride[1] * pad.cols * kBlock;
   const int64_t out_plane = oh * ow * kBlock;
   // A task: one group of output blocks over a band of rows, each tile
   // through every input block with its sums in registers; the group's
@@ -288,17 +335,21 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
       const int nb = static_cast<int>(std::min(kGroupBlocks, p.out_blocks - ob));
       DenseTile t;
       t.plan = &p;
-      t.x_row = pad.cols * kBlock;
-      t.x_next_row = next_row;
-      t.x_block = pad.Plane();
+      t.x = in + n * p.in_blocks * in_plane;
+      t.x_row = in_cols * kBlock;
+      t.x_next_row = g.stride[1] * t.x_row;
+      t.x_block = in_plane;
       t.w = p.weights.data() + ob * p.in_blocks * kTaps * kBlock * kBlock;
       t.bias = p.bias.data() + ob * kBlock;
       t.y_block = out_plane;
       for (int j = 0; j < nb; ++j) t.keep[j] = BlockedKeepMask(p, ob + j);
       const auto& fns = table[static_cast<size_t>(nb - 1)];
       for (int64_t row = row0; row < row1; ++row) {
-        if (pair_rows && row + 1 < row1) {  // rows row and row + 1 in one tile
-          t.x = padded + n * p.in_blocks * pad.Plane() + row * next_row;
+        t.top = row * g.stride[1] - top_pad;
+        t.a0 = static_cast<int>(std::clamp<int64_t>(-t.top, 0, 3));
+        t.a1 = static_cast<int>(std::clamp<int64_t>(in_rows - t.top, t.a0, 3));
+        if (pair_rows && row + 1 < row1) {  // rows row and row + 1 in one tile (padded input only)
+          t.left = 0;
           const int64_t y_at = (n * p.out_blocks + ob) * out_plane + row * ow * kBlock;
           t.residual = residual != nullptr ? residual + y_at : nullptr;
           t.y = y + y_at;
@@ -308,8 +359,9 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
         }
         for (int64_t tile = 0; tile < tiles; ++tile) {
           const int64_t col = tile * ow / tiles, width = (tile + 1) * ow / tiles - col;
-          t.x =
-              padded + n * p.in_blocks * pad.Plane() + (row * g.stride[1] * pad.cols + col * stride) * kBlock;
+          t.left = col * stride - left_pad;
+          t.skip_left = t.left < 0;
+          t.skip_right = t.left + (width - 1) * stride + 2 >= in_cols;
           const int64_t y_at = (n * p.out_blocks + ob) * out_plane + (row * ow + col) * kBlock;
           t.residual = residual != nullptr ? residual + y_at : nullptr;
           t.y = y + y_at;
