@@ -387,16 +387,20 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
     for (int64_t a = a_begin; a < a_end; ++a) {
       const float* xrow = buf + (c * kh + a) * rows.width + col * sw;
       const float* wa = w + (c * kh + a) * kw * kBlock;
-      // Not unrolled: GCC would keep the broadcasts neighbouring taps
-      // share in registers, and spill the accumulators for them.
+      // Not unrolled, and the empty asm hides the pointers' values: GCC
+      // would otherwise keep the broadcasts neighbouring taps share in
+      // registers, and spill the accumulators for them.
 #pragma GCC unroll 1
       for (int64_t b = 0; b < kw; ++b) {
+        const float* xb = xrow + b;
+        const float* wb = wa + b * kBlock;
+        asm("" : "+r"(xb), "+r"(wb));
         __m512 wv[NB];
 #pragma GCC unroll 2
-        for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wa + j * w_block_step + b * kBlock);
+        for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wb + j * w_block_step);
 #pragma GCC unroll 12
         for (int q = 0; q < kStemPixels; ++q) {
-          const __m512 xv = _mm512_set1_ps(xrow[q * sw + b]);
+          const __m512 xv = _mm512_set1_ps(xb[q * sw]);
 #pragma GCC unroll 2
           for (int j = 0; j < NB; ++j) acc[j][q] = _mm512_fmadd_ps(xv, wv[j], acc[j][q]);
         }
