@@ -251,8 +251,8 @@ void RunStealingTasks(ThreadPool& pool, int64_t n, const Body& body) {
 // input blocks (no padding lanes to clear) and at most the first pixel's
 // left tap and the last pixel's right tap in the padding. Any rows: a tile
 // runs only its kernel rows inside the image. Without the copy ResNet-18's
-// 56-, 28- and 14-wide layers took 0.85-0.90x the time (copy included) on a
-// Zen 5 EPYC, 2 threads, and the whole model 0.96x (bench/RESULTS.md).
+// 56-, 28- and 14-wide layers took 0.82-0.90x the time (copy included) on a
+// Zen 5 EPYC, 2 threads, and the whole model 0.97x (bench/RESULTS.md).
 bool ReadsUnpaddedInput(const BlockedConvPlan& p) {
   const Window3& g = p.g;
   const int64_t iw = g.in[2], ow = g.out[2], s = g.stride[2], left = g.pad_begin[2];
