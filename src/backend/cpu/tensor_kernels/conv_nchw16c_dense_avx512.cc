@@ -146,7 +146,7 @@ void RunDenseTile(const DenseTile& t) {
         const bool last_out = P == W && b == 2 && t.skip_right;
         const float* x0 = first_out || (P == 1 && last_out) ? kZeroBlock : t.x + at;
         const float* xi = P > 1 ? t.x + (at + S * kBlock) : x0;  // pixel 1
-        const float* xl = last_out ? kZeroBlock : P > 1 ? xi + (P - 2) * S * kBlock : x0;
+        const float* xl = last_out ? kZeroBlock : P > 1 && P == W ? xi + (P - 2) * S * kBlock : xi;
         const float* xj = P == W ? xi : t.x + (at + t.x_next_row);
         const float* wi = w + (a * 3 + b) * kBlock * kBlock;
         // One input channel a step, not unrolled: unrolled, GCC hoists the
