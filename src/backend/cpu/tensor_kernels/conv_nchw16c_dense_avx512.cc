@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -33,6 +32,7 @@
 
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c_finish_avx512.h"
+#include "backend/cpu/tensor_kernels/stealing_tasks.h"
 
 namespace kiln::cpu {
 namespace {
@@ -213,39 +213,6 @@ const auto& DenseTiles() {
 
 // Output blocks go in groups of 2, the last alone when their count is odd.
 constexpr int64_t kGroupBlocks = 2;
-
-// Runs body(task, task + 1, 0) for every task in [0, n) on the pool's
-// threads: each thread takes the tasks of its own contiguous run in order
-// (a group's weights stay in its caches), then the rest of the other runs,
-// one task at a time, so that a thread the machine deschedules mid-call
-// (two cores shared with other work) does not leave the call waiting on it.
-constexpr int kMaxRuns = 64;
-
-struct alignas(64) TaskRun {
-  std::atomic<int64_t> next{0};
-  int64_t end = 0;
-};
-
-template <typename Body>
-void RunStealingTasks(ThreadPool& pool, int64_t n, const Body& body) {
-  const int threads = std::min<int>(kMaxRuns, static_cast<int>(std::min<int64_t>(n, pool.num_threads())));
-  std::array<TaskRun, kMaxRuns> runs;
-  for (int t = 0; t < threads; ++t) {
-    const IndexRange r = ThreadPool::StaticRange(n, threads, t);
-    runs[static_cast<size_t>(t)].next.store(r.begin, std::memory_order_relaxed);
-    runs[static_cast<size_t>(t)].end = r.end;
-  }
-  pool.ParallelFor(threads, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t own = begin; own < end; ++own) {
-      for (int k = 0; k < threads; ++k) {
-        TaskRun& run = runs[static_cast<size_t>((own + k) % threads)];
-        for (int64_t task = run.next.fetch_add(1, std::memory_order_relaxed); task < run.end;
-             task = run.next.fetch_add(1, std::memory_order_relaxed))
-          body(task, task + 1, 0);
-      }
-    }
-  });
-}
 
 // Whether the one-row tiles read x itself, without the padded copy: whole
 // input blocks (no padding lanes to clear) and at most the first pixel's
