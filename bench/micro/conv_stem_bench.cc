@@ -1,7 +1,8 @@
 // Network stems at batch 1: the first convolution, of 3 input channels, read
 // from the row-major (NCHW) image. Implementations writing nchw16c, as the
 // layout stage runs them: 0 kiln's stem kernel (conv_nchw16c.h,
-// KILN_CONV=kiln), 1 oneDNN's nchw -> nChw16c kernel (the default); and 2
+// KILN_CONV=kiln), 1 oneDNN's nchw -> nChw16c kernel (KILN_CONV=onednn; the
+// default but where PreferKilnStem picks kiln's); and 2
 // what a row-major stem runs (row-major output: kiln's GEMM, or oneDNN with
 // its reorders from 20 MFLOP), for comparison.
 // The figure is the real time per call (and GFLOP/s).

@@ -2,7 +2,8 @@
 // kernel (conv_nchw16c.h, kStem) on row-major and on nchw16c input, its
 // AVX-512 loops against the plain reference on the same packed weights, and
 // the Conv entry with input_layout = "row-major" (oneDNN's nchw -> nChw16c
-// kernel, or kiln's under KILN_CONV=kiln) against the row-major convolution.
+// kernel, or kiln's where PreferKilnStem says or KILN_CONV=kiln asks)
+// against the row-major convolution.
 // Output channel counts that are and are not multiples of 16, pads 0 to 3,
 // strides 1 and 2, kernels 3 to 7; HardSigmoid's f(0) != 0 checks the
 // padding lanes.
@@ -17,6 +18,7 @@
 #include "backend/cpu/tensor_kernels/conv_layout_preference.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_window.h"
+#include "core/cpu_info.h"
 #include "unit/tensor_ops/conv_nchw16c_test_util.h"
 
 namespace kiln {
@@ -102,9 +104,22 @@ void CheckRowMajorInput(const Stem& s, const std::string& forced, const std::str
 TEST(ConvStem, RowMajorInputMatchesRowMajor) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "stems write nchw16c on AVX-512 only";
   for (const Stem& s : Stems()) {
-    CheckRowMajorInput(s, "", "onednn:");
+    const bool kiln = cpu::PreferKilnStem(blocked_test::ConvWindow(Conv(s)));
+    CheckRowMajorInput(s, "", kiln ? "kiln-avx512-nchw-to-nchw16c-stem" : "onednn:");
     CheckRowMajorInput(s, "kiln", "kiln-avx512-nchw-to-nchw16c-stem");
+    CheckRowMajorInput(s, "onednn", "onednn:");
   }
+}
+
+// kiln's stem kernel takes the 7x7 stems on Zen 5, where it was measured
+// faster than oneDNN's; oneDNN keeps the 3x3 ones, and every stem elsewhere.
+TEST(ConvStem, KilnKernelRunsWhereMeasuredFaster) {
+  const CpuInfo& cpu = GetCpuInfo();
+  const bool zen5 = cpu.vendor == "AuthenticAMD" && cpu.family >= 26;
+  const cpu::Window3 resnet = blocked_test::ConvWindow({3, 64, 224, 224, 7, 2, 3, 1});
+  const cpu::Window3 squeezenet = blocked_test::ConvWindow({3, 64, 224, 224, 3, 2, 0, 1});
+  EXPECT_EQ(cpu::PreferKilnStem(resnet), zen5);
+  EXPECT_FALSE(cpu::PreferKilnStem(squeezenet));
 }
 
 // The AVX-512 loops and the plain ones on the same packed weights, on

@@ -126,11 +126,10 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       return Unsupported("{} {}: a row-major input with nchw16c output needs kiln's stem kernel",
                          args.op_type, args.node);
     }
-    // oneDNN's jit kernel for nchw src and nChw16c dst beats kiln's stem
-    // kernel on every stem measured (bench/micro/conv_stem_bench.cc, 2
-    // threads: 1.4-3x); kiln's when asked (KILN_CONV=kiln) or where oneDNN
-    // refuses.
-    if (forced != "kiln") {
+    // oneDNN's jit kernel for nchw src and nChw16c dst, but kiln's where it
+    // was measured faster (PreferKilnStem), when asked (KILN_CONV=kiln) or
+    // where oneDNN refuses.
+    if (forced != "kiln" && (forced == "onednn" || !PreferKilnStem(g))) {
       auto conv = MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, true, slot);
       if (conv.ok()) return conv;
     }

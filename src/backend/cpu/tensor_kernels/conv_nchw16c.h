@@ -44,6 +44,10 @@ BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa);
 // threads (the figures are in conv_nchw16c.cc).
 bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads);
 
+// Whether kiln's stem kernel beats oneDNN's nchw -> nChw16c kernel on the
+// stem g reading a row-major input (the figures are in conv_nchw16c.cc).
+bool PreferKilnStem(const Window3& g);
+
 // The weights and epilogue, packed once: pointwise [MB][CB][16 in][16 out],
 // depthwise [CB][kh][kw][16], stem [MB][C][kh][kw][16], dense 3x3
 // [MB][CB][3][3][16 in][16 out]; bias [MB x 16];

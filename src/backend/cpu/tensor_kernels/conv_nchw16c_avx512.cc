@@ -6,9 +6,9 @@
 // pixels at a time, each input vector loaded once per kernel row, columns
 // outside the image skipped; other kernels per output row, 8 output pixels
 // at a time, one vector FMA per tap, tiles that touch the padding checking
-// each tap's column. Stem: per output row and block of 16 output channels,
-// 12 output pixels at a time, each input value (row-major or nchw16c)
-// broadcast against the block's weight vector of its tap.
+// each tap's column. Stem: per output row and pair of blocks of 16 output
+// channels, 14 output pixels at a time, each input value (row-major or
+// nchw16c) broadcast against the blocks' weight vectors of its tap.
 // GCC 12 flags the vector intrinsics' own undefined-value idiom (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -27,6 +27,7 @@
 #include "backend/cpu/tensor_kernels/conv2d_simd.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c_finish_avx512.h"
+#include "backend/cpu/tensor_kernels/stealing_tasks.h"
 
 namespace kiln::cpu {
 namespace {
@@ -35,7 +36,7 @@ using S = SimdAvx512;
 constexpr int64_t kBlock = 16;
 constexpr int kPixels = 12;  // pointwise tile: 2 x 12 accumulators + 2 weights + 1 broadcast
 constexpr int kDepthwisePixels = 8;
-constexpr int kStemPixels = 12;
+constexpr int kStemPixels = 14;
 
 // Finish on `count` finished depthwise vectors (acc, y and residual kBlock
 // floats apart), the common activations' switch taken once and their code
@@ -327,10 +328,13 @@ void RunDepthwiseChecked(const BlockedConvPlan& p, const float* x, const float* 
   }
 }
 
-// A stem's input rows, copied per output row into a zero-padded buffer
-// [C][kh][width]: the tiles then read every tap unchecked, the last tile of
-// a row included (its extra pixels read zeros and are not stored), and the
-// input's layout (row-major or nchw16c) no longer matters.
+// A stem's input rows, copied into a zero-padded buffer [C][kh][width]:
+// the tiles then read every tap unchecked, the last tile of a row included
+// (its extra pixels read zeros and are not stored), and the input's layout
+// (row-major or nchw16c) no longer matters. The kh rows of a channel are a
+// ring: input row yy sits in slot (yy + pad) mod kh, so that the next output
+// row copies only the stride's new rows (the copies of all kh rows each
+// time took 8% of ResNet-18's stem).
 struct StemRows {
   int64_t width = 0;  // floats per buffered row: pads and whole tiles included
   int64_t Floats(const Window3& g) const { return g.in_channels * g.kernel[1] * width; }
@@ -344,16 +348,20 @@ StemRows StemRowsOf(const Window3& g) {
   return r;
 }
 
-// Rows a in [a_begin, a_end) of buffer `buf` (of image n) for output row `row`;
-// the columns outside the image stay as zeroed.
+// Rows a in [a_begin, a_end) of buffer `buf` for output row `row` of
+// image n, each into its ring slot unless the slot already holds it
+// (held[slot]: n * ih + the input row there, -1 for none); the columns
+// outside the image stay as zeroed.
 void FillStemRows(const BlockedConvPlan& p, const StemRows& rows, const float* x, int64_t n, int64_t row,
-                  int64_t a_begin, int64_t a_end, float* buf) {
+                  int64_t a_begin, int64_t a_end, float* buf, int64_t* held) {
   const Window3& g = p.g;
   const int64_t ih = g.in[1], iw = g.in[2], kh = g.kernel[1], pw = g.pad_begin[2];
-  for (int64_t c = 0; c < g.in_channels; ++c)
-    for (int64_t a = a_begin; a < a_end; ++a) {
-      const int64_t yy = row * g.stride[1] - g.pad_begin[1] + a;
-      float* dst = buf + (c * kh + a) * rows.width + pw;
+  for (int64_t a = a_begin; a < a_end; ++a) {
+    const int64_t yy = row * g.stride[1] - g.pad_begin[1] + a, slot = (row * g.stride[1] + a) % kh;
+    if (held[slot] == n * ih + yy) continue;
+    held[slot] = n * ih + yy;
+    for (int64_t c = 0; c < g.in_channels; ++c) {
+      float* dst = buf + (c * kh + slot) * rows.width + pw;
       if (p.input_row_major) {
         std::copy_n(x + ((n * g.in_channels + c) * ih + yy) * iw, iw, dst);
       } else {
@@ -361,15 +369,16 @@ void FillStemRows(const BlockedConvPlan& p, const StemRows& rows, const float* x
         for (int64_t xx = 0; xx < iw; ++xx) dst[xx] = src[xx * kBlock];
       }
     }
+  }
 }
 
-// NB blocks of output channels from ob, pixels [col, col + count) of one
-// output row, from the buffered rows a in [a_begin, a_end). kStride: the
+// NB blocks of output channels from ob, pixels [col, col + count) of output
+// row `row`, from the buffered rows a in [a_begin, a_end). kStride: the
 // column stride when known at compile time (0: at run time), so that the
-// broadcasts take constant offsets. NB x 12 accumulators + NB weights fit
+// broadcasts take constant offsets. NB x 14 accumulators + NB weights fit
 // the 32 registers.
 template <int kStride, int NB>
-void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, int64_t a_begin,
+void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, int64_t row, int64_t a_begin,
               int64_t a_end, int64_t ob, int64_t col, int count, const float* residual, float* y) {
   const Window3& g = p.g;
   const int64_t kh = g.kernel[1], kw = g.kernel[2];
@@ -380,12 +389,12 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
   __m512 acc[NB][kStemPixels];
 #pragma GCC unroll 2
   for (int j = 0; j < NB; ++j) {
-#pragma GCC unroll 12
+#pragma GCC unroll 14
     for (int q = 0; q < kStemPixels; ++q) acc[j][q] = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < g.in_channels; ++c) {
     for (int64_t a = a_begin; a < a_end; ++a) {
-      const float* xrow = buf + (c * kh + a) * rows.width + col * sw;
+      const float* xrow = buf + (c * kh + (row * g.stride[1] + a) % kh) * rows.width + col * sw;
       const float* wa = w + (c * kh + a) * kw * kBlock;
       // Not unrolled, and the empty asm hides the pointers' values: GCC
       // would otherwise keep the broadcasts neighbouring taps share in
@@ -398,7 +407,7 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
         __m512 wv[NB];
 #pragma GCC unroll 2
         for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_ps(wb + j * w_block_step);
-#pragma GCC unroll 12
+#pragma GCC unroll 14
         for (int q = 0; q < kStemPixels; ++q) {
           const __m512 xv = _mm512_set1_ps(xb[q * sw]);
 #pragma GCC unroll 2
@@ -412,7 +421,7 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
   for (int j = 0; j < NB; ++j) {
     const __m512 bias = _mm512_loadu_ps(p.bias.data() + (ob + j) * kBlock);
     const __mmask16 keep = BlockedKeepMask(p, ob + j);
-#pragma GCC unroll 12
+#pragma GCC unroll 14
     for (int q = 0; q < kStemPixels; ++q) {
       if (q < count) {
         const int64_t at = j * y_block_step + q * kBlock;
@@ -424,7 +433,7 @@ void StemTile(const BlockedConvPlan& p, const StemRows& rows, const float* buf, 
 }
 
 using StemTileFn = void (*)(const BlockedConvPlan&, const StemRows&, const float*, int64_t, int64_t, int64_t,
-                            int64_t, int, const float*, float*);
+                            int64_t, int64_t, int, const float*, float*);
 
 template <int NB>
 StemTileFn StemTileFor(int64_t stride) {
@@ -447,23 +456,30 @@ void RunStem(const BlockedConvPlan& p, const float* x, const float* residual, fl
     pool = nullptr;
   }
   // One task per output row, all blocks of output channels (two at a
-  // time): the row's buffered input stays in L1 across them.
+  // time): the row's buffered input stays in L1 across them. A thread
+  // whose task follows its last one copies only the new input rows.
+  // held: per thread, the input row in each ring slot (-1: none, and the
+  // buffer not yet zeroed).
+  const int threads = std::max(1, scratch_threads);
+  std::vector<int64_t> held(static_cast<size_t>(threads * kh), -1);
   const int64_t tasks = g.batch * oh;
   auto body = [&](int64_t begin, int64_t end, int thread) {
     float* buf = scratch + thread * rows.Floats(g);
-    std::fill_n(buf, rows.Floats(g), 0.0f);
+    int64_t* slots = held.data() + thread * kh;
+    if (std::all_of(slots, slots + kh, [](int64_t h) { return h < 0; }))
+      std::fill_n(buf, rows.Floats(g), 0.0f);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t row = task % oh, n = task / oh;
       const int64_t a_begin = std::max<int64_t>(0, ph - row * sh);
       const int64_t a_end = std::min<int64_t>(kh, ih + ph - row * sh);
-      FillStemRows(p, rows, x, n, row, a_begin, a_end, buf);
+      FillStemRows(p, rows, x, n, row, a_begin, a_end, buf, slots);
       for (int64_t ob = 0; ob < p.out_blocks; ob += 2) {
         const int nb = p.out_blocks - ob >= 2 ? 2 : 1;
         const int64_t y_row = (n * p.out_blocks + ob) * out_plane + row * ow * kBlock;
         for (int64_t col = 0; col < ow; col += kStemPixels) {
           const int count = static_cast<int>(std::min<int64_t>(kStemPixels, ow - col));
           const float* r = residual != nullptr ? residual + y_row + col * kBlock : nullptr;
-          tile[nb - 1](p, rows, buf, a_begin, a_end, ob, col, count, r, y + y_row + col * kBlock);
+          tile[nb - 1](p, rows, buf, row, a_begin, a_end, ob, col, count, r, y + y_row + col * kBlock);
         }
       }
     }
@@ -471,7 +487,7 @@ void RunStem(const BlockedConvPlan& p, const float* x, const float* residual, fl
   if (pool == nullptr) {
     body(0, tasks, 0);
   } else {
-    pool->ParallelFor(tasks, 1, body);
+    RunStealingTasks(*pool, tasks, body);
   }
 }
 
