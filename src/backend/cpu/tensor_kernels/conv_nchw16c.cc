@@ -96,10 +96,10 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
 bool PreferKilnStem(const Window3& g) {
   // ResNet-18's 7x7/2 stem in the model, 2 threads, on an AMD EPYC of the
   // Zen 5 class: 0.66-0.69 ms on kiln's kernel against 0.70-0.78 on
-  // oneDNN's (bench/RESULTS.md). The 3x3/2 stems of SqueezeNet, MobileNetV3,
-  // ShuffleNet and YOLOv8n stay 1.2-1.5x faster on oneDNN's there
-  // (bench/micro/conv_stem_bench.cc), as every stem is on the CPUs measured
-  // before.
+  // oneDNN's (bench/RESULTS.md). On the 3x3/2 stems of SqueezeNet,
+  // MobileNetV3, ShuffleNet and YOLOv8n oneDNN's takes 0.5-0.85x kiln's time
+  // there (bench/micro/conv_stem_bench.cc), and it was faster on every stem
+  // on the CPUs measured before.
   const CpuInfo& cpu = GetCpuInfo();
   const bool zen5 = cpu.vendor == "AuthenticAMD" && cpu.family >= 26;
   return zen5 && g.kernel[1] >= 7 && g.kernel[2] >= 7;
