@@ -41,6 +41,16 @@ BlockedConvShape ShapeOf(const Window3& g) {
   return BlockedConvShape::kNone;
 }
 
+bool IsAmd(const CpuInfo& cpu) {
+  return cpu.vendor == "AuthenticAMD";
+}
+
+// An AMD core of the Zen 5 class or later (CPUID family 26 and up), where
+// kiln's dense 3x3 and stem loops were measured against oneDNN's.
+bool IsZen5OrLater(const CpuInfo& cpu) {
+  return IsAmd(cpu) && cpu.family >= 26;
+}
+
 }  // namespace
 
 BlockedConvShape KilnBlockedConvShape(const Window3& g, Isa isa) {
@@ -73,10 +83,10 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // (bench/micro/conv_nchw16c_bench.cc), so there it takes every image
     // whose rows are whole 7-pixel tiles.
     const CpuInfo& cpu = GetCpuInfo();
-    const bool amd = cpu.vendor == "AuthenticAMD", zen5 = amd && cpu.family >= 26;
     const bool wide = g.out[2] % 14 == 0 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
-                      g.out_channels >= 64 && g.out_channels <= 256 && !amd;
-    const bool sevens = zen5 && g.out[2] % 7 == 0 && g.in_channels >= 64 && g.out_channels >= 64;
+                      g.out_channels >= 64 && g.out_channels <= 256 && !IsAmd(cpu);
+    const bool sevens =
+        IsZen5OrLater(cpu) && g.out[2] % 7 == 0 && g.in_channels >= 64 && g.out_channels >= 64;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
     return wide || sevens || narrow;
   }
@@ -100,9 +110,7 @@ bool PreferKilnStem(const Window3& g) {
   // MobileNetV3, ShuffleNet and YOLOv8n oneDNN's takes 0.5-0.85x kiln's time
   // there (bench/micro/conv_stem_bench.cc), and it was faster on every stem
   // on the CPUs measured before.
-  const CpuInfo& cpu = GetCpuInfo();
-  const bool zen5 = cpu.vendor == "AuthenticAMD" && cpu.family >= 26;
-  return zen5 && g.kernel[1] >= 7 && g.kernel[2] >= 7;
+  return IsZen5OrLater(GetCpuInfo()) && g.kernel[1] >= 7 && g.kernel[2] >= 7;
 }
 
 BlockedConvPlan MakeBlockedConvPlan(const Window3& g, BlockedConvShape shape, const FusedEpilogue& epilogue,
