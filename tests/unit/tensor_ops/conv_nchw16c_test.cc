@@ -54,6 +54,8 @@ TEST(ConvNchw16c, PointwiseMatchesRowMajor) {
        {Shape{16, 16, 7, 7, 1, 1, 1}, Shape{24, 40, 8, 9, 1, 1, 1}, Shape{40, 72, 14, 14, 1, 1, 1},
         Shape{72, 24, 13, 11, 1, 2, 1}, Shape{96, 576, 7, 7, 1, 1, 1}, Shape{16, 96, 28, 28, 1, 1, 1},
         Shape{3, 20, 5, 3, 1, 2, 1},
+        // Weights past L2's share: threads split the output blocks, not the pixels.
+        Shape{256, 320, 5, 6, 1, 1, 1}, Shape{256, 288, 9, 7, 1, 2, 1},
         // 1x1 images: Squeeze-Excitation's products, as matrix-vector products.
         Shape{576, 144, 1, 1, 1, 1, 1}, Shape{144, 576, 1, 1, 1, 1, 1}, Shape{16, 8, 1, 1, 1, 1, 1},
         Shape{40, 10, 1, 1, 1, 2, 1}}) {

@@ -196,6 +196,11 @@ void RunPointwiseVector(const BlockedConvPlan& p, const float* x, const float* r
   }
 }
 
+// All output blocks' weights up to this (in L2 beside the image rows a
+// thread reads): threads split a pointwise convolution's pixels, not its
+// output blocks.
+constexpr int64_t kPointwisePixelsFirstBytes = 256 * 1024;
+
 void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residual, float* y,
                   ThreadPool* pool) {
   if (p.g.out[1] * p.g.out[2] == 1 && p.g.in[1] * p.g.in[2] == 1) {
@@ -213,19 +218,37 @@ void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residua
   const int64_t pairs = (p.out_blocks + 1) / 2;
   const int64_t in_plane = g.in[1] * g.in[2] * kBlock, out_plane = g.out[1] * g.out[2] * kBlock;
   const int64_t tasks = g.batch * pairs * rows * tiles;
+  // Threads take runs of tasks. Where every pair's weights fit in L2
+  // together, the runs go pixels first, pairs inside, so that each thread
+  // reads only its part of the image; otherwise pairs first, so that each
+  // reads only its part of the weights.
+  const int64_t weight_bytes =
+      p.out_blocks * p.in_blocks * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
+  const bool pixels_first = weight_bytes <= kPointwisePixelsFirstBytes;
   auto body = [&](int64_t begin, int64_t end, int) {
     for (int64_t task = begin; task < end; ++task) {
-      int64_t rest = task;
-      const int64_t tile = rest % tiles;
-      rest /= tiles;
-      const int64_t row = rest % rows;
-      rest /= rows;
-      const int64_t pair = rest % pairs;
-      const int64_t n = rest / pairs;
+      int64_t rest = task, tile, row, pair;
+      if (pixels_first) {
+        pair = rest % pairs;
+        rest /= pairs;
+        tile = rest % tiles;
+        rest /= tiles;
+        row = rest % rows;
+        rest /= rows;
+      } else {
+        tile = rest % tiles;
+        rest /= tiles;
+        row = rest % rows;
+        rest /= rows;
+        pair = rest % pairs;
+        rest /= pairs;
+      }
+      const int64_t n = rest;
       const int64_t ob = pair * 2;
       const int nb = p.out_blocks - ob >= 2 ? 2 : 1;
-      const int64_t col = tile * kPixels;
-      const int count = static_cast<int>(std::min<int64_t>(kPixels, cols - col));
+      // Tiles of near-equal width (28 = 10 + 9 + 9, not 12 + 12 + 4).
+      const int64_t col = tile * cols / tiles;
+      const int count = static_cast<int>((tile + 1) * cols / tiles - col);
       PointwiseTile t;
       t.plan = &p;
       t.x = x + n * p.in_blocks * in_plane + (row * stride * g.in[2] + col * stride) * kBlock;
