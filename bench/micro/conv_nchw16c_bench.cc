@@ -60,6 +60,11 @@ const Layer kLayers[] = {
     {"resnet_3x3_256_14", 256, 256, 1, 14, 3, 1},
     {"resnet_3x3s2_256to512_14", 256, 512, 1, 14, 3, 2},
     {"resnet_3x3_512_7", 512, 512, 1, 7, 3, 1},
+    {"squeeze_1x1_16to64_55", 16, 64, 1, 55, 1, 1},
+    {"squeeze_3x3_16to64_55", 16, 64, 1, 55, 3, 1},
+    {"squeeze_3x3_32to128_27", 32, 128, 1, 27, 3, 1},
+    {"squeeze_3x3_48to192_13", 48, 192, 1, 13, 3, 1},
+    {"squeeze_3x3_64to256_13", 64, 256, 1, 13, 3, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 
