@@ -77,18 +77,21 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // time on the AMD EPYC. So it takes rows of whole 14-pixel tiles, 64-128
     // input channels and inputs at least 28 wide (ResNet's layer1 and layer2
     // shapes) on Intel's cores, and outputs 7 or fewer pixels wide from 256
-    // or more channels (layer4's) on both. Since the tiles keep their sums
-    // in registers through every input block, on an AMD EPYC of the Zen 5
-    // class it takes 0.87-0.97x oneDNN's time on every ResNet-18 layer
-    // (bench/micro/conv_nchw16c_bench.cc), so there it takes every image
-    // whose rows are whole 7-pixel tiles.
+    // or more channels (layer4's) on both. (Those figures predate two
+    // changes: the tiles keep their sums in registers through every input
+    // block, and tiles narrower than 14 pixels no longer spill them.) On an
+    // AMD EPYC of the Zen 5 class it takes 0.78-0.91x oneDNN's time on every
+    // ResNet-18 layer and on SqueezeNet's 3x3 layers (13-55 wide, 16-64
+    // input channels; bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320
+    // 0.90x its time in all; there it takes every layer of two or more
+    // output blocks. With one (YOLOv8n's 16-channel layers: 1.06-1.19x) its
+    // one weight vector a step leaves the loads, not the FMAs, the limit.
     const CpuInfo& cpu = GetCpuInfo();
     const bool wide = g.out[2] % 14 == 0 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
                       g.out_channels >= 64 && g.out_channels <= 256 && !IsAmd(cpu);
-    const bool sevens =
-        IsZen5OrLater(cpu) && g.out[2] % 7 == 0 && g.in_channels >= 64 && g.out_channels >= 64;
+    const bool zen5 = IsZen5OrLater(cpu) && g.in_channels >= 16 && g.out_channels > 16;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
-    return wide || sevens || narrow;
+    return wide || zen5 || narrow;
   }
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
