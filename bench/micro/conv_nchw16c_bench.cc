@@ -65,6 +65,7 @@ const Layer kLayers[] = {
     {"squeeze_3x3_32to128_27", 32, 128, 1, 27, 3, 1},
     {"squeeze_3x3_48to192_13", 48, 192, 1, 13, 3, 1},
     {"squeeze_3x3_64to256_13", 64, 256, 1, 13, 3, 1},
+    {"squeeze_1x1_512to1000_13", 512, 1000, 1, 13, 1, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 
