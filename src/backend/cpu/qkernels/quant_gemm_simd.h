@@ -1991,48 +1991,54 @@ void X8SuperPairQ6_K(const QuantGemmArgs& a, int64_t p, int64_t m) {
     for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK_K * b;
     __m512i sum[R];
     for (int r = 0; r < R; ++r) sum[r] = _mm512_setzero_si512();
+    // One half of a 128-value half, all R rows. With more than 2 rows GCC
+    // unrolls each on its own: unrolled whole (`unroll 16`), 4 rows spilled
+    // their piece sums (0.63x the rate, 512 rows, one thread). One and two
+    // rows (decoding, verifying) stay unrolled whole, which they fit.
+    auto quarter = [&](int h, int half) {
+      __m512i scale[4];
 #pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) {
+      for (int v = 0; v < 4; ++v) {
+        const int piece = 8 * h + 2 * v + half;
+        const auto k = static_cast<uint32_t>(piece % 4);
+        scale[v] = _mm512_srai_epi32(_mm512_shuffle_epi8(_mm512_loadu_si512(scales + 64 * (piece / 4)),
+                                                         DwordBytes512((k << 24) | 0x808080u)),
+                                     24);
+      }
+      __m512i piece_sum[R][4];
 #pragma GCC unroll 16
-      for (int half = 0; half < 2; ++half) {
-        __m512i scale[4];
+      for (int u = 0; u < 4; ++u) {
+        const int j = 4 * half + u;
+        const uint8_t* group = values + 64 * 3 * (8 * h + j);
+        const __m512i l0 = _mm512_loadu_si512(group), l1 = _mm512_loadu_si512(group + 64),
+                      l2 = _mm512_loadu_si512(group + 128);
+        const __m512i w3 = _mm512_or_si512(
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 6), _mm512_set1_epi8(0x03)),
+                            _mm512_and_si512(_mm512_srli_epi16(l1, 4), _mm512_set1_epi8(0x0C))),
+            _mm512_and_si512(_mm512_srli_epi16(l2, 2), _mm512_set1_epi8(0x30)));
+        const __m512i w[4] = {_mm512_and_si512(l0, six), _mm512_and_si512(l1, six), _mm512_and_si512(l2, six),
+                              w3};
 #pragma GCC unroll 16
         for (int v = 0; v < 4; ++v) {
-          const int piece = 8 * h + 2 * v + half;
-          const auto k = static_cast<uint32_t>(piece % 4);
-          scale[v] = _mm512_srai_epi32(_mm512_shuffle_epi8(_mm512_loadu_si512(scales + 64 * (piece / 4)),
-                                                           DwordBytes512((k << 24) | 0x808080u)),
-                                       24);
-        }
-        __m512i piece_sum[R][4];
 #pragma GCC unroll 16
-        for (int u = 0; u < 4; ++u) {
-          const int j = 4 * half + u;
-          const uint8_t* group = values + 64 * 3 * (8 * h + j);
-          const __m512i l0 = _mm512_loadu_si512(group), l1 = _mm512_loadu_si512(group + 64),
-                        l2 = _mm512_loadu_si512(group + 128);
-          const __m512i w3 = _mm512_or_si512(
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 6), _mm512_set1_epi8(0x03)),
-                              _mm512_and_si512(_mm512_srli_epi16(l1, 4), _mm512_set1_epi8(0x0C))),
-              _mm512_and_si512(_mm512_srli_epi16(l2, 2), _mm512_set1_epi8(0x30)));
-          const __m512i w[4] = {_mm512_and_si512(l0, six), _mm512_and_si512(l1, six),
-                                _mm512_and_si512(l2, six), w3};
-#pragma GCC unroll 16
-          for (int v = 0; v < 4; ++v) {
-#pragma GCC unroll 16
-            for (int r = 0; r < R; ++r) {
-              piece_sum[r][v] = _mm512_dpbusd_epi32(u == 0 ? _mm512_setzero_si512() : piece_sum[r][v], w[v],
-                                                    Dword512(q[r] + 128 * h + 32 * v + 4 * j));
-            }
+          for (int r = 0; r < R; ++r) {
+            piece_sum[r][v] = _mm512_dpbusd_epi32(u == 0 ? _mm512_setzero_si512() : piece_sum[r][v], w[v],
+                                                  Dword512(q[r] + 128 * h + 32 * v + 4 * j));
           }
         }
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-          for (int v = 0; v < 4; ++v)
-            sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(piece_sum[r][v], scale[v]));
-        }
       }
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+        for (int v = 0; v < 4; ++v)
+          sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(piece_sum[r][v], scale[v]));
+      }
+    };
+    if constexpr (R <= 2) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
+    } else {
+      for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
     }
     const __m512 d = _mm512_cvtph_ps(Load256(pair + 32 * b));
     for (int r = 0; r < R; ++r) {
@@ -2128,13 +2134,13 @@ void X8SuperPair(const QuantGemmArgs& a, int64_t p, int64_t m) {
 // Q4_K's, Q5_K's, Q6_K's or IQ4_XS's rows [m_begin, m_end) over groups [g_begin, g_end): row
 // blocks of kRowBlock, within each the groups chunk by chunk of
 // kFewRowsChunkGroups, read (from cache after the first) by tiles of 4
-// rows (Q6_K: 2) on whole pairs; a group that the range splits from its pair goes
+// rows on whole pairs; a group that the range splits from its pair goes
 // row by row through the one-row kernel (the same bits).
 template <class D, DType T>
 void X8SuperPairRows(const QuantGemmArgs& a) {
-  // Q6_K: 2, whose four piece sums a row would spill at 4 (4 rows 246
-  // GOP/s, 2 rows 293, one thread, 512 x 896 x 4864).
-  constexpr int64_t kRows = T == DType::kQ6_K ? 2 : 4;
+  // Q6_K's tile takes 4 rows too since GCC unrolls it one half-group at a
+  // time: unrolled whole, its four piece sums a row spilled at 4 rows.
+  constexpr int64_t kRows = 4;
   const int64_t groups = (a.n_total + kQuantGroupRows - 1) / kQuantGroupRows;
   ForEachRowBlockChunk(a, [&](const QuantGemmArgs& chunk) {
     for (int64_t m = chunk.m_begin; m < chunk.m_end; m += kRows) {
@@ -2646,7 +2652,7 @@ void GemmAny(const QuantGemmArgs& a) {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   // With 512-bit VNNI, Q5_0's, IQ4_NL's, Q4_1's and Q5_1's rows in the
   // few-row tiles on pairs of groups, as Q4_0's; Q4_K's, Q5_K's, Q6_K's and
-  // IQ4_XS's in tiles of 4 rows (Q6_K: 2) on pairs of groups (Q4_K and Q5_K
+  // IQ4_XS's in tiles of 4 rows on pairs of groups (Q4_K and Q5_K
   // ran row by row, unpacking every vector for every row; Q6_K and IQ4_XS 4
   // rows a group on 256 bits), and one row (decoding) too: one instruction
   // for 16 weight rows instead of 8 where unpacking is the work (decode of
