@@ -1369,10 +1369,12 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i scales_l = Load256(tile);
   __m256i a = _mm256_setzero_si256();
-  #pragma GCC unroll 8
-  for (int s = 0; s < 8; ++s) {
+  // One sub-block s. Without VNNI GCC unrolls each on its own: unrolled
+  // whole, the 4 groups of a decoding row spilled (AVX2, one row in cache,
+  // 0.8x the rate); with VNNI they stay unrolled whole, which was faster.
+  auto sub_block = [&](int s) {
     __m256i sum = _mm256_setzero_si256();
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
       const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
@@ -1386,6 +1388,12 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
     const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
     const __m256i scale = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
     a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, scale));
+  };
+  if constexpr (D::kVnni) {
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) sub_block(s);
+  } else {
+    for (int s = 0; s < 8; ++s) sub_block(s);
   }
   return a;
 }
@@ -2345,58 +2353,63 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
   const __m256i six = _mm256_set1_epi8(0x3F);
   __m256i a[R];
   for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_si256();
-  #pragma GCC unroll 16
-  for (int h = 0; h < 2; ++h) {
-    #pragma GCC unroll 16
-    for (int half = 0; half < 2; ++half) {
-      __m256i scale[4];
+  // One half of a 128-value half. Without VNNI GCC unrolls each on its
+  // own: unrolled whole, a decoding row spilled (AVX2, one row in cache,
+  // 0.85x the rate); with VNNI they stay unrolled whole.
+  auto quarter = [&](int h, int half) {
+    __m256i scale[4];
+#pragma GCC unroll 16
+    for (int v = 0; v < 4; ++v) {
+      const int piece = 8 * h + 2 * v + half;
+      const __m256i line = Load256(scales + 64 * (piece / 4));
+      scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
+    }
+    // Pair sums of 6-bit values times int8 are at most 16002: two vectors
+    // add up in int16. With VNNI a piece's four add up in int32 and one
+    // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
+    constexpr int kRun = D::kVnni ? 4 : 2;
       #pragma GCC unroll 16
-      for (int v = 0; v < 4; ++v) {
-        const int piece = 8 * h + 2 * v + half;
-        const __m256i line = Load256(scales + 64 * (piece / 4));
-        scale[v] = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
-      }
-      // Pair sums of 6-bit values times int8 are at most 16002: two vectors
-      // add up in int16. With VNNI a piece's four add up in int32 and one
-      // vpmulld scales them (at most 16 * 63 * 127 * 128: exact).
-      constexpr int kRun = D::kVnni ? 4 : 2;
-      #pragma GCC unroll 16
-      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
-        __m256i piece_sum[R][4];
+    for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
+      __m256i piece_sum[R][4];
         #pragma GCC unroll 16
-        for (int u = 0; u < kRun; ++u) {
-          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
-          const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
-          const __m256i w3 = _mm256_or_si256(
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
-                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
-              _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
-          const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
-                                w3};
+      for (int u = 0; u < kRun; ++u) {
+        const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
+        const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
+        const __m256i w3 = _mm256_or_si256(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
+                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
+            _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
+        const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
+                              w3};
           #pragma GCC unroll 16
-          for (int v = 0; v < 4; ++v) {
+        for (int v = 0; v < 4; ++v) {
             #pragma GCC unroll 16
-            for (int r = 0; r < R; ++r) {
-              const __m256i x = Dword(q[r] + 128 * h + 32 * v + 4 * (j + u));
-              if constexpr (D::kVnni) {
-                piece_sum[r][v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[r][v], w[v], x);
-              } else {
-                const __m256i p = _mm256_maddubs_epi16(w[v], x);
-                piece_sum[r][v] = u == 0 ? p : _mm256_add_epi16(piece_sum[r][v], p);
-              }
+          for (int r = 0; r < R; ++r) {
+            const __m256i x = Dword(q[r] + 128 * h + 32 * v + 4 * (j + u));
+            if constexpr (D::kVnni) {
+              piece_sum[r][v] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[r][v], w[v], x);
+            } else {
+              const __m256i p = _mm256_maddubs_epi16(w[v], x);
+              piece_sum[r][v] = u == 0 ? p : _mm256_add_epi16(piece_sum[r][v], p);
             }
           }
         }
+      }
         #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
           #pragma GCC unroll 16
-          for (int v = 0; v < 4; ++v) {
-            a[r] = _mm256_add_epi32(a[r], D::kVnni ? _mm256_mullo_epi32(piece_sum[r][v], scale[v])
-                                                   : _mm256_madd_epi16(piece_sum[r][v], scale[v]));
-          }
+        for (int v = 0; v < 4; ++v) {
+          a[r] = _mm256_add_epi32(a[r], D::kVnni ? _mm256_mullo_epi32(piece_sum[r][v], scale[v])
+                                                 : _mm256_madd_epi16(piece_sum[r][v], scale[v]));
         }
       }
     }
+  };
+  if constexpr (D::kVnni) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
+  } else {
+    for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
   }
   __m256i corr[R];
   for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
