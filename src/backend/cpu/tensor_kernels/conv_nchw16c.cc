@@ -80,7 +80,7 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // or more channels (layer4's) on both. (Those figures predate two
     // changes: the tiles keep their sums in registers through every input
     // block, and tiles narrower than 14 pixels no longer spill them.) On an
-    // AMD EPYC of the Zen 5 class it takes 0.78-0.91x oneDNN's time on every
+    // AMD EPYC of the Zen 5 class it takes 0.75-0.91x oneDNN's time on every
     // ResNet-18 layer and on SqueezeNet's 3x3 layers (13-55 wide, 16-64
     // input channels; bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320
     // 0.90x its time in all; there it takes every layer of two or more

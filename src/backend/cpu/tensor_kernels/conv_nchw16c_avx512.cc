@@ -227,22 +227,15 @@ void RunPointwise(const BlockedConvPlan& p, const float* x, const float* residua
   const bool pixels_first = weight_bytes <= kPointwisePixelsFirstBytes;
   auto body = [&](int64_t begin, int64_t end, int) {
     for (int64_t task = begin; task < end; ++task) {
-      int64_t rest = task, tile, row, pair;
-      if (pixels_first) {
-        pair = rest % pairs;
-        rest /= pairs;
-        tile = rest % tiles;
-        rest /= tiles;
-        row = rest % rows;
-        rest /= rows;
-      } else {
-        tile = rest % tiles;
-        rest /= tiles;
-        row = rest % rows;
-        rest /= rows;
-        pair = rest % pairs;
-        rest /= pairs;
-      }
+      int64_t rest = task;
+      auto digit = [&rest](int64_t count) {  // the task's next index, fastest first
+        const int64_t d = rest % count;
+        rest /= count;
+        return d;
+      };
+      const int64_t pair_first = pixels_first ? digit(pairs) : 0;
+      const int64_t tile = digit(tiles), row = digit(rows);
+      const int64_t pair = pixels_first ? pair_first : digit(pairs);
       const int64_t n = rest;
       const int64_t ob = pair * 2;
       const int nb = p.out_blocks - ob >= 2 ? 2 : 1;
