@@ -2405,9 +2405,43 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
       }
     }
   };
+  // Without VNNI, 2 or more rows go one piece at a time (its scale, then
+  // each run of two vectors unpacked for that piece alone): a quarter's
+  // four piece sums and scales a row, with the lines, kept 59 vectors a
+  // quarter on the stack with 16 registers. The same int16 runs and the
+  // same exact int32 sums.
+  auto quarter_by_piece = [&](int h, int half) {
+    for (int v = 0; v < 4; ++v) {
+      const int piece = 8 * h + 2 * v + half;
+      const __m256i scale = LaneSignedByte16(Load256(scales + 64 * (piece / 4)), piece % 4);
+      for (int j = 4 * half; j < 4 * half + 4; j += 2) {
+        __m256i piece_sum[R];
+        for (int u = 0; u < 2; ++u) {
+          const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
+          __m256i w;
+          if (v < 3) {
+            w = _mm256_and_si256(Load256(group + 64 * v), six);
+          } else {
+            w = _mm256_or_si256(
+                _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16(Load256(group), 6), _mm256_set1_epi8(0x03)),
+                    _mm256_and_si256(_mm256_srli_epi16(Load256(group + 64), 4), _mm256_set1_epi8(0x0C))),
+                _mm256_and_si256(_mm256_srli_epi16(Load256(group + 128), 2), _mm256_set1_epi8(0x30)));
+          }
+          for (int r = 0; r < R; ++r) {
+            const __m256i p = _mm256_maddubs_epi16(w, Dword(q[r] + 128 * h + 32 * v + 4 * (j + u)));
+            piece_sum[r] = u == 0 ? p : _mm256_add_epi16(piece_sum[r], p);
+          }
+        }
+        for (int r = 0; r < R; ++r) a[r] = _mm256_add_epi32(a[r], _mm256_madd_epi16(piece_sum[r], scale));
+      }
+    }
+  };
   if constexpr (D::kVnni) {
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
+  } else if constexpr (R >= 2) {
+    for (int i = 0; i < 4; ++i) quarter_by_piece(i / 2, i % 2);
   } else {
     for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
   }
@@ -2539,6 +2573,41 @@ void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
 template <class D, int R>
 inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R],
                              const int32_t* const block_sums[R], __m256i scales_h, __m256i out[R]) {
+  if constexpr (!D::kVnni) {
+    // Without VNNI each vector's pair sums are widened by vpmaddwd with the
+    // sub-block's scale (in both int16 halves of a row's lane) instead of
+    // ones, so a row needs no sub-block sum and no vpmulld: one
+    // accumulator a row. |pair sum| <= 2 * 127 * 127 and |scale| <= 32, so
+    // every step is exact and A is the same integer. (With a sum per row
+    // and sub-block, 2-4 rows kept 270-545 vectors a super-block on the
+    // stack.)
+    const __m256i table = IQ4Table();
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    for (int r = 0; r < R; ++r) out[r] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i low = _mm256_and_si256(_mm256_srli_epi32(Load256(tile), 8 * (s / 2) + 4 * (s % 2)),
+                                           _mm256_set1_epi32(0x0F));
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
+      const __m256i scale =
+          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      const __m256i scale16 =
+          _mm256_or_si256(_mm256_and_si256(scale, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(scale, 16));
+#pragma GCC unroll 1
+      for (int j = 0; j < 4; ++j) {
+        const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
+        for (int half = 0; half < 2; ++half) {
+          const __m256i index = _mm256_and_si256(half == 0 ? v : _mm256_srli_epi16(v, 4), nibble);
+          const __m256i w = _mm256_shuffle_epi8(table, index);
+          const __m256i magnitude = _mm256_abs_epi8(w);
+          for (int r = 0; r < R; ++r) {
+            const __m256i x = _mm256_sign_epi8(Dword(q[r] + 32 * s + 16 * half + 4 * j), w);
+            out[r] = _mm256_add_epi32(out[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), scale16));
+          }
+        }
+      }
+    }
+    return;
+  }
   const __m256i table = IQ4Table();
   const __m256i biased = _mm256_xor_si256(table, _mm256_set1_epi8(static_cast<char>(0x80)));
   const __m256i nibble = _mm256_set1_epi8(0x0F);
