@@ -2405,18 +2405,20 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
       }
     }
   };
-  // Without VNNI, 2 or more rows go one piece at a time (its scale, then
-  // each run of two vectors unpacked for that piece alone): a quarter's
-  // four piece sums and scales a row, with the lines, kept 59 vectors a
-  // quarter on the stack with 16 registers. The same int16 runs and the
-  // same exact int32 sums.
+  // With 16 registers (AVX2, AVX-VNNI), 2 or more rows go one piece at a
+  // time (its scale, then each run of vectors unpacked for that piece
+  // alone): a quarter's four piece sums and scales a row, with the lines,
+  // kept 59 (AVX2) and 350 (AVX-VNNI) vectors a quarter on the stack. The
+  // same runs and the same exact int32 sums.
   auto quarter_by_piece = [&](int h, int half) {
+    constexpr int kRun = D::kVnni ? 4 : 2;
     for (int v = 0; v < 4; ++v) {
       const int piece = 8 * h + 2 * v + half;
-      const __m256i scale = LaneSignedByte16(Load256(scales + 64 * (piece / 4)), piece % 4);
-      for (int j = 4 * half; j < 4 * half + 4; j += 2) {
+      const __m256i line = Load256(scales + 64 * (piece / 4));
+      const __m256i scale = D::kVnni ? LaneSignedByte32(line, piece % 4) : LaneSignedByte16(line, piece % 4);
+      for (int j = 4 * half; j < 4 * half + 4; j += kRun) {
         __m256i piece_sum[R];
-        for (int u = 0; u < 2; ++u) {
+        for (int u = 0; u < kRun; ++u) {
           const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
           __m256i w;
           if (v < 3) {
@@ -2429,19 +2431,32 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
                 _mm256_and_si256(_mm256_srli_epi16(Load256(group + 128), 2), _mm256_set1_epi8(0x30)));
           }
           for (int r = 0; r < R; ++r) {
-            const __m256i p = _mm256_maddubs_epi16(w, Dword(q[r] + 128 * h + 32 * v + 4 * (j + u)));
-            piece_sum[r] = u == 0 ? p : _mm256_add_epi16(piece_sum[r], p);
+            const __m256i x = Dword(q[r] + 128 * h + 32 * v + 4 * (j + u));
+            if constexpr (D::kVnni) {
+              piece_sum[r] = DotAdd<D>(u == 0 ? _mm256_setzero_si256() : piece_sum[r], w, x);
+            } else {
+              const __m256i p = _mm256_maddubs_epi16(w, x);
+              piece_sum[r] = u == 0 ? p : _mm256_add_epi16(piece_sum[r], p);
+            }
           }
         }
-        for (int r = 0; r < R; ++r) a[r] = _mm256_add_epi32(a[r], _mm256_madd_epi16(piece_sum[r], scale));
+        for (int r = 0; r < R; ++r) {
+          a[r] = _mm256_add_epi32(a[r], D::kVnni ? _mm256_mullo_epi32(piece_sum[r], scale)
+                                                 : _mm256_madd_epi16(piece_sum[r], scale));
+        }
       }
     }
   };
-  if constexpr (D::kVnni) {
+#if defined(__AVX512F__)
+  constexpr bool kByPiece = !D::kVnni && R >= 2;
+#else
+  constexpr bool kByPiece = R >= 2;
+#endif
+  if constexpr (kByPiece) {
+    for (int i = 0; i < 4; ++i) quarter_by_piece(i / 2, i % 2);
+  } else if constexpr (D::kVnni) {
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
-  } else if constexpr (R >= 2) {
-    for (int i = 0; i < 4; ++i) quarter_by_piece(i / 2, i % 2);
   } else {
     for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
   }
