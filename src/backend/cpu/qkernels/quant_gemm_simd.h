@@ -1389,7 +1389,12 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
     const __m256i scale = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
     a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, scale));
   };
-  if constexpr (D::kVnni) {
+#if defined(__AVX512F__)
+  constexpr bool kUnrolled = D::kVnni;
+#else
+  constexpr bool kUnrolled = false;
+#endif
+  if constexpr (kUnrolled) {
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) sub_block(s);
   } else {
