@@ -1369,9 +1369,10 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i scales_l = Load256(tile);
   __m256i a = _mm256_setzero_si256();
-  // One sub-block s. Without VNNI GCC unrolls each on its own: unrolled
-  // whole, the 4 groups of a decoding row spilled (AVX2, one row in cache,
-  // 0.8x the rate); with VNNI they stay unrolled whole, which was faster.
+  // One sub-block s. With 16 registers (AVX2, AVX-VNNI) GCC unrolls each
+  // on its own: unrolled whole, the 4 groups of a decoding row spilled
+  // (AVX2, one row in cache, 0.8x the rate; AVX-VNNI 0.9x); with AVX-512's
+  // 32 they stay unrolled whole, which was faster there.
   auto sub_block = [&](int s) {
     __m256i sum = _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -2612,6 +2613,8 @@ inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R],
           _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
       const __m256i scale16 =
           _mm256_or_si256(_mm256_and_si256(scale, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(scale, 16));
+      // Not unrolled: GCC then loaded all 32 of a sub-block's activation
+      // dwords for 4 rows up front, and spilled them.
 #pragma GCC unroll 1
       for (int j = 0; j < 4; ++j) {
         const __m256i v = Load256(tile + 64 * (1 + 4 * s + j));
