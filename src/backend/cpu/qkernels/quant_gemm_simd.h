@@ -40,6 +40,14 @@ namespace qgemm {
 constexpr int kRowTile = 4;
 constexpr int64_t kRowBlock = 32;
 
+// Whether this build has AVX-512's 32 vector registers (else AVX2's 16):
+// loops unrolled whole for the 32 spill with 16.
+#if defined(__AVX512F__)
+constexpr bool kManyVectorRegisters = true;
+#else
+constexpr bool kManyVectorRegisters = false;
+#endif
+
 // Integer dot products of 32 unsigned by 32 signed bytes into 8 int32
 // lanes, lane i summing elements 4i .. 4i+3. Cannot overflow for the
 // values the formats produce (|u| <= 128, |s| <= 127).
@@ -1355,6 +1363,16 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
   *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
 }
 
+// IQ4_XS's sub-block s scale less 32 in each row's lane, as
+// UnpackScaleIQ4_XS: its low 4 bits from the tile's first line
+// (scales_l), its high 2 from the scales area (scales_h).
+inline __m256i X8ScaleIQ4_XS(__m256i scales_l, __m256i scales_h, int s) {
+  const __m256i low =
+      _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
+  const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
+  return _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+}
+
 // IQ4_XS's 8 rows against the activation's 256 values at q: A = sum_s
 // (ls_s - 32) sum w q over its 8 sub-blocks of 32, as FormatIQ4_XS. Tile
 // line 0 holds the 4 bytes of low scale nibbles, lines 1-32 the index bytes
@@ -1383,19 +1401,10 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
       sum = DotAdd<D>(sum, _mm256_abs_epi8(wl), _mm256_sign_epi8(Dword(q + 32 * s + 4 * j), wl));
       sum = DotAdd<D>(sum, _mm256_abs_epi8(wh), _mm256_sign_epi8(Dword(q + 32 * s + 16 + 4 * j), wh));
     }
-    // As UnpackScaleIQ4_XS, lane by lane (at most 32 * 32 * 127 * 127 a
-    // sub-block: exact in int32).
-    const __m256i low = _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
-    const __m256i scale = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-    a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, scale));
+    // At most 32 * 32 * 127 * 127 a sub-block: exact in int32.
+    a = _mm256_add_epi32(a, _mm256_mullo_epi32(sum, X8ScaleIQ4_XS(scales_l, scales_h, s)));
   };
-#if defined(__AVX512F__)
-  constexpr bool kUnrolled = D::kVnni;
-#else
-  constexpr bool kUnrolled = false;
-#endif
-  if constexpr (kUnrolled) {
+  if constexpr (D::kVnni && kManyVectorRegisters) {
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) sub_block(s);
   } else {
@@ -2347,6 +2356,14 @@ constexpr int X8SharedRowsOf(DType type) {
 #endif
 }
 
+// Vector 3 of a Q6_K tile's group of three lines (vectors 0-2 are each
+// line's low 6 bits): their top 2 bits, as bits 0-1, 2-3 and 4-5.
+inline __m256i X8FourthQ6_K(__m256i l0, __m256i l1, __m256i l2) {
+  return _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
+                                         _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
+                         _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
+}
+
 // Q6_K's 8 rows against R activation rows, each unpacked weight vector used
 // for every row: row r's 256 values at q[r], its 16 piece sums at
 // pieces[r], and its A = sum_i sc_i (sum w q - 32 s_i) over the 16 pieces
@@ -2381,13 +2398,9 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
       for (int u = 0; u < kRun; ++u) {
         const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
         const __m256i l0 = Load256(group), l1 = Load256(group + 64), l2 = Load256(group + 128);
-        const __m256i w3 = _mm256_or_si256(
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), _mm256_set1_epi8(0x03)),
-                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), _mm256_set1_epi8(0x0C))),
-            _mm256_and_si256(_mm256_srli_epi16(l2, 2), _mm256_set1_epi8(0x30)));
         const __m256i w[4] = {_mm256_and_si256(l0, six), _mm256_and_si256(l1, six), _mm256_and_si256(l2, six),
-                              w3};
-          #pragma GCC unroll 16
+                              X8FourthQ6_K(l0, l1, l2)};
+#pragma GCC unroll 16
         for (int v = 0; v < 4; ++v) {
             #pragma GCC unroll 16
           for (int r = 0; r < R; ++r) {
@@ -2426,16 +2439,8 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
         __m256i piece_sum[R];
         for (int u = 0; u < kRun; ++u) {
           const uint8_t* group = values + 64 * 3 * (8 * h + j + u);
-          __m256i w;
-          if (v < 3) {
-            w = _mm256_and_si256(Load256(group + 64 * v), six);
-          } else {
-            w = _mm256_or_si256(
-                _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(Load256(group), 6), _mm256_set1_epi8(0x03)),
-                    _mm256_and_si256(_mm256_srli_epi16(Load256(group + 64), 4), _mm256_set1_epi8(0x0C))),
-                _mm256_and_si256(_mm256_srli_epi16(Load256(group + 128), 2), _mm256_set1_epi8(0x30)));
-          }
+          const __m256i w = v < 3 ? _mm256_and_si256(Load256(group + 64 * v), six)
+                                  : X8FourthQ6_K(Load256(group), Load256(group + 64), Load256(group + 128));
           for (int r = 0; r < R; ++r) {
             const __m256i x = Dword(q[r] + 128 * h + 32 * v + 4 * (j + u));
             if constexpr (D::kVnni) {
@@ -2453,12 +2458,7 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
       }
     }
   };
-#if defined(__AVX512F__)
-  constexpr bool kByPiece = !D::kVnni && R >= 2;
-#else
-  constexpr bool kByPiece = R >= 2;
-#endif
-  if constexpr (kByPiece) {
+  if constexpr (R >= 2 && (!D::kVnni || !kManyVectorRegisters)) {
     for (int i = 0; i < 4; ++i) quarter_by_piece(i / 2, i % 2);
   } else if constexpr (D::kVnni) {
 #pragma GCC unroll 4
@@ -2606,11 +2606,7 @@ inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R],
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     for (int r = 0; r < R; ++r) out[r] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
-      const __m256i low = _mm256_and_si256(_mm256_srli_epi32(Load256(tile), 8 * (s / 2) + 4 * (s % 2)),
-                                           _mm256_set1_epi32(0x0F));
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
-      const __m256i scale =
-          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      const __m256i scale = X8ScaleIQ4_XS(Load256(tile), scales_h, s);
       const __m256i scale16 =
           _mm256_or_si256(_mm256_and_si256(scale, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(scale, 16));
       // Not unrolled: GCC then loaded all 32 of a sub-block's activation
@@ -2665,11 +2661,7 @@ inline void X8SumsIQ4_XSRows(const uint8_t* tile, const int8_t* const q[R],
       for (int r = 0; r < R; ++r)
         sum[r] = _mm256_sub_epi32(sum[r], _mm256_set1_epi32(128 * block_sums[r][s]));
     }
-    const __m256i low =
-        _mm256_and_si256(_mm256_srli_epi32(scales_l, 8 * (s / 2) + 4 * (s % 2)), _mm256_set1_epi32(0x0F));
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * s), _mm256_set1_epi32(3));
-    const __m256i scale =
-        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    const __m256i scale = X8ScaleIQ4_XS(scales_l, scales_h, s);
     for (int r = 0; r < R; ++r) out[r] = _mm256_add_epi32(out[r], _mm256_mullo_epi32(sum[r], scale));
   }
 }
