@@ -233,7 +233,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
     KILN_ASSIGN_OR_RETURN(m->stored_compilation_, EncodeCompilation(keep, weights));
   }
 
-  m->pool_ = std::make_unique<ThreadPool>(options.threads);
+  m->pool_ = options.pool ? options.pool : std::make_shared<ThreadPool>(options.threads);
   // Per-pass metadata, sized once so that Forward allocates nothing.
   m->slots_.resize(static_cast<size_t>(options.max_batch_tokens));
   m->window_slots_.resize(static_cast<size_t>(options.max_batch_tokens));
@@ -244,6 +244,14 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::Compile(const WeightStor
   report.isa = GetCpuInfo().BestIsa();
   report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
+}
+
+Status CompiledModel::BindBucketsUpTo(int64_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < plans_.size() && plans_[i].env.tokens <= tokens; ++i) {
+    if (programs_[i] == nullptr) KILN_RETURN_IF_ERROR(BindBucket(i));
+  }
+  return Status::Ok();
 }
 
 Status CompiledModel::BindBucket(size_t i) {

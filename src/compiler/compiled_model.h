@@ -34,6 +34,12 @@ struct CompileOptions {
   DType kv_dtype = DType::kF32;
   FuseOptions fuse;
   int threads = 0;  // 0: physical cores
+  // The threads the passes run on; null: a pool of `threads` of its own.
+  // Models whose passes alternate (a draft model and its target) share
+  // one, so that the workers one model just used are the ones spinning
+  // when the other's next pass starts, not a second set that competes with
+  // them for the cores.
+  std::shared_ptr<ThreadPool> pool;
   // W8A8: linears in int8 where a backend runs them so (the CPU: the
   // decoder layers' linears; weights per channel at load, activations per
   // token or by calibrated clips).
@@ -96,6 +102,7 @@ class CompiledModel {
   int64_t max_batch_tokens() const { return options_.max_batch_tokens; }
   int64_t max_model_len() const { return max_model_len_; }
   ThreadPool& pool() const { return *pool_; }
+  const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
   // The KV cache layout this model's Programs expect, for `num_blocks`;
   // with window_num_blocks > 0, the sliding-window layers' pools hold that
@@ -124,6 +131,13 @@ class CompiledModel {
   Status Forward(const ForwardBatch& batch, KvCache& kv, float* logits, int64_t logits_stride,
                  const DumpFn* dump = nullptr, const float* hidden_in = nullptr);
 
+  // Binds now the Programs of every bucket of at most `tokens` tokens that
+  // a pass has not bound yet, so that the first passes of those sizes do
+  // not wait for it (speculative decoding's small verification and draft
+  // passes come in several sizes at once, each otherwise bound in the
+  // middle of decoding).
+  Status BindBucketsUpTo(int64_t tokens);
+
  private:
   CompiledModel() = default;
   Status Validate(const ForwardBatch& batch, const KvCache& kv, int64_t* context_rows, int64_t* score_rows) const;
@@ -142,7 +156,7 @@ class CompiledModel {
   std::vector<MemoryPlan> plans_;                // ascending capacity
   std::vector<std::unique_ptr<Program>> programs_;  // per plan; null until its first pass
   std::vector<uint8_t> stored_compilation_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::mutex mu_;  // one pass at a time; guards the per-pass metadata below
   std::vector<int32_t> slots_;
   std::vector<int32_t> window_slots_;  // the window pool's slots (a batch with window_block_tables)

@@ -28,6 +28,7 @@ int32_t DraftLengthFor(double acceptance, const DraftLengthConfig& config) {
 }
 
 int32_t DraftLength::Next(const DraftLengthConfig& config) {
+  if (stopped_) return 0;
   if (pause_left_ > 0) {
     --pause_left_;
     return 0;
@@ -37,19 +38,26 @@ int32_t DraftLength::Next(const DraftLengthConfig& config) {
   return std::max(1, DraftLengthFor(acceptance(), config));
 }
 
-void DraftLength::Record(const DraftLengthConfig& config, int32_t drafted, int32_t accepted) {
-  if (drafted <= 0) return;
+bool DraftLength::Record(const DraftLengthConfig& config, int32_t drafted, int32_t accepted) {
+  if (drafted <= 0 || stopped_) return false;
   accepted = std::clamp(accepted, 0, drafted);
   const double tried = accepted < drafted ? accepted + 1 : drafted;
   successes_ += config.smoothing * (accepted - successes_);
   tries_ += config.smoothing * (tried - tries_);
+  ++verifications_;
   if (DraftLengthFor(acceptance(), config) > 0) {
     next_pause_ = 0;
-    return;
+    return false;
+  }
+  if (config.stop_instead_of_pause) {
+    // Next() asks for one token until there is enough to judge by.
+    stopped_ = verifications_ >= config.min_verifications_to_stop;
+    return stopped_;
   }
   if (next_pause_ == 0) next_pause_ = config.pause_steps;
   pause_left_ = next_pause_;
   next_pause_ = std::min(config.max_pause_steps, next_pause_ * 2);
+  return false;
 }
 
 }  // namespace kiln

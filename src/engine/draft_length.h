@@ -7,7 +7,11 @@
 // spec_cost_meter.h); the length is the k that yields the most tokens per
 // unit of cost. A sequence for which no draft pays stops drafting for a
 // while and probes again later, so that free text costs little where the
-// drafts are rarely right.
+// drafts are rarely right. Where resuming is itself costly (a draft model
+// must first run every token it missed, each at a large share of a decode
+// pass, so that a probe costs about what the pause saved) the sequence
+// stops drafting for good instead, once it has been verified often enough
+// to judge.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,12 @@ struct DraftLengthConfig {
   // doubled after each probe that finds it still low, up to the maximum.
   int32_t pause_steps = 8;
   int32_t max_pause_steps = 128;
+  // Stop for good where a pause would start: for proposers that must catch
+  // up before drafting again. Until min_verifications_to_stop
+  // verifications were recorded, a sequence drafts one token a step
+  // instead (the first estimates rest on a few noisy samples).
+  bool stop_instead_of_pause = false;
+  int32_t min_verifications_to_stop = 4;
 };
 
 // One sequence's controller. The acceptance is estimated per draft
@@ -39,20 +49,26 @@ struct DraftLengthConfig {
 class DraftLength {
  public:
   // The draft length for this decode step: 0 while paused (each call
-  // counts one step of the pause), else between 1 and max_tokens.
+  // counts one step of the pause) or stopped, else between 1 and
+  // max_tokens.
   int32_t Next(const DraftLengthConfig& config);
   // A verification of `drafted` tokens (>= 1) of which `accepted` were.
-  void Record(const DraftLengthConfig& config, int32_t drafted, int32_t accepted);
+  // True when it stopped the sequence's drafting (the proposer may then
+  // release what it keeps for the sequence).
+  bool Record(const DraftLengthConfig& config, int32_t drafted, int32_t accepted);
   // The estimated chance that a draft token is accepted when those before
   // it were.
   double acceptance() const { return tries_ > 0 ? successes_ / tries_ : 0; }
   bool paused() const { return pause_left_ > 0; }
+  bool stopped() const { return stopped_; }
 
  private:
   double successes_ = 1;
   double tries_ = 1;
   int32_t pause_left_ = 0;
   int32_t next_pause_ = 0;  // 0: config.pause_steps
+  int32_t verifications_ = 0;
+  bool stopped_ = false;
 };
 
 // The k in [0, max_tokens] that maximizes the expected tokens per unit of

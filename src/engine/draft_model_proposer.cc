@@ -61,6 +61,10 @@ void DraftModelProposer::ReleaseIdle() {
   }
 }
 
+Status DraftModelProposer::Prepare(int64_t tokens) {
+  return session_->model().BindBucketsUpTo(tokens);
+}
+
 void DraftModelProposer::Propose(std::span<const DraftRequest> requests) {
   ++call_;
   timing_ = {};
@@ -229,6 +233,7 @@ Status DraftModelProposer::RunPass(std::span<const PassEntry> entries) {
   } else {
     timing_.catch_up_tokens += fb.num_tokens;
     timing_.catch_up_seconds += seconds;
+    timing_.catch_up_drafts += fb.num_output_rows;
   }
   return status;
 }
@@ -263,7 +268,10 @@ Expected<DraftedSessions> CreateDraftedSessions(const EngineOptions& options, co
   draft_options.w8a8 = false;
   draft_options.w8a8_clips.clear();
   draft_options.max_model_len = target_model->max_model_len();
-  auto draft_model = CompileForSession(*draft.weights, draft_options);
+  // On the target's threads: the two models' passes alternate.
+  CompileOptions draft_compile = ToCompileOptions(draft_options);
+  draft_compile.pool = target_model->shared_pool();
+  auto draft_model = CompiledModel::Compile(*draft.weights, draft_compile);
   if (!draft_model.ok())
     return draft_model.status().WithContext(fmt::format("draft model {}", options.draft_model));
 

@@ -50,6 +50,8 @@ class DraftModelProposer final : public DraftProposer {
   void Prefill(std::span<const PrefillRequest> requests) override;
   void Forget(RequestId id) override;
   DraftTiming last_timing() const override { return timing_; }
+  bool catches_up() const override { return true; }
+  Status Prepare(int64_t tokens) override;
 
   const ModelSession& session() const { return *session_; }
   const BlockManager& blocks() const { return blocks_; }

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/status.h"
 #include "engine/sequence.h"
 
 namespace kiln {
@@ -32,12 +33,15 @@ struct PrefillRequest {
 // accepted); a catch-up pass runs more (a prompt not taken in beside the
 // target's prefill, the tokens decoded while drafting paused). Catching up
 // is what it costs to resume drafting, not what a draft token costs: the
-// engine's cost meter leaves it out.
+// engine's cost meter leaves it out, and with it the draft tokens that
+// catch-up passes proposed on the way (they cost next to nothing beyond
+// the catching up).
 struct DraftTiming {
   int32_t draft_passes = 0;
   double draft_seconds = 0;
   int64_t catch_up_tokens = 0;
   double catch_up_seconds = 0;
+  int32_t catch_up_drafts = 0;
 };
 
 class DraftProposer {
@@ -68,6 +72,16 @@ class DraftProposer {
   // What the last Propose or Prefill call ran; nothing for proposers that
   // run no model (prompt lookup).
   virtual DraftTiming last_timing() const { return {}; }
+
+  // Readies whatever the proposer runs for passes of up to `tokens` tokens
+  // (a draft model binds its programs of those sizes), at start rather
+  // than in the middle of decoding.
+  virtual Status Prepare(int64_t /*tokens*/) { return Status::Ok(); }
+
+  // Whether drafting for a sequence that skipped steps first runs the
+  // tokens it missed (a draft model's cache falls behind; prompt lookup
+  // has nothing to catch up).
+  virtual bool catches_up() const { return false; }
 };
 
 }  // namespace kiln

@@ -142,6 +142,17 @@ Status LLMEngine::Init() {
     proposer_ = std::make_unique<NgramProposer>(
         NgramConfig{.min_n = options_.spec_ngram_min, .max_n = options_.spec_ngram_max});
   }
+  if (proposer_) {
+    draft_length_.stop_instead_of_pause = options_.spec_adaptive && proposer_->catches_up();
+    // Verification passes (and a draft model's) come in sizes that plain
+    // decoding never runs: their programs are bound now, not while the
+    // first requests decode.
+    const int64_t max_verifying =
+        options_.spec_max_batch > 0 ? options_.spec_max_batch : SpecCostMeter::kMaxSeqs;
+    const int64_t pass_tokens = max_verifying * (options_.spec_tokens + 1);
+    KILN_RETURN_IF_ERROR(session_->model().BindBucketsUpTo(pass_tokens));
+    KILN_RETURN_IF_ERROR(proposer_->Prepare(pass_tokens));
+  }
   if (proposer_ && options_.spec_adaptive && options_.spec_measure_costs) {
     cost_meter_ = std::make_unique<SpecCostMeter>();
   }
@@ -354,8 +365,9 @@ void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
   catch_up_seconds += timing.catch_up_seconds;
   if (cost_meter_) {
     // What the draft tokens cost is the proposer's time less its catching
-    // up (the tokens decoded while a sequence drafted nothing).
-    int32_t draft_tokens = 0;
+    // up (the tokens decoded while a sequence drafted nothing), over the
+    // tokens that cost drafting.
+    int32_t draft_tokens = -timing.catch_up_drafts;
     for (const DraftRequest& r : wanted) draft_tokens += static_cast<int32_t>(r.seq->draft.size());
     cost_meter_->RecordDrafting(static_cast<int32_t>(wanted.size()), draft_tokens,
                                 propose_seconds - timing.catch_up_seconds);
@@ -400,7 +412,7 @@ Status LLMEngine::Step() {
     // prefill (every decoding sequence may draft).
     std::vector<PrefillRequest> prefills;
     for (const ScheduledSequence& s : batch.seqs) {
-      if (s.start < s.seq->num_prompt_tokens) {
+      if (s.start < s.seq->num_prompt_tokens && !s.seq->draft_length.stopped()) {
         prefills.push_back({s.seq, s.start + s.num_tokens});
       }
     }
@@ -425,6 +437,8 @@ Status LLMEngine::Step() {
   if (cost_meter_ && drawn.ok() && tally.prefill_tokens == 0) {
     // A pass of decoding sequences only: a plain pass, or one with drafts.
     cost_meter_->RecordPass(static_cast<int32_t>(batch.seqs.size()), draft_rows, EngineClock() - pass_start);
+  } else if (cost_meter_) {
+    cost_meter_->RecordOtherPass();
   }
   if (!drawn.ok()) {
     double now = EngineClock();
@@ -464,7 +478,10 @@ Status LLMEngine::Step() {
         tally.verifications += 1;
         tally.draft_tokens += s.num_draft_tokens;
         tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
-        s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted);
+        // A sequence that stops drafting gives back its draft cache.
+        if (s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted)) {
+          proposer_->Forget(s.seq->id);
+        }
       }
       bool running = true;
       for (const SampleResult& token : tokens) {

@@ -13,43 +13,62 @@ constexpr double kMaxShare = 4;
 
 }  // namespace
 
+RecentMedian::RecentMedian(int32_t capacity) : ring_(static_cast<size_t>(std::max(capacity, 1))) {}
+
+void RecentMedian::Add(double sample) {
+  ring_[next_] = sample;
+  next_ = (next_ + 1) % ring_.size();
+  ++samples_;
+  std::vector<double> recent(
+      ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(
+                                         std::min<int64_t>(samples_, static_cast<int64_t>(ring_.size()))));
+  const auto middle = recent.begin() + static_cast<std::ptrdiff_t>((recent.size() - 1) / 2);
+  std::nth_element(recent.begin(), middle, recent.end());
+  value_ = *middle;
+}
+
 SpecCostMeter::SpecCostMeter(const SpecCostConfig& config)
-    : config_(config), row_cost_(config.initial_row_cost), draft_cost_(config.initial_draft_cost) {}
+    : config_(config), row_cost_(config.cost_window), draft_cost_(config.cost_window) {
+  plain_.fill(RecentMedian(config.plain_window));
+}
 
 double SpecCostMeter::plain_seconds(int32_t num_seqs) const {
-  return num_seqs >= 1 && num_seqs <= kMaxSeqs ? plain_[static_cast<size_t>(num_seqs - 1)] : 0.0;
+  return num_seqs >= 1 && num_seqs <= kMaxSeqs ? plain_[static_cast<size_t>(num_seqs - 1)].value() : 0.0;
 }
 
 bool SpecCostMeter::WantsPlainPass(int32_t num_seqs) {
   if (num_seqs < 1 || num_seqs > kMaxSeqs) return false;
   ++steps_since_plain_;
-  const int64_t samples = plain_samples_[static_cast<size_t>(num_seqs - 1)];
-  if (samples == 0) return true;
-  return steps_since_plain_ >= (samples == 1 ? config_.second_plain_after : config_.plain_every);
+  if (plain_run_left_ > 0) {
+    --plain_run_left_;
+    return true;
+  }
+  const int64_t samples = plain_[static_cast<size_t>(num_seqs - 1)].samples();
+  // The first run gives plain_run - 1 samples.
+  const int32_t wait = samples < config_.plain_run ? config_.second_plain_after : config_.plain_every;
+  const bool due = samples == 0 || steps_since_plain_ >= wait;
+  if (due) plain_run_left_ = config_.plain_run - 1;
+  return due;
 }
 
-void SpecCostMeter::Average(double& value, int64_t& samples, double sample, double down) const {
-  if (samples == 0) {
-    value = sample;
-  } else {
-    value += (sample < value ? down : config_.smoothing_up) * (sample - value);
-  }
-  ++samples;
+void SpecCostMeter::RecordOtherPass() {
+  last_plain_seqs_ = 0;
 }
 
 void SpecCostMeter::RecordPass(int32_t num_seqs, int32_t draft_rows, double seconds) {
+  const int32_t previous_plain_seqs = last_plain_seqs_;
+  last_plain_seqs_ = draft_rows == 0 ? num_seqs : 0;
   if (num_seqs < 1 || num_seqs > kMaxSeqs || seconds <= 0) return;
-  const auto b = static_cast<size_t>(num_seqs - 1);
+  RecentMedian& plain = plain_[static_cast<size_t>(num_seqs - 1)];
   if (draft_rows == 0) {
-    Average(plain_[b], plain_samples_[b], seconds, /*down=*/1);
     steps_since_plain_ = 0;
+    if (previous_plain_seqs == num_seqs) plain.Add(seconds);
     return;
   }
-  if (plain_[b] <= 0) return;
+  if (plain.samples() == 0) return;
   // Each row's extra time against each sequence's share of the plain pass.
-  const double share = plain_[b] / num_seqs;
-  Average(row_cost_, row_samples_, std::clamp((seconds - plain_[b]) / draft_rows / share, 0.0, kMaxShare),
-          config_.smoothing_down);
+  const double share = plain.value() / num_seqs;
+  row_cost_.Add(std::clamp((seconds - plain.value()) / draft_rows / share, 0.0, kMaxShare));
 }
 
 void SpecCostMeter::RecordDrafting(int32_t num_seqs, int32_t draft_tokens, double seconds) {
@@ -59,8 +78,7 @@ void SpecCostMeter::RecordDrafting(int32_t num_seqs, int32_t draft_tokens, doubl
   // pass: a draft pass over the sequences, against the target's plain pass
   // over as many, when all draft alike.
   const double share = plain / num_seqs;
-  Average(draft_cost_, draft_samples_, std::clamp(seconds / draft_tokens / share, 0.0, kMaxShare),
-          config_.smoothing_down);
+  draft_cost_.Add(std::clamp(seconds / draft_tokens / share, 0.0, kMaxShare));
 }
 
 }  // namespace kiln

@@ -80,6 +80,34 @@ TEST(DraftLengthTest, CostlyDraftsPauseWhereCheapOnesWouldNot) {
   EXPECT_EQ(b.Next(costly), 0);
 }
 
+TEST(DraftLengthTest, WhereResumingIsCostlyASequenceStopsForGoodOnceJudged) {
+  // A draft model must catch up before drafting again: no pause, a stop,
+  // but only after min_verifications_to_stop verifications; until then a
+  // sequence whose drafts do not pay drafts one token a step.
+  DraftLengthConfig c = Costs(0.4, 0.55, 4);
+  c.stop_instead_of_pause = true;
+  c.min_verifications_to_stop = 3;
+  DraftLength d;
+  EXPECT_EQ(d.Next(c), 4);  // optimistic at first
+  EXPECT_FALSE(d.Record(c, 4, 0));
+  EXPECT_FALSE(d.paused());
+  EXPECT_EQ(d.Next(c), 1);  // does not pay: one token until judged
+  EXPECT_FALSE(d.Record(c, 1, 0));
+  EXPECT_EQ(d.Next(c), 1);
+  EXPECT_TRUE(d.Record(c, 1, 0));  // the third: stops, and says so once
+  EXPECT_TRUE(d.stopped());
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(d.Next(c), 0) << i;
+  EXPECT_FALSE(d.Record(c, 4, 4));  // nothing moves it once stopped
+  EXPECT_TRUE(d.stopped());
+  EXPECT_EQ(d.Next(c), 0);
+
+  // Drafts that pay never stop it.
+  DraftLength good;
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(good.Record(c, 4, 4));
+  EXPECT_FALSE(good.stopped());
+  EXPECT_EQ(good.Next(c), 4);
+}
+
 TEST(DraftLengthTest, ANewSequenceDraftsInFullAndKeepsDoingSoWhileAccepted) {
   const DraftLengthConfig c = Config();
   DraftLength d;
