@@ -126,6 +126,12 @@ void PrintSpeed(const EngineCounters& c, size_t requests, double seconds) {
                c.spec_verifications, 1e3 * c.spec_draft_seconds,
                1e3 * (c.prefill_seconds + c.decode_seconds));
   }
+  if (c.spec_stopped_requests > 0) {
+    fmt::print(stderr,
+               "speculation stopped for {} of {} requests: the draft model's tokens did not pay for "
+               "themselves\n",
+               c.spec_stopped_requests, requests);
+  }
   if (c.spec_row_cost > 0 || c.spec_draft_cost > 0) {
     fmt::print(
         stderr,

@@ -481,6 +481,7 @@ Status LLMEngine::Step() {
         // A sequence that stops drafting gives back its draft cache.
         if (s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted)) {
           proposer_->Forget(s.seq->id);
+          ++tally.stopped_drafting;
         }
       }
       bool running = true;
@@ -626,6 +627,7 @@ void LLMEngine::UpdateCounters(const StepTally* step) {
   c.kv_layer_slices_sent += step->kv_layer_slices_sent;
   c.spec_draft_seconds += step->draft_seconds;
   c.spec_catch_up_seconds += step->catch_up_seconds;
+  c.spec_stopped_requests += step->stopped_drafting;
   if (cost_meter_) {
     c.spec_row_cost = cost_meter_->row_measured() ? cost_meter_->row_cost() : 0.0;
     c.spec_draft_cost = cost_meter_->draft_measured() ? cost_meter_->draft_cost() : 0.0;

@@ -69,6 +69,9 @@ struct EngineCounters {
   // Of spec_draft_seconds, a draft model catching its caches up (not
   // charged to the draft cost).
   double spec_catch_up_seconds = 0;
+  // Requests whose drafting a draft model stopped for good, its drafts not
+  // paying (draft_length.h).
+  int64_t spec_stopped_requests = 0;
   // With spec_measure_costs: the measured extra cost of a verified draft
   // row and of drafting one token, as shares of a plain decode pass (0 until
   // measured; spec_cost_meter.h).
@@ -233,6 +236,7 @@ class LLMEngine {
     double seconds = 0;
     double draft_seconds = 0;     // of `seconds`, proposing drafts
     double catch_up_seconds = 0;  // of `draft_seconds`, a draft model catching up
+    int64_t stopped_drafting = 0;
     int64_t kv_blocks_sent = 0;
     int64_t kv_layer_slices_sent = 0;
   };

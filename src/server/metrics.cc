@@ -147,6 +147,9 @@ std::string ServerMetrics::Render(const EngineCounters* engine) const {
   out += Header("kiln_spec_draft_seconds_total", "counter",
                 "Speculative decoding: seconds spent proposing drafts (outside the forward passes).");
   out += Sample("kiln_spec_draft_seconds_total", c.spec_draft_seconds);
+  out += Header("kiln_spec_stopped_requests_total", "counter",
+                "Speculative decoding: requests whose draft model stopped drafting, its drafts not paying.");
+  out += Sample("kiln_spec_stopped_requests_total", static_cast<double>(c.spec_stopped_requests));
   out += Header("kiln_spec_row_cost", "gauge",
                 "Speculative decoding: measured extra cost of one verified draft row, as a share of a plain "
                 "decode pass (0 until measured).");

@@ -7,7 +7,8 @@
 // slip in keeping the draft's KV cache in step with the target's tokens
 // (rollback, catch-up, preemption) would show as a rejection. Measuring
 // what drafting costs changes no greedy output, and the proposer times
-// catching its cache up apart from drafting. Bad options are refused with
+// catching its cache up apart from drafting. A draft that does not pay
+// stops without changing the output. Bad options are refused with
 // errors naming the models.
 #include <gtest/gtest.h>
 
@@ -171,6 +172,45 @@ TEST(DraftModelTest, SelfQ4_0TinyQwen3) {
 // larger.
 TEST(DraftModelTest, TinyQwen2DraftsForTinyQwen3) {
   CheckDraft(TinyOptions("tiny-qwen3"), "tiny-qwen3", testing::ModelDir("tiny-qwen2"), "", kRuns, 16);
+}
+
+// tiny-qwen2 guesses few of tiny-qwen3's tokens: with the fixed costs
+// (no timings, so the same drafts on every run), requests whose drafts do
+// not pay stop drafting for good once judged, and the output is still
+// byte for byte the model's own, alone and batched. Prompt lookup pauses
+// instead of stopping.
+TEST(DraftModelTest, ADraftThatDoesNotPayStopsWithoutChangingTheOutput) {
+  EngineOptions base = TinyOptions("tiny-qwen3");
+  LoadedModel loaded = LoadOrDie(base);
+  ASSERT_NE(loaded.weights, nullptr);
+  std::vector<GenerationRequest> requests = Workload("tiny-qwen3", 8, /*with_sampling=*/false);
+  auto plain = EngineOrDie(loaded, base);
+  ASSERT_NE(plain, nullptr);
+  std::vector<GenerationResult> expected = RunAll(*plain, requests, /*batched=*/false);
+  for (bool batched : {false, true}) {
+    SCOPED_TRACE(batched ? "batched" : "alone");
+    EngineOptions options = base;
+    options.spec_method = "draft";
+    options.draft_model = testing::ModelDir("tiny-qwen2");
+    options.spec_measure_costs = false;
+    auto engine = EngineOrDie(loaded, options);
+    ASSERT_NE(engine, nullptr);
+    std::vector<GenerationResult> actual = RunAll(*engine, requests, batched);
+    EXPECT_EQ(CountMismatches(requests, expected, actual), 0);
+    const EngineCounters c = engine->Counters();
+    EXPECT_GT(c.spec_stopped_requests, 0);
+    EXPECT_LE(c.spec_stopped_requests, static_cast<int64_t>(requests.size()));
+    // A stopped request verified at least four drafts first.
+    EXPECT_GE(c.spec_verifications, 4 * c.spec_stopped_requests);
+  }
+  EngineOptions ngram = base;
+  ngram.spec_method = "ngram";
+  ngram.spec_measure_costs = false;
+  auto engine = EngineOrDie(loaded, ngram);
+  ASSERT_NE(engine, nullptr);
+  std::vector<GenerationResult> actual = RunAll(*engine, requests, /*batched=*/false);
+  EXPECT_EQ(CountMismatches(requests, expected, actual), 0);
+  EXPECT_EQ(engine->Counters().spec_stopped_requests, 0);
 }
 
 // Measuring what drafting costs changes only how long drafts are (and so
@@ -384,6 +424,7 @@ TEST(DraftModelTest, ProposerTimesCatchingUpApartFromDrafting) {
   EXPECT_GT(t.catch_up_seconds, 0);
   EXPECT_EQ(t.draft_passes, 3);
   EXPECT_GT(t.draft_seconds, 0);
+  EXPECT_EQ(t.catch_up_drafts, 1);  // the first draft token came with the catching up
 
   // All four accepted and the model's own next token: the draft runs the
   // fourth draft token and that one, and proposes: a draft pass.
@@ -394,6 +435,7 @@ TEST(DraftModelTest, ProposerTimesCatchingUpApartFromDrafting) {
   EXPECT_EQ(t.catch_up_tokens, 0);
   EXPECT_EQ(t.catch_up_seconds, 0);
   EXPECT_EQ(t.draft_passes, 4);
+  EXPECT_EQ(t.catch_up_drafts, 0);
 
   // Twelve tokens decoded without drafts (a pause), the first of them not
   // the draft's: catching up over them is no draft pass.
@@ -404,6 +446,7 @@ TEST(DraftModelTest, ProposerTimesCatchingUpApartFromDrafting) {
   EXPECT_EQ(t.catch_up_tokens, 12);
   EXPECT_GT(t.catch_up_seconds, 0);
   EXPECT_EQ(t.draft_passes, 3);
+  EXPECT_EQ(t.catch_up_drafts, 1);
   proposer.Forget(a.id);
 }
 
