@@ -85,7 +85,9 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     for (DType dtype : kDtypes) {
       for (auto& s : kShapes) {
         for (int64_t m : {1, 16, 128, 512}) b->Args({m, s[0], s[1], static_cast<int64_t>(dtype), threads, 0});
-        b->Args({1, s[0], s[1], static_cast<int64_t>(dtype), threads, 1});
+        // Weights from memory: decoding (1 row) and verifying 4 draft
+        // tokens (5 rows), which should cost about as much.
+        for (int64_t m : {1, 5}) b->Args({m, s[0], s[1], static_cast<int64_t>(dtype), threads, 1});
       }
     }
     // The lm_head: 151936 x 896 (272 MB in BF16), decode only.
