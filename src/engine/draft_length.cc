@@ -29,6 +29,10 @@ int32_t DraftLengthFor(double acceptance, const DraftLengthConfig& config) {
 
 int32_t DraftLength::Next(const DraftLengthConfig& config) {
   if (stopped_) return 0;
+  if (config.stop_instead_of_pause && config.costs_settled && DraftLengthFor(1.0, config) == 0) {
+    stopped_ = true;  // no acceptance could pay for these costs
+    return 0;
+  }
   if (pause_left_ > 0) {
     --pause_left_;
     return 0;

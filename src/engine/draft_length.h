@@ -39,6 +39,10 @@ struct DraftLengthConfig {
   // instead (the first estimates rest on a few noisy samples).
   bool stop_instead_of_pause = false;
   int32_t min_verifications_to_stop = 4;
+  // The costs were measured well enough that where no draft would pay even
+  // if every token were accepted, such a sequence stops without drafting
+  // at all (with stop_instead_of_pause).
+  bool costs_settled = false;
 };
 
 // One sequence's controller. The acceptance is estimated per draft

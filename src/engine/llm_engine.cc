@@ -325,7 +325,7 @@ void LLMEngine::DrainPending() {
   }
 }
 
-void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
+void LLMEngine::ProposeDrafts(StepTally& tally) {
   if (!proposer_) return;
   auto decoding = [](const Sequence* seq) {
     return seq->num_uncomputed_tokens() == 1 && seq->num_computed_tokens >= seq->num_prompt_tokens;
@@ -341,6 +341,7 @@ void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
     if (cost_meter_->WantsPlainPass(num_decoding)) return;
     draft_length_.row_cost = cost_meter_->row_cost();
     draft_length_.draft_cost = cost_meter_->draft_cost();
+    draft_length_.costs_settled = cost_meter_->settled();
   }
   std::vector<DraftRequest> wanted;
   for (Sequence* seq : scheduler_->running()) {
@@ -352,8 +353,14 @@ void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
     // must fit within max_tokens and the context.
     const int64_t room = std::min<int64_t>(seq->params.max_tokens - seq->num_completion_tokens() - 1,
                                            max_model_len() - seq->num_tokens());
+    const bool was_stopped = seq->draft_length.stopped();
     const int32_t length =
         options_.spec_adaptive ? seq->draft_length.Next(draft_length_) : options_.spec_tokens;
+    if (!was_stopped && seq->draft_length.stopped()) {
+      // Stopped before drafting: the costs alone rule every draft out.
+      proposer_->Forget(seq->id);
+      ++tally.stopped_drafting;
+    }
     const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(length, room));
     if (max_tokens > 0) wanted.push_back({seq, max_tokens});
   }
@@ -362,7 +369,7 @@ void LLMEngine::ProposeDrafts(double& catch_up_seconds) {
   proposer_->Propose(wanted);
   const double propose_seconds = EngineClock() - propose_start;
   const DraftTiming timing = proposer_->last_timing();
-  catch_up_seconds += timing.catch_up_seconds;
+  tally.catch_up_seconds += timing.catch_up_seconds;
   if (cost_meter_) {
     // What the draft tokens cost is the proposer's time less its catching
     // up (the tokens decoded while a sequence drafted nothing), over the
@@ -397,7 +404,7 @@ Status LLMEngine::Step() {
   StepTally tally;
   if (proposer_) {
     ProfileScope span("propose drafts", "engine");
-    ProposeDrafts(tally.catch_up_seconds);
+    ProposeDrafts(tally);
   }
   const double drafted = EngineClock();
   ScheduledBatch batch;

@@ -218,8 +218,10 @@ class LLMEngine {
   // (those decoding their next token, unless the batch is past
   // spec_max_batch or the cost meter wants a plain pass timed), each as
   // long as its DraftLength says, and cuts them to what their grammars
-  // allow. Adds a draft model's catch-up seconds to `catch_up_seconds`.
-  void ProposeDrafts(double& catch_up_seconds);
+  // allow. Adds a draft model's catch-up seconds, and the sequences that
+  // stop drafting, to `tally`.
+  struct StepTally;
+  void ProposeDrafts(StepTally& tally);
   // Appends a sampled token, decides whether the request is done, and
   // tells its callback. False when the request ended (and is gone).
   bool HandleSample(Request& request, const SampleResult& sample, double now);

@@ -97,6 +97,9 @@ class SpecCostMeter {
   // Whether each was measured (else it is the initial guess).
   bool row_measured() const { return row_cost_.samples() > 0; }
   bool draft_measured() const { return draft_cost_.samples() > 0; }
+  // Whether both rest on enough samples for their medians to outvote one
+  // slow pass.
+  bool settled() const { return row_cost_.samples() >= 3 && draft_cost_.samples() >= 3; }
   // Seconds of a plain decode pass over `num_seqs` sequences; 0 when not
   // measured.
   double plain_seconds(int32_t num_seqs) const;

@@ -108,6 +108,29 @@ TEST(DraftLengthTest, WhereResumingIsCostlyASequenceStopsForGoodOnceJudged) {
   EXPECT_EQ(good.Next(c), 4);
 }
 
+TEST(DraftLengthTest, CostsNoAcceptanceCouldPayForStopAWouldBeDrafterAtOnce) {
+  // A row and a draft token costing 1.1 of a plain pass together: even a
+  // draft accepted whole yields k + 1 tokens for 1 + 1.1 k passes.
+  DraftLengthConfig c = Costs(0.4, 0.7, 4);
+  c.stop_instead_of_pause = true;
+  EXPECT_EQ(DraftLengthFor(1.0, c), 0);
+  DraftLength unsettled;
+  EXPECT_EQ(unsettled.Next(c), 1);  // the costs may still be the first, cold samples
+  EXPECT_FALSE(unsettled.stopped());
+  c.costs_settled = true;
+  DraftLength settled;
+  EXPECT_EQ(settled.Next(c), 0);
+  EXPECT_TRUE(settled.stopped());
+  // Where a whole draft would pay, a new sequence drafts in full.
+  DraftLength cheap;
+  EXPECT_EQ(cheap.Next(Costs(0.2, 0.3, 4)), 4);
+  // Prompt lookup pauses rather than stopping, whatever the costs.
+  c.stop_instead_of_pause = false;
+  DraftLength lookup;
+  EXPECT_EQ(lookup.Next(c), 1);
+  EXPECT_FALSE(lookup.stopped());
+}
+
 TEST(DraftLengthTest, ANewSequenceDraftsInFullAndKeepsDoingSoWhileAccepted) {
   const DraftLengthConfig c = Config();
   DraftLength d;
