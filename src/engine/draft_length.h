@@ -11,7 +11,8 @@
 // must first run every token it missed, each at a large share of a decode
 // pass, so that a probe costs about what the pause saved) the sequence
 // stops drafting for good instead, once it has been verified often enough
-// to judge.
+// to judge, or at once where the measured costs alone rule out every
+// draft.
 #pragma once
 
 #include <cstdint>
