@@ -6,9 +6,9 @@
 // which is what this measures. KILN_MODELS_DIR names the folder holding
 // tiny-llama, tiny-qwen2 and tiny-qwen3 (default ../shared/models).
 // BM_PresetPass times the same passes on the Qwen2.5-0.5B shape with
-// generated weights at BF16, Q8_0 and Q4_0: the issue of whether a
-// verification pass costs about one decode pass is the weights' read, which
-// tiny models do not have. Unlike the time to first token of a 5-token
+// generated weights at BF16, Q8_0 and Q4_0: there a pass's time is the
+// weights' read, which tiny models hardly have, and whether a verification
+// pass costs about one decode pass shows. Unlike the time to first token of a 5-token
 // prompt, this pass has no request to start and computes every row's
 // logits, as verification does.
 #include <benchmark/benchmark.h>
