@@ -41,7 +41,9 @@ inline constexpr int kQuantGroupRows = 8;
 // Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
 // with AMX-INT8), the scales also come by row tile of 16, side by side for
 // its epilogue's broadcasts: row m's block b at tile_d + ((m / 16) * blocks
-// + b) * 16 + m % 16, rows past the last zero. Null otherwise.
+// + b) * 16 + m % 16, rows past the last zero; and at the same index of
+// tile_s the block's sum of values as a float (s_2b + s_2b+1, for the
+// formats with a min). Null otherwise.
 constexpr int64_t kByBlockTileRows = 16;
 
 struct QuantizedRows {
@@ -51,6 +53,7 @@ struct QuantizedRows {
   int64_t k = 0;
   int block = 32;
   float* tile_d = nullptr;
+  float* tile_s = nullptr;
   int64_t rows = 0;
   int8_t* by_block = nullptr;
   float* by_block_d = nullptr;

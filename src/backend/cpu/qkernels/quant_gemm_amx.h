@@ -1,12 +1,16 @@
 // The quantized GEMM on AMX tiles, for many activation rows (prefill and
-// batched decoding) against Q8_0 and Q4_0 weights in the x8 layout.
+// batched decoding) against the 32-value formats in the x8 layout: Q8_0,
+// Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1.
 //
 // Per block of 32 values, tdpbssd multiplies 16 activation rows by 16 weight
 // rows in signed bytes (Q4_0's nibbles made signed by taking 8 off each,
-// which gives the reference's A = sum w q - 8 (s0 + s1) exactly); the int32
-// block sums then take the reference's fp32 steps, acc = fma(d * dx, A, acc)
-// block by block. So the result equals quant_reference.cc bit for bit, and
-// with it the vector kernels', whatever the rows, tiles or threads.
+// which gives the reference's A = sum w q - 8 (s0 + s1) exactly; Q5_0's
+// values less 16 alike, IQ4_NL's table values, Q4_1's and Q5_1's unsigned
+// values as they are); the int32 block sums then take the reference's fp32
+// steps, acc = fma(d * dx, A, acc) block by block, and for Q4_1 and Q5_1
+// acc = fma(m * dx, s0 + s1, acc) after it. So the result equals
+// quant_reference.cc bit for bit, and with it the vector kernels',
+// whatever the rows, tiles or threads.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +20,13 @@
 
 namespace kiln::cpu {
 
-// Whether AmxQuantGemm runs `w_type` (Q8_0 or Q4_0) here: it needs AMX-INT8
-// (AmxInt8Usable) and the x8 copy of the weights.
+// Whether AmxQuantGemm runs `w_type` (one of the formats above) here: it
+// needs AMX-INT8 (AmxInt8Usable) and the x8 copy of the weights.
 bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 
-// Rows [begin, end) of x's `rows` scales into x.tile_d (qkernel_table.h);
-// with end == rows, also the zeros that fill the last row tile.
-// REQUIRES: x.tile_d set.
+// Rows [begin, end) of x's `rows` scales and block sums into x.tile_d and
+// x.tile_s (qkernel_table.h); with end == rows, also the zeros that fill
+// the last row tile. REQUIRES: x.tile_d and x.tile_s set.
 void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end);
 
 // Scratch AmxQuantGemm needs for K = k, in bytes.
@@ -31,7 +35,7 @@ int64_t AmxQuantGemmScratchBytes(int64_t k);
 
 // QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,
 // g_end)) on the calling thread, reading a.x8 a pair of groups at a time
-// and a.x->tile_d. `scratch` is 64-byte aligned,
+// and a.x->tile_d (and tile_s). `scratch` is 64-byte aligned,
 // AmxQuantGemmScratchBytes(a.k) long. REQUIRES: AmxQuantGemmRuns(a.w_type,
 // true), a.x8 and a.x->tile_d set, m_begin a multiple of 16, g_begin even
 // and g_end even or the last group.

@@ -50,7 +50,9 @@ void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
 }  // namespace
 
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
-  return has_x8 && (w_type == DType::kQ8_0 || w_type == DType::kQ4_0) && AmxInt8Usable();
+  const bool format = w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ5_0 ||
+                      w_type == DType::kIQ4_NL || w_type == DType::kQ4_1 || w_type == DType::kQ5_1;
+  return has_x8 && format && AmxInt8Usable();
 }
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
@@ -61,7 +63,8 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
-  const size_t tile_d_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
+  // tile_d and tile_s, one after the other.
+  const size_t tile_d_bytes = 2 * Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
   // Rows for the vector kernels also come block by block (qkernel_table.h),
   // in tiles of by_block_rows rows, the last padded. One row's blocks are
   // already in that order, so only its negated sums are new.
@@ -84,7 +87,10 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   out.k = k;
   out.block = block;
   out.rows = rows;
-  if (amx) out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
+  if (amx) {
+    out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
+    out.tile_s = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes + tile_d_bytes / 2);
+  }
   if (by_block) {
     uint8_t* at = base + q_bytes + d_bytes + sum_bytes + tile_d_bytes;
     out.by_block = one_row ? out.q : reinterpret_cast<int8_t*>(at);

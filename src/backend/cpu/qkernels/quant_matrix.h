@@ -43,8 +43,8 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 //           (8 lines, 512 bytes) values 4j..4j+3; Q4_0 (4 lines, 256 bytes)
 //           nibble bytes 4j..4j+3, that is values 4j..4j+3 in the low
 //           nibbles and 16+4j..16+4j+3 in the high ones.
-// So a Q8_0 tile is an AMX B tile as it stands (a Q4_0 tile one unpacking
-// away), and the first (last) 32 bytes of each line are group 2p's (2p+1's)
+// So a Q8_0 tile is an AMX B tile as it stands (those of the nibble
+// formats below one unpacking away), and the first (last) 32 bytes of each line are group 2p's (2p+1's)
 // eight rows: one vector with one int32 lane per row. The bytes of every
 // block are the file's, only moved. IQ4_NL, whose blocks are laid out as
 // Q4_0's, moves as Q4_0; Q5_0 as Q4_0 plus a fifth line holding each row's
