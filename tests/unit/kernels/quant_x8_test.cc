@@ -351,7 +351,7 @@ TEST(QuantX8, Avx2LevelTakesAvxVnniWhereTheCpuHasIt) {
   }
 }
 
-// Where the CPU has AMX-INT8, many rows of the 32-value x8 formats run on the tiles
+// Where the CPU has AMX-INT8, many rows of the x8 formats the tiles take run on them
 // (so the tests above check the AMX kernel against the reference there);
 // decoding rows, other formats and the GGUF rows stay on the vector kernels.
 TEST(QuantX8, ManyRowsRunOnAmxTilesWhereTheCpuHasThem) {
@@ -372,15 +372,16 @@ TEST(QuantX8, ManyRowsRunOnAmxTilesWhereTheCpuHasThem) {
   EXPECT_STRNE(QuantLinearKernel(ctx, 16, *rows), "amx-int8");
   ctx.isa = Isa::kAvx2;
   EXPECT_STRNE(QuantLinearKernel(ctx, 16, *x8), "amx-int8");
-  // Every 32-value format goes to the tiles; the k-quants stay on the
-  // vector kernels.
+  // Every 32-value format, Q4_K and Q5_K go to the tiles; the other
+  // k-quants stay on the vector kernels.
   ctx.isa = Isa::kAvx512;
-  for (DType t : {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kQ4_1, DType::kQ5_1, DType::kQ4_K}) {
-    const int64_t kt = t == DType::kQ4_K ? 256 : k;
+  for (DType t : {DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kQ4_1, DType::kQ5_1, DType::kQ4_K,
+                  DType::kQ5_K, DType::kQ6_K}) {
+    const int64_t kt = QuantActivationBlock(t) == 256 ? 256 : k;
     const auto tb = RandomBlocks(t, n, kt, 4);
     auto tx8 = RepackX8(*MakeQuantMatrix(t, tb.data(), tb.size(), n, kt));
     ASSERT_TRUE(tx8.ok()) << DTypeName(t);
-    if (t == DType::kQ4_K) {
+    if (t == DType::kQ6_K) {
       EXPECT_STRNE(QuantLinearKernel(ctx, 16, *tx8), "amx-int8");
     } else {
       EXPECT_STREQ(QuantLinearKernel(ctx, 16, *tx8), "amx-int8") << DTypeName(t);

@@ -41,9 +41,12 @@ inline constexpr int kQuantGroupRows = 8;
 // Where the AMX kernel will take them (many rows of 32-value blocks on a CPU
 // with AMX-INT8), the scales also come by row tile of 16, side by side for
 // its epilogue's broadcasts: row m's block b at tile_d + ((m / 16) * blocks
-// + b) * 16 + m % 16, rows past the last zero; and at the same index of
-// tile_s the block's sum of values as a float (s_2b + s_2b+1, for the
-// formats with a min). Null otherwise.
+// + b) * 16 + m % 16, rows past the last zero; for 32-value blocks, at the
+// same index of tile_s the block's sum of values as a float (s_2b +
+// s_2b+1, for the formats with a min); for 256-value blocks, at
+// tile_pairs + ((m / 16) * blocks + b) * 64 + 16 i + m % 16 the sums of
+// its sub-blocks 2i and 2i + 1 of 32 values as int16 in one int32 (low,
+// high). Null otherwise.
 constexpr int64_t kByBlockTileRows = 16;
 
 struct QuantizedRows {
@@ -54,6 +57,7 @@ struct QuantizedRows {
   int block = 32;
   float* tile_d = nullptr;
   float* tile_s = nullptr;
+  int32_t* tile_pairs = nullptr;
   int64_t rows = 0;
   int8_t* by_block = nullptr;
   float* by_block_d = nullptr;

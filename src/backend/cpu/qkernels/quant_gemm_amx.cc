@@ -35,18 +35,23 @@ constexpr int kStripCols = kX8PairRows;    // 16 output columns: one C tile
 constexpr int kTileRows = 16;              // activation rows per A tile
 constexpr int64_t kBTileBytes = 512;       // 8 rows (4 values each) x 16 columns
 
-// Scratch: a nibble format's strip's unpacked B tiles, four blocks' stored sums, and a
-// zero-padded copy of a cell's last, partial row tile.
+// Scratch: a nibble format's or k-quant's strip's unpacked B tiles, four
+// blocks' stored sums, a zero-padded copy of a cell's last, partial row
+// tile, and for Q4_K and Q5_K the strip's sub-block scales, its mins in
+// pairs, and a row tile's fp32 sums.
 struct Scratch {
-  uint8_t* b_tiles;  // [blocks][8][64]
-  int32_t* sums;     // [4][16][16]
-  int8_t* tail_q;    // [16][k]
+  uint8_t* b_tiles;     // [blocks][8][64]
+  int32_t* sums;        // [4][16][16]
+  int8_t* tail_q;       // [16][k]
+  int32_t* sub_scales;  // [blocks][16]: sub-block b's scale per column
+  int32_t* min_pairs;   // [blocks / 8][4][16]: mins 2i, 2i+1 as int16 pairs
+  float* acc;           // [16][16]
 };
 
-// Where each part of the scratch starts, in bytes, for `blocks` blocks, and
-// its size.
+// Where each part of the scratch starts, in bytes, for `blocks` blocks of
+// 32 values, and its size.
 struct ScratchLayout {
-  int64_t b_tiles, sums, tail_q, bytes;
+  int64_t b_tiles, sums, tail_q, sub_scales, min_pairs, acc, bytes;
 };
 
 ScratchLayout LayOut(int64_t blocks) {
@@ -54,7 +59,10 @@ ScratchLayout LayOut(int64_t blocks) {
   l.b_tiles = 0;
   l.sums = l.b_tiles + blocks * kBTileBytes;
   l.tail_q = l.sums + 4 * 16 * 16 * 4;
-  l.bytes = l.tail_q + kTileRows * blocks * kBlock;
+  l.sub_scales = l.tail_q + (kTileRows * blocks * kBlock + 63) / 64 * 64;
+  l.min_pairs = l.sub_scales + blocks * 16 * 4;
+  l.acc = l.min_pairs + (blocks + 7) / 8 * 4 * 16 * 4;
+  l.bytes = l.acc + 16 * 16 * 4;
   return l;
 }
 
@@ -65,6 +73,9 @@ Scratch Carve(void* base, int64_t blocks) {
   s.b_tiles = p + l.b_tiles;
   s.sums = reinterpret_cast<int32_t*>(p + l.sums);
   s.tail_q = reinterpret_cast<int8_t*>(p + l.tail_q);
+  s.sub_scales = reinterpret_cast<int32_t*>(p + l.sub_scales);
+  s.min_pairs = reinterpret_cast<int32_t*>(p + l.min_pairs);
+  s.acc = reinterpret_cast<float*>(p + l.acc);
   return s;
 }
 
@@ -84,6 +95,64 @@ void Configure() {
     c.colsb[2 + t] = 64;
   }
   _tile_loadconfig(&c);
+}
+
+// A Q4_K or Q5_K pair's super-blocks (tiles `tile_bytes` apart) as B
+// tiles in scratch, one per sub-block of 32: line 8c + j of the nibbles
+// holds values 64c + 4j..4j+3 (low nibbles, sub-block 2c) and 64c + 32 +
+// 4j..4j+3 (high, sub-block 2c + 1) of the 16 rows, with Q5_K's fifth bits
+// (bits 2c and 2c + 1 of its line j) added as 16: unsigned 0-31, signed
+// bytes as they are. Each sub-block's 6-bit scale goes to sub_scales and
+// the mins, in int16 pairs (2i, 2i + 1), to min_pairs, one int32 lane per
+// row (UnpackScaleMinK4's fields, read as X8SumsK45 does).
+template <bool kFifth>
+void UnpackK45Tiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_bytes, uint8_t* dst,
+                    int32_t* sub_scales, int32_t* min_pairs) {
+  const __m512i six = _mm512_set1_epi8(0x3F), four = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+  const __m512i byte = _mm512_set1_epi32(0xFF), sixteen = _mm512_set1_epi8(0x10);
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* tile = tiles + tile_bytes * sb;
+    const __m512i a0 = _mm512_loadu_si512(tile), a1 = _mm512_loadu_si512(tile + 64),
+                  a2 = _mm512_loadu_si512(tile + 128);
+    const __m512i sc[2] = {
+        _mm512_and_si512(a0, six),
+        _mm512_or_si512(_mm512_and_si512(a2, four), _mm512_and_si512(_mm512_srli_epi32(a0, 2), top))};
+    const __m512i mins[2] = {_mm512_and_si512(a1, six),
+                             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 4), four),
+                                             _mm512_and_si512(_mm512_srli_epi32(a1, 2), top))};
+    for (int j = 0; j < 8; ++j) {
+      const __m512i v = _mm512_and_si512(_mm512_srlv_epi32(sc[j / 4], _mm512_set1_epi32(8 * (j % 4))), byte);
+      _mm512_storeu_si512(sub_scales + 16 * (8 * sb + j), v);
+    }
+    for (int i = 0; i < 4; ++i) {
+      const __m512i v = mins[i / 2];
+      const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(16 * (i % 2))), byte);
+      const __m512i high = _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(16 * (i % 2) + 8)), byte);
+      _mm512_storeu_si512(min_pairs + 16 * (4 * sb + i), _mm512_or_si512(low, _mm512_slli_epi32(high, 16)));
+    }
+    const uint8_t* qh = tile + 64 * 3;
+    const uint8_t* qs = tile + 64 * (kFifth ? 11 : 3);
+    for (int c = 0; c < 4; ++c) {
+      for (int j = 0; j < 8; ++j) {
+        const __m512i v = _mm512_loadu_si512(qs + 64 * (8 * c + j));
+        __m512i low = _mm512_and_si512(v, four);
+        __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), four);
+        if constexpr (kFifth) {
+          // Bits 2c and 2c + 1 of each byte to bit 4 (16-bit shifts: the
+          // bits crossing bytes are masked off).
+          const __m512i h = _mm512_loadu_si512(qh + 64 * j);
+          const __m512i h0 = c < 2 ? _mm512_sllv_epi16(h, _mm512_set1_epi16(static_cast<short>(4 - 2 * c)))
+                                   : _mm512_srlv_epi16(h, _mm512_set1_epi16(static_cast<short>(2 * c - 4)));
+          const __m512i h1 = c < 2 ? _mm512_sllv_epi16(h, _mm512_set1_epi16(static_cast<short>(3 - 2 * c)))
+                                   : _mm512_srlv_epi16(h, _mm512_set1_epi16(static_cast<short>(2 * c - 3)));
+          low = _mm512_or_si512(low, _mm512_and_si512(h0, sixteen));
+          high = _mm512_or_si512(high, _mm512_and_si512(h1, sixteen));
+        }
+        _mm512_storeu_si512(dst + kBTileBytes * (8 * sb + 2 * c) + 64 * j, low);
+        _mm512_storeu_si512(dst + kBTileBytes * (8 * sb + 2 * c + 1) + 64 * j, high);
+      }
+    }
+  }
 }
 
 // A strip: its block b's B tile at tiles + kBTileBytes * b, and 16 f16
@@ -192,7 +261,8 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
   } while (0)
 
 // Step j of the pipeline: block j + 3 starts multiplying, block j's sums
-// (stored one step earlier) are scaled, then block j + 1's are stored, two
+// (stored one step earlier) are scaled (KILN_AMX_EPILOGUE, defined by
+// each row tile), then block j + 1's are stored, two
 // steps after its multiply started (one step measured 3-4% slower on an
 // Intel Xeon's tiles: the store waited for the multiply). Placed after the
 // scaling, the store holds up nothing behind it.
@@ -202,7 +272,7 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
     for (int line = 0; line < prefetch_lines && prefetch < prefetch_end; ++line, prefetch += 64) { \
       _mm_prefetch(reinterpret_cast<const char*>(prefetch), _MM_HINT_T1);                          \
     }                                                                                              \
-    ScaleBlock<kHasMin>(acc, s.sums + 256 * ((j) % 4), strip, dx, sx, j);                          \
+    KILN_AMX_EPILOGUE(j);                                                                          \
     if ((j) + 1 < blocks) _tile_stored(c_store, s.sums + 256 * (((j) + 1) % 4), 64);               \
   }
 
@@ -223,6 +293,7 @@ struct TileOutput {
 // accumulators stay in registers. Meanwhile the bytes [prefetch,
 // prefetch_end) (the next strip's weights) are fetched into L2, spread over
 // the blocks.
+#define KILN_AMX_EPILOGUE(j) ScaleBlock<kHasMin>(acc, s.sums + 256 * ((j) % 4), strip, dx, sx, j)
 template <bool kHasMin>
 void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int64_t blocks,
              const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
@@ -249,30 +320,180 @@ void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int
   }
 }
 
+#undef KILN_AMX_EPILOGUE
+
+// Q4_K's and Q5_K's sub-block b: a[r] += its integer scale times the
+// sums of row r, per column (exact: |A| < 2^31).
+__attribute__((always_inline)) inline void ScaleSubBlock(__m512i a[kTileRows], const int32_t* sums,
+                                                         const int32_t* sub_scale) {
+  const __m512i sc = _mm512_loadu_si512(sub_scale);
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) {
+    a[r] = _mm512_add_epi32(a[r], _mm512_mullo_epi32(_mm512_loadu_si512(sums + 16 * r), sc));
+  }
+}
+
+// The end of super-block sb for 16 rows: B = -sum_j m_j s_j (the rows'
+// sub-block sums in int16 pairs at x_pairs, [4][16]; the columns' mins at
+// min_pairs, [4][16]), then the reference's acc = fma(d * dx, A, acc) and
+// acc = fma(dmin * dx, B, acc), acc kept in scratch (the 16 registers
+// hold A), and A back to zero.
+__attribute__((always_inline)) inline void FinishSuperBlock(__m512i a[kTileRows], float* acc,
+                                                            const uint8_t* scales, const float* dx,
+                                                            const int32_t* x_pairs,
+                                                            const int32_t* min_pairs) {
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32)));
+  __m512i mins[4];
+  for (int i = 0; i < 4; ++i) mins[i] = _mm512_loadu_si512(min_pairs + 16 * i);
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) {
+    __m512i b = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i)
+      b = _mm512_add_epi32(b, _mm512_madd_epi16(mins[i], _mm512_set1_epi32(x_pairs[16 * i + r])));
+    const __m512 x_scale = _mm512_set1_ps(dx[r]);
+    __m512 sum = _mm512_loadu_ps(acc + 16 * r);
+    sum = _mm512_fmadd_ps(_mm512_mul_ps(d, x_scale), _mm512_cvtepi32_ps(a[r]), sum);
+    sum = _mm512_fmadd_ps(_mm512_mul_ps(dmin, x_scale),
+                          _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), b)), sum);
+    _mm512_storeu_ps(acc + 16 * r, sum);
+    a[r] = _mm512_setzero_si512();
+  }
+}
+
+// RowTile for Q4_K and Q5_K: blocks are the sub-blocks of 32, whose sums
+// are scaled as integers, every eighth closing a super-block; dx and
+// x_pairs are the row tile's super-block scales ([super-blocks][16]) and
+// sub-block sum pairs ([super-blocks][4][16]).
+#define KILN_AMX_EPILOGUE(j)                                                                      \
+  do {                                                                                            \
+    ScaleSubBlock(a_int, s.sums + 256 * ((j) % 4), s.sub_scales + 16 * (j));                      \
+    if ((j) % 8 == 7) {                                                                           \
+      const int64_t sb = (j) / 8;                                                                 \
+      FinishSuperBlock(a_int, s.acc, strip.scales + strip.scale_stride * sb, dx + kTileRows * sb, \
+                       x_pairs + 4 * kTileRows * sb, s.min_pairs + 4 * 16 * sb);                  \
+    }                                                                                             \
+  } while (0)
+void RowTileK45(const int8_t* q, long stride, const float* dx, const int32_t* x_pairs, int64_t blocks,
+                const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
+                const TileOutput& out) {
+  const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
+  __m512i a_int[kTileRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) {
+    a_int[r] = _mm512_setzero_si512();
+    _mm512_storeu_ps(s.acc + 16 * r, _mm512_setzero_ps());
+  }
+  KILN_AMX_MULTIPLY(0, 4, 6, 0);
+  if (blocks > 1) KILN_AMX_MULTIPLY(1, 5, 7, 1);
+  if (blocks > 2) KILN_AMX_MULTIPLY(2, 4, 6, 2);
+  _tile_stored(0, s.sums, 64);
+  for (int64_t b = 0; b < blocks; b += 4) {
+    KILN_AMX_STEP(b, 3, 5, 7, 1)
+    KILN_AMX_STEP(b + 1, 0, 4, 6, 2)
+    KILN_AMX_STEP(b + 2, 1, 5, 7, 3)
+    KILN_AMX_STEP(b + 3, 2, 4, 6, 0)
+  }
+  for (int r = 0; r < kTileRows; ++r) {
+    if (r >= out.rows) break;
+    const __m512 sum = _mm512_loadu_ps(s.acc + 16 * r);
+    _mm512_mask_storeu_ps(out.y + r * out.ldy, out.mask, out.add_bias ? _mm512_add_ps(sum, out.bias) : sum);
+  }
+}
+#undef KILN_AMX_EPILOGUE
+
 #undef KILN_AMX_STEP
 #undef KILN_AMX_MULTIPLY
 
 }  // namespace
 
 void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end) {
-  const int64_t blocks = x.k / kBlock;
+  const int64_t blocks = x.k / x.block;
   const int64_t stop = end < rows ? end : (rows + kTileRows - 1) / kTileRows * kTileRows;
   for (int64_t m = begin; m < stop; ++m) {
-    const int64_t at = (m / kTileRows) * blocks * kTileRows + m % kTileRows;
-    float* d = x.tile_d + at;
-    float* sums = x.tile_s + at;
+    const int64_t tile = m / kTileRows, row = m % kTileRows;
+    const bool real = m < rows;
     for (int64_t b = 0; b < blocks; ++b) {
-      d[b * kTileRows] = m < rows ? x.row_d(m)[b] : 0.0f;
-      sums[b * kTileRows] =
-          m < rows ? static_cast<float>(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1])
-                   : 0.0f;
+      const int64_t at = (tile * blocks + b) * kTileRows + row;
+      x.tile_d[at] = real ? x.row_d(m)[b] : 0.0f;
+      if (x.block == kBlock) {
+        x.tile_s[at] =
+            real ? static_cast<float>(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1])
+                 : 0.0f;
+        continue;
+      }
+      // A super-block's eight sub-block sums (two 16-value pieces each),
+      // two to an int32 as int16 (|sum| <= 4064).
+      const int16_t* pieces = real ? x.row_sums(m) + 16 * b : nullptr;
+      for (int i = 0; i < 4; ++i) {
+        uint32_t pair = 0;
+        if (real) {
+          const auto low = static_cast<uint16_t>(pieces[4 * i] + pieces[4 * i + 1]);
+          const auto high = static_cast<uint16_t>(pieces[4 * i + 2] + pieces[4 * i + 3]);
+          pair = low | static_cast<uint32_t>(high) << 16;
+        }
+        x.tile_pairs[(tile * blocks + b) * 4 * kTileRows + i * kTileRows + row] = static_cast<int32_t>(pair);
+      }
     }
   }
 }
 
 int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
+namespace {
+
+// AmxQuantGemm for Q4_K and Q5_K.
+void AmxK45Gemm(const QuantGemmArgs& a, void* scratch) {
+  const int64_t blocks = a.k / kBlock, super_blocks = a.k / 256;
+  const Scratch s = Carve(scratch, blocks);
+  const auto stride = static_cast<long>(a.k);
+  const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
+  const int tail_rows = static_cast<int>(a.m_end - full_end);
+  if (tail_rows > 0) {
+    std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
+    std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
+  }
+  Configure();
+  const bool fifth = a.w_type == DType::kQ5_K;
+  const int64_t scale_bytes = X8ScaleBytes(a.w_type, super_blocks);
+  const int64_t tile_bytes = X8TileBytes(a.w_type);
+  for (int64_t g = a.g_begin; g < a.g_end; g += 2) {
+    const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
+    if (fifth) {
+      UnpackK45Tiles<true>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
+                           s.min_pairs);
+    } else {
+      UnpackK45Tiles<false>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
+                            s.min_pairs);
+    }
+    const Strip strip{s.b_tiles, pair, X8ScaleStride(a.w_type)};
+    const int64_t n0 = g * kQuantGroupRows;
+    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
+    TileOutput out;
+    out.ldy = a.ldy;
+    out.mask = static_cast<__mmask16>((1u << cols) - 1);
+    out.add_bias = a.bias != nullptr;
+    out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
+    const uint8_t* prefetch = pair + a.x8_pair_bytes;
+    const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
+    for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
+      out.y = a.y + m * a.ldy + n0;
+      out.rows = m >= full_end ? tail_rows : kTileRows;
+      const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
+      const int64_t tile = m / kTileRows;
+      RowTileK45(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
+                 a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, blocks, strip, s, prefetch,
+                 prefetch_end, out);
+      prefetch = prefetch_end;
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace
+
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
+  if (a.w_type == DType::kQ4_K || a.w_type == DType::kQ5_K) return AmxK45Gemm(a, scratch);
   const int64_t blocks = a.k / kBlock;
   const Scratch s = Carve(scratch, blocks);
   const auto stride = static_cast<long>(a.k);

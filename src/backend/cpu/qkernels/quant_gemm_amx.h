@@ -1,6 +1,6 @@
 // The quantized GEMM on AMX tiles, for many activation rows (prefill and
-// batched decoding) against the 32-value formats in the x8 layout: Q8_0,
-// Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1.
+// batched decoding) against the 32-value formats in the x8 layout (Q8_0,
+// Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1) and Q4_K and Q5_K.
 //
 // Per block of 32 values, tdpbssd multiplies 16 activation rows by 16 weight
 // rows in signed bytes (Q4_0's nibbles made signed by taking 8 off each,
@@ -8,9 +8,13 @@
 // values less 16 alike, IQ4_NL's table values, Q4_1's and Q5_1's unsigned
 // values as they are); the int32 block sums then take the reference's fp32
 // steps, acc = fma(d * dx, A, acc) block by block, and for Q4_1 and Q5_1
-// acc = fma(m * dx, s0 + s1, acc) after it. So the result equals
-// quant_reference.cc bit for bit, and with it the vector kernels',
-// whatever the rows, tiles or threads.
+// acc = fma(m * dx, s0 + s1, acc) after it. Q4_K and Q5_K take one
+// tdpbssd per sub-block of 32 (their unsigned values as signed bytes), whose
+// int32 sums are scaled by the sub-block's integer scale and added up to
+// the super-block's A as integers; B = -sum_j m_j s_j comes from the rows'
+// sub-block sums, then the reference's two fmas per super-block. So the
+// result equals quant_reference.cc bit for bit, and with it the vector
+// kernels', whatever the rows, tiles or threads.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +29,9 @@ namespace kiln::cpu {
 bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 
 // Rows [begin, end) of x's `rows` scales and block sums into x.tile_d and
-// x.tile_s (qkernel_table.h); with end == rows, also the zeros that fill
-// the last row tile. REQUIRES: x.tile_d and x.tile_s set.
+// x.tile_s (32-value blocks) or x.tile_pairs (256) (qkernel_table.h); with
+// end == rows, also the zeros that fill the last row tile. REQUIRES: those
+// set.
 void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end);
 
 // Scratch AmxQuantGemm needs for K = k, in bytes.
@@ -35,7 +40,7 @@ int64_t AmxQuantGemmScratchBytes(int64_t k);
 
 // QuantGemmArgs' piece (rows [m_begin, m_end) x row groups [g_begin,
 // g_end)) on the calling thread, reading a.x8 a pair of groups at a time
-// and a.x->tile_d (and tile_s). `scratch` is 64-byte aligned,
+// and a.x->tile_d (and tile_s or tile_pairs). `scratch` is 64-byte aligned,
 // AmxQuantGemmScratchBytes(a.k) long. REQUIRES: AmxQuantGemmRuns(a.w_type,
 // true), a.x8 and a.x->tile_d set, m_begin a multiple of 16, g_begin even
 // and g_end even or the last group.

@@ -51,20 +51,23 @@ void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
 
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
   const bool format = w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ5_0 ||
-                      w_type == DType::kIQ4_NL || w_type == DType::kQ4_1 || w_type == DType::kQ5_1;
+                      w_type == DType::kIQ4_NL || w_type == DType::kQ4_1 || w_type == DType::kQ5_1 ||
+                      w_type == DType::kQ4_K || w_type == DType::kQ5_K;
   return has_x8 && format && AmxInt8Usable();
 }
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
                                   int64_t k, int block) {
-  // Many rows of 32-value blocks also give the AMX kernel its scales.
-  const bool amx = block == 32 && AmxTakes(ctx, rows);
+  // Many rows also give the AMX kernel its scales (and sums).
+  const bool amx = AmxTakes(ctx, rows);
   const int64_t tile_rows = amx ? (rows + kAmxRowTile - 1) / kAmxRowTile * kAmxRowTile : 0;
   const size_t q_bytes = Align64(static_cast<size_t>(rows * k));
   const size_t d_bytes = Align64(static_cast<size_t>(rows * (k / block)) * sizeof(float));
   const size_t sum_bytes = Align64(static_cast<size_t>(rows * (k / 16)) * sizeof(int16_t));
-  // tile_d and tile_s, one after the other.
-  const size_t tile_d_bytes = 2 * Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
+  // tile_d, then tile_s or tile_pairs (k / 32 or k / 64 per row).
+  const size_t tile_scale_bytes = Align64(static_cast<size_t>(tile_rows * (k / block)) * sizeof(float));
+  const size_t tile_d_bytes =
+      tile_scale_bytes + Align64(static_cast<size_t>(tile_rows * (k / 32)) * sizeof(float));
   // Rows for the vector kernels also come block by block (qkernel_table.h),
   // in tiles of by_block_rows rows, the last padded. One row's blocks are
   // already in that order, so only its negated sums are new.
@@ -89,7 +92,12 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   out.rows = rows;
   if (amx) {
     out.tile_d = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes);
-    out.tile_s = reinterpret_cast<float*>(base + q_bytes + d_bytes + sum_bytes + tile_d_bytes / 2);
+    uint8_t* sums_at = base + q_bytes + d_bytes + sum_bytes + tile_scale_bytes;
+    if (block == 32) {
+      out.tile_s = reinterpret_cast<float*>(sums_at);
+    } else {
+      out.tile_pairs = reinterpret_cast<int32_t*>(sums_at);
+    }
   }
   if (by_block) {
     uint8_t* at = base + q_bytes + d_bytes + sum_bytes + tile_d_bytes;
