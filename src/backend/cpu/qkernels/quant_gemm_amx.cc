@@ -43,7 +43,7 @@ struct Scratch {
   uint8_t* b_tiles;     // [blocks][8][64]
   int32_t* sums;        // [4][16][16]
   int8_t* tail_q;       // [16][k]
-  int32_t* sub_scales;  // [blocks][16]: sub-block b's scale per column
+  int32_t* sub_scales;  // [sub-blocks][16]: sub-block b's scale per column
   int32_t* min_pairs;   // [blocks / 8][4][16]: mins 2i, 2i+1 as int16 pairs
   float* acc;           // [16][16]
 };
@@ -60,7 +60,7 @@ ScratchLayout LayOut(int64_t blocks) {
   l.sums = l.b_tiles + blocks * kBTileBytes;
   l.tail_q = l.sums + 4 * 16 * 16 * 4;
   l.sub_scales = l.tail_q + (kTileRows * blocks * kBlock + 63) / 64 * 64;
-  l.min_pairs = l.sub_scales + blocks * 16 * 4;
+  l.min_pairs = l.sub_scales + 2 * blocks * 16 * 4;  // Q6_K: k / 16 sub-blocks
   l.acc = l.min_pairs + (blocks + 7) / 8 * 4 * 16 * 4;
   l.bytes = l.acc + 16 * 16 * 4;
   return l;
@@ -80,9 +80,9 @@ Scratch Carve(void* base, int64_t blocks) {
 }
 
 // Block j is multiplied in C tile j % 4 (16 x 16 int32, tiles 0-3), from A
-// tile 4 + j % 2 (16 rows of the block's 32 bytes) and B tile 6 + j % 2 (8
-// rows of 16 columns x 4 bytes).
-void Configure() {
+// tile 4 + j % 2 (16 rows of the block's `values` bytes: 32, or Q6_K's
+// 16) and B tile 6 + j % 2 (values / 4 rows of 16 columns x 4 bytes).
+void Configure(int values = kBlock) {
   AmxTileConfig c;
   for (int t = 0; t < 4; ++t) {
     c.rows[t] = kTileRows;
@@ -90,8 +90,8 @@ void Configure() {
   }
   for (int t = 4; t < 6; ++t) {
     c.rows[t] = kTileRows;
-    c.colsb[t] = kBlock;
-    c.rows[2 + t] = kBlock / 4;
+    c.colsb[t] = static_cast<uint16_t>(values);
+    c.rows[2 + t] = static_cast<uint8_t>(values / 4);
     c.colsb[2 + t] = 64;
   }
   _tile_loadconfig(&c);
@@ -150,6 +150,44 @@ void UnpackK45Tiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_byt
         }
         _mm512_storeu_si512(dst + kBTileBytes * (8 * sb + 2 * c) + 64 * j, low);
         _mm512_storeu_si512(dst + kBTileBytes * (8 * sb + 2 * c + 1) + 64 * j, high);
+      }
+    }
+  }
+}
+
+// A Q6_K pair's super-blocks as B tiles in scratch, one per sub-block of
+// 16 (4 rows of 64 bytes, 256 bytes): line 3(8h + j) + t (t < 3) holds
+// value 128h + 32t + 4j + p (sub-block 8h + 2t + j / 4, B row j % 4) in
+// bits 0-5 of byte p and two bits of value 128h + 96 + 4j + p (sub-block
+// 8h + 6 + j / 4) in bits 6-7; each value less 32 is a signed byte whose
+// products sum to the reference's sum w q - 32 s_i exactly. The 16 int8
+// scales (lines 48-51) go to sub_scales, sign-extended.
+void UnpackQ6_KTiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_bytes, uint8_t* dst,
+                     int32_t* sub_scales) {
+  constexpr int64_t kSubTileBytes = 256;
+  const __m512i six = _mm512_set1_epi8(0x3F), two = _mm512_set1_epi8(0x03), thirty_two = _mm512_set1_epi8(32);
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* tile = tiles + tile_bytes * sb;
+    for (int l = 0; l < 4; ++l) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * (48 + l));
+      for (int p = 0; p < 4; ++p) {
+        const __m512i sc = _mm512_srai_epi32(_mm512_sllv_epi32(v, _mm512_set1_epi32(24 - 8 * p)), 24);
+        _mm512_storeu_si512(sub_scales + 16 * (16 * sb + 4 * l + p), sc);
+      }
+    }
+    uint8_t* out = dst + kSubTileBytes * 16 * sb;
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        __m512i top = _mm512_setzero_si512();
+        for (int t = 0; t < 3; ++t) {
+          const __m512i line = _mm512_loadu_si512(tile + 64 * (3 * (8 * h + j) + t));
+          _mm512_storeu_si512(out + kSubTileBytes * (8 * h + 2 * t + j / 4) + 64 * (j % 4),
+                              _mm512_sub_epi8(_mm512_and_si512(line, six), thirty_two));
+          const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(line, 6), two);
+          top = _mm512_or_si512(top, _mm512_sllv_epi16(bits, _mm512_set1_epi16(static_cast<short>(2 * t))));
+        }
+        _mm512_storeu_si512(out + kSubTileBytes * (8 * h + 6 + j / 4) + 64 * (j % 4),
+                            _mm512_sub_epi8(top, thirty_two));
       }
     }
   }
@@ -251,13 +289,14 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
 
 // The tile instructions name their registers in the instruction itself, so
 // the pipeline below is written out per register: block j is multiplied
-// with C tile j % 4, A tile 4 + j % 2 and B tile 6 + j % 2.
-#define KILN_AMX_MULTIPLY(c, a, b, block)                \
-  do {                                                   \
-    _tile_zero(c);                                       \
-    _tile_loadd(a, q + (block)*kBlock, stride);          \
-    _tile_loadd(b, strip.tiles + (block)*kBTileBytes, 64); \
-    _tile_dpbssd(c, a, b);                               \
+// with C tile j % 4, A tile 4 + j % 2 and B tile 6 + j % 2 (the row tile
+// defines kABytes and kBBytes, a block's activation and B tile bytes).
+#define KILN_AMX_MULTIPLY(c, a, b, block)              \
+  do {                                                 \
+    _tile_zero(c);                                     \
+    _tile_loadd(a, q + (block)*kABytes, stride);       \
+    _tile_loadd(b, strip.tiles + (block)*kBBytes, 64); \
+    _tile_dpbssd(c, a, b);                             \
   } while (0)
 
 // Step j of the pipeline: block j + 3 starts multiplying, block j's sums
@@ -298,6 +337,7 @@ template <bool kHasMin>
 void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int64_t blocks,
              const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
              const TileOutput& out) {
+  constexpr int64_t kABytes = kBlock, kBBytes = kBTileBytes;
   const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
   __m512 acc[kTileRows];
 #pragma GCC unroll 16
@@ -322,8 +362,8 @@ void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int
 
 #undef KILN_AMX_EPILOGUE
 
-// Q4_K's and Q5_K's sub-block b: a[r] += its integer scale times the
-// sums of row r, per column (exact: |A| < 2^31).
+// A k-quant's sub-block b: a[r] += its integer scale times the sums of
+// row r, per column (exact: |A| < 2^31).
 __attribute__((always_inline)) inline void ScaleSubBlock(__m512i a[kTileRows], const int32_t* sums,
                                                          const int32_t* sub_scale) {
   const __m512i sc = _mm512_loadu_si512(sub_scale);
@@ -333,50 +373,70 @@ __attribute__((always_inline)) inline void ScaleSubBlock(__m512i a[kTileRows], c
   }
 }
 
-// The end of super-block sb for 16 rows: B = -sum_j m_j s_j (the rows'
+// The end of a super-block for 16 rows: the reference's acc = fma(d * dx,
+// A, acc), and with a min (Q4_K, Q5_K) B = -sum_j m_j s_j (the rows'
 // sub-block sums in int16 pairs at x_pairs, [4][16]; the columns' mins at
-// min_pairs, [4][16]), then the reference's acc = fma(d * dx, A, acc) and
-// acc = fma(dmin * dx, B, acc), acc kept in scratch (the 16 registers
-// hold A), and A back to zero.
+// min_pairs, [4][16]) and acc = fma(dmin * dx, B, acc); acc kept in
+// scratch (the 16 registers hold A), and A back to zero.
+template <bool kHasMin>
 __attribute__((always_inline)) inline void FinishSuperBlock(__m512i a[kTileRows], float* acc,
                                                             const uint8_t* scales, const float* dx,
                                                             const int32_t* x_pairs,
                                                             const int32_t* min_pairs) {
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
-  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32)));
-  __m512i mins[4];
-  for (int i = 0; i < 4; ++i) mins[i] = _mm512_loadu_si512(min_pairs + 16 * i);
+  [[maybe_unused]] __m512 dmin;
+  [[maybe_unused]] __m512i mins[4];
+  if constexpr (kHasMin) {
+    dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32)));
+    for (int i = 0; i < 4; ++i) mins[i] = _mm512_loadu_si512(min_pairs + 16 * i);
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) {
-    __m512i b = _mm512_setzero_si512();
-    for (int i = 0; i < 4; ++i)
-      b = _mm512_add_epi32(b, _mm512_madd_epi16(mins[i], _mm512_set1_epi32(x_pairs[16 * i + r])));
     const __m512 x_scale = _mm512_set1_ps(dx[r]);
     __m512 sum = _mm512_loadu_ps(acc + 16 * r);
     sum = _mm512_fmadd_ps(_mm512_mul_ps(d, x_scale), _mm512_cvtepi32_ps(a[r]), sum);
-    sum = _mm512_fmadd_ps(_mm512_mul_ps(dmin, x_scale),
-                          _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), b)), sum);
+    if constexpr (kHasMin) {
+      __m512i b = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        b = _mm512_add_epi32(b, _mm512_madd_epi16(mins[i], _mm512_set1_epi32(x_pairs[16 * i + r])));
+      }
+      const __m512 b_float = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), b));
+      sum = _mm512_fmadd_ps(_mm512_mul_ps(dmin, x_scale), b_float, sum);
+    }
     _mm512_storeu_ps(acc + 16 * r, sum);
     a[r] = _mm512_setzero_si512();
   }
 }
 
-// RowTile for Q4_K and Q5_K: blocks are the sub-blocks of 32, whose sums
-// are scaled as integers, every eighth closing a super-block; dx and
+// What differs between the k-quants on the tiles: values per sub-block,
+// sub-blocks per super-block, and whether a min term follows.
+template <DType T>
+struct SuperBlockShape {
+  static constexpr int kValues = T == DType::kQ6_K ? 16 : 32;
+  static constexpr int kSubBlocks = 256 / kValues;
+  static constexpr bool kHasMin = T != DType::kQ6_K;
+};
+
+// RowTile for the k-quants: blocks are the sub-blocks, whose sums are
+// scaled as integers, every kSubBlocks-th closing a super-block; dx and
 // x_pairs are the row tile's super-block scales ([super-blocks][16]) and
 // sub-block sum pairs ([super-blocks][4][16]).
-#define KILN_AMX_EPILOGUE(j)                                                                      \
-  do {                                                                                            \
-    ScaleSubBlock(a_int, s.sums + 256 * ((j) % 4), s.sub_scales + 16 * (j));                      \
-    if ((j) % 8 == 7) {                                                                           \
-      const int64_t sb = (j) / 8;                                                                 \
-      FinishSuperBlock(a_int, s.acc, strip.scales + strip.scale_stride * sb, dx + kTileRows * sb, \
-                       x_pairs + 4 * kTileRows * sb, s.min_pairs + 4 * 16 * sb);                  \
-    }                                                                                             \
+#define KILN_AMX_EPILOGUE(j)                                                                 \
+  do {                                                                                       \
+    ScaleSubBlock(a_int, s.sums + 256 * ((j) % 4), s.sub_scales + 16 * (j));                 \
+    if ((j) % Shape::kSubBlocks == Shape::kSubBlocks - 1) {                                  \
+      const int64_t sb = (j) / Shape::kSubBlocks;                                            \
+      FinishSuperBlock<Shape::kHasMin>(a_int, s.acc, strip.scales + strip.scale_stride * sb, \
+                                       dx + kTileRows * sb, x_pairs + 4 * kTileRows * sb,    \
+                                       s.min_pairs + 4 * 16 * sb);                           \
+    }                                                                                        \
   } while (0)
-void RowTileK45(const int8_t* q, long stride, const float* dx, const int32_t* x_pairs, int64_t blocks,
-                const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
-                const TileOutput& out) {
+template <DType T>
+void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* x_pairs, int64_t blocks,
+                  const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
+                  const TileOutput& out) {
+  using Shape = SuperBlockShape<T>;
+  constexpr int64_t kABytes = Shape::kValues, kBBytes = 16 * Shape::kValues;
   const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
   __m512i a_int[kTileRows];
 #pragma GCC unroll 16
@@ -442,10 +502,12 @@ int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
 namespace {
 
-// AmxQuantGemm for Q4_K and Q5_K.
-void AmxK45Gemm(const QuantGemmArgs& a, void* scratch) {
-  const int64_t blocks = a.k / kBlock, super_blocks = a.k / 256;
-  const Scratch s = Carve(scratch, blocks);
+// AmxQuantGemm for the k-quants on the tiles (Q4_K, Q5_K, Q6_K).
+template <DType T>
+void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
+  using Shape = SuperBlockShape<T>;
+  const int64_t blocks = a.k / Shape::kValues, super_blocks = a.k / 256;
+  const Scratch s = Carve(scratch, a.k / kBlock);
   const auto stride = static_cast<long>(a.k);
   const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
   const int tail_rows = static_cast<int>(a.m_end - full_end);
@@ -453,20 +515,18 @@ void AmxK45Gemm(const QuantGemmArgs& a, void* scratch) {
     std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
     std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
   }
-  Configure();
-  const bool fifth = a.w_type == DType::kQ5_K;
-  const int64_t scale_bytes = X8ScaleBytes(a.w_type, super_blocks);
-  const int64_t tile_bytes = X8TileBytes(a.w_type);
+  Configure(Shape::kValues);
+  const int64_t scale_bytes = X8ScaleBytes(T, super_blocks);
+  const int64_t tile_bytes = X8TileBytes(T);
   for (int64_t g = a.g_begin; g < a.g_end; g += 2) {
     const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
-    if (fifth) {
-      UnpackK45Tiles<true>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
-                           s.min_pairs);
+    if constexpr (T == DType::kQ6_K) {
+      UnpackQ6_KTiles(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
     } else {
-      UnpackK45Tiles<false>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
-                            s.min_pairs);
+      UnpackK45Tiles<T == DType::kQ5_K>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
+                                        s.min_pairs);
     }
-    const Strip strip{s.b_tiles, pair, X8ScaleStride(a.w_type)};
+    const Strip strip{s.b_tiles, pair, X8ScaleStride(T)};
     const int64_t n0 = g * kQuantGroupRows;
     const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
     TileOutput out;
@@ -481,9 +541,9 @@ void AmxK45Gemm(const QuantGemmArgs& a, void* scratch) {
       out.rows = m >= full_end ? tail_rows : kTileRows;
       const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
       const int64_t tile = m / kTileRows;
-      RowTileK45(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
-                 a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, blocks, strip, s, prefetch,
-                 prefetch_end, out);
+      RowTileSuper<T>(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
+                      a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, blocks, strip, s, prefetch,
+                      prefetch_end, out);
       prefetch = prefetch_end;
     }
   }
@@ -493,7 +553,12 @@ void AmxK45Gemm(const QuantGemmArgs& a, void* scratch) {
 }  // namespace
 
 void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
-  if (a.w_type == DType::kQ4_K || a.w_type == DType::kQ5_K) return AmxK45Gemm(a, scratch);
+  switch (a.w_type) {
+    case DType::kQ4_K: return AmxSuperGemm<DType::kQ4_K>(a, scratch);
+    case DType::kQ5_K: return AmxSuperGemm<DType::kQ5_K>(a, scratch);
+    case DType::kQ6_K: return AmxSuperGemm<DType::kQ6_K>(a, scratch);
+    default: break;
+  }
   const int64_t blocks = a.k / kBlock;
   const Scratch s = Carve(scratch, blocks);
   const auto stride = static_cast<long>(a.k);
