@@ -193,6 +193,40 @@ void UnpackQ6_KTiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_by
   }
 }
 
+// An IQ4_XS pair's super-blocks as B tiles in scratch, one per sub-block
+// of 32: line 1 + l holds index bytes 4l..4l+3 of the 16 rows, that is
+// sub-block l / 4's values 4(l % 4)..+3 (low nibbles, B row l % 4) and
+// 16 + 4(l % 4)..+3 (high, B row 4 + l % 4), looked up in the signed
+// table. Sub-block j's scale ls_j - 32 (low nibble j of line 0's 4 bytes,
+// high bits 2j, 2j + 1 of scales_h, the 16 rows' uint16 after their d in
+// the scales area `scales`) goes to sub_scales.
+void UnpackIQ4_XSTiles(const uint8_t* tiles, const uint8_t* scales, int64_t super_blocks, int64_t tile_bytes,
+                       uint8_t* dst, int32_t* sub_scales) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F), two = _mm512_set1_epi32(3),
+                thirty_two = _mm512_set1_epi32(32);
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* tile = tiles + tile_bytes * sb;
+    const __m512i low_scales = _mm512_loadu_si512(tile);
+    const __m512i high_scales =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 64 * sb + 32)));
+    for (int j = 0; j < 8; ++j) {
+      const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(low_scales, _mm512_set1_epi32(4 * j)), low4);
+      const __m512i high = _mm512_and_si512(_mm512_srlv_epi32(high_scales, _mm512_set1_epi32(2 * j)), two);
+      _mm512_storeu_si512(sub_scales + 16 * (8 * sb + j),
+                          _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), thirty_two));
+    }
+    for (int l = 0; l < 32; ++l) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * (1 + l));
+      const __m512i low = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
+      const __m512i high = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+      uint8_t* out = dst + kBTileBytes * (8 * sb + l / 4);
+      _mm512_storeu_si512(out + 64 * (l % 4), low);
+      _mm512_storeu_si512(out + 64 * (4 + l % 4), high);
+    }
+  }
+}
+
 // A strip: its block b's B tile at tiles + kBTileBytes * b, and 16 f16
 // scales d at scales + scale_stride * b, followed by 16 f16 m for the
 // formats with a min (Q4_1, Q5_1).
@@ -362,7 +396,7 @@ void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int
 
 #undef KILN_AMX_EPILOGUE
 
-// A k-quant's sub-block b: a[r] += its integer scale times the sums of
+// A super-block format's sub-block b: a[r] += its integer scale times the sums of
 // row r, per column (exact: |A| < 2^31).
 __attribute__((always_inline)) inline void ScaleSubBlock(__m512i a[kTileRows], const int32_t* sums,
                                                          const int32_t* sub_scale) {
@@ -408,16 +442,16 @@ __attribute__((always_inline)) inline void FinishSuperBlock(__m512i a[kTileRows]
   }
 }
 
-// What differs between the k-quants on the tiles: values per sub-block,
+// What differs between the super-block formats on the tiles: values per sub-block,
 // sub-blocks per super-block, and whether a min term follows.
 template <DType T>
 struct SuperBlockShape {
   static constexpr int kValues = T == DType::kQ6_K ? 16 : 32;
   static constexpr int kSubBlocks = 256 / kValues;
-  static constexpr bool kHasMin = T != DType::kQ6_K;
+  static constexpr bool kHasMin = T == DType::kQ4_K || T == DType::kQ5_K;
 };
 
-// RowTile for the k-quants: blocks are the sub-blocks, whose sums are
+// RowTile for the super-block formats: blocks are the sub-blocks, whose sums are
 // scaled as integers, every kSubBlocks-th closing a super-block; dx and
 // x_pairs are the row tile's super-block scales ([super-blocks][16]) and
 // sub-block sum pairs ([super-blocks][4][16]).
@@ -502,7 +536,8 @@ int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
 namespace {
 
-// AmxQuantGemm for the k-quants on the tiles (Q4_K, Q5_K, Q6_K).
+// AmxQuantGemm for the super-block formats on the tiles (Q4_K, Q5_K, Q6_K,
+// IQ4_XS).
 template <DType T>
 void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
   using Shape = SuperBlockShape<T>;
@@ -522,6 +557,8 @@ void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
     const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
     if constexpr (T == DType::kQ6_K) {
       UnpackQ6_KTiles(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
+    } else if constexpr (T == DType::kIQ4_XS) {
+      UnpackIQ4_XSTiles(pair + scale_bytes, pair, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
     } else {
       UnpackK45Tiles<T == DType::kQ5_K>(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales,
                                         s.min_pairs);
@@ -557,6 +594,7 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
     case DType::kQ4_K: return AmxSuperGemm<DType::kQ4_K>(a, scratch);
     case DType::kQ5_K: return AmxSuperGemm<DType::kQ5_K>(a, scratch);
     case DType::kQ6_K: return AmxSuperGemm<DType::kQ6_K>(a, scratch);
+    case DType::kIQ4_XS: return AmxSuperGemm<DType::kIQ4_XS>(a, scratch);
     default: break;
   }
   const int64_t blocks = a.k / kBlock;

@@ -52,7 +52,8 @@ void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
   const bool format = w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ5_0 ||
                       w_type == DType::kIQ4_NL || w_type == DType::kQ4_1 || w_type == DType::kQ5_1 ||
-                      w_type == DType::kQ4_K || w_type == DType::kQ5_K || w_type == DType::kQ6_K;
+                      w_type == DType::kQ4_K || w_type == DType::kQ5_K || w_type == DType::kQ6_K ||
+                      w_type == DType::kIQ4_XS;
   return has_x8 && format && AmxInt8Usable();
 }
 
