@@ -44,7 +44,7 @@ struct Scratch {
   int32_t* sums;        // [4][16][16]
   int8_t* tail_q;       // [16][k]
   int32_t* sub_scales;  // [sub-blocks][16]: sub-block b's scale per column
-  int32_t* min_pairs;   // [blocks / 8][4][16]: mins 2i, 2i+1 as int16 pairs
+  int32_t* min_pairs;   // [super-blocks][4 or 8][16]: mins 2i, 2i+1 as int16 pairs
   float* acc;           // [16][16]
 };
 
@@ -61,7 +61,7 @@ ScratchLayout LayOut(int64_t blocks) {
   l.tail_q = l.sums + 4 * 16 * 16 * 4;
   l.sub_scales = l.tail_q + (kTileRows * blocks * kBlock + 63) / 64 * 64;
   l.min_pairs = l.sub_scales + 2 * blocks * 16 * 4;  // Q6_K: k / 16 sub-blocks
-  l.acc = l.min_pairs + (blocks + 7) / 8 * 4 * 16 * 4;
+  l.acc = l.min_pairs + (blocks + 7) / 8 * 8 * 16 * 4;  // Q2_K: 8 pairs
   l.bytes = l.acc + 16 * 16 * 4;
   return l;
 }
@@ -188,6 +188,99 @@ void UnpackQ6_KTiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_by
         }
         _mm512_storeu_si512(out + kSubTileBytes * (8 * h + 6 + j / 4) + 64 * (j % 4),
                             _mm512_sub_epi8(top, thirty_two));
+      }
+    }
+  }
+}
+
+// A Q3_K pair's super-blocks as B tiles in scratch, one per sub-block of
+// 16 (as Q6_K's): for h < 2 and i < 4, line 3(4h + i) + t (t < 3) holds in
+// byte p values v(t, 2i) (bits 0-2) and v(t, 2i + 1) (bits 3-5), v(g, j)
+// being value 128h + 32g + 4j + p, of sub-block 8h + 2g + j / 4 and B row
+// j % 4; v(3, 2i) and v(3, 2i + 1) are put together from the three lines'
+// bits 6-7 (quant_matrix.h). Each 3-bit value less 4 is a signed byte
+// whose products sum to the reference's sum w' q - 4 s_i exactly. The
+// 6-bit scales less 32 (UnpackScaleQ3_K's fields of the 12 bytes on lines
+// 24-26) go to sub_scales.
+void UnpackQ3_KTiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_bytes, uint8_t* dst,
+                     int32_t* sub_scales) {
+  constexpr int64_t kSubTileBytes = 256;
+  const __m512i seven = _mm512_set1_epi8(7), one = _mm512_set1_epi8(1), three = _mm512_set1_epi8(3),
+                four = _mm512_set1_epi8(4);
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* tile = tiles + tile_bytes * sb;
+    const __m512i packed[3] = {_mm512_loadu_si512(tile + 64 * 24), _mm512_loadu_si512(tile + 64 * 25),
+                               _mm512_loadu_si512(tile + 64 * 26)};
+    for (int i = 0; i < 16; ++i) {
+      const int byte = i < 8 ? i : i - 8;
+      const __m512i low = _mm512_and_si512(
+          _mm512_srlv_epi32(packed[byte / 4], _mm512_set1_epi32(8 * (byte % 4) + (i < 8 ? 0 : 4))),
+          _mm512_set1_epi32(0x0F));
+      const __m512i high = _mm512_and_si512(
+          _mm512_srlv_epi32(packed[2], _mm512_set1_epi32(8 * (i % 4) + 2 * (i / 4))), _mm512_set1_epi32(3));
+      _mm512_storeu_si512(
+          sub_scales + 16 * (16 * sb + i),
+          _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32)));
+    }
+    uint8_t* out = dst + kSubTileBytes * 16 * sb;
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) {
+        __m512i line[3];
+        for (int t = 0; t < 3; ++t) {
+          line[t] = _mm512_loadu_si512(tile + 64 * (3 * (4 * h + i) + t));
+          uint8_t* sub = out + kSubTileBytes * (8 * h + 2 * t + i / 2) + 64 * (2 * (i % 2));
+          _mm512_storeu_si512(sub, _mm512_sub_epi8(_mm512_and_si512(line[t], seven), four));
+          _mm512_storeu_si512(sub + 64,
+                              _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(line[t], 3), seven), four));
+        }
+        // Bits 6-7 of each byte, as bits 0-1 (16-bit shifts: the bits
+        // crossing bytes are masked off).
+        const __m512i top0 = _mm512_and_si512(_mm512_srli_epi16(line[0], 6), three);
+        const __m512i top1 = _mm512_srli_epi16(line[1], 6);
+        const __m512i top2 = _mm512_and_si512(_mm512_srli_epi16(line[2], 6), three);
+        const __m512i even = _mm512_or_si512(top0, _mm512_slli_epi16(_mm512_and_si512(top1, one), 2));
+        const __m512i odd =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(top1, 1), one), _mm512_slli_epi16(top2, 1));
+        uint8_t* sub = out + kSubTileBytes * (8 * h + 6 + i / 2) + 64 * (2 * (i % 2));
+        _mm512_storeu_si512(sub, _mm512_sub_epi8(even, four));
+        _mm512_storeu_si512(sub + 64, _mm512_sub_epi8(odd, four));
+      }
+    }
+  }
+}
+
+// A Q2_K pair's super-blocks as B tiles in scratch, one per piece of 16
+// (as Q6_K's): line 4 + l holds value bytes 4l..4l+3, whose bits 2s,
+// 2s + 1 are value 128(l / 8) + 32s + 4(l % 8) + p, of piece 8(l / 8) + 2s
+// + (l % 8) / 4 and B row l % 4 (unsigned 0-3). Lines 0-3 hold the 16
+// scale bytes: the low nibbles go to sub_scales, the high ones (mins), in
+// int16 pairs, to min_pairs ([8][16] a super-block).
+void UnpackQ2_KTiles(const uint8_t* tiles, int64_t super_blocks, int64_t tile_bytes, uint8_t* dst,
+                     int32_t* sub_scales, int32_t* min_pairs) {
+  constexpr int64_t kSubTileBytes = 256;
+  const __m512i three = _mm512_set1_epi8(3), low4 = _mm512_set1_epi32(0x0F);
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const uint8_t* tile = tiles + tile_bytes * sb;
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * k);
+      for (int p = 0; p < 4; ++p) {
+        _mm512_storeu_si512(sub_scales + 16 * (16 * sb + 4 * k + p),
+                            _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * p)), low4));
+      }
+      for (int half = 0; half < 2; ++half) {
+        const __m512i even = _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(16 * half + 4)), low4);
+        const __m512i odd = _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(16 * half + 12)), low4);
+        _mm512_storeu_si512(min_pairs + 16 * (8 * sb + 2 * k + half),
+                            _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+      }
+    }
+    uint8_t* out = dst + kSubTileBytes * 16 * sb;
+    for (int l = 0; l < 16; ++l) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * (4 + l));
+      for (int sh = 0; sh < 4; ++sh) {
+        const __m512i w =
+            _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set1_epi16(static_cast<short>(2 * sh))), three);
+        _mm512_storeu_si512(out + kSubTileBytes * (8 * (l / 8) + 2 * sh + (l % 8) / 4) + 64 * (l % 4), w);
       }
     }
   }
@@ -408,31 +501,31 @@ __attribute__((always_inline)) inline void ScaleSubBlock(__m512i a[kTileRows], c
 }
 
 // The end of a super-block for 16 rows: the reference's acc = fma(d * dx,
-// A, acc), and with a min (Q4_K, Q5_K) B = -sum_j m_j s_j (the rows'
-// sub-block sums in int16 pairs at x_pairs, [4][16]; the columns' mins at
-// min_pairs, [4][16]) and acc = fma(dmin * dx, B, acc); acc kept in
-// scratch (the 16 registers hold A), and A back to zero.
-template <bool kHasMin>
+// A, acc), and with kMinPairs pairs of mins (Q4_K and Q5_K: 4 of 32-value
+// sub-blocks; Q2_K: 8 of 16-value pieces) B = -sum_j m_j s_j, from the
+// columns' mins in int16 pairs at min_pairs ([kMinPairs][16]) and row r's
+// activation sums in int16 pairs (x_pair(r, i)), then acc = fma(dmin * dx,
+// B, acc); acc kept in scratch (the 16 registers hold A), and A back to
+// zero.
+template <int kMinPairs, class XPair>
 __attribute__((always_inline)) inline void FinishSuperBlock(__m512i a[kTileRows], float* acc,
                                                             const uint8_t* scales, const float* dx,
-                                                            const int32_t* x_pairs,
-                                                            const int32_t* min_pairs) {
+                                                            XPair x_pair, const int32_t* min_pairs) {
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
   [[maybe_unused]] __m512 dmin;
-  [[maybe_unused]] __m512i mins[4];
-  if constexpr (kHasMin) {
+  if constexpr (kMinPairs > 0) {
     dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32)));
-    for (int i = 0; i < 4; ++i) mins[i] = _mm512_loadu_si512(min_pairs + 16 * i);
   }
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) {
     const __m512 x_scale = _mm512_set1_ps(dx[r]);
     __m512 sum = _mm512_loadu_ps(acc + 16 * r);
     sum = _mm512_fmadd_ps(_mm512_mul_ps(d, x_scale), _mm512_cvtepi32_ps(a[r]), sum);
-    if constexpr (kHasMin) {
+    if constexpr (kMinPairs > 0) {
       __m512i b = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i) {
-        b = _mm512_add_epi32(b, _mm512_madd_epi16(mins[i], _mm512_set1_epi32(x_pairs[16 * i + r])));
+      for (int i = 0; i < kMinPairs; ++i) {
+        b = _mm512_add_epi32(
+            b, _mm512_madd_epi16(_mm512_loadu_si512(min_pairs + 16 * i), _mm512_set1_epi32(x_pair(r, i))));
       }
       const __m512 b_float = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), b));
       sum = _mm512_fmadd_ps(_mm512_mul_ps(dmin, x_scale), b_float, sum);
@@ -446,30 +539,44 @@ __attribute__((always_inline)) inline void FinishSuperBlock(__m512i a[kTileRows]
 // sub-blocks per super-block, and whether a min term follows.
 template <DType T>
 struct SuperBlockShape {
-  static constexpr int kValues = T == DType::kQ6_K ? 16 : 32;
+  static constexpr int kValues = T == DType::kQ6_K || T == DType::kQ3_K || T == DType::kQ2_K ? 16 : 32;
   static constexpr int kSubBlocks = 256 / kValues;
-  static constexpr bool kHasMin = T == DType::kQ4_K || T == DType::kQ5_K;
+  static constexpr int kMinPairs = T == DType::kQ4_K || T == DType::kQ5_K ? 4 : (T == DType::kQ2_K ? 8 : 0);
 };
 
 // RowTile for the super-block formats: blocks are the sub-blocks, whose sums are
 // scaled as integers, every kSubBlocks-th closing a super-block; dx and
 // x_pairs are the row tile's super-block scales ([super-blocks][16]) and
 // sub-block sum pairs ([super-blocks][4][16]).
-#define KILN_AMX_EPILOGUE(j)                                                                 \
-  do {                                                                                       \
-    ScaleSubBlock(a_int, s.sums + 256 * ((j) % 4), s.sub_scales + 16 * (j));                 \
-    if ((j) % Shape::kSubBlocks == Shape::kSubBlocks - 1) {                                  \
-      const int64_t sb = (j) / Shape::kSubBlocks;                                            \
-      FinishSuperBlock<Shape::kHasMin>(a_int, s.acc, strip.scales + strip.scale_stride * sb, \
-                                       dx + kTileRows * sb, x_pairs + 4 * kTileRows * sb,    \
-                                       s.min_pairs + 4 * 16 * sb);                           \
-    }                                                                                        \
+#define KILN_AMX_EPILOGUE(j)                                                                         \
+  do {                                                                                               \
+    ScaleSubBlock(a_int, s.sums + 256 * ((j) % 4), s.sub_scales + 16 * (j));                         \
+    if ((j) % Shape::kSubBlocks == Shape::kSubBlocks - 1) {                                          \
+      const int64_t sb = (j) / Shape::kSubBlocks;                                                    \
+      FinishSuperBlock<Shape::kMinPairs>(                                                            \
+          a_int, s.acc, strip.scales + strip.scale_stride * sb, dx + kTileRows * sb,                 \
+          [&](int r, int i) { return x_pair(r, i, sb); }, s.min_pairs + Shape::kMinPairs * 16 * sb); \
+    }                                                                                                \
   } while (0)
 template <DType T>
-void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* x_pairs, int64_t blocks,
-                  const Strip& strip, const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
+void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* x_pairs,
+                  const int16_t* row_pieces, int64_t pieces_stride, int64_t blocks, const Strip& strip,
+                  const Scratch& s, const uint8_t* prefetch, const uint8_t* prefetch_end,
                   const TileOutput& out) {
   using Shape = SuperBlockShape<T>;
+  // Row r's activation sums of super-block sb in int16 pairs: Q2_K's 16-value
+  // pieces 2i, 2i + 1 as stored (rows past the tile's zero), the others'
+  // 32-value sub-blocks from x_pairs.
+  auto x_pair = [&](int r, int i, int64_t sb) -> int32_t {
+    if constexpr (T == DType::kQ2_K) {
+      if (r >= out.rows) return 0;
+      int32_t pair;
+      std::memcpy(&pair, row_pieces + r * pieces_stride + 16 * sb + 2 * i, 4);
+      return pair;
+    } else {
+      return x_pairs[(4 * sb + i) * kTileRows + r];
+    }
+  };
   constexpr int64_t kABytes = Shape::kValues, kBBytes = 16 * Shape::kValues;
   const int64_t prefetch_lines = ((prefetch_end - prefetch) / 64 + blocks - 1) / blocks;
   __m512i a_int[kTileRows];
@@ -536,8 +643,7 @@ int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
 namespace {
 
-// AmxQuantGemm for the super-block formats on the tiles (Q4_K, Q5_K, Q6_K,
-// IQ4_XS).
+// AmxQuantGemm for the super-block formats (the k-quants and IQ4_XS).
 template <DType T>
 void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
   using Shape = SuperBlockShape<T>;
@@ -557,6 +663,10 @@ void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
     const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
     if constexpr (T == DType::kQ6_K) {
       UnpackQ6_KTiles(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
+    } else if constexpr (T == DType::kQ2_K) {
+      UnpackQ2_KTiles(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales, s.min_pairs);
+    } else if constexpr (T == DType::kQ3_K) {
+      UnpackQ3_KTiles(pair + scale_bytes, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
     } else if constexpr (T == DType::kIQ4_XS) {
       UnpackIQ4_XSTiles(pair + scale_bytes, pair, super_blocks, tile_bytes, s.b_tiles, s.sub_scales);
     } else {
@@ -579,8 +689,8 @@ void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
       const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
       const int64_t tile = m / kTileRows;
       RowTileSuper<T>(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
-                      a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, blocks, strip, s, prefetch,
-                      prefetch_end, out);
+                      a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, a.x->row_sums(m), a.k / 16,
+                      blocks, strip, s, prefetch, prefetch_end, out);
       prefetch = prefetch_end;
     }
   }
@@ -595,6 +705,8 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
     case DType::kQ5_K: return AmxSuperGemm<DType::kQ5_K>(a, scratch);
     case DType::kQ6_K: return AmxSuperGemm<DType::kQ6_K>(a, scratch);
     case DType::kIQ4_XS: return AmxSuperGemm<DType::kIQ4_XS>(a, scratch);
+    case DType::kQ3_K: return AmxSuperGemm<DType::kQ3_K>(a, scratch);
+    case DType::kQ2_K: return AmxSuperGemm<DType::kQ2_K>(a, scratch);
     default: break;
   }
   const int64_t blocks = a.k / kBlock;

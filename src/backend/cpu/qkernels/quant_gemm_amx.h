@@ -1,6 +1,7 @@
 // The quantized GEMM on AMX tiles, for many activation rows (prefill and
 // batched decoding) against the 32-value formats in the x8 layout (Q8_0,
-// Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1) and Q4_K, Q5_K, Q6_K and IQ4_XS.
+// Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1), the k-quants (Q2_K to Q6_K) and
+// IQ4_XS: every format with an x8 copy.
 //
 // Per block of 32 values, tdpbssd multiplies 16 activation rows by 16 weight
 // rows in signed bytes (Q4_0's nibbles made signed by taking 8 off each,
@@ -15,8 +16,10 @@
 // sub-block sums, then the reference's two fmas per super-block. Q6_K
 // alike, one tdpbssd per sub-block of 16 (its values less 32, which gives
 // the reference's sum w q - 32 s_i exactly, times its int8 scale), with
-// no min term; IQ4_XS as Q4_K, its table values and scales ls - 32, with
-// no min term. So the
+// no min term; Q3_K as Q6_K, its 3-bit values less 4 and scales less 32;
+// Q2_K as Q6_K, its 2-bit values and 4-bit scales, with Q4_K's min term
+// over 16 pieces of 16; IQ4_XS as Q4_K, its table values and scales
+// ls - 32, with no min term. So the
 // result equals quant_reference.cc bit for bit, and with it the vector
 // kernels', whatever the rows, tiles or threads.
 #pragma once
