@@ -442,6 +442,23 @@ __attribute__((always_inline)) inline void ScaleBlock(__m512 acc[kTileRows], con
     if ((j) + 1 < blocks) _tile_stored(c_store, s.sums + 256 * (((j) + 1) % 4), 64);               \
   }
 
+// Every block of a row tile in order: the first three multiplies, the
+// first store, then the steps, four to a turn (a step past the last block
+// does nothing).
+#define KILN_AMX_PIPELINE()                        \
+  do {                                             \
+    KILN_AMX_MULTIPLY(0, 4, 6, 0);                 \
+    if (blocks > 1) KILN_AMX_MULTIPLY(1, 5, 7, 1); \
+    if (blocks > 2) KILN_AMX_MULTIPLY(2, 4, 6, 2); \
+    _tile_stored(0, s.sums, 64);                   \
+    for (int64_t b = 0; b < blocks; b += 4) {      \
+      KILN_AMX_STEP(b, 3, 5, 7, 1)                 \
+      KILN_AMX_STEP(b + 1, 0, 4, 6, 2)             \
+      KILN_AMX_STEP(b + 2, 1, 5, 7, 3)             \
+      KILN_AMX_STEP(b + 3, 2, 4, 6, 0)             \
+    }                                              \
+  } while (0)
+
 // What a row tile writes: `rows` rows at y (ldy apart), the columns of
 // `mask`, plus bias when `add_bias`.
 struct TileOutput {
@@ -469,16 +486,7 @@ void RowTile(const int8_t* q, long stride, const float* dx, const float* sx, int
   __m512 acc[kTileRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
-  KILN_AMX_MULTIPLY(0, 4, 6, 0);
-  if (blocks > 1) KILN_AMX_MULTIPLY(1, 5, 7, 1);
-  if (blocks > 2) KILN_AMX_MULTIPLY(2, 4, 6, 2);
-  _tile_stored(0, s.sums, 64);
-  for (int64_t b = 0; b < blocks; b += 4) {
-    KILN_AMX_STEP(b, 3, 5, 7, 1)
-    KILN_AMX_STEP(b + 1, 0, 4, 6, 2)
-    KILN_AMX_STEP(b + 2, 1, 5, 7, 3)
-    KILN_AMX_STEP(b + 3, 2, 4, 6, 0)
-  }
+  KILN_AMX_PIPELINE();
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) {
     if (r >= out.rows) break;
@@ -585,16 +593,7 @@ void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* 
     a_int[r] = _mm512_setzero_si512();
     _mm512_storeu_ps(s.acc + 16 * r, _mm512_setzero_ps());
   }
-  KILN_AMX_MULTIPLY(0, 4, 6, 0);
-  if (blocks > 1) KILN_AMX_MULTIPLY(1, 5, 7, 1);
-  if (blocks > 2) KILN_AMX_MULTIPLY(2, 4, 6, 2);
-  _tile_stored(0, s.sums, 64);
-  for (int64_t b = 0; b < blocks; b += 4) {
-    KILN_AMX_STEP(b, 3, 5, 7, 1)
-    KILN_AMX_STEP(b + 1, 0, 4, 6, 2)
-    KILN_AMX_STEP(b + 2, 1, 5, 7, 3)
-    KILN_AMX_STEP(b + 3, 2, 4, 6, 0)
-  }
+  KILN_AMX_PIPELINE();
   for (int r = 0; r < kTileRows; ++r) {
     if (r >= out.rows) break;
     const __m512 sum = _mm512_loadu_ps(s.acc + 16 * r);
@@ -603,6 +602,7 @@ void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* 
 }
 #undef KILN_AMX_EPILOGUE
 
+#undef KILN_AMX_PIPELINE
 #undef KILN_AMX_STEP
 #undef KILN_AMX_MULTIPLY
 
@@ -643,6 +643,50 @@ int64_t AmxQuantGemmScratchBytes(int64_t k) { return LayOut(k / kBlock).bytes; }
 
 namespace {
 
+// A cell's rows [m_begin, m_end) in row tiles of 16 from m_begin: rows
+// before full_end in whole tiles, the last tail_rows (if any) copied into
+// the scratch's zero-padded tile.
+struct RowTiles {
+  int64_t full_end;
+  int tail_rows;
+};
+
+RowTiles PadLastRowTile(const QuantGemmArgs& a, const Scratch& s) {
+  RowTiles t;
+  t.full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
+  t.tail_rows = static_cast<int>(a.m_end - t.full_end);
+  if (t.tail_rows > 0) {
+    std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
+    std::memcpy(s.tail_q, a.x->row_q(t.full_end), static_cast<size_t>(t.tail_rows * a.k));
+  }
+  return t;
+}
+
+// For the strip of pair g (its columns, bias and output), every row tile
+// in order: body(q, m, out, prefetch, prefetch_end) with the tile's
+// activations q (rows a.k bytes apart), first row m, output, and the
+// next pair's bytes to fetch meanwhile (the first row tile's share).
+template <class Body>
+void ForEachRowTile(const QuantGemmArgs& a, const Scratch& s, const RowTiles& tiles, int64_t g, Body body) {
+  const int64_t n0 = g * kQuantGroupRows;
+  const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
+  TileOutput out;
+  out.ldy = a.ldy;
+  out.mask = static_cast<__mmask16>((1u << cols) - 1);
+  out.add_bias = a.bias != nullptr;
+  out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
+  const uint8_t* pair = a.x8 + g / 2 * a.x8_pair_bytes;
+  const uint8_t* prefetch = pair + a.x8_pair_bytes;
+  const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
+  for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
+    out.y = a.y + m * a.ldy + n0;
+    out.rows = m >= tiles.full_end ? tiles.tail_rows : kTileRows;
+    const int8_t* q = m >= tiles.full_end ? s.tail_q : a.x->row_q(m);
+    body(q, m, out, prefetch, prefetch_end);
+    prefetch = prefetch_end;
+  }
+}
+
 // AmxQuantGemm for the super-block formats (the k-quants and IQ4_XS).
 template <DType T>
 void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
@@ -650,12 +694,7 @@ void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
   const int64_t blocks = a.k / Shape::kValues, super_blocks = a.k / 256;
   const Scratch s = Carve(scratch, a.k / kBlock);
   const auto stride = static_cast<long>(a.k);
-  const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
-  const int tail_rows = static_cast<int>(a.m_end - full_end);
-  if (tail_rows > 0) {
-    std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
-    std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
-  }
+  const RowTiles tiles = PadLastRowTile(a, s);
   Configure(Shape::kValues);
   const int64_t scale_bytes = X8ScaleBytes(T, super_blocks);
   const int64_t tile_bytes = X8TileBytes(T);
@@ -674,25 +713,14 @@ void AmxSuperGemm(const QuantGemmArgs& a, void* scratch) {
                                         s.min_pairs);
     }
     const Strip strip{s.b_tiles, pair, X8ScaleStride(T)};
-    const int64_t n0 = g * kQuantGroupRows;
-    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
-    TileOutput out;
-    out.ldy = a.ldy;
-    out.mask = static_cast<__mmask16>((1u << cols) - 1);
-    out.add_bias = a.bias != nullptr;
-    out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
-    const uint8_t* prefetch = pair + a.x8_pair_bytes;
-    const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
-    for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
-      out.y = a.y + m * a.ldy + n0;
-      out.rows = m >= full_end ? tail_rows : kTileRows;
-      const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
-      const int64_t tile = m / kTileRows;
-      RowTileSuper<T>(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
-                      a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, a.x->row_sums(m), a.k / 16,
-                      blocks, strip, s, prefetch, prefetch_end, out);
-      prefetch = prefetch_end;
-    }
+    ForEachRowTile(a, s, tiles, g,
+                   [&](const int8_t* q, int64_t m, const TileOutput& out, const uint8_t* prefetch,
+                       const uint8_t* prefetch_end) {
+                     const int64_t tile = m / kTileRows;
+                     RowTileSuper<T>(q, stride, a.x->tile_d + tile * super_blocks * kTileRows,
+                                     a.x->tile_pairs + tile * super_blocks * 4 * kTileRows, a.x->row_sums(m),
+                                     a.k / 16, blocks, strip, s, prefetch, prefetch_end, out);
+                   });
   }
   _tile_release();
 }
@@ -713,12 +741,7 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
   const Scratch s = Carve(scratch, blocks);
   const auto stride = static_cast<long>(a.k);
   // A partial last row tile runs from a copy padded with zero rows.
-  const int64_t full_end = a.m_begin + (a.m_end - a.m_begin) / kTileRows * kTileRows;
-  const int tail_rows = static_cast<int>(a.m_end - full_end);
-  if (tail_rows > 0) {
-    std::memset(s.tail_q, 0, static_cast<size_t>(kTileRows * a.k));
-    std::memcpy(s.tail_q, a.x->row_q(full_end), static_cast<size_t>(tail_rows * a.k));
-  }
+  const RowTiles tiles = PadLastRowTile(a, s);
   Configure();
   const bool q8 = a.w_type == DType::kQ8_0;
   const bool has_min = a.w_type == DType::kQ4_1 || a.w_type == DType::kQ5_1;
@@ -730,29 +753,18 @@ void AmxQuantGemm(const QuantGemmArgs& a, void* scratch) {
       UnpackNibbleTiles(a.w_type, strip.tiles, blocks, s.b_tiles);
       strip.tiles = s.b_tiles;
     }
-    const int64_t n0 = g * kQuantGroupRows;
-    const int cols = static_cast<int>(std::min<int64_t>(a.n_total, n0 + kStripCols) - n0);
-    TileOutput out;
-    out.ldy = a.ldy;
-    out.mask = static_cast<__mmask16>((1u << cols) - 1);
-    out.add_bias = a.bias != nullptr;
-    out.bias = out.add_bias ? _mm512_maskz_loadu_ps(out.mask, a.bias + n0) : _mm512_setzero_ps();
-    // The next pair's bytes, fetched while the first row tile computes.
-    const uint8_t* prefetch = pair + a.x8_pair_bytes;
-    const uint8_t* prefetch_end = g + 2 < a.g_end ? prefetch + a.x8_pair_bytes : prefetch;
-    for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
-      out.y = a.y + m * a.ldy + n0;
-      out.rows = m >= full_end ? tail_rows : kTileRows;
-      const int8_t* q = m >= full_end ? s.tail_q : a.x->row_q(m);
-      const int64_t at = m / kTileRows * blocks * kTileRows;
-      if (has_min) {
-        RowTile<true>(q, stride, a.x->tile_d + at, a.x->tile_s + at, blocks, strip, s, prefetch, prefetch_end,
-                      out);
-      } else {
-        RowTile<false>(q, stride, a.x->tile_d + at, nullptr, blocks, strip, s, prefetch, prefetch_end, out);
-      }
-      prefetch = prefetch_end;
-    }
+    ForEachRowTile(a, s, tiles, g,
+                   [&](const int8_t* q, int64_t m, const TileOutput& out, const uint8_t* prefetch,
+                       const uint8_t* prefetch_end) {
+                     const int64_t at = m / kTileRows * blocks * kTileRows;
+                     if (has_min) {
+                       RowTile<true>(q, stride, a.x->tile_d + at, a.x->tile_s + at, blocks, strip, s,
+                                     prefetch, prefetch_end, out);
+                     } else {
+                       RowTile<false>(q, stride, a.x->tile_d + at, nullptr, blocks, strip, s, prefetch,
+                                      prefetch_end, out);
+                     }
+                   });
   }
   // Hands the tile state back, so that switching this thread out saves no
   // 8 KiB of tile registers.
