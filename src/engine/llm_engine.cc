@@ -325,6 +325,11 @@ void LLMEngine::DrainPending() {
   }
 }
 
+void LLMEngine::StoppedDrafting(RequestId id, StepTally& tally) {
+  proposer_->Forget(id);  // its draft cache is given back
+  ++tally.stopped_drafting;
+}
+
 void LLMEngine::ProposeDrafts(StepTally& tally) {
   if (!proposer_) return;
   auto decoding = [](const Sequence* seq) {
@@ -356,11 +361,8 @@ void LLMEngine::ProposeDrafts(StepTally& tally) {
     const bool was_stopped = seq->draft_length.stopped();
     const int32_t length =
         options_.spec_adaptive ? seq->draft_length.Next(draft_length_) : options_.spec_tokens;
-    if (!was_stopped && seq->draft_length.stopped()) {
-      // Stopped before drafting: the costs alone rule every draft out.
-      proposer_->Forget(seq->id);
-      ++tally.stopped_drafting;
-    }
+    // Stopped before drafting: the costs alone rule every draft out.
+    if (!was_stopped && seq->draft_length.stopped()) StoppedDrafting(seq->id, tally);
     const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(length, room));
     if (max_tokens > 0) wanted.push_back({seq, max_tokens});
   }
@@ -485,10 +487,8 @@ Status LLMEngine::Step() {
         tally.verifications += 1;
         tally.draft_tokens += s.num_draft_tokens;
         tally.rejected_draft_tokens += s.num_draft_tokens - num_accepted;
-        // A sequence that stops drafting gives back its draft cache.
         if (s.seq->draft_length.Record(draft_length_, s.num_draft_tokens, num_accepted)) {
-          proposer_->Forget(s.seq->id);
-          ++tally.stopped_drafting;
+          StoppedDrafting(s.seq->id, tally);
         }
       }
       bool running = true;

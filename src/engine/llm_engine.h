@@ -222,6 +222,9 @@ class LLMEngine {
   // stop drafting, to `tally`.
   struct StepTally;
   void ProposeDrafts(StepTally& tally);
+  // Sequence `id` has stopped drafting for good: the proposer forgets it
+  // and `tally` counts it.
+  void StoppedDrafting(RequestId id, StepTally& tally);
   // Appends a sampled token, decides whether the request is done, and
   // tells its callback. False when the request ended (and is gone).
   bool HandleSample(Request& request, const SampleResult& sample, double now);

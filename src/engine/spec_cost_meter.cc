@@ -13,17 +13,18 @@ constexpr double kMaxShare = 4;
 
 }  // namespace
 
-RecentMedian::RecentMedian(int32_t capacity) : ring_(static_cast<size_t>(std::max(capacity, 1))) {}
+RecentMedian::RecentMedian(int32_t capacity)
+    : ring_(static_cast<size_t>(std::max(capacity, 1))), sorted_(ring_.size()) {}
 
 void RecentMedian::Add(double sample) {
   ring_[next_] = sample;
   next_ = (next_ + 1) % ring_.size();
   ++samples_;
-  std::vector<double> recent(
-      ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(
-                                         std::min<int64_t>(samples_, static_cast<int64_t>(ring_.size()))));
-  const auto middle = recent.begin() + static_cast<std::ptrdiff_t>((recent.size() - 1) / 2);
-  std::nth_element(recent.begin(), middle, recent.end());
+  const auto count =
+      static_cast<std::ptrdiff_t>(std::min<int64_t>(samples_, static_cast<int64_t>(ring_.size())));
+  std::copy(ring_.begin(), ring_.begin() + count, sorted_.begin());
+  const auto middle = sorted_.begin() + (count - 1) / 2;
+  std::nth_element(sorted_.begin(), middle, sorted_.begin() + count);
   value_ = *middle;
 }
 

@@ -62,6 +62,7 @@ class RecentMedian {
 
  private:
   std::vector<double> ring_;
+  std::vector<double> sorted_;  // scratch for the median, as large as ring_
   size_t next_ = 0;
   int64_t samples_ = 0;
   double value_ = 0;

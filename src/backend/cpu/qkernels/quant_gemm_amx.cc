@@ -25,6 +25,7 @@
 
 #include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
+#include "backend/cpu/qkernels/x8_fifth_bits_avx512.h"
 #include "quant/ggml_blocks.h"
 
 namespace kiln::cpu {
@@ -329,15 +330,6 @@ struct Strip {
   int64_t scale_stride;
 };
 
-// In each 32-bit lane of qh (a row's 32 fifth bits), bits shift..shift+3
-// as a mask of the lane's bytes 0..3.
-inline __mmask64 FifthBitMask(__m512i qh, int shift) {
-  const __m512i spread =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
-  const __m512i low_byte = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, shift), spread);
-  return _mm512_test_epi8_mask(low_byte, _mm512_set1_epi32(0x08040201));
-}
-
 // A nibble format's pair of tiles as B tiles in scratch: line j of a tile
 // holds values 4j..4j+3 (low nibbles) and 16+4j..16+4j+3 (high) of the 16
 // rows, which become B rows j and 4 + j, as signed bytes whose dot product
@@ -362,8 +354,8 @@ void UnpackNibbleTiles(const uint8_t* tiles, int64_t blocks, uint8_t* dst) {
       __m512i low = _mm512_and_si512(v, mask);
       __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
       if constexpr (kFifth) {
-        low = _mm512_mask_add_epi8(low, FifthBitMask(qh, 4 * j), low, sixteen);
-        high = _mm512_mask_add_epi8(high, FifthBitMask(qh, 16 + 4 * j), high, sixteen);
+        low = _mm512_mask_add_epi8(low, X8FifthBitMask(qh, 4 * j), low, sixteen);
+        high = _mm512_mask_add_epi8(high, X8FifthBitMask(qh, 16 + 4 * j), high, sixteen);
       }
       if constexpr (T == DType::kIQ4_NL) {
         low = _mm512_shuffle_epi8(table, low);

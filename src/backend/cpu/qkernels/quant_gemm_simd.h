@@ -28,6 +28,7 @@
 
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
+#include "backend/cpu/qkernels/x8_fifth_bits_avx512.h"
 #include "quant/ggml_blocks.h"
 #include "quant/iquant_grids.h"
 
@@ -1667,15 +1668,6 @@ inline void PrefetchNextPairBlock(const QuantGemmArgs& a, const uint8_t* pair, c
                                   int64_t tile_bytes, int64_t scale_at) {
   PrefetchNextPairTile(a, tile, tile_bytes);
   if (scale_at % 64 == 0) PrefetchStreamed(pair + scale_at + NextPairDistance(a));
-}
-
-// In each 32-bit lane of qh (a row's 32 Q5_0 fifth bits), bits
-// shift..shift+3 as a mask of bytes 0..3 of the lane: X8FifthBits' bytes.
-inline __mmask64 X8FifthBitMask(__m512i qh, int shift) {
-  const __m512i spread =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
-  const __m512i low_byte = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, shift), spread);
-  return _mm512_test_epi8_mask(low_byte, _mm512_set1_epi32(0x08040201));
 }
 
 // A tile of R rows (FewRows x; output rows from m) against pair p of a

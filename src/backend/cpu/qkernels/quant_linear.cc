@@ -50,11 +50,8 @@ void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
 }  // namespace
 
 bool AmxQuantGemmRuns(DType w_type, bool has_x8) {
-  const bool format = w_type == DType::kQ8_0 || w_type == DType::kQ4_0 || w_type == DType::kQ5_0 ||
-                      w_type == DType::kIQ4_NL || w_type == DType::kQ4_1 || w_type == DType::kQ5_1 ||
-                      w_type == DType::kQ4_K || w_type == DType::kQ5_K || w_type == DType::kQ6_K ||
-                      w_type == DType::kIQ4_XS || w_type == DType::kQ3_K || w_type == DType::kQ2_K;
-  return has_x8 && format && AmxInt8Usable();
+  // The tiles take every format with an x8 copy.
+  return has_x8 && HasX8Layout(w_type) && AmxInt8Usable();
 }
 
 QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const void* x, bool bf16, int64_t ldx,
