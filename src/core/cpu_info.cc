@@ -107,6 +107,10 @@ CpuInfo Detect() {
   info.logical_cpus = n > 0 ? static_cast<int>(n) : 1;
   int phys = CountPhysicalCores();
   info.physical_cores = phys > 0 ? std::min(phys, info.logical_cpus) : info.logical_cpus;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  info.l2_cache_bytes = l2 > 0 ? l2 : 0;
+#endif
 
   if (const char* isa = std::getenv("KILN_ISA")) {
     std::string v(isa);

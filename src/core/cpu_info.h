@@ -25,6 +25,8 @@ struct CpuInfo {
   bool amx_int8 = false;
   int logical_cpus = 1;
   int physical_cores = 1;
+  // One core's L2 cache (0: unknown), for kernels that fetch ahead into it.
+  long l2_cache_bytes = 0;
 
   // The vector ISA kernels dispatch to: "avx512", "avx2" or "scalar".
   std::string BestIsa() const;

@@ -64,34 +64,38 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   if (shape == BlockedConvShape::kDense3x3) {
     // ResNet-18 with AVX-512, 2 threads, against oneDNN 2.6's
     // jit:avx512_core, in the model (`kiln bench latency --layers`,
-    // interleaved rounds; bench/RESULTS.md). On an Intel Xeon kiln's loop
-    // takes 0.82-0.93x oneDNN's time on the layers reading 56-wide images
-    // (64 channels), 0.87-1.03x on those reading 28-wide ones (128 channels,
-    // the 3x3/2 ones included), but 1.07-1.09x on the 14-wide 256-channel
-    // ones. On an AMD EPYC (Zen 4) it takes 1.04-1.09x on the 56- and
-    // 28-wide ones: there oneDNN's FMAs with the input broadcast from memory
-    // inside them beat its separate broadcast for every 2 FMAs. In YOLOv8n
-    // at 320 its 40-wide head layers (64 and 80 channels, SiLU) took
-    // 1.11-1.20x. Its tiles of two 7-pixel rows run the 7-wide 512-channel
-    // layers and the 3x3/2 into them in 0.90-0.98x and 0.93-1.01x oneDNN's
-    // time on the AMD EPYC. So it takes rows of whole 14-pixel tiles, 64-128
-    // input channels and inputs at least 28 wide (ResNet's layer1 and layer2
-    // shapes) on Intel's cores, and outputs 7 or fewer pixels wide from 256
-    // or more channels (layer4's) on both. (Those figures predate two
-    // changes: the tiles keep their sums in registers through every input
-    // block, and tiles narrower than 14 pixels no longer spill them.) On an
-    // AMD EPYC of the Zen 5 class it takes 0.75-0.91x oneDNN's time on every
-    // ResNet-18 layer and on SqueezeNet's 3x3 layers (13-55 wide, 16-64
-    // input channels; bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320
-    // 0.90x its time in all; there it takes every layer of two or more
-    // output blocks. With one (YOLOv8n's 16-channel layers: 1.06-1.19x) its
-    // one weight vector a step leaves the loads, not the FMAs, the limit.
+    // interleaved rounds; bench/RESULTS.md). On an Intel Xeon of the Ice
+    // Lake class kiln's loop took 0.82-0.93x oneDNN's time on the layers
+    // reading 56-wide images (64 channels) and 0.87-1.03x on those reading
+    // 28-wide ones (128 channels, the 3x3/2 ones included); on an Intel Xeon
+    // with AMX (Sapphire Rapids class) also 0.86-0.89x on the 14-wide
+    // 256-channel ones (0.64-0.68 ms against 0.74-0.77), which had taken
+    // 1.07-1.09x on the Ice Lake Xeon before its tiles kept their sums in
+    // registers. On an AMD EPYC (Zen 4) it took 1.04-1.09x on the 56- and
+    // 28-wide ones: there oneDNN's FMAs with the input broadcast from
+    // memory inside them beat its separate broadcast for every 2 FMAs. In
+    // YOLOv8n at 320 its 40-wide head layers (64 and 80 channels, SiLU)
+    // took 1.11-1.20x. Its tiles of two 7-pixel rows run the 7-wide
+    // 512-channel layers and the 3x3/2 into them in 0.90-0.98x and
+    // 0.93-1.01x oneDNN's time on the AMD EPYC. So it takes, on Intel's
+    // cores, rows of whole 14-pixel tiles from 64-128 input channels and
+    // inputs at least 28 wide (ResNet's layer1 and layer2 shapes) or from
+    // 256 (layer3's), and on both outputs 7 or fewer pixels wide from 256
+    // or more channels (layer4's). On an AMD EPYC of the Zen 5 class it
+    // takes 0.75-0.91x oneDNN's time on every ResNet-18 layer and on
+    // SqueezeNet's 3x3 layers (13-55 wide, 16-64 input channels;
+    // bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320 0.90x its time
+    // in all; there it takes every layer of two or more output blocks. With
+    // one (YOLOv8n's 16-channel layers: 1.06-1.19x) its one weight vector a
+    // step leaves the loads, not the FMAs, the limit.
     const CpuInfo& cpu = GetCpuInfo();
-    const bool wide = g.out[2] % 14 == 0 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
-                      g.out_channels >= 64 && g.out_channels <= 256 && !IsAmd(cpu);
+    const bool rows_of_14 = g.out[2] % 14 == 0 && !IsAmd(cpu);
+    const bool wide = rows_of_14 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
+                      g.out_channels >= 64 && g.out_channels <= 256;
+    const bool deep = rows_of_14 && g.in_channels == 256 && g.out_channels == 256;
     const bool zen5 = IsZen5OrLater(cpu) && g.in_channels >= 16 && g.out_channels > 16;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
-    return wide || zen5 || narrow;
+    return wide || deep || zen5 || narrow;
   }
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and

@@ -33,6 +33,7 @@
 #include "backend/cpu/tensor_kernels/conv_nchw16c.h"
 #include "backend/cpu/tensor_kernels/conv_nchw16c_finish_avx512.h"
 #include "backend/cpu/tensor_kernels/stealing_tasks.h"
+#include "core/cpu_info.h"
 
 namespace kiln::cpu {
 namespace {
@@ -102,6 +103,8 @@ struct DenseTile {
   bool skip_left = false;   // the first pixel's left tap is in the padding
   bool skip_right = false;  // the last pixel's right tap is
   bool fetch_weights = false;  // a task's first one-row tile: prefetch its weights ahead
+  const char* fetch_next = nullptr;  // the next task's weights: lines this tile fetches into L2
+  int64_t fetch_next_lines = 0;
   const float* w;           // packed weights of the tile's first output block
   const float* bias;        // of the first output block
   const float* residual;    // at the tile's first output pixel (null: none)
@@ -133,6 +136,11 @@ void RunDenseTile(const DenseTile& t) {
   for (int j = 0; j < NB; ++j) {
     for (int q = 0; q < P; ++q) acc[j][q] = _mm512_setzero_ps();
   }
+  // The next task's lines, spread evenly over this tile's taps.
+  const int64_t steps = p.in_blocks * (t.a1 - t.a0) * 3;
+  const int64_t next_per_step = (t.fetch_next_lines + steps - 1) / std::max<int64_t>(steps, 1);
+  const char* next = t.fetch_next;
+  const char* const next_end = next + t.fetch_next_lines * 64;
   // Every input block, each one's taps in order, into the registers: no
   // partial sums go through memory between input blocks.
 #pragma GCC unroll 1
@@ -142,6 +150,8 @@ void RunDenseTile(const DenseTile& t) {
     for (int a = t.a0; a < t.a1; ++a) {
 #pragma GCC unroll 1
       for (int b = 0; b < 3; ++b) {
+        for (int64_t line = 0; line < next_per_step && next < next_end; ++line, next += 64)
+          _mm_prefetch(next, _MM_HINT_T1);
         // The tap's input for pixel 0 is at column left + b (-1 only where
         // skipped), for pixel q at left + q S + b; a pair's second row
         // x_next_row further.
@@ -300,14 +310,24 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
   // reads are fetched once for all groups rather than once a group
   // (ResNet's 56-wide layers: 0.95x, and the 3x3/2 from them 0.85x, of the
   // time group by group, which read the whole 0.9 MB input once a group).
-  const int64_t group_weight_bytes =
-      kGroupBlocks * p.in_blocks * kTaps * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
+  const int64_t block_weight_bytes =
+      p.in_blocks * kTaps * kBlock * kBlock * static_cast<int64_t>(sizeof(float));
+  const int64_t group_weight_bytes = kGroupBlocks * block_weight_bytes;
   const int64_t band = group_weight_bytes > kL2GroupWeightBytes
                            ? oh
                            : std::clamp<int64_t>((kTilesPerBand + tiles - 1) / tiles, 1, oh);
   const int64_t bands = (oh + band - 1) / band;
   const bool band_major = groups * group_weight_bytes <= kL2AllWeightBytes;
   const int64_t tasks = g.batch * groups * bands;
+  // Where a task takes all rows of one group, whose weights come from
+  // memory (the 14- and 7-wide layers' 2.4 and 9.4 MB), a task fetches the
+  // next group's into L2 while it computes, if both groups fit there
+  // together: ResNet-18's 7-wide layers took 1.00-1.17 ms in the model
+  // without, 0.85-0.93 with, on an Intel Xeon with 2 MB of L2
+  // (bench/RESULTS.md).
+  const int64_t l2_bytes = GetCpuInfo().l2_cache_bytes;
+  const bool fetch_next =
+      group_weight_bytes > kL2GroupWeightBytes && 2 * group_weight_bytes <= l2_bytes * 3 / 4;
   auto body = [&](int64_t begin, int64_t end, int) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t band_index = band_major ? task / groups % bands : task % bands;
@@ -328,6 +348,24 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
       for (int j = 0; j < nb; ++j) t.keep[j] = BlockedKeepMask(p, ob + j);
       const auto& fns = table[static_cast<size_t>(nb - 1)];
       t.fetch_weights = true;
+      // The next group's weights (a task is one group's rows here), fetched
+      // into L2 a slice a tile over this task's tiles.
+      const char* next_w = nullptr;
+      int64_t next_lines = 0;
+      if (fetch_next && task + 1 < tasks && (task + 1) % groups != 0) {
+        const int64_t next_ob = ob + kGroupBlocks;
+        next_w =
+            reinterpret_cast<const char*>(p.weights.data() + next_ob * p.in_blocks * kTaps * kBlock * kBlock);
+        next_lines = std::min(kGroupBlocks, p.out_blocks - next_ob) * block_weight_bytes / 64;
+      }
+      const int64_t calls = pair_rows ? (row1 - row0 + 1) / 2 : (row1 - row0) * tiles;
+      int64_t call = 0;
+      auto slice = [&]() {
+        const int64_t from = call * next_lines / calls, to = (call + 1) * next_lines / calls;
+        t.fetch_next = next_w != nullptr ? next_w + from * 64 : nullptr;
+        t.fetch_next_lines = to - from;
+        ++call;
+      };
       for (int64_t row = row0; row < row1; ++row) {
         t.top = row * g.stride[1] - top_pad;
         t.a0 = static_cast<int>(std::clamp<int64_t>(-t.top, 0, 3));
@@ -337,6 +375,7 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
           const int64_t y_at = (n * p.out_blocks + ob) * out_plane + row * ow * kBlock;
           t.residual = residual != nullptr ? residual + y_at : nullptr;
           t.y = y + y_at;
+          slice();
           pair_table[static_cast<size_t>(nb - 1)][static_cast<size_t>(ow - 1)](t);
           t.fetch_weights = false;
           ++row;
@@ -350,6 +389,7 @@ void RunBlockedDense3x3Avx512(const BlockedConvPlan& p, const float* x, const fl
           const int64_t y_at = (n * p.out_blocks + ob) * out_plane + (row * ow + col) * kBlock;
           t.residual = residual != nullptr ? residual + y_at : nullptr;
           t.y = y + y_at;
+          slice();
           fns[static_cast<size_t>(width - 1)](t);
           t.fetch_weights = false;
         }
