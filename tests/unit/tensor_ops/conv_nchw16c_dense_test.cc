@@ -145,8 +145,8 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
 }
 
 // Unforced, the Conv entry picks kiln's loop where it beats oneDNN's
-// (ResNet-18's 7-wide layers, and its 56-, 28- and 14-wide ones on Intel's
-// cores and on Zen 5) and oneDNN elsewhere.
+// (ResNet-18's 7-wide layers, and its 56-, 28- and 14-wide ones and the
+// 3x3/2 downsamples on Intel's cores and on Zen 5) and oneDNN elsewhere.
 TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
   const CpuInfo& cpu = GetCpuInfo();
@@ -159,6 +159,9 @@ TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   }
   EXPECT_EQ(BlockedImplementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
   EXPECT_EQ(BlockedImplementation(Case({256, 512, 14, 14, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
+  // YOLOv8n's first 3x3/2 downsample (16 -> 32 channels, 160 -> 80 wide): kiln's except there.
+  EXPECT_EQ(BlockedImplementation(Case({16, 32, 160, 160, 2, 1}, "Relu", false)) == "kiln-avx512-nchw16c-3x3",
+            wide_on_kiln);
   // 14-wide from 256 channels: oneDNN's only on AMD's cores before Zen 5.
   EXPECT_EQ(BlockedImplementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0) == 0,
             !wide_on_kiln);

@@ -81,7 +81,11 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     // cores, rows of whole 14-pixel tiles from 64-128 input channels and
     // inputs at least 28 wide (ResNet's layer1 and layer2 shapes) or from
     // 256 (layer3's), and on both outputs 7 or fewer pixels wide from 256
-    // or more channels (layer4's). On an AMD EPYC of the Zen 5 class it
+    // or more channels (layer4's). On the Xeon with AMX it also ran YOLOv8n's
+    // 3x3/2 downsamples at 320 (16 to 256 channels, 80 to 10 wide) in 0.70-
+    // 1.0x oneDNN's time (the 16 -> 32 one 0.24-0.26 ms against 0.33-0.34),
+    // so it takes every 3x3/2 of two or more output blocks on Intel's cores
+    // (its stride-1 40-wide head layers there took 1.1-1.2x). On an AMD EPYC of the Zen 5 class it
     // takes 0.75-0.91x oneDNN's time on every ResNet-18 layer and on
     // SqueezeNet's 3x3 layers (13-55 wide, 16-64 input channels;
     // bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320 0.90x its time
@@ -93,9 +97,10 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     const bool wide = rows_of_14 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
                       g.out_channels >= 64 && g.out_channels <= 256;
     const bool deep = rows_of_14 && g.in_channels == 256 && g.out_channels == 256;
+    const bool strided = g.stride[2] == 2 && g.in_channels >= 16 && g.out_channels > 16 && !IsAmd(cpu);
     const bool zen5 = IsZen5OrLater(cpu) && g.in_channels >= 16 && g.out_channels > 16;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
-    return wide || deep || zen5 || narrow;
+    return wide || deep || strided || zen5 || narrow;
   }
   if (shape != BlockedConvShape::kPointwise) return false;
   // bench/micro/conv_nchw16c_bench.cc: on 2 threads oneDNN's jit_1x1 and
