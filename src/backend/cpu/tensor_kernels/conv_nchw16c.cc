@@ -62,36 +62,25 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   const BlockedConvShape shape = KilnBlockedConvShape(g, isa);
   if (shape == BlockedConvShape::kDepthwise || shape == BlockedConvShape::kStem) return true;
   if (shape == BlockedConvShape::kDense3x3) {
-    // ResNet-18 with AVX-512, 2 threads, against oneDNN 2.6's
-    // jit:avx512_core, in the model (`kiln bench latency --layers`,
-    // interleaved rounds; bench/RESULTS.md). On an Intel Xeon of the Ice
-    // Lake class kiln's loop took 0.82-0.93x oneDNN's time on the layers
-    // reading 56-wide images (64 channels) and 0.87-1.03x on those reading
-    // 28-wide ones (128 channels, the 3x3/2 ones included); on an Intel Xeon
-    // with AMX (Sapphire Rapids class) also 0.86-0.89x on the 14-wide
-    // 256-channel ones (0.64-0.68 ms against 0.74-0.77), which had taken
-    // 1.07-1.09x on the Ice Lake Xeon before its tiles kept their sums in
-    // registers. On an AMD EPYC (Zen 4) it took 1.04-1.09x on the 56- and
-    // 28-wide ones: there oneDNN's FMAs with the input broadcast from
-    // memory inside them beat its separate broadcast for every 2 FMAs. In
-    // YOLOv8n at 320 its 40-wide head layers (64 and 80 channels, SiLU)
-    // took 1.11-1.20x. Its tiles of two 7-pixel rows run the 7-wide
-    // 512-channel layers and the 3x3/2 into them in 0.90-0.98x and
-    // 0.93-1.01x oneDNN's time on the AMD EPYC. So it takes, on Intel's
-    // cores, rows of whole 14-pixel tiles from 64-128 input channels and
-    // inputs at least 28 wide (ResNet's layer1 and layer2 shapes) or from
-    // 256 (layer3's), and on both outputs 7 or fewer pixels wide from 256
-    // or more channels (layer4's). On the Xeon with AMX it also ran YOLOv8n's
-    // 3x3/2 downsamples at 320 (16 to 256 channels, 80 to 10 wide) in 0.70-
-    // 1.0x oneDNN's time (the 16 -> 32 one 0.24-0.26 ms against 0.33-0.34),
-    // so it takes every 3x3/2 of two or more output blocks on Intel's cores
-    // (its stride-1 40-wide head layers there took 1.1-1.2x). On an AMD EPYC of the Zen 5 class it
-    // takes 0.75-0.91x oneDNN's time on every ResNet-18 layer and on
-    // SqueezeNet's 3x3 layers (13-55 wide, 16-64 input channels;
-    // bench/micro/conv_nchw16c_bench.cc), and YOLOv8n at 320 0.90x its time
-    // in all; there it takes every layer of two or more output blocks. With
-    // one (YOLOv8n's 16-channel layers: 1.06-1.19x) its one weight vector a
-    // step leaves the loads, not the FMAs, the limit.
+    // Where kiln's loop beat oneDNN 2.6's jit:avx512_core, 2 threads, in
+    // the model (`kiln bench latency --layers`, interleaved rounds;
+    // bench/RESULTS.md):
+    // - Intel's cores: ResNet-18's layers reading 56- and 28-wide images
+    //   (64-128 channels, the 3x3/2 ones included; 0.82-1.03x oneDNN's time
+    //   on an Ice Lake Xeon); its 14-wide 256-channel ones (0.86-0.89x on a
+    //   Xeon with AMX, 1.07-1.09x on the Ice Lake Xeon before the tiles kept
+    //   their sums in registers); YOLOv8n's 3x3/2 downsamples (0.70-1.0x on
+    //   the Xeon with AMX; its stride-1 40-wide head layers took 1.1-1.2x).
+    // - Every CPU: layer4's 7-wide 512-channel layers and the 3x3/2 into
+    //   them (0.90-1.01x on an AMD EPYC of the Zen 4 class, two-row tiles).
+    //   On Zen 4 it took 1.04-1.09x on the 56- and 28-wide ones, where
+    //   oneDNN's FMAs with the input broadcast inside them beat its separate
+    //   broadcast for every 2 FMAs.
+    // - Zen 5: every ResNet-18 layer and SqueezeNet's 3x3 layers (0.75-0.91x;
+    //   bench/micro/conv_nchw16c_bench.cc), YOLOv8n at 320 0.90x in all:
+    //   every layer of two or more output blocks. With one (YOLOv8n's
+    //   16-channel layers: 1.06-1.19x) its one weight vector a step leaves
+    //   the loads, not the FMAs, the limit.
     const CpuInfo& cpu = GetCpuInfo();
     const bool rows_of_14 = g.out[2] % 14 == 0 && !IsAmd(cpu);
     const bool wide = rows_of_14 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
