@@ -86,6 +86,18 @@ TEST(ConvNchw16cDense, UnpaddedInputMatchesRowMajor) {
   }
 }
 
+// The packed weights start on a cache line, so that no 64-byte weight load
+// spans two (a vector's own storage is only 16-byte aligned).
+TEST(ConvNchw16cDense, PackedWeightsStartOnACacheLine) {
+  for (const Shape& s : {Shape{16, 16, 8, 8, 1, 1}, Shape{64, 64, 8, 8, 1, 1}, Shape{256, 256, 4, 4, 1, 1},
+                         Shape{48, 32, 8, 8, 2, 1}, Shape{512, 512, 2, 2, 1, 1}}) {
+    const std::vector<float> w(static_cast<size_t>(s.m * s.c * 9));
+    const cpu::BlockedConvPlan plan = cpu::MakeBlockedConvPlan(
+        blocked_test::ConvWindow(Conv(s)), cpu::BlockedConvShape::kDense3x3, {}, w.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(plan.weights.data()) % 64, 0u) << Name(s, "", false);
+  }
+}
+
 TEST(ConvNchw16cDense, ResNetShapesMatchRowMajor) {
   // ResNet-18's 3x3 layers at a quarter of the channels (the shapes of
   // the tiles and of the split between threads are what matters): 56-, 28-,
