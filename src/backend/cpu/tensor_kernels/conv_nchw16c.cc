@@ -101,7 +101,7 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
   // makes the whole of MobileNetV3-Small faster than row-major (5.0 -> 2.5
   // ms), as it lets the chains exist. Larger 1x1 layers stay on oneDNN.
   // On an Intel Xeon with AMX, where kiln's kernels and oneDNN's share one
-  // OpenMP team, oneDNN's 1x1 took 0.67-0.91x kiln's time from 6 MFLOP up
+  // OpenMP team, oneDNN's 1x1 took 0.67-0.92x kiln's time from 6 MFLOP up
   // (YOLOv8n's 13-26 MFLOP layers, ResNet's 1x1/2 downsamples, the 56- and
   // 55-wide ones of MobileNetV3 and SqueezeNet) and tied below: there 6
   // MFLOP is the limit (YOLOv8n 0.98-0.99x the time, SqueezeNet 0.99x).

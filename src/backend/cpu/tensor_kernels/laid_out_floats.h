@@ -5,32 +5,15 @@
 #pragma once
 
 #include <cstddef>
-#include <new>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend/cpu/tensor_kernels/cache_line_allocator.h"
 #include "graph/laid_out_weights.h"
 
 namespace kiln::cpu {
-
-// Whole cache lines for a kernel's own weights: a 64-byte vector load from
-// a vector's plain 16-byte aligned storage spans two lines (ResNet-18's
-// dense 3x3 weights sat 16 or 48 bytes into a line).
-template <class T>
-struct CacheLineAllocator {
-  using value_type = T;
-  CacheLineAllocator() = default;
-  template <class U>
-  CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
-  template <class U>
-  bool operator==(const CacheLineAllocator<U>&) const {
-    return true;
-  }
-};
 
 class LaidOutFloats {
  public:
