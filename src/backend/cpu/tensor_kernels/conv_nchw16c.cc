@@ -82,12 +82,14 @@ bool PreferKilnBlockedConv(const Window3& g, Isa isa, int threads) {
     //   16-channel layers: 1.06-1.19x) its one weight vector a step leaves
     //   the loads, not the FMAs, the limit.
     const CpuInfo& cpu = GetCpuInfo();
-    const bool rows_of_14 = g.out[2] % 14 == 0 && !IsAmd(cpu);
+    const bool intel = !IsAmd(cpu);
+    const bool two_blocks = g.in_channels >= 16 && g.out_channels > 16;
+    const bool rows_of_14 = intel && g.out[2] % 14 == 0;
     const bool wide = rows_of_14 && g.in[2] >= 28 && g.in_channels >= 64 && g.in_channels <= 128 &&
                       g.out_channels >= 64 && g.out_channels <= 256;
     const bool deep = rows_of_14 && g.in_channels == 256 && g.out_channels == 256;
-    const bool strided = g.stride[2] == 2 && g.in_channels >= 16 && g.out_channels > 16 && !IsAmd(cpu);
-    const bool zen5 = IsZen5OrLater(cpu) && g.in_channels >= 16 && g.out_channels > 16;
+    const bool strided = intel && g.stride[2] == 2 && two_blocks;
+    const bool zen5 = IsZen5OrLater(cpu) && two_blocks;
     const bool narrow = g.out[2] <= 7 && g.in_channels >= 256 && g.out_channels >= 256;
     return wide || deep || strided || zen5 || narrow;
   }
