@@ -1,10 +1,11 @@
 // Convolutions on nchw16c activations at batch 1, as the layout stage runs
 // them (Conv with activation_layout = nchw16c and a fused ReLU): kiln's own
-// kernels (conv_nchw16c.h) against oneDNN's blocked ones, on the 1x1 and
+// kernels (conv_nchw16c.h) against oneDNN's blocked ones (direct and Winograd), on the 1x1 and
 // depthwise layers of MobileNetV3-Small (and its Squeeze-Excitation
 // products on a 1x1 image), ShuffleNetV2, ResNet-18 (its 3x3 layers too) and
-// YOLOv8n. The figure is the real time per call (and GFLOP/s).
-// Arguments: layer, implementation (0 kiln, 1 oneDNN), threads; set
+// YOLOv8n (its 3x3 layers too). The figure is the real time per call (and GFLOP/s).
+// Arguments: layer, implementation (0 kiln, 1 oneDNN, 2 oneDNN's Winograd
+// kernel, 3x3 stride-1 layers only), threads; set
 // OMP_NUM_THREADS to `threads` and OMP_WAIT_POLICY=PASSIVE, e.g.
 //   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE conv_nchw16c_bench --benchmark_filter='threads:2'
 #include <benchmark/benchmark.h>
@@ -66,6 +67,14 @@ const Layer kLayers[] = {
     {"squeeze_3x3_48to192_13", 48, 192, 1, 13, 3, 1},
     {"squeeze_3x3_64to256_13", 64, 256, 1, 13, 3, 1},
     {"squeeze_1x1_512to1000_13", 512, 1000, 1, 13, 1, 1},
+    {"yolo_3x3_16_80", 16, 16, 1, 80, 3, 1},
+    {"yolo_3x3_32_40", 32, 32, 1, 40, 3, 1},
+    {"yolo_3x3_64_20", 64, 64, 1, 20, 3, 1},
+    {"yolo_3x3_128_10", 128, 128, 1, 10, 3, 1},
+    {"yolo_head_3x3_64_40", 64, 64, 1, 40, 3, 1},
+    {"yolo_head_3x3_80_40", 80, 80, 1, 40, 3, 1},
+    {"yolo_head_3x3_128to64_20", 128, 64, 1, 20, 3, 1},
+    {"yolo_head_3x3_64_80", 64, 64, 1, 80, 3, 1},
 };
 constexpr int64_t kNumLayers = sizeof(kLayers) / sizeof(kLayers[0]);
 
@@ -100,7 +109,7 @@ void BM_ConvNchw16c(benchmark::State& state) {
       TensorData::FromValues<float>(DType::kF32, {l.m}, RandomFloats(static_cast<size_t>(l.m), 3));
   std::vector<float> y(static_cast<size_t>(BlockedCount(y_dims)));
 
-  setenv("KILN_CONV", impl == 0 ? "kiln" : "onednn", 1);
+  setenv("KILN_CONV", impl == 0 ? "kiln" : impl == 1 ? "onednn" : "onednn-winograd", 1);
   TensorKernelArgs args;
   args.op_type = "kiln.FusedConv";
   args.node = "bench";
@@ -124,8 +133,10 @@ void BM_ConvNchw16c(benchmark::State& state) {
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t l = 0; l < kNumLayers; ++l)
-    for (int64_t impl : {0, 1})
+    for (int64_t impl : {0, 1, 2}) {
+      if (impl == 2 && (kLayers[l].kernel != 3 || kLayers[l].stride != 1 || kLayers[l].group != 1)) continue;
       for (int64_t threads : {1, 2}) b->Args({l, impl, threads});
+    }
 }
 
 BENCHMARK(BM_ConvNchw16c)

@@ -157,26 +157,29 @@ TEST(ConvNchw16cDense, ReferenceMatchesVectorLoopAndRowMajor) {
 }
 
 // Unforced, the Conv entry picks kiln's loop where it beats oneDNN's
-// (ResNet-18's 7-wide layers, and its 56-, 28- and 14-wide ones and the
-// 3x3/2 downsamples on Intel's cores and on Zen 5) and oneDNN elsewhere.
+// (ResNet-18's 7-wide layers, and the 3x3/2 downsamples on Intel's cores
+// and on Zen 5) and oneDNN elsewhere: its Winograd kernel for the stride-1
+// layers on wider images (PreferOneDnnWinograd), its direct one for the rest.
 TEST(ConvNchw16cDense, RunsWhereMeasuredFaster) {
   if (cpu::BestIsa() != cpu::Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
   const CpuInfo& cpu = GetCpuInfo();
   const bool zen5 = cpu.vendor == "AuthenticAMD" && cpu.family >= 26;
   const bool wide_on_kiln = cpu.vendor != "AuthenticAMD" || zen5;
   for (const Shape& s :
-       {Shape{64, 64, 56, 56, 1, 1}, Shape{128, 128, 28, 28, 1, 1}, Shape{64, 128, 56, 56, 2, 1}}) {
-    EXPECT_EQ(BlockedImplementation(Case(s, "Relu", true)) == "kiln-avx512-nchw16c-3x3", wide_on_kiln)
-        << Name(s, "Relu", true) << " on " << GetCpuInfo().vendor;
+       {Shape{64, 64, 56, 56, 1, 1}, Shape{128, 128, 28, 28, 1, 1}, Shape{256, 256, 14, 14, 1, 1}}) {
+    EXPECT_EQ(BlockedImplementation(Case(s, "Relu", true)).rfind("onednn:jit_fp32_wino", 0), 0u)
+        << Name(s, "Relu", true);
   }
+  EXPECT_EQ(BlockedImplementation(Case({64, 128, 56, 56, 2, 1}, "Relu", true)) == "kiln-avx512-nchw16c-3x3",
+            wide_on_kiln)
+      << " on " << GetCpuInfo().vendor;
   EXPECT_EQ(BlockedImplementation(Case({512, 512, 7, 7, 1, 1}, "Relu", true)), "kiln-avx512-nchw16c-3x3");
   EXPECT_EQ(BlockedImplementation(Case({256, 512, 14, 14, 2, 1}, "Relu", false)), "kiln-avx512-nchw16c-3x3");
   // YOLOv8n's first 3x3/2 downsample (16 -> 32 channels, 160 -> 80 wide): kiln's except there.
   EXPECT_EQ(BlockedImplementation(Case({16, 32, 160, 160, 2, 1}, "Relu", false)) == "kiln-avx512-nchw16c-3x3",
             wide_on_kiln);
-  // 14-wide from 256 channels: oneDNN's only on AMD's cores before Zen 5.
-  EXPECT_EQ(BlockedImplementation(Case({256, 256, 14, 14, 1, 1}, "Relu", false)).rfind("onednn:", 0) == 0,
-            !wide_on_kiln);
+  // One block of 16 channels in and out: oneDNN's direct kernel.
+  EXPECT_EQ(BlockedImplementation(Case({16, 16, 80, 80, 1, 1}, "Relu", false)).rfind("onednn:jit:", 0), 0u);
 }
 
 TEST(ConvNchw16cDense, TakesOnlyItsShapes) {

@@ -9,7 +9,7 @@
 // reference (conv_reference.h, for 3-d, weights known only at run time, and
 // machines without AVX2). On AVX-512, dense convolutions of 20 MFLOP and more
 // run on oneDNN's nChw16c kernels with NCHW reordered in and out
-// (PreferOneDnnBlocked). KILN_CONV=kiln|onednn|onednn-blocked|reference
+// (PreferOneDnnBlocked). KILN_CONV=kiln|onednn|onednn-blocked|onednn-winograd|reference
 // forces one where it applies (benchmarks, tests); otherwise the faster for
 // the shape runs.
 // No kernel here takes an output that aliases one of its inputs (the
@@ -146,6 +146,16 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
     // there than bf16 products save (MobileNetV3-Small in bf16, fastest of 40
     // runs: 2.6-3.0 ms with them on oneDNN bf16, 2.1-2.4 ms on kiln's fp32).
     // Not the dense 3x3 layers: those are big enough for bf16 products to pay.
+    // oneDNN's Winograd kernel where it beats both (PreferOneDnnWinograd),
+    // fp32 only; KILN_CONV=onednn-winograd forces it where oneDNN has it.
+    const bool winograd = layout == TensorLayout::kNCHW16c &&
+                          (forced == "onednn-winograd" ||
+                           (forced.empty() && !bf16 && PreferOneDnnWinograd(g, epilogue, BestIsa())));
+    if (winograd) {
+      auto conv =
+          MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, false, slot, true);
+      if (conv.ok()) return conv;
+    }
     if (layout == TensorLayout::kNCHW16c && forced != "onednn" && forced != "onednn-blocked") {
       const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
       const bool bf16_pays = bf16 && shape == BlockedConvShape::kDense3x3 && CpuMultipliesBf16();

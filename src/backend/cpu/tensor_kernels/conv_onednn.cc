@@ -1,5 +1,6 @@
 // oneDNN convolutions (see conv_onednn.h).
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
+
 #include "backend/cpu/tensor_kernels/onednn_runtime.h"
 
 #include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
@@ -135,6 +136,33 @@ bool PreferOneDnnBlocked(const Window3& g, Isa isa) {
   return flops >= kOneDnnBlockedMinFlops;
 }
 
+bool WinogradFusesActivation(const FusedEpilogue& e) {
+  return e.activation == FusedActivation::kNone || e.activation == FusedActivation::kRelu;
+}
+
+bool PreferOneDnnWinograd(const Window3& g, const FusedEpilogue& e, Isa isa) {
+  // oneDNN's jit_fp32_wino_2x3 (AVX-512 only), Winograd's F(2x2, 3x3),
+  // computes 2x2 outputs from a 4x4 input tile in 16 products per channel
+  // pair, where the direct loops need 36: 2.25x fewer FMAs, for transforms
+  // of the input and the output and weights 16/9 the size.
+  // bench/micro/conv_nchw16c_bench.cc, 2 threads, on an Intel Xeon with AMX:
+  // 0.53-0.57x the time of kiln's loop on ResNet-18's 56-, 28- and 14-wide
+  // layers, 0.70-0.77x on SqueezeNet's (16-64 input channels, 13-55 wide),
+  // 0.48-0.66x on YOLOv8n's with 32-128 channels (10-80 wide); no gain on a
+  // 7-wide image (ResNet's layer4: 0.93x in the loop, level in the model),
+  // and a loss with one block of 16 channels in and out (1.1x oneDNN's
+  // direct kernel). Other AVX-512 CPUs take it on the same count of
+  // products; it was not measured there.
+  // Its kernel fuses no activation but ReLU (and the residual as a sum);
+  // the others, run as a pass of their own after it, cost more than it
+  // saved: YOLOv8n's SiLU layers took 1.1-1.7x the time in the model.
+  if (isa != Isa::kAvx512 || !WinogradFusesActivation(e) || g.group != 1 || g.kernel[1] != 3 ||
+      g.kernel[2] != 3)
+    return false;
+  if (g.stride[1] != 1 || g.stride[2] != 1 || g.dilation[1] != 1 || g.dilation[2] != 1) return false;
+  return g.out_channels > 16 && g.out[1] >= 8 && g.out[2] >= 8;
+}
+
 // Measured in the YOLOv8n-style detector at 320 with KILN_ISA=avx2 (Intel
 // Xeon, 2 threads, `kiln bench latency --layers`): oneDNN's jit:avx2 on
 // nChw8c, its reorders included, took every dense convolution with a window
@@ -167,7 +195,7 @@ struct ConvDescs {
 
 ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has_residual,
                        TensorLayout layout, bool blocked_internally, DType compute = DType::kF32,
-                       bool src_row_major = false) {
+                       bool src_row_major = false, bool winograd = false) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -206,7 +234,9 @@ ConvDescs DescribeConv(const Window3& g, const FusedEpilogue& epilogue, bool has
                                   : g.in_channels < 16 ? tag::nchw
                                                        : blocked_tag),
       conv_dst_any(dst_dims, dt::f32, internal_layout ? blocked_tag : activations);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+  const dnnl::algorithm algorithm =
+      winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                        d.blocked ? conv_src_any : d.src, w_any, d.b_desc,
                                        d.blocked ? conv_dst_any : d.dst, strides, dilates, pad_l, pad_r);
   dnnl::post_ops ops;
@@ -252,15 +282,19 @@ std::string OneDnnWeightsLayoutName(const dnnl::memory::desc& desc) {
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual, TensorLayout layout,
                                       bool blocked_internally, DType compute, bool src_row_major,
-                                      const LaidOutSlot& slot) {
+                                      const LaidOutSlot& slot, bool winograd) {
   using dnnl::memory;
   using dt = memory::data_type;
   using tag = memory::format_tag;
+  if (winograd && (layout != TensorLayout::kNCHW16c || !WinogradFusesActivation(epilogue))) {
+    return Unsupported("oneDNN's Winograd convolution takes nchw16c activations and no activation but ReLU");
+  }
   try {
     dnnl::engine& engine = Engine();
     auto conv = std::make_shared<OneDnnConv>();
     const bool bf16 = compute == DType::kBF16;
-    ConvDescs d = DescribeConv(g, epilogue, has_residual, layout, blocked_internally, compute, src_row_major);
+    ConvDescs d =
+        DescribeConv(g, epilogue, has_residual, layout, blocked_internally, compute, src_row_major, winograd);
     conv->src = d.src;
     conv->dst = d.dst;
     conv->blocked = d.blocked;

@@ -36,6 +36,15 @@ bool PreferOneDnn(const Window3& g, Isa isa);
 // included) beats kiln's own kernels on this shape.
 bool PreferOneDnnBlocked(const Window3& g, Isa isa);
 
+// Whether oneDNN's Winograd kernel on nchw16c activations (MakeOneDnnConv's
+// `winograd`) beats kiln's dense 3x3 loop and oneDNN's direct kernel on
+// this shape and epilogue: 3x3, stride 1, no activation or ReLU, on
+// AVX-512 (the figures are in conv_onednn.cc).
+bool PreferOneDnnWinograd(const Window3& g, const FusedEpilogue& e, Isa isa);
+
+// Whether oneDNN's Winograd kernel fuses e's activation: none or ReLU.
+bool WinogradFusesActivation(const FusedEpilogue& e);
+
 // Whether a convolution whose activations stay row-major (the layout stage
 // keeps nchw16c chains to AVX-512) runs faster on oneDNN with its blocked
 // activations inside, reorders included, than on kiln's row-major kernels.
@@ -59,11 +68,14 @@ Expected<std::string> OneDnnConvImplementation(const Window3& g, const FusedEpil
 // to bf16 (to nearest even) in the scratch, and accumulates and writes f32
 // (post-ops in f32). src_row_major: the input is NCHW whatever `layout` says
 // (a stem writing nchw16c; oneDNN's jit kernels take nchw src with nChw16c
-// dst for few input channels).
+// dst for few input channels). winograd: oneDNN's Winograd algorithm
+// rather than its direct one, on nchw16c only (an error where it has no
+// kernel for the shape, ISA or activation).
 Expected<TensorKernel> MakeOneDnnConv(const Window3& g, const FusedEpilogue& epilogue, const float* w,
                                       const float* bias, bool has_residual,
                                       TensorLayout layout = TensorLayout::kRowMajor,
                                       bool blocked_internally = false, DType compute = DType::kF32,
-                                      bool src_row_major = false, const LaidOutSlot& slot = {});
+                                      bool src_row_major = false, const LaidOutSlot& slot = {},
+                                      bool winograd = false);
 
 }  // namespace kiln::cpu
