@@ -275,6 +275,12 @@ std::string OneDnnWeightsLayoutName(const dnnl::memory::desc& desc) {
     for (int i = 0; i < d.ndims; ++i) s += fmt::format(",{}", b.strides[i]);
     s += ":b";
     for (int i = 0; i < b.inner_nblks; ++i) s += fmt::format(",{}x{}", b.inner_idxs[i], b.inner_blks[i]);
+  } else if (d.format_kind == dnnl_format_kind_wino) {
+    // The Winograd kernel's blocking depends on the image size too, so
+    // that two shapes of one node can want different weights.
+    const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
+    s += fmt::format(":w{},{},{},{},{},{},{},{},{},{},{}", static_cast<int>(w.wino_format), w.r, w.alpha, w.ic, w.oc,
+                     w.ic_block, w.oc_block, w.ic2_block, w.oc2_block, w.adj_scale, w.size);
   }
   return s + fmt::format(":e{}", static_cast<unsigned>(d.extra.flags));
 }
