@@ -71,6 +71,10 @@ struct Step {
   std::string name;     // the node's name
   OpKind op = OpKind::kAdd;
   std::string backend;
+  // Which implementation the backend bound, where it says
+  // ("onednn:jit_fp32_wino_2x3:avx512_core", "kiln-avx512-nchw16c-3x3"):
+  // for the plan and the benchmark's per-node table.
+  std::string kernel;
   // The kernel, run on the executor's stream (set by the compiler's bind:
   // the backend that bound it, or for a transfer the device side).
   std::function<void(const RunState&)> run;

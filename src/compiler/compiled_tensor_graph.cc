@@ -228,6 +228,14 @@ Status CompiledTensorGraph::Run(const std::vector<const void*>& inputs, const st
   return error;
 }
 
+std::string CompiledTensorGraph::KernelOf(const std::string& node) const {
+  if (program_ == nullptr) return {};
+  for (const Step& step : program_->steps()) {
+    if (step.name == node) return step.kernel;
+  }
+  return {};
+}
+
 std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
   const Graph& g = compiled.graph();
   std::string s = compiled.report().ToString(g, false);
@@ -250,6 +258,8 @@ std::string TensorPlanText(const CompiledTensorGraph& compiled, bool per_node) {
                       : TensorLayoutName(g.value(n.outputs[0]).layout);
     }
     if (n.op_type == "kiln.Reorder" && from.ok() && to.ok()) in_layout = *from + "->" + *to;
+    const std::string kernel = compiled.KernelOf(n.name);
+    if (!kernel.empty()) fused += "  [kernel " + kernel + "]";
     s += fmt::format("  {:<40} {:<18} {:<10} {:<20} {}{}\n", n.name, op, n.backend, in_layout, out, fused);
   }
   return s;

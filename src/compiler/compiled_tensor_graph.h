@@ -64,6 +64,9 @@ class CompiledTensorGraph {
   std::vector<TensorType> output_types() const;
   // Floating-point operations of one run (for GFLOP/s).
   double flops() const { return flops_; }
+  // The implementation bound for the node named `node` (Step::kernel);
+  // empty where the backend names none or no step has that name.
+  std::string KernelOf(const std::string& node) const;
 
   // One run: reads inputs[i] (of input_types()[i]) and writes outputs[j].
   // Errors a kernel reports from run-time values (an index out of range)

@@ -78,6 +78,7 @@ Expected<Step> BindTensorOp(const BindContext& ctx, BindCaches& caches, Step ste
   uint8_t* scratch = ctx.scratch;
   if (kernel->scratch_bytes > 0 && scratch == nullptr) return Internal("{}: no scratch memory planned", n.name);
   const std::string name = n.name;
+  step.kernel = kernel->impl;
   step.run = [kernel, ins, outs, scratch, name](const RunState& state) {
     // At most a handful of inputs and outputs: no allocation per call.
     const void* in_ptrs[16];

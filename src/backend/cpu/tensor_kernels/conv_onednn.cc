@@ -279,8 +279,8 @@ std::string OneDnnWeightsLayoutName(const dnnl::memory::desc& desc) {
     // The Winograd kernel's blocking depends on the image size too, so
     // that two shapes of one node can want different weights.
     const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
-    s += fmt::format(":w{},{},{},{},{},{},{},{},{},{},{}", static_cast<int>(w.wino_format), w.r, w.alpha, w.ic, w.oc,
-                     w.ic_block, w.oc_block, w.ic2_block, w.oc2_block, w.adj_scale, w.size);
+    s += fmt::format(":w{},{},{},{},{},{},{},{},{},{},{}", static_cast<int>(w.wino_format), w.r, w.alpha,
+                     w.ic, w.oc, w.ic_block, w.oc_block, w.ic2_block, w.oc2_block, w.adj_scale, w.size);
   }
   return s + fmt::format(":e{}", static_cast<unsigned>(d.extra.flags));
 }
