@@ -140,14 +140,9 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
       return Unsupported("{} {}: activations in {} need constant weights, a 1-d or 2-d convolution and AVX2",
                          args.op_type, args.node, TensorLayoutName(layout));
     }
-    // kiln's own nchw16c kernels where they beat oneDNN's (conv_nchw16c.h):
-    // depthwise, small 1x1 layers and some 3x3 ones. KILN_CONV=kiln|onednn forces.
-    // They run fp32 even where the policy asks bf16: oneDNN's call costs more
-    // there than bf16 products save (MobileNetV3-Small in bf16, fastest of 40
-    // runs: 2.6-3.0 ms with them on oneDNN bf16, 2.1-2.4 ms on kiln's fp32).
-    // Not the dense 3x3 layers: those are big enough for bf16 products to pay.
-    // oneDNN's Winograd kernel where it beats both (PreferOneDnnWinograd),
-    // fp32 only; KILN_CONV=onednn-winograd forces it where oneDNN has it.
+    // oneDNN's Winograd kernel where it beats kiln's loop and its own direct one
+    // (PreferOneDnnWinograd), fp32 only; KILN_CONV=onednn-winograd forces it
+    // where oneDNN has it.
     const bool winograd = layout == TensorLayout::kNCHW16c &&
                           (forced == "onednn-winograd" ||
                            (forced.empty() && !bf16 && PreferOneDnnWinograd(g, epilogue, BestIsa())));
@@ -156,6 +151,12 @@ Expected<TensorKernel> MakeConv(const TensorKernelArgs& args) {
           MakeOneDnnConv(g, epilogue, w, bias, has_residual, layout, false, DType::kF32, false, slot, true);
       if (conv.ok()) return conv;
     }
+    // kiln's own nchw16c kernels where they beat oneDNN's (conv_nchw16c.h):
+    // depthwise, small 1x1 layers and some 3x3 ones. KILN_CONV=kiln|onednn forces.
+    // They run fp32 even where the policy asks bf16: oneDNN's call costs more
+    // there than bf16 products save (MobileNetV3-Small in bf16, fastest of 40
+    // runs: 2.6-3.0 ms with them on oneDNN bf16, 2.1-2.4 ms on kiln's fp32).
+    // Not the dense 3x3 layers: those are big enough for bf16 products to pay.
     if (layout == TensorLayout::kNCHW16c && forced != "onednn" && forced != "onednn-blocked") {
       const BlockedConvShape shape = KilnBlockedConvShape(g, BestIsa());
       const bool bf16_pays = bf16 && shape == BlockedConvShape::kDense3x3 && CpuMultipliesBf16();

@@ -1,6 +1,5 @@
 // oneDNN convolutions (see conv_onednn.h).
 #include "backend/cpu/tensor_kernels/conv_onednn.h"
-
 #include "backend/cpu/tensor_kernels/onednn_runtime.h"
 
 #include "backend/cpu/tensor_kernels/tensor_kernel_util.h"
