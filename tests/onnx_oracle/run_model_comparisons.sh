@@ -11,7 +11,9 @@
 # as --input-shape. Criterion: max|kiln - ort| <= 1e-4 * max(1, max|ort|) and
 # cosine >= 0.9999 for every output (KILN_COMPARE_REL / KILN_COMPARE_COS
 # override it, e.g. to look at how far a failing model is). Exit status 1 if
-# any model fails to run or to match.
+# any model fails to run or to match. Then `kiln diff` on ResNet-18, layer
+# by layer against onnxruntime's intermediate values and fused against
+# unfused.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -107,6 +109,25 @@ while IFS=$'\t' read -r name model inputs shapes; do
     summary+=("$(printf '%-44s %10s  %s' "$name" "$ms" "MISMATCH")")
   fi
 done < "$plan"
+
+# `kiln diff` layer by layer on one model: against onnxruntime's every
+# intermediate value, and fused against unfused (every value common to
+# both runs at cosine 0.9999 or more).
+diff_model=resnet18
+if grep -q "^$diff_model"$'\t' "$plan"; then
+  IFS=$'\t' read -r _ model inputs _ < <(grep "^$diff_model"$'\t' "$plan")
+  echo "=== kiln diff on $diff_model"
+  # shellcheck disable=SC2086
+  if ! node "$here/ort_run.js" --model "$model" $inputs --output-dir "$work/ort_all/$diff_model" \
+         --all-intermediates > /dev/null ||
+     ! "$kiln" diff "$model" $inputs --against "$work/ort_all/$diff_model" --fail-below "$cos" | tail -n 2 ||
+     ! "$kiln" diff "$model" $inputs --b-no-fuse --fail-below "$cos" | tail -n 2; then
+    failed+=("$diff_model (kiln diff)")
+    summary+=("$(printf '%-44s %10s  %s' "kiln diff $diff_model" "-" "DIFF FAILED")")
+  else
+    summary+=("$(printf '%-44s %10s  %s' "kiln diff $diff_model" "-" "ok")")
+  fi
+fi
 
 echo
 printf '%-44s %10s  %s\n' "model" "kiln ms" "result (kiln run wall time, compile included)"
