@@ -12,7 +12,9 @@ One folder per architecture in OUT_DIR:
   mixtral:   Llama attention, 8 experts, top 2, renormalized;
   qwen2_moe: Qwen2 attention (q/k/v biases), 8 experts, top 2, NOT
              renormalized, a shared expert scaled by sigmoid(shared_expert_gate),
-             and a dense MLP on layer 1 (mlp_only_layers).
+             and a dense MLP on layer 1 (mlp_only_layers);
+  qwen2_moe_sparse: the same with experts on every layer, as llama.cpp's
+             qwen2moe has them.
 
 Each folder receives config.json, model.safetensors (F32, Hugging Face's
 names), tokenizer.json (the GGUF files' vocabulary), model-F32.gguf and model-Q8_0.gguf (llama.cpp's names: arch llama
@@ -51,6 +53,10 @@ VARIANTS = {
                     dense_width=64, normalize=True, shared=0, dense_layers=[], qk_norm=False, bias=False),
     "qwen2_moe": dict(hf="Qwen2MoeForCausalLM", gguf="qwen2moe", layers=3, experts=8, top_k=2, width=32,
                       dense_width=96, normalize=False, shared=64, dense_layers=[1], qk_norm=False, bias=True),
+    # llama.cpp's qwen2moe has no dense layers: this one is for comparing with it.
+    "qwen2_moe_sparse": dict(hf="Qwen2MoeForCausalLM", gguf="qwen2moe", layers=3, experts=8, top_k=2, width=32,
+                             dense_width=96, normalize=False, shared=64, dense_layers=[], qk_norm=False,
+                             bias=True),
 }
 
 

@@ -223,15 +223,15 @@ double Perplexity(const std::vector<float>& logits, const std::vector<int32_t>& 
 // The GGUF files against llama.cpp itself (node-llama-cpp, which
 // scripts/setup.sh installs into tests/llamacpp_oracle) with an f32 KV
 // cache: every position's logits within 1e-4 x max(1, max |logit|), and the
-// prompt's perplexity within 0.1%. Qwen2-MoE is left out: llama.cpp's
-// qwen2moe has no dense layers.
+// prompt's perplexity within 0.1%. Qwen2-MoE as its all-sparse variant:
+// llama.cpp's qwen2moe has no dense layers.
 TEST(MoeLlamaCpp, GgufLogitsMatchLlamaCpp) {
   const std::string oracle = testing::SourceDir() + "/tests/llamacpp_oracle";
   if (!std::filesystem::exists(oracle + "/node_modules/node-llama-cpp") ||
       std::system("node --version > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "node-llama-cpp is not installed in tests/llamacpp_oracle (scripts/setup.sh installs it)";
   }
-  for (const char* variant : {"qwen3_moe", "mixtral"}) {
+  for (const char* variant : {"qwen3_moe", "mixtral", "qwen2_moe_sparse"}) {
     const std::string dir = ModelsDir() + "/" + variant;
     const std::string out = testing::MakeTempDir() + "/llamacpp.json";
     const std::string cmd = "cd " + oracle + " && node logits.mjs " + dir + "/model-F32.gguf " + dir +
