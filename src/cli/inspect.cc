@@ -91,6 +91,38 @@ void PrintExperts(const ModelConfig& c) {
   }
 }
 
+// What sets the architecture apart beyond its shapes: RoPE, norms,
+// projections, sliding windows and Gemma's particulars (soft-capping).
+void PrintArchitecture(const ModelConfig& c) {
+  fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
+             ScalingText(c.rope_scaling));
+  if (c.RotaryDim() != c.head_dim) fmt::print("rotary dims: {} of {} per head\n", c.RotaryDim(), c.head_dim);
+  if (c.arch == Architecture::kPhi3) fmt::print("fused projections: qkv and gate/up, split at load\n");
+  fmt::print("rms norm eps: {:g}\n", c.rms_norm_eps);
+  fmt::print("tied embeddings: {}\n", c.tie_word_embeddings ? "yes" : "no");
+  fmt::print("attention bias: {}, qk norm: {}\n", c.attention_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");
+  if (c.sliding_window > 0 && !c.sliding_layers.empty()) {
+    std::vector<int64_t> global;
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      if (!c.LayerSlides(l)) global.push_back(l);
+    }
+    fmt::print("sliding window: {} on {} of {} layers; global layers: {}\n", c.sliding_window,
+               c.num_layers - static_cast<int64_t>(global.size()), c.num_layers,
+               global.empty() ? "none" : fmt::format("{}", fmt::join(global, ", ")));
+  } else {
+    fmt::print("sliding window: {}\n", c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none");
+  }
+  if (c.rope_local_theta > 0) fmt::print("sliding layers' rope: theta {}, unscaled\n", c.rope_local_theta);
+  if (c.gemma_norms) {
+    auto cap = [](double v) { return v > 0 ? fmt::format("{:g}", v) : std::string("none"); };
+    fmt::print("norms: (1 + w), before and after each block; embeddings scaled by sqrt({})\n", c.hidden_size);
+    fmt::print("attention scale: query_pre_attn_scalar {:g}\n",
+               c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim));
+    fmt::print("soft-capping: attention {}, final logits {}\n", cap(c.attn_logit_softcap),
+               cap(c.final_logit_softcap));
+  }
+}
+
 // A preset's shapes without weights: what it is and what it would need
 // (matrices in each dtype, vectors in f32, as dummy weights store them).
 Status PrintPreset(const std::string& name) {
@@ -107,6 +139,7 @@ Status PrintPreset(const std::string& name) {
   fmt::print("intermediate size: {}\n", c.intermediate_size);
   PrintExperts(c);
   fmt::print("vocab size: {}\n", c.vocab_size);
+  PrintArchitecture(c);
   std::string memory;
   for (DType dtype : {DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
     uint64_t bytes = 0;
@@ -162,33 +195,7 @@ void PrintModel(const WeightStore& store) {
   fmt::print("intermediate size: {}\n", c.intermediate_size);
   PrintExperts(c);
   fmt::print("vocab size: {}\n", c.vocab_size);
-  fmt::print("rope: theta {}, style {}, scaling {}\n", c.rope_theta, RopeStyleName(c.rope_style),
-             ScalingText(c.rope_scaling));
-  if (c.RotaryDim() != c.head_dim) fmt::print("rotary dims: {} of {} per head\n", c.RotaryDim(), c.head_dim);
-  if (c.arch == Architecture::kPhi3) fmt::print("fused projections: qkv and gate/up, split at load\n");
-  fmt::print("rms norm eps: {:g}\n", c.rms_norm_eps);
-  fmt::print("tied embeddings: {}\n", c.tie_word_embeddings ? "yes" : "no");
-  fmt::print("attention bias: {}, qk norm: {}\n", c.attention_bias ? "yes" : "no", c.qk_norm ? "yes" : "no");
-  if (c.sliding_window > 0 && !c.sliding_layers.empty()) {
-    std::vector<int64_t> global;
-    for (int64_t l = 0; l < c.num_layers; ++l) {
-      if (!c.LayerSlides(l)) global.push_back(l);
-    }
-    fmt::print("sliding window: {} on {} of {} layers; global layers: {}\n", c.sliding_window,
-               c.num_layers - static_cast<int64_t>(global.size()), c.num_layers,
-               global.empty() ? "none" : fmt::format("{}", fmt::join(global, ", ")));
-  } else {
-    fmt::print("sliding window: {}\n", c.sliding_window > 0 ? std::to_string(c.sliding_window) : "none");
-  }
-  if (c.rope_local_theta > 0) fmt::print("sliding layers' rope: theta {}, unscaled\n", c.rope_local_theta);
-  if (c.gemma_norms) {
-    auto cap = [](double v) { return v > 0 ? fmt::format("{:g}", v) : std::string("none"); };
-    fmt::print("norms: (1 + w), before and after each block; embeddings scaled by sqrt({})\n", c.hidden_size);
-    fmt::print("attention scale: query_pre_attn_scalar {:g}\n",
-               c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim));
-    fmt::print("soft-capping: attention {}, final logits {}\n", cap(c.attn_logit_softcap),
-               cap(c.final_logit_softcap));
-  }
+  PrintArchitecture(c);
   fmt::print("bos: {}, eos: {}\n", Ids(c.bos_token_ids), Ids(c.eos_token_ids));
 
   auto tokenizer =
