@@ -1,6 +1,7 @@
 // Paged attention at Qwen2.5-0.5B's shape (14 query heads over 2 KV heads of
 // 64, cache in blocks of 16, F32 (kiln's default) or BF16): one decode token
-// at context 512, and a 512-token prefill, on 1 and 2 threads.
+// at context 512, a verification pass of 5 tokens there, and a 512-token
+// prefill, on 1 and 2 threads.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace {
 
 constexpr int32_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kBlockSize = 16, kContext = 512;
 
-// Args: query tokens (1: decode at position 511; 512: prefill 0..511),
+// Args: query tokens (1: decode at position 511; 5: a verification pass at
+// 507..511; 512: prefill 0..511),
 // threads, cache dtype.
 void BM_PagedAttention(benchmark::State& state) {
   const int32_t tokens = static_cast<int32_t>(state.range(0));
@@ -63,7 +65,9 @@ void BM_PagedAttention(benchmark::State& state) {
       benchmark::Counter(keys * kHeads * kHeadDim * 4, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgsProduct({{1, 512}, {1, 2}, {static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16)}})
+    ->ArgsProduct({{1, 5, 512},
+                   {1, 2},
+                   {static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16)}})
     ->ArgNames({"tokens", "threads", "kv"})
     ->UseRealTime();
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/kernels/attention_simd.h"
+#include "backend/cpu/kernels/attention_keys_in_lanes.h"
 #include "backend/cpu/kernels/elementwise_simd.h"
 #include "backend/cpu/kernels/kernel_table.h"
 #include "backend/cpu/kernels/linear_simd.h"

@@ -1,5 +1,8 @@
-// Paged attention for one query token and a group of query heads sharing a
-// KV head, for any Simd traits S.
+// Paged attention for a group of query heads sharing a KV head, for any
+// Simd traits S: the pieces both kernels use (rows of each cache type, the
+// weighted sums of values) and the kernel of the int8 cache, one key at a
+// time. The float caches' kernel, keys in lanes, is in
+// attention_keys_in_lanes.h.
 //
 // Online softmax in fp32 over the keys in increasing position, one KV block
 // at a time: the scores of the block's keys, then the running maximum, the
@@ -311,10 +314,11 @@ void SoftCap(float* s, int j0, int j1, float cap) {
   }
 }
 
-// The kernel for rows read by Row. With k_scales/v_scales (the int8 cache:
-// [slot][kv_heads] floats), key j's score is dot(q, k_j) * (k_scale_j *
-// scale) and value j is weighted by p_j * v_scale_j, those products kept in
-// `weights` (block_size floats); without them (null) the float caches' math.
+// The kernel for rows read by Row, a key at a time. With k_scales/v_scales
+// (the int8 cache: [slot][kv_heads] floats), key j's score is dot(q, k_j) *
+// (k_scale_j * scale) and value j is weighted by p_j * v_scale_j, those
+// products kept in `weights` (block_size floats); without them (null) the
+// float caches' math, which AttentionKeysInLanes now does faster.
 template <class S, class Row>
 void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v_scales, float* weights) {
   using T = typename Row::T;
@@ -461,21 +465,7 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
   }
 }
 
-template <class S, ElemType KV>
-void AttentionTyped(const AttentionArgs& a) {
-  AttentionWith<S, KvRow<S, KV>>(a, nullptr, nullptr, nullptr);
-}
-
 }  // namespace attention_detail
-
-template <class S>
-void VecAttention(const AttentionArgs& a) {
-  switch (a.kv_type) {
-    case ElemType::kF32: return attention_detail::AttentionTyped<S, ElemType::kF32>(a);
-    case ElemType::kF16: return attention_detail::AttentionTyped<S, ElemType::kF16>(a);
-    case ElemType::kBF16: return attention_detail::AttentionTyped<S, ElemType::kBF16>(a);
-  }
-}
 
 // Attention over the int8 cache: k_pool/v_pool hold int8 values, scaled per
 // (slot, KV head) by k_scales/v_scales; `weights` holds block_size floats.

@@ -159,8 +159,11 @@ inline int32_t AttentionFirstPos(const AttentionArgs& a, int32_t t) {
   return first > 0 ? first : 0;
 }
 
+// Per thread, for `heads` rows (query heads times tokens): each row's
+// weights, sums and running values, and a chunk of keys transposed (up to
+// 16 lanes of head_dim).
 inline int64_t AttentionScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
-  return heads * (block_size + head_dim + 16) + block_size + 64;
+  return heads * (block_size + head_dim + 16) + block_size + 64 + 16 * head_dim;
 }
 
 // y[i] = f(x[i]) for i < n; the vector math functions, exposed for testing.

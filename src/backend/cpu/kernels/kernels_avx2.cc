@@ -3,7 +3,7 @@
 #include "backend/cpu/kernels/kernel_table.h"
 
 #if defined(__x86_64__)
-#include "backend/cpu/kernels/attention_simd.h"
+#include "backend/cpu/kernels/attention_keys_in_lanes.h"
 #include "backend/cpu/kernels/elementwise_simd.h"
 #include "backend/cpu/kernels/linear_simd.h"
 #include "backend/cpu/kernels/matmul_simd.h"

@@ -10,7 +10,7 @@
 #endif
 
 #if defined(__x86_64__)
-#include "backend/cpu/kernels/attention_simd.h"
+#include "backend/cpu/kernels/attention_keys_in_lanes.h"
 #include "backend/cpu/kernels/elementwise_simd.h"
 #include "backend/cpu/kernels/linear_simd.h"
 #include "backend/cpu/kernels/matmul_simd.h"
