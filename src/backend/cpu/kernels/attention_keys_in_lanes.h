@@ -283,28 +283,14 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
           AccumulateValues<S, Row>(acc + static_cast<int64_t>(r) * d, corrections[r],
                                    weights + static_cast<int64_t>(r) * bs, v, row_stride, j0s[t], j1s[t], d);
         }
-      } else if (same) {
-        AccumulateValuesGroup<S, Row>(acc, corrections, weights, bs, v, row_stride, j0s[0], j1s[0], d, rows);
       } else {
-        for (int t = 0; t < tokens; ++t) {
-          if (j0s[t] > j1s[t]) continue;
-          const int64_t r = static_cast<int64_t>(t) * heads;
-          AccumulateValuesGroup<S, Row>(acc + r * d, corrections + r, weights + r * bs, bs, v, row_stride,
-                                        j0s[t], j1s[t], d, heads);
-        }
+        AccumulateTokensValues<S, Row>(acc, corrections, weights, bs, v, row_stride, j0s, j1s, same, d, heads,
+                                       tokens);
       }
     }
   }
 
-  for (int i = 0; i < rows; ++i) {
-    const auto inv = S::Set1(running_sum[i]);
-    const float* src = acc + static_cast<int64_t>(i) * d;
-    float* out = a.out + (i / heads) * a.ldo + static_cast<int64_t>(a.h_begin + i % heads) * d;
-    for (int c = 0; c < d; c += L) {
-      const int n = d - c < L ? d - c : L;
-      S::StorePart(out + c, S::Div(S::LoadPart(src + c, n), inv), n);
-    }
-  }
+  StoreNormalizedRows<S>(a, acc, running_sum, rows, heads);
 }
 
 template <class S, ElemType KV>

@@ -296,6 +296,42 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
   }
 }
 
+// AccumulateValuesGroup over a work item's rows (row r: token r / heads):
+// all rows at once where every token sees the same keys [j0s[0], j1s[0]]
+// of the block, else each token's heads over its own keys.
+template <class S, class Row>
+void AccumulateTokensValues(float* acc, const float* corrections, const float* p, int64_t p_stride,
+                            const typename Row::T* v0, int64_t v_stride, const int* j0s, const int* j1s,
+                            bool same, int d, int heads, int tokens) {
+  if (same) {
+    return AccumulateValuesGroup<S, Row>(acc, corrections, p, p_stride, v0, v_stride, j0s[0], j1s[0], d,
+                                         heads * tokens);
+  }
+  for (int t = 0; t < tokens; ++t) {
+    if (j0s[t] > j1s[t]) continue;
+    const int64_t r = static_cast<int64_t>(t) * heads;
+    AccumulateValuesGroup<S, Row>(acc + r * d, corrections + r, p + r * p_stride, p_stride, v0, v_stride,
+                                  j0s[t], j1s[t], d, heads);
+  }
+}
+
+// Each row's acc divided by its softmax sum, into its place in a.out.
+template <class S>
+void StoreNormalizedRows(const AttentionArgs& a, const float* acc, const float* running_sum, int rows,
+                         int heads) {
+  constexpr int L = S::kLanes;
+  const int d = a.head_dim;
+  for (int i = 0; i < rows; ++i) {
+    const auto inv = S::Set1(running_sum[i]);
+    const float* src = acc + static_cast<int64_t>(i) * d;
+    float* out = a.out + (i / heads) * a.ldo + static_cast<int64_t>(a.h_begin + i % heads) * d;
+    for (int c = 0; c < d; c += L) {
+      const int n = d - c < L ? d - c : L;
+      S::StorePart(out + c, S::Div(S::LoadPart(src + c, n), inv), n);
+    }
+  }
+}
+
 // s[j] = cap * tanh(s[j] / cap) for j in [j0, j1] (Gemma 2's soft-capped
 // scores).
 template <class S>
@@ -442,27 +478,13 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
         AccumulateValues<S, Row>(acc + static_cast<int64_t>(i) * d, corrections[i], p, v, row_stride, j0, j1,
                                  d);
       }
-    } else if (same) {
-      AccumulateValuesGroup<S, Row>(acc, corrections, scores, bs, v, row_stride, j0s[0], j1s[0], d, rows);
     } else {
-      for (int t = 0; t < tokens; ++t) {
-        if (j0s[t] > j1s[t]) continue;
-        const int64_t r = static_cast<int64_t>(t) * heads;
-        AccumulateValuesGroup<S, Row>(acc + r * d, corrections + r, scores + r * bs, bs, v, row_stride, j0s[t],
-                                      j1s[t], d, heads);
-      }
+      AccumulateTokensValues<S, Row>(acc, corrections, scores, bs, v, row_stride, j0s, j1s, same, d, heads,
+                                     tokens);
     }
   }
 
-  for (int i = 0; i < rows; ++i) {
-    const auto inv = S::Set1(running_sum[i]);
-    const float* src = acc + static_cast<int64_t>(i) * d;
-    float* out = a.out + (i / heads) * a.ldo + static_cast<int64_t>(a.h_begin + i % heads) * d;
-    for (int c = 0; c < d; c += L) {
-      const int n = d - c < L ? d - c : L;
-      S::StorePart(out + c, S::Div(S::LoadPart(src + c, n), inv), n);
-    }
-  }
+  StoreNormalizedRows<S>(a, acc, running_sum, rows, heads);
 }
 
 }  // namespace attention_detail
