@@ -305,20 +305,17 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
   StoreNormalizedRows<S>(a, acc, running_sum, rows, heads);
 }
 
-template <class S, ElemType KV>
-void AttentionTyped(const AttentionArgs& a) {
-  AttentionKeysInLanes<S, KvRow<S, KV>>(a);
-}
-
 }  // namespace attention_detail
 
 // Attention over a float cache (AttentionArgs; kv_type says which).
 template <class S>
 void VecAttention(const AttentionArgs& a) {
+  using attention_detail::AttentionKeysInLanes;
+  using attention_detail::KvRow;
   switch (a.kv_type) {
-    case ElemType::kF32: return attention_detail::AttentionTyped<S, ElemType::kF32>(a);
-    case ElemType::kF16: return attention_detail::AttentionTyped<S, ElemType::kF16>(a);
-    case ElemType::kBF16: return attention_detail::AttentionTyped<S, ElemType::kBF16>(a);
+    case ElemType::kF32: return AttentionKeysInLanes<S, KvRow<S, ElemType::kF32>>(a);
+    case ElemType::kF16: return AttentionKeysInLanes<S, KvRow<S, ElemType::kF16>>(a);
+    case ElemType::kBF16: return AttentionKeysInLanes<S, KvRow<S, ElemType::kBF16>>(a);
   }
 }
 
