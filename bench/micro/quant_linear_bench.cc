@@ -159,6 +159,31 @@ BENCHMARK(BM_QuantLinearFewRowsOverOne)
     ->ArgNames({"rows", "N", "K", "dtype", "threads"})
     ->UseRealTime();
 
+// Quantizing the activation rows alone, as every quantized linear layer
+// starts: what it costs next to the weights' pass at few rows, where one
+// thread's share of rows is all the other waits for. Args: M, K, threads.
+void BM_QuantizeActivations(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (float& v : x) v = dist(rng);
+  KernelContext ctx;
+  ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+  for (auto _ : state) {
+    const QuantizedRows xq = QuantizeActivations(ctx, m, x.data(), false, k, k, 32);
+    benchmark::DoNotOptimize(xq.q);
+    benchmark::ClobberMemory();
+  }
+  state.counters["values/s"] =
+      benchmark::Counter(static_cast<double>(m * k), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QuantizeActivations)
+    ->ArgsProduct({{1, 5, 16, 512}, {896, 4864}, {1, 2}})
+    ->ArgNames({"M", "K", "threads"})
+    ->UseRealTime();
+
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
   const int64_t kShapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}};  // {N, K}
   const DType kOthers[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,

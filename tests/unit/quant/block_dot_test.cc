@@ -116,7 +116,7 @@ Quantized QuantizeWith(const QuantKernelTable& kernels, const std::vector<float>
   out.d.resize(static_cast<size_t>(rows * (k / block)));
   out.sums.resize(static_cast<size_t>(rows * (k / 16)));
   out.rows = QuantizedRows{out.q.data(), out.d.data(), out.sums.data(), k, block};
-  QuantizeRowsArgs args{x.data(), false, k, 0, rows, out.rows};
+  QuantizeRowsArgs args{x.data(), false, k, 0, rows, 0, k / block, out.rows};
   kernels.quantize_rows(args);
   return out;
 }

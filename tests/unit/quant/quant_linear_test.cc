@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -144,6 +146,84 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantLinearTest,
                                            Case{DType::kIQ2_XS, 13, 256}, Case{DType::kIQ3_S, 19, 256},
                                            Case{DType::kIQ2_S, 29, 512}),
                          CaseName);
+
+// Every byte QuantizeActivations writes for rows x k (values, scales, piece
+// sums, and the block-by-block and AMX tile layouts where made), copied out
+// of the thread scratch it lives in.
+// With `layouts` false, the values, scales and sums only (every ISA's).
+std::vector<uint8_t> QuantizedBytes(const QuantizedRows& q, int64_t rows, bool layouts) {
+  std::vector<uint8_t> out;
+  auto put = [&](const void* p, int64_t bytes) {
+    if (p == nullptr) return;
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + bytes);
+  };
+  const int64_t k = q.k, blocks = k / q.block;
+  put(q.q, rows * k);
+  put(q.d, rows * blocks * 4);
+  put(q.sums, rows * (k / 16) * 2);
+  if (!layouts) return out;
+  if (q.by_block != nullptr && q.by_block != q.q) {
+    const int64_t padded = (rows + q.by_block_rows - 1) / q.by_block_rows * q.by_block_rows;
+    put(q.by_block, padded * k);
+    put(q.by_block_d, padded * (k / 32) * 4);
+  }
+  if (q.by_block_neg_sum != nullptr) {
+    const int64_t padded = (rows + q.by_block_rows - 1) / q.by_block_rows * q.by_block_rows;
+    put(q.by_block_neg_sum, padded * (k / 32) * 4);
+  }
+  const int64_t tile_rows = (rows + 15) / 16 * 16;
+  put(q.tile_d, tile_rows * blocks * 4);
+  put(q.tile_s, tile_rows * (k / 32) * 4);
+  put(q.tile_pairs, tile_rows * blocks * 4 * 4);
+  return out;
+}
+
+// The activations' quantization, shared by threads in row tiles and, for few
+// rows, runs of blocks: the same bytes in every layout whatever the split
+// (rows that fill no tile, rows in several tiles, blocks in runs that do
+// not divide K), and on every ISA the scalar reference's.
+TEST(QuantizeActivations, EveryThreadCountWritesTheSameBytes) {
+  for (int block : {32, 256}) {
+    for (int64_t k : {int64_t{256} * 19, int64_t{256} * 37, int64_t{1024}}) {
+      for (int64_t rows : {1, 2, 5, 16, 17, 40}) {
+        auto x = RandomRows(rows, k, static_cast<uint32_t>(rows * 7 + k));
+        x[static_cast<size_t>(k / 2)] = 0.0f;
+        // NaNs count as nothing in their block's scale: one, and a whole vector's.
+        x[static_cast<size_t>(k / 2 + 1)] = std::numeric_limits<float>::quiet_NaN();
+        std::fill_n(x.begin() + k / 2 + 48, 16, std::numeric_limits<float>::quiet_NaN());
+        // The results live in the calling thread's scratch: other values
+        // there first, so that a block left unwritten shows.
+        const auto other = RandomRows(rows, k, 1);
+        auto quantize = [&](const KernelContext& ctx, bool layouts) {
+          KernelContext whole = ctx;  // one thread: every byte of the layout
+          whole.pool = nullptr;
+          (void)QuantizeActivations(whole, rows, other.data(), false, k, k, block);
+          return QuantizedBytes(QuantizeActivations(ctx, rows, x.data(), false, k, k, block), rows, layouts);
+        };
+        KernelContext ref;
+        ref.isa = Isa::kScalar;
+        const auto expected = quantize(ref, false);
+        for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+          if (!IsaAvailable(isa)) continue;
+          KernelContext one;
+          one.isa = isa;
+          const auto alone = quantize(one, true);
+          ASSERT_GE(alone.size(), expected.size());
+          EXPECT_EQ(std::memcmp(alone.data(), expected.data(), expected.size()), 0)
+              << IsaName(isa) << " rows " << rows << " k " << k << " block " << block;
+          for (int threads : {2, 3}) {
+            KernelContext ctx = one;
+            ctx.pool = &DefaultThreadPool(threads);
+            const auto got = quantize(ctx, true);
+            EXPECT_TRUE(got == alone) << IsaName(isa) << " threads " << threads << " rows " << rows << " k "
+                                      << k << " block " << block;
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(QuantMatrix, RefusesWhatTheKernelsCannotRead) {
   std::vector<uint8_t> bytes(4096);

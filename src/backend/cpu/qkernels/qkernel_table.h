@@ -69,14 +69,17 @@ struct QuantizedRows {
   const int16_t* row_sums(int64_t m) const { return sums + m * (k / 16); }
 };
 
-// Quantizes rows [m_begin, m_end) of x (fp32, or bfloat16 when `bf16`), row
-// m at x + m * ldx elements, into `out`: per block, d = max|x| / 127 and
-// q = round-half-even(x * (1 / d)) clamped to [-127, 127] (q = 0 when d = 0).
+// Quantizes blocks [b_begin, b_end) (of out.block values) of rows [m_begin,
+// m_end) of x (fp32, or bfloat16 when `bf16`), row m at x + m * ldx
+// elements, into `out`: per block, d = max|x| / 127 and q =
+// round-half-even(x * (1 / d)) clamped to [-127, 127] (q = 0 when d = 0),
+// and the blocks' 16-value piece sums.
 struct QuantizeRowsArgs {
   const void* x;
   bool bf16;
   int64_t ldx;
   int64_t m_begin, m_end;
+  int64_t b_begin, b_end;
   QuantizedRows out;
 };
 

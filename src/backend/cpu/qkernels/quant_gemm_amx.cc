@@ -600,13 +600,14 @@ void RowTileSuper(const int8_t* q, long stride, const float* dx, const int32_t* 
 
 }  // namespace
 
-void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end) {
+void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end, int64_t b_begin,
+                   int64_t b_end) {
   const int64_t blocks = x.k / x.block;
   const int64_t stop = end < rows ? end : (rows + kTileRows - 1) / kTileRows * kTileRows;
   for (int64_t m = begin; m < stop; ++m) {
     const int64_t tile = m / kTileRows, row = m % kTileRows;
     const bool real = m < rows;
-    for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t b = b_begin; b < b_end; ++b) {
       const int64_t at = (tile * blocks + b) * kTileRows + row;
       x.tile_d[at] = real ? x.row_d(m)[b] : 0.0f;
       if (x.block == kBlock) {

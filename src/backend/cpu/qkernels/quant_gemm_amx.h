@@ -35,11 +35,12 @@ namespace kiln::cpu {
 // needs AMX-INT8 (AmxInt8Usable) and the x8 copy of the weights.
 bool AmxQuantGemmRuns(DType w_type, bool has_x8);
 
-// Rows [begin, end) of x's `rows` scales and block sums into x.tile_d and
-// x.tile_s (32-value blocks) or x.tile_pairs (256) (qkernel_table.h); with
-// end == rows, also the zeros that fill the last row tile. REQUIRES: those
-// set.
-void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end);
+// Blocks [b_begin, b_end) of rows [begin, end) of x's `rows`: their scales
+// and block sums into x.tile_d and x.tile_s (32-value blocks) or
+// x.tile_pairs (256) (qkernel_table.h); with end == rows, also the zeros
+// that fill the last row tile. REQUIRES: those set.
+void AmxTileScales(const QuantizedRows& x, int64_t rows, int64_t begin, int64_t end, int64_t b_begin,
+                   int64_t b_end);
 
 // Scratch AmxQuantGemm needs for K = k, in bytes.
 // REQUIRES: AmxQuantGemmRuns (it is compiled for AMX machines).

@@ -28,6 +28,7 @@
 
 #include "backend/cpu/qkernels/qkernel_table.h"
 #include "backend/cpu/qkernels/quant_matrix.h"
+#include "backend/cpu/qkernels/quantize_rows_avx512.h"
 #include "backend/cpu/qkernels/x8_fifth_bits_avx512.h"
 #include "quant/ggml_blocks.h"
 #include "quant/iquant_grids.h"
@@ -2880,12 +2881,14 @@ void QuantizeRowsTyped(const QuantizeRowsArgs& a) {
     int8_t* q = a.out.q + m * k;
     float* d = a.out.d + m * (k / kBlock);
     int16_t* sums = a.out.sums + m * (k / 16);
-    for (int64_t b = 0; b < k / kBlock; ++b) {
+    for (int64_t b = a.b_begin; b < a.b_end; ++b) {
       __m256 v[kVectors];
       __m256 amax = _mm256_setzero_ps();
       for (int u = 0; u < kVectors; ++u) {
         v[u] = LoadFloats(a.x, a.bf16, m * a.ldx + b * kBlock + 8 * u);
-        amax = _mm256_max_ps(amax, _mm256_and_ps(v[u], abs_mask));
+        // |x| first: MAXPS returns its second operand where the first is
+        // NaN, so a NaN counts as nothing, as in the reference.
+        amax = _mm256_max_ps(_mm256_and_ps(v[u], abs_mask), amax);
       }
       float inverse;
       BlockScale(MaxLane(amax), &d[b], &inverse);
@@ -2895,7 +2898,7 @@ void QuantizeRowsTyped(const QuantizeRowsArgs& a) {
       }
     }
     // Piece sums: 16 bytes widened and added (exact).
-    for (int64_t i = 0; i < k / 16; ++i) {
+    for (int64_t i = a.b_begin * kBlock / 16; i < a.b_end * kBlock / 16; ++i) {
       const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * i)));
       const __m256i pairs = _mm256_madd_epi16(wide, _mm256_set1_epi16(1));
       __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
@@ -2907,11 +2910,15 @@ void QuantizeRowsTyped(const QuantizeRowsArgs& a) {
 }
 
 inline void QuantizeRows(const QuantizeRowsArgs& a) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  QuantizeRowsAvx512(a);
+#else
   if (a.out.block == kQK_K) {
     QuantizeRowsTyped<kQK_K>(a);
   } else {
     QuantizeRowsTyped<kQK>(a);
   }
+#endif
 }
 
 }  // namespace qgemm

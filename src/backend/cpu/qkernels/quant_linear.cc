@@ -30,21 +30,62 @@ bool AmxTakes(const KernelContext& ctx, int64_t rows) {
   return rows >= kManyRows && ctx.isa == Isa::kAvx512 && AmxInt8Usable();
 }
 
-// Rows [begin, end) of x's blocks into its block-by-block copy (a lone
-// row's values and scales are their own copy: only its sums are written).
-void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end) {
-  const int64_t blocks = x.k / 32, h = x.by_block_rows;
+// Blocks [b_begin, b_end) of rows [begin, end) of x into its block-by-block
+// copy (a lone row's values and scales are their own copy: only its sums
+// are written).
+void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end, int64_t b_begin, int64_t b_end) {
+  // Plain locals: stores through int8_t* may alias anything, and through
+  // the struct every field was read again for every block.
+  const int64_t k = x.k, blocks = k / 32, h = x.by_block_rows;
   const bool aliased = x.by_block == x.q;
   for (int64_t m = begin; m < end; ++m) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t at = ((m / h) * blocks + b) * h + m % h;
+    const int64_t first = ((m / h) * blocks + b_begin) * h + m % h;
+    const int8_t* q = x.q + m * k + 32 * b_begin;
+    const float* d = x.d + m * blocks + b_begin;
+    const int16_t* sums = x.sums + m * (k / 16) + 2 * b_begin;
+    int8_t* to_q = x.by_block + 32 * first;
+    float* to_d = x.by_block_d + first;
+    int32_t* to_neg_sum = x.by_block_neg_sum + first;
+    for (int64_t b = 0; b < b_end - b_begin; ++b) {
       if (!aliased) {
-        std::memcpy(x.by_block + 32 * at, x.row_q(m) + 32 * b, 32);
-        x.by_block_d[at] = x.row_d(m)[b];
+        std::memcpy(to_q + 32 * h * b, q + 32 * b, 32);
+        to_d[h * b] = d[b];
       }
-      x.by_block_neg_sum[at] = -(static_cast<int32_t>(x.row_sums(m)[2 * b]) + x.row_sums(m)[2 * b + 1]);
+      to_neg_sum[h * b] = -(static_cast<int32_t>(sums[2 * b]) + sums[2 * b + 1]);
     }
   }
+}
+
+// How QuantizeActivations shares its work among threads: units of one row
+// tile (tile_rows rows, whose values the AMX and by-block layouts
+// interleave) by one run of chunk_blocks blocks. Threads take whole units,
+// so two of them write the same cache line only at a unit's edge: split by
+// rows, two threads filled alternate 4- and 32-byte pieces of the same
+// lines, and two threads quantized 5 or 16 rows slower than one did. Few
+// rows are split along the blocks too, in runs of whole lines of scales
+// and sums (512 values), none under kMinUnitValues values (below that,
+// waking the other thread cost more than the half it took).
+struct QuantizeSplit {
+  int64_t tile_rows = 1, tiles = 1;
+  int64_t chunk_blocks = 1, chunks = 1;
+};
+
+QuantizeSplit SplitQuantize(const KernelContext& ctx, int64_t rows, int64_t k, int block, int64_t tile_rows) {
+  constexpr int64_t kMinUnitValues = 8192;
+  QuantizeSplit s;
+  const int64_t blocks = k / block;
+  s.tile_rows = std::max<int64_t>(tile_rows, 1);
+  s.tiles = (rows + s.tile_rows - 1) / s.tile_rows;
+  s.chunk_blocks = blocks;
+  const int64_t threads = ctx.num_threads();
+  if (s.tiles >= threads || blocks == 0) return s;
+  const int64_t line_blocks = std::max<int64_t>(512 / block, 1);
+  const int64_t tile_values = std::min(rows, s.tile_rows) * k;
+  const int64_t chunks = std::min((threads + s.tiles - 1) / s.tiles, tile_values / kMinUnitValues);
+  if (chunks <= 1) return s;
+  s.chunk_blocks = ((blocks + chunks - 1) / chunks + line_blocks - 1) / line_blocks * line_blocks;
+  s.chunks = (blocks + s.chunk_blocks - 1) / s.chunk_blocks;
+  return s;
 }
 
 }  // namespace
@@ -106,13 +147,19 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   }
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
-  ParallelRanges(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1)),
-                 [&](int64_t begin, int64_t end, int) {
-                   QuantizeRowsArgs args{x, bf16, ldx, begin, end, out};
-                   kernels.quantize_rows(args);
-                   if (amx) AmxTileScales(out, rows, begin, end);
-                   if (by_block) CopyByBlock(out, begin, end);
-                 });
+  const QuantizeSplit split = SplitQuantize(ctx, rows, k, block, by_block ? by_block_rows : kAmxRowTile);
+  ParallelRanges(ctx, split.tiles * split.chunks, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t m_begin = unit / split.chunks * split.tile_rows;
+      const int64_t m_end = std::min(rows, m_begin + split.tile_rows);
+      const int64_t b_begin = unit % split.chunks * split.chunk_blocks;
+      const int64_t b_end = std::min(k / block, b_begin + split.chunk_blocks);
+      QuantizeRowsArgs args{x, bf16, ldx, m_begin, m_end, b_begin, b_end, out};
+      kernels.quantize_rows(args);
+      if (amx) AmxTileScales(out, rows, m_begin, m_end, b_begin, b_end);
+      if (by_block) CopyByBlock(out, m_begin, m_end, b_begin, b_end);
+    }
+  });
   return out;
 }
 

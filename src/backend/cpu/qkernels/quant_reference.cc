@@ -350,7 +350,7 @@ void QuantizeRows(const QuantizeRowsArgs& a) {
     int8_t* q = a.out.q + m * k;
     float* d = a.out.d + m * (k / bs);
     int16_t* sums = a.out.sums + m * (k / 16);
-    for (int64_t b = 0; b < k / bs; ++b) {
+    for (int64_t b = a.b_begin; b < a.b_end; ++b) {
       float amax = 0.0f;
       for (int i = 0; i < bs; ++i) {
         const int64_t at = m * a.ldx + b * bs + i;
@@ -361,7 +361,7 @@ void QuantizeRows(const QuantizeRowsArgs& a) {
       BlockScale(amax, &d[b], &inverse);
       for (int i = 0; i < bs; ++i) q[b * bs + i] = RoundClamp(block[i] * inverse);
     }
-    for (int64_t i = 0; i < k / 16; ++i) {
+    for (int64_t i = a.b_begin * bs / 16; i < a.b_end * bs / 16; ++i) {
       int32_t sum = 0;
       for (int j = 0; j < 16; ++j) sum += q[i * 16 + j];
       sums[i] = static_cast<int16_t>(sum);
