@@ -64,14 +64,16 @@ void CopyByBlock(const QuantizedRows& x, int64_t begin, int64_t end, int64_t b_b
 // lines, and two threads quantized 5 or 16 rows slower than one did. Few
 // rows are split along the blocks too, in runs of whole lines of scales
 // and sums (512 values), none under kMinUnitValues values (below that,
-// waking the other thread cost more than the half it took).
+// waking the other thread cost more than the half it took); so are the
+// units a thread takes at least (many rows of a tiny model stay on one).
+constexpr int64_t kMinUnitValues = 8192;
+
 struct QuantizeSplit {
   int64_t tile_rows = 1, tiles = 1;
   int64_t chunk_blocks = 1, chunks = 1;
 };
 
 QuantizeSplit SplitQuantize(const KernelContext& ctx, int64_t rows, int64_t k, int block, int64_t tile_rows) {
-  constexpr int64_t kMinUnitValues = 8192;
   QuantizeSplit s;
   const int64_t blocks = k / block;
   s.tile_rows = std::max<int64_t>(tile_rows, 1);
@@ -148,18 +150,21 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   const QuantizeSplit split = SplitQuantize(ctx, rows, k, block, by_block ? by_block_rows : kAmxRowTile);
-  ParallelRanges(ctx, split.tiles * split.chunks, 1, [&](int64_t begin, int64_t end, int) {
-    for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t m_begin = unit / split.chunks * split.tile_rows;
-      const int64_t m_end = std::min(rows, m_begin + split.tile_rows);
-      const int64_t b_begin = unit % split.chunks * split.chunk_blocks;
-      const int64_t b_end = std::min(k / block, b_begin + split.chunk_blocks);
-      QuantizeRowsArgs args{x, bf16, ldx, m_begin, m_end, b_begin, b_end, out};
-      kernels.quantize_rows(args);
-      if (amx) AmxTileScales(out, rows, m_begin, m_end, b_begin, b_end);
-      if (by_block) CopyByBlock(out, m_begin, m_end, b_begin, b_end);
-    }
-  });
+  const int64_t unit_values =
+      std::max<int64_t>(std::min(rows, split.tile_rows) * split.chunk_blocks * block, 1);
+  ParallelRanges(ctx, split.tiles * split.chunks, std::max<int64_t>(kMinUnitValues / unit_values, 1),
+                 [&](int64_t begin, int64_t end, int) {
+                   for (int64_t unit = begin; unit < end; ++unit) {
+                     const int64_t m_begin = unit / split.chunks * split.tile_rows;
+                     const int64_t m_end = std::min(rows, m_begin + split.tile_rows);
+                     const int64_t b_begin = unit % split.chunks * split.chunk_blocks;
+                     const int64_t b_end = std::min(k / block, b_begin + split.chunk_blocks);
+                     QuantizeRowsArgs args{x, bf16, ldx, m_begin, m_end, b_begin, b_end, out};
+                     kernels.quantize_rows(args);
+                     if (amx) AmxTileScales(out, rows, m_begin, m_end, b_begin, b_end);
+                     if (by_block) CopyByBlock(out, m_begin, m_end, b_begin, b_end);
+                   }
+                 });
   return out;
 }
 
