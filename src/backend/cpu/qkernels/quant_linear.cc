@@ -71,6 +71,7 @@ constexpr int64_t kMinUnitValues = 8192;
 struct QuantizeSplit {
   int64_t tile_rows = 1, tiles = 1;
   int64_t chunk_blocks = 1, chunks = 1;
+  int64_t min_units_per_thread = 1;
 };
 
 QuantizeSplit SplitQuantize(const KernelContext& ctx, int64_t rows, int64_t k, int block, int64_t tile_rows) {
@@ -80,13 +81,17 @@ QuantizeSplit SplitQuantize(const KernelContext& ctx, int64_t rows, int64_t k, i
   s.tiles = (rows + s.tile_rows - 1) / s.tile_rows;
   s.chunk_blocks = blocks;
   const int64_t threads = ctx.num_threads();
-  if (s.tiles >= threads || blocks == 0) return s;
-  const int64_t line_blocks = std::max<int64_t>(512 / block, 1);
   const int64_t tile_values = std::min(rows, s.tile_rows) * k;
-  const int64_t chunks = std::min((threads + s.tiles - 1) / s.tiles, tile_values / kMinUnitValues);
-  if (chunks <= 1) return s;
-  s.chunk_blocks = ((blocks + chunks - 1) / chunks + line_blocks - 1) / line_blocks * line_blocks;
-  s.chunks = (blocks + s.chunk_blocks - 1) / s.chunk_blocks;
+  if (s.tiles < threads && blocks > 0) {
+    const int64_t line_blocks = std::max<int64_t>(512 / block, 1);
+    const int64_t chunks = std::min((threads + s.tiles - 1) / s.tiles, tile_values / kMinUnitValues);
+    if (chunks > 1) {
+      s.chunk_blocks = ((blocks + chunks - 1) / chunks + line_blocks - 1) / line_blocks * line_blocks;
+      s.chunks = (blocks + s.chunk_blocks - 1) / s.chunk_blocks;
+    }
+  }
+  const int64_t unit_values = std::max<int64_t>(std::min(rows, s.tile_rows) * s.chunk_blocks * block, 1);
+  s.min_units_per_thread = std::max<int64_t>(kMinUnitValues / unit_values, 1);
   return s;
 }
 
@@ -150,9 +155,7 @@ QuantizedRows QuantizeActivations(const KernelContext& ctx, int64_t rows, const 
   if (rows <= 0) return out;
   const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
   const QuantizeSplit split = SplitQuantize(ctx, rows, k, block, by_block ? by_block_rows : kAmxRowTile);
-  const int64_t unit_values =
-      std::max<int64_t>(std::min(rows, split.tile_rows) * split.chunk_blocks * block, 1);
-  ParallelRanges(ctx, split.tiles * split.chunks, std::max<int64_t>(kMinUnitValues / unit_values, 1),
+  ParallelRanges(ctx, split.tiles * split.chunks, split.min_units_per_thread,
                  [&](int64_t begin, int64_t end, int) {
                    for (int64_t unit = begin; unit < end; ++unit) {
                      const int64_t m_begin = unit / split.chunks * split.tile_rows;
