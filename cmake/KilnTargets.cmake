@@ -71,7 +71,7 @@ function(kiln_area name)
           "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mfma;-mf16c;-mbmi2;${KILN_VECTOR_FILE_FLAGS}")
       elseif(src MATCHES "_amx\\.cc$")
         set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
-          "-mamx-tile;-mamx-int8;-mamx-bf16;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mfma;-mf16c;-mbmi2;${KILN_VECTOR_FILE_FLAGS}")
+          "-mamx-tile;-mamx-int8;-mamx-bf16;-mprfchw;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mfma;-mf16c;-mbmi2;${KILN_VECTOR_FILE_FLAGS}")
       endif()
     endforeach()
   endif()

@@ -655,6 +655,22 @@ RowTiles PadLastRowTile(const QuantGemmArgs& a, const Scratch& s) {
   return t;
 }
 
+// Fetches the lines of `rows` output rows (ldy apart, `cols` floats each)
+// for writing. A row tile's output stores that miss the cache wait for
+// their lines in the store queue, and the tile stores behind them (which
+// leave in order) wait too, and with them every load of the sums: fetched
+// one row tile ahead, the lines are there when the stores come (the stall
+// halved a 512-row Q8_0 layer's speed on one thread).
+void FetchForWriting(const float* y, int64_t ldy, int64_t rows, int cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const char* first = reinterpret_cast<const char*>(y + r * ldy);
+    const char* last = reinterpret_cast<const char*>(y + r * ldy + cols - 1);
+    __builtin_prefetch(first, 1, 3);
+    if ((reinterpret_cast<uintptr_t>(first) ^ reinterpret_cast<uintptr_t>(last)) >= 64)
+      __builtin_prefetch(last, 1, 3);
+  }
+}
+
 // For the strip of pair g (its columns, bias and output), every row tile
 // in order: body(q, m, out, prefetch, prefetch_end) with the tile's
 // activations q (rows a.k bytes apart), first row m, output, and the
@@ -674,6 +690,9 @@ void ForEachRowTile(const QuantGemmArgs& a, const Scratch& s, const RowTiles& ti
   for (int64_t m = a.m_begin; m < a.m_end; m += kTileRows) {
     out.y = a.y + m * a.ldy + n0;
     out.rows = m >= tiles.full_end ? tiles.tail_rows : kTileRows;
+    const int64_t next = m + kTileRows;
+    if (next < a.m_end)
+      FetchForWriting(a.y + next * a.ldy + n0, a.ldy, std::min<int64_t>(a.m_end - next, kTileRows), cols);
     const int8_t* q = m >= tiles.full_end ? s.tail_q : a.x->row_q(m);
     body(q, m, out, prefetch, prefetch_end);
     prefetch = prefetch_end;
