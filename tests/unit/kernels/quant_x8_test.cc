@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernels/activation.h"
 #include "backend/cpu/kernels/amx.h"
 #include "backend/cpu/kernels/isa.h"
 #include "backend/cpu/qkernels/quant_linear.h"
@@ -419,6 +420,71 @@ TEST(QuantLinearParts, GiveEachPartTheBitsOfItsOwnCall) {
       QuantLinearParts(ctx, rows, xq, parts, 3, ldy);
       EXPECT_EQ(std::memcmp(joint.data(), separate.data(), joint.size() * sizeof(float)), 0)
           << "rows " << rows << " threads " << threads;
+    }
+  }
+}
+
+// A gated MLP's two products chunk by chunk (QuantLinearPairedChunks) give
+// what the two QuantLinear calls and SiluMul over their whole outputs give,
+// bit for bit: x8 copies (on the tiles where the CPU has them) and a GGUF
+// k-quant, widths that end in a part of a chunk and in an odd row group,
+// row counts from the first that counts as many, on every ISA and thread
+// count; few rows are left to QuantLinearParts.
+TEST(QuantLinearPairedChunks, GiveTheBitsOfTwoCallsAndSiluMul) {
+  struct Pair {
+    DType dtype;
+    bool x8;
+    int64_t n, k;
+  };
+  for (const Pair& p : {Pair{DType::kQ8_0, true, 200, 96}, Pair{DType::kQ4_0, true, 136, 160},
+                        Pair{DType::kQ5_0, true, 64, 64}, Pair{DType::kQ4_K, false, 72, 256},
+                        Pair{DType::kQ6_K, true, 88, 256}}) {
+    const auto a_bytes = RandomBlocks(p.dtype, p.n, p.k, 21);
+    const auto b_bytes = RandomBlocks(p.dtype, p.n, p.k, 22);
+    QuantMatrix a = *MakeQuantMatrix(p.dtype, a_bytes.data(), a_bytes.size(), p.n, p.k);
+    QuantMatrix b = *MakeQuantMatrix(p.dtype, b_bytes.data(), b_bytes.size(), p.n, p.k);
+    if (p.x8) {
+      a = RepackX8(a).value();
+      b = RepackX8(b).value();
+    }
+    std::mt19937 rng(6);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t rows : {3, 16, 37}) {
+      std::vector<float> x(static_cast<size_t>(rows * p.k));
+      for (float& value : x) value = dist(rng);
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+        if (!IsaAvailable(isa)) continue;
+        for (int threads : {1, 2, 3}) {
+          KernelContext ctx;
+          ctx.isa = isa;
+          ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+          const QuantizedRows xq =
+              QuantizeActivations(ctx, rows, x.data(), false, p.k, p.k, a.activation_block());
+          std::vector<float> products(static_cast<size_t>(rows * 2 * p.n));
+          QuantLinear(ctx, rows, xq, a, nullptr, products.data(), 2 * p.n);
+          QuantLinear(ctx, rows, xq, b, nullptr, products.data() + p.n, 2 * p.n);
+          const int64_t ld = p.n + 3;
+          std::vector<float> expected(static_cast<size_t>(rows * ld), -1.0f), got = expected;
+          SiluMul(ctx, rows, p.n, products.data(), 2 * p.n, products.data() + p.n, 2 * p.n, expected.data(),
+                  ld);
+          std::vector<int> seen(static_cast<size_t>(p.n), 0);
+          const bool chunked = QuantLinearPairedChunks(
+              ctx, rows, xq, a, b,
+              [&](int64_t col_begin, int64_t cols, const float* ga, const float* gb, int64_t lds) {
+                for (int64_t c = col_begin; c < col_begin + cols; ++c) ++seen[static_cast<size_t>(c)];
+                SiluMulOnThisThread(isa, rows, cols, ga, lds, gb, lds, got.data() + col_begin, ld);
+              });
+          const std::string where = std::string(DTypeName(p.dtype)) + " " + IsaName(isa) + " rows " +
+                                    std::to_string(rows) + " threads " + std::to_string(threads);
+          if (rows < 16) {
+            EXPECT_FALSE(chunked) << where;
+            continue;
+          }
+          ASSERT_TRUE(chunked) << where;
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), p.n) << where;
+          EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << where;
+        }
+      }
     }
   }
 }

@@ -72,6 +72,14 @@ Expected<Step> BindQuantLinear(const BindContext& ctx, Step step) {
     const int64_t rows = RowsOf(x.rows, s);
     const KernelContext k = ContextOf(s);
     const QuantizedRows xq = quantize(k, rows);
+    float* out = Floats(o);
+    const int64_t ld_out = o.row_stride;
+    const bool chunked = QuantLinearPairedChunks(
+        k, rows, xq, *ws[0], *ws[1],
+        [&](int64_t col_begin, int64_t cols, const float* gate, const float* up, int64_t ld) {
+          SiluMulOnThisThread(k.isa, rows, cols, gate, ld, up, ld, out + col_begin, ld_out);
+        });
+    if (chunked) return;
     const QuantLinearPart parts[2] = {{ws[0], nullptr, scratch}, {ws[1], nullptr, scratch + width}};
     QuantLinearParts(k, rows, xq, parts, 2, 2 * width);
     SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, Floats(o), o.row_stride);

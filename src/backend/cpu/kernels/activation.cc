@@ -17,6 +17,12 @@ void SiluMul(const KernelContext& ctx, int64_t rows, int64_t cols, const float* 
                  kActivationCost);
 }
 
+void SiluMulOnThisThread(Isa isa, int64_t rows, int64_t cols, const float* gate, int64_t ld_gate,
+                         const float* up, int64_t ld_up, float* out, int64_t ld_out) {
+  if (rows <= 0 || cols <= 0) return;
+  KernelsFor(isa).silu_mul({gate, ld_gate, up, ld_up, out, ld_out, rows, cols, 0.0f});
+}
+
 void Gelu(const KernelContext& ctx, GeluForm form, int64_t rows, int64_t cols, const float* x, int64_t ldx,
           float* out, int64_t ld_out) {
   const KernelTable& kernels = KernelsFor(ctx.isa);

@@ -16,6 +16,11 @@ enum class GeluForm { kErf, kTanh };
 void SiluMul(const KernelContext& ctx, int64_t rows, int64_t cols, const float* gate, int64_t ld_gate,
              const float* up, int64_t ld_up, float* out, int64_t ld_out);
 
+// SiluMul on the calling thread only (the same bits), for work that is
+// already one thread's share of a parallel loop.
+void SiluMulOnThisThread(Isa isa, int64_t rows, int64_t cols, const float* gate, int64_t ld_gate,
+                         const float* up, int64_t ld_up, float* out, int64_t ld_out);
+
 // out = gelu(x): x/2 (1 + erf(x / sqrt 2)), or the tanh approximation
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). out may equal x.
 void Gelu(const KernelContext& ctx, GeluForm form, int64_t rows, int64_t cols, const float* x, int64_t ldx,

@@ -136,7 +136,7 @@ void ParallelGrid(const KernelContext& ctx, int64_t rows, int64_t row_tile, int6
 }
 
 // Independent scratch areas a thread may hold at the same time.
-enum class ScratchSlot { kLinearWeights, kLinearInput, kAttention, kCount };
+enum class ScratchSlot { kLinearWeights, kLinearInput, kLinearOutput, kAttention, kCount };
 
 // This thread's 64-byte aligned scratch for `slot`, at least `floats` long.
 // Grows on demand and is kept for the thread's lifetime, so steady-state

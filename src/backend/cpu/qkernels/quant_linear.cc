@@ -21,6 +21,10 @@ constexpr int64_t kRowTile = 4;
 // of row groups each.
 constexpr int64_t kAmxRowTile = 16;
 constexpr int64_t kAmxMinPairsPerCell = 2;
+// QuantLinearPairedChunks' chunks: 64 output columns of each weight (an
+// even number of row groups, so that no x8 pair is split), whose products
+// for 512 rows take 256 KiB, well inside a core's L2.
+constexpr int64_t kPairedChunkGroups = 8;
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -190,6 +194,19 @@ QuantGemmArgs ArgsFor(const QuantMatrix& w, const QuantizedRows& x, const float*
   return args;
 }
 
+// ArgsFor the output columns of w from row group g0 on (even, so that the
+// x8 pairs stay whole), as if they were a matrix of their own: its row
+// group 0 is w's g0, and its output column 0 lands at y.
+QuantGemmArgs ArgsForColumnsFrom(const QuantMatrix& w, int64_t g0, const QuantizedRows& x, float* y,
+                                 int64_t ldy) {
+  QuantGemmArgs args = ArgsFor(w, x, nullptr, y, ldy);
+  const int64_t n0 = g0 * kQuantGroupRows;
+  args.w += n0 * args.row_bytes;
+  if (args.x8 != nullptr) args.x8 += g0 / 2 * args.x8_pair_bytes;
+  args.n_total -= n0;
+  return args;
+}
+
 // Row groups per chunk of a decoding pass: WeightChunk's, but at least 4,
 // the groups the vector kernels read side by side (the down projection's
 // groups are 22-41 KB, and two or three a chunk went one at a time), and
@@ -325,6 +342,40 @@ void QuantLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRow
       kernels.gemm(args);
     });
   });
+}
+
+bool QuantLinearPairedChunks(const KernelContext& ctx, int64_t rows, const QuantizedRows& x,
+                             const QuantMatrix& a, const QuantMatrix& b, const PairedChunkFinish& finish) {
+  if (rows < kManyRows) return false;
+  const int64_t groups = GroupsOf(a);
+  const int64_t chunks = (groups + kPairedChunkGroups - 1) / kPairedChunkGroups;
+  constexpr int64_t kChunkCols = kPairedChunkGroups * kQuantGroupRows;
+  const bool amx = RunsOnAmx(ctx, rows, x, a) && RunsOnAmx(ctx, rows, x, b);
+  const QuantKernelTable& kernels = QuantKernelsFor(ctx.isa);
+  ParallelChunks(ctx, chunks, 1, [&](int64_t begin, int64_t end, int) {
+    // a's columns of the chunk, then b's, side by side in each row.
+    float* products = ThreadScratch(ScratchSlot::kLinearOutput, rows * 2 * kChunkCols);
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t g0 = c * kPairedChunkGroups;
+      const int64_t n0 = g0 * kQuantGroupRows;
+      for (int j = 0; j < 2; ++j) {
+        QuantGemmArgs args =
+            ArgsForColumnsFrom(j == 0 ? a : b, g0, x, products + j * kChunkCols, 2 * kChunkCols);
+        args.m_begin = 0;
+        args.m_end = rows;
+        args.g_begin = 0;
+        args.g_end = std::min(kPairedChunkGroups, groups - g0);
+        if (amx) {
+          const int64_t bytes = AmxQuantGemmScratchBytes(args.k);
+          AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+        } else {
+          kernels.gemm(args);
+        }
+      }
+      finish(n0, std::min(kChunkCols, a.rows() - n0), products, products + kChunkCols, 2 * kChunkCols);
+    }
+  });
+  return true;
 }
 
 void QuantLinearJobs(const KernelContext& ctx, const QuantLinearJob* jobs, int count) {
