@@ -88,6 +88,10 @@ LoopSet LoopsForThisCpu() {
   if (avx512 && cpu::AmxInt8Usable()) {
     set.loops.push_back({"amx_int8", "tdpbssd on 4 independent 16x16 int32 tiles", int8_ops, amx::kInt8TileOps,
                          &amx::Int8Tiles});
+    set.loops.push_back(
+        {"amx_int8_blocks",
+         "tdpbssd per 32-value block, its sums stored and scaled in fp32 (kiln's same-bits steps)", int8_ops,
+         amx::kInt8BlockTileOps, &amx::Int8BlockTiles});
   }
   if (avx512 && cpu::AmxBf16Usable()) {
     set.loops.push_back({"amx_bf16", "tdpbf16ps on 4 independent 16x16 fp32 tiles", flops, amx::kBf16TileOps,

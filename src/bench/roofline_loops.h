@@ -87,9 +87,16 @@ inline constexpr double kInt8DotOps = kChains * 64 * 2;
 namespace amx {
 double Int8Tiles(int64_t iterations);  // REQUIRES: AmxInt8Usable()
 double Bf16Tiles(int64_t iterations);  // REQUIRES: AmxBf16Usable()
+// Int8Tiles as kiln's block-quantized GEMM must run them: per 32-value
+// block a tdpbssd into a zeroed tile, its int32 sums stored and every row
+// scaled into fp32 accumulators (acc = fma(d_w * d_x, float(sum), acc)),
+// the tiles three blocks ahead of the vector units; operands in L1.
+double Int8BlockTiles(int64_t iterations);  // REQUIRES: AmxInt8Usable()
 // Four 16 x 16 accumulators a step, each over 64 int8 or 32 bf16 pairs.
 inline constexpr double kInt8TileOps = 4 * 16 * 16 * 64 * 2;
 inline constexpr double kBf16TileOps = 4 * 16 * 16 * 32 * 2;
+// Four blocks of 16 x 16 x 32 products a step.
+inline constexpr double kInt8BlockTileOps = 4 * 16 * 16 * 32 * 2;
 }  // namespace amx
 
 }  // namespace kiln::bench
