@@ -570,7 +570,11 @@ INSTANTIATE_TEST_SUITE_P(
         Shape{DType::kQ5_0, 808, 64}, Shape{DType::kIQ4_NL, 808, 64}, Shape{DType::kQ4_0, 808, 64},
         Shape{DType::kQ8_0, 808, 64}, Shape{DType::kQ4_K, 808, 256}, Shape{DType::kQ5_K, 808, 256},
         Shape{DType::kQ6_K, 808, 256}, Shape{DType::kIQ4_XS, 808, 256}, Shape{DType::kQ4_1, 808, 64},
-        Shape{DType::kQ5_1, 808, 64}),
+        Shape{DType::kQ5_1, 808, 64},
+        // A long K (69 blocks: a row tile's activations span 2 KiB rows),
+        // 19 groups: ten strips on the tiles, the last one in part.
+        Shape{DType::kQ8_0, 150, 2208}, Shape{DType::kQ4_0, 150, 2208}, Shape{DType::kQ5_0, 150, 2208},
+        Shape{DType::kIQ4_NL, 150, 2208}, Shape{DType::kQ4_1, 150, 2208}, Shape{DType::kQ5_1, 150, 2208}),
     ShapeName);
 
 }  // namespace quant_x8_tests
