@@ -45,6 +45,20 @@ std::vector<float> RunLinear(const KernelContext& ctx, const QuantMatrix& w, con
   return y;
 }
 
+// f(ctx) for every ISA this CPU runs, on 1, 2 and 3 threads.
+template <class F>
+void ForEachIsaAndThreadCount(F f) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (!IsaAvailable(isa)) continue;
+    for (int threads : {1, 2, 3}) {
+      KernelContext ctx;
+      ctx.isa = isa;
+      ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+      f(ctx);
+    }
+  }
+}
+
 struct Shape {
   DType dtype;
   int64_t n, k;
@@ -272,18 +286,12 @@ TEST_P(QuantX8Test, KernelsOnTheCopyGiveTheReferenceBits) {
     KernelContext ref;
     ref.isa = Isa::kScalar;
     const auto expected = RunLinear(ref, *rows, x, m, bias);
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-      if (!IsaAvailable(isa)) continue;
-      for (int threads : {1, 2, 3}) {
-        KernelContext ctx;
-        ctx.isa = isa;
-        ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-        const auto got = RunLinear(ctx, *x8, x, m, bias);
-        ASSERT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
-            << DTypeName(s.dtype) << " " << IsaName(isa) << " (" << QuantLinearKernel(ctx, m, *x8) << ") threads "
-            << threads << " rows " << m;
-      }
-    }
+    ForEachIsaAndThreadCount([&](const KernelContext& ctx) {
+      const auto got = RunLinear(ctx, *x8, x, m, bias);
+      ASSERT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
+          << DTypeName(s.dtype) << " " << IsaName(ctx.isa) << " (" << QuantLinearKernel(ctx, m, *x8)
+          << ") threads " << ctx.num_threads() << " rows " << m;
+    });
     // A row computed alone gives the bits it gets in the batch.
     KernelContext ctx;
     const std::vector<float> last(x.end() - s.k, x.end());
@@ -452,39 +460,33 @@ TEST(QuantLinearPairedChunks, GiveTheBitsOfTwoCallsAndSiluMul) {
     for (int64_t rows : {3, 16, 37}) {
       std::vector<float> x(static_cast<size_t>(rows * p.k));
       for (float& value : x) value = dist(rng);
-      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-        if (!IsaAvailable(isa)) continue;
-        for (int threads : {1, 2, 3}) {
-          KernelContext ctx;
-          ctx.isa = isa;
-          ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
-          const QuantizedRows xq =
-              QuantizeActivations(ctx, rows, x.data(), false, p.k, p.k, a.activation_block());
-          std::vector<float> products(static_cast<size_t>(rows * 2 * p.n));
-          QuantLinear(ctx, rows, xq, a, nullptr, products.data(), 2 * p.n);
-          QuantLinear(ctx, rows, xq, b, nullptr, products.data() + p.n, 2 * p.n);
-          const int64_t ld = p.n + 3;
-          std::vector<float> expected(static_cast<size_t>(rows * ld), -1.0f), got = expected;
-          SiluMul(ctx, rows, p.n, products.data(), 2 * p.n, products.data() + p.n, 2 * p.n, expected.data(),
-                  ld);
-          std::vector<int> seen(static_cast<size_t>(p.n), 0);
-          const bool chunked = QuantLinearPairedChunks(
-              ctx, rows, xq, a, b,
-              [&](int64_t col_begin, int64_t cols, const float* ga, const float* gb, int64_t lds) {
-                for (int64_t c = col_begin; c < col_begin + cols; ++c) ++seen[static_cast<size_t>(c)];
-                SiluMulOnThisThread(isa, rows, cols, ga, lds, gb, lds, got.data() + col_begin, ld);
-              });
-          const std::string where = std::string(DTypeName(p.dtype)) + " " + IsaName(isa) + " rows " +
-                                    std::to_string(rows) + " threads " + std::to_string(threads);
-          if (rows < 16) {
-            EXPECT_FALSE(chunked) << where;
-            continue;
-          }
-          ASSERT_TRUE(chunked) << where;
-          EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), p.n) << where;
-          EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << where;
+      ForEachIsaAndThreadCount([&](const KernelContext& ctx) {
+        const QuantizedRows xq =
+            QuantizeActivations(ctx, rows, x.data(), false, p.k, p.k, a.activation_block());
+        std::vector<float> products(static_cast<size_t>(rows * 2 * p.n));
+        QuantLinear(ctx, rows, xq, a, nullptr, products.data(), 2 * p.n);
+        QuantLinear(ctx, rows, xq, b, nullptr, products.data() + p.n, 2 * p.n);
+        const int64_t ld = p.n + 3;
+        std::vector<float> expected(static_cast<size_t>(rows * ld), -1.0f), got = expected;
+        SiluMul(ctx, rows, p.n, products.data(), 2 * p.n, products.data() + p.n, 2 * p.n, expected.data(),
+                ld);
+        std::vector<int> seen(static_cast<size_t>(p.n), 0);
+        const bool chunked = QuantLinearPairedChunks(
+            ctx, rows, xq, a, b,
+            [&](int64_t col_begin, int64_t cols, const float* ga, const float* gb, int64_t lds) {
+              for (int64_t c = col_begin; c < col_begin + cols; ++c) ++seen[static_cast<size_t>(c)];
+              SiluMulOnThisThread(ctx.isa, rows, cols, ga, lds, gb, lds, got.data() + col_begin, ld);
+            });
+        const std::string where = std::string(DTypeName(p.dtype)) + " " + IsaName(ctx.isa) + " rows " +
+                                  std::to_string(rows) + " threads " + std::to_string(ctx.num_threads());
+        if (rows < 16) {
+          EXPECT_FALSE(chunked) << where;
+          return;
         }
-      }
+        ASSERT_TRUE(chunked) << where;
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), p.n) << where;
+        EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << where;
+      });
     }
   }
 }
