@@ -90,7 +90,7 @@ double Bf16Tiles(int64_t iterations);  // REQUIRES: AmxBf16Usable()
 // Int8Tiles as kiln's block-quantized GEMM must run them: per 32-value
 // block a tdpbssd into a zeroed tile, its int32 sums stored and every row
 // scaled into fp32 accumulators (acc = fma(d_w * d_x, float(sum), acc)),
-// the tiles three blocks ahead of the vector units; operands in L1.
+// the tiles two blocks ahead of the vector units; operands in L1.
 double Int8BlockTiles(int64_t iterations);  // REQUIRES: AmxInt8Usable()
 // Four 16 x 16 accumulators a step, each over 64 int8 or 32 bf16 pairs.
 inline constexpr double kInt8TileOps = 4 * 16 * 16 * 64 * 2;

@@ -106,7 +106,7 @@ double Int8BlockTiles(int64_t iterations) {
     }
   };
   // Block j: multiplied in tile j % 4, stored one step later, scaled the
-  // step after (the GEMM's pipeline).
+  // step after: two blocks ahead (the GEMM runs three).
 #define KILN_BLOCK_STEP(tile, a_tile, b_tile, store_tile, j) \
   _tile_zero(tile);                                          \
   _tile_loadd(a_tile, a + 32 * ((j) % 2), 64);               \
