@@ -82,7 +82,7 @@ Expected<Step> BindQuantLinear(const BindContext& ctx, Step step) {
     if (chunked) return;
     const QuantLinearPart parts[2] = {{ws[0], nullptr, scratch}, {ws[1], nullptr, scratch + width}};
     QuantLinearParts(k, rows, xq, parts, 2, 2 * width);
-    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, Floats(o), o.row_stride);
+    SiluMul(k, rows, width, scratch, 2 * width, scratch + width, 2 * width, out, ld_out);
   };
   return step;
 }

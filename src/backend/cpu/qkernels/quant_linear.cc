@@ -239,6 +239,12 @@ void ForEachPartIn(const Part* parts, int count, int64_t begin, int64_t end, Uni
 // The parts on the AMX kernel, their pairs of row groups (the tiles' 16
 // columns) as one range split into cells, so that a fused projection costs
 // one wait for the threads instead of one per weight.
+// The AMX kernel on one cell, in the calling thread's scratch.
+void AmxCell(const QuantGemmArgs& args) {
+  const int64_t bytes = AmxQuantGemmScratchBytes(args.k);
+  AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+}
+
 void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
                     int count, int64_t ldy) {
   int64_t total = 0;
@@ -252,8 +258,7 @@ void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows&
                    args.m_end = row_end;
                    args.g_begin = 2 * p_begin;
                    args.g_end = std::min(GroupsOf(w), 2 * p_end);
-                   const int64_t bytes = AmxQuantGemmScratchBytes(w.cols());
-                   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+                   AmxCell(args);
                  });
                });
 }
@@ -366,8 +371,7 @@ bool QuantLinearPairedChunks(const KernelContext& ctx, int64_t rows, const Quant
         args.g_begin = 0;
         args.g_end = std::min(kPairedChunkGroups, groups - g0);
         if (amx) {
-          const int64_t bytes = AmxQuantGemmScratchBytes(args.k);
-          AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
+          AmxCell(args);
         } else {
           kernels.gemm(args);
         }
