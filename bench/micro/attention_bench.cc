@@ -1,9 +1,10 @@
 // Paged attention at Qwen2.5-0.5B's shape (14 query heads over 2 KV heads of
-// 64, cache in blocks of 16, F32 (kiln's default) or BF16): one decode token
-// at context 512, a verification pass of 5 tokens there, and a 512-token
-// prefill, on 1 and 2 threads.
+// 64) and at tiny-llama's (8 over 4 of 16), cache in blocks of 16, F32
+// (kiln's default) or BF16: one decode token at context 512, a verification
+// pass of 5 tokens there, and a 512-token prefill, on 1 and 2 threads.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -16,15 +17,22 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr int32_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kBlockSize = 16, kContext = 512;
+constexpr int32_t kBlockSize = 16, kContext = 512;
+
+struct Shape {
+  int32_t heads, kv_heads, head_dim;
+};
+constexpr Shape kShapes[] = {{14, 2, 64}, {8, 4, 16}};  // Qwen2.5-0.5B, tiny-llama
 
 // Args: query tokens (1: decode at position 511; 5: a verification pass at
 // 507..511; 512: prefill 0..511),
-// threads, cache dtype.
+// threads, cache dtype, shape (kShapes).
 void BM_PagedAttention(benchmark::State& state) {
   const int32_t tokens = static_cast<int32_t>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
   const auto kv_type = static_cast<DType>(state.range(2));
+  const Shape shape = kShapes[state.range(3)];
+  const int32_t kHeads = shape.heads, kKvHeads = shape.kv_heads, kHeadDim = shape.head_dim;
   const bool f32 = kv_type == DType::kF32;
   const int32_t blocks = kContext / kBlockSize;
   const size_t pool_elements = static_cast<size_t>(blocks) * kBlockSize * kKvHeads * kHeadDim;
@@ -50,7 +58,7 @@ void BM_PagedAttention(benchmark::State& state) {
 
   KvCacheView cache{kv_type, k_pool, v_pool, blocks, kBlockSize, kKvHeads, kHeadDim};
   AttentionBatch batch{tokens, seq.data(), pos.data(), 1, tables, lens};
-  AttentionParams params{kHeads, 0.125f, 0};
+  AttentionParams params{kHeads, 1.0f / std::sqrt(static_cast<float>(kHeadDim)), 0};
   KernelContext ctx;
   ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
   for (auto _ : state) {
@@ -67,8 +75,9 @@ void BM_PagedAttention(benchmark::State& state) {
 BENCHMARK(BM_PagedAttention)
     ->ArgsProduct({{1, 5, 512},
                    {1, 2},
-                   {static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16)}})
-    ->ArgNames({"tokens", "threads", "kv"})
+                   {static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16)},
+                   {0, 1}})
+    ->ArgNames({"tokens", "threads", "kv", "shape"})
     ->UseRealTime();
 
 }  // namespace

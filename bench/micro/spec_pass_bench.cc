@@ -10,7 +10,10 @@
 // weights' read, which tiny models hardly have, and whether a verification
 // pass costs about one decode pass shows. Unlike the time to first token of a 5-token
 // prompt, this pass has no request to start and computes every row's
-// logits, as verification does.
+// logits, as verification does. BM_FilePass times them on the model that
+// KILN_SPEC_BENCH_MODEL names (a GGUF file people download: a Q4_K_M
+// file's Q5_0, Q8_0, Q4_K and Q6_K tensors each take their own few-row
+// kernels); skipped when it is unset.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -125,6 +128,24 @@ void BM_PresetPass(benchmark::State& state) {
   state.SetLabel(std::string("qwen2.5-0.5b ") + DTypeName(options.dummy_dtype));
 }
 
+// Args: query tokens.
+void BM_FilePass(benchmark::State& state) {
+  const char* path = std::getenv("KILN_SPEC_BENCH_MODEL");
+  if (path == nullptr) {
+    state.SkipWithError("KILN_SPEC_BENCH_MODEL is not set");
+    return;
+  }
+  EngineOptions options;
+  options.model = path;
+  auto loaded = LoadModel(options);
+  if (!loaded.ok()) {
+    state.SkipWithError(loaded.status().ToString().c_str());
+    return;
+  }
+  TimePasses(state, loaded->weights, static_cast<int32_t>(state.range(0)));
+  state.SetLabel(path);
+}
+
 BENCHMARK(BM_Pass)
     ->ArgsProduct({{0, 1, 2}, {1, 5}, {0, 1}})
     ->ArgNames({"model", "tokens", "q4_0"})
@@ -135,6 +156,7 @@ BENCHMARK(BM_PresetPass)
     ->ArgNames({"dtype", "tokens"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_FilePass)->Arg(1)->Arg(5)->ArgName("tokens")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kiln
