@@ -769,12 +769,29 @@ inline void PrefetchStreamed(const uint8_t* line) {
 struct X8Group {
   const uint8_t* scales;
   const uint8_t* quants;
+  // Set for a tile that reads the group from memory (X8SharedRows): where
+  // the group's half of the next pair's lines begins and, for the pair's
+  // first group, the next pair's scales (FetchGroupBlockAhead).
+  const uint8_t* next_lines = nullptr;
+  const uint8_t* next_scales = nullptr;
 };
 
 inline X8Group GroupOf(const QuantGemmArgs& a, int64_t g) {
   const uint8_t* pair = a.x8 + (g / 2) * a.x8_pair_bytes;
   const int64_t half = g % 2;
   return {pair + 16 * half, pair + X8ScaleBytes(a.w_type, a.k / DTypeBlockSize(a.w_type)) + 32 * half};
+}
+
+// While a tile multiplies block b of group g, the same block of the next
+// pair: the group's half of its lines and, from the pair's first group, the
+// scale line, as X8RowGroups fetches for one row. Nothing where g has no
+// fetches set.
+inline void FetchGroupBlockAhead(const X8Group& g, int64_t tile_bytes, int64_t scale_stride, int64_t b) {
+  if (g.next_lines == nullptr) return;
+  for (int64_t line = 0; line < tile_bytes / 2; line += 64)
+    PrefetchStreamed(g.next_lines + tile_bytes * b + line);
+  if (g.next_scales != nullptr && (scale_stride * b) % 64 == 0)
+    PrefetchStreamed(g.next_scales + scale_stride * b);
 }
 
 inline __m256 X8Scales(const X8Group& g, int64_t b) {
@@ -2509,6 +2526,7 @@ void X8TileQ6_K(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    FetchGroupBlockAhead(g, tile_bytes, 32, b);
     const int8_t* q[R];
     const int16_t* pieces[R];
     for (int r = 0; r < R; ++r) {
@@ -2534,6 +2552,7 @@ void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    FetchGroupBlockAhead(g, 320, 32, b);
     const uint8_t* tile = g.quants + 320 * b;
     const __m256i qh = Load256(tile + 256);
     const int8_t* q[R];
@@ -2578,6 +2597,7 @@ void X8TileIQ4_NL(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    FetchGroupBlockAhead(g, 256, 32, b);
     const int8_t* q[R];
     __m256i p[R][2];
     for (int r = 0; r < R; ++r) {
@@ -2700,6 +2720,7 @@ void X8TileIQ4_XS(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    FetchGroupBlockAhead(g, tile_bytes, 64, b);
     const int8_t* q[R];
     int32_t sub_sums[R][8];
     const int32_t* block_sums[R];
@@ -2743,13 +2764,19 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
 
 // Q6_K's, Q5_0's, IQ4_NL's or IQ4_XS's many rows: row blocks of kRowBlock; within
 // each, every group of the range, read (from cache after the block's first
-// tile) by tiles of X8SharedRowsOf(T) rows.
+// tile) by tiles of X8SharedRowsOf(T) rows (5 where five are left).
 template <class D, DType T>
 void X8SharedRows(const QuantGemmArgs& a) {
   constexpr int kRows = X8SharedRowsOf(T);
   using Tile = void (*)(const QuantGemmArgs&, const X8Group&, int64_t, float*, const float*, int);
-  const Tile tiles[4] = {&X8SharedTile<D, T, 1>, &X8SharedTile<D, T, 2>, &X8SharedTile<D, T, 3>,
-                         &X8SharedTile<D, T, 4>};
+  // Five rows left (a verification pass's k + 1) go as one tile, every
+  // weight vector unpacked once: as 4 and 1, 5 rows of Q5_0 took 15-20%
+  // longer (AVX2 and AVX-VNNI, 2 threads), IQ4_XS 12-13%, even though the
+  // 5-row tile spills some of its sums. Not Q6_K's, whose tile is 2 rows
+  // with AVX2 (X8SharedRowsOf).
+  constexpr int kFive = T == DType::kQ6_K ? kRows : 5;
+  const Tile tiles[5] = {&X8SharedTile<D, T, 1>, &X8SharedTile<D, T, 2>, &X8SharedTile<D, T, 3>,
+                         &X8SharedTile<D, T, 4>, &X8SharedTile<D, T, kFive>};
   static_assert(kRows <= 4);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
@@ -2757,10 +2784,22 @@ void X8SharedRows(const QuantGemmArgs& a) {
       const int64_t n0 = g * kQuantGroupRows;
       const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       const X8Group group = GroupOf(a, g);
+      // A few rows' first tile reads the group from memory: it fetches the
+      // next pair ahead, as one row does. Without, 5 rows waited on memory
+      // (AVX2, 2 threads: Q5_0's 151936 x 896 LM head 15.5-16.0 -> 10.9
+      // ms, its 4864 x 896 layer 422 -> 355-364 us; Q6_K 896 x 4864 -5%).
+      X8Group first = group;
+      if (me - mb <= kFewRowsTile) {
+        const int64_t half = g % 2;
+        const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+        first.next_lines = group.quants - 32 * half + ahead + X8TileBytes(T) / 2 * half;
+        first.next_scales = half == 0 ? group.scales + ahead : nullptr;
+      }
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
-      for (int64_t m = mb; m < me; m += kRows) {
-        const int r = static_cast<int>(me - m < kRows ? me - m : kRows);
-        tiles[r - 1](a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
+      for (int64_t m = mb; m < me;) {
+        const int r = static_cast<int>(me - m == 5 ? kFive : (me - m < kRows ? me - m : kRows));
+        tiles[r - 1](a, m == mb ? first : group, m, a.y + m * a.ldy + n0, bias, n_valid);
+        m += r;
       }
     }
   }
