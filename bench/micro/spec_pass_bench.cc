@@ -85,20 +85,26 @@ void TimePasses(benchmark::State& state, std::shared_ptr<const WeightStore> weig
   }
 }
 
+// The weights of the model at `path`, or null with the benchmark skipped.
+std::shared_ptr<const WeightStore> LoadOrSkip(benchmark::State& state, const std::string& path) {
+  EngineOptions options;
+  options.model = path;
+  auto loaded = LoadModel(options);
+  if (!loaded.ok()) {
+    state.SkipWithError(loaded.status().ToString().c_str());
+    return nullptr;
+  }
+  return loaded->weights;
+}
+
 // Args: model (index into kModels), query tokens, q4_0 (1: the weights
 // requantized, as `--draft-model self --draft-dtype q4_0` drafts).
 void BM_Pass(benchmark::State& state) {
   const char* env = std::getenv("KILN_MODELS_DIR");
   const std::string dir =
       std::string(env != nullptr ? env : "../shared/models") + "/" + kModels[state.range(0)];
-  EngineOptions options;
-  options.model = dir;
-  auto loaded = LoadModel(options);
-  if (!loaded.ok()) {
-    state.SkipWithError(loaded.status().ToString().c_str());
-    return;
-  }
-  std::shared_ptr<const WeightStore> weights = loaded->weights;
+  std::shared_ptr<const WeightStore> weights = LoadOrSkip(state, dir);
+  if (weights == nullptr) return;
   if (state.range(2) != 0) {
     auto q4 = WeightStore::Requantized(*weights, DType::kQ4_0);
     if (!q4.ok()) {
@@ -135,14 +141,9 @@ void BM_FilePass(benchmark::State& state) {
     state.SkipWithError("KILN_SPEC_BENCH_MODEL is not set");
     return;
   }
-  EngineOptions options;
-  options.model = path;
-  auto loaded = LoadModel(options);
-  if (!loaded.ok()) {
-    state.SkipWithError(loaded.status().ToString().c_str());
-    return;
-  }
-  TimePasses(state, loaded->weights, static_cast<int32_t>(state.range(0)));
+  std::shared_ptr<const WeightStore> weights = LoadOrSkip(state, path);
+  if (weights == nullptr) return;
+  TimePasses(state, std::move(weights), static_cast<int32_t>(state.range(0)));
   state.SetLabel(path);
 }
 

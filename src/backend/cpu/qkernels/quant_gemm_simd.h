@@ -782,6 +782,13 @@ inline X8Group GroupOf(const QuantGemmArgs& a, int64_t g) {
   return {pair + 16 * half, pair + X8ScaleBytes(a.w_type, a.k / DTypeBlockSize(a.w_type)) + 32 * half};
 }
 
+// The lines `ahead` bytes on from a block's tile of group g (tile_bytes
+// each) that g fetches: a pair's first group the first half of the tile's
+// lines, its second group the rest.
+inline const uint8_t* HalfLinesAhead(const uint8_t* tile, int64_t g, int64_t ahead, int64_t tile_bytes) {
+  return tile - 32 * (g % 2) + ahead + tile_bytes / 2 * (g % 2);
+}
+
 // While a tile multiplies block b of group g, the same block of the next
 // pair: the group's half of its lines and, from the pair's first group, the
 // scale line, as X8RowGroups fetches for one row. Nothing where g has no
@@ -1032,7 +1039,7 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
       if constexpr (kStream) {
-        const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
+        const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, kTileBytes);
         for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
           PrefetchStreamed(lines + line);
         }
@@ -1459,7 +1466,7 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + tile_bytes * b;
       if constexpr (kStream) {
-        const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + tile_bytes / 2 * ((g0 + i) % 2);
+        const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, tile_bytes);
         for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
           PrefetchStreamed(lines + line);
         }
@@ -1570,7 +1577,7 @@ void X8FewRowsGroups(const QuantGemmArgs& a, const FewRows& x, int64_t g0, int64
     const int8_t* q = x.q + kQK * x.stride * b;
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
-      const uint8_t* lines = tile - 32 * ((g0 + i) % 2) + ahead + kTileBytes / 2 * ((g0 + i) % 2);
+      const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, kTileBytes);
       for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
         PrefetchStreamed(lines + line);
       }
@@ -2790,10 +2797,9 @@ void X8SharedRows(const QuantGemmArgs& a) {
       // ms, its 4864 x 896 layer 422 -> 355-364 us; Q6_K 896 x 4864 -5%).
       X8Group first = group;
       if (me - mb <= kFewRowsTile) {
-        const int64_t half = g % 2;
         const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
-        first.next_lines = group.quants - 32 * half + ahead + X8TileBytes(T) / 2 * half;
-        first.next_scales = half == 0 ? group.scales + ahead : nullptr;
+        first.next_lines = HalfLinesAhead(group.quants, g, ahead, X8TileBytes(T));
+        first.next_scales = g % 2 == 0 ? group.scales + ahead : nullptr;
       }
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me;) {

@@ -236,14 +236,15 @@ void ForEachPartIn(const Part* parts, int count, int64_t begin, int64_t end, Uni
   }
 }
 
-// The parts on the AMX kernel, their pairs of row groups (the tiles' 16
-// columns) as one range split into cells, so that a fused projection costs
-// one wait for the threads instead of one per weight.
 // The AMX kernel on one cell, in the calling thread's scratch.
 void AmxCell(const QuantGemmArgs& args) {
   const int64_t bytes = AmxQuantGemmScratchBytes(args.k);
   AmxQuantGemm(args, ThreadScratch(ScratchSlot::kLinearWeights, (bytes + 3) / 4));
 }
+
+// The parts on the AMX kernel, their pairs of row groups (the tiles' 16
+// columns) as one range split into cells, so that a fused projection costs
+// one wait for the threads instead of one per weight.
 
 void AmxLinearParts(const KernelContext& ctx, int64_t rows, const QuantizedRows& x, const QuantLinearPart* parts,
                     int count, int64_t ldy) {
