@@ -147,17 +147,19 @@ void BM_QuantLinearFewRowsOverOne(benchmark::State& state) {
                  std::to_string(threads) + "t cold");
 }
 // Every linear shape of the 0.5B model: attention (q, o), the MLP (gate and
-// up, down) and the LM head, for Q8_0 and Q4_0 on 2 threads.
+// up, down) and the LM head, for Q8_0, Q4_0, Q5_0 and Q5_1 (most of a
+// Q5_K_M file of this shape) on 2 threads.
 void FewRowsArgs(benchmark::internal::Benchmark* b) {
   const int64_t kShapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}};  // {N, K}
   for (auto& s : kShapes) {
-    for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
+    for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1}) {
       b->Args({5, s[0], s[1], static_cast<int64_t>(dtype), 2});
     }
   }
-  // The 256-value types of a Q4_K_M file, whose rows must be multiples of
+  // The 256-value types of the K_M files, whose rows must be multiples of
   // 256: the down projection's.
-  for (DType dtype : {DType::kQ4_K, DType::kQ6_K}) b->Args({5, 896, 4864, static_cast<int64_t>(dtype), 2});
+  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+    b->Args({5, 896, 4864, static_cast<int64_t>(dtype), 2});
 }
 BENCHMARK(BM_QuantLinearFewRowsOverOne)
     ->Apply(FewRowsArgs)

@@ -995,9 +995,9 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
   }
 }
 
-// The formats on the x8 layout. Q4_1 and Q5_1 run the one-row kernel below
-// for every activation row (X8ManyRows); Q5_0 and IQ4_NL for one row, and
-// tiles of rows sharing each unpacked vector for more (X8SharedRows).
+// The formats on the x8 layout. Q5_0, IQ4_NL, Q4_1 and Q5_1 run the
+// one-row kernel below for one row, and tiles of rows sharing each
+// unpacked vector for more (X8SharedRows).
 enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 
 // One activation row (decoding) against G consecutive x8 groups from g0 at
@@ -1816,8 +1816,13 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
 // The type of a format with 256-bit tiles of rows (X8SharedTile).
 template <X8Format F>
 constexpr DType X8SharedType() {
-  static_assert(F == X8Format::kQ5_0 || F == X8Format::kIQ4_NL);
-  return F == X8Format::kQ5_0 ? DType::kQ5_0 : DType::kIQ4_NL;
+  static_assert(F != X8Format::kQ8_0 && F != X8Format::kQ4_0);
+  switch (F) {
+    case X8Format::kQ5_0: return DType::kQ5_0;
+    case X8Format::kQ5_1: return DType::kQ5_1;
+    case X8Format::kQ4_1: return DType::kQ4_1;
+    default: return DType::kIQ4_NL;
+  }
 }
 
 // Rows from m (at most 4) against group g on the row-major activations:
@@ -1848,13 +1853,11 @@ void X8SharedGroupRows(const QuantGemmArgs& a, int64_t g, int64_t m, int64_t row
 // two halves of each 64-byte line, or one where 5 rows leave no registers
 // for a second group's accumulators (and Q8_0's 4, whose two groups
 // spilled with AVX-VNNI). Q5_0, IQ4_NL, Q4_1 and Q5_1 come here with 512-bit
-// VNNI only, a split pair's group on their 256-bit kernels (Q4_1 and Q5_1
-// row by row).
+// VNNI only, a split pair's group on their 256-bit tiles.
 template <class D, X8Format F, int R>
 void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
   constexpr bool kQ8 = F == X8Format::kQ8_0;
-  constexpr bool kShared = F == X8Format::kQ5_0 || F == X8Format::kIQ4_NL;
-  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
+  constexpr bool kShared = !kQ8 && F != X8Format::kQ4_0;
   const FewRows x = FewRowsFrom(*a.x, m);
   int64_t g = a.g_begin;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -1863,8 +1866,6 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
     auto odd = [&](int64_t group) {
       if constexpr (kShared) {
         X8SharedGroupRows<D, F>(a, group, m, R);
-      } else if constexpr (kHasMin) {
-        for (int i = 0; i < R; ++i) X8RowGroups<D, F, 1, false>(a, group, m + i);
       } else {
         X8FewRowsGroups<D, kQ8, 1, R>(a, x, group, m);
       }
@@ -1873,13 +1874,13 @@ void X8FewRowsTile(const QuantGemmArgs& a, int64_t m) {
     for (; g + 2 <= a.g_end || (g + 1 == a.g_end && a.g_end == groups); g += 2) {
       X8FewRowsPair<F, R>(a, x, g / 2, m);
     }
-    if constexpr (kShared || kHasMin) {
+    if constexpr (kShared) {
       if (g < a.g_end) odd(g);
       return;
     }
   }
 #endif
-  if constexpr (!kShared && !kHasMin) {  // (GemmAny sends the others only with 512-bit VNNI)
+  if constexpr (!kShared) {  // (GemmAny sends the others only with 512-bit VNNI)
     if constexpr (R <= 4 && !kQ8) {
       for (; g + 2 <= a.g_end; g += 2) X8FewRowsGroups<D, kQ8, 2, R>(a, x, g, m);
     }
@@ -2341,7 +2342,7 @@ void GemmX8(const QuantGemmArgs& a) {
 
 // ---- Any number of rows on the x8 copy of the formats above --------------
 //
-// Many rows of the formats but Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL and IQ4_XS (X8SharedRows, below) run
+// Many rows of Q2_K and Q3_K (the others: X8SharedRows, below) run
 // the one-row kernel row by row (X8Row, X8SuperRow), so a
 // row gets the bits it gets alone, whatever the batch: those kernels apply a
 // broadcast activation dword to eight weight rows at once with no sum across
@@ -2382,29 +2383,26 @@ void X8SuperRows(const QuantGemmArgs& a) {
   X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
 }
 
-// ---- Many rows of Q4_K, Q5_K, Q6_K, Q5_0, IQ4_NL and IQ4_XS on the x8 copy: rows sharing each vector --
+// ---- Many rows of the x8 copy but Q8_0's, Q4_0's, Q2_K's and Q3_K's: rows sharing each vector --
 //
 // Their one-row kernels, run row by row, unpack every weight vector once
 // per row (Q6_K: three lines into four 6-bit vectors and a signed scale
-// per piece; Q5_0 and Q5_K: the fifth bits into each nibble vector; Q4_K:
-// the nibbles masked; IQ4_NL and IQ4_XS: each nibble looked up in its
-// table), which made them slower than the row kernels (Q4_K and Q5_K: 5
-// rows 2.2-2.4x one row's time from memory, AVX2 and AVX-VNNI). These tiles unpack each vector once for
-// X8SharedRowsOf rows. Each row's block sums are the one-row kernel's exact
+// per piece; Q5_0, Q5_1 and Q5_K: the fifth bits into each nibble vector;
+// Q4_1 and Q4_K: the nibbles masked; IQ4_NL and IQ4_XS: each nibble looked
+// up in its table), which made them slower than the row kernels (5 rows of
+// Q4_K and Q5_K 2.2-2.4x one row's time from memory, Q5_1 3.1x, AVX2 and
+// AVX-VNNI). These tiles unpack each vector once for
+// kX8SharedRows rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
 // steps are the one-row kernel's in the same order, so a row gets the bits
-// it gets alone, whatever the batch. (With 512-bit VNNI, Q5_0 and IQ4_NL
-// take the few-row tiles on pairs of groups instead, and the k-quants and
-// IQ4_XS the pair tiles, GemmAny.)
-// Rows per tile: four, but two for Q6_K with AVX2's 16 vector registers,
-// where four rows' piece sums would spill.
-constexpr int X8SharedRowsOf(DType type) {
-#if defined(__AVX512F__)
-  return 4;
-#else
-  return type == DType::kQ6_K ? 2 : 4;
-#endif
-}
+// it gets alone, whatever the batch. (With 512-bit VNNI, the 32-value
+// formats take the few-row tiles on pairs of groups instead, and the
+// k-quants and IQ4_XS the pair tiles, GemmAny.)
+// Rows per tile: four (5 where five are left). Q6_K's took two with AVX2's
+// 16 registers until its rows went one piece at a time (X8SumsQ6_KRows):
+// 5 rows of 896 x 4864 from memory then 450 -> 350 us, AVX2 and AVX-VNNI,
+// and 128 in cache 1.37x faster.
+constexpr int kX8SharedRows = 4;
 
 // Vector 3 of a Q6_K tile's group of three lines (vectors 0-2 are each
 // line's low 6 bits): their top 2 bits, as bits 0-1, 2-3 and 4-5.
@@ -2553,38 +2551,76 @@ void X8TileQ6_K(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
 }
 
-// R activation rows from m against Q5_0 group g, each nibble vector's
-// fifth bits merged once: X8SumsQ5_0's integers and X8RowGroups' fma.
-template <class D, int R>
-void X8TileQ5_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
+// R activation rows from m against a Q5_0, Q5_1 or Q4_1 group g, each
+// nibble vector (and its fifth bits) unpacked once for every row:
+// X8RowGroups' integers (X8SumsQ5_0's, X8SumsQ4_0's) and fma steps. With
+// VNNI a vector's low and high nibbles go together, 2R vpdpbusd chains;
+// without, one half at a time, its products added in int16 (four 5-bit
+// vectors' pair sums at most 4 * 7874, so exact) and widened once: a
+// row's three instructions a vector (vpmaddubsw, vpmaddwd, vpaddd) become
+// two, and R rows' sums stay in AVX2's 16 registers.
+template <class D, X8Format F, int R>
+void X8TileNibbles(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                   int n_valid) {
+  constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
+  constexpr bool kHasMin = F == X8Format::kQ4_1 || F == X8Format::kQ5_1;
+  static_assert(kFifth || F == X8Format::kQ4_1);
+  constexpr int64_t kTileBytes = kFifth ? 320 : 256;
+  constexpr int64_t kScaleStride = kHasMin ? 64 : 32;
   const int64_t blocks = a.k / kQK;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    FetchGroupBlockAhead(g, 320, 32, b);
-    const uint8_t* tile = g.quants + 320 * b;
-    const __m256i qh = Load256(tile + 256);
+    FetchGroupBlockAhead(g, kTileBytes, kScaleStride, b);
+    const uint8_t* tile = g.quants + kTileBytes * b;
     const int8_t* q[R];
-    __m256i p[R][2];
-    for (int r = 0; r < R; ++r) {
-      q[r] = a.x->row_q(m + r) + kQK * b;
-      p[r][0] = p[r][1] = _mm256_setzero_si256();
-    }
-    X8ForEachQ4_0Vector(tile, [&](int j, __m256i low, __m256i high) {
-      const __m256i low5 = _mm256_or_si256(low, X8FifthBits(qh, 4 * j));
-      const __m256i high5 = _mm256_or_si256(high, X8FifthBits(qh, 16 + 4 * j));
-      for (int r = 0; r < R; ++r) {
-        p[r][0] = DotAdd<D>(p[r][0], low5, X8Dword(q[r], j));
-        p[r][1] = DotAdd<D>(p[r][1], high5, X8Dword(q[r], 4 + j));
+    for (int r = 0; r < R; ++r) q[r] = a.x->row_q(m + r) + kQK * b;
+    // Vector j's low (half 0) or high nibbles, with their fifth bits.
+    auto values = [&](int j, int half) {
+      const __m256i v = Load256(tile + 64 * j);
+      __m256i w = _mm256_and_si256(half == 0 ? v : _mm256_srli_epi16(v, 4), nibble);
+      if constexpr (kFifth) w = _mm256_or_si256(w, X8FifthBits(Load256(tile + 256), 16 * half + 4 * j));
+      return w;
+    };
+    __m256i sum[R];
+    if constexpr (D::kVnni) {
+      __m256i p[R][2];
+      for (int r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        const __m256i low = values(j, 0), high = values(j, 1);
+        for (int r = 0; r < R; ++r) {
+          p[r][0] = DotAdd<D>(p[r][0], low, X8Dword(q[r], j));
+          p[r][1] = DotAdd<D>(p[r][1], high, X8Dword(q[r], 4 + j));
+        }
       }
-    });
-    const __m256 dw = X8Scales(g, b);
+      for (int r = 0; r < R; ++r) sum[r] = _mm256_add_epi32(p[r][0], p[r][1]);
+    } else {
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+      for (int half = 0; half < 2; ++half) {
+        __m256i run[R];
+        for (int r = 0; r < R; ++r) run[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+          const __m256i w = values(j, half);
+          for (int r = 0; r < R; ++r)
+            run[r] = _mm256_add_epi16(run[r], _mm256_maddubs_epi16(w, X8Dword(q[r], 4 * half + j)));
+        }
+        for (int r = 0; r < R; ++r) sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(run[r], ones));
+      }
+    }
+    const uint8_t* scales = g.scales + kScaleStride * b;
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
     for (int r = 0; r < R; ++r) {
       const int16_t* s = a.x->row_sums(m + r) + 2 * b;
-      const __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(p[r][0], p[r][1]),
-                                           _mm256_set1_epi32(16 * (static_cast<int32_t>(s[0]) + s[1])));
+      const int32_t q_sum = static_cast<int32_t>(s[0]) + s[1];
+      if constexpr (F == X8Format::kQ5_0) sum[r] = _mm256_sub_epi32(sum[r], _mm256_set1_epi32(16 * q_sum));
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+      if constexpr (kHasMin) {
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_set1_ps(static_cast<float>(q_sum)), acc[r]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
@@ -2911,7 +2947,11 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
   if constexpr (T == DType::kQ6_K) {
     X8TileQ6_K<D, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kQ5_0) {
-    X8TileQ5_0<D, R>(a, g, m, y, bias, n_valid);
+    X8TileNibbles<D, X8Format::kQ5_0, R>(a, g, m, y, bias, n_valid);
+  } else if constexpr (T == DType::kQ5_1) {
+    X8TileNibbles<D, X8Format::kQ5_1, R>(a, g, m, y, bias, n_valid);
+  } else if constexpr (T == DType::kQ4_1) {
+    X8TileNibbles<D, X8Format::kQ4_1, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kIQ4_NL) {
     X8TileIQ4_NL<D, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
@@ -2924,20 +2964,18 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
 
 // Q4_K's, Q5_K's, Q6_K's, Q5_0's, IQ4_NL's or IQ4_XS's many rows: row blocks of kRowBlock; within
 // each, every group of the range, read (from cache after the block's first
-// tile) by tiles of X8SharedRowsOf(T) rows (5 where five are left).
+// tile) by tiles of kX8SharedRows rows (5 where five are left).
 template <class D, DType T>
 void X8SharedRows(const QuantGemmArgs& a) {
-  constexpr int kRows = X8SharedRowsOf(T);
+  constexpr int kRows = kX8SharedRows;
   using Tile = void (*)(const QuantGemmArgs&, const X8Group&, int64_t, float*, const float*, int);
   // Five rows left (a verification pass's k + 1) go as one tile, every
   // weight vector unpacked once: as 4 and 1, 5 rows of Q5_0 took 15-20%
   // longer (AVX2 and AVX-VNNI, 2 threads), IQ4_XS 12-13%, even though the
-  // 5-row tile spills some of its sums. Not Q6_K's, whose tile is 2 rows
-  // with AVX2 (X8SharedRowsOf).
-  constexpr int kFive = T == DType::kQ6_K ? kRows : 5;
+  // 5-row tile spills some of its sums.
   const Tile tiles[5] = {&X8SharedTile<D, T, 1>, &X8SharedTile<D, T, 2>, &X8SharedTile<D, T, 3>,
-                         &X8SharedTile<D, T, 4>, &X8SharedTile<D, T, kFive>};
-  static_assert(kRows <= 4);
+                         &X8SharedTile<D, T, 4>, &X8SharedTile<D, T, 5>};
+  static_assert(kRows == 4);
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
@@ -2956,7 +2994,7 @@ void X8SharedRows(const QuantGemmArgs& a) {
       }
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me;) {
-        const int r = static_cast<int>(me - m == 5 ? kFive : (me - m < kRows ? me - m : kRows));
+        const int r = static_cast<int>(me - m == 5 ? 5 : (me - m < kRows ? me - m : kRows));
         tiles[r - 1](a, m == mb ? first : group, m, a.y + m * a.ldy + n0, bias, n_valid);
         m += r;
       }
@@ -3000,6 +3038,8 @@ void GemmAny(const QuantGemmArgs& a) {
   if (a.x8 != nullptr && a.m_end - a.m_begin > 1 && X8ServesEveryRowCount(a.w_type)) {
     if (a.w_type == DType::kQ6_K) return X8SharedRows<D, DType::kQ6_K>(a);
     if (a.w_type == DType::kQ5_0) return X8SharedRows<D, DType::kQ5_0>(a);
+    if (a.w_type == DType::kQ5_1) return X8SharedRows<D, DType::kQ5_1>(a);
+    if (a.w_type == DType::kQ4_1) return X8SharedRows<D, DType::kQ4_1>(a);
     if (a.w_type == DType::kIQ4_NL) return X8SharedRows<D, DType::kIQ4_NL>(a);
     if (a.w_type == DType::kIQ4_XS) return X8SharedRows<D, DType::kIQ4_XS>(a);
     if (a.w_type == DType::kQ4_K) return X8SharedRows<D, DType::kQ4_K>(a);
