@@ -1155,6 +1155,30 @@ inline void SetSubBlockSums(const int16_t* pieces, SuperRowSums* s) {
                   _mm_packs_epi32(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1)));
 }
 
+// A Q4_K/Q5_K tile's 12 packed scale bytes (its first three lines) as in
+// UnpackScalesMinsK4, lane by lane: sub-block s's scale is byte s % 4 of
+// sc[s / 4], its min byte s % 4 of mins[s / 4].
+inline void X8ScalesMinsK45(const uint8_t* tile, __m256i sc[2], __m256i mins[2]) {
+  const __m256i a0 = Load256(tile), a1 = Load256(tile + 64), a2 = Load256(tile + 128);
+  const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+  sc[0] = _mm256_and_si256(a0, six);
+  sc[1] = _mm256_or_si256(_mm256_and_si256(a2, four), _mm256_and_si256(_mm256_srli_epi32(a0, 2), top));
+  mins[0] = _mm256_and_si256(a1, six);
+  mins[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a2, 4), four),
+                            _mm256_and_si256(_mm256_srli_epi32(a1, 2), top));
+}
+
+// B = -sum_s m_s (the activation's sum over sub-block s), per row lane.
+inline __m256i X8MinsTermK45(const __m256i mins[2], const SuperRowSums& sums) {
+  __m256i b = _mm256_setzero_si256();
+#pragma GCC unroll 16
+  for (int t = 0; t < 4; ++t) {
+    b = _mm256_add_epi32(
+        b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.sub_blocks + 2 * t)));
+  }
+  return _mm256_sub_epi32(_mm256_setzero_si256(), b);
+}
+
 // Q4_K's or Q5_K's 8 rows (tile: the group's half of the super-block's
 // lines) against the activation's 256 values at q: A = sum_s sc_s sum w q
 // and B = -sum_s m_s (sum of the activation's sub-block s).
@@ -1163,14 +1187,8 @@ inline void SetSubBlockSums(const int16_t* pieces, SuperRowSums* s) {
 template <class D, bool kFifth>
 inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
                       __m256i* b_out) {
-  // The 12 packed scale bytes as in UnpackScalesMinsK4, lane by lane.
-  const __m256i a0 = Load256(tile), a1 = Load256(tile + 64), a2 = Load256(tile + 128);
-  const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
-  const __m256i sc[2] = {_mm256_and_si256(a0, six),
-                         _mm256_or_si256(_mm256_and_si256(a2, four), _mm256_and_si256(_mm256_srli_epi32(a0, 2), top))};
-  const __m256i mins[2] = {
-      _mm256_and_si256(a1, six),
-      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a2, 4), four), _mm256_and_si256(_mm256_srli_epi32(a1, 2), top))};
+  __m256i sc[2], mins[2];
+  X8ScalesMinsK45(tile, sc, mins);
   const uint8_t* qh = tile + 64 * 3;
   const uint8_t* qs = tile + 64 * (kFifth ? 11 : 3);
   const __m256i nibble = _mm256_set1_epi8(0x0F);
@@ -1221,13 +1239,8 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
       }
     }
   }
-  __m256i b = _mm256_setzero_si256();
-  #pragma GCC unroll 16
-  for (int t = 0; t < 4; ++t) {
-    b = _mm256_add_epi32(b, _mm256_madd_epi16(LaneBytePair16(mins[t / 2], 2 * (t % 2)), Dword(sums.sub_blocks + 2 * t)));
-  }
   *a_out = a;
-  *b_out = _mm256_sub_epi32(_mm256_setzero_si256(), b);
+  *b_out = X8MinsTermK45(mins, sums);
 }
 
 // Q6_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
@@ -2845,15 +2858,12 @@ inline void X8SumsK45Rows(const uint8_t* tile, const int8_t* const q[R], const S
     });
 #pragma GCC unroll 2
     for (int hh = 0; hh < kHalves; ++hh) {
-      // The sub-block's 6-bit scale as in X8SumsK45 (sc[c / 2], byte
-      // 2 (c % 2) + half).
-      const __m256i a0 = Load256(tile), a2 = Load256(tile + 128);
-      const __m256i sc =
-          c < 2 ? _mm256_and_si256(a0, _mm256_set1_epi8(0x3F))
-                : _mm256_or_si256(_mm256_and_si256(a2, _mm256_set1_epi8(0x0F)),
-                                  _mm256_and_si256(_mm256_srli_epi32(a0, 2), _mm256_set1_epi8(0x30)));
+      // The sub-block's 6-bit scale (recomputed here, not held across the
+      // runs: the registers are the runs').
+      __m256i sc[2], mins[2];
+      X8ScalesMinsK45(tile, sc, mins);
       const int k = 2 * (c % 2) + h0 + hh;
-      const __m256i scale = D::kVnni ? LaneByte32(sc, k) : LaneByte16(sc, k);
+      const __m256i scale = D::kVnni ? LaneByte32(sc[c / 2], k) : LaneByte16(sc[c / 2], k);
       for (int r = 0; r < R; ++r) {
         a_out[r] = _mm256_add_epi32(a_out[r], D::kVnni ? _mm256_mullo_epi32(sum[hh][r], scale)
                                                        : _mm256_madd_epi16(sum[hh][r], scale));
@@ -2890,20 +2900,10 @@ inline void X8SumsK45Rows(const uint8_t* tile, const int8_t* const q[R], const S
 #pragma GCC unroll 1
     for (int c = 0; c < 4; ++c) sub_blocks(c);
   }
-  // B as X8SumsK45: the mins against each row's sub-block sums.
-  const __m256i a1 = Load256(tile + 64), a2 = Load256(tile + 128);
-  const __m256i mins[2] = {
-      _mm256_and_si256(a1, _mm256_set1_epi8(0x3F)),
-      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a2, 4), _mm256_set1_epi8(0x0F)),
-                      _mm256_and_si256(_mm256_srli_epi32(a1, 2), _mm256_set1_epi8(0x30)))};
-  for (int r = 0; r < R; ++r) b_out[r] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-  for (int t = 0; t < 4; ++t) {
-    const __m256i pair = LaneBytePair16(mins[t / 2], 2 * (t % 2));
-    for (int r = 0; r < R; ++r)
-      b_out[r] = _mm256_add_epi32(b_out[r], _mm256_madd_epi16(pair, Dword(sums[r]->sub_blocks + 2 * t)));
-  }
-  for (int r = 0; r < R; ++r) b_out[r] = _mm256_sub_epi32(_mm256_setzero_si256(), b_out[r]);
+  // B as X8SumsK45.
+  __m256i sc[2], mins[2];
+  X8ScalesMinsK45(tile, sc, mins);
+  for (int r = 0; r < R; ++r) b_out[r] = X8MinsTermK45(mins, *sums[r]);
 }
 
 // R activation rows from m against Q4_K or Q5_K group g: per super-block,
