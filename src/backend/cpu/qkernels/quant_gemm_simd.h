@@ -1006,7 +1006,7 @@ enum class X8Format { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
 // X8TileQ8_0's or X8TileQ4_0's (IQ4_NL's, Q5_0's, Q4_1's and Q5_1's: the
 // row kernels' integers and, for Q4_1 and Q5_1, Accumulate32's second fma
 // with m), so the bits are too.
-template <class D, X8Format F, int G, bool kStream = true>
+template <class D, X8Format F, int G>
 void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
   const int64_t blocks = a.k / kQK;
   constexpr bool kFifth = F == X8Format::kQ5_0 || F == X8Format::kQ5_1;
@@ -1038,14 +1038,12 @@ void X8RowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     }
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + kTileBytes * b;
-      if constexpr (kStream) {
-        const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, kTileBytes);
-        for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
-          PrefetchStreamed(lines + line);
-        }
-        if (F != X8Format::kQ8_0 && (kScaleStride * b) % 64 == 0 && (g0 + i) % 2 == 0) {
-          PrefetchStreamed(group[i].scales + kScaleStride * b + ahead);
-        }
+      const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, kTileBytes);
+      for (int64_t line = 0; line < kTileBytes / 2; line += 64) {
+        PrefetchStreamed(lines + line);
+      }
+      if (F != X8Format::kQ8_0 && (kScaleStride * b) % 64 == 0 && (g0 + i) % 2 == 0) {
+        PrefetchStreamed(group[i].scales + kScaleStride * b + ahead);
       }
       __m256i sum;
       if constexpr (F == X8Format::kQ8_0) {
@@ -1282,7 +1280,7 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
                 bits12 = _mm256_set1_epi8(6);
   // Pair sums of 3-bit values times int8 are at most 2 * 7 * 127 = 1778: a
   // piece's four vectors add up in int16. With VNNI they add up in int32
-  // and one vpmulld scales them (at most 16 * 7 * 127 * 32: exact).
+  // (at most 16 * 7 * 127, within int16) and one vpmaddwd scales them.
   __m256i a = _mm256_setzero_si256();
   #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
@@ -1321,13 +1319,12 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
       #pragma GCC unroll 16
       for (int g = 0; g < 4; ++g) {
         const int piece = 8 * h + 2 * g + half;
-        if constexpr (D::kVnni) {
-          const __m256i scale = _mm256_sub_epi32(LaneByte32(sc[piece / 4], piece % 4), _mm256_set1_epi32(32));
-          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], scale));
-        } else {
-          const __m256i scale = _mm256_sub_epi16(LaneByte16(sc[piece / 4], piece % 4), _mm256_set1_epi16(32));
-          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], scale));
-        }
+        // With VNNI the int32 piece sum is its low int16 half, so the scale
+        // goes in the low half of its lane with zero above: one vpmaddwd,
+        // the exact product (vpmulld is two uops).
+        __m256i scale = _mm256_sub_epi16(LaneByte16(sc[piece / 4], piece % 4), _mm256_set1_epi16(32));
+        if constexpr (D::kVnni) scale = _mm256_blend_epi16(scale, _mm256_setzero_si256(), 0xAA);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], scale));
       }
     }
   }
@@ -1359,7 +1356,8 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
     mins[l] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
   }
   // Pair sums of 2-bit values times int8 are at most 2 * 3 * 127: a piece's
-  // four vectors add up in int16 (with VNNI in int32, then one vpmulld).
+  // four vectors add up in int16 (with VNNI in int32, within int16's
+  // range, then one vpmaddwd).
   __m256i a = _mm256_setzero_si256();
   #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
@@ -1384,11 +1382,11 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
       #pragma GCC unroll 16
       for (int g = 0; g < 4; ++g) {
         const int piece = 8 * h + 2 * g + half;
-        if constexpr (D::kVnni) {
-          a = _mm256_add_epi32(a, _mm256_mullo_epi32(piece_sum[g], LaneByte32(sc[piece / 4], piece % 4)));
-        } else {
-          a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], LaneByte16(sc[piece / 4], piece % 4)));
-        }
+        // With VNNI the int32 piece sum is its low int16 half and the scale
+        // (0-15) the low half of its lane: one vpmaddwd, the exact product.
+        const __m256i scale =
+            D::kVnni ? LaneByte32(sc[piece / 4], piece % 4) : LaneByte16(sc[piece / 4], piece % 4);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(piece_sum[g], scale));
       }
     }
   }
@@ -2297,32 +2295,30 @@ void X8RowBlocks(const QuantGemmArgs& a) {
   });
 }
 
-// One activation row over the x8 copy's groups [g_begin, g_end), four at a
-// time. kStream: the weights stream from memory (decoding), so each tile
-// prefetches ahead; many rows re-read a few groups from cache instead, where
-// the prefetches would be wasted instructions (same arithmetic, same bits).
-template <class D, X8Format F, bool kStream = true>
+// One activation row (decoding) over the x8 copy's groups [g_begin, g_end),
+// four at a time.
+template <class D, X8Format F>
 void X8Row(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
-  for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, F, 4, kStream>(a, g, a.m_begin);
+  for (; g + 4 <= a.g_end; g += 4) X8RowGroups<D, F, 4>(a, g, a.m_begin);
   // The groups left go together too: one group alone is one chain.
   switch (a.g_end - g) {
-    case 3: X8RowGroups<D, F, 3, kStream>(a, g, a.m_begin); break;
-    case 2: X8RowGroups<D, F, 2, kStream>(a, g, a.m_begin); break;
-    case 1: X8RowGroups<D, F, 1, kStream>(a, g, a.m_begin); break;
+    case 3: X8RowGroups<D, F, 3>(a, g, a.m_begin); break;
+    case 2: X8RowGroups<D, F, 2>(a, g, a.m_begin); break;
+    case 1: X8RowGroups<D, F, 1>(a, g, a.m_begin); break;
     default: break;
   }
 }
 
 // X8Row for a k-quant (or IQ4_XS).
-template <class D, DType T, bool kStream = true>
+template <class D, DType T>
 void X8SuperRow(const QuantGemmArgs& a) {
   int64_t g = a.g_begin;
-  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4, kStream>(a, g, a.m_begin);
+  for (; g + 4 <= a.g_end; g += 4) X8SuperRowGroups<D, T, 4>(a, g, a.m_begin);
   switch (a.g_end - g) {
-    case 3: X8SuperRowGroups<D, T, 3, kStream>(a, g, a.m_begin); break;
-    case 2: X8SuperRowGroups<D, T, 2, kStream>(a, g, a.m_begin); break;
-    case 1: X8SuperRowGroups<D, T, 1, kStream>(a, g, a.m_begin); break;
+    case 3: X8SuperRowGroups<D, T, 3>(a, g, a.m_begin); break;
+    case 2: X8SuperRowGroups<D, T, 2>(a, g, a.m_begin); break;
+    case 1: X8SuperRowGroups<D, T, 1>(a, g, a.m_begin); break;
     default: break;
   }
 }
@@ -2353,58 +2349,16 @@ void GemmX8(const QuantGemmArgs& a) {
   }
 }
 
-// ---- Any number of rows on the x8 copy of the formats above --------------
-//
-// Many rows of Q2_K and Q3_K (the others: X8SharedRows, below) run
-// the one-row kernel row by row (X8Row, X8SuperRow), so a
-// row gets the bits it gets alone, whatever the batch: those kernels apply a
-// broadcast activation dword to eight weight rows at once with no sum across
-// lanes, where the row kernels unpack a block once for kRowTile rows but
-// then multiply row by row and reduce. Rows go in blocks of kRowBlock, and
-// within a block the groups in chunks of kX8ManyRowsGroups, whose tiles stay
-// in cache (L2) while the block's rows pass over them.
-constexpr int64_t kX8ManyRowsGroups = 4;
-
-// `streaming` runs one row prefetching the weights ahead (decoding, and the
-// first row of a block, which reads a chunk first), `cached` one of the
-// rows after it, which find the chunk in cache.
-template <class Row>
-void X8ManyRows(const QuantGemmArgs& a, Row streaming, Row cached) {
-  if (a.m_end - a.m_begin == 1) return streaming(a);
-  for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
-    const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
-    for (int64_t g = a.g_begin; g < a.g_end; g += kX8ManyRowsGroups) {
-      QuantGemmArgs one = a;
-      one.g_begin = g;
-      one.g_end = g + kX8ManyRowsGroups < a.g_end ? g + kX8ManyRowsGroups : a.g_end;
-      for (int64_t m = mb; m < me; ++m) {
-        one.m_begin = m;
-        one.m_end = m + 1;
-        (m == mb ? streaming : cached)(one);
-      }
-    }
-  }
-}
-
-template <class D, X8Format F>
-void X8Rows(const QuantGemmArgs& a) {
-  X8ManyRows(a, &X8Row<D, F>, &X8Row<D, F, false>);
-}
-
-template <class D, DType T>
-void X8SuperRows(const QuantGemmArgs& a) {
-  X8ManyRows(a, &X8SuperRow<D, T>, &X8SuperRow<D, T, false>);
-}
-
-// ---- Many rows of the x8 copy but Q8_0's, Q4_0's, Q2_K's and Q3_K's: rows sharing each vector --
+// ---- Many rows of the x8 copy but Q8_0's and Q4_0's: rows sharing each vector --
 //
 // Their one-row kernels, run row by row, unpack every weight vector once
 // per row (Q6_K: three lines into four 6-bit vectors and a signed scale
 // per piece; Q5_0, Q5_1 and Q5_K: the fifth bits into each nibble vector;
 // Q4_1 and Q4_K: the nibbles masked; IQ4_NL and IQ4_XS: each nibble looked
-// up in its table), which made them slower than the row kernels (5 rows of
-// Q4_K and Q5_K 2.2-2.4x one row's time from memory, Q5_1 3.1x, AVX2 and
-// AVX-VNNI). These tiles unpack each vector once for
+// up in its table; Q3_K and Q2_K: the 3- and 2-bit fields shifted out),
+// which made them slower than the row kernels (5 rows of Q4_K and Q5_K
+// 2.2-2.4x one row's time from memory, Q5_1 3.1x, Q2_K and Q3_K in cache
+// 4.7-4.9x, AVX2 and AVX-VNNI). These tiles unpack each vector once for
 // kX8SharedRows rows. Each row's block sums are the one-row kernel's exact
 // integers (the same int16 runs; int32 sums of exact products) and its fp32
 // steps are the one-row kernel's in the same order, so a row gets the bits
@@ -2537,31 +2491,128 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
   for (int r = 0; r < R; ++r) out[r] = _mm256_sub_epi32(a[r], _mm256_slli_epi32(corr[r], 5));
 }
 
-// R activation rows from m against Q6_K group g: per super-block,
-// acc = fma(d dx, A, acc), as X8SuperRowGroups.
+// Q2_K's 8 rows against R activation rows, each 2-bit vector unpacked once
+// for every row: row r's 256 values at q[r], its 16 piece sums at
+// pieces[r], and its A and B (X8SumsQ2_K's) into a_out[r] and b_out[r].
+// One piece at a time (its four vectors' products, then its scale), so
+// that R rows' piece sums stay in AVX2's 16 registers: the same exact
+// integers as the one-row kernel's four pieces at once.
 template <class D, int R>
-void X8TileQ6_K(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
-  const int64_t blocks = a.k / kQK_K;
-  const int64_t tile_bytes = X8TileBytes(DType::kQ6_K);
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    FetchGroupBlockAhead(g, tile_bytes, 32, b);
-    const int8_t* q[R];
-    const int16_t* pieces[R];
-    for (int r = 0; r < R; ++r) {
-      q[r] = a.x->row_q(m + r) + kQK_K * b;
-      pieces[r] = a.x->row_sums(m + r) + 16 * b;
-    }
+inline void X8SumsQ2_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
+                           __m256i a_out[R], __m256i b_out[R]) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  for (int r = 0; r < R; ++r) a_out[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+  for (int piece = 0; piece < 16; ++piece) {
+    const int h = piece / 8, g = (piece % 8) / 2, half = piece % 2;
     __m256i sum[R];
-    X8SumsQ6_KRows<D, R>(g.quants + tile_bytes * b, q, pieces, sum);
-    const __m256 d = X8Scales(g, b);
-    for (int r = 0; r < R; ++r) {
-      const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+    for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();  // (set by the first vector)
+#pragma GCC unroll 4
+    for (int j = 4 * half; j < 4 * half + 4; ++j) {
+      const __m256i w = _mm256_and_si256(_mm256_srli_epi16(Load256(tile + 64 * (4 + 8 * h + j)), 2 * g), m2);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256i x = Dword(q[r] + 128 * h + 32 * g + 4 * j);
+        if constexpr (D::kVnni) {
+          sum[r] = DotAdd<D>(j == 4 * half ? _mm256_setzero_si256() : sum[r], w, x);
+        } else {
+          const __m256i p = _mm256_maddubs_epi16(w, x);
+          sum[r] = j == 4 * half ? p : _mm256_add_epi16(sum[r], p);
+        }
+      }
     }
+    // With VNNI the piece's int32 sum (at most 16 * 3 * 127) is its low
+    // int16 half, and the scale (0-15) the low half of its lane with zero
+    // above: one vpmaddwd is the exact product (vpmulld: two uops).
+    const __m256i sc = _mm256_and_si256(Load256(tile + 64 * (piece / 4)), nibble);
+    const __m256i scale = D::kVnni ? LaneByte32(sc, piece % 4) : LaneByte16(sc, piece % 4);
+    for (int r = 0; r < R; ++r) a_out[r] = _mm256_add_epi32(a_out[r], _mm256_madd_epi16(sum[r], scale));
   }
-  for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
+  for (int r = 0; r < R; ++r) b_out[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int t = 0; t < 8; ++t) {
+    const __m256i mins = _mm256_and_si256(_mm256_srli_epi16(Load256(tile + 64 * (t / 2)), 4), nibble);
+    const __m256i pair = LaneBytePair16(mins, 2 * (t % 2));
+    for (int r = 0; r < R; ++r)
+      b_out[r] = _mm256_sub_epi32(b_out[r], _mm256_madd_epi16(pair, Dword(pieces[r] + 2 * t)));
+  }
+}
+
+// A Q3_K tile's 6-bit scales of pieces 4k..4k+3 (bytes 0-3 of each lane),
+// as X8SumsQ3_K unpacks them from lines 24-26.
+inline __m256i X8ScalesQ3_K(const uint8_t* tile, int k) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  const __m256i low = Load256(tile + 64 * (24 + k % 2));
+  const __m256i top = Load256(tile + 64 * 26);
+  const __m256i low4 = k < 2 ? _mm256_and_si256(low, m4) : _mm256_and_si256(_mm256_srli_epi16(low, 4), m4);
+  return _mm256_or_si256(low4, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(top, 2 * k), m2), 4));
+}
+
+// Q3_K's 8 rows against R activation rows, each 3-bit vector unpacked once
+// for every row: row r's 256 values at q[r], its 16 piece sums at
+// pieces[r], and its A (X8SumsQ3_K's) into out[r]. One piece at a time, as
+// X8SumsQ2_KRows: the same exact integers.
+template <class D, int R>
+inline void X8SumsQ3_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
+                           __m256i out[R]) {
+  const __m256i seven = _mm256_set1_epi8(7), m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1),
+                bit2 = _mm256_set1_epi8(4), bits12 = _mm256_set1_epi8(6);
+  for (int r = 0; r < R; ++r) out[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+  for (int piece = 0; piece < 16; ++piece) {
+    const int h = piece / 8, g = (piece % 8) / 2, half = piece % 2;
+    __m256i sum[R];
+    for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();  // (set by the first vector)
+#pragma GCC unroll 2
+    for (int i = 2 * half; i < 2 * half + 2; ++i) {
+      // Values 128h + 32g + 4(2i + u) + p of each row, as X8SumsQ3_K's w[g][u].
+      const uint8_t* lines = tile + 64 * 3 * (4 * h + i);
+      __m256i w[2];
+      if (g < 3) {
+        const __m256i l = Load256(lines + 64 * g);
+        w[0] = _mm256_and_si256(l, seven);
+        w[1] = _mm256_and_si256(_mm256_srli_epi16(l, 3), seven);
+      } else {
+        const __m256i l0 = Load256(lines), l1 = Load256(lines + 64), l2 = Load256(lines + 128);
+        w[0] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 6), m2),
+                               _mm256_and_si256(_mm256_srli_epi16(l1, 4), bit2));
+        w[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 7), one),
+                               _mm256_and_si256(_mm256_srli_epi16(l2, 5), bits12));
+      }
+#pragma GCC unroll 2
+      for (int u = 0; u < 2; ++u) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256i x = Dword(q[r] + 128 * h + 32 * g + 4 * (2 * i + u));
+          const bool first = i == 2 * half && u == 0;
+          if constexpr (D::kVnni) {
+            sum[r] = DotAdd<D>(first ? _mm256_setzero_si256() : sum[r], w[u], x);
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(w[u], x);
+            sum[r] = first ? p : _mm256_add_epi16(sum[r], p);
+          }
+        }
+      }
+    }
+    // With VNNI the piece's int32 sum (at most 16 * 7 * 127) is its low
+    // int16 half: the scale less 32 in the low half of its lane, zero above,
+    // and one vpmaddwd is the exact product (vpmulld: two uops).
+    __m256i scale =
+        _mm256_sub_epi16(LaneByte16(X8ScalesQ3_K(tile, piece / 4), piece % 4), _mm256_set1_epi16(32));
+    if constexpr (D::kVnni) scale = _mm256_blend_epi16(scale, _mm256_setzero_si256(), 0xAA);
+    for (int r = 0; r < R; ++r) out[r] = _mm256_add_epi32(out[r], _mm256_madd_epi16(sum[r], scale));
+  }
+  // Less 4 sum_i sc_i s_i, as X8SumsQ3_K.
+  __m256i c[R];
+  for (int r = 0; r < R; ++r) c[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int t = 0; t < 8; ++t) {
+    const __m256i scales =
+        _mm256_sub_epi16(LaneBytePair16(X8ScalesQ3_K(tile, t / 2), 2 * (t % 2)), _mm256_set1_epi16(32));
+    for (int r = 0; r < R; ++r)
+      c[r] = _mm256_add_epi32(c[r], _mm256_madd_epi16(scales, Dword(pieces[r] + 2 * t)));
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm256_sub_epi32(out[r], _mm256_slli_epi32(c[r], 2));
 }
 
 // R activation rows from m against a Q5_0, Q5_1 or Q4_1 group g, each
@@ -2906,35 +2957,56 @@ inline void X8SumsK45Rows(const uint8_t* tile, const int8_t* const q[R], const S
   for (int r = 0; r < R; ++r) b_out[r] = X8MinsTermK45(mins, *sums[r]);
 }
 
-// R activation rows from m against Q4_K or Q5_K group g: per super-block,
-// acc = fma(d dx, A, acc), then fma(dmin dx, B, acc), as X8SuperRowGroups.
-template <class D, bool kFifth, int R>
-void X8TileK45(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
-               int n_valid) {
+// R activation rows from m against group g of a k-quant (Q2_K to Q6_K):
+// per super-block, acc = fma(d dx, A, acc), then fma(dmin dx, B, acc) for
+// Q2_K, Q4_K and Q5_K, as X8SuperRowGroups.
+template <class D, DType T, int R>
+void X8TileSuper(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                 int n_valid) {
+  constexpr bool kHasMin = T == DType::kQ2_K || T == DType::kQ4_K || T == DType::kQ5_K;
+  constexpr int64_t kScaleStride = kHasMin ? 64 : 32;
   const int64_t blocks = a.k / kQK_K;
-  const int64_t tile_bytes = X8TileBytes(kFifth ? DType::kQ5_K : DType::kQ4_K);
+  const int64_t tile_bytes = X8TileBytes(T);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    FetchGroupBlockAhead(g, tile_bytes, 64, b);
+    FetchGroupBlockAhead(g, tile_bytes, kScaleStride, b);
+    const uint8_t* tile = g.quants + tile_bytes * b;
     const int8_t* q[R];
-    SuperRowSums row_sums[R];
-    const SuperRowSums* sums[R];
+    const int16_t* pieces[R];
     for (int r = 0; r < R; ++r) {
       q[r] = a.x->row_q(m + r) + kQK_K * b;
-      SetSubBlockSums(a.x->row_sums(m + r) + 16 * b, &row_sums[r]);
-      sums[r] = &row_sums[r];
+      pieces[r] = a.x->row_sums(m + r) + 16 * b;
     }
-    __m256i sum_a[R], sum_b[R];
-    X8SumsK45Rows<D, kFifth, R>(g.quants + tile_bytes * b, q, sums, sum_a, sum_b);
+    __m256i sum_a[R];
+    [[maybe_unused]] __m256i sum_b[R];
+    if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+      SuperRowSums row_sums[R];
+      const SuperRowSums* sums[R];
+      for (int r = 0; r < R; ++r) {
+        SetSubBlockSums(pieces[r], &row_sums[r]);
+        sums[r] = &row_sums[r];
+      }
+      X8SumsK45Rows<D, T == DType::kQ5_K, R>(tile, q, sums, sum_a, sum_b);
+    } else if constexpr (T == DType::kQ2_K) {
+      X8SumsQ2_KRows<D, R>(tile, q, pieces, sum_a, sum_b);
+    } else if constexpr (T == DType::kQ3_K) {
+      X8SumsQ3_KRows<D, R>(tile, q, pieces, sum_a);
+    } else {
+      static_assert(T == DType::kQ6_K);
+      X8SumsQ6_KRows<D, R>(tile, q, pieces, sum_a);
+    }
     // The scales area as X8SuperRowGroups reads it: d, then dmin.
-    const uint8_t* scales = g.scales + 64 * b;
+    const uint8_t* scales = g.scales + kScaleStride * b;
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
+    [[maybe_unused]] __m256 dm;
+    if constexpr (kHasMin)
+      dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
     for (int r = 0; r < R; ++r) {
       const __m256 dx = _mm256_set1_ps(a.x->row_d(m + r)[b]);
       acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a[r]), acc[r]);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b[r]), acc[r]);
+      if constexpr (kHasMin)
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(sum_b[r]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) StoreRow(y + r * a.ldy, acc[r], bias, n_valid);
@@ -2944,8 +3016,9 @@ void X8TileK45(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, co
 template <class D, DType T, int R>
 void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
                   int n_valid) {
-  if constexpr (T == DType::kQ6_K) {
-    X8TileQ6_K<D, R>(a, g, m, y, bias, n_valid);
+  if constexpr (T == DType::kQ2_K || T == DType::kQ3_K || T == DType::kQ4_K || T == DType::kQ5_K ||
+                T == DType::kQ6_K) {
+    X8TileSuper<D, T, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kQ5_0) {
     X8TileNibbles<D, X8Format::kQ5_0, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kQ5_1) {
@@ -2954,15 +3027,13 @@ void X8SharedTile(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
     X8TileNibbles<D, X8Format::kQ4_1, R>(a, g, m, y, bias, n_valid);
   } else if constexpr (T == DType::kIQ4_NL) {
     X8TileIQ4_NL<D, R>(a, g, m, y, bias, n_valid);
-  } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
-    X8TileK45<D, T == DType::kQ5_K, R>(a, g, m, y, bias, n_valid);
   } else {
     static_assert(T == DType::kIQ4_XS);
     X8TileIQ4_XS<D, R>(a, g, m, y, bias, n_valid);
   }
 }
 
-// Q4_K's, Q5_K's, Q6_K's, Q5_0's, IQ4_NL's or IQ4_XS's many rows: row blocks of kRowBlock; within
+// Many rows of any x8 type but Q8_0 and Q4_0: row blocks of kRowBlock; within
 // each, every group of the range, read (from cache after the block's first
 // tile) by tiles of kX8SharedRows rows (5 where five are left).
 template <class D, DType T>
@@ -3044,19 +3115,21 @@ void GemmAny(const QuantGemmArgs& a) {
     if (a.w_type == DType::kIQ4_XS) return X8SharedRows<D, DType::kIQ4_XS>(a);
     if (a.w_type == DType::kQ4_K) return X8SharedRows<D, DType::kQ4_K>(a);
     if (a.w_type == DType::kQ5_K) return X8SharedRows<D, DType::kQ5_K>(a);
+    if (a.w_type == DType::kQ3_K) return X8SharedRows<D, DType::kQ3_K>(a);
+    if (a.w_type == DType::kQ2_K) return X8SharedRows<D, DType::kQ2_K>(a);
   }
-  if (a.x8 != nullptr && (a.m_end - a.m_begin == 1 || X8ServesEveryRowCount(a.w_type))) {
+  if (a.x8 != nullptr && a.m_end - a.m_begin == 1) {
     switch (a.w_type) {
-      case DType::kIQ4_NL: return X8Rows<D, X8Format::kIQ4_NL>(a);
-      case DType::kQ5_0: return X8Rows<D, X8Format::kQ5_0>(a);
-      case DType::kQ4_1: return X8Rows<D, X8Format::kQ4_1>(a);
-      case DType::kQ5_1: return X8Rows<D, X8Format::kQ5_1>(a);
-      case DType::kQ4_K: return X8SuperRows<D, DType::kQ4_K>(a);
-      case DType::kQ5_K: return X8SuperRows<D, DType::kQ5_K>(a);
-      case DType::kQ6_K: return X8SuperRows<D, DType::kQ6_K>(a);
-      case DType::kQ3_K: return X8SuperRows<D, DType::kQ3_K>(a);
-      case DType::kQ2_K: return X8SuperRows<D, DType::kQ2_K>(a);
-      case DType::kIQ4_XS: return X8SuperRows<D, DType::kIQ4_XS>(a);
+      case DType::kIQ4_NL: return X8Row<D, X8Format::kIQ4_NL>(a);
+      case DType::kQ5_0: return X8Row<D, X8Format::kQ5_0>(a);
+      case DType::kQ4_1: return X8Row<D, X8Format::kQ4_1>(a);
+      case DType::kQ5_1: return X8Row<D, X8Format::kQ5_1>(a);
+      case DType::kQ4_K: return X8SuperRow<D, DType::kQ4_K>(a);
+      case DType::kQ5_K: return X8SuperRow<D, DType::kQ5_K>(a);
+      case DType::kQ6_K: return X8SuperRow<D, DType::kQ6_K>(a);
+      case DType::kQ3_K: return X8SuperRow<D, DType::kQ3_K>(a);
+      case DType::kQ2_K: return X8SuperRow<D, DType::kQ2_K>(a);
+      case DType::kIQ4_XS: return X8SuperRow<D, DType::kIQ4_XS>(a);
       default: break;
     }
   }

@@ -51,7 +51,7 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 // 4 bytes of fifth bits (320 bytes a tile). Q4_1 and Q5_1 move as Q4_0 and
 // Q5_0, with the 16 rows' f16 m after their d in the scales area (64 bytes
 // a block). The vector kernels read these four from the copy for every row
-// count, one activation row at a time (quant_gemm_simd.h X8ManyRows).
+// count (quant_gemm_simd.h: X8Row for one row, X8SharedRows for more).
 //
 // The k-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K take the same pairs of
 // groups, one tile per super-block of 256: its scales area holds the 16
@@ -84,9 +84,9 @@ RowDequantizer QuantRowDequantizer(DType dtype);
 inline constexpr int kX8PairRows = 16;
 bool HasX8Layout(DType dtype);
 // Whether the vector kernels read the x8 copy for every row count, so that
-// it replaces the rows: every x8 type (Q6_K and Q5_0 on many rows through
-// tiles of rows sharing each unpacked vector, which measured faster than
-// their row kernels, bench/RESULTS.md; the others row by row).
+// it replaces the rows: every x8 type (many rows through tiles of rows
+// sharing each unpacked vector, which measured faster than the row
+// kernels, bench/RESULTS.md).
 bool X8ServesEveryRowCount(DType dtype);
 int64_t X8ScaleStride(DType dtype);                // a pair's scale bytes per block
 int64_t X8ScaleBytes(DType dtype, int64_t blocks);  // a pair's scales
