@@ -156,9 +156,10 @@ void FewRowsArgs(benchmark::internal::Benchmark* b) {
       b->Args({5, s[0], s[1], static_cast<int64_t>(dtype), 2});
     }
   }
-  // The 256-value types of the K_M files, whose rows must be multiples of
-  // 256: the down projection's.
-  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+  // The 256-value types of the K_M files (and Q3_K, Q2_K's down
+  // projections), whose rows must be multiples of 256: the down
+  // projection's.
+  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kQ2_K})
     b->Args({5, 896, 4864, static_cast<int64_t>(dtype), 2});
 }
 BENCHMARK(BM_QuantLinearFewRowsOverOne)
