@@ -119,8 +119,13 @@ CpuInfo Detect() {
       info.avx512_vnni = info.avx512_bf16 = false;
       info.amx_bf16 = info.amx_int8 = false;
     }
-    if (v == "scalar" || v == "avx2") info.avx_vnni = false;
+    if (v == "scalar" || v == "avx2" || v == "avx512") info.avx_vnni = false;
     if (v == "scalar") info.avx2 = info.fma = info.f16c = false;
+    // The AVX-512 levels below AMX: "avx512" as on a CPU of the Skylake-X
+    // class (no VNNI, no BF16), "avx512-vnni" as on one of the Ice Lake or
+    // Zen 4 and 5 classes (VNNI and, where the CPU has it, BF16).
+    if (v == "avx512" || v == "avx512-vnni") info.amx_bf16 = info.amx_int8 = false;
+    if (v == "avx512") info.avx512_vnni = info.avx512_bf16 = false;
   }
   return info;
 }

@@ -37,7 +37,9 @@ struct CpuInfo {
 // The process-wide CpuInfo. Honours KILN_ISA to force a lower ISA (for
 // testing the fallbacks): "scalar"; "avx2", plain AVX2 as on a CPU without
 // VNNI (no AVX-512, no AVX-VNNI); "avx-vnni", AVX2 with AVX-VNNI where the
-// CPU has it (no AVX-512); "avx512", what the CPU has.
+// CPU has it (no AVX-512); "avx512", AVX-512 without VNNI, BF16 or AMX;
+// "avx512-vnni", AVX-512 with VNNI and BF16 where the CPU has them, no AMX.
+// Unset (or any other value), what the CPU has.
 const CpuInfo& GetCpuInfo();
 
 }  // namespace kiln

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/kernels/kernel_context.h"
 #include "backend/cpu/kernels/kernel_table.h"
+#include "backend/cpu/qkernels/qkernel_table.h"
 #include "core/cpu_info.h"
 
 namespace kiln::cpu {
@@ -41,6 +42,15 @@ TEST(Isa, BestFollowsTheCpuAndTheEnvironment) {
   }
   if (forced != nullptr && std::string(forced) == "avx2") {
     EXPECT_FALSE(GetCpuInfo().avx_vnni);
+  }
+  // The AVX-512 levels keep AVX-512 where the CPU has it and drop AMX;
+  // plain "avx512" drops VNNI and BF16 too.
+  if (forced != nullptr && (std::string(forced) == "avx512" || std::string(forced) == "avx512-vnni")) {
+    EXPECT_FALSE(GetCpuInfo().amx_int8 || GetCpuInfo().amx_bf16);
+  }
+  if (forced != nullptr && std::string(forced) == "avx512") {
+    EXPECT_FALSE(GetCpuInfo().avx512_vnni || GetCpuInfo().avx512_bf16 || GetCpuInfo().avx_vnni);
+    EXPECT_STREQ(QuantKernelsFor(Isa::kAvx512).name, "avx512");
   }
   if (IsaAvailable(Isa::kAvx512)) {
     EXPECT_TRUE(IsaAvailable(Isa::kAvx2));
