@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/kernels/amx.h"
 #include "bench/page_buffer.h"
 #include "bench/pinned_threads.h"
 #include "bench/roofline_loops.h"
@@ -319,7 +320,7 @@ Expected<Roofline> MeasureRoofline(const RooflineOptions& o) {
 
   Roofline r;
   r.cpu_model = cpu.model_name.empty() ? cpu.vendor : cpu.model_name;
-  r.isa = cpu.BestIsa();
+  r.isa = RooflineIsaLevel();
   r.cpu_summary = cpu.Summary();
   r.thp_setting = TransparentHugePageSetting();
   r.measured_at = UtcNow();
@@ -437,6 +438,20 @@ PeakChoice BandwidthPeak(const RooflineRow& row) {
   return c;
 }
 
+std::string RooflineIsaLevel() {
+  const CpuInfo& cpu = GetCpuInfo();
+  std::string level = cpu.BestIsa();
+  if (level == "avx512") {
+    if (cpu.avx512_vnni) level += "+vnni";
+    if (cpu.avx512_bf16) level += "+bf16";
+  }
+  if (level == "avx2" && cpu.avx_vnni) level += "+avx-vnni";
+  if (level == "avx512" || level.rfind("avx512+", 0) == 0) {
+    if (cpu::AmxInt8Usable() || cpu::AmxBf16Usable()) level += "+amx";
+  }
+  return level;
+}
+
 std::string DefaultRooflineCachePath() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] != '\0') {
     return std::string(xdg) + "/kiln/roofline.json";
@@ -503,13 +518,13 @@ Expected<Roofline> LoadRooflineCache(const std::string& path, int threads) {
   for (const nlohmann::json& e : file["entries"]) {
     auto entry = Roofline::FromJson(e);
     if (!entry.ok()) return entry.status().WithContext(path);
-    if (entry->cpu_model != model || entry->isa != cpu.BestIsa() || entry->rows.size() != 1 ||
+    if (entry->cpu_model != model || entry->isa != RooflineIsaLevel() || entry->rows.size() != 1 ||
         entry->rows[0].threads != threads) {
       continue;
     }
     return entry;
   }
-  return NotFound("{}: no entry for {} ({}) at {} thread(s)", path, model, cpu.BestIsa(), threads);
+  return NotFound("{}: no entry for {} ({}) at {} thread(s)", path, model, RooflineIsaLevel(), threads);
 }
 
 Expected<Roofline> LoadOrMeasureRoofline(const std::string& cache_path, int threads,

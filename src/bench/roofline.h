@@ -63,9 +63,15 @@ struct RooflineRow {
   const BandwidthFigure* BestBandwidth() const;
 };
 
+// The instruction-set level the roofline's loops are chosen for (the
+// best ISA and the extensions that add or drop a loop: "avx512+vnni+bf16
+// +amx", "avx2+avx-vnni", ...), as KILN_ISA and KILN_AMX leave it: each
+// level gets its own cache entry.
+std::string RooflineIsaLevel();
+
 struct Roofline {
   std::string cpu_model;  // the cache key, with isa and threads
-  std::string isa;
+  std::string isa;        // RooflineIsaLevel()
   std::string cpu_summary;
   std::string thp_setting;
   std::string stream_instructions;
