@@ -1177,14 +1177,21 @@ inline __m256i X8MinsTermK45(const __m256i mins[2], const SuperRowSums& sums) {
   return _mm256_sub_epi32(_mm256_setzero_si256(), b);
 }
 
+// What the one-row super-block sums call at the start of each quarter of
+// their work (part 0-3): nothing, or a slice of the next pair's lines
+// (X8SuperRowGroups), so that a tile's fetches do not go out in one burst.
+struct NoFetch {
+  void operator()(int) const {}
+};
+
 // Q4_K's or Q5_K's 8 rows (tile: the group's half of the super-block's
 // lines) against the activation's 256 values at q: A = sum_s sc_s sum w q
 // and B = -sum_s m_s (sum of the activation's sub-block s).
 // Every loop here is unrolled whole (GCC left the outer ones rolled): the
 // shuffle masks and shift counts then are constants.
-template <class D, bool kFifth>
+template <class D, bool kFifth, class Fetch = NoFetch>
 inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
-                      __m256i* b_out) {
+                      __m256i* b_out, const Fetch& fetch = {}) {
   __m256i sc[2], mins[2];
   X8ScalesMinsK45(tile, sc, mins);
   const uint8_t* qh = tile + 64 * 3;
@@ -1200,6 +1207,7 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
   __m256i a = _mm256_setzero_si256();
   #pragma GCC unroll 16
   for (int c = 0; c < 4; ++c) {
+    fetch(c);
     const __m256i scale_low = D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2)) : LaneByte16(sc[c / 2], 2 * (c % 2));
     const __m256i scale_high =
         D::kVnni ? LaneByte32(sc[c / 2], 2 * (c % 2) + 1) : LaneByte16(sc[c / 2], 2 * (c % 2) + 1);
@@ -1243,16 +1251,17 @@ inline void X8SumsK45(const uint8_t* tile, const int8_t* q, const SuperRowSums& 
 
 // Q6_K's 8 rows against the activation's 256 values at q: A = sum_i sc_i
 // (sum w q - 32 s_i) over its 16 pieces of 16.
-template <class D, int R>
+template <class D, int R, class Fetch = NoFetch>
 inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
-                           __m256i out[R]);
+                           __m256i out[R], const Fetch& fetch = {});
 
-template <class D>
-inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
+template <class D, class Fetch = NoFetch>
+inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums,
+                          const Fetch& fetch = {}) {
   const int8_t* const rows[1] = {q};
   const int16_t* const pieces[1] = {sums.pieces};
   __m256i out[1];
-  X8SumsQ6_KRows<D, 1>(tile, rows, pieces, out);
+  X8SumsQ6_KRows<D, 1>(tile, rows, pieces, out, fetch);
   return out[0];
 }
 
@@ -1262,8 +1271,9 @@ inline __m256i X8SumsQ6_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
 // hold the values rearranged at repack, eight in three bytes (quant_matrix.h:
 // six come out with one or two operations, two with five), 24-26 the packed
 // scales.
-template <class D>
-inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums) {
+template <class D, class Fetch = NoFetch>
+inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums,
+                          const Fetch& fetch = {}) {
   const __m256i a0 = Load256(tile + 64 * 24), a1 = Load256(tile + 64 * 25), a2 = Load256(tile + 64 * 26);
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
   // The scales as in UnpackScalesQ3_K, lane by lane (16-bit shifts: the
@@ -1286,6 +1296,7 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
   for (int h = 0; h < 2; ++h) {
     #pragma GCC unroll 16
     for (int half = 0; half < 2; ++half) {
+      fetch(2 * h + half);
       __m256i piece_sum[4];
       #pragma GCC unroll 16
       for (int g = 0; g < 4; ++g) piece_sum[g] = _mm256_setzero_si256();
@@ -1344,9 +1355,9 @@ inline __m256i X8SumsQ3_K(const uint8_t* tile, const int8_t* q, const SuperRowSu
 // i's in byte i % 4 of line i / 4; lines 4-19 the 2-bit values as in the
 // file (line 4 + 8h + j: bytes 32h + 4j.. of qs, value 128h + 32g + 4j + p
 // in bits 2g, 2g+1 of byte p).
-template <class D>
+template <class D, class Fetch = NoFetch>
 inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums& sums, __m256i* a_out,
-                       __m256i* b_out) {
+                       __m256i* b_out, const Fetch& fetch = {}) {
   const __m256i nibble = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
   __m256i sc[4], mins[4];
   #pragma GCC unroll 16
@@ -1363,6 +1374,7 @@ inline void X8SumsQ2_K(const uint8_t* tile, const int8_t* q, const SuperRowSums&
   for (int h = 0; h < 2; ++h) {
     #pragma GCC unroll 16
     for (int half = 0; half < 2; ++half) {
+      fetch(2 * h + half);
       __m256i piece_sum[4];
       #pragma GCC unroll 16
       for (int j = 4 * half; j < 4 * half + 4; ++j) {
@@ -1418,8 +1430,8 @@ inline __m256i X8ScaleIQ4_XS(__m256i scales_l, __m256i scales_h, int s) {
 // scales_h is each row's 16 bits of high scale bits, one row a lane. The
 // signed table values are multiplied as IQ4_NL's (abs, sign onto the
 // activation): pairs of products stay within int16.
-template <class D>
-inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales_h) {
+template <class D, class Fetch = NoFetch>
+inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales_h, const Fetch& fetch = {}) {
   const __m256i table = IQ4Table();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i scales_l = Load256(tile);
@@ -1429,6 +1441,7 @@ inline __m256i X8SumsIQ4_XS(const uint8_t* tile, const int8_t* q, __m256i scales
   // (AVX2, one row in cache, 0.8x the rate; AVX-VNNI 0.9x); with AVX-512's
   // 32 they stay unrolled whole, which was faster there.
   auto sub_block = [&](int s) {
+    if (s % 2 == 0) fetch(s / 2);
     __m256i sum = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -1476,11 +1489,18 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
     for (int i = 0; i < G; ++i) {
       const uint8_t* tile = group[i].quants + tile_bytes * b;
-      if constexpr (kStream) {
-        const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, tile_bytes);
-        for (int64_t line = 0; line < tile_bytes / 2; line += 64) {
-          PrefetchStreamed(lines + line);
+      // The group's half of the next pair's lines, a quarter at the start
+      // of each quarter of the sums: all at once, they went out in one
+      // burst of 11-27 lines while the block's work waited.
+      const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, tile_bytes);
+      const int64_t line_count = (tile_bytes / 2 + 63) / 64;
+      auto fetch = [&](int part) {
+        if constexpr (kStream) {
+          for (int64_t l = line_count * part / 4; l < line_count * (part + 1) / 4; ++l)
+            PrefetchStreamed(lines + 64 * l);
         }
+      };
+      if constexpr (kStream) {
         // The pair's scale line too, as X8RowGroups' (Q4_K 6 rounds' median +3%, Q6_K +4%).
         if ((stride * b) % 64 == 0 && (g0 + i) % 2 == 0)
           PrefetchStreamed(group[i].scales + stride * b + ahead);
@@ -1490,9 +1510,9 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       if constexpr (kHasMin) {
         __m256i sum_a, sum_b;
         if constexpr (T == DType::kQ2_K) {
-          X8SumsQ2_K<D>(tile, q, sums, &sum_a, &sum_b);
+          X8SumsQ2_K<D>(tile, q, sums, &sum_a, &sum_b, fetch);
         } else {
-          X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b);
+          X8SumsK45<D, T == DType::kQ5_K>(tile, q, sums, &sum_a, &sum_b, fetch);
         }
         const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum_a), acc[i]);
@@ -1501,11 +1521,11 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
         __m256i sum;
         if constexpr (T == DType::kIQ4_XS) {
           const __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32)));
-          sum = X8SumsIQ4_XS<D>(tile, q, high);
+          sum = X8SumsIQ4_XS<D>(tile, q, high, fetch);
         } else if constexpr (T == DType::kQ3_K) {
-          sum = X8SumsQ3_K<D>(tile, q, sums);
+          sum = X8SumsQ3_K<D>(tile, q, sums, fetch);
         } else {
-          sum = X8SumsQ6_K<D>(tile, q, sums);
+          sum = X8SumsQ6_K<D>(tile, q, sums, fetch);
         }
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sum), acc[i]);
       }
@@ -2559,9 +2579,9 @@ inline __m256i X8FourthQ6_K(__m256i l0, __m256i l1, __m256i l2) {
 // for every row: row r's 256 values at q[r], its 16 piece sums at
 // pieces[r], and its A = sum_i sc_i (sum w q - 32 s_i) over the 16 pieces
 // of 16 into out[r]. A row's steps are the same whatever R is.
-template <class D, int R>
+template <class D, int R, class Fetch>
 inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const int16_t* const pieces[R],
-                           __m256i out[R]) {
+                           __m256i out[R], const Fetch& fetch) {
   const uint8_t* values = tile;
   const uint8_t* scales = tile + 64 * 48;
   const __m256i six = _mm256_set1_epi8(0x3F);
@@ -2650,12 +2670,21 @@ inline void X8SumsQ6_KRows(const uint8_t* tile, const int8_t* const q[R], const 
     }
   };
   if constexpr (R >= 2 && (!D::kVnni || !kManyVectorRegisters)) {
-    for (int i = 0; i < 4; ++i) quarter_by_piece(i / 2, i % 2);
+    for (int i = 0; i < 4; ++i) {
+      fetch(i);
+      quarter_by_piece(i / 2, i % 2);
+    }
   } else if constexpr (D::kVnni) {
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
+    for (int i = 0; i < 4; ++i) {
+      fetch(i);
+      quarter(i / 2, i % 2);
+    }
   } else {
-    for (int i = 0; i < 4; ++i) quarter(i / 2, i % 2);
+    for (int i = 0; i < 4; ++i) {
+      fetch(i);
+      quarter(i / 2, i % 2);
+    }
   }
   __m256i corr[R];
   for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
