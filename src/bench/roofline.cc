@@ -446,9 +446,7 @@ std::string RooflineIsaLevel() {
     if (cpu.avx512_bf16) level += "+bf16";
   }
   if (level == "avx2" && cpu.avx_vnni) level += "+avx-vnni";
-  if (level == "avx512" || level.rfind("avx512+", 0) == 0) {
-    if (cpu::AmxInt8Usable() || cpu::AmxBf16Usable()) level += "+amx";
-  }
+  if (cpu.BestIsa() == "avx512" && (cpu::AmxInt8Usable() || cpu::AmxBf16Usable())) level += "+amx";
   return level;
 }
 
