@@ -103,6 +103,33 @@ TEST_P(RmsNormTest, AddRmsNormUpdatesResidualAndNormalizesTheSum) {
   }
 }
 
+// The binders' form: the residual read from one buffer, the sum written to
+// another, the same bits as the in-place add.
+TEST_P(RmsNormTest, AddRmsNormIntoAnotherBufferMatchesTheInPlaceAdd) {
+  KILN_SKIP_UNLESS_AVAILABLE(GetParam());
+  for (int64_t dim : {7, 64, 896}) {
+    const int64_t rows = 40, ld_x = dim + 3, ld_res = dim + 5, ld_sum = dim + 1, ld_y = dim + 2;
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(rows * ld_x), 12);
+    const std::vector<float> residual = RandomFloats(static_cast<size_t>(rows * ld_res), 13);
+    const std::vector<float> w = RandomFloats(static_cast<size_t>(dim), 14, 0.5f, 1.5f);
+    std::vector<float> in_place = residual, want_y(static_cast<size_t>(rows * ld_y), -7.0f);
+    AddRmsNorm(ContextFor(GetParam(), 1), rows, dim, x.data(), ld_x, in_place.data(), ld_res, w.data(), 1e-6f,
+               want_y.data(), ld_y);
+    std::vector<float> input = residual, sum(static_cast<size_t>(rows * ld_sum), -9.0f),
+                       y(static_cast<size_t>(rows * ld_y), -7.0f);
+    AddRmsNorm(ContextFor(GetParam(), 2), rows, dim, x.data(), ld_x, input.data(), ld_res, sum.data(), ld_sum,
+               w.data(), 1e-6f, y.data(), ld_y);
+    EXPECT_TRUE(BitEqual(input.data(), residual.data(), residual.size())) << "residual written";
+    EXPECT_TRUE(BitEqual(y.data(), want_y.data(), y.size())) << "dim " << dim;
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_TRUE(BitEqual(&sum[static_cast<size_t>(r * ld_sum)], &in_place[static_cast<size_t>(r * ld_res)],
+                           static_cast<size_t>(dim)))
+          << "dim " << dim << " row " << r;
+      EXPECT_EQ(sum[static_cast<size_t>(r * ld_sum + dim)], -9.0f) << "written beyond the row";
+    }
+  }
+}
+
 TEST_P(RmsNormTest, RowResultIndependentOfBatchAndThreads) {
   KILN_SKIP_UNLESS_AVAILABLE(GetParam());
   const int64_t dim = 896, rows = 40;

@@ -279,6 +279,37 @@ void NaiveRope(const RopeTable& table, RopeStyle style, int64_t tokens, const in
 
 class RopeTest : public ::testing::TestWithParam<Isa> {};
 
+// The binder's form: each token copied from the input and rotated in the
+// output, the same bits as rotating a copy in place; the input and the
+// output's columns beyond the heads untouched.
+TEST_P(RopeTest, RotatingIntoAnotherBufferMatchesRotatingACopy) {
+  KILN_SKIP_UNLESS_AVAILABLE(GetParam());
+  for (RopeStyle style : {RopeStyle::kHalf, RopeStyle::kInterleaved}) {
+    RopeTable table = BuildOk(64, 48, 10000.0, RopeScaling{}, 600);
+    const int64_t tokens = 40, heads = 3, ldx = heads * 64 + 7, ldy = heads * 64 + 3;
+    std::vector<int32_t> positions(static_cast<size_t>(tokens));
+    for (int64_t t = 0; t < tokens; ++t)
+      positions[static_cast<size_t>(t)] = static_cast<int32_t>(t * 13 % 600);
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(tokens * ldx), 22, -2.0f, 2.0f);
+    std::vector<float> want = x;
+    ApplyRope(ContextFor(GetParam(), 1), table, style, tokens, positions.data(), heads, want.data(), ldx);
+    std::vector<float> input = x, y(static_cast<size_t>(tokens * ldy), -5.0f);
+    ApplyRope(ContextFor(GetParam(), 2), table, style, tokens, positions.data(), heads, input.data(), ldx,
+              y.data(), ldy);
+    ASSERT_EQ(input, x) << "input written";
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t c = 0; c < ldy; ++c) {
+        const float got = y[static_cast<size_t>(t * ldy + c)];
+        if (c < heads * 64) {
+          ASSERT_EQ(got, want[static_cast<size_t>(t * ldx + c)]) << "token " << t << " column " << c;
+        } else {
+          ASSERT_EQ(got, -5.0f) << "written beyond the heads, token " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(RopeTest, BothStylesMatchThePairwiseRotationExactly) {
   KILN_SKIP_UNLESS_AVAILABLE(GetParam());
   struct Dims {

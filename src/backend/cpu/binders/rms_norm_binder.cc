@@ -2,7 +2,6 @@
 #include "backend/cpu/binders/binder.h"
 #include "backend/cpu/binders/bound_access.h"
 #include "backend/cpu/kernels/rms_norm.h"
-#include "backend/cpu/kernels/row_copy.h"
 
 namespace kiln::cpu {
 
@@ -33,13 +32,8 @@ Expected<Step> BindAddRmsNorm(const BindContext& ctx, BindCaches&, Step step) {
   const BoundValue x = ctx.inputs[0], residual = ctx.inputs[1], y = ctx.outputs[0], sum = ctx.outputs[1];
   KILN_RETURN_IF_ERROR(CheckVector(n.weights[0], x.cols, n.name));
   step.run = [=](const RunState& s) {
-    const int64_t rows = RowsOf(x.rows, s);
-    // The kernel adds into the residual in place: start from a copy.
-    CopyRows(rows, static_cast<size_t>(x.cols) * sizeof(float), residual.data,
-             static_cast<size_t>(residual.row_stride) * sizeof(float), sum.data,
-             static_cast<size_t>(sum.row_stride) * sizeof(float));
-    AddRmsNorm(ContextOf(s), rows, x.cols, Floats(x), x.row_stride, Floats(sum), sum.row_stride, w, eps, Floats(y),
-               y.row_stride);
+    AddRmsNorm(ContextOf(s), RowsOf(x.rows, s), x.cols, Floats(x), x.row_stride, Floats(residual),
+               residual.row_stride, Floats(sum), sum.row_stride, w, eps, Floats(y), y.row_stride);
   };
   return step;
 }

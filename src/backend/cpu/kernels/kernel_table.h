@@ -41,8 +41,11 @@ struct LinearArgs {
 };
 
 // For tokens t in [t_begin, t_end) and heads h < heads, the row
-// r = x + t * ldx + h * dim: if residual is set, residual_row += r first and
-// the sum is normalized; y_row = weight * row / sqrt(mean(row^2) + eps).
+// r = x + t * ldx + h * dim: if residual is set, residual_row = r +
+// (residual_in's row, or residual's own where residual_in is null) first
+// and the sum is normalized; y_row = weight * row / sqrt(mean(row^2) + eps).
+// Reading residual_in rather than copying it into residual beforehand
+// keeps each row on the thread that sums it.
 struct RmsNormArgs {
   const float* x;
   int64_t ldx;
@@ -55,10 +58,14 @@ struct RmsNormArgs {
   int64_t heads;
   int64_t t_begin, t_end;
   float eps;
+  const float* residual_in = nullptr;
+  int64_t ld_residual_in = 0;
 };
 
 // Rotates pairs of each head of tokens [t_begin, t_end) in place by the
-// angles of the token's position.
+// angles of the token's position; with src set, each token's heads are
+// first copied from src's row (src + t * ld_src) into x's, by the thread
+// that rotates them.
 struct RopeArgs {
   float* x;
   int64_t ldx;
@@ -70,6 +77,8 @@ struct RopeArgs {
   const float* cos;  // [position][rotary_dim / 2]
   const float* sin;
   int64_t t_begin, t_end;
+  const float* src = nullptr;
+  int64_t ld_src = 0;
 };
 
 // An elementwise op over `rows` x `cols`: out = f(a, b, scalar).

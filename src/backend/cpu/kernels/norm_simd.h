@@ -62,11 +62,12 @@ void VecRmsNorm(const RmsNormArgs& a) {
       const float* src = x;
       if (a.residual != nullptr) {
         float* res = a.residual + t * a.ld_residual + h * n;
+        const float* in = a.residual_in != nullptr ? a.residual_in + t * a.ld_residual_in + h * n : res;
         int64_t i = 0;
-        for (; i + L <= n; i += L) S::Store(res + i, S::Add(S::Load(res + i), S::Load(x + i)));
+        for (; i + L <= n; i += L) S::Store(res + i, S::Add(S::Load(in + i), S::Load(x + i)));
         if (i < n) {
           int rest = static_cast<int>(n - i);
-          S::StorePart(res + i, S::Add(S::LoadPart(res + i, rest), S::LoadPart(x + i, rest)), rest);
+          S::StorePart(res + i, S::Add(S::LoadPart(in + i, rest), S::LoadPart(x + i, rest)), rest);
         }
         src = res;
       }

@@ -54,7 +54,8 @@ void RmsNorm(const RmsNormArgs& a) {
       const float* src = x;
       if (a.residual != nullptr) {
         float* res = a.residual + t * a.ld_residual + h * n;
-        for (int64_t i = 0; i < n; ++i) res[i] += x[i];
+        const float* in = a.residual_in != nullptr ? a.residual_in + t * a.ld_residual_in + h * n : res;
+        for (int64_t i = 0; i < n; ++i) res[i] = in[i] + x[i];
         src = res;
       }
       double sum = 0.0;
@@ -82,6 +83,9 @@ void Rope(const RopeArgs& a) {
   for (int64_t t = a.t_begin; t < a.t_end; ++t) {
     const float* c = a.cos + static_cast<int64_t>(a.positions[t]) * half;
     const float* s = a.sin + static_cast<int64_t>(a.positions[t]) * half;
+    if (a.src != nullptr) {
+      for (int64_t i = 0; i < a.heads * a.head_dim; ++i) a.x[t * a.ldx + i] = a.src[t * a.ld_src + i];
+    }
     for (int64_t h = 0; h < a.heads; ++h) {
       float* x = a.x + t * a.ldx + h * a.head_dim;
       for (int64_t i = 0; i < half; ++i) {

@@ -38,4 +38,13 @@ void AddRmsNorm(const KernelContext& ctx, int64_t rows, int64_t dim, const float
   Run(ctx, RmsNormArgs{x, ldx, residual, ld_residual, y, ldy, weight, dim, 1, 0, 0, eps}, rows);
 }
 
+void AddRmsNorm(const KernelContext& ctx, int64_t rows, int64_t dim, const float* x, int64_t ldx,
+                const float* residual, int64_t ld_residual, float* sum, int64_t ld_sum, const float* weight,
+                float eps, float* y, int64_t ldy) {
+  RmsNormArgs args{x, ldx, sum, ld_sum, y, ldy, weight, dim, 1, 0, 0, eps};
+  args.residual_in = residual;
+  args.ld_residual_in = ld_residual;
+  Run(ctx, args, rows);
+}
+
 }  // namespace kiln::cpu

@@ -25,4 +25,14 @@ void RmsNormHeads(const KernelContext& ctx, int64_t tokens, int64_t heads, int64
 void AddRmsNorm(const KernelContext& ctx, int64_t rows, int64_t dim, const float* x, int64_t ldx,
                 float* residual, int64_t ld_residual, const float* weight, float eps, float* y, int64_t ldy);
 
+// The same with the residual read from one buffer and the sum written to
+// another: sum[r] = residual[r] + x[r]; y[r] = rmsnorm(sum[r]). Each row is
+// read and written by the thread that normalizes it (a copy of the
+// residual into sum beforehand ran on one thread, and the other then read
+// its rows from that thread's cache). sum may equal residual; sum must not
+// overlap x or y otherwise.
+void AddRmsNorm(const KernelContext& ctx, int64_t rows, int64_t dim, const float* x, int64_t ldx,
+                const float* residual, int64_t ld_residual, float* sum, int64_t ld_sum, const float* weight,
+                float eps, float* y, int64_t ldy);
+
 }  // namespace kiln::cpu

@@ -171,10 +171,18 @@ void RopeTable::RowsBelow(int64_t positions) const {
 
 void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
                const int32_t* positions, int64_t heads, float* x, int64_t ldx) {
+  ApplyRope(ctx, table, style, tokens, positions, heads, nullptr, 0, x, ldx);
+}
+
+// x null: y rotated in place.
+void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
+               const int32_t* positions, int64_t heads, const float* x, int64_t ldx, float* y, int64_t ldy) {
   const KernelTable& kernels = KernelsFor(ctx.isa);
   RopeArgs args{};
-  args.x = x;
-  args.ldx = ldx;
+  args.x = y;
+  args.ldx = ldy;
+  args.src = x;
+  args.ld_src = ldx;
   args.heads = heads;
   args.head_dim = table.head_dim();
   args.rotary_dim = table.rotary_dim();

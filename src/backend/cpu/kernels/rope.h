@@ -54,7 +54,8 @@ class RopeTable {
 
  private:
   friend void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
-                        const int32_t* positions, int64_t heads, float* x, int64_t ldx);
+                        const int32_t* positions, int64_t heads, const float* x, int64_t ldx, float* y,
+                        int64_t ldy);
   struct Rows {
     std::unique_ptr<float[]> cos, sin;  // allocated whole, written as filled
     std::atomic<int64_t> filled{0};     // rows [0, filled) are computed
@@ -77,5 +78,12 @@ class RopeTable {
 // positions against the context length).
 void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
                const int32_t* positions, int64_t heads, float* x, int64_t ldx);
+
+// The same into y: token t's heads copied from x + t * ldx to y + t * ldy,
+// then rotated there, each token by the thread that rotates it (a copy of
+// all tokens beforehand ran on one thread, and the others then read their
+// rows from that thread's cache). y must not overlap x.
+void ApplyRope(const KernelContext& ctx, const RopeTable& table, RopeStyle style, int64_t tokens,
+               const int32_t* positions, int64_t heads, const float* x, int64_t ldx, float* y, int64_t ldy);
 
 }  // namespace kiln::cpu

@@ -73,6 +73,10 @@ void VecRope(const RopeArgs& a) {
   for (int64_t t = a.t_begin; t < a.t_end; ++t) {
     const float* c = a.cos + static_cast<int64_t>(a.positions[t]) * half;
     const float* s = a.sin + static_cast<int64_t>(a.positions[t]) * half;
+    if (a.src != nullptr) {
+      std::memcpy(a.x + t * a.ldx, a.src + t * a.ld_src,
+                  sizeof(float) * static_cast<size_t>(a.heads * a.head_dim));
+    }
     for (int64_t h = 0; h < a.heads; ++h) {
       float* x = a.x + t * a.ldx + h * a.head_dim;
       if (a.interleaved) {
