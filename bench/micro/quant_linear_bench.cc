@@ -36,12 +36,9 @@ struct QuantSet {
   std::vector<QuantMatrix> matrices;
 };
 
-const QuantSet& Matrices(DType dtype, int64_t n, int64_t k, int copies, bool x8) {
-  static std::tuple<DType, int64_t, int64_t, int, bool> key{};
-  static QuantSet set;
-  if (key != std::make_tuple(dtype, n, k, copies, x8)) {
-    set = QuantSet();
-    key = {dtype, n, k, copies, x8};
+QuantSet BuildMatrices(DType dtype, int64_t n, int64_t k, int copies, bool x8) {
+  QuantSet set;
+  {
     std::mt19937 rng(1);
     std::normal_distribution<float> dist(0.0f, 0.02f);
     std::vector<float> row(static_cast<size_t>(k));
@@ -62,6 +59,17 @@ const QuantSet& Matrices(DType dtype, int64_t n, int64_t k, int copies, bool x8)
       set.matrices.push_back(x8 ? RepackX8(w).value() : w);
       set.bytes.push_back(std::move(bytes));
     }
+  }
+  return set;
+}
+
+const QuantSet& Matrices(DType dtype, int64_t n, int64_t k, int copies, bool x8) {
+  static std::tuple<DType, int64_t, int64_t, int, bool> key{};
+  static QuantSet set;
+  if (key != std::make_tuple(dtype, n, k, copies, x8)) {
+    set = QuantSet();
+    key = {dtype, n, k, copies, x8};
+    set = BuildMatrices(dtype, n, k, copies, x8);
   }
   return set;
 }
@@ -105,6 +113,51 @@ void BM_QuantLinear(benchmark::State& state) {
   state.SetLabel(set.matrices[0].layout() + " " + QuantLinearKernel(ctx, m, set.matrices[0]) + " " +
                  std::to_string(threads) + "t" + (cold ? " cold" : ""));
 }
+
+// The 0.5B model's fused q, k and v projection decoding one row from
+// memory: three matrices of 896, 128 and 128 rows as the parts of one call
+// (as the model runs them), against one matrix of their 1152 rows. Args:
+// dtype, threads, parts (1: three, 0: one).
+void BM_QuantLinearQkv(benchmark::State& state) {
+  const auto dtype = static_cast<DType>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const bool parts = state.range(2) != 0;
+  const int64_t k = 896;
+  const std::vector<int64_t> rows = parts ? std::vector<int64_t>{896, 128, 128} : std::vector<int64_t>{1152};
+  const double bytes = static_cast<double>(DTypeBytes(dtype, static_cast<uint64_t>(1152 * k)).value());
+  const int copies = static_cast<int>(ColdBytes() / bytes) + 1;
+  std::vector<QuantSet> sets;
+  for (int64_t n : rows) sets.push_back(BuildMatrices(dtype, n, k, copies, true));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k)), y(1152);
+  for (float& v : x) v = dist(rng);
+  KernelContext ctx;
+  ctx.pool = threads > 1 ? &DefaultThreadPool(threads) : nullptr;
+  const int block = sets[0].matrices[0].activation_block();
+  size_t next = 0;
+  for (auto _ : state) {
+    const QuantizedRows xq = QuantizeActivations(ctx, 1, x.data(), false, k, k, block);
+    QuantLinearPart p[3];
+    int64_t at = 0;
+    for (size_t j = 0; j < sets.size(); ++j) {
+      p[j] = {&sets[j].matrices[next], nullptr, y.data() + at};
+      at += rows[j];
+    }
+    QuantLinearParts(ctx, 1, xq, p, static_cast<int>(sets.size()), 1152);
+    next = (next + 1) % static_cast<size_t>(copies);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QuantLinearQkv)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ5_0)},
+                   {2},
+                   {0, 1}})
+    ->ArgNames({"dtype", "threads", "parts"})
+    ->UseRealTime();
 
 // What verifying drafted tokens costs: one iteration is a pass over one
 // activation row, then a pass over `rows` rows (4 drafted tokens and the
