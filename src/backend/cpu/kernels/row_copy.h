@@ -1,7 +1,7 @@
-// Row copies between strided buffers: a fused add+norm's residual copied
-// to its sum before the kernel adds in place, RoPE's input copied to its
-// output, values moved between memory domains, and the rows whose logits
-// are wanted gathered by index. Strides are in bytes.
+// Row copies between strided buffers: RoPE's input copied to its output
+// where the rows hold more than the rotated heads, values moved between
+// memory domains, and the rows whose logits are wanted gathered by index.
+// Strides are in bytes.
 #pragma once
 
 #include <cstddef>
