@@ -763,6 +763,14 @@ inline void PrefetchStreamed(const uint8_t* line) {
   _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
 }
 
+// Slice `part` of `parts` of the lines of [first, first + bytes), streamed
+// (a block's fetches spread over its work instead of one burst).
+inline void PrefetchStreamedPart(const uint8_t* first, int64_t bytes, int part, int parts) {
+  const int64_t lines = (bytes + 63) / 64;
+  for (int64_t l = lines * part / parts; l < lines * (part + 1) / parts; ++l)
+    PrefetchStreamed(first + 64 * l);
+}
+
 // Group g of the x8 copy: half g % 2 of pair g / 2. Block b's 8 scales
 // are at scales + 32 b, vector j of its tile at quants + tile_bytes * b +
 // 64 j.
@@ -1493,12 +1501,8 @@ void X8SuperRowGroups(const QuantGemmArgs& a, int64_t g0, int64_t m) {
       // of each quarter of the sums: all at once, they went out in one
       // burst of 11-27 lines while the block's work waited.
       const uint8_t* lines = HalfLinesAhead(tile, g0 + i, ahead, tile_bytes);
-      const int64_t line_count = (tile_bytes / 2 + 63) / 64;
       auto fetch = [&](int part) {
-        if constexpr (kStream) {
-          for (int64_t l = line_count * part / 4; l < line_count * (part + 1) / 4; ++l)
-            PrefetchStreamed(lines + 64 * l);
-        }
+        if constexpr (kStream) PrefetchStreamedPart(lines, tile_bytes / 2, part, 4);
       };
       if constexpr (kStream) {
         // The pair's scale line too, as X8RowGroups' (Q4_K 6 rounds' median +3%, Q6_K +4%).
@@ -1743,10 +1747,7 @@ inline void PrefetchNextPairBlock(const QuantGemmArgs& a, const uint8_t* pair, c
 // Q5_K 176 -> 145-152, Q6_K 183-197 -> 163-167, IQ4_XS 141-145 -> 117-119.
 inline void PrefetchNextPairTilePart(const QuantGemmArgs& a, const uint8_t* tile, int64_t tile_bytes,
                                      int part, int parts) {
-  const int64_t lines = (tile_bytes + 63) / 64;
-  const int64_t ahead = NextPairDistance(a);
-  for (int64_t l = lines * part / parts; l < lines * (part + 1) / parts; ++l)
-    PrefetchStreamed(tile + ahead + 64 * l);
+  PrefetchStreamedPart(tile + NextPairDistance(a), tile_bytes, part, parts);
 }
 
 // A tile of R rows (FewRows x; output rows from m) against pair p of a
