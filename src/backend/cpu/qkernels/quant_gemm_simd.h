@@ -809,6 +809,17 @@ inline void FetchGroupBlockAhead(const X8Group& g, int64_t tile_bytes, int64_t s
     PrefetchStreamed(g.next_scales + scale_stride * b);
 }
 
+// Group g of a (`group`) with the fetches of FetchGroupBlockAhead set: for
+// the first tile of rows, which reads it from memory.
+inline X8Group WithNextPairFetched(const QuantGemmArgs& a, const X8Group& group, int64_t g,
+                                   int64_t tile_bytes) {
+  const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
+  X8Group fetching = group;
+  fetching.next_lines = HalfLinesAhead(group.quants, g, ahead, tile_bytes);
+  fetching.next_scales = g % 2 == 0 ? group.scales + ahead : nullptr;
+  return fetching;
+}
+
 inline __m256 X8Scales(const X8Group& g, int64_t b) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.scales + 32 * b)));
 }
@@ -844,12 +855,15 @@ inline __m256i X8SumsQ8_0(const uint8_t* tile, const int8_t* q) {
   return _mm256_add_epi32(p[0], p[1]);
 }
 
-// One activation row m against Q8_0 group g.
-template <class D>
-void X8TileQ8_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
+// One activation row m against Q8_0 group g (kFetch: fetching ahead as
+// FetchGroupBlockAhead, for the tile that reads g from memory).
+template <class D, bool kFetch = false>
+void X8TileQ8_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (kFetch) FetchGroupBlockAhead(g, 512, 32, b);
     const __m256i sum = X8SumsQ8_0<D>(g.quants + 512 * b, a.x->row_q(m) + kQK * b);
     const __m256 dx = _mm256_set1_ps(a.x->row_d(m)[b]);
     acc = _mm256_fmadd_ps(_mm256_mul_ps(X8Scales(g, b), dx), _mm256_cvtepi32_ps(sum), acc);
@@ -859,12 +873,13 @@ void X8TileQ8_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, c
 
 // X8TileQ8_0 for two activation rows that share each weight vector's load
 // and absolute value.
-template <class D>
+template <class D, bool kFetch = false>
 void X8TileQ8_0Pair(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
                     int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (kFetch) FetchGroupBlockAhead(g, 512, 32, b);
     const uint8_t* tile = g.quants + 512 * b;
     const int8_t* q0 = a.x->row_q(m) + kQK * b;
     const int8_t* q1 = a.x->row_q(m + 1) + kQK * b;
@@ -968,13 +983,15 @@ inline __m256i X8SumsQ5_0(const uint8_t* tile, const QuantGemmArgs& a, int64_t m
 }
 
 // R activation rows from m against Q4_0 group g, sharing each tile's
-// unpacking.
-template <class D, int R>
-void X8TileQ4_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias, int n_valid) {
+// unpacking (kFetch as X8TileQ8_0's).
+template <class D, int R, bool kFetch = false>
+void X8TileQ4_0(const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y, const float* bias,
+                int n_valid) {
   const int64_t blocks = a.k / kQK;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (kFetch) FetchGroupBlockAhead(g, 256, 32, b);
     const __m256 dw = X8Scales(g, b);
     __m256i low[4], high[4];
     X8UnpackQ4_0(g.quants + 256 * b, low, high);
@@ -1001,6 +1018,30 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
     for (; i + 2 <= r; i += 2) X8TileQ4_0<D, 2>(a, g, m + i, y + i * a.ldy, bias, n_valid);
     if (i < r) X8TileQ4_0<D, 1>(a, g, m + i, y + i * a.ldy, bias, n_valid);
   }
+}
+
+// X8Tile for the tile that reads g from memory: its first two rows (or one)
+// fetch the next pair ahead as FetchGroupBlockAhead does (g's fetches set),
+// the rest read g from cache. Apart from X8Tile, whose kernels then
+// compiled to slower code for prefill (Q8_0 at 512 x 4864 x 896 4-7%).
+template <class D, bool kQ8>
+void X8TileFetchingAhead(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
+                         const float* bias, int n_valid) {
+  const int first = r >= 2 ? 2 : 1;
+  if constexpr (kQ8) {
+    if (first == 2) {
+      X8TileQ8_0Pair<D, true>(a, g, m, y, bias, n_valid);
+    } else {
+      X8TileQ8_0<D, true>(a, g, m, y, bias, n_valid);
+    }
+  } else {
+    if (first == 2) {
+      X8TileQ4_0<D, 2, true>(a, g, m, y, bias, n_valid);
+    } else {
+      X8TileQ4_0<D, 1, true>(a, g, m, y, bias, n_valid);
+    }
+  }
+  if (r > first) X8Tile<D, kQ8>(r - first, a, g, m + first, y + first * a.ldy, bias, n_valid);
 }
 
 // The formats on the x8 layout. Q5_0, IQ4_NL, Q4_1 and Q5_1 run the
@@ -2534,16 +2575,27 @@ void GemmX8(const QuantGemmArgs& a) {
     constexpr X8Format kFormat = kQ8 ? X8Format::kQ8_0 : X8Format::kQ4_0;
     return X8RowBlocks<D, kFormat>(a);
   }
+  const bool few_blocks = a.m_end - a.m_begin <= kRowBlock;
   for (int64_t mb = a.m_begin; mb < a.m_end; mb += kRowBlock) {
     const int64_t me = mb + kRowBlock < a.m_end ? mb + kRowBlock : a.m_end;
     for (int64_t g = a.g_begin; g < a.g_end; ++g) {
       const int64_t n0 = g * kQuantGroupRows;
       const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       const X8Group group = GroupOf(a, g);
+      // Rows in one block (a batch decoding) read each group from memory
+      // in their first tile, which fetches the next pair ahead: without, 16
+      // rows took 1.15-1.3x their time on weights in cache (AVX2, 2
+      // threads, 4864 x 896 from memory: Q8_0 897 -> 802 us, Q4_0 704 ->
+      // 616). Prefill's many row blocks gain nothing from it.
+      const X8Group first = few_blocks ? WithNextPairFetched(a, group, g, kQ8 ? 512 : 256) : group;
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me; m += kRowTile) {
         const int r = static_cast<int>(me - m < kRowTile ? me - m : kRowTile);
-        X8Tile<D, kQ8>(r, a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
+        if (few_blocks && m == mb) {
+          X8TileFetchingAhead<D, kQ8>(r, a, first, m, a.y + m * a.ldy + n0, bias, n_valid);
+        } else {
+          X8Tile<D, kQ8>(r, a, group, m, a.y + m * a.ldy + n0, bias, n_valid);
+        }
       }
     }
   }
@@ -3262,16 +3314,14 @@ void X8SharedRows(const QuantGemmArgs& a) {
       const int64_t n0 = g * kQuantGroupRows;
       const int n_valid = static_cast<int>(a.n_total - n0 < kQuantGroupRows ? a.n_total - n0 : kQuantGroupRows);
       const X8Group group = GroupOf(a, g);
-      // A few rows' first tile reads the group from memory: it fetches the
-      // next pair ahead, as one row does. Without, 5 rows waited on memory
-      // (AVX2, 2 threads: Q5_0's 151936 x 896 LM head 15.5-16.0 -> 10.9
-      // ms, its 4864 x 896 layer 422 -> 355-364 us; Q6_K 896 x 4864 -5%).
-      X8Group first = group;
-      if (me - mb <= kFewRowsTile) {
-        const int64_t ahead = a.x8_pair_bytes < kX8PrefetchMax ? a.x8_pair_bytes : kX8PrefetchMax;
-        first.next_lines = HalfLinesAhead(group.quants, g, ahead, X8TileBytes(T));
-        first.next_scales = g % 2 == 0 ? group.scales + ahead : nullptr;
-      }
+      // Rows in one block read the group from memory in their first tile,
+      // which fetches the next pair ahead, as one row does. Without, 5
+      // rows waited on memory (AVX2, 2 threads: Q5_0's 151936 x 896 LM
+      // head 15.5-16.0 -> 10.9 ms, its 4864 x 896 layer 422 -> 355-364 us;
+      // Q6_K 896 x 4864 -5%), and 16 (a batch decoding: Q5_0's 4864 x 896
+      // 886 -> 817-862 us, Q4_K's and Q6_K's 896 x 4864 -4% and -6%).
+      const X8Group first =
+          a.m_end - a.m_begin <= kRowBlock ? WithNextPairFetched(a, group, g, X8TileBytes(T)) : group;
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me;) {
         const int r = static_cast<int>(me - m == 5 ? 5 : (me - m < kRows ? me - m : kRows));
