@@ -3,11 +3,13 @@
 // measures kiln: a prompt of text tokens prefilled, then output-len
 // tokens decoded one forward pass at a time, each run in a fresh context; batched decode runs N sequences at
 // once (node-llama-cpp puts their tokens in one batch). Prints JSON:
-// {"prefill_tokens_per_s": [...], "decode_tokens_per_s": [...]}, one entry per run.
+// {"prefill_tokens_per_s": [...], "decode_tokens_per_s": [...]}, one entry per run,
+// and "cpu_library": the ggml CPU variant this process loaded.
 //
 // usage: NODE_PATH=tests/llamacpp_oracle/node_modules node bench/llamacpp/llamacpp_speed.mjs MODEL.gguf
 //        [--threads 2] [--input-len 512] [--output-len 128] [--batch-size 1] [--runs 3]
 import { createRequire } from "node:module";
+import fs from "node:fs";
 import path from "node:path";
 
 const args = process.argv.slice(2);
@@ -72,6 +74,11 @@ for (let r = 0; r < runs; ++r) {
   decode.push(produced.reduce((a, b) => a + b, 0) / decodeSeconds);
   await context.dispose();
 }
+// ggml picks the best CPU variant its directory holds at load; which one it
+// mapped is the fact a side by side at one ISA level rests on.
+const cpuLibrary = fs.readFileSync("/proc/self/maps", "utf8").split("\n")
+  .map((line) => line.split(/\s+/).at(-1)).find((file) => /libggml-cpu-[^/]*\.so$/.test(file ?? ""));
 console.log(JSON.stringify({ threads, input_len: inputLen, output_len: outputLen, batch_size: batch,
+                             cpu_library: cpuLibrary ? path.basename(cpuLibrary) : null,
                              prefill_tokens_per_s: prefill, decode_tokens_per_s: decode }));
 await model.dispose();
