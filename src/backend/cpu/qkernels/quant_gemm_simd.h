@@ -1022,8 +1022,8 @@ void X8Tile(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y
 
 // X8Tile for the tile that reads g from memory: its first two rows (or one)
 // fetch the next pair ahead as FetchGroupBlockAhead does (g's fetches set),
-// the rest read g from cache. Apart from X8Tile, whose kernels then
-// compiled to slower code for prefill (Q8_0 at 512 x 4864 x 896 4-7%).
+// the rest read g from cache. Kept out of X8Tile: built into it, the
+// fetching kernels left prefill's slower (512 x 4864 x 896 Q8_0, 4-7%).
 template <class D, bool kQ8>
 void X8TileFetchingAhead(int r, const QuantGemmArgs& a, const X8Group& g, int64_t m, float* y,
                          const float* bias, int n_valid) {
@@ -2585,8 +2585,8 @@ void GemmX8(const QuantGemmArgs& a) {
       // Rows in one block (a batch decoding) read each group from memory
       // in their first tile, which fetches the next pair ahead: without, 16
       // rows took 1.15-1.3x their time on weights in cache (AVX2, 2
-      // threads, 4864 x 896 from memory: Q8_0 897 -> 802 us, Q4_0 704 ->
-      // 616). Prefill's many row blocks gain nothing from it.
+      // threads, 4864 x 896 from memory: Q8_0 875-897 -> 802-822 us, Q4_0
+      // 658-704 -> 614-643). Prefill's many row blocks gain nothing.
       const X8Group first = few_blocks ? WithNextPairFetched(a, group, g, kQ8 ? 512 : 256) : group;
       const float* bias = a.bias != nullptr ? a.bias + n0 : nullptr;
       for (int64_t m = mb; m < me; m += kRowTile) {
