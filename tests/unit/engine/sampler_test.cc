@@ -53,6 +53,50 @@ TEST(Sampler, GreedyTakesTheLargestLogitAndTheLowestIdOnTies) {
   EXPECT_EQ(Sample(logits.data(), 5, greedy, state).token, 1);
 }
 
+// The plain greedy choice: the largest non-NaN value's first id, 0 when
+// every value is NaN.
+int32_t ReferenceArgmax(const std::vector<float>& x) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (float v : x) m = v > m ? v : m;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] == m) return static_cast<int32_t>(i);
+  }
+  return 0;
+}
+
+// Greedy picks per vector lane and chain and merges them: ties spread over
+// different lanes, NaNs, infinities and every length up to a few vectors
+// (and a vocabulary-sized one with its largest value near the end).
+TEST(Sampler, GreedyMatchesThePlainArgmaxOnTiesNaNsAndInfinities) {
+  SamplingParams greedy = WithTemperature(0);
+  uint64_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(seed >> 33);
+  };
+  for (int trial = 0; trial < 20000; ++trial) {
+    const auto n = static_cast<int64_t>(1 + next() % 70);
+    std::vector<float> logits(static_cast<size_t>(n));
+    for (float& v : logits) {
+      const uint32_t kind = next() % 8;
+      v = kind == 0   ? std::numeric_limits<float>::quiet_NaN()
+          : kind == 1 ? -std::numeric_limits<float>::infinity()
+          : kind == 2 ? std::numeric_limits<float>::infinity()
+                      : static_cast<float>(next() % 5);
+    }
+    const int32_t expected = ReferenceArgmax(logits);
+    SamplerState state = MakeSamplerState(greedy, {}, n, 1);
+    std::vector<float> scratch = logits;
+    ASSERT_EQ(Sample(scratch.data(), n, greedy, state).token, expected) << "trial " << trial << ", n " << n;
+  }
+  std::vector<float> vocab(151936);
+  for (size_t i = 0; i < vocab.size(); ++i) vocab[i] = static_cast<float>(i % 977) * 0.001f;
+  vocab[151930] = 3.0f;
+  vocab[151933] = 3.0f;
+  SamplerState state = MakeSamplerState(greedy, {}, 151936, 1);
+  EXPECT_EQ(Sample(vocab.data(), 151936, greedy, state).token, 151930);
+}
+
 TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
   const std::vector<float> logits = {1.0f, 0.0f, -0.5f, 2.0f, 0.3f, -3.0f, 1.5f, 0.7f};
   for (double temperature : {0.6, 1.0, 2.5}) {
