@@ -172,7 +172,7 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
   float* acc = weights + static_cast<int64_t>(rows) * bs;  // [rows][d]
   float* running_max = acc + static_cast<int64_t>(rows) * d;
   float* running_sum = running_max + rows;
-  float* corrections = running_sum + rows;  // [rows]: this chunk's rescaling
+  float* corrections = running_sum + rows;  // [chunks of a block][rows]: each chunk's rescaling
   for (int i = 0; i < rows; ++i) {
     running_max[i] = -std::numeric_limits<float>::infinity();
     running_sum[i] = 0.0f;
@@ -188,7 +188,7 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
   const V minus_inf = S::Set1(-std::numeric_limits<float>::infinity());
   constexpr int kRowTile = attention_detail::kRowTile<S>;
   static_assert(kRowTile <= L);
-  const bool values_together = d % (4 * L) == 0;
+  const bool values_together = d % (kValueVecs<S> * L) == 0;
 
   const int64_t row_stride = static_cast<int64_t>(a.kv_heads) * d;
   const int64_t block_elems = static_cast<int64_t>(bs) * row_stride;
@@ -211,7 +211,6 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
       const int c_begin = chunk * L;
       const int c_end = c_begin + L < bs ? c_begin + L : bs;  // keys [c_begin, c_end) of the block
       int lo = c_end, hi = c_begin - 1;
-      bool same = true;  // every token sees the same keys of this chunk
       for (int t = 0; t < tokens; ++t) {
         const int first = first_keys[t] - block_start, last = a.last_pos + t - block_start;
         j0s[t] = first > c_begin ? first : c_begin;
@@ -220,9 +219,9 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
           lo = j0s[t] < lo ? j0s[t] : lo;
           hi = j1s[t] > hi ? j1s[t] : hi;
         }
-        same = same && j0s[t] == j0s[0] && j1s[t] == j1s[0];
       }
       if (lo > hi) continue;
+      float* chunk_corrections = corrections + static_cast<int64_t>(chunk) * rows;
       // Only the keys some token sees are read: the others may never have
       // been written.
       const T* key_rows[L];
@@ -282,23 +281,32 @@ void AttentionKeysInLanes(const AttentionArgs& a) {
                                 VecExp<S>(S::Sub(s[i], S::Set1(new_max[i]))));
           running_sum[r] = running_sum[r] * scale_old_lanes[i] + S::ReduceAdd(p);
           running_max[r] = new_max[i];
-          corrections[r] = scale_old_lanes[i];
+          chunk_corrections[r] = scale_old_lanes[i];
           S::StorePart(weights + static_cast<int64_t>(r) * bs + c_begin, p, c_end - c_begin);
         }
       }
+    }
 
-      // The values, weighted: only the keys each token sees.
-      if (!values_together) {
-        for (int r = 0; r < rows; ++r) {
-          const int t = r / heads;
-          if (j0s[t] > j1s[t]) continue;
-          AccumulateValues<S, Row>(acc + static_cast<int64_t>(r) * d, corrections[r],
-                                   weights + static_cast<int64_t>(r) * bs, v, row_stride, j0s[t], j1s[t], d);
-        }
-      } else {
-        AccumulateTokensValues<S, Row>(acc, corrections, weights, bs, v, row_stride, j0s, j1s, same, d, heads,
-                                       tokens);
+    // The block's values, weighted: only the keys each token sees, in one
+    // pass that rescales the sums where each chunk begins.
+    bool same = true;  // every token sees the same keys of this block
+    for (int t = 0; t < tokens; ++t) {
+      const int first = first_keys[t] - block_start, last = a.last_pos + t - block_start;
+      j0s[t] = first > 0 ? first : 0;
+      j1s[t] = last < bs - 1 ? last : bs - 1;
+      same = same && j0s[t] == j0s[0] && j1s[t] == j1s[0];
+    }
+    const Corrections block_corrections{corrections, rows, L};
+    if (!values_together) {
+      for (int r = 0; r < rows; ++r) {
+        const int t = r / heads;
+        if (j0s[t] > j1s[t]) continue;
+        AccumulateValues<S, Row>(acc + static_cast<int64_t>(r) * d, block_corrections.Rows(r),
+                                 weights + static_cast<int64_t>(r) * bs, v, row_stride, j0s[t], j1s[t], d);
       }
+    } else {
+      AccumulateTokensValues<S, Row>(acc, block_corrections, weights, bs, v, row_stride, j0s, j1s, same, d,
+                                     heads, tokens);
     }
   }
 

@@ -175,52 +175,99 @@ void Scores(const float* q, const typename Row::T* k, int64_t stride, int d, con
   for (; j <= j1; ++j) s[j] = Dot<S, Row>(q, k + j * stride, d) * mul[j];
 }
 
+// The factors rows' accumulated values are rescaled by as their softmax
+// maxima grow: row r's before the keys of chunk c of a block (keys [c *
+// keys, (c + 1) * keys)) at at[c * stride + r]. A kernel whose softmax
+// steps once a block has one chunk (the defaults). The weighted values of
+// a block's chunks are added in one pass, each chunk's factor applied
+// where its keys begin: the arithmetic of a pass a chunk, without a
+// store and reload of the sums between chunks and with chains of FMAs as
+// long as the block's.
+struct Corrections {
+  const float* at;
+  int64_t stride = 0;
+  int keys = 1 << 30;
+
+  float Of(int64_t row, int j) const { return at[(j / keys) * stride + row]; }
+  Corrections Rows(int64_t first) const { return {at + first, stride, keys}; }
+  // The last key of [j, j1] in j's chunk.
+  int RunEnd(int j, int j1) const {
+    const int chunk_end = (j / keys + 1) * keys - 1;
+    return chunk_end < j1 ? chunk_end : j1;
+  }
+};
+
 // AccumulateValues for d a multiple of kVecs vectors: kVecs vectors of the
 // row stay in registers while the block's keys stream past, with no lane
 // counts to test per key. Each element's arithmetic is the general loop's.
 template <class S, class Row, int kVecs>
-void AccumulateValuesFull(float* acc, float correction, const float* p, const typename Row::T* v0,
+void AccumulateValuesFull(float* acc, Corrections corr, const float* p, const typename Row::T* v0,
                           int64_t v_stride, int j0, int j1, int d) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
-  const V corr = S::Set1(correction);
   for (int c0 = 0; c0 < d; c0 += kVecs * L) {
     V sum[kVecs];
-    for (int u = 0; u < kVecs; ++u) sum[u] = S::Mul(S::Load(acc + c0 + u * L), corr);
-    for (int j = j0; j <= j1; ++j) {
-      const V pj = S::Set1(p[j]);
-      const auto* v = v0 + j * v_stride + c0;
-      for (int u = 0; u < kVecs; ++u) sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
+    for (int u = 0; u < kVecs; ++u) sum[u] = S::Load(acc + c0 + u * L);
+    for (int jb = j0; jb <= j1;) {
+      const int je = corr.RunEnd(jb, j1);
+      const V c = S::Set1(corr.Of(0, jb));
+      for (int u = 0; u < kVecs; ++u) sum[u] = S::Mul(sum[u], c);
+      for (int j = jb; j <= je; ++j) {
+        const V pj = S::Set1(p[j]);
+        const auto* v = v0 + j * v_stride + c0;
+        for (int u = 0; u < kVecs; ++u) sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
+      }
+      jb = je + 1;
     }
     for (int u = 0; u < kVecs; ++u) S::Store(acc + c0 + u * L, sum[u]);
   }
 }
 
-// AccumulateValuesFull<S, Row, 4> for H heads sharing the value rows (the
-// query heads of one KV head): head h's accumulators at acc + h * d, its
-// weights at p + h * p_stride. Each value vector is loaded once for all H
-// heads, and the H x 4 FMA chains are independent, where one head's 4 chains
-// wait on the FMA latency. Each element's arithmetic is the one-head loop's.
+// Vectors of a row AccumulateValuesHeads keeps in registers for several
+// heads at once (up to kValueHeads): kValueVecs x kValueHeads accumulators,
+// kValueVecs values and one weight fit 32 registers as 4 x 6 and 16 as 2 x
+// 6. On AVX2 4 x 2 (two heads a pass, four passes for 7 heads) ran the
+// values of a 512-key decode near a quarter of the FMA peak and 4 x 4
+// spilled a sum a head; 2 x 6 runs them about 1.8x faster (Zen 3, one
+// thread, two KV heads: 25 -> 13-15 us).
+template <class S>
+inline constexpr int kValueVecs = S::kLanes == 16 ? 4 : 2;
+template <class S>
+inline constexpr int kValueHeads = 6;
+
+// AccumulateValuesFull<S, Row, kValueVecs<S>> for H heads sharing the value
+// rows (the query heads of one KV head): head h's accumulators at acc + h *
+// d, its weights at p + h * p_stride. Each value vector is loaded once for
+// all H heads, and the H x kValueVecs FMA chains are independent, where one
+// head's few chains wait on the FMA latency. Each element's arithmetic is
+// the one-head loop's.
 template <class S, class Row, int H>
-void AccumulateValuesHeads(float* acc, const float* correction, const float* p, int64_t p_stride,
+void AccumulateValuesHeads(float* acc, Corrections corr, const float* p, int64_t p_stride,
                            const typename Row::T* v0, int64_t v_stride, int j0, int j1, int d) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
-  constexpr int kVecs = 4;
+  constexpr int kVecs = kValueVecs<S>;
   for (int c0 = 0; c0 < d; c0 += kVecs * L) {
     V sum[H][kVecs];
     for (int h = 0; h < H; ++h) {
-      const V corr = S::Set1(correction[h]);
-      for (int u = 0; u < kVecs; ++u) sum[h][u] = S::Mul(S::Load(acc + h * d + c0 + u * L), corr);
+      for (int u = 0; u < kVecs; ++u) sum[h][u] = S::Load(acc + h * d + c0 + u * L);
     }
-    for (int j = j0; j <= j1; ++j) {
-      const auto* v = v0 + j * v_stride + c0;
-      V vv[kVecs];
-      for (int u = 0; u < kVecs; ++u) vv[u] = Row::Load(v + u * L);
+    for (int jb = j0; jb <= j1;) {
+      const int je = corr.RunEnd(jb, j1);
       for (int h = 0; h < H; ++h) {
-        const V pj = S::Set1(p[h * p_stride + j]);
-        for (int u = 0; u < kVecs; ++u) sum[h][u] = S::Fma(pj, vv[u], sum[h][u]);
+        const V c = S::Set1(corr.Of(h, jb));
+        for (int u = 0; u < kVecs; ++u) sum[h][u] = S::Mul(sum[h][u], c);
       }
+      for (int j = jb; j <= je; ++j) {
+        const auto* v = v0 + j * v_stride + c0;
+        V vv[kVecs];
+        for (int u = 0; u < kVecs; ++u) vv[u] = Row::Load(v + u * L);
+        for (int h = 0; h < H; ++h) {
+          const V pj = S::Set1(p[h * p_stride + j]);
+          for (int u = 0; u < kVecs; ++u) sum[h][u] = S::Fma(pj, vv[u], sum[h][u]);
+        }
+      }
+      jb = je + 1;
     }
     for (int h = 0; h < H; ++h) {
       for (int u = 0; u < kVecs; ++u) S::Store(acc + h * d + c0 + u * L, sum[h][u]);
@@ -230,18 +277,17 @@ void AccumulateValuesHeads(float* acc, const float* correction, const float* p, 
 
 // Heads [0, heads) of AccumulateValuesHeads, a few at a time (as many as
 // the registers hold), in passes of near equal size: 7 heads as 6 + 1 left
-// the last pass one head's 4 chains, waiting on the FMA latency.
-// REQUIRES: d a multiple of 4 vectors.
+// the last pass one head's chains, waiting on the FMA latency.
+// REQUIRES: d a multiple of kValueVecs<S> vectors.
 template <class S, class Row>
-void AccumulateValuesGroup(float* acc, const float* correction, const float* p, int64_t p_stride,
+void AccumulateValuesGroup(float* acc, Corrections corr, const float* p, int64_t p_stride,
                            const typename Row::T* v0, int64_t v_stride, int j0, int j1, int d, int heads) {
-  constexpr int kMaxHeads =
-      S::kLanes == 16 ? 6 : 2;  // 4 H accumulators + 4 values + 1 weight in 32 or 16 registers
+  constexpr int kMaxHeads = kValueHeads<S>;
   const int passes = (heads + kMaxHeads - 1) / kMaxHeads;
   for (int pass = 0, h = 0; pass < passes; ++pass) {
     const int count = heads * (pass + 1) / passes - h;
     float* a = acc + static_cast<int64_t>(h) * d;
-    const float* c = correction + h;
+    const Corrections c = corr.Rows(h);
     const float* w = p + h * p_stride;
     h += count;
     switch (count) {
@@ -259,36 +305,41 @@ void AccumulateValuesGroup(float* acc, const float* correction, const float* p, 
 // keys added in increasing j. Up to 4 vectors of the row stay in registers
 // while the block's keys stream past.
 template <class S, class Row>
-void AccumulateValues(float* acc, float correction, const float* p, const typename Row::T* v0,
+void AccumulateValues(float* acc, Corrections corr, const float* p, const typename Row::T* v0,
                       int64_t v_stride, int j0, int j1, int d) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
-  if (d % (8 * L) == 0) return AccumulateValuesFull<S, Row, 8>(acc, correction, p, v0, v_stride, j0, j1, d);
-  if (d % (4 * L) == 0) return AccumulateValuesFull<S, Row, 4>(acc, correction, p, v0, v_stride, j0, j1, d);
+  if (d % (8 * L) == 0) return AccumulateValuesFull<S, Row, 8>(acc, corr, p, v0, v_stride, j0, j1, d);
+  if (d % (4 * L) == 0) return AccumulateValuesFull<S, Row, 4>(acc, corr, p, v0, v_stride, j0, j1, d);
   // Small heads (16 or 32 elements: the tiny models') without the general
   // loop's lane counts, which cost three times the FMAs themselves.
-  if (d % (2 * L) == 0) return AccumulateValuesFull<S, Row, 2>(acc, correction, p, v0, v_stride, j0, j1, d);
-  if (d % L == 0) return AccumulateValuesFull<S, Row, 1>(acc, correction, p, v0, v_stride, j0, j1, d);
+  if (d % (2 * L) == 0) return AccumulateValuesFull<S, Row, 2>(acc, corr, p, v0, v_stride, j0, j1, d);
+  if (d % L == 0) return AccumulateValuesFull<S, Row, 1>(acc, corr, p, v0, v_stride, j0, j1, d);
   constexpr int kChunk = 4 * L;
-  const V corr = S::Set1(correction);
   for (int c0 = 0; c0 < d; c0 += kChunk) {
     int lanes[4];
     V sum[4];
     for (int u = 0; u < 4; ++u) {
       int left = d - c0 - u * L;
       lanes[u] = left <= 0 ? 0 : left > L ? L : left;
-      sum[u] = lanes[u] == 0 ? S::Zero() : S::Mul(S::LoadPart(acc + c0 + u * L, lanes[u]), corr);
+      sum[u] = lanes[u] == 0 ? S::Zero() : S::LoadPart(acc + c0 + u * L, lanes[u]);
     }
-    for (int j = j0; j <= j1; ++j) {
-      const V pj = S::Set1(p[j]);
-      const auto* v = v0 + j * v_stride + c0;
-      for (int u = 0; u < 4; ++u) {
-        if (lanes[u] == L) {
-          sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
-        } else if (lanes[u] > 0) {
-          sum[u] = S::Fma(pj, Row::LoadPart(v + u * L, lanes[u]), sum[u]);
+    for (int jb = j0; jb <= j1;) {
+      const int je = corr.RunEnd(jb, j1);
+      const V c = S::Set1(corr.Of(0, jb));
+      for (int u = 0; u < 4; ++u) sum[u] = S::Mul(sum[u], c);
+      for (int j = jb; j <= je; ++j) {
+        const V pj = S::Set1(p[j]);
+        const auto* v = v0 + j * v_stride + c0;
+        for (int u = 0; u < 4; ++u) {
+          if (lanes[u] == L) {
+            sum[u] = S::Fma(pj, Row::Load(v + u * L), sum[u]);
+          } else if (lanes[u] > 0) {
+            sum[u] = S::Fma(pj, Row::LoadPart(v + u * L, lanes[u]), sum[u]);
+          }
         }
       }
+      jb = je + 1;
     }
     for (int u = 0; u < 4; ++u) {
       if (lanes[u] > 0) S::StorePart(acc + c0 + u * L, sum[u], lanes[u]);
@@ -300,7 +351,7 @@ void AccumulateValues(float* acc, float correction, const float* p, const typena
 // all rows at once where every token sees the same keys [j0s[0], j1s[0]]
 // of the block, else each token's heads over its own keys.
 template <class S, class Row>
-void AccumulateTokensValues(float* acc, const float* corrections, const float* p, int64_t p_stride,
+void AccumulateTokensValues(float* acc, Corrections corrections, const float* p, int64_t p_stride,
                             const typename Row::T* v0, int64_t v_stride, const int* j0s, const int* j1s,
                             bool same, int d, int heads, int tokens) {
   if (same) {
@@ -310,7 +361,7 @@ void AccumulateTokensValues(float* acc, const float* corrections, const float* p
   for (int t = 0; t < tokens; ++t) {
     if (j0s[t] > j1s[t]) continue;
     const int64_t r = static_cast<int64_t>(t) * heads;
-    AccumulateValuesGroup<S, Row>(acc + r * d, corrections + r, p + r * p_stride, p_stride, v0, v_stride,
+    AccumulateValuesGroup<S, Row>(acc + r * d, corrections.Rows(r), p + r * p_stride, p_stride, v0, v_stride,
                                   j0s[t], j1s[t], d, heads);
   }
 }
@@ -375,7 +426,7 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
   float* corrections = key_mul + bs;                          // [rows]: this block's rescaling
   // Float caches with whole 4-vector rows add a block's values for all heads
   // at once; the int8 cache weights each head's values by its own scales.
-  const bool heads_together = v_scales == nullptr && d % (4 * L) == 0;
+  const bool heads_together = v_scales == nullptr && d % (kValueVecs<S> * L) == 0;
   for (int i = 0; i < rows; ++i) {
     running_max[i] = -std::numeric_limits<float>::infinity();
     running_sum[i] = 0.0f;
@@ -475,12 +526,12 @@ void AttentionWith(const AttentionArgs& a, const float* k_scales, const float* v
           for (int j = j0; j <= j1; ++j) weights[j] = p[j] * vs[j * a.kv_heads];
           p = weights;
         }
-        AccumulateValues<S, Row>(acc + static_cast<int64_t>(i) * d, corrections[i], p, v, row_stride, j0, j1,
-                                 d);
+        AccumulateValues<S, Row>(acc + static_cast<int64_t>(i) * d, Corrections{corrections + i}, p, v,
+                                 row_stride, j0, j1, d);
       }
     } else {
-      AccumulateTokensValues<S, Row>(acc, corrections, scores, bs, v, row_stride, j0s, j1s, same, d, heads,
-                                     tokens);
+      AccumulateTokensValues<S, Row>(acc, Corrections{corrections}, scores, bs, v, row_stride, j0s, j1s, same,
+                                     d, heads, tokens);
     }
   }
 

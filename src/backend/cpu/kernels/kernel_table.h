@@ -169,10 +169,11 @@ inline int32_t AttentionFirstPos(const AttentionArgs& a, int32_t t) {
 }
 
 // Per thread, for `heads` rows (query heads times tokens): each row's
-// weights, sums and running values, and a chunk of keys transposed (up to
-// 16 lanes of head_dim).
+// weights, sums and running values, its rescaling factor for each chunk of
+// a block (at most one a key), and a chunk of keys transposed (up to 16
+// lanes of head_dim).
 inline int64_t AttentionScratchFloats(int64_t heads, int64_t block_size, int64_t head_dim) {
-  return heads * (block_size + head_dim + 16) + block_size + 64 + 16 * head_dim;
+  return heads * (2 * block_size + head_dim + 16) + block_size + 64 + 16 * head_dim;
 }
 
 // y[i] = f(x[i]) for i < n; the vector math functions, exposed for testing.
